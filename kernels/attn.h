@@ -1,0 +1,105 @@
+/*
+ * attn.h — the attention kernel API every backend implements (kernels/cpu now,
+ * kernels/cuda later). Plans name these kernels; the runtime calls them; the
+ * calibration times them. Nothing here knows about ranks, rings or SimGrid.
+ *
+ * Layout: Q is [B, Zq, Nq, d], K and V are [B, Zkv, Nk, d], row-major, densely
+ * packed. O is [B, Zq, Nq, d] and lse is [B, Zq, Nq], both fp32. Gradients dq,
+ * dk, dv are fp32 and are ACCUMULATED into (a ring step adds into a visiting
+ * dQ and into the local dK, dV). Query head h reads key/value head h / (Zq/Zkv).
+ */
+#ifndef BURSTSIM_ATTN_H
+#define BURSTSIM_ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { ATTN_FP32 = 0, ATTN_BF16 = 1 } attn_dtype;
+
+/* Error codes (0 = success). */
+enum {
+  ATTN_OK = 0,
+  ATTN_EINVAL = -1,   /* a size is zero or negative, or Zq % Zkv != 0 */
+  ATTN_ENULL = -2,    /* a required buffer is NULL */
+  ATTN_ENOMEM = -3,   /* workspace allocation failed */
+  ATTN_EDTYPE = -4    /* storage type not supported by this backend */
+};
+
+/*
+ * Mask from global token positions. Query row i sits at q_pos0 + i*q_stride,
+ * key row j at k_pos0 + j*k_stride (stride 1 for contiguous blocks, G for the
+ * striped layout). causal: key allowed iff k_pos <= q_pos. window > 0: also
+ * requires q_pos - k_pos < window (causal) or |q_pos - k_pos| < window (not).
+ */
+typedef struct {
+  int64_t q_pos0, q_stride;
+  int64_t k_pos0, k_stride;
+  int causal;
+  int64_t window;
+} attn_mask;
+
+typedef struct {
+  int B, Zq, Zkv;     /* batch, query heads, key/value heads */
+  int64_t Nq, Nk;     /* rows of the query block and of the key block */
+  int d;              /* head dimension */
+  float scale;        /* softmax scale, usually 1/sqrt(d) */
+  attn_mask mask;
+  attn_dtype dtype;   /* storage of q, k, v and dout */
+  int tile_q, tile_k; /* tile sizes; 0 = backend default */
+  int threads;        /* 0 = all cores */
+} attn_params;
+
+/* A full (unmasked) mask over contiguous blocks, and a default-filled params. */
+attn_params attn_params_make(int B, int Zq, int Zkv, int64_t Nq, int64_t Nk, int d);
+
+/* Validates p (and the non-NULL-ness of buffers is checked by each call). */
+int attn_check(const attn_params *p);
+const char *attn_strerror(int err);
+
+/*
+ * Forward. accumulate = 0: O, lse are overwritten. accumulate = 1: (O, lse)
+ * hold a running normalised result (from earlier key blocks) that this block
+ * is merged into by online softmax. A row with no visible key gets lse = -inf
+ * and O = 0 (never NaN). Few query rows against many keys are split over
+ * threads along the keys and merged by lse (Flash-Decoding).
+ */
+int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v,
+             float *o, float *lse, int accumulate);
+
+/*
+ * Forward without tiling: materialises the Nq x Nk score block per head with
+ * OpenBLAS sgemm (the "without LAO" / Li-2021 baseline). workspace: at least
+ * attn_unfused_workspace_bytes(p) bytes, or NULL to allocate internally.
+ */
+size_t attn_unfused_workspace_bytes(const attn_params *p);
+int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const void *v,
+                     float *o, float *lse, int accumulate, float *workspace);
+
+/* delta[row] = sum_j dout[row, j] * o[row, j] over B*Zq*Nq rows. */
+int attn_delta(const attn_params *p, const float *o, const void *dout, float *delta);
+
+/*
+ * Backward of one (query block, key block) pair. Needs lse of the FULL forward
+ * (over all key blocks) and either delta (= attn_delta of the final O) or o
+ * (then delta is computed here; pass delta = NULL). Adds into dq, dk, dv.
+ */
+int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v,
+             const float *o, const void *dout, const float *lse, const float *delta,
+             float *dq, float *dk, float *dv);
+
+/* Backward with the score block materialised (baseline). Same contract. */
+int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const void *v,
+                     const float *o, const void *dout, const float *lse, const float *delta,
+                     float *dq, float *dk, float *dv, float *workspace);
+
+/* Merge a partial (o2, lse2) into (o, lse), over `rows` rows of width d. */
+int attn_merge(int64_t rows, int d, float *o, float *lse, const float *o2, const float *lse2);
+
+/* bf16 helpers (round to nearest even). */
+uint16_t attn_f32_to_bf16(float x);
+float attn_bf16_to_f32(uint16_t x);
+
+/* Which CPU code path is in use ("avx512", "avx2", "scalar"). */
+const char *attn_cpu_variant(void);
+
+#endif

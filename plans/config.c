@@ -1,0 +1,87 @@
+/*
+ * config.c — names, defaults and model presets for bs_config. Pure data.
+ */
+#include <string.h>
+#include "config.h"
+#include "result.h"
+
+const char *bs_method_name(bs_method m) {
+  static const char *n[] = {"burst", "ring", "ring-li2021", "ulysses", "usp", "tp", "tree"};
+  return (m >= 0 && m < BS_METHOD_COUNT) ? n[m] : "?";
+}
+const char *bs_layout_name(bs_layout l) {
+  static const char *n[] = {"contiguous", "zigzag", "striped"};
+  return (l >= 0 && l <= BS_STRIPED) ? n[l] : "?";
+}
+const char *bs_phase_name(bs_phase p) {
+  static const char *n[] = {"train", "prefill", "decode"};
+  return (p >= 0 && p <= BS_DECODE) ? n[p] : "?";
+}
+const char *bs_dtype_name(bs_dtype t) {
+  static const char *n[] = {"bf16", "fp16", "fp32"};
+  return (t >= 0 && t <= BS_FP32) ? n[t] : "?";
+}
+const char *bs_scope_name(bs_scope s) {
+  static const char *n[] = {"attention", "layer", "model"};
+  return (s >= 0 && s <= BS_SCOPE_MODEL) ? n[s] : "?";
+}
+const char *bs_mem_class_name(bs_mem_class c) {
+  static const char *n[] = {"input", "output", "comm", "scores", "workspace",
+                            "weights", "grads", "optimizer", "activations"};
+  return (c >= 0 && c < BS_MEM_CLASS_COUNT) ? n[c] : "?";
+}
+
+typedef struct {
+  const char *name;
+  int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
+} preset;
+
+/* Shapes from the models' published configs (Llama 2 paper Table 1 and the
+ * released config.json files; Llama 3.1 model card). */
+static const preset presets[] = {
+  {"llama2-7b", 4096, 32, 32, 128, 32, 11008, 32000},
+  {"llama2-13b", 5120, 40, 40, 128, 40, 13824, 32000},
+  {"llama2-70b", 8192, 64, 8, 128, 80, 28672, 32000},
+  {"llama3.1-8b", 4096, 32, 8, 128, 32, 14336, 128256},
+};
+
+int bs_model_preset(const char *name, bs_model *m) {
+  for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+    const preset *p = &presets[i];
+    if (strcmp(p->name, name) != 0) continue;
+    bs_dtype dt = m->dtype;
+    memset(m, 0, sizeof *m);
+    strncpy(m->preset, p->name, sizeof m->preset - 1);
+    m->hidden = p->hidden; m->heads = p->heads; m->kv_heads = p->kv_heads;
+    m->head_dim = p->head_dim; m->layers = p->layers; m->ffn = p->ffn; m->vocab = p->vocab;
+    m->dtype = dt;
+    return 0;
+  }
+  return -1;
+}
+
+void bs_config_default(bs_config *c) {
+  memset(c, 0, sizeof *c);
+  c->model.dtype = BS_BF16;
+  bs_model_preset("llama2-7b", &c->model);
+  c->work.phase = BS_TRAIN;
+  c->work.seq_len = 32768;
+  c->work.batch = 1;
+  c->work.causal = 0;
+  c->work.window = 0;
+  c->work.scope = BS_SCOPE_ATTENTION;
+  c->work.decode_tokens = 1;
+  c->par.method = BS_BURST;
+  c->par.gpus = 8;
+  c->par.layout = BS_CONTIGUOUS;
+  c->par.double_ring = BS_AUTO;
+  c->par.lao = 1;
+  c->par.bwd_opt = 1;
+  c->par.ulysses_degree = 8;
+  c->par.tp_variant = 1;
+  c->par.zero = 0;
+  c->par.ranks_per_node = 8;
+  strcpy(c->cluster.topology, "dgx-a100");
+  strcpy(c->cluster.profile, "a100-sxm4-80gb");
+  c->seed = 1234;
+}

@@ -1,0 +1,80 @@
+/*
+ * config.h — one point of a scenario, as plain structs every floor shares.
+ * src/scenario.c fills these from INI files; plans read them; runtime and sim
+ * take them as input. No I/O, no allocation: a bs_config is a value.
+ */
+#ifndef BURSTSIM_CONFIG_H
+#define BURSTSIM_CONFIG_H
+
+#include <stdint.h>
+
+typedef enum { BS_BF16 = 0, BS_FP16 = 1, BS_FP32 = 2 } bs_dtype;
+typedef enum { BS_TRAIN = 0, BS_PREFILL = 1, BS_DECODE = 2 } bs_phase;
+typedef enum { BS_SCOPE_ATTENTION = 0, BS_SCOPE_LAYER = 1, BS_SCOPE_MODEL = 2 } bs_scope;
+typedef enum {
+  BS_BURST = 0, BS_RING, BS_RING_LI2021, BS_ULYSSES, BS_USP, BS_TP, BS_TREE, BS_METHOD_COUNT
+} bs_method;
+typedef enum { BS_CONTIGUOUS = 0, BS_ZIGZAG, BS_STRIPED } bs_layout;
+typedef enum { BS_AUTO = -1, BS_OFF = 0, BS_ON = 1 } bs_tristate;
+
+typedef struct {
+  char preset[32];         /* "" when given explicitly */
+  int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
+  bs_dtype dtype;
+} bs_model;
+
+typedef struct {
+  bs_phase phase;
+  int64_t seq_len;         /* tokens, whole sequence */
+  int64_t batch;
+  int causal;
+  int64_t window;          /* 0 = none */
+  bs_scope scope;
+  int64_t decode_tokens;   /* decode: query tokens per step */
+  int recompute;           /* model scope: activation recomputation */
+} bs_workload;
+
+typedef struct {
+  bs_method method;
+  int gpus;
+  bs_layout layout;
+  bs_tristate double_ring;
+  int lao;                 /* burst: 1 = tiled local attention, 0 = score block materialised */
+  int bwd_opt;             /* burst: 1 = ring D ("optimized"), 0 = ring O ("plain") */
+  int ulysses_degree;      /* usp */
+  int tp_variant;          /* 1 or 3 */
+  int zero;                /* 0..3 */
+  int ranks_per_node;      /* real runs: ranks grouped into a "node"; sim: from topology */
+} bs_parallel;
+
+typedef struct {
+  char topology[256];      /* preset name or XML path */
+  char profile[256];       /* preset name or JSON path */
+  int nodes;               /* 0 = derived from gpus / gpus-per-node */
+} bs_cluster;
+
+typedef struct {
+  bs_model model;
+  bs_workload work;
+  bs_parallel par;
+  bs_cluster cluster;
+  int trace;
+  uint64_t seed;           /* inputs of real runs */
+} bs_config;
+
+/* Bytes per element of a storage type. */
+static inline int bs_dtype_bytes(bs_dtype t) { return t == BS_FP32 ? 4 : 2; }
+
+const char *bs_method_name(bs_method m);
+const char *bs_layout_name(bs_layout l);
+const char *bs_phase_name(bs_phase p);
+const char *bs_dtype_name(bs_dtype t);
+const char *bs_scope_name(bs_scope s);
+
+/* A default config: llama2-7b shapes, train, 32K, burst on 8 GPUs. */
+void bs_config_default(bs_config *c);
+
+/* Model presets; returns 0 on success, -1 for an unknown name. */
+int bs_model_preset(const char *name, bs_model *m);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * plan.h — a distributed attention method written once, as a program per rank.
+ *
+ * A plan is a lazily generated sequence of operations for each rank:
+ *   ALLOC / FREE   every buffer the method holds (memory is part of the plan)
+ *   COMPUTE        a kernel on buffers, with its shape (attention fwd/bwd, merge, ...)
+ *   SEND / RECV    asynchronous point-to-point, creating a handle
+ *   COLL           a collective over a group of ranks, asynchronous, creating a handle
+ *   WAIT           join handles: where overlap is decided
+ *   PHASE          marks the start/end of fwd and bwd for timing
+ * runtime/ executes the ops for real, sim/ in SimGrid. Both only read ops.
+ * Generation is lazy (a few ops per ring step are produced at a time), so a
+ * 1024-rank x 1024-step plan never exists in memory at once.
+ */
+#ifndef BURSTSIM_PLAN_H
+#define BURSTSIM_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "config.h"
+#include "result.h"
+#include "../kernels/attn.h"
+
+typedef enum {
+  BS_OP_ALLOC = 0, BS_OP_FREE, BS_OP_COMPUTE, BS_OP_SEND, BS_OP_RECV,
+  BS_OP_COLL, BS_OP_WAIT, BS_OP_PHASE
+} bs_op_kind;
+
+typedef enum {
+  BS_K_ATTN_FWD = 0,       /* in: q k v; out: o lse (accumulate flag) */
+  BS_K_ATTN_FWD_UNFUSED,   /* same, score block materialised in a SCORES buffer (in[3]) */
+  BS_K_ATTN_BWD,           /* in: q k v o dout lse delta; out: dq dk dv (added into) */
+  BS_K_ATTN_BWD_UNFUSED,   /* same, workspace in in[7] */
+  BS_K_ATTN_DELTA,         /* in: o dout; out: delta */
+  BS_K_ATTN_MERGE,         /* in: o2 lse2; out: o lse (merged into) */
+  BS_K_GEMM,               /* m x n x k; in: a b; out: c */
+  BS_K_ELEMWISE,           /* elems elements read+written (norms, activations, adds) */
+  BS_K_COPY,               /* elems bytes copied in[0] -> out[0] (packing, casts) */
+  BS_K_COUNT
+} bs_kernel;
+
+typedef enum {
+  BS_COLL_ALLREDUCE = 0, BS_COLL_ALLGATHER, BS_COLL_REDUCE_SCATTER, BS_COLL_ALLTOALL, BS_COLL_COUNT
+} bs_coll_kind;
+
+typedef enum { BS_RED_SUM = 0, BS_RED_MAX } bs_reduce_op;
+typedef enum { BS_ELEM_F32 = 0, BS_ELEM_BF16, BS_ELEM_F16 } bs_elem;
+
+/* A place in a buffer: buffer id (per rank, -1 = none) and byte offset. */
+typedef struct { int32_t buf; int64_t off; } bs_ref;
+#define BS_NOREF ((bs_ref){-1, 0})
+
+/* Ranks first, first + stride, ..., size of them; the caller's index is its position. */
+typedef struct { int32_t first, stride, size; } bs_group;
+
+/* Which tensor a buffer holds, so the runtime can fill inputs and gather outputs. */
+typedef enum {
+  BS_ROLE_TMP = 0, BS_ROLE_Q, BS_ROLE_K, BS_ROLE_V, BS_ROLE_DOUT,
+  BS_ROLE_O, BS_ROLE_LSE, BS_ROLE_DQ, BS_ROLE_DK, BS_ROLE_DV
+} bs_role;
+
+/*
+ * What part of a global tensor [B, heads, N, d] a role buffer holds: tokens
+ * (token i of the shard is global token bs_shard_token(s, i)) and heads.
+ */
+typedef struct {
+  bs_layout layout;        /* how tokens were split */
+  int32_t part, parts;     /* this shard is part `part` of `parts` (1 = all tokens) */
+  int64_t n_total;         /* tokens in the whole sequence */
+  int32_t head0, heads;    /* heads held: [head0, head0 + heads) */
+} bs_shard;
+
+int64_t bs_shard_tokens(const bs_shard *s);              /* tokens held */
+int64_t bs_shard_token(const bs_shard *s, int64_t i);    /* global index of local token i */
+
+#define BS_MAX_WAIT 8
+#define BS_OP_IN 8
+#define BS_OP_OUT 4
+
+typedef struct {
+  bs_kernel kernel;
+  attn_params a;           /* attention kernels: shape, mask, scale */
+  int accumulate;          /* ATTN_FWD: merge into the running (o, lse) */
+  int64_t m, n, k;         /* GEMM */
+  int64_t elems;           /* ELEMWISE, COPY */
+  double flops;            /* useful FLOPs (unmasked), for the profile and reports */
+  bs_ref in[BS_OP_IN];
+  bs_ref out[BS_OP_OUT];
+} bs_compute;
+
+typedef struct {
+  bs_op_kind kind;
+  int32_t handle;          /* SEND / RECV / COLL: the handle this op creates */
+  union {
+    struct { int32_t buf; int64_t bytes; bs_mem_class cls; bs_role role; bs_shard shard;
+             bs_elem elem; } alloc;
+    struct { int32_t buf; } free;
+    bs_compute compute;
+    struct { int32_t peer; int32_t tag; bs_ref buf; int64_t bytes; } p2p;
+    struct { bs_coll_kind kind; bs_reduce_op red; bs_elem elem; bs_group group;
+             bs_ref send, recv; int64_t bytes; /* per rank contribution */ } coll;
+    struct { int32_t n; int32_t handles[BS_MAX_WAIT]; } wait;
+    struct { int fwd_bwd; /* 0 fwd, 1 bwd */ int begin; /* 1 begin, 0 end */ } phase;
+  } u;
+} bs_op;
+
+typedef struct bs_plan bs_plan;
+typedef struct bs_plan_iter bs_plan_iter;
+
+/*
+ * Builds a plan for cfg with `ranks_per_node` ranks per node (inner ring of
+ * the double ring; from the topology in sim, cfg.par.ranks_per_node in runs).
+ * Returns 0, or -1 with a message in err naming the offending key (e.g.
+ * "parallel.gpus: 3 does not divide seq_len 1000").
+ */
+int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char *err, size_t errlen);
+void bs_plan_free(bs_plan *p);
+int bs_plan_ranks(const bs_plan *p);
+const bs_config *bs_plan_config(const bs_plan *p);
+
+bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank);
+/* Writes the next op of this rank's program; returns 1, or 0 at the end. */
+int bs_plan_next(bs_plan_iter *it, bs_op *op);
+void bs_plan_iter_free(bs_plan_iter *it);
+
+const char *bs_op_kind_name(bs_op_kind k);
+const char *bs_kernel_name(bs_kernel k);
+const char *bs_coll_name(bs_coll_kind k);
+
+#endif

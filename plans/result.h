@@ -1,0 +1,69 @@
+/*
+ * result.h — what an executor (runtime or sim) reports for one config. The
+ * field names mirror the result JSON of DESIGN.md; src/output.c writes them.
+ */
+#ifndef BURSTSIM_RESULT_H
+#define BURSTSIM_RESULT_H
+
+#include <stdint.h>
+#include "config.h"
+
+/* Memory classes for the per-device breakdown (ALLOC ops name one). */
+typedef enum {
+  BS_MEM_INPUT = 0,    /* q, k, v, dout shards the method starts with */
+  BS_MEM_OUTPUT,       /* o, lse, dq, dk, dv the method returns */
+  BS_MEM_COMM,         /* ring / collective buffers in flight */
+  BS_MEM_SCORES,       /* materialised score blocks (no LAO, li2021) */
+  BS_MEM_WORKSPACE,    /* kernel workspaces, temporaries */
+  BS_MEM_WEIGHTS,      /* model scope */
+  BS_MEM_GRADS,
+  BS_MEM_OPTIMIZER,
+  BS_MEM_ACTIVATIONS,
+  BS_MEM_CLASS_COUNT
+} bs_mem_class;
+
+const char *bs_mem_class_name(bs_mem_class c);
+
+typedef struct {
+  double step, fwd, bwd;   /* seconds */
+  double compute;          /* time in COMPUTE ops */
+  double comm_exposed;     /* time blocked in WAIT / collectives */
+} bs_times;
+
+typedef struct {
+  int64_t per_rank_max_sent;
+  int64_t total;           /* sum over ranks of bytes sent */
+  int64_t intra_node, inter_node;
+} bs_bytes;
+
+typedef struct {
+  int64_t peak_bytes_max;  /* max over ranks of the plan allocator's peak */
+  int64_t capacity_bytes;  /* 0 = unknown */
+  int oom;
+  int64_t breakdown[BS_MEM_CLASS_COUNT]; /* at the peak of the rank with the max peak */
+  int64_t rss_bytes;       /* real runs: process peak RSS (max over ranks) */
+} bs_memory;
+
+typedef struct {
+  int rank;
+  double step, fwd, bwd, compute, comm_exposed;
+  int64_t bytes_sent, bytes_recv;
+  int64_t peak_bytes;
+} bs_rank_result;
+
+typedef struct {
+  bs_config cfg;
+  const char *mode;        /* "sim" or "run" */
+  bs_times time;
+  bs_bytes comm;
+  bs_memory mem;
+  double sim_wall_s;       /* sim only */
+  int64_t sim_events;
+  int nranks;
+  bs_rank_result *ranks;   /* nranks entries, owned by the result (may be NULL) */
+  char error[256];         /* "" on success */
+} bs_result;
+
+void bs_result_free(bs_result *r);
+
+#endif
