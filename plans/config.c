@@ -1,6 +1,7 @@
 /*
  * config.c — names, defaults and model presets for bs_config. Pure data.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "config.h"
 #include "result.h"
@@ -84,4 +85,10 @@ void bs_config_default(bs_config *c) {
   strcpy(c->cluster.topology, "dgx-a100");
   strcpy(c->cluster.profile, "a100-sxm4-80gb");
   c->seed = 1234;
+}
+
+void bs_result_free(bs_result *r) {
+  free(r->ranks);
+  r->ranks = NULL;
+  r->nranks = 0;
 }

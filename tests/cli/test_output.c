@@ -1,0 +1,148 @@
+/*
+ * test_output.c — the result JSON keeps the DESIGN.md contract, CSV has one
+ * row per point, and writes are atomic (a failed write leaves nothing behind).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/output.h"
+
+static char dir[256];
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  size_t got = fread(s, 1, (size_t)n, f);
+  s[got] = '\0';
+  fclose(f);
+  return s;
+}
+
+static bs_result sample(int method, int gpus) {
+  bs_result r;
+  memset(&r, 0, sizeof r);
+  bs_config_default(&r.cfg);
+  r.cfg.par.method = method;
+  r.cfg.par.gpus = gpus;
+  r.mode = "sim";
+  r.time.step = 1.5;
+  r.time.fwd = 0.5;
+  r.time.bwd = 1.0;
+  r.time.compute = 1.25;
+  r.time.comm_exposed = 0.25;
+  r.comm.per_rank_max_sent = 123456789012LL;
+  r.comm.total = 5;
+  r.mem.peak_bytes_max = 3LL << 30;
+  r.mem.breakdown[BS_MEM_COMM] = 1 << 20;
+  r.sim_events = 42;
+  return r;
+}
+
+static void test_json_contract(void **st) {
+  (void)st;
+  bs_result r[2] = {sample(BS_BURST, 32), sample(BS_ULYSSES, 64)};
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/r.json", dir);
+  assert_int_equal(bs_output_json(path, "sim", r, 2, err, sizeof err), 0);
+  char *text = slurp(path);
+  assert_non_null(text);
+  cJSON *root = cJSON_Parse(text);
+  assert_non_null(root);
+  assert_string_equal(cJSON_GetObjectItem(root, "tool")->valuestring, "burstsim");
+  assert_string_equal(cJSON_GetObjectItem(root, "mode")->valuestring, "sim");
+  cJSON *res = cJSON_GetObjectItem(root, "results");
+  assert_int_equal(cJSON_GetArraySize(res), 2);
+  cJSON *a = cJSON_GetArrayItem(res, 0), *b = cJSON_GetArrayItem(res, 1);
+  assert_string_equal(cJSON_GetObjectItem(a, "method")->valuestring, "burst");
+  assert_string_equal(cJSON_GetObjectItem(b, "method")->valuestring, "ulysses");
+  assert_int_equal(cJSON_GetObjectItem(b, "gpus")->valueint, 64);
+  cJSON *t = cJSON_GetObjectItem(a, "time_s");
+  assert_float_equal(cJSON_GetObjectItem(t, "step")->valuedouble, 1.5, 0);
+  assert_float_equal(cJSON_GetObjectItem(t, "comm_exposed")->valuedouble, 0.25, 0);
+  cJSON *cb = cJSON_GetObjectItem(a, "comm_bytes");
+  assert_float_equal(cJSON_GetObjectItem(cb, "per_rank_max_sent")->valuedouble, 123456789012.0, 0);
+  cJSON *m = cJSON_GetObjectItem(a, "memory");
+  assert_float_equal(cJSON_GetObjectItem(m, "peak_bytes_max")->valuedouble, (double)(3LL << 30), 0);
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(m, "oom")));
+  assert_float_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "breakdown"), "comm")->valuedouble, 1048576.0, 0);
+  assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "sim"), "events")->valueint, 42);
+  cJSON_Delete(root);
+  free(text);
+}
+
+static void test_csv(void **st) {
+  (void)st;
+  bs_result r[3] = {sample(BS_BURST, 8), sample(BS_RING, 16), sample(BS_TP, 32)};
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/r.csv", dir);
+  assert_int_equal(bs_output_csv(path, r, 3, err, sizeof err), 0);
+  char *text = slurp(path);
+  int lines = 0;
+  for (char *p = text; *p; p++) lines += *p == '\n';
+  assert_int_equal(lines, 4);
+  assert_non_null(strstr(text, "\nring,16,"));
+  free(text);
+}
+
+static void test_atomic_failure(void **st) {
+  (void)st;
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/no-such-dir/r.json", dir);
+  bs_result r = sample(BS_BURST, 8);
+  assert_int_equal(bs_output_json(path, "sim", &r, 1, err, sizeof err), -1);
+  assert_non_null(strstr(err, "no-such-dir/r.json"));
+  struct stat sb;
+  assert_int_not_equal(stat(path, &sb), 0);
+  /* an existing file is replaced whole, never appended to or truncated half-way */
+  snprintf(path, sizeof path, "%s/keep.json", dir);
+  assert_int_equal(bs_write_atomic(path, "old", 3, err, sizeof err), 0);
+  assert_int_equal(bs_write_atomic(path, "newer", 5, err, sizeof err), 0);
+  char *text = slurp(path);
+  assert_string_equal(text, "newer");
+  free(text);
+}
+
+static void test_table(void **st) {
+  (void)st;
+  bs_result r[2] = {sample(BS_BURST, 8), sample(BS_USP, 16)};
+  snprintf(r[1].error, sizeof r[1].error, "parallel.gpus: too many");
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  bs_output_table(f, r, 2);
+  fclose(f);
+  assert_non_null(strstr(buf, "burst"));
+  assert_non_null(strstr(buf, "1.500 s"));
+  assert_non_null(strstr(buf, "16.7%"));
+  assert_non_null(strstr(buf, "error: parallel.gpus: too many"));
+  free(buf);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/bs_output_XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_json_contract),
+    cmocka_unit_test(test_csv),
+    cmocka_unit_test(test_atomic_failure),
+    cmocka_unit_test(test_table),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return rc;
+}

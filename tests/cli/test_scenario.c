@@ -1,0 +1,185 @@
+/*
+ * test_scenario.c — the scenario parser: good files become the right points,
+ * every kind of bad input becomes an error naming FILE:LINE and the key.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/scenario.h"
+
+static char dir[256];
+
+static const char *write_file(const char *name, const char *text) {
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+/* Loads text; expects failure whose message contains every needle. */
+static void expect_error(const char *text, char **sets, int nsets, const char *n1, const char *n2) {
+  const char *p = write_file("bad.ini", text);
+  bs_scenario s;
+  char err[1024];
+  int rc = bs_scenario_load(p, sets, nsets, &s, err, sizeof err);
+  if (rc == 0) fail_msg("accepted bad input:\n%s", text);
+  if (n1 && !strstr(err, n1)) fail_msg("error '%s' lacks '%s'", err, n1);
+  if (n2 && !strstr(err, n2)) fail_msg("error '%s' lacks '%s'", err, n2);
+  assert_null(s.points);
+}
+
+static void test_basic(void **st) {
+  (void)st;
+  const char *p = write_file("ok.ini",
+                             "# a comment\n[model]\npreset = llama2-13b\ndtype = fp16\n"
+                             "[workload]\nphase = train\nseq_len = 32K, 1M\ncausal = true\n"
+                             "[parallel]\nmethod = burst, ring, ulysses\ngpus = 8\nlayout = zigzag\n"
+                             "bwd_comm = plain\ntp_variant = v3\n[cluster]\ntopology = dgx-h100\n");
+  bs_scenario s;
+  char err[1024];
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.npoints, 6);
+  /* seq_len is earlier in the table than method: method varies fastest */
+  assert_int_equal(s.points[0].work.seq_len, 32768);
+  assert_int_equal(s.points[0].par.method, BS_BURST);
+  assert_int_equal(s.points[1].par.method, BS_RING);
+  assert_int_equal(s.points[2].par.method, BS_ULYSSES);
+  assert_int_equal(s.points[3].work.seq_len, 1048576);
+  for (int i = 0; i < 6; i++) {
+    const bs_config *c = &s.points[i];
+    assert_int_equal(c->model.heads, 40);
+    assert_int_equal(c->model.hidden, 5120);
+    assert_int_equal(c->model.dtype, BS_FP16);
+    assert_int_equal(c->work.causal, 1);
+    assert_int_equal(c->par.layout, BS_ZIGZAG);
+    assert_int_equal(c->par.bwd_opt, 0);
+    assert_int_equal(c->par.tp_variant, 3);
+    assert_string_equal(c->cluster.topology, "dgx-h100");
+  }
+  bs_scenario_free(&s);
+}
+
+static void test_preset_then_explicit(void **st) {
+  (void)st;
+  /* explicit keys override the preset whatever their order in the file */
+  const char *p = write_file("ok2.ini", "[model]\nheads = 8\npreset = llama2-70b\nkv_heads = 4\n");
+  bs_scenario s;
+  char err[1024];
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.npoints, 1);
+  assert_int_equal(s.points[0].model.heads, 8);
+  assert_int_equal(s.points[0].model.kv_heads, 4);
+  assert_int_equal(s.points[0].model.layers, 80);
+  bs_scenario_free(&s);
+}
+
+static void test_set_overrides(void **st) {
+  (void)st;
+  const char *p = write_file("ok3.ini", "[parallel]\ngpus = 8\n");
+  char *sets[] = {"parallel.gpus=16, 32", "workload.seq_len = 2M"};
+  bs_scenario s;
+  char err[1024];
+  assert_int_equal(bs_scenario_load(p, sets, 2, &s, err, sizeof err), 0);
+  assert_int_equal(s.npoints, 2);
+  assert_int_equal(s.points[0].par.gpus, 16);
+  assert_int_equal(s.points[1].par.gpus, 32);
+  assert_int_equal(s.points[1].work.seq_len, 2 * 1048576);
+  bs_scenario_free(&s);
+  char *bad[] = {"parallel.gpus"};
+  expect_error("[parallel]\ngpus = 8\n", bad, 1, "--set[0]", "section.key=value");
+  char *bad2[] = {"parallel.gpu=3"};
+  expect_error("[parallel]\ngpus = 8\n", bad2, 1, "--set[0]", "parallel.gpu: unknown key");
+  char *bad3[] = {"parallel.gpus=-3"};
+  expect_error("[parallel]\ngpus = 8\n", bad3, 1, "--set[0]: parallel.gpus", "out of range");
+}
+
+static void test_huge_sizes(void **st) {
+  (void)st;
+  const char *p = write_file("huge.ini", "[workload]\nseq_len = 1048576M\n");
+  bs_scenario s;
+  char err[1024];
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.points[0].work.seq_len, (int64_t)1 << 40);
+  bs_scenario_free(&s);
+  expect_error("[workload]\nseq_len = 2097152M\n", NULL, 0, ":2: workload.seq_len", "out of range");
+  expect_error("[workload]\nseq_len = 99999999999999999999\n", NULL, 0, ":2: workload.seq_len", "integer");
+  expect_error("[workload]\nseq_len = 9000000000000000G\n", NULL, 0, ":2: workload.seq_len", "overflow");
+}
+
+static void test_bad_inputs(void **st) {
+  (void)st;
+  expect_error("[model]\nheads = 32\n[parallel]\nmethod = burst\nmethod = ring\n", NULL, 0, "bad.ini:5:",
+               "parallel.method: duplicate key (first given at");
+  expect_error("[parallel]\ngpuz = 8\n", NULL, 0, "bad.ini:2: parallel.gpuz", "unknown key");
+  expect_error("\n\n[paralel]\ngpus = 8\n", NULL, 0, "bad.ini:3:", "unknown section [paralel]");
+  expect_error("gpus = 8\n", NULL, 0, "bad.ini:1:", "outside any section");
+  expect_error("[parallel]\ngpus = eight\n", NULL, 0, "bad.ini:2: parallel.gpus", "not an integer");
+  expect_error("[parallel]\ngpus = 0\n", NULL, 0, "bad.ini:2: parallel.gpus", "out of range");
+  expect_error("[parallel]\ngpus = 8,,16\n", NULL, 0, "bad.ini:2: parallel.gpus", "empty value");
+  expect_error("[parallel]\ngpus =\n", NULL, 0, "bad.ini:2: parallel.gpus", "empty value");
+  expect_error("[parallel]\nmethod = flash\n", NULL, 0, "bad.ini:2: parallel.method", "'flash' is not one of: burst");
+  expect_error("[parallel]\nlayout = spiral\n", NULL, 0, "parallel.layout", "zigzag");
+  expect_error("[parallel]\nzero = 4\n", NULL, 0, "bad.ini:2: parallel.zero", "out of range");
+  expect_error("[parallel]\ntp_variant = v2\n", NULL, 0, "parallel.tp_variant", "v3");
+  expect_error("[workload]\ncausal = maybe\n", NULL, 0, "bad.ini:2: workload.causal", "boolean");
+  expect_error("[workload]\nwindow = -1\n", NULL, 0, "workload.window", "out of range");
+  expect_error("[model]\npreset = gpt5\n", NULL, 0, "bad.ini:2: model.preset", "unknown preset");
+  expect_error("[model]\nheads = 32\nkv_heads = 5\n", NULL, 0, "bad.ini:3: model.kv_heads", "does not divide");
+  expect_error("[model]\ndtype = fp8\n", NULL, 0, "model.dtype", "bf16");
+  expect_error("[parallel\ngpus = 8\n", NULL, 0, "bad.ini:1:", "syntax");
+  expect_error("[parallel]\njust words\n", NULL, 0, "bad.ini:2:", "syntax");
+  char longline[600];
+  memset(longline, 'x', sizeof longline);
+  memcpy(longline, "[cluster]\ntopology = ", 21);
+  longline[sizeof longline - 2] = '\n';
+  longline[sizeof longline - 1] = '\0';
+  expect_error(longline, NULL, 0, "bad.ini:2:", "line longer");
+  char many[1024] = "[parallel]\ngpus = 1";
+  for (int i = 0; i < 70; i++) strcat(many, ",1");
+  strcat(many, "\n");
+  expect_error(many, NULL, 0, "parallel.gpus", "more than");
+}
+
+static void test_missing_file(void **st) {
+  (void)st;
+  bs_scenario s;
+  char err[1024];
+  char path[600];
+  snprintf(path, sizeof path, "%s/none.ini", dir);
+  assert_int_equal(bs_scenario_load(path, NULL, 0, &s, err, sizeof err), -1);
+  assert_non_null(strstr(err, "none.ini: cannot open"));
+}
+
+static void test_sweep_limit(void **st) {
+  (void)st;
+  expect_error("[workload]\nseq_len=1,2,3,4,5,6,7,8,9,10,11\nbatch=1,2,3,4,5,6,7,8,9,10\n"
+               "[parallel]\ngpus=1,2,3,4,5,6,7,8,9,10\nulysses_degree=1,2,3,4,5,6,7,8,9,10\n"
+               "ranks_per_node=1,2,3,4,5,6,7,8,9,10\n",
+               NULL, 0, "more than 100000 points", NULL);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/bs_scenario_XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_basic),          cmocka_unit_test(test_preset_then_explicit),
+    cmocka_unit_test(test_set_overrides),  cmocka_unit_test(test_huge_sizes),
+    cmocka_unit_test(test_bad_inputs),     cmocka_unit_test(test_missing_file),
+    cmocka_unit_test(test_sweep_limit),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return rc;
+}
