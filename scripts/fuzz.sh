@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Fuzzes the input parsers with libFuzzer (clang, from Debian) for a bounded
+# time each: scripts/fuzz.sh [SECONDS_PER_TARGET]. Seeds live in
+# tests/fuzz/corpus/TARGET; crashes are written to build-fuzz/crashes/ and
+# should each become a regression test. Prints executions and crashes found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-60}
+OUT=build-fuzz
+mkdir -p "$OUT/crashes"
+CC=${CC_FUZZ:-clang}
+command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. -DBURSTSIM_VERSION=\"fuzz\" -D_GNU_SOURCE"
+
+build_target() { # name, sources...
+  local name=$1; shift
+  $CC $FLAGS -o "$OUT/$name" "$@" $(pkg-config --cflags --libs inih libcjson) -lm
+}
+
+targets=(scenario)
+build_target scenario tests/fuzz/fuzz_scenario.c src/scenario.c plans/config.c
+# Further targets: tests/fuzz/fuzz_NAME.c with tests/fuzz/fuzz_NAME.sources listing the sources it needs.
+for f in tests/fuzz/fuzz_*.sources; do
+  [ -e "$f" ] || continue
+  name=$(basename "$f" .sources); name=${name#fuzz_}
+  # shellcheck disable=SC2046
+  build_target "$name" "tests/fuzz/fuzz_$name.c" $(cat "$f")
+  targets+=("$name")
+done
+
+status=0
+printf '%-10s %10s %8s %8s\n' target execs crashes seconds
+for t in "${targets[@]}"; do
+  corpus="$OUT/corpus-$t"; mkdir -p "$corpus"
+  log="$OUT/$t.log"
+  set +e
+  "$OUT/$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$OUT/crashes/$t-" "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  crashes=$(ls "$OUT/crashes" | grep -c "^$t-" || true)
+  printf '%-10s %10s %8s %8s\n' "$t" "${execs:-0}" "$crashes" "$SECS"
+  if [ $rc -ne 0 ] || [ "$crashes" -ne 0 ]; then status=1; tail -30 "$log" >&2; fi
+done
+exit $status
