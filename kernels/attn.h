@@ -54,6 +54,8 @@ attn_params attn_params_make(int B, int Zq, int Zkv, int64_t Nq, int64_t Nk, int
 
 /* Validates p (and the non-NULL-ness of buffers is checked by each call). */
 int attn_check(const attn_params *p);
+/* Same as attn_check, and writes a one-line reason ("ok" when valid) to msg. */
+int attn_check_msg(const attn_params *p, char *msg, size_t len);
 const char *attn_strerror(int err);
 
 /*
@@ -87,7 +89,9 @@ int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v,
              const float *o, const void *dout, const float *lse, const float *delta,
              float *dq, float *dk, float *dv);
 
-/* Backward with the score block materialised (baseline). Same contract. */
+/* Backward with the score block materialised (baseline). Same contract;
+ * workspace: at least attn_unfused_bwd_workspace_bytes(p) bytes, or NULL. */
+size_t attn_unfused_bwd_workspace_bytes(const attn_params *p);
 int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const void *v,
                      const float *o, const void *dout, const float *lse, const float *delta,
                      float *dq, float *dk, float *dv, float *workspace);

@@ -1,0 +1,129 @@
+/*
+ * attn_internal.h — what the CPU attention files share and nobody else sees:
+ * mask tests, tile classification, bf16 row loading, the thread count, and the
+ * per-variant block kernels (scalar C, AVX2+FMA, AVX-512) the drivers call.
+ *
+ * Conventions inside kernels/cpu: scores are kept in base 2 (the softmax scale
+ * is multiplied by log2(e) once), so exp becomes exp2; lse leaves in natural
+ * log units as attn.h promises.
+ */
+#ifndef BURSTSIM_ATTN_INTERNAL_H
+#define BURSTSIM_ATTN_INTERNAL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include "kernels/attn.h"
+
+#define ATTN_LOG2E 1.4426950408889634f
+#define ATTN_LN2 0.6931471805599453f
+
+/* Is key position kp visible from query position qp under mask m? */
+static inline int attn_visible(const attn_mask *m, int64_t qp, int64_t kp) {
+  if (m->causal) {
+    if (kp > qp) return 0;
+    if (m->window > 0 && qp - kp >= m->window) return 0;
+  } else if (m->window > 0) {
+    int64_t dist = qp > kp ? qp - kp : kp - qp;
+    if (dist >= m->window) return 0;
+  }
+  return 1;
+}
+
+enum { TILE_NONE = 0, TILE_FULL = 1, TILE_PARTIAL = 2 };
+
+/*
+ * Classifies query rows [i0, i0+ni) against key rows [j0, j0+nj): no pair
+ * visible, every pair visible, or mixed (then the caller masks per element).
+ * Positions grow with the row index (strides >= 1), so the extremes of the
+ * two intervals decide; "mixed" is the safe answer when in doubt.
+ */
+static inline int attn_tile_class(const attn_mask *m, int64_t i0, int64_t ni, int64_t j0,
+                                  int64_t nj) {
+  int64_t qlo = m->q_pos0 + i0 * m->q_stride, qhi = m->q_pos0 + (i0 + ni - 1) * m->q_stride;
+  int64_t klo = m->k_pos0 + j0 * m->k_stride, khi = m->k_pos0 + (j0 + nj - 1) * m->k_stride;
+  if (m->causal) {
+    if (klo > qhi) return TILE_NONE;
+    if (m->window > 0 && qlo - khi >= m->window) return TILE_NONE;
+    if (khi <= qlo && (m->window <= 0 || qhi - klo < m->window)) return TILE_FULL;
+    return TILE_PARTIAL;
+  }
+  if (m->window <= 0) return TILE_FULL;
+  if (klo - qhi >= m->window || qlo - khi >= m->window) return TILE_NONE;
+  int64_t far = qhi - klo > khi - qlo ? qhi - klo : khi - qlo;
+  if (far < m->window) return TILE_FULL;
+  return TILE_PARTIAL;
+}
+
+/* Copies n elements starting at element offset off of src (fp32 or bf16) to fp32 dst. */
+static inline void attn_load_f32(float *dst, const void *src, attn_dtype dt, size_t off, size_t n) {
+  if (dt == ATTN_FP32) {
+    memcpy(dst, (const float *)src + off, n * sizeof(float));
+  } else {
+    const uint16_t *s = (const uint16_t *)src + off;
+    for (size_t i = 0; i < n; i++) {
+      uint32_t u = (uint32_t)s[i] << 16;
+      memcpy(&dst[i], &u, sizeof u);
+    }
+  }
+}
+
+/* Threads to use for p (0 = the OpenMP default, i.e. all cores). */
+int attn_threads(const attn_params *p);
+
+/* Effective tile sizes for the variant in use. */
+typedef struct {
+  int tq, tk;
+} attn_tiles;
+
+/*
+ * Forward block kernel: query rows [i0, i0+ni) of head (b, hq) against key rows
+ * [j0, j0+nj) of kv head (b, hkv). Writes the normalised partial result to
+ * o_part (ni x d, row-major) and its lse (natural log; -inf if no key visible).
+ * ws: per-thread scratch of attn_fwd_ws_floats(p) floats.
+ */
+typedef void (*attn_fwd_block_fn)(const attn_params *p, attn_tiles t, const void *q, const void *k,
+                                  const void *v, int b, int hq, int64_t i0, int64_t ni, int64_t j0,
+                                  int64_t nj, float *o_part, float *lse_part, float *ws);
+
+/*
+ * Backward block kernel: key rows [j0, j0+nj) of kv head (b, hkv) against every
+ * query row of the heads of its group. Adds into dk, dv (full tensors) and into
+ * dq_base (a full-size dq, either the caller's or a per-thread partial).
+ * delta is rowsum(dout * o) for all query rows. ws: attn_bwd_ws_floats(p).
+ */
+typedef void (*attn_bwd_block_fn)(const attn_params *p, attn_tiles t, const void *q, const void *k,
+                                  const void *v, const void *dout, const float *lse,
+                                  const float *delta, int b, int hkv, int64_t j0, int64_t nj,
+                                  float *dq_base, float *dk, float *dv, float *ws);
+
+typedef struct {
+  const char *name;
+  attn_tiles fwd, bwd;
+  attn_fwd_block_fn fwd_block;
+  attn_bwd_block_fn bwd_block;
+  size_t (*fwd_ws_floats)(const attn_params *p, attn_tiles t);
+  size_t (*bwd_ws_floats)(const attn_params *p, attn_tiles t);
+} attn_variant;
+
+/* The variant chosen from the CPU's features (BURSTSIM_ATTN_VARIANT overrides). */
+const attn_variant *attn_pick_variant(void);
+
+extern const attn_variant attn_variant_scalar;
+#if defined(__x86_64__) || defined(__i386__)
+extern const attn_variant attn_variant_avx2;
+#endif
+
+/* Base-2 softmax of a row in place; returns its lse in natural log (-inf, row 0, if all -inf). */
+float attn_softmax_row_exp2(float *row, int64_t n);
+/* row[j] = 2^row[j] in place (-inf gives 0). */
+void attn_exp2_row(float *row, int64_t n);
+
+/* Merges (o2, lse2) into (o, lse) for one row of width d. */
+void attn_merge_row(int d, float *o, float *lse, const float *o2, float lse2);
+
+/* Validates p and the buffers the forward / backward need. */
+int attn_check_bufs(const attn_params *p, int nbufs, const void *const *bufs);
+
+#endif
