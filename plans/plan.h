@@ -86,6 +86,12 @@ typedef struct {
   double flops;            /* useful FLOPs (unmasked), for the profile and reports */
   bs_ref in[BS_OP_IN];
   bs_ref out[BS_OP_OUT];
+  /* --- added by the plans engineer (see the block at the end of this file) --- */
+  int ew;                  /* ELEMWISE: a bs_elemwise saying what the runtime computes */
+  int gemm;                /* GEMM: a bs_gemm_kind */
+  int64_t ld;              /* GEMM / SOFTMAX: leading dimension (columns) of the score matrix */
+  int64_t col0;            /* GEMM: first column of the score block this op touches */
+  int64_t t_a, t_b, t_chunk; /* COPY: in viewed as [t_a][t_b][t_chunk bytes] -> out [t_b][t_a][t_chunk]; 0 = plain */
 } bs_compute;
 
 typedef struct {
@@ -102,6 +108,7 @@ typedef struct {
     struct { int32_t n; int32_t handles[BS_MAX_WAIT]; } wait;
     struct { int fwd_bwd; /* 0 fwd, 1 bwd */ int begin; /* 1 begin, 0 end */ } phase;
   } u;
+  int32_t step;            /* added: ring step / stage the op belongs to (-1 = none), for messages */
 } bs_op;
 
 typedef struct bs_plan bs_plan;
@@ -126,5 +133,82 @@ void bs_plan_iter_free(bs_plan_iter *it);
 const char *bs_op_kind_name(bs_op_kind k);
 const char *bs_kernel_name(bs_kernel k);
 const char *bs_coll_name(bs_coll_kind k);
+
+/* ------------------------------------------------------------------------
+ * Additions by the plans engineer (nothing above was renamed or removed).
+ *
+ * Ids: buffer ids are in [0, BS_PLAN_MAX_BUFS) and a FREEd id may be handed
+ * out again by a later ALLOC; handle ids are in [0, BS_PLAN_MAX_HANDLES) and
+ * may be reused after the WAIT that joined them. Executors can therefore keep
+ * plain arrays indexed by id.
+ *
+ * Buffers: ALLOC means zero-filled memory (accumulating kernels add into it),
+ * except role Q/K/V/DOUT buffers, which the executor fills with the inputs.
+ * Role buffers other than TMP are never FREEd by the plan: they hold the
+ * method's inputs and outputs when the program ends. Every TMP buffer is
+ * FREEd before the end.
+ *
+ * Role buffer layout: [B][heads][tokens][width] row-major (width = d, or 1
+ * for lse), except the zigzag layout, whose two chunks are stored one after
+ * the other: [chunk 0: B][heads][c][width] then [chunk 1: ...]. Use
+ * bs_shard_index() rather than computing offsets by hand.
+ *
+ * P2P: a SEND to peer p with tag t matches the RECV on p from this rank with
+ * tag t, in order. Tags are (message kind << 11) | (step & 2047), below 32768.
+ *
+ * COLL bytes: ALLREDUCE: bytes of the buffer (send and recv the same size);
+ * ALLGATHER: bytes sent by each rank (recv holds size x bytes, rank-major);
+ * REDUCE_SCATTER: bytes of the full send buffer (recv holds bytes / size);
+ * ALLTOALL: bytes of the send buffer, size equal blocks, block p to rank p.
+ * ------------------------------------------------------------------------ */
+#define BS_PLAN_MAX_BUFS 64
+#define BS_PLAN_MAX_HANDLES 64
+
+/* What an ELEMWISE op computes (the simulator only needs `elems`). */
+typedef enum {
+  BS_EW_GENERIC = 0,      /* modelled work only (layer scope) */
+  BS_EW_TREE_RESCALE,     /* in: o lse m(max lse); out: num = o*exp(lse-m), den = exp(lse-m) */
+  BS_EW_TREE_FINAL,       /* in: num den m; out: o = num/den, lse = m + log(den) */
+  BS_EW_SOFTMAX,          /* in/out[0]: score rows (B*Zq*Nq x ld), masked by a.mask; out[1]: lse */
+  BS_EW_COUNT
+} bs_elemwise;
+
+/* What a GEMM op computes (li2021's explicit score matrix). */
+typedef enum {
+  BS_GEMM_GENERIC = 0,    /* modelled work only */
+  BS_GEMM_QK,             /* out[0][:, col0:col0+Nk] = scale * q k^T per head (a gives the shape) */
+  BS_GEMM_PV,             /* out[0] (o, fp32) += P[:, col0:col0+Nk] v per head; in[0] = P, in[1] = v */
+  BS_GEMM_COUNT
+} bs_gemm_kind;
+
+/* Element index of (batch b, local head h, local token i, column x) in a role
+ * buffer of shard s with B batches and `width` columns. */
+int64_t bs_shard_index(const bs_shard *s, int64_t B, int64_t b, int64_t h, int64_t i, int64_t width);
+
+/* Ranks of the double ring's inner group (1 = no double ring), for reports. */
+int bs_plan_inner_ranks(const bs_plan *p);
+
+/* The single-rank computation the plan distributes: global shapes and mask
+ * (decode: Nq = decode_tokens at positions seq_len..). For references. */
+attn_params bs_plan_reference_params(const bs_plan *p);
+/* 1 when the plan has a backward pass (phase train). */
+int bs_plan_has_bwd(const bs_plan *p);
+
+/* Bytes one rank sends in a collective of `size` ranks under the ring
+ * algorithms (allreduce 2(size-1)/size, allgather (size-1)x, reduce-scatter
+ * and all-to-all (size-1)/size), for byte accounting in executors. */
+int64_t bs_coll_bytes_sent(bs_coll_kind kind, int64_t bytes, int size);
+
+const char *bs_role_name(bs_role r);
+
+/* Visible (query, key) pairs between query positions q0 + a*stride (a < nq)
+ * and key positions k0 + b*stride (b < nk) under causal / window masking:
+ * the count behind FLOPs and fully-masked-block skipping. */
+int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
+                         int causal, int64_t window);
+
+/* Non-zero when the iterator stopped on a broken internal invariant (a plan
+ * bug: op queue or id space exhausted) rather than at the program's end. */
+int bs_plan_iter_error(const bs_plan_iter *it);
 
 #endif

@@ -1,0 +1,187 @@
+/*
+ * plan_impl.h — what the per-method plan files share and nobody else sees:
+ * the plan and iterator structs, the small op queue, id allocators, and the
+ * ring engines (forward K,V ring, backward packet ring) that burst, ring,
+ * usp and ring decode are built from. Pure computation, no I/O.
+ */
+#ifndef BURSTSIM_PLAN_IMPL_H
+#define BURSTSIM_PLAN_IMPL_H
+
+#include <stdio.h>
+#include <string.h>
+#include "plan.h"
+
+/* Message kinds, the high bits of p2p tags. */
+enum {
+  MSG_K = 1, MSG_V, MSG_Q, MSG_DO, MSG_D, MSG_LSE, MSG_O, MSG_DQ, MSG_DK, MSG_DV,
+  MSG_OK, MSG_OV, MSG_RET_DQ, MSG_RET_DK, MSG_RET_DV
+};
+static inline int32_t plan_tag(int kind, int step) { return (int32_t)((kind << 11) | (step & 2047)); }
+
+struct bs_plan {
+  bs_config cfg;
+  int G;                     /* ranks */
+  int P, M;                  /* double ring: inner size P, outer size M (P = G, M = 1 without) */
+  int64_t B, Zq, Zkv, d, N;  /* global shapes */
+  int64_t nq_dec;            /* decode: query tokens */
+  int es;                    /* bytes per stored element (q, k, v, dout) */
+  bs_elem elem;
+  attn_dtype adt;
+  int bwd;                   /* phase train */
+  int decode;
+  int U, R;                  /* usp: ulysses degree, ring groups */
+};
+
+/* Ring-engine state for the forward K,V ring (double ring capable). */
+typedef struct {
+  int active;
+  int32_t first, stride;     /* ring position x is rank first + stride * x */
+  int P, M;                  /* inner / outer sizes, S = P * M */
+  int a, i;                  /* my node and my index within it */
+  int64_t hq, hkv;           /* heads per rank in the ring */
+  bs_shard qs;               /* my query shard (positions) */
+  int64_t qpos_off;          /* added to query positions (decode) */
+  bs_shard ks;               /* shard template of K blocks: part = origin position */
+  int32_t q, o, lse;         /* role buffers */
+  int32_t k0, v0;            /* the local K, V (step 0) */
+  int32_t kb[2], vb[2];      /* inner receive buffers */
+  int32_t okb[2], ovb[2];    /* outer receive buffers */
+  int32_t scores;            /* lao off: score workspace, -1 otherwise */
+  int64_t kv_bytes;          /* bytes of one K (= one V) block */
+  int init[2];               /* query chunk has received its first block */
+  int cur_outer;             /* index of the outer buffer holding this outer step's block (-1: local) */
+  int h_outer[4], n_outer;   /* outstanding outer handles */
+} ring_fwd;
+
+/* A part of the travelling backward packet. */
+typedef struct {
+  int msg;                   /* message kind */
+  int32_t local;             /* this rank's own buffer (step 0 source) */
+  int32_t rb[2];             /* receive buffers */
+  int64_t bytes;
+  int acc;                   /* 1: accumulated by the step's compute (sent after it) */
+  int32_t ret_buf;           /* acc parts: where the owner receives the final value */
+  int ret_msg;
+} pkt_part;
+
+#define PKT_MAX 6
+typedef struct {
+  int active;
+  int32_t first, stride;
+  int P, M, a, i;
+  int64_t hq, hkv;
+  int kind;                  /* 0 burst (q-side packet travels), 1 ring (kv-side packet travels) */
+  int plain;                 /* burst: O travels, delta computed on arrival */
+  int unfused;               /* score block materialised */
+  bs_shard my;               /* my shard (q side for burst, kv side for ring) */
+  bs_shard tmpl;             /* shard template of the travelling side */
+  /* the stationary side's buffers */
+  int32_t q, k, v, o, dout, lse, delta, dq, dk, dv;
+  int32_t tmp_delta;         /* plain: delta of the visiting packet */
+  int32_t scores;
+  pkt_part part[PKT_MAX];
+  int nparts;
+  int h_pre[2 * PKT_MAX], n_pre;
+} ring_bwd;
+
+/* Ulysses all-to-all state. */
+typedef struct {
+  int32_t first, stride;
+  int U;                     /* group size */
+  int ui;                    /* my index */
+} a2a_group;
+
+/* Indices into bs_plan_iter.buf for the buffers methods keep across segments. */
+enum {
+  B_Q = 0, B_K, B_V, B_O, B_LSE, B_DOUT, B_DQ, B_DK, B_DV, B_DELTA, B_TDELTA, B_SCORES,
+  B_X0, B_X1, B_X2, B_X3, B_X4, B_X5, B_X6, B_X7, B_X8, B_X9, B_X10, B_X11
+};
+
+#define QCAP 256
+struct bs_plan_iter {
+  const bs_plan *p;
+  int rank;
+  bs_op q[QCAP];
+  int qh, qn;
+  uint64_t bufs_used, handles_used;
+  int seg, k;                /* program segment and its step counter */
+  int done;
+  int32_t step;              /* step stamped on emitted ops */
+  int err;                   /* an internal invariant broke (queue or ids exhausted) */
+  ring_fwd rf;
+  ring_bwd rb;
+  a2a_group ug;
+  int32_t buf[24];           /* method-specific buffer ids */
+  int32_t h[16];             /* method-specific handles */
+  int64_t x[8];              /* method-specific numbers */
+  bs_op sink;                /* target of pushes past a full queue (then err is set) */
+};
+
+/* Queue and ids. */
+bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind);
+int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role,
+                   const bs_shard *shard, bs_elem elem);
+void plan_free(bs_plan_iter *it, int32_t buf);
+int32_t plan_send(bs_plan_iter *it, int peer, int msg, bs_ref buf, int64_t bytes);
+int32_t plan_recv(bs_plan_iter *it, int peer, int msg, bs_ref buf, int64_t bytes);
+int32_t plan_coll(bs_plan_iter *it, bs_coll_kind kind, bs_reduce_op red, bs_elem elem,
+                  bs_group g, bs_ref send, bs_ref recv, int64_t bytes);
+void plan_wait(bs_plan_iter *it, const int32_t *handles, int n);
+void plan_phase(bs_plan_iter *it, int bwd, int begin);
+bs_compute *plan_compute(bs_plan_iter *it, bs_kernel k);
+static inline bs_ref R(int32_t buf, int64_t off) { bs_ref r = {buf, off}; return r; }
+
+/* Shapes. */
+bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t head0, int32_t heads);
+attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t nq, int64_t nk);
+/* Visible (query, key) pairs of two blocks of positions with the same stride. */
+int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
+                           int causal, int64_t window);
+
+/* Attention of a query shard against a key shard, split into chunk pairs with
+ * fully masked pairs skipped. kind: 0 fwd, 1 bwd. init: per query chunk flag
+ * (fwd: first block overwrites). Buffers are role-style [chunk][B][h][len][w]. */
+typedef struct {
+  int32_t q, k, v, o, lse, dout, delta, dq, dk, dv, scores;
+} attn_bufs;
+int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv,
+                   const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, const attn_bufs *b,
+                   int init[2]);
+
+/* Forward ring engine. Set fields of it->rf, call ring_fwd_begin (ALLOCs the
+ * comm buffers), then ring_fwd_step for s = 0 .. S-1 (returns 0 past the end),
+ * then ring_fwd_end (FREEs). */
+void ring_fwd_begin(bs_plan_iter *it);
+int ring_fwd_step(bs_plan_iter *it, int s);
+void ring_fwd_end(bs_plan_iter *it);
+int ring_rank(int32_t first, int32_t stride, int P, int M, int a, int i);
+
+/* Backward packet ring (burst: q-side packet; ring: kv-side packet). */
+void ring_bwd_begin(bs_plan_iter *it);
+int ring_bwd_step(bs_plan_iter *it, int s);
+void ring_bwd_end(bs_plan_iter *it);
+
+/* Forward shared by burst and ring: PHASE begin, role ALLOCs, ring set-up. */
+void plan_seq_fwd_begin(bs_plan_iter *it, int unfused);
+/* Backward role buffers shared by burst and ring (DOUT, DQ, DK, DV). */
+void plan_seq_bwd_roles(bs_plan_iter *it);
+
+/* Per-method generators: emit the next segment's ops; return 0 when done. */
+int plan_gen_burst(bs_plan_iter *it);
+int plan_gen_ring(bs_plan_iter *it);    /* ring, and ring decode */
+/* Forward ring then backward ring: kind 0 burst packet, 1 ring packet. */
+int plan_gen_seq(bs_plan_iter *it, int kind, int plain, int unfused);
+void plan_seq_bwd_ring(bs_plan_iter *it, int kind, int plain, int unfused);
+int plan_gen_li2021(bs_plan_iter *it);
+int plan_gen_ulysses(bs_plan_iter *it); /* ulysses and usp */
+int plan_gen_tp(bs_plan_iter *it);
+int plan_gen_tree(bs_plan_iter *it);
+
+/* Per-method validation (before anything is allocated). */
+int plan_check_ring(const bs_plan *p, char *err, size_t errlen);
+int plan_check_li2021(const bs_plan *p, char *err, size_t errlen);
+int plan_check_ulysses(const bs_plan *p, char *err, size_t errlen);
+int plan_check_tp(const bs_plan *p, char *err, size_t errlen);
+int plan_check_tree(const bs_plan *p, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * ring.c — RingAttention (Liu et al., arXiv 2310.01889) as ring-flash-attention
+ * runs it: the forward is the double-buffered K,V ring (as burst); the
+ * backward rings K, V again together with dK, dV (fp32), which return to their
+ * owner at the end, while Q, dO, lse, D and dQ stay local. In phase decode the
+ * query tokens are replicated and the KV shards travel the ring (Tree
+ * Attention arXiv 2408.04093 §6.3). Also validates the ring-shaped methods.
+ */
+#include "plan_impl.h"
+
+int plan_check_ring(const bs_plan *p, char *err, size_t errlen) {
+  const bs_config *c = &p->cfg;
+  if (p->decode && c->par.layout != BS_CONTIGUOUS) {
+    snprintf(err, errlen, "parallel.layout: decode shards the KV cache contiguously; %s is not supported",
+             bs_layout_name(c->par.layout));
+    return -1;
+  }
+  if (c->par.layout == BS_ZIGZAG) {
+    if (p->N % (2 * (int64_t)p->G) != 0) {
+      snprintf(err, errlen, "parallel.gpus: zigzag needs 2 x gpus (%lld) to divide seq_len %lld",
+               (long long)(2 * (int64_t)p->G), (long long)p->N);
+      return -1;
+    }
+  } else if (p->N % p->G != 0) {
+    snprintf(err, errlen, "parallel.gpus: %d does not divide seq_len %lld", p->G, (long long)p->N);
+    return -1;
+  }
+  return 0;
+}
+
+int plan_gen_ring(bs_plan_iter *it) { return plan_gen_seq(it, 1, 0, 0); }

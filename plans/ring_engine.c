@@ -1,0 +1,217 @@
+/*
+ * ring_engine.c — the two rings several methods are made of.
+ *
+ * Forward K,V ring (burst, ring, usp, ring decode): step s computes on the
+ * block held while the next block is already in flight (double buffering).
+ * With a double ring (P ranks per node, M nodes) the inner ring runs over the
+ * node and an outer ring over nodes carries the next node-block during the
+ * whole inner round, so intra- and inter-node links are busy at once
+ * (LoongTrain arXiv 2406.18485, ANCHORS.md "Double ring").
+ *
+ * Backward packet ring: a packet (burst: Q, dO, D or O, lse, dQ; ring: K, V,
+ * dK, dV) visits every rank. Read-only parts are posted before the step's
+ * compute; accumulated parts (dQ, dK, dV) after it; at the end they return to
+ * their owner. With a double ring the packet moves inside the node for P-1
+ * steps and then to the next node, all ranks of a node hopping together.
+ */
+#include "plan_impl.h"
+
+static int md(int x, int m) { return ((x % m) + m) % m; }
+
+int ring_rank(int32_t first, int32_t stride, int P, int M, int a, int i) {
+  int pos = md(a, M) * P + md(i, P);
+  return first + stride * pos;
+}
+
+/* ---------------- forward ---------------- */
+
+void ring_fwd_begin(bs_plan_iter *it) {
+  ring_fwd *r = &it->rf;
+  int S = r->P * r->M;
+  for (int j = 0; j < 2; j++) {
+    r->kb[j] = r->vb[j] = r->okb[j] = r->ovb[j] = -1;
+    if (S > 1 && r->P > 1) {
+      r->kb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
+      r->vb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
+    }
+    if (r->M > 1) {
+      r->okb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
+      r->ovb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
+    }
+  }
+  r->init[0] = r->init[1] = 0;
+  r->n_outer = 0;
+  r->active = 1;
+}
+
+int ring_fwd_step(bs_plan_iter *it, int s) {
+  ring_fwd *r = &it->rf;
+  int S = r->P * r->M;
+  if (s >= S) return 0;
+  it->step = s;
+  int o = s / r->P, t = s % r->P;
+  int32_t ck, cv;
+  if (t == 0) {
+    ck = o == 0 ? r->k0 : r->okb[(o - 1) % 2];
+    cv = o == 0 ? r->v0 : r->ovb[(o - 1) % 2];
+  } else {
+    ck = r->kb[(t - 1) % 2];
+    cv = r->vb[(t - 1) % 2];
+  }
+  if (t == 0 && o < r->M - 1) {
+    int prev = ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
+    int next = ring_rank(r->first, r->stride, r->P, r->M, r->a + 1, r->i);
+    r->h_outer[0] = plan_recv(it, prev, MSG_OK, R(r->okb[o % 2], 0), r->kv_bytes);
+    r->h_outer[1] = plan_recv(it, prev, MSG_OV, R(r->ovb[o % 2], 0), r->kv_bytes);
+    r->h_outer[2] = plan_send(it, next, MSG_OK, R(ck, 0), r->kv_bytes);
+    r->h_outer[3] = plan_send(it, next, MSG_OV, R(cv, 0), r->kv_bytes);
+    r->n_outer = 4;
+  }
+  int32_t hs[4];
+  int nh = 0;
+  if (t < r->P - 1) {
+    int prev = ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1);
+    int next = ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i + 1);
+    hs[nh++] = plan_recv(it, prev, MSG_K, R(r->kb[t % 2], 0), r->kv_bytes);
+    hs[nh++] = plan_recv(it, prev, MSG_V, R(r->vb[t % 2], 0), r->kv_bytes);
+    hs[nh++] = plan_send(it, next, MSG_K, R(ck, 0), r->kv_bytes);
+    hs[nh++] = plan_send(it, next, MSG_V, R(cv, 0), r->kv_bytes);
+  }
+  bs_shard ks = r->ks;
+  ks.part = md(r->a - o, r->M) * r->P + md(r->i - t, r->P);
+  attn_bufs b = {r->q, ck, cv, r->o, r->lse, -1, -1, -1, -1, -1, r->scores};
+  plan_emit_attn(it, 0, r->scores >= 0, r->hq, r->hkv, &r->qs, r->qpos_off, &ks, &b, r->init);
+  if (nh) plan_wait(it, hs, nh);
+  if (t == r->P - 1 && r->n_outer) {
+    plan_wait(it, r->h_outer, r->n_outer);
+    r->n_outer = 0;
+  }
+  return 1;
+}
+
+void ring_fwd_end(bs_plan_iter *it) {
+  ring_fwd *r = &it->rf;
+  it->step = -1;
+  for (int j = 0; j < 2; j++) {
+    plan_free(it, r->kb[j]);
+    plan_free(it, r->vb[j]);
+    plan_free(it, r->okb[j]);
+    plan_free(it, r->ovb[j]);
+  }
+  r->active = 0;
+}
+
+/* ---------------- backward ---------------- */
+
+void ring_bwd_begin(bs_plan_iter *it) {
+  ring_bwd *r = &it->rb;
+  int S = r->P * r->M;
+  for (int j = 0; j < r->nparts; j++) {
+    pkt_part *pp = &r->part[j];
+    pp->rb[0] = pp->rb[1] = -1;
+    if (S > 1) {
+      pp->rb[0] = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+      pp->rb[1] = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+    }
+    if (pp->acc) pp->local = S > 1 ? plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32)
+                                   : pp->ret_buf;
+  }
+  r->n_pre = 0;
+  r->active = 1;
+}
+
+static int32_t cur_buf(const pkt_part *pp, int s) { return s == 0 ? pp->local : pp->rb[(s - 1) % 2]; }
+
+static int32_t find_part(const ring_bwd *r, int msg, int s) {
+  for (int j = 0; j < r->nparts; j++)
+    if (r->part[j].msg == msg) return cur_buf(&r->part[j], s);
+  return -1;
+}
+
+int ring_bwd_step(bs_plan_iter *it, int s) {
+  ring_bwd *r = &it->rb;
+  const bs_plan *p = it->p;
+  int S = r->P * r->M;
+  if (s >= S) return 0;
+  it->step = s;
+  int o = s / r->P, t = s % r->P, dst = -1;
+  r->n_pre = 0;
+  if (s < S - 1) {
+    int inner = (s + 1) % r->P != 0;
+    dst = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i + 1)
+                : ring_rank(r->first, r->stride, r->P, r->M, r->a + 1, r->i);
+    int src = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
+                    : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
+    for (int j = 0; j < r->nparts; j++)
+      r->h_pre[r->n_pre++] = plan_recv(it, src, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
+    for (int j = 0; j < r->nparts; j++)
+      if (!r->part[j].acc)
+        r->h_pre[r->n_pre++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(&r->part[j], s), 0), r->part[j].bytes);
+  }
+  int origin = md(r->a - o, r->M) * r->P + md(r->i - t + o, r->P);
+  bs_shard ts = r->tmpl;
+  ts.part = origin;
+  attn_bufs b;
+  int init[2] = {1, 1};
+  if (r->kind == 0) { /* burst: the query side travels */
+    b.q = find_part(r, MSG_Q, s);
+    b.dout = find_part(r, MSG_DO, s);
+    b.lse = find_part(r, MSG_LSE, s);
+    b.dq = find_part(r, MSG_DQ, s);
+    b.o = -1;
+    if (r->plain) {
+      int32_t ob = find_part(r, MSG_O, s);
+      bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
+      c->a = plan_attn_params(p, r->hq, r->hkv, bs_shard_tokens(&ts), bs_shard_tokens(&ts));
+      c->elems = p->B * r->hq * bs_shard_tokens(&ts) * p->d;
+      c->flops = 2.0 * (double)c->elems;
+      c->in[0] = R(ob, 0);
+      c->in[1] = R(b.dout, 0);
+      c->out[0] = R(r->tmp_delta, 0);
+      b.delta = r->tmp_delta;
+    } else {
+      b.delta = find_part(r, MSG_D, s);
+    }
+    b.k = r->k; b.v = r->v; b.dk = r->dk; b.dv = r->dv;
+    b.scores = r->scores;
+    plan_emit_attn(it, 1, r->unfused, r->hq, r->hkv, &ts, 0, &r->my, &b, init);
+  } else { /* ring: the key/value side travels */
+    b.k = find_part(r, MSG_K, s);
+    b.v = find_part(r, MSG_V, s);
+    b.dk = find_part(r, MSG_DK, s);
+    b.dv = find_part(r, MSG_DV, s);
+    b.q = r->q; b.o = -1; b.dout = r->dout; b.lse = r->lse; b.delta = r->delta; b.dq = r->dq;
+    b.scores = r->scores;
+    plan_emit_attn(it, 1, r->unfused, r->hq, r->hkv, &r->my, 0, &ts, &b, init);
+  }
+  if (s < S - 1) {
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc)
+        r->h_pre[r->n_pre++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(&r->part[j], s), 0), r->part[j].bytes);
+    plan_wait(it, r->h_pre, r->n_pre);
+  } else if (S > 1) {
+    int owner = r->first + r->stride * origin;
+    int holder = ring_rank(r->first, r->stride, r->P, r->M, r->a + r->M - 1, r->i + r->P - 1 - (r->M - 1));
+    for (int j = 0; j < r->nparts; j++) {
+      pkt_part *pp = &r->part[j];
+      if (!pp->acc) continue;
+      r->h_pre[r->n_pre++] = plan_send(it, owner, pp->ret_msg, R(cur_buf(pp, s), 0), pp->bytes);
+      r->h_pre[r->n_pre++] = plan_recv(it, holder, pp->ret_msg, R(pp->ret_buf, 0), pp->bytes);
+    }
+    plan_wait(it, r->h_pre, r->n_pre);
+  }
+  return 1;
+}
+
+void ring_bwd_end(bs_plan_iter *it) {
+  ring_bwd *r = &it->rb;
+  int S = r->P * r->M;
+  it->step = -1;
+  for (int j = 0; j < r->nparts; j++) {
+    pkt_part *pp = &r->part[j];
+    plan_free(it, pp->rb[0]);
+    plan_free(it, pp->rb[1]);
+    if (pp->acc && S > 1) plan_free(it, pp->local);
+  }
+  r->active = 0;
+}

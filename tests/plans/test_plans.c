@@ -1,0 +1,279 @@
+/*
+ * test_plans.c — plan-level tests: every rank's program is executed
+ * abstractly (plan_walk) and the bytes each rank sends are compared with the
+ * ANCHORS.md volumes, written out here independently of the plan code.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+#include "plans/plan.h"
+#include "plan_walk.h"
+
+static bs_config small_cfg(bs_method m, int G, int64_t N, int causal, bs_layout l, bs_phase ph) {
+  bs_config c;
+  bs_config_default(&c);
+  c.model.heads = 4;
+  c.model.kv_heads = 2;
+  c.model.head_dim = 16;
+  c.model.dtype = BS_BF16;
+  c.work.batch = 2;
+  c.work.seq_len = N;
+  c.work.causal = causal;
+  c.work.phase = ph;
+  c.par.method = m;
+  c.par.gpus = G;
+  c.par.layout = l;
+  c.par.double_ring = BS_OFF;
+  c.par.ranks_per_node = G;
+  return c;
+}
+
+static void walk_ok(const bs_config *c, int rpn, walk_result *w) {
+  bs_plan *p = NULL;
+  char err[256] = "";
+  int rc = bs_plan_create(c, rpn, &p, err, sizeof err);
+  if (rc) fprintf(stderr, "plan_create(%s G=%d N=%lld %s): %s\n", bs_method_name(c->par.method), c->par.gpus,
+                  (long long)c->work.seq_len, bs_layout_name(c->par.layout), err);
+  assert_int_equal(rc, 0);
+  rc = plan_walk(p, w);
+  if (rc) fprintf(stderr, "walk(%s G=%d %s causal=%d): %s\n", bs_method_name(c->par.method), c->par.gpus,
+                  bs_layout_name(c->par.layout), c->work.causal, w->err);
+  assert_int_equal(rc, 0);
+  bs_plan_free(p);
+}
+
+/* ANCHORS.md, methods table, BurstAttention forward: "K,V ring: 2·B·Z·(N/G)·d elements per step, G−1 steps". */
+static int64_t kv_ring_bytes(const bs_config *c) {
+  int64_t G = c->par.gpus, n = c->work.seq_len / G;
+  return (G - 1) * 2 * c->work.batch * c->model.kv_heads * n * c->model.head_dim * bs_dtype_bytes(c->model.dtype);
+}
+
+/* ANCHORS.md, BurstAttention backward: "Q, dQ, dO ring plus D and lse (fp32, B·Z·N/G each) per step ...
+ * dQ returns to its owner at the end": Q, dO, D, lse move G−1 times, dQ (fp32) G times.
+ * Plain backward: O (fp32) instead of D. */
+static int64_t burst_bwd_bytes(const bs_config *c, int plain) {
+  int64_t G = c->par.gpus, n = c->work.seq_len / G, B = c->work.batch, Z = c->model.heads, d = c->model.head_dim;
+  int64_t es = bs_dtype_bytes(c->model.dtype);
+  if (G == 1) return 0;
+  int64_t q = B * Z * n * d * es, dout = q, rows = B * Z * n * 4, o = B * Z * n * d * 4, dq = B * Z * n * d * 4;
+  return (G - 1) * (q + dout + (plain ? o : rows) + rows) + G * dq;
+}
+
+/* ANCHORS.md, ring-flash-attention backward: "K,V ring again plus dK,dV ring (dK,dV in fp32)";
+ * K, V move G−1 times, dK, dV G times (the last hop returns them to their owner). */
+static int64_t ring_bwd_bytes(const bs_config *c) {
+  int64_t G = c->par.gpus, n = c->work.seq_len / G, B = c->work.batch, Zk = c->model.kv_heads, d = c->model.head_dim;
+  if (G == 1) return 0;
+  int64_t kv = B * Zk * n * d * bs_dtype_bytes(c->model.dtype), dkv = B * Zk * n * d * 4;
+  return (G - 1) * 2 * kv + G * 2 * dkv;
+}
+
+static void test_burst_ring_bytes(void **state) {
+  (void)state;
+  const int Gs[] = {1, 2, 3, 4, 8};
+  for (int gi = 0; gi < 5; gi++)
+    for (int l = 0; l <= BS_STRIPED; l++)
+      for (int causal = 0; causal < 2; causal++)
+        for (int m = 0; m < 2; m++) {
+          int G = Gs[gi];
+          bs_method meth = m ? BS_RING : BS_BURST;
+          bs_config c = small_cfg(meth, G, 48 * G, causal, (bs_layout)l, BS_PREFILL);
+          walk_result w;
+          walk_ok(&c, G, &w);
+          for (int r = 0; r < G; r++) assert_int_equal(w.sent[r], kv_ring_bytes(&c));
+          c.work.phase = BS_TRAIN;
+          for (int plain = 0; plain < (m ? 1 : 2); plain++) {
+            c.par.bwd_opt = !plain;
+            walk_ok(&c, G, &w);
+            int64_t want = kv_ring_bytes(&c) + (m ? ring_bwd_bytes(&c) : burst_bwd_bytes(&c, plain));
+            for (int r = 0; r < G; r++) {
+              if (w.sent[r] != want)
+                fprintf(stderr, "%s G=%d %s causal=%d plain=%d rank %d: sent %lld want %lld\n", bs_method_name(meth), G,
+                        bs_layout_name((bs_layout)l), causal, plain, r, (long long)w.sent[r], (long long)want);
+              assert_int_equal(w.sent[r], want);
+              assert_int_equal(w.coll_sent[r], 0);
+            }
+          }
+        }
+}
+
+/* FLOPs: forward 4·B·N²·Z·d, halved (exactly: N(N+1)/2 pairs) if causal (ANCHORS.md FLOP convention);
+ * every layout must add up to the same total, zigzag must balance exactly. */
+static void test_flops_and_skipping(void **state) {
+  (void)state;
+  const int G = 4;
+  const int64_t N = 64 * G;
+  for (int l = 0; l <= BS_STRIPED; l++)
+    for (int causal = 0; causal < 2; causal++) {
+      bs_config c = small_cfg(BS_BURST, G, N, causal, (bs_layout)l, BS_PREFILL);
+      walk_result w;
+      walk_ok(&c, G, &w);
+      double pairs = causal ? (double)N * (double)(N + 1) / 2 : (double)N * (double)N;
+      double want = 4.0 * c.work.batch * c.model.heads * c.model.head_dim * pairs, got = 0;
+      for (int r = 0; r < G; r++) got += w.flops[r];
+      assert_true(fabs(got - want) <= 1e-9 * want);
+      if (causal && l == BS_ZIGZAG)
+        for (int r = 1; r < G; r++) assert_true(w.flops[r] == w.flops[0]);
+      if (causal && l == BS_CONTIGUOUS)
+        for (int r = 0; r < G; r++) assert_int_equal(w.ncompute[r][BS_K_ATTN_FWD], r + 1); /* blocks j > r skipped */
+      if (!causal)
+        for (int r = 0; r < G; r++)
+          assert_int_equal(w.ncompute[r][BS_K_ATTN_FWD], l == BS_ZIGZAG ? 4 * G : G);
+    }
+}
+
+/* Double ring: same bytes as the ring; only M−1 of the G−1 K,V blocks cross nodes; the outer
+ * transfer is in flight across the P computes of an inner round. */
+static void test_double_ring(void **state) {
+  (void)state;
+  const int G = 8, P = 4, M = G / P;
+  for (int l = 0; l <= BS_STRIPED; l++) {
+    bs_config c = small_cfg(BS_BURST, G, 32 * G, 1, (bs_layout)l, BS_TRAIN);
+    c.par.double_ring = BS_ON;
+    walk_result w;
+    walk_ok(&c, P, &w);
+    for (int r = 0; r < G; r++) assert_int_equal(w.sent[r], kv_ring_bytes(&c) + burst_bwd_bytes(&c, 0));
+    c.work.phase = BS_PREFILL;
+    walk_ok(&c, P, &w);
+    int64_t n = c.work.seq_len / G, kv = 2 * c.work.batch * c.model.kv_heads * n * c.model.head_dim * 2;
+    for (int r = 0; r < G; r++) {
+      int64_t inter = 0;
+      for (int q = 0; q < G; q++)
+        if (q / P != r / P) inter += w.sent_to[r][q];
+      assert_int_equal(inter, (M - 1) * kv);
+      assert_int_equal(w.sent[r], kv_ring_bytes(&c));
+    }
+    /* overlap: between the outer SEND and the WAIT that joins it there are P attention computes */
+    c.work.causal = 0;
+    bs_plan *p;
+    char err[128];
+    assert_int_equal(bs_plan_create(&c, P, &p, err, sizeof err), 0);
+    bs_plan_iter *it = bs_plan_iter_new(p, 5);
+    bs_op op;
+    int outer_h = -1, computes = -1, seen = 0;
+    while (bs_plan_next(it, &op)) {
+      if (op.kind == BS_OP_SEND && outer_h < 0 && op.u.p2p.peer / P != 5 / P) { outer_h = op.handle; computes = 0; }
+      if (op.kind == BS_OP_COMPUTE && computes >= 0) computes++;
+      if (op.kind == BS_OP_WAIT && outer_h >= 0)
+        for (int j = 0; j < op.u.wait.n; j++)
+          if (op.u.wait.handles[j] == outer_h) { seen = 1; break; }
+      if (seen) break;
+    }
+    assert_true(seen);
+    assert_true(computes >= P); /* >= : zigzag splits a block into chunk pairs */
+    bs_plan_iter_free(it);
+    bs_plan_free(p);
+  }
+}
+
+/* The visible-pair count behind block skipping and FLOPs, against brute force. */
+static void test_visible_pairs(void **state) {
+  (void)state;
+  unsigned seed = (unsigned)time(NULL);
+  fprintf(stderr, "test_visible_pairs seed %u\n", seed);
+  srand(seed);
+  for (int t = 0; t < 300; t++) {
+    int64_t stride = 1 + rand() % 4, nq = 1 + rand() % 20, nk = 1 + rand() % 20;
+    int64_t q0 = rand() % 40, k0 = rand() % 40, window = rand() % 3 ? 0 : 1 + rand() % 30;
+    int causal = rand() % 2;
+    int64_t brute = 0;
+    for (int64_t a = 0; a < nq; a++)
+      for (int64_t b = 0; b < nk; b++) {
+        int64_t x = (q0 + a * stride) - (k0 + b * stride);
+        int ok = causal ? x >= 0 : 1;
+        if (window > 0) ok = ok && (causal ? x < window : llabs(x) < window);
+        brute += ok;
+      }
+    int64_t got = bs_visible_pairs(q0, nq, k0, nk, stride, causal, window);
+    if (got != brute)
+      fprintf(stderr, "q0=%lld nq=%lld k0=%lld nk=%lld stride=%lld causal=%d window=%lld: %lld != %lld\n",
+              (long long)q0, (long long)nq, (long long)k0, (long long)nk, (long long)stride, causal,
+              (long long)window, (long long)got, (long long)brute);
+    assert_int_equal(got, brute);
+  }
+}
+
+static void expect_error(bs_config c, const char *key) {
+  bs_plan *p = NULL;
+  char err[256] = "";
+  assert_int_equal(bs_plan_create(&c, c.par.ranks_per_node, &p, err, sizeof err), -1);
+  assert_null(p);
+  if (strncmp(err, key, strlen(key)) != 0) fprintf(stderr, "error '%s' does not start with '%s'\n", err, key);
+  assert_int_equal(strncmp(err, key, strlen(key)), 0);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  bs_config c = small_cfg(BS_BURST, 3, 1000, 0, BS_CONTIGUOUS, BS_TRAIN);
+  expect_error(c, "parallel.gpus:");
+  c = small_cfg(BS_BURST, 4, 4 * 9, 1, BS_ZIGZAG, BS_TRAIN); /* 4 | 36 but 8 does not */
+  expect_error(c, "parallel.gpus:");
+  c = small_cfg(BS_BURST, 2, 64, 0, BS_CONTIGUOUS, BS_DECODE);
+  expect_error(c, "workload.phase:");
+  c = small_cfg(BS_BURST, 2, 64, 0, BS_CONTIGUOUS, BS_TRAIN);
+  c.model.kv_heads = 3;
+  expect_error(c, "model.kv_heads:");
+  c = small_cfg(BS_BURST, 8, 64, 0, BS_CONTIGUOUS, BS_TRAIN);
+  c.par.double_ring = BS_ON;
+  c.par.ranks_per_node = 3;
+  expect_error(c, "parallel.double_ring:");
+  c = small_cfg((bs_method)42, 2, 64, 0, BS_CONTIGUOUS, BS_TRAIN);
+  expect_error(c, "parallel.method:");
+  c = small_cfg(BS_BURST, 2, 64, 0, (bs_layout)9, BS_TRAIN);
+  expect_error(c, "parallel.layout:");
+}
+
+/* Laziness: one rank of a 1024-rank, 1M-token double-ring plan streams without materialising. */
+static void test_lazy_large(void **state) {
+  (void)state;
+  bs_config c;
+  bs_config_default(&c);
+  c.work.seq_len = 1 << 20;
+  c.par.gpus = 1024;
+  c.par.double_ring = BS_ON;
+  c.par.ranks_per_node = 8;
+  c.work.causal = 1;
+  c.par.layout = BS_ZIGZAG;
+  bs_plan *p;
+  char err[256];
+  assert_int_equal(bs_plan_create(&c, 8, &p, err, sizeof err), 0);
+  clock_t t0 = clock();
+  for (int r = 0; r < 1024; r += 1023) {
+    bs_plan_iter *it = bs_plan_iter_new(p, r);
+    bs_op op;
+    int64_t n = 0, sends = 0, bytes = 0;
+    while (bs_plan_next(it, &op)) {
+      n++;
+      if (op.kind == BS_OP_SEND) { sends++; bytes += op.u.p2p.bytes; }
+    }
+    assert_int_equal(bs_plan_iter_error(it), 0);
+    bs_plan_iter_free(it);
+    assert_true(n > 4 * 1024);
+    int64_t nloc = c.work.seq_len / 1024, kv = c.work.batch * c.model.kv_heads * nloc * c.model.head_dim * 2;
+    int64_t q = c.work.batch * c.model.heads * nloc * c.model.head_dim, rows = c.work.batch * c.model.heads * nloc;
+    assert_int_equal(bytes, 1023 * 2 * kv + 1023 * (2 * q * 2 + 2 * rows * 4) + 1024 * q * 4);
+  }
+  double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+  fprintf(stderr, "two ranks of a 1024-rank plan: %.3f s\n", s);
+  assert_true(s < 5.0);
+  bs_plan_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_burst_ring_bytes),
+    cmocka_unit_test(test_flops_and_skipping),
+    cmocka_unit_test(test_double_ring),
+    cmocka_unit_test(test_visible_pairs),
+    cmocka_unit_test(test_bad_input),
+    cmocka_unit_test(test_lazy_large),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
