@@ -175,7 +175,7 @@ int attn_threads(const attn_params *p) {
 const attn_variant *attn_pick_variant(void) {
   const char *force = getenv("BURSTSIM_ATTN_VARIANT");
   if (force && !strcmp(force, "scalar")) return &attn_variant_scalar;
-#if defined(ATTN_HAVE_AVX2_VARIANT)
+#if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &attn_variant_avx2;
 #endif

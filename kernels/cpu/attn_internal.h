@@ -111,7 +111,7 @@ typedef struct {
 const attn_variant *attn_pick_variant(void);
 
 extern const attn_variant attn_variant_scalar;
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 extern const attn_variant attn_variant_avx2;
 #endif
 
