@@ -1,0 +1,745 @@
+/*
+ * runtime.c — the real executor of plans (see runtime.h). Each rank walks its
+ * op stream: ALLOC/FREE through a counting allocator, COMPUTE through the CPU
+ * kernels split into (head, row-tile) calls with a communicator progress poll
+ * between tiles (large Open MPI transfers only move while the library is
+ * entered, so this is what makes overlap real), SEND/RECV/COLL posted
+ * non-blocking, WAIT with a deadline. Inputs are a pure function of the seed
+ * and the global (tensor, batch, head, token, column) index, so every rank
+ * count sees the same global tensors and rank 0 can rebuild them for the
+ * single-rank reference.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <cblas.h>
+#include "runtime.h"
+#include "kernels/comm/comm_mpi.h"
+
+/* ---------------- inputs ---------------- */
+
+static uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* Value in [-1, 1) of element idx of input tensor `role`. */
+static float input_value(uint64_t seed, int role, uint64_t idx) {
+  uint64_t h = mix64(seed ^ mix64((uint64_t)role * 0x1000193ull + 7) ^ mix64(idx));
+  return (float)((double)(h >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+}
+
+typedef struct {
+  int64_t B, heads, tokens, width; /* global shape of the tensor of a role */
+} gshape;
+
+static gshape role_shape(const bs_plan *p, bs_role role) {
+  const bs_config *c = bs_plan_config(p);
+  attn_params ref = bs_plan_reference_params(p);
+  gshape g = {c->work.batch, c->model.heads, ref.Nq, c->model.head_dim};
+  if (role == BS_ROLE_K || role == BS_ROLE_V || role == BS_ROLE_DK || role == BS_ROLE_DV) {
+    g.heads = c->model.kv_heads;
+    g.tokens = ref.Nk;
+  }
+  if (role == BS_ROLE_LSE) g.width = 1;
+  return g;
+}
+
+static int64_t global_index(gshape g, int64_t b, int64_t h, int64_t t, int64_t x) {
+  return ((b * g.heads + h) * g.tokens + t) * g.width + x;
+}
+
+/* Fills a role buffer (q, k, v, dout) from its shard. */
+static void fill_input(const bs_plan *p, uint64_t seed, bs_role role, const bs_shard *s, void *buf, int bf16) {
+  gshape g = role_shape(p, role);
+  int64_t n = bs_shard_tokens(s);
+  for (int64_t b = 0; b < g.B; b++)
+    for (int64_t h = 0; h < s->heads; h++)
+      for (int64_t i = 0; i < n; i++) {
+        int64_t t = bs_shard_token(s, i), at = bs_shard_index(s, g.B, b, h, i, g.width);
+        for (int64_t x = 0; x < g.width; x++) {
+          float v = input_value(seed, role, (uint64_t)global_index(g, b, s->head0 + h, t, x));
+          if (bf16) ((uint16_t *)buf)[at + x] = attn_f32_to_bf16(v);
+          else ((float *)buf)[at + x] = v;
+        }
+      }
+}
+
+/* ---------------- per-run state ---------------- */
+
+typedef struct {
+  void *ptr;
+  int64_t bytes;
+  bs_mem_class cls;
+  bs_role role;
+  bs_shard shard;
+} rbuf;
+
+typedef struct { bs_op_kind kind; int peer, tag, step; int64_t bytes; int coll; } hinfo;
+
+typedef struct {
+  const bs_plan *plan;
+  const bs_config *cfg;
+  const bs_runtime_opts *opts;
+  bs_comm *comm;
+  MPI_Comm world;
+  int rank, G, threads, bf16;
+  int64_t tile;
+  double timeout;
+  rbuf buf[BS_PLAN_MAX_BUFS];
+  int req[BS_PLAN_MAX_HANDLES];
+  hinfo hi[BS_PLAN_MAX_HANDLES];
+  /* measurements */
+  double t_start, fwd, bwd, compute, exposed, phase_t0[2], wall;
+  int64_t live, peak, live_cls[BS_MEM_CLASS_COUNT], peak_cls[BS_MEM_CLASS_COUNT];
+  int64_t *sent_to, *recv_from, coll_sent, coll_recv;
+  bs_trace_event *ev;
+  int64_t nev, cap_ev;
+  int faulted;
+} rt;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void record(rt *t, const bs_op *op, int detail, int peer, int64_t bytes, double t0, double t1) {
+  if (!t->opts->trace) return;
+  if (t->nev == t->cap_ev) {
+    int64_t cap = t->cap_ev ? 2 * t->cap_ev : 1024;
+    bs_trace_event *e = realloc(t->ev, (size_t)cap * sizeof *e);
+    if (!e) return;
+    t->ev = e;
+    t->cap_ev = cap;
+  }
+  bs_trace_event *e = &t->ev[t->nev++];
+  e->rank = t->rank;
+  e->step = op->step;
+  e->kind = (int16_t)op->kind;
+  e->detail = (int16_t)detail;
+  e->peer = peer;
+  e->bytes = bytes;
+  e->t0 = t0 - t->t_start;
+  e->t1 = t1 - t->t_start;
+}
+
+static char *at(rt *t, bs_ref r) { return r.buf >= 0 && t->buf[r.buf].ptr ? (char *)t->buf[r.buf].ptr + r.off : NULL; }
+
+/* ---------------- kernels ---------------- */
+
+static int kerr(char *err, size_t errlen, const bs_op *op, const char *what, int rc) {
+  snprintf(err, errlen, "step %d: %s: %s", op->step, what, attn_strerror(rc));
+  return BS_RUN_EFATAL;
+}
+
+/* Attention fwd / bwd, as (batch, head, row tile) calls with progress polls between them. */
+static int run_attn(rt *t, const bs_op *op, char *err, size_t errlen) {
+  const bs_compute *c = &op->u.compute;
+  attn_params a = c->a;
+  a.threads = t->threads;
+  int rc = attn_check(&a);
+  if (rc) return kerr(err, errlen, op, bs_kernel_name(c->kernel), rc);
+  size_t es = a.dtype == ATTN_BF16 ? 2 : 4;
+  int grp = a.Zq / a.Zkv;
+  int bwd = c->kernel == BS_K_ATTN_BWD || c->kernel == BS_K_ATTN_BWD_UNFUSED;
+  int unfused = c->kernel == BS_K_ATTN_FWD_UNFUSED || c->kernel == BS_K_ATTN_BWD_UNFUSED;
+  char *q = at(t, c->in[0]), *k = at(t, c->in[1]), *v = at(t, c->in[2]);
+  float *ws = NULL;
+  int64_t ws_bytes = 0;
+  if (unfused) {
+    bs_ref w = c->in[bwd ? 7 : 3];
+    ws = (float *)at(t, w);
+    ws_bytes = w.buf >= 0 ? t->buf[w.buf].bytes - w.off : 0;
+  }
+  for (int64_t b = 0; b < a.B; b++)
+    for (int64_t h = 0; h < a.Zq; h++)
+      for (int64_t r0 = 0; r0 < a.Nq; r0 += t->tile) {
+        attn_params s = a;
+        s.B = 1;
+        s.Zq = 1;
+        s.Zkv = 1;
+        s.Nq = a.Nq - r0 < t->tile ? a.Nq - r0 : t->tile;
+        s.mask.q_pos0 = a.mask.q_pos0 + r0 * a.mask.q_stride;
+        int64_t qoff = ((b * a.Zq + h) * a.Nq + r0) * a.d, koff = (b * a.Zkv + h / grp) * a.Nk * a.d;
+        int64_t loff = (b * a.Zq + h) * a.Nq + r0;
+        float *w = unfused && ws && (int64_t)attn_unfused_workspace_bytes(&s) <= ws_bytes ? ws : NULL;
+        if (!bwd) {
+          float *o = (float *)at(t, c->out[0]) + qoff, *lse = (float *)at(t, c->out[1]) + loff;
+          rc = unfused ? attn_fwd_unfused(&s, q + qoff * es, k + koff * es, v + koff * es, o, lse, c->accumulate, w)
+                       : attn_fwd(&s, q + qoff * es, k + koff * es, v + koff * es, o, lse, c->accumulate);
+        } else {
+          const float *o = c->in[3].buf >= 0 ? (const float *)at(t, c->in[3]) + qoff : NULL;
+          const float *lse = (const float *)at(t, c->in[5]) + loff;
+          const float *delta = c->in[6].buf >= 0 ? (const float *)at(t, c->in[6]) + loff : NULL;
+          float *dq = (float *)at(t, c->out[0]) + qoff;
+          float *dk = (float *)at(t, c->out[1]) + koff, *dv = (float *)at(t, c->out[2]) + koff;
+          char *dout = at(t, c->in[4]) + qoff * es;
+          rc = unfused ? attn_bwd_unfused(&s, q + qoff * es, k + koff * es, v + koff * es, o, dout, lse, delta, dq, dk, dv, w)
+                       : attn_bwd(&s, q + qoff * es, k + koff * es, v + koff * es, o, dout, lse, delta, dq, dk, dv);
+        }
+        if (rc) return kerr(err, errlen, op, bs_kernel_name(c->kernel), rc);
+        bs_comm_progress(t->comm);
+      }
+  return BS_RUN_OK;
+}
+
+/* Row-wise softmax of an explicit score matrix (li2021), masked by positions. */
+static void softmax_rows(const bs_compute *c, float *S, float *lse) {
+  const attn_params *a = &c->a;
+  int64_t rows = (int64_t)a->B * a->Zq * a->Nq, ld = c->ld;
+  for (int64_t r = 0; r < rows; r++) {
+    float *s = S + r * ld;
+    int64_t qp = a->mask.q_pos0 + (r % a->Nq) * a->mask.q_stride;
+    float m = -INFINITY;
+    for (int64_t j = 0; j < ld; j++) {
+      int64_t kp = a->mask.k_pos0 + j * a->mask.k_stride, dlt = qp - kp;
+      int ok = a->mask.causal ? dlt >= 0 : 1;
+      if (a->mask.window > 0) ok = ok && (a->mask.causal ? dlt < a->mask.window : llabs(dlt) < a->mask.window);
+      if (!ok) s[j] = -INFINITY;
+      if (s[j] > m) m = s[j];
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < ld; j++) {
+      float e = m == -INFINITY ? 0.0f : expf(s[j] - m);
+      s[j] = e;
+      sum += e;
+    }
+    for (int64_t j = 0; j < ld; j++) s[j] = sum > 0 ? (float)(s[j] / sum) : 0.0f;
+    lse[r] = sum > 0 ? m + (float)log(sum) : -INFINITY;
+  }
+}
+
+static int run_other(rt *t, const bs_op *op, char *err, size_t errlen) {
+  const bs_compute *c = &op->u.compute;
+  const attn_params *a = &c->a;
+  switch (c->kernel) {
+  case BS_K_ATTN_DELTA: {
+    attn_params p = *a;
+    p.threads = t->threads;
+    int rc = attn_delta(&p, (const float *)at(t, c->in[0]), at(t, c->in[1]), (float *)at(t, c->out[0]));
+    return rc ? kerr(err, errlen, op, "attn_delta", rc) : BS_RUN_OK;
+  }
+  case BS_K_ATTN_MERGE: {
+    int64_t rows = c->elems / a->d;
+    int rc = attn_merge(rows, a->d, (float *)at(t, c->out[0]), (float *)at(t, c->out[1]),
+                        (const float *)at(t, c->in[0]), (const float *)at(t, c->in[1]));
+    return rc ? kerr(err, errlen, op, "attn_merge", rc) : BS_RUN_OK;
+  }
+  case BS_K_COPY: {
+    const char *src = at(t, c->in[0]);
+    char *dst = at(t, c->out[0]);
+    if (c->t_a <= 0 || c->t_b <= 0) { memcpy(dst, src, (size_t)c->elems); return BS_RUN_OK; }
+    for (int64_t i = 0; i < c->t_a; i++)
+      for (int64_t j = 0; j < c->t_b; j++)
+        memcpy(dst + (j * c->t_a + i) * c->t_chunk, src + (i * c->t_b + j) * c->t_chunk, (size_t)c->t_chunk);
+    bs_comm_progress(t->comm);
+    return BS_RUN_OK;
+  }
+  case BS_K_ELEMWISE: {
+    int64_t d = a->d > 0 ? a->d : 1, rows = c->elems / d;
+    if (c->ew == BS_EW_TREE_RESCALE) {
+      const float *o = (const float *)at(t, c->in[0]), *lse = (const float *)at(t, c->in[1]), *m = (const float *)at(t, c->in[2]);
+      float *num = (float *)at(t, c->out[0]), *den = (float *)at(t, c->out[1]);
+      for (int64_t r = 0; r < rows; r++) {
+        float w = lse[r] == -INFINITY ? 0.0f : expf(lse[r] - m[r]);
+        den[r] = w;
+        for (int64_t x = 0; x < d; x++) num[r * d + x] = o[r * d + x] * w;
+      }
+    } else if (c->ew == BS_EW_TREE_FINAL) {
+      const float *num = (const float *)at(t, c->in[0]), *den = (const float *)at(t, c->in[1]), *m = (const float *)at(t, c->in[2]);
+      float *o = (float *)at(t, c->out[0]), *lse = (float *)at(t, c->out[1]);
+      for (int64_t r = 0; r < rows; r++) {
+        for (int64_t x = 0; x < d; x++) o[r * d + x] = den[r] > 0 ? num[r * d + x] / den[r] : 0.0f;
+        lse[r] = den[r] > 0 ? m[r] + logf(den[r]) : -INFINITY;
+      }
+    } else if (c->ew == BS_EW_SOFTMAX) {
+      softmax_rows(c, (float *)at(t, c->out[0]), (float *)at(t, c->out[1]));
+    } /* BS_EW_GENERIC: modelled work, nothing to compute */
+    return BS_RUN_OK;
+  }
+  case BS_K_GEMM: {
+    if (c->gemm == BS_GEMM_GENERIC) return BS_RUN_OK;
+    if (t->bf16) {
+      snprintf(err, errlen, "step %d: the explicit-score GEMM runs in fp32 only", op->step);
+      return BS_RUN_EFATAL;
+    }
+    int grp = a->Zq / a->Zkv;
+    for (int64_t b = 0; b < a->B; b++)
+      for (int64_t h = 0; h < a->Zq; h++) {
+        int64_t kvh = b * a->Zkv + h / grp, qh = b * a->Zq + h;
+        if (c->gemm == BS_GEMM_QK) {
+          const float *q = (const float *)at(t, c->in[0]) + qh * a->Nq * a->d;
+          const float *k = (const float *)at(t, c->in[1]) + kvh * a->Nk * a->d;
+          float *S = (float *)at(t, c->out[0]) + qh * a->Nq * c->ld + c->col0;
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)a->Nq, (int)a->Nk, a->d, a->scale, q, a->d, k, a->d,
+                      0.0f, S, (int)c->ld);
+        } else {
+          const float *P = (const float *)at(t, c->in[0]) + qh * a->Nq * c->ld + c->col0;
+          const float *v = (const float *)at(t, c->in[1]) + kvh * a->Nk * a->d;
+          float *o = (float *)at(t, c->out[0]) + qh * a->Nq * a->d;
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->Nq, a->d, (int)a->Nk, 1.0f, P, (int)c->ld, v, a->d,
+                      1.0f, o, a->d);
+        }
+        bs_comm_progress(t->comm);
+      }
+    return BS_RUN_OK;
+  }
+  default:
+    snprintf(err, errlen, "step %d: kernel %s is not supported by the CPU runtime", op->step, bs_kernel_name(c->kernel));
+    return BS_RUN_EFATAL;
+  }
+}
+
+/* ---------------- one execution of the plan ---------------- */
+
+static void free_all(rt *t) {
+  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
+    free(t->buf[b].ptr);
+    t->buf[b].ptr = NULL;
+  }
+}
+
+static void reset_stats(rt *t) {
+  t->fwd = t->bwd = t->compute = t->exposed = t->wall = 0;
+  t->live = t->peak = 0;
+  memset(t->live_cls, 0, sizeof t->live_cls);
+  memset(t->peak_cls, 0, sizeof t->peak_cls);
+  memset(t->sent_to, 0, (size_t)t->G * sizeof *t->sent_to);
+  memset(t->recv_from, 0, (size_t)t->G * sizeof *t->recv_from);
+  t->coll_sent = t->coll_recv = 0;
+  t->nev = 0;
+}
+
+static const char *peer_what(const hinfo *h, char *tmp, size_t n) {
+  if (h->kind == BS_OP_COLL) snprintf(tmp, n, "%s (%lld bytes)", bs_coll_name((bs_coll_kind)h->coll), (long long)h->bytes);
+  else snprintf(tmp, n, "%s %s rank %d (tag %d, %lld bytes, posted at step %d)", h->kind == BS_OP_SEND ? "SEND to" : "RECV from",
+                "", h->peer, h->tag, (long long)h->bytes, h->step);
+  return tmp;
+}
+
+static int execute(rt *t, int measured, char *err, size_t errlen) {
+  const bs_plan *p = t->plan;
+  bs_plan_iter *it = bs_plan_iter_new(p, t->rank);
+  if (!it) { snprintf(err, errlen, "out of memory"); return BS_RUN_EFATAL; }
+  reset_stats(t);
+  MPI_Barrier(t->world);
+  t->t_start = now_s();
+  bs_op op;
+  int rc = BS_RUN_OK;
+  while (rc == BS_RUN_OK && bs_plan_next(it, &op)) {
+    if (measured && t->opts->fault != BS_FAULT_NONE && t->rank == t->opts->fault_rank && op.step == t->opts->fault_step &&
+        !t->faulted) {
+      t->faulted = 1;
+      fprintf(stderr, "burstsim run: rank %d: fault injection: %s at step %d\n", t->rank,
+              t->opts->fault == BS_FAULT_EXIT ? "exiting" : "stalling", op.step);
+      fflush(stderr);
+      if (t->opts->fault == BS_FAULT_EXIT) _exit(17);
+      for (;;) sleep(1);
+    }
+    double t0 = now_s();
+    switch (op.kind) {
+    case BS_OP_ALLOC: {
+      int b = op.u.alloc.buf;
+      rbuf *rb = &t->buf[b];
+      free(rb->ptr);
+      rb->ptr = calloc(1, (size_t)op.u.alloc.bytes);
+      if (!rb->ptr) {
+        snprintf(err, errlen, "step %d: cannot allocate %lld bytes (%s)", op.step, (long long)op.u.alloc.bytes,
+                 bs_mem_class_name(op.u.alloc.cls));
+        rc = BS_RUN_EFATAL;
+        break;
+      }
+      rb->bytes = op.u.alloc.bytes;
+      rb->cls = op.u.alloc.cls;
+      rb->role = op.u.alloc.role;
+      rb->shard = op.u.alloc.shard;
+      if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT)
+        fill_input(p, t->cfg->seed, rb->role, &rb->shard, rb->ptr, t->bf16);
+      t->live += rb->bytes;
+      t->live_cls[rb->cls] += rb->bytes;
+      if (t->live > t->peak) {
+        t->peak = t->live;
+        memcpy(t->peak_cls, t->live_cls, sizeof t->peak_cls);
+      }
+      break;
+    }
+    case BS_OP_FREE: {
+      rbuf *rb = &t->buf[op.u.free.buf];
+      t->live -= rb->bytes;
+      t->live_cls[rb->cls] -= rb->bytes;
+      free(rb->ptr);
+      rb->ptr = NULL;
+      break;
+    }
+    case BS_OP_COMPUTE: {
+      bs_kernel k = op.u.compute.kernel;
+      if (k == BS_K_ATTN_FWD || k == BS_K_ATTN_FWD_UNFUSED || k == BS_K_ATTN_BWD || k == BS_K_ATTN_BWD_UNFUSED)
+        rc = run_attn(t, &op, err, errlen);
+      else
+        rc = run_other(t, &op, err, errlen);
+      double t1 = now_s();
+      t->compute += t1 - t0;
+      record(t, &op, k, -1, 0, t0, t1);
+      break;
+    }
+    case BS_OP_SEND: case BS_OP_RECV: {
+      int h = op.handle, peer = op.u.p2p.peer;
+      int crc = op.kind == BS_OP_SEND
+                    ? bs_comm_isend(t->comm, at(t, op.u.p2p.buf), op.u.p2p.bytes, peer, op.u.p2p.tag, &t->req[h], err, errlen)
+                    : bs_comm_irecv(t->comm, at(t, op.u.p2p.buf), op.u.p2p.bytes, peer, op.u.p2p.tag, &t->req[h], err, errlen);
+      if (crc) { rc = BS_RUN_EFATAL; break; }
+      t->hi[h] = (hinfo){op.kind, peer, op.u.p2p.tag, op.step, op.u.p2p.bytes, 0};
+      if (op.kind == BS_OP_SEND) t->sent_to[peer] += op.u.p2p.bytes;
+      else t->recv_from[peer] += op.u.p2p.bytes;
+      record(t, &op, 0, peer, op.u.p2p.bytes, t0, now_s());
+      break;
+    }
+    case BS_OP_COLL: {
+      int h = op.handle;
+      bs_comm_group g = {op.u.coll.group.first, op.u.coll.group.stride, op.u.coll.group.size};
+      bs_comm_type ty = op.u.coll.elem == BS_ELEM_F32 ? BS_COMM_F32 : BS_COMM_BYTES;
+      if ((op.u.coll.kind == BS_COLL_ALLREDUCE || op.u.coll.kind == BS_COLL_REDUCE_SCATTER) && ty != BS_COMM_F32) {
+        snprintf(err, errlen, "step %d: %s of 16-bit data is not supported by the MPI backend", op.step,
+                 bs_coll_name(op.u.coll.kind));
+        rc = BS_RUN_EFATAL;
+        break;
+      }
+      int crc = bs_comm_icoll(t->comm, (bs_comm_coll)op.u.coll.kind, (bs_comm_red)op.u.coll.red, ty, g, at(t, op.u.coll.send),
+                              at(t, op.u.coll.recv), op.u.coll.bytes, &t->req[h], err, errlen);
+      if (crc) { rc = BS_RUN_EFATAL; break; }
+      t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op.step, op.u.coll.bytes, op.u.coll.kind};
+      int64_t s = bs_coll_bytes_sent(op.u.coll.kind, op.u.coll.bytes, g.size);
+      t->coll_sent += s;
+      t->coll_recv += s;
+      record(t, &op, op.u.coll.kind, -1, op.u.coll.bytes, t0, now_s());
+      break;
+    }
+    case BS_OP_WAIT: {
+      for (int j = 0; j < op.u.wait.n && rc == BS_RUN_OK; j++) {
+        int h = op.u.wait.handles[j];
+        int w = bs_comm_wait(t->comm, t->req[h], t->timeout);
+        if (w == BS_COMM_TIMEOUT) {
+          char tmp[160];
+          snprintf(err, errlen, "rank %d, step %d: no answer within %.1f s waiting for %s; a peer died or stalled", t->rank,
+                   op.step, t->timeout, peer_what(&t->hi[h], tmp, sizeof tmp));
+          rc = BS_RUN_EFATAL;
+        } else if (w != BS_COMM_OK) {
+          snprintf(err, errlen, "rank %d, step %d: MPI wait failed", t->rank, op.step);
+          rc = BS_RUN_EFATAL;
+        }
+      }
+      double t1 = now_s();
+      t->exposed += t1 - t0;
+      record(t, &op, 0, -1, 0, t0, t1);
+      break;
+    }
+    case BS_OP_PHASE: {
+      int ph = op.u.phase.fwd_bwd ? 1 : 0;
+      if (op.u.phase.begin) t->phase_t0[ph] = t0;
+      else if (ph) t->bwd += t0 - t->phase_t0[1];
+      else t->fwd += t0 - t->phase_t0[0];
+      break;
+    }
+    default:
+      snprintf(err, errlen, "step %d: unknown op kind %d", op.step, (int)op.kind);
+      rc = BS_RUN_EFATAL;
+    }
+  }
+  if (rc == BS_RUN_OK && bs_plan_iter_error(it)) {
+    snprintf(err, errlen, "the plan iterator failed (internal error)");
+    rc = BS_RUN_EFATAL;
+  }
+  t->wall = now_s() - t->t_start;
+  bs_plan_iter_free(it);
+  return rc;
+}
+
+/* ---------------- verification ---------------- */
+
+typedef struct { int32_t role; bs_shard shard; int64_t bytes; } out_meta;
+
+static int is_output(bs_role r) { return r == BS_ROLE_O || r == BS_ROLE_LSE || r == BS_ROLE_DQ || r == BS_ROLE_DK || r == BS_ROLE_DV; }
+
+/* Rank 0: the single-rank reference on whole tensors. refs[role] in fp32. */
+static int reference(const bs_plan *p, uint64_t seed, int bf16, int threads, float *refs[BS_ROLE_DV + 1], char *err,
+                     size_t errlen) {
+  attn_params a = bs_plan_reference_params(p);
+  a.threads = threads;
+  int train = bs_plan_has_bwd(p);
+  void *in[BS_ROLE_DV + 1] = {0};
+  const bs_role inputs[] = {BS_ROLE_Q, BS_ROLE_K, BS_ROLE_V, BS_ROLE_DOUT};
+  for (int j = 0; j < 4; j++) {
+    gshape g = role_shape(p, inputs[j]);
+    bs_shard s = {BS_CONTIGUOUS, 0, 1, g.tokens, 0, (int32_t)g.heads};
+    in[inputs[j]] = malloc((size_t)(g.B * g.heads * g.tokens * g.width) * (bf16 ? 2 : 4));
+    if (!in[inputs[j]]) { snprintf(err, errlen, "reference: out of memory"); return -1; }
+    fill_input(p, seed, inputs[j], &s, in[inputs[j]], bf16);
+  }
+  const bs_role outs[] = {BS_ROLE_O, BS_ROLE_LSE, BS_ROLE_DQ, BS_ROLE_DK, BS_ROLE_DV};
+  for (int j = 0; j < 5; j++) {
+    gshape g = role_shape(p, outs[j]);
+    refs[outs[j]] = calloc((size_t)(g.B * g.heads * g.tokens * g.width), sizeof(float));
+  }
+  int rc = attn_fwd(&a, in[BS_ROLE_Q], in[BS_ROLE_K], in[BS_ROLE_V], refs[BS_ROLE_O], refs[BS_ROLE_LSE], 0);
+  if (!rc && train) {
+    gshape g = role_shape(p, BS_ROLE_LSE);
+    float *delta = malloc((size_t)(g.B * g.heads * g.tokens) * sizeof(float));
+    rc = attn_delta(&a, refs[BS_ROLE_O], in[BS_ROLE_DOUT], delta);
+    if (!rc)
+      rc = attn_bwd(&a, in[BS_ROLE_Q], in[BS_ROLE_K], in[BS_ROLE_V], NULL, in[BS_ROLE_DOUT], refs[BS_ROLE_LSE], delta,
+                    refs[BS_ROLE_DQ], refs[BS_ROLE_DK], refs[BS_ROLE_DV]);
+    free(delta);
+  }
+  for (int j = 0; j < 4; j++) free(in[inputs[j]]);
+  if (rc) { snprintf(err, errlen, "reference: %s", attn_strerror(rc)); return -1; }
+  return 0;
+}
+
+/* Compares one received output buffer; updates the max error and the coverage map. */
+static void compare(const bs_plan *p, const out_meta *m, const float *got, const float *ref, unsigned char *cover, double *maxerr) {
+  gshape g = role_shape(p, (bs_role)m->role);
+  int64_t n = bs_shard_tokens(&m->shard);
+  for (int64_t b = 0; b < g.B; b++)
+    for (int64_t h = 0; h < m->shard.heads; h++)
+      for (int64_t i = 0; i < n; i++) {
+        int64_t t = bs_shard_token(&m->shard, i), li = bs_shard_index(&m->shard, g.B, b, h, i, g.width);
+        for (int64_t x = 0; x < g.width; x++) {
+          int64_t gi = global_index(g, b, m->shard.head0 + h, t, x);
+          double e;
+          if (isinf(ref[gi]) || isinf(got[li + x])) e = (ref[gi] == got[li + x]) ? 0 : INFINITY;
+          else e = fabs((double)got[li + x] - (double)ref[gi]);
+          if (!(e <= *maxerr)) *maxerr = isnan(e) ? INFINITY : e;
+          cover[gi] = 1;
+        }
+      }
+}
+
+static int verify(rt *t, bs_run_report *out, char *err, size_t errlen) {
+  const bs_plan *p = t->plan;
+  int n_local = 0;
+  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++)
+    if (t->buf[b].ptr && is_output(t->buf[b].role)) n_local++;
+  int *counts = t->rank == 0 ? calloc((size_t)t->G, sizeof(int)) : NULL;
+  MPI_Gather(&n_local, 1, MPI_INT, counts, 1, MPI_INT, 0, t->world);
+  if (t->rank != 0) {
+    for (int b = 0; b < BS_PLAN_MAX_BUFS; b++)
+      if (t->buf[b].ptr && is_output(t->buf[b].role)) {
+        out_meta m = {t->buf[b].role, t->buf[b].shard, t->buf[b].bytes};
+        MPI_Send(&m, (int)sizeof m, MPI_BYTE, 0, 900, t->world);
+        MPI_Send(t->buf[b].ptr, (int)m.bytes, MPI_BYTE, 0, 901, t->world);
+      }
+    return BS_RUN_OK;
+  }
+  float *refs[BS_ROLE_DV + 1] = {0};
+  unsigned char *cover[BS_ROLE_DV + 1] = {0};
+  int rc = reference(p, t->cfg->seed, t->bf16, t->threads, refs, err, errlen);
+  double maxerr[BS_ROLE_DV + 1] = {0};
+  for (int r = 0; r <= BS_ROLE_DV; r++) {
+    out->verify_err[r] = -1;
+    if (is_output((bs_role)r) && refs[r]) {
+      gshape g = role_shape(p, (bs_role)r);
+      cover[r] = calloc((size_t)(g.B * g.heads * g.tokens * g.width), 1);
+    }
+  }
+  for (int src = 0; src < t->G; src++)
+    for (int j = 0; j < counts[src]; j++) {
+      out_meta m;
+      float *data;
+      if (src == 0) {
+        int seen = -1, b;
+        for (b = 0; b < BS_PLAN_MAX_BUFS; b++)
+          if (t->buf[b].ptr && is_output(t->buf[b].role) && ++seen == j) break;
+        m = (out_meta){t->buf[b].role, t->buf[b].shard, t->buf[b].bytes};
+        data = t->buf[b].ptr;
+      } else {
+        MPI_Recv(&m, (int)sizeof m, MPI_BYTE, src, 900, t->world, MPI_STATUS_IGNORE);
+        data = malloc((size_t)m.bytes);
+        MPI_Recv(data, (int)m.bytes, MPI_BYTE, src, 901, t->world, MPI_STATUS_IGNORE);
+      }
+      if (rc == 0 && m.role >= 0 && m.role <= BS_ROLE_DV && refs[m.role])
+        compare(p, &m, data, refs[m.role], cover[m.role], &maxerr[m.role]);
+      if (src != 0) free(data);
+    }
+  if (rc == 0) {
+    out->verified = 1;
+    out->verify_tol = t->bf16 ? 1e-2 : 1e-5;
+    int train = bs_plan_has_bwd(p);
+    for (int r = BS_ROLE_O; r <= BS_ROLE_DV; r++) {
+      if (!train && r >= BS_ROLE_DQ) continue;
+      gshape g = role_shape(p, (bs_role)r);
+      int64_t total = g.B * g.heads * g.tokens * g.width, missing = 0;
+      double scale = 0;
+      for (int64_t i = 0; i < total; i++) {
+        missing += !cover[r][i];
+        if (isfinite(refs[r][i]) && fabs(refs[r][i]) > scale) scale = fabs(refs[r][i]);
+      }
+      out->verify_err[r] = scale > 0 ? maxerr[r] / scale : maxerr[r];
+      if (missing) {
+        snprintf(err, errlen, "verify: %lld elements of %s were produced by no rank", (long long)missing, bs_role_name((bs_role)r));
+        out->verified = 0;
+        out->verify_err[r] = INFINITY;
+      } else if (!(out->verify_err[r] < out->verify_tol)) {
+        if (out->verified)
+          snprintf(err, errlen, "verify: %s differs from the single-rank reference: max error %.3g of max|ref| (bound %.0e)",
+                   bs_role_name((bs_role)r), out->verify_err[r], out->verify_tol);
+        out->verified = 0;
+      }
+    }
+    if (!out->verified) rc = BS_RUN_EVERIFY;
+  }
+  for (int r = 0; r <= BS_ROLE_DV; r++) { free(refs[r]); free(cover[r]); }
+  free(counts);
+  return rc < 0 ? BS_RUN_EFATAL : rc;
+}
+
+/* ---------------- results ---------------- */
+
+typedef struct {
+  double step, fwd, bwd, compute, exposed;
+  int64_t sent, recv, peak, rss, coll_sent;
+  int64_t peak_cls[BS_MEM_CLASS_COUNT];
+} rank_stats;
+
+static int collect(rt *t, bs_run_report *out) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  rank_stats s = {t->wall, t->fwd, t->bwd, t->compute, t->exposed, 0, 0, t->peak, (int64_t)ru.ru_maxrss * 1024, t->coll_sent, {0}};
+  memcpy(s.peak_cls, t->peak_cls, sizeof s.peak_cls);
+  for (int q = 0; q < t->G; q++) { s.sent += t->sent_to[q]; s.recv += t->recv_from[q]; }
+  s.sent += t->coll_sent;
+  s.recv += t->coll_recv;
+  int G = t->G, root = t->rank == 0;
+  rank_stats *all = root ? calloc((size_t)G, sizeof *all) : NULL;
+  int64_t *peers = root ? calloc((size_t)G * G, sizeof *peers) : NULL;
+  MPI_Gather(&s, (int)sizeof s, MPI_BYTE, all, (int)sizeof s, MPI_BYTE, 0, t->world);
+  MPI_Gather(t->sent_to, G, MPI_INT64_T, peers, G, MPI_INT64_T, 0, t->world);
+  /* trace events */
+  if (t->opts->trace) {
+    int64_t nb = t->nev * (int64_t)sizeof(bs_trace_event);
+    int cnt = (int)nb, *cnts = root ? calloc((size_t)G, sizeof(int)) : NULL, *displ = root ? calloc((size_t)G, sizeof(int)) : NULL;
+    MPI_Gather(&cnt, 1, MPI_INT, cnts, 1, MPI_INT, 0, t->world);
+    int64_t total = 0;
+    if (root)
+      for (int r = 0; r < G; r++) { displ[r] = (int)total; total += cnts[r]; }
+    char *evs = root ? malloc((size_t)total + 1) : NULL;
+    MPI_Gatherv(t->ev, cnt, MPI_BYTE, evs, cnts, displ, MPI_BYTE, 0, t->world);
+    if (root) {
+      out->events = (bs_trace_event *)evs;
+      out->nevents = total / (int64_t)sizeof(bs_trace_event);
+    }
+    free(cnts);
+    free(displ);
+  }
+  bs_result *r = &out->res;
+  r->cfg = *t->cfg;
+  r->mode = "run";
+  if (!root) {
+    r->nranks = 1;
+    r->ranks = calloc(1, sizeof *r->ranks);
+    r->ranks[0] = (bs_rank_result){t->rank, s.step, s.fwd, s.bwd, s.compute, s.exposed, s.sent, s.recv, s.peak};
+    return 0;
+  }
+  r->nranks = G;
+  r->ranks = calloc((size_t)G, sizeof *r->ranks);
+  out->peer_sent = peers;
+  out->coll_sent = calloc((size_t)G, sizeof(int64_t));
+  out->peak_cls = calloc((size_t)G, sizeof *out->peak_cls);
+  int rpn = t->opts->ranks_per_node > 0 ? t->opts->ranks_per_node : (t->cfg->par.ranks_per_node > 0 ? t->cfg->par.ranks_per_node : G);
+  int maxpeak = 0;
+  for (int q = 0; q < G; q++) {
+    rank_stats *a = &all[q];
+    r->ranks[q] = (bs_rank_result){q, a->step, a->fwd, a->bwd, a->compute, a->exposed, a->sent, a->recv, a->peak};
+    out->coll_sent[q] = a->coll_sent;
+    memcpy(out->peak_cls[q], a->peak_cls, sizeof a->peak_cls);
+    if (a->step > r->time.step) r->time.step = a->step;
+    if (a->fwd > r->time.fwd) r->time.fwd = a->fwd;
+    if (a->bwd > r->time.bwd) r->time.bwd = a->bwd;
+    if (a->compute > r->time.compute) r->time.compute = a->compute;
+    if (a->exposed > r->time.comm_exposed) r->time.comm_exposed = a->exposed;
+    if (a->sent > r->comm.per_rank_max_sent) r->comm.per_rank_max_sent = a->sent;
+    r->comm.total += a->sent;
+    for (int d = 0; d < G; d++) {
+      if (d / rpn == q / rpn) r->comm.intra_node += peers[q * G + d];
+      else r->comm.inter_node += peers[q * G + d];
+    }
+    if (a->peak > all[maxpeak].peak) maxpeak = q;
+    if (a->rss > r->mem.rss_bytes) r->mem.rss_bytes = a->rss;
+  }
+  r->mem.peak_bytes_max = all[maxpeak].peak;
+  memcpy(r->mem.breakdown, all[maxpeak].peak_cls, sizeof r->mem.breakdown);
+  free(all);
+  return 0;
+}
+
+/* ---------------- entry ---------------- */
+
+int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, bs_run_report *out, char *err,
+                   size_t errlen) {
+  memset(out, 0, sizeof *out);
+  for (int r = 0; r <= BS_ROLE_DV; r++) out->verify_err[r] = -1;
+  int G, rank;
+  MPI_Comm_size(world, &G);
+  MPI_Comm_rank(world, &rank);
+  if (cfg->par.gpus != G) {
+    snprintf(err, errlen, "parallel.gpus: %d, but the run has %d MPI ranks (mpirun -np %d)", cfg->par.gpus, G, cfg->par.gpus);
+    return BS_RUN_EINPUT;
+  }
+  if (cfg->model.dtype != BS_FP32 && cfg->model.dtype != BS_BF16) {
+    snprintf(err, errlen, "model.dtype: %s is not supported by the CPU runtime (use fp32 or bf16)", bs_dtype_name(cfg->model.dtype));
+    return BS_RUN_EINPUT;
+  }
+  if (cfg->work.scope != BS_SCOPE_ATTENTION) {
+    snprintf(err, errlen, "workload.scope: the runtime runs attention scope only, not %s", bs_scope_name(cfg->work.scope));
+    return BS_RUN_EINPUT;
+  }
+  int rpn = opts->ranks_per_node > 0 ? opts->ranks_per_node : cfg->par.ranks_per_node;
+  bs_plan *plan = NULL;
+  if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return BS_RUN_EINPUT;
+  rt *t = calloc(1, sizeof *t);
+  if (!t) { bs_plan_free(plan); snprintf(err, errlen, "out of memory"); return BS_RUN_EFATAL; }
+  t->plan = plan;
+  t->cfg = bs_plan_config(plan);
+  t->opts = opts;
+  t->world = world;
+  t->rank = rank;
+  t->G = G;
+  t->bf16 = cfg->model.dtype == BS_BF16;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  t->threads = opts->threads > 0 ? opts->threads : (int)(cores / G > 0 ? cores / G : 1);
+  out->threads = t->threads;
+  t->tile = opts->tile_rows > 0 ? opts->tile_rows : 256;
+  t->timeout = opts->timeout_s > 0 ? opts->timeout_s : 120.0;
+  t->sent_to = calloc((size_t)G, sizeof(int64_t));
+  t->recv_from = calloc((size_t)G, sizeof(int64_t));
+  int rc = bs_comm_mpi_create(world, &t->comm, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
+  for (int w = 0; rc == BS_RUN_OK && w <= opts->warmup; w++) {
+    rc = execute(t, w == opts->warmup, err, errlen);
+    if (rc == BS_RUN_OK && w < opts->warmup) free_all(t);
+  }
+  if (rc == BS_RUN_OK) collect(t, out);
+  if (rc == BS_RUN_OK && opts->verify) rc = verify(t, out, err, errlen);
+  free_all(t);
+  if (rc != BS_RUN_EFATAL) bs_comm_free(t->comm);
+  free(t->sent_to);
+  free(t->recv_from);
+  free(t->ev);
+  free(t);
+  bs_plan_free(plan);
+  return rc;
+}
+
+void bs_run_report_free(bs_run_report *r) {
+  bs_result_free(&r->res);
+  free(r->peer_sent);
+  free(r->coll_sent);
+  free(r->peak_cls);
+  free(r->events);
+  memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,67 @@
+/*
+ * runtime.h — executes a plan for real: every rank runs its op stream with
+ * the CPU attention kernels (kernels/attn.h) and the communicator
+ * (kernels/comm/comm.h, Open MPI), measuring time per phase, time blocked on
+ * communication, bytes per peer and the plan allocator's peak. A
+ * verification mode gathers the outputs to rank 0 and compares them with a
+ * single-rank reference computed by the same kernels on the whole sequence.
+ * No file I/O here: the trace comes back as events for src/ to write.
+ */
+#ifndef BURSTSIM_RUNTIME_H
+#define BURSTSIM_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+#include "plans/plan.h"
+
+typedef enum { BS_FAULT_NONE = 0, BS_FAULT_EXIT, BS_FAULT_STALL } bs_fault_kind;
+
+typedef struct {
+  int verify;              /* gather outputs to rank 0 and compare with the reference */
+  int threads;             /* kernel threads per rank; 0 = online cores / ranks (at least 1) */
+  double timeout_s;        /* deadline of every wait; 0 = 120 s */
+  int trace;               /* record one event per op */
+  int64_t tile_rows;       /* query rows per kernel call between progress polls; 0 = 256 */
+  int ranks_per_node;      /* 0 = cfg.par.ranks_per_node */
+  bs_fault_kind fault;     /* test hook: rank fault_rank exits / stalls at fault_step */
+  int fault_rank, fault_step;
+  int warmup;              /* extra untimed executions of the plan before the measured one */
+} bs_runtime_opts;
+
+typedef struct {
+  int32_t rank, step;
+  int16_t kind;            /* bs_op_kind */
+  int16_t detail;          /* kernel (COMPUTE), coll kind (COLL) */
+  int32_t peer;            /* SEND/RECV peer, -1 otherwise */
+  int64_t bytes;
+  double t0, t1;           /* seconds since the common start */
+} bs_trace_event;
+
+typedef struct {
+  bs_result res;           /* rank 0: the whole run; other ranks: their own entry only */
+  int64_t *peer_sent;      /* rank 0: nranks x nranks, [from * nranks + to], p2p bytes */
+  int64_t *coll_sent;      /* rank 0: per rank, collective bytes (ring-algorithm count) */
+  int64_t (*peak_cls)[BS_MEM_CLASS_COUNT]; /* rank 0: per rank, breakdown at its peak */
+  double verify_err[BS_ROLE_DV + 1]; /* rank 0: max |got-ref| / max|ref| per output role, -1 = absent */
+  double verify_tol;
+  int verified;            /* 1 when verify ran and every output passed */
+  bs_trace_event *events;  /* rank 0 with opts.trace: all ranks' events */
+  int64_t nevents;
+  int threads;             /* threads per rank used */
+} bs_run_report;
+
+enum { BS_RUN_OK = 0, BS_RUN_EINPUT = -1, BS_RUN_EFATAL = -2, BS_RUN_EVERIFY = 1 };
+
+/*
+ * Runs cfg on the ranks of `world` (cfg.par.gpus must equal its size).
+ * Collective. Returns BS_RUN_OK; BS_RUN_EINPUT (same message on every rank,
+ * nothing allocated); BS_RUN_EVERIFY (rank 0: outputs differ from the
+ * reference); or BS_RUN_EFATAL (a peer did not answer in time or MPI failed:
+ * the caller must abort the job, e.g. with MPI_Abort, as other ranks may hang).
+ */
+int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, bs_run_report *out,
+                   char *err, size_t errlen);
+void bs_run_report_free(bs_run_report *r);
+
+#endif
