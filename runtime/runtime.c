@@ -319,8 +319,8 @@ static void reset_stats(rt *t) {
 
 static const char *peer_what(const hinfo *h, char *tmp, size_t n) {
   if (h->kind == BS_OP_COLL) snprintf(tmp, n, "%s (%lld bytes)", bs_coll_name((bs_coll_kind)h->coll), (long long)h->bytes);
-  else snprintf(tmp, n, "%s %s rank %d (tag %d, %lld bytes, posted at step %d)", h->kind == BS_OP_SEND ? "SEND to" : "RECV from",
-                "", h->peer, h->tag, (long long)h->bytes, h->step);
+  else snprintf(tmp, n, "%s rank %d (tag %d, %lld bytes, posted at step %d)", h->kind == BS_OP_SEND ? "SEND to" : "RECV from",
+                h->peer, h->tag, (long long)h->bytes, h->step);
   return tmp;
 }
 
