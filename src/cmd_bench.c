@@ -1,10 +1,177 @@
-/* cmd_bench.c — `burstsim bench` (not built yet: this placeholder says so). */
+/*
+ * cmd_bench.c — `burstsim bench kernels`: the kernel throughput table (shaped
+ * like nccl-tests' output) and, with --json, the same rows as a JSON list.
+ * The measuring is calib/bench_kernels.c; this file parses options, prints
+ * and writes.
+ */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "calib/bench_kernels.h"
 #include "commands.h"
+#include "kernels/attn.h"
+#include "output.h"
+
+static void bench_usage(FILE *f) {
+  fprintf(f,
+          "usage: burstsim bench kernels [--backend cpu] [--json FILE] [--quick] [--threads N]\n"
+          "                              [--heads Z]\n"
+          "\n"
+          "Times the CPU attention kernels (fused forward and backward, the unfused\n"
+          "sgemm + softmax + sgemm baseline, and sgemm alone on the score shape) for\n"
+          "N in {1k, 4k, 16k}, d in {64, 128}, 8 heads, batch 1, and compares each with\n"
+          "this machine's FP32 FMA peak measured in the same run.\n"
+          "\n"
+          "  --backend cpu   the only backend in this build\n"
+          "  --json FILE     also write the rows as a JSON list (\"-\" = stdout)\n"
+          "  --quick         a small, fast subset (N in {256, 512}, d 64, 2 heads)\n"
+          "  --threads N     threads (default: all cores)\n"
+          "  --heads Z       heads (default 8, 2 with --quick)\n"
+          "\n"
+          "FLOP: forward 4*B*Z*N^2*d (halved when causal), backward 2.5x forward,\n"
+          "sgemm 2*Z*N^2*d. time: best of the repetitions. extra MiB: growth of the\n"
+          "peak RSS during one call.\n");
+}
+
+typedef struct {
+  FILE *out;
+} table_ctx;
+
+static void print_row(const bs_bench_row *r, void *vctx) {
+  table_ctx *t = vctx;
+  char mem[32];
+  if (r->rss_bytes >= 0)
+    snprintf(mem, sizeof mem, "%.1f", (double)r->rss_bytes / (1024.0 * 1024.0));
+  else
+    snprintf(mem, sizeof mem, "n/a");
+  fprintf(t->out, "%13s %3d %3d %7lld %5d %7s %12.3f %10.1f %7.1f %11s\n", r->kernel, r->B, r->Z,
+          (long long)r->n, r->d, r->causal ? "yes" : "no", r->seconds * 1e3, r->gflops,
+          100.0 * r->peak_fraction, mem);
+  fflush(t->out);
+}
+
+static char *rows_json(const bs_bench_row *rows, int n) {
+  cJSON *arr = cJSON_CreateArray();
+  if (!arr) return NULL;
+  for (int i = 0; i < n; i++) {
+    const bs_bench_row *r = &rows[i];
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+      cJSON_Delete(arr);
+      return NULL;
+    }
+    cJSON_AddItemToArray(arr, o);
+    cJSON_AddStringToObject(o, "kernel", r->kernel);
+    cJSON_AddNumberToObject(o, "B", r->B);
+    cJSON_AddNumberToObject(o, "Z", r->Z);
+    cJSON_AddNumberToObject(o, "n", (double)r->n);
+    cJSON_AddNumberToObject(o, "d", r->d);
+    cJSON_AddBoolToObject(o, "causal", r->causal);
+    cJSON_AddNumberToObject(o, "seconds", r->seconds);
+    cJSON_AddNumberToObject(o, "gflops", r->gflops);
+    cJSON_AddNumberToObject(o, "peak_gflops", r->peak_gflops);
+    cJSON_AddNumberToObject(o, "peak_fraction", r->peak_fraction);
+    cJSON_AddNumberToObject(o, "rss_bytes", (double)r->rss_bytes);
+  }
+  char *s = cJSON_Print(arr);
+  cJSON_Delete(arr);
+  return s;
+}
+
+static int parse_int(const char *opt, const char *s, int lo, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (!*s || *end || v < lo || v > 1 << 20) {
+    fprintf(stderr, "burstsim bench: %s expects an integer >= %d, got '%s'\n", opt, lo, s);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
 
 int cmd_bench(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "burstsim bench: not available in this build yet\n");
-  return 2;
+  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    bench_usage(stdout);
+    return 0;
+  }
+  if (argc < 2 || strcmp(argv[1], "kernels")) {
+    fprintf(stderr, "burstsim bench: expected 'kernels'%s%s%s\n\n", argc >= 2 ? ", got '" : "",
+            argc >= 2 ? argv[1] : "", argc >= 2 ? "'" : "");
+    bench_usage(stderr);
+    return 2;
+  }
+  const char *json = NULL, *backend = "cpu";
+  bs_bench_opts o;
+  memset(&o, 0, sizeof o);
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    int has_val = i + 1 < argc;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      bench_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--quick")) {
+      o.quick = 1;
+    } else if (!strcmp(a, "--json") && has_val) {
+      json = argv[++i];
+    } else if (!strcmp(a, "--backend") && has_val) {
+      backend = argv[++i];
+    } else if (!strcmp(a, "--threads") && has_val) {
+      if (parse_int(a, argv[++i], 1, &o.threads)) return 2;
+    } else if (!strcmp(a, "--heads") && has_val) {
+      if (parse_int(a, argv[++i], 1, &o.heads)) return 2;
+    } else {
+      fprintf(stderr, "burstsim bench kernels: unknown or incomplete option '%s'\n\n", a);
+      bench_usage(stderr);
+      return 2;
+    }
+  }
+  if (strcmp(backend, "cpu")) {
+    fprintf(stderr, "burstsim bench kernels: backend '%s' is not available in this build (cpu only)\n",
+            backend);
+    return 2;
+  }
+  table_ctx t = {json && !strcmp(json, "-") ? stderr : stdout};
+  o.on_row = print_row;
+  o.ctx = &t;
+  fprintf(t.out, "# burstsim bench kernels: backend cpu, kernel path %s%s\n", attn_cpu_variant(),
+          o.quick ? ", quick subset" : "");
+  bs_bench_row *rows = NULL;
+  int n = 0;
+  double peak = 0;
+  const char *isa = "?";
+  char err[256] = "";
+  fprintf(t.out, "#\n# %11s %3s %3s %7s %5s %7s %12s %10s %7s %11s\n", "kernel", "B", "Z", "N", "d",
+          "causal", "time(ms)", "GFLOP/s", "%peak", "extra MiB");
+  if (bs_bench_kernels(&o, &rows, &n, &peak, &isa, err, sizeof err)) {
+    fprintf(stderr, "burstsim bench kernels: %s\n", err);
+    return 1;
+  }
+  fprintf(t.out, "#\n# FP32 FMA peak (%s loop, all threads): %.1f GFLOP/s\n", isa, peak);
+  int rc = 0;
+  if (json) {
+    char *s = rows_json(rows, n);
+    if (!s) {
+      fprintf(stderr, "burstsim bench kernels: out of memory writing JSON\n");
+      rc = 1;
+    } else {
+      size_t len = strlen(s);
+      char *withnl = malloc(len + 2);
+      if (!withnl) {
+        rc = 1;
+      } else {
+        memcpy(withnl, s, len);
+        withnl[len] = '\n';
+        withnl[len + 1] = 0;
+        if (bs_write_atomic(json, withnl, len + 1, err, sizeof err)) {
+          fprintf(stderr, "burstsim bench kernels: %s\n", err);
+          rc = 1;
+        }
+        free(withnl);
+      }
+      free(s);
+    }
+  }
+  free(rows);
+  return rc;
 }

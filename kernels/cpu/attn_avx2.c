@@ -113,8 +113,14 @@ static void gemm_rows_x_cols(int64_t rows, int d, int64_t n, const float *a, int
       rows_x_cols(MR, 1, n, a + r * ars, ars, astep, b + c, ldb, out + r * ldo + c, ldo);  \
   } while (0)
     for (; r + 6 <= rows; r += 6) RXC(6);
-    for (; r + 3 <= rows; r += 3) RXC(3);
-    for (; r < rows; r++) RXC(1);
+    switch (rows - r) {
+      case 5: RXC(5); break;
+      case 4: RXC(4); break;
+      case 3: RXC(3); break;
+      case 2: RXC(2); break;
+      case 1: RXC(1); break;
+      default: break;
+    }
 #undef RXC
   }
 }
@@ -133,10 +139,13 @@ typedef struct {
 
 static size_t avx2_fwd_ws(const attn_params *p, attn_tiles t) {
   size_t nsb = ((size_t)t.tq + QB - 1) / QB, d = (size_t)p->d;
-  size_t own = 2 * nsb * d * QB + 2 * nsb * QB + (size_t)t.tk * QB + 2 * (size_t)t.tk * d + 64;
+  size_t own = 2 * nsb * d * QB + 2 * nsb * QB + (size_t)t.tk * QB + 2 * (size_t)t.tk * (d + 16) + 64;
   size_t sc = attn_variant_scalar.fwd_ws_floats(p, t);
   return own > sc ? own : sc;
 }
+
+/* Row stride of copied K/V tiles: d + 16 floats spreads a column over the L1 sets. */
+static inline int64_t pad_ld(int d) { return (int64_t)d + 16; }
 
 static fwd_ws fwd_ws_carve(const attn_params *p, attn_tiles t, float *ws) {
   size_t nsb = ((size_t)t.tq + QB - 1) / QB, d = (size_t)p->d;
@@ -147,7 +156,7 @@ static fwd_ws fwd_ws_carve(const attn_params *p, attn_tiles t, float *ws) {
   w.l = w.m + nsb * QB;
   w.st = w.l + nsb * QB;
   w.kt = w.st + (size_t)t.tk * QB;
-  w.vt = w.kt + (size_t)t.tk * d;
+  w.vt = w.kt + (size_t)t.tk * (d + 16);
   return w;
 }
 
@@ -288,7 +297,7 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
   const size_t kbase = ((size_t)b * p->Zkv + hkv) * p->Nk;
   const float qscale = p->scale * ATTN_LOG2E;
   fwd_ws w = fwd_ws_carve(p, t, ws);
-  const int64_t nsb = (ni + QB - 1) / QB;
+  const int64_t nsb = (ni + QB - 1) / QB, ldp = pad_ld(d);
 
   if (ni <= DECODE_ROWS) {
     /* Row-major scaled queries in the (unused here) qp area. */
@@ -314,23 +323,23 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
   for (int64_t jt = j0; jt < j0 + nj; jt += t.tk) {
     int64_t nk = j0 + nj - jt < t.tk ? j0 + nj - jt : t.tk;
     if (attn_tile_class(&p->mask, i0, ni, jt, nk) == TILE_NONE) continue;
-    const float *kt = (const float *)k + (kbase + jt) * d, *vt = (const float *)v + (kbase + jt) * d;
-    if (p->dtype != ATTN_FP32) {
-      attn_load_f32(w.kt, k, p->dtype, (kbase + jt) * d, (size_t)nk * d);
-      attn_load_f32(w.vt, v, p->dtype, (kbase + jt) * d, (size_t)nk * d);
-      kt = w.kt;
-      vt = w.vt;
+    /* Copy the tile with a padded row stride: walking down a column of V at a
+     * stride of d floats (a power of two) would use only a few L1 sets. */
+    const float *kt = w.kt, *vt = w.vt;
+    for (int64_t j = 0; j < nk; j++) {
+      attn_load_f32(w.kt + j * ldp, k, p->dtype, (kbase + jt + j) * d, (size_t)d);
+      attn_load_f32(w.vt + j * ldp, v, p->dtype, (kbase + jt + j) * d, (size_t)d);
     }
     for (int64_t sb = 0; sb < nsb; sb++) {
       int64_t s0 = sb * QB, sn = ni - s0 < QB ? ni - s0 : QB;
       int cls = attn_tile_class(&p->mask, i0 + s0, sn, jt, nk);
       if (cls == TILE_NONE) continue;
       float *qp = w.qp + sb * d * QB, *ot = w.ot + sb * d * QB;
-      gemm_rows_x_lanes(nk, d, kt, d, 1, qp, w.st, QB, 0);
+      gemm_rows_x_lanes(nk, d, kt, ldp, 1, qp, w.st, QB, 0);
       if (cls == TILE_PARTIAL) mask_tile(&p->mask, i0 + s0, sn, jt, nk, w.st, QB, -INFINITY);
       softmax_update(nk, d, w.st, w.m + sb * QB, w.l + sb * QB, ot);
       /* O^T[c][:] += sum_j V[j][c] P^T[j][:]: rows are c (stride 1), x runs over j (stride d). */
-      gemm_rows_x_lanes(d, nk, vt, 1, d, w.st, ot, QB, 1);
+      gemm_rows_x_lanes(d, nk, vt, 1, ldp, w.st, ot, QB, 1);
     }
   }
   for (int64_t i = 0; i < ni; i++) {
@@ -355,8 +364,8 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
 
 static size_t avx2_bwd_ws(const attn_params *p, attn_tiles t) {
   size_t d = (size_t)p->d, tk = (size_t)t.tk;
-  size_t own = 4 * tk * d          /* K, V fp32 tiles, dK, dV accumulators */
-               + 4 * (size_t)LW * d /* Qp, dOp lane panels; Q, dO row-major (zero padded) */
+  size_t own = 4 * tk * (d + 16)   /* K, V fp32 tiles (padded rows), dK, dV accumulators */
+               + 4 * (size_t)LW * (d + 16) /* Qp, dOp lane panels; Q, dO rows (zero padded) */
                + 2 * (size_t)LW * tk /* P^T, dS^T */
                + 2 * (size_t)LW + 64; /* lse (base 2), delta */
   size_t sc = attn_variant_scalar.bwd_ws_floats(p, t);
@@ -374,17 +383,19 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
     return;
   }
   const size_t kbase = ((size_t)b * p->Zkv + hkv) * p->Nk;
-  const int64_t tk = t.tk;
-  float *kt = ws, *vt = kt + tk * d, *dka = vt + tk * d, *dva = dka + tk * d;
-  float *qp = dva + tk * d, *gp = qp + LW * d, *qr = gp + LW * d, *gr = qr + LW * d;
-  float *pt = gr + LW * d, *dst = pt + LW * tk, *l2 = dst + LW * tk, *dl = l2 + LW;
+  const int64_t tk = t.tk, ldp = pad_ld(d);
+  float *kt = ws, *vt = kt + tk * ldp, *dka = vt + tk * ldp, *dva = dka + tk * d;
+  float *qp = dva + tk * d, *gp = qp + LW * d, *qr = gp + LW * d, *gr = qr + LW * ldp;
+  float *pt = gr + LW * ldp, *dst = pt + LW * tk, *l2 = dst + LW * tk, *dl = l2 + LW;
   const float s2 = p->scale * ATTN_LOG2E;
   const __m256 vscale = _mm256_set1_ps(p->scale);
 
   for (int64_t jt = j0; jt < j0 + nj; jt += tk) {
     int64_t nk = j0 + nj - jt < tk ? j0 + nj - jt : tk;
-    attn_load_f32(kt, k, p->dtype, (kbase + jt) * d, (size_t)nk * d);
-    attn_load_f32(vt, v, p->dtype, (kbase + jt) * d, (size_t)nk * d);
+    for (int64_t j = 0; j < nk; j++) {
+      attn_load_f32(kt + j * ldp, k, p->dtype, (kbase + jt + j) * d, (size_t)d);
+      attn_load_f32(vt + j * ldp, v, p->dtype, (kbase + jt + j) * d, (size_t)d);
+    }
     memset(dka, 0, (size_t)nk * d * sizeof(float));
     memset(dva, 0, (size_t)nk * d * sizeof(float));
     for (int g = 0; g < group; g++) {
@@ -395,15 +406,19 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
         if (attn_tile_class(&p->mask, it, ni, jt, nk) == TILE_NONE) continue;
         int64_t nsb = (ni + QB - 1) / QB, np = nsb * QB;
         /* Pack Q, dO row-major (zero padded) and as lane panels; lse in base 2. */
-        memset(qr, 0, (size_t)np * d * sizeof(float));
-        memset(gr, 0, (size_t)np * d * sizeof(float));
-        attn_load_f32(qr, q, p->dtype, (rbase + it) * d, (size_t)ni * d);
-        attn_load_f32(gr, dout, p->dtype, (rbase + it) * d, (size_t)ni * d);
         for (int64_t i = 0; i < np; i++) {
           float *qd = qp + (i / QB) * d * QB + (i % QB), *gd = gp + (i / QB) * d * QB + (i % QB);
+          float *qi = qr + i * ldp, *gi = gr + i * ldp;
+          if (i < ni) {
+            attn_load_f32(qi, q, p->dtype, (rbase + it + i) * d, (size_t)d);
+            attn_load_f32(gi, dout, p->dtype, (rbase + it + i) * d, (size_t)d);
+          } else {
+            memset(qi, 0, (size_t)d * sizeof(float));
+            memset(gi, 0, (size_t)d * sizeof(float));
+          }
           for (int c = 0; c < d; c++) {
-            qd[c * QB] = qr[i * d + c] * s2;
-            gd[c * QB] = gr[i * d + c];
+            qd[c * QB] = qi[c] * s2;
+            gd[c * QB] = gi[c];
           }
           float li = i < ni ? lse[rbase + it + i] : -INFINITY;
           l2[i] = li == -INFINITY ? INFINITY : li * ATTN_LOG2E; /* +inf gives p = 0 */
@@ -420,8 +435,8 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
             }
             continue;
           }
-          gemm_rows_x_lanes(nk, d, kt, d, 1, qp + sb * d * QB, ps, LW, 0); /* S^T, base 2 */
-          gemm_rows_x_lanes(nk, d, vt, d, 1, gp + sb * d * QB, ds, LW, 0); /* dP^T */
+          gemm_rows_x_lanes(nk, d, kt, ldp, 1, qp + sb * d * QB, ps, LW, 0); /* S^T, base 2 */
+          gemm_rows_x_lanes(nk, d, vt, ldp, 1, gp + sb * d * QB, ds, LW, 0); /* dP^T */
           if (cls == TILE_PARTIAL) mask_tile(&p->mask, it + s0, sn, jt, nk, ps, LW, -INFINITY);
           __m256 la = _mm256_loadu_ps(l2 + s0), lb = _mm256_loadu_ps(l2 + s0 + 8);
           __m256 da = _mm256_loadu_ps(dl + s0), db = _mm256_loadu_ps(dl + s0 + 8);
@@ -437,11 +452,11 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
             _mm256_storeu_ps(dj + 8, _mm256_mul_ps(_mm256_mul_ps(p1, g1), vscale));
           }
           /* dQ[i][:] += sum_j dS^T[j][i] K[j][:], straight into the (partial) dq rows. */
-          gemm_rows_x_cols(sn, d, nk, ds, 1, LW, kt, d, dq_base + (rbase + it + s0) * d, d);
+          gemm_rows_x_cols(sn, d, nk, ds, 1, LW, kt, ldp, dq_base + (rbase + it + s0) * d, d);
         }
         /* dV[j][:] += sum_i P^T[j][i] dO[i][:];  dK[j][:] += sum_i dS^T[j][i] Q[i][:]. */
-        gemm_rows_x_cols(nk, d, np, pt, LW, 1, gr, d, dva, d);
-        gemm_rows_x_cols(nk, d, np, dst, LW, 1, qr, d, dka, d);
+        gemm_rows_x_cols(nk, d, np, pt, LW, 1, gr, ldp, dva, d);
+        gemm_rows_x_cols(nk, d, np, dst, LW, 1, qr, ldp, dka, d);
       }
     }
     float *dkd = dk + (kbase + jt) * d, *dvd = dv + (kbase + jt) * d;
@@ -456,7 +471,7 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
 
 const attn_variant attn_variant_avx2 = {
     .name = "avx2",
-    .fwd = {64, 128},
+    .fwd = {256, 64},
     .bwd = {64, 128},
     .fwd_block = avx2_fwd_block,
     .bwd_block = avx2_bwd_block,
