@@ -1,0 +1,1180 @@
+/*
+ * engine.c — bs_sim_run (sim.h): one SimGrid actor per GPU executing its
+ * rank's plan; memory counters; message checks; deadlock detection; the
+ * symmetric-plan fold; the forked child that keeps SimGrid to one init per
+ * process.
+ *
+ * Fold (the shortcut that makes 1024 GPUs fit in seconds): when every rank's
+ * program equals that of the rank F below it with peers shifted by F (checked
+ * op by op, with COMPUTE compared by modelled duration) and the generated
+ * fabric maps onto itself when shifted by F/ranks_per_node nodes
+ * (bs_topo_fold_nodes), the ranks r and r mod F have identical timelines, so
+ * only F actors are simulated on an F-rank platform, peers taken modulo F.
+ * tests/sim checks the folded figures against the straightforward run.
+ */
+#include "sim.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <math.h>
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/exec.h>
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <simgrid/mailbox.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <xbt/config.h>
+#include <xbt/dynar.h>
+#include <xbt/log.h>
+
+#include "plans/plan.h"
+#include "sim/platform.h"
+#include "sim/profile.h"
+
+#define MAX_HANDLES 256
+#define MAX_BUFS 1024
+#define MAX_PEERS 64
+
+void bs_sim_opts_default(bs_sim_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->fold = BS_AUTO;
+  o->coll_algo = BS_COLL_ALGO_RING;
+  o->crosstraffic = -1;
+  o->tcp_gamma = -1;
+}
+
+static double now_wall(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ */
+/* State                                                               */
+/* ------------------------------------------------------------------ */
+
+struct sim_ctx;
+
+typedef enum { H_FREE = 0, H_SEND, H_RECV, H_COLL } hkind;
+
+typedef struct {
+  hkind kind;
+  sg_comm_t comm;           /* SEND / RECV */
+  sg_actor_t coll;          /* COLL helper actor (referenced) */
+  int peer, tag;
+  int64_t bytes;
+  void *rx;                 /* RECV: the payload lands here */
+  double t_post;
+  int64_t op_index;
+} handle;
+
+typedef struct {
+  int used;
+  int64_t bytes;
+  bs_mem_class cls;
+} membuf;
+
+typedef struct {
+  int peer;                 /* slot of the peer */
+  int dir;                  /* 0 send (me -> peer), 1 recv (peer -> me) */
+  sg_mailbox_t mb;
+} mbcache;
+
+typedef struct rank_state {
+  struct sim_ctx *ctx;
+  int slot;                 /* actor index = real rank it executes */
+  sg_host_t host;
+  int node;
+  void *it;
+  handle h[MAX_HANDLES];
+  membuf buf[MAX_BUFS];
+  int64_t mem_cur, mem_peak;
+  int64_t cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
+  mbcache mbc[MAX_PEERS];
+  int nmbc;
+  int coll_seq;
+  double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
+  int64_t sent, recvd, intra, inter;
+  int64_t op_index;
+  int finished;
+  /* where the rank is blocked (formatted only if it deadlocks) */
+  int blk_kind;             /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
+  int64_t blk_op, blk_post_op;
+  int blk_n, blk_send, blk_peer, blk_tag;
+} rank_state;
+
+typedef struct {
+  rank_state *rs;
+  bs_coll_kind kind;
+  bs_group group;
+  int64_t bytes;
+  int seq;
+} coll_job;
+
+typedef struct sim_ctx {
+  const bs_config *cfg;
+  const bs_sim_opts *opts;
+  const bs_profile *prof;
+  const bs_sim_source *src;
+  int G;                    /* real ranks */
+  int A;                    /* actors (= G, or F when folded) */
+  int rpn;
+  int shared_host;
+  double host_speed;
+  rank_state *rs;
+  int64_t events;
+  int nfinished;
+  char error[512];
+  FILE *trace;
+  int trace_first;
+  /* per-link statistics */
+  bs_link_stat *links;
+  int nlinks;
+} sim_ctx;
+
+static void set_error(sim_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(sim_ctx *c, const char *fmt, ...) {
+  if (c->error[0]) return; /* the first error is the cause */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->error, sizeof c->error, fmt, ap);
+  va_end(ap);
+}
+
+static int slot_of(const sim_ctx *c, int rank) { return ((rank % c->A) + c->A) % c->A; }
+
+/* Node of a real rank (folding preserves node offsets, see bs_topo_fold_nodes). */
+static int node_of_rank(const sim_ctx *c, int rank) {
+  if (c->A == c->G) return c->rs[rank].node;
+  return rank / c->rpn;
+}
+
+static sg_mailbox_t mailbox(rank_state *rs, int peer_slot, int dir) {
+  for (int i = 0; i < rs->nmbc; i++)
+    if (rs->mbc[i].peer == peer_slot && rs->mbc[i].dir == dir) return rs->mbc[i].mb;
+  char name[48];
+  int src = dir ? peer_slot : rs->slot, dst = dir ? rs->slot : peer_slot;
+  snprintf(name, sizeof name, "p%d:%d", src, dst);
+  sg_mailbox_t mb = sg_mailbox_by_name(name);
+  if (rs->nmbc < MAX_PEERS) rs->mbc[rs->nmbc++] = (mbcache){peer_slot, dir, mb};
+  return mb;
+}
+
+/* The payload of a message: its tag and size, never NULL. */
+static void *encode_msg(int tag, int64_t bytes) {
+  uint64_t v = (1ull << 63) | ((uint64_t)(uint32_t)tag << 31) | ((uint64_t)bytes & 0x7fffffffull);
+  return (void *)(uintptr_t)v;
+}
+static void decode_msg(void *p, int *tag, int64_t *bytes_low) {
+  uint64_t v = (uint64_t)(uintptr_t)p;
+  *tag = (int)(uint32_t)((v >> 31) & 0xffffffffull);
+  *bytes_low = (int64_t)(v & 0x7fffffffull);
+}
+
+static void trace_event(sim_ctx *c, const char *name, int rank, int node, double t0, double t1,
+                        const char *cat) {
+  if (!c->trace) return;
+  fprintf(c->trace, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+          "\"ts\":%.3f,\"dur\":%.3f}", c->trace_first ? "\n" : ",\n", name, cat, node, rank,
+          t0 * 1e6, (t1 - t0) * 1e6);
+  c->trace_first = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Link statistics (tests, --trace)                                    */
+/* ------------------------------------------------------------------ */
+
+static void link_account(sim_ctx *c, sg_host_t src, sg_host_t dst, int64_t bytes, double dur) {
+  if (!c->nlinks) return;
+  xbt_dynar_t d = xbt_dynar_new(sizeof(sg_link_t), NULL);
+  sg_host_get_route(src, dst, d);
+  unsigned i;
+  sg_link_t l;
+  xbt_dynar_foreach(d, i, l) {
+    intptr_t id = (intptr_t)sg_link_get_data(l);
+    if (id > 0 && id <= c->nlinks) {
+      c->links[id - 1].bytes += (double)bytes;
+      c->links[id - 1].busy_s += dur;
+    }
+  }
+  xbt_dynar_free(&d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Collectives: NCCL's ring algorithm as point-to-point steps          */
+/* ------------------------------------------------------------------ */
+
+static int member(const bs_group *g, int idx) { return g->first + g->stride * idx; }
+
+static void coll_account(rank_state *rs, int peer_rank, int64_t bytes) {
+  sim_ctx *c = rs->ctx;
+  rs->sent += bytes;
+  if (node_of_rank(c, peer_rank) == node_of_rank(c, rs->slot)) rs->intra += bytes;
+  else rs->inter += bytes;
+}
+
+static void coll_main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  coll_job *job = sg_actor_self_get_data();
+  rank_state *rs = job->rs;
+  sim_ctx *c = rs->ctx;
+  const bs_group *g = &job->group;
+  int n = g->size, me = -1;
+  for (int i = 0; i < n; i++)
+    if (member(g, i) == rs->slot) me = i;
+  if (me < 0 || n < 1) {
+    set_error(c, "rank %d: COLL %s over group {first %d, stride %d, size %d} that does not hold it",
+              rs->slot, bs_coll_name(job->kind), g->first, g->stride, g->size);
+    free(job);
+    return;
+  }
+  if (n == 1) {
+    free(job);
+    return;
+  }
+  int next = member(g, (me + 1) % n), prev = member(g, (me + n - 1) % n);
+  int64_t chunk = job->bytes / n;
+  int steps = 0;
+  switch (job->kind) {
+  case BS_COLL_ALLREDUCE: steps = 2 * (n - 1); break;
+  case BS_COLL_ALLGATHER: steps = n - 1; chunk = job->bytes; break;
+  case BS_COLL_REDUCE_SCATTER: steps = n - 1; break;
+  case BS_COLL_ALLTOALL: steps = -1; break;
+  default:
+    set_error(c, "rank %d: unknown collective %d", rs->slot, (int)job->kind);
+    free(job);
+    return;
+  }
+  if (chunk < 1) chunk = 1;
+  char name[64];
+  if (c->opts->coll_algo == BS_COLL_ALGO_ANALYTIC) {
+    /* Alpha-beta: every step one chunk over the route to the next member,
+     * no contention. All-to-all: n-1 chunks leave through the same route class. */
+    sg_host_t a = rs->host, b = c->rs[slot_of(c, next)].host;
+    double lat = sg_host_get_route_latency(a, b), bw = sg_host_get_route_bandwidth(a, b);
+    int k = steps < 0 ? n - 1 : steps;
+    for (int s = 0; s < k; s++) coll_account(rs, steps < 0 ? member(g, (me + 1 + s) % n) : next, chunk);
+    double t = steps < 0 ? lat + (double)chunk * k / bw : k * (lat + (double)chunk / bw);
+    c->events++;
+    sg_actor_sleep_for(t);
+    free(job);
+    return;
+  }
+  static int dummy_payload; /* SimGrid aborts on NULL payloads */
+  if (steps < 0) {
+    /* All-to-all: every pair at once, as NCCL's grouped send/recv does. */
+    sg_comm_t *cm = malloc(sizeof *cm * 2 * (size_t)n);
+    void **rx = malloc(sizeof *rx * (size_t)n);
+    int k = 0;
+    for (int s = 1; s < n; s++) {
+      int to = member(g, (me + s) % n), from = member(g, (me + n - s) % n);
+      snprintf(name, sizeof name, "c%d:%d:%d", job->seq, slot_of(c, from), rs->slot);
+      cm[k++] = sg_mailbox_get_async(sg_mailbox_by_name(name), &rx[s]);
+      snprintf(name, sizeof name, "c%d:%d:%d", job->seq, rs->slot, slot_of(c, to));
+      cm[k++] = sg_mailbox_put_async(sg_mailbox_by_name(name), &dummy_payload, chunk);
+      coll_account(rs, to, chunk);
+      c->events++;
+    }
+    sg_comm_wait_all(cm, (size_t)k);
+    free(cm);
+    free(rx);
+    free(job);
+    return;
+  }
+  char nm_in[64], nm_out[64];
+  snprintf(nm_in, sizeof nm_in, "c%d:%d:%d", job->seq, slot_of(c, prev), rs->slot);
+  snprintf(nm_out, sizeof nm_out, "c%d:%d:%d", job->seq, rs->slot, slot_of(c, next));
+  sg_mailbox_t in = sg_mailbox_by_name(nm_in), out = sg_mailbox_by_name(nm_out);
+  for (int s = 0; s < steps; s++) {
+    void *rx;
+    sg_comm_t cm[2];
+    cm[0] = sg_mailbox_get_async(in, &rx);
+    cm[1] = sg_mailbox_put_async(out, &dummy_payload, chunk);
+    coll_account(rs, next, chunk);
+    c->events++;
+    sg_comm_wait_all(cm, 2);
+  }
+  free(job);
+}
+
+/* ------------------------------------------------------------------ */
+/* The rank actor                                                      */
+/* ------------------------------------------------------------------ */
+
+static int do_alloc(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int b = op->u.alloc.buf;
+  if (b < 0 || b >= MAX_BUFS || rs->buf[b].used || op->u.alloc.bytes < 0 ||
+      op->u.alloc.cls < 0 || op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
+    set_error(c, "rank %d op #%lld: ALLOC of buffer %d (%lld bytes, class %d) is invalid or the "
+              "buffer is already allocated", rs->slot, (long long)rs->op_index, b,
+              (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
+    return -1;
+  }
+  rs->buf[b] = (membuf){1, op->u.alloc.bytes, op->u.alloc.cls};
+  rs->mem_cur += op->u.alloc.bytes;
+  rs->cls_cur[op->u.alloc.cls] += op->u.alloc.bytes;
+  if (rs->mem_cur > rs->mem_peak) {
+    rs->mem_peak = rs->mem_cur;
+    memcpy(rs->cls_at_peak, rs->cls_cur, sizeof rs->cls_cur);
+  }
+  return 0;
+}
+
+static int do_free(rank_state *rs, const bs_op *op) {
+  int b = op->u.free.buf;
+  if (b < 0 || b >= MAX_BUFS || !rs->buf[b].used) {
+    set_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->slot,
+              (long long)rs->op_index, b);
+    return -1;
+  }
+  rs->mem_cur -= rs->buf[b].bytes;
+  rs->cls_cur[rs->buf[b].cls] -= rs->buf[b].bytes;
+  rs->buf[b].used = 0;
+  return 0;
+}
+
+static int do_p2p(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int hd = op->handle, peer = op->u.p2p.peer;
+  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
+    set_error(c, "rank %d op #%lld: %s uses handle %d that is invalid or still in use", rs->slot,
+              (long long)rs->op_index, bs_op_kind_name(op->kind), hd);
+    return -1;
+  }
+  if (peer < 0 || peer >= c->G || peer == rs->slot || op->u.p2p.bytes < 0) {
+    set_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->slot,
+              (long long)rs->op_index, bs_op_kind_name(op->kind), peer, c->G,
+              (long long)op->u.p2p.bytes);
+    return -1;
+  }
+  handle *h = &rs->h[hd];
+  h->peer = peer;
+  h->tag = op->u.p2p.tag;
+  h->bytes = op->u.p2p.bytes;
+  h->t_post = simgrid_get_clock();
+  h->op_index = rs->op_index;
+  int ps = slot_of(c, peer);
+  if (op->kind == BS_OP_SEND) {
+    h->kind = H_SEND;
+    h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), h->bytes);
+    rs->sent += h->bytes;
+    if (node_of_rank(c, peer) == node_of_rank(c, rs->slot)) rs->intra += h->bytes;
+    else rs->inter += h->bytes;
+    c->events++;
+  } else {
+    h->kind = H_RECV;
+    h->rx = NULL;
+    h->comm = sg_mailbox_get_async(mailbox(rs, ps, 1), &h->rx);
+    rs->recvd += h->bytes;
+  }
+  return 0;
+}
+
+static int do_coll(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int hd = op->handle;
+  const bs_group *g = &op->u.coll.group;
+  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
+    set_error(c, "rank %d op #%lld: COLL uses handle %d that is invalid or still in use", rs->slot,
+              (long long)rs->op_index, hd);
+    return -1;
+  }
+  if (g->size < 1 || g->first < 0 || g->first + (int64_t)g->stride * (g->size - 1) >= c->G ||
+      (g->size > 1 && g->stride < 1) || op->u.coll.bytes < 0) {
+    set_error(c, "rank %d op #%lld: COLL group {first %d, stride %d, size %d} or %lld bytes out of "
+              "range for %d ranks", rs->slot, (long long)rs->op_index, g->first, g->stride,
+              g->size, (long long)op->u.coll.bytes, c->G);
+    return -1;
+  }
+  coll_job *job = malloc(sizeof *job);
+  if (!job) {
+    set_error(c, "out of memory");
+    return -1;
+  }
+  *job = (coll_job){rs, op->u.coll.kind, *g, op->u.coll.bytes, rs->coll_seq++};
+  /* Groups are written in real ranks; a folded run folds them. */
+  if (c->A != c->G) job->group.first = slot_of(c, g->first);
+  char name[32];
+  snprintf(name, sizeof name, "coll%d.%d", rs->slot, job->seq);
+  sg_actor_t a = sg_actor_init(name, rs->host);
+  sg_actor_ref(a);
+  sg_actor_set_data(a, job);
+  sg_actor_start_(a, coll_main, 0, NULL);
+  handle *h = &rs->h[hd];
+  h->kind = H_COLL;
+  h->coll = a;
+  h->t_post = simgrid_get_clock();
+  h->op_index = rs->op_index;
+  return 0;
+}
+
+static int check_recv(rank_state *rs, const handle *h) {
+  int tag;
+  int64_t low;
+  decode_msg(h->rx, &tag, &low);
+  if (tag != h->tag || low != (h->bytes & 0x7fffffff)) {
+    set_error(rs->ctx, "rank %d op #%lld: RECV from rank %d expected tag %d (%lld bytes) but the "
+              "next message from that rank has tag %d: sends and receives between two ranks must "
+              "match in order, tag and size", rs->slot, (long long)h->op_index, h->peer, h->tag,
+              (long long)h->bytes, tag);
+    return -1;
+  }
+  return 0;
+}
+
+static int do_wait(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int n = op->u.wait.n;
+  if (n < 0 || n > BS_MAX_WAIT) {
+    set_error(c, "rank %d op #%lld: WAIT on %d handles", rs->slot, (long long)rs->op_index, n);
+    return -1;
+  }
+  sg_comm_t comms[BS_MAX_WAIT];
+  int which[BS_MAX_WAIT], nc = 0;
+  double t0 = simgrid_get_clock();
+  for (int i = 0; i < n; i++) {
+    int hd = op->u.wait.handles[i];
+    if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind == H_FREE) {
+      set_error(c, "rank %d op #%lld: WAIT on handle %d that no pending operation created",
+                rs->slot, (long long)rs->op_index, hd);
+      return -1;
+    }
+    if (rs->h[hd].kind == H_COLL) continue;
+    which[nc] = hd;
+    comms[nc++] = rs->h[hd].comm;
+  }
+  rs->blk_kind = 1;
+  rs->blk_op = rs->op_index;
+  rs->blk_n = n;
+  rs->blk_peer = -1;
+  if (nc) {
+    const handle *h0 = &rs->h[which[0]];
+    rs->blk_send = h0->kind == H_SEND;
+    rs->blk_peer = h0->peer;
+    rs->blk_tag = h0->tag;
+    rs->blk_post_op = h0->op_index;
+  }
+  if (c->nlinks || c->trace) {
+    /* One at a time, to know when each finished. */
+    int left = nc;
+    while (left > 0) {
+      ssize_t k = sg_comm_wait_any(comms, (size_t)left);
+      if (k < 0) break;
+      handle *h = &rs->h[which[k]];
+      double t = simgrid_get_clock();
+      if (h->kind == H_SEND) {
+        sg_host_t dst = c->rs[slot_of(c, h->peer)].host;
+        link_account(c, rs->host, dst, h->bytes, t - h->t_post);
+        char nm[48];
+        snprintf(nm, sizeof nm, "send to %d", h->peer);
+        trace_event(c, nm, rs->slot, rs->node, h->t_post, t, "comm");
+      }
+      comms[k] = comms[left - 1];
+      which[k] = which[left - 1];
+      which[left - 1] = (int)(h - rs->h);
+      left--;
+    }
+  } else if (nc) {
+    sg_comm_wait_all(comms, (size_t)nc);
+  }
+  for (int i = 0; i < n; i++) {
+    int hd = op->u.wait.handles[i];
+    handle *h = &rs->h[hd];
+    if (h->kind == H_COLL) {
+      rs->blk_kind = 2;
+      rs->blk_post_op = h->op_index;
+      sg_actor_join(h->coll, -1);
+      sg_actor_unref(h->coll);
+    } else if (h->kind == H_RECV && check_recv(rs, h)) {
+      h->kind = H_FREE;
+      return -1;
+    }
+    h->kind = H_FREE;
+  }
+  rs->blk_kind = 0;
+  double t1 = simgrid_get_clock();
+  rs->exposed += t1 - t0;
+  if (t1 > t0) trace_event(c, "wait", rs->slot, rs->node, t0, t1, "wait");
+  return 0;
+}
+
+static int do_compute(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  char err[256];
+  double d = bs_profile_kernel_time(c->prof, &op->u.compute, c->cfg->model.dtype, err, sizeof err);
+  if (d < 0) {
+    set_error(c, "rank %d op #%lld: %s", rs->slot, (long long)rs->op_index, err);
+    return -1;
+  }
+  double t0 = simgrid_get_clock();
+  c->events++;
+  if (c->shared_host) sg_actor_execute(d * c->host_speed);
+  else sg_actor_sleep_for(d);
+  double t1 = simgrid_get_clock();
+  rs->compute += t1 - t0;
+  trace_event(c, bs_kernel_name(op->u.compute.kernel), rs->slot, rs->node, t0, t1, "compute");
+  return 0;
+}
+
+static void rank_main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  rank_state *rs = sg_actor_self_get_data();
+  sim_ctx *c = rs->ctx;
+  bs_op op;
+  int rc = 0;
+  while (!rc && !c->error[0] && c->src->next(rs->it, &op)) {
+    switch (op.kind) {
+    case BS_OP_ALLOC: rc = do_alloc(rs, &op); break;
+    case BS_OP_FREE: rc = do_free(rs, &op); break;
+    case BS_OP_COMPUTE: rc = do_compute(rs, &op); break;
+    case BS_OP_SEND:
+    case BS_OP_RECV: rc = do_p2p(rs, &op); break;
+    case BS_OP_COLL: rc = do_coll(rs, &op); break;
+    case BS_OP_WAIT: rc = do_wait(rs, &op); break;
+    case BS_OP_PHASE: {
+      double t = simgrid_get_clock();
+      if (op.u.phase.fwd_bwd == 0) {
+        if (op.u.phase.begin) rs->fwd_begin = t;
+        else rs->fwd += t - rs->fwd_begin;
+      } else {
+        if (op.u.phase.begin) rs->bwd_begin = t;
+        else rs->bwd += t - rs->bwd_begin;
+      }
+      break;
+    }
+    default:
+      set_error(c, "rank %d op #%lld: unknown op kind %d", rs->slot, (long long)rs->op_index,
+                (int)op.kind);
+      rc = -1;
+    }
+    rs->op_index++;
+  }
+  if (rc || c->error[0]) return;
+  for (int hd = 0; hd < MAX_HANDLES; hd++)
+    if (rs->h[hd].kind != H_FREE) {
+      const handle *h = &rs->h[hd];
+      set_error(c, "rank %d: the plan ended with handle %d (op #%lld, %s rank %d tag %d) never "
+                "waited", rs->slot, hd, (long long)h->op_index,
+                h->kind == H_SEND ? "SEND to" : h->kind == H_RECV ? "RECV from" : "COLL with",
+                h->peer, h->tag);
+      return;
+    }
+  rs->end = simgrid_get_clock();
+  rs->finished = 1;
+  c->nfinished++;
+}
+
+/* ------------------------------------------------------------------ */
+/* The fold pre-pass                                                   */
+/* ------------------------------------------------------------------ */
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0x100000001b3ull;
+}
+
+static uint64_t dbits(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+}
+
+/*
+ * The op stream of `rank` with peers relative to it, COMPUTE by modelled
+ * duration, hashed; and the largest node offset it talks over.
+ */
+static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_dtype dt, int rank,
+                          int G, int rpn, uint64_t *sig, int *max_off, char *err, size_t errlen) {
+  void *it = src->iter_new(src->ctx, rank);
+  if (!it) {
+    snprintf(err, errlen, "out of memory (plan iterator)");
+    return -1;
+  }
+  int K = G / rpn, mynode = rank / rpn;
+  uint64_t h = 0xcbf29ce484222325ull;
+  bs_op op;
+  int moff = 0;
+  while (src->next(it, &op)) {
+    h = mix(h, (uint64_t)op.kind);
+    h = mix(h, (uint64_t)(uint32_t)op.handle);
+    switch (op.kind) {
+    case BS_OP_ALLOC:
+      h = mix(h, (uint64_t)op.u.alloc.buf);
+      h = mix(h, (uint64_t)op.u.alloc.bytes);
+      h = mix(h, (uint64_t)op.u.alloc.cls);
+      break;
+    case BS_OP_FREE: h = mix(h, (uint64_t)op.u.free.buf); break;
+    case BS_OP_COMPUTE: {
+      double d = bs_profile_kernel_time(prof, &op.u.compute, dt, err, errlen);
+      if (d < 0) {
+        src->iter_free(it);
+        return -1;
+      }
+      h = mix(h, (uint64_t)op.u.compute.kernel);
+      h = mix(h, dbits(d));
+      break;
+    }
+    case BS_OP_SEND:
+    case BS_OP_RECV: {
+      int rel = ((op.u.p2p.peer - rank) % G + G) % G;
+      h = mix(h, (uint64_t)rel);
+      h = mix(h, (uint64_t)(uint32_t)op.u.p2p.tag);
+      h = mix(h, (uint64_t)op.u.p2p.bytes);
+      int dn = ((op.u.p2p.peer / rpn - mynode) % K + K) % K;
+      if (dn > K - dn) dn = K - dn;
+      if (dn > moff) moff = dn;
+      break;
+    }
+    case BS_OP_COLL: {
+      const bs_group *g = &op.u.coll.group;
+      int rel = ((g->first - rank) % G + G) % G;
+      h = mix(h, (uint64_t)rel);
+      h = mix(h, (uint64_t)g->stride);
+      h = mix(h, (uint64_t)g->size);
+      h = mix(h, (uint64_t)op.u.coll.kind);
+      h = mix(h, (uint64_t)op.u.coll.bytes);
+      for (int i = 0; i < g->size; i++) {
+        int m = g->first + g->stride * i;
+        int dn = ((m / rpn - mynode) % K + K) % K;
+        if (dn > K - dn) dn = K - dn;
+        if (dn > moff) moff = dn;
+      }
+      break;
+    }
+    case BS_OP_WAIT:
+      h = mix(h, (uint64_t)op.u.wait.n);
+      for (int i = 0; i < op.u.wait.n && i < BS_MAX_WAIT; i++)
+        h = mix(h, (uint64_t)(uint32_t)op.u.wait.handles[i]);
+      break;
+    case BS_OP_PHASE:
+      h = mix(h, (uint64_t)op.u.phase.fwd_bwd * 2 + (uint64_t)op.u.phase.begin);
+      break;
+    }
+  }
+  src->iter_free(it);
+  *sig = h;
+  *max_off = moff;
+  return 0;
+}
+
+/*
+ * Ranks to simulate: F < G when the plan is shift-invariant by F and the
+ * platform folds onto F / rpn nodes; else G. why: a sentence for the result.
+ */
+static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
+                       const bs_platform_spec *ps, const bs_sim_source *src, char *why, size_t whylen,
+                       char *err, size_t errlen) {
+  int G = cfg->par.gpus, rpn = ps->ranks_per_node;
+  snprintf(why, whylen, "off");
+  if (opts->fold == BS_OFF) return G;
+  if (!ps->generated || ps->shared_host || G / rpn < 2) {
+    snprintf(why, whylen, "not applicable (%s)", !ps->generated ? "user platform file"
+             : ps->shared_host ? "one shared host" : "one node");
+    return G;
+  }
+  uint64_t *sig = malloc(sizeof *sig * (size_t)G);
+  if (!sig) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  int D = 0;
+  for (int r = 0; r < G; r++) {
+    int off;
+    if (rank_signature(src, prof, cfg->model.dtype, r, G, rpn, &sig[r], &off, err, errlen)) {
+      free(sig);
+      return -1;
+    }
+    if (off > D) D = off;
+  }
+  int M = bs_topo_fold_nodes(&ps->tp, D);
+  int F = G;
+  if (M > 0) {
+    F = M * rpn;
+    for (int r = F; r < G; r++)
+      if (sig[r] != sig[r % F]) {
+        snprintf(why, whylen, "no: rank %d's program differs from rank %d's", r, r % F);
+        F = G;
+        break;
+      }
+  } else {
+    snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
+  }
+  free(sig);
+  if (F < G) snprintf(why, whylen, "%d of %d ranks simulated (%d of %d nodes; max node offset %d)",
+                      F, G, F / rpn, G / rpn, D);
+  return F;
+}
+
+/* ------------------------------------------------------------------ */
+/* The simulation (in the child, or in process)                        */
+/* ------------------------------------------------------------------ */
+
+static int write_temp(const char *text, char *path, size_t pathlen, char *err, size_t errlen) {
+  const char *dir = getenv("TMPDIR");
+  snprintf(path, pathlen, "%s/burstsim-platform-XXXXXX.xml", dir && *dir ? dir : "/tmp");
+  int fd = mkstemps(path, 4);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot create a temporary platform file in %s: %s",
+             dir && *dir ? dir : "/tmp", strerror(errno));
+    return -1;
+  }
+  size_t n = strlen(text), off = 0;
+  while (off < n) {
+    ssize_t w = write(fd, text + off, n - off);
+    if (w <= 0) {
+      close(fd);
+      unlink(path);
+      snprintf(err, errlen, "cannot write the temporary platform file: %s", strerror(errno));
+      return -1;
+    }
+    off += (size_t)w;
+  }
+  close(fd);
+  return 0;
+}
+
+static void fill_result(sim_ctx *c, bs_result *out) {
+  int G = c->G, A = c->A;
+  out->nranks = G;
+  out->ranks = calloc((size_t)G, sizeof *out->ranks);
+  double step = 0, fwd = 0, bwd = 0, comp = 0, expo = 0;
+  int64_t maxsent = 0, total = 0, intra = 0, inter = 0, peak = 0;
+  int peak_slot = 0;
+  for (int s = 0; s < A; s++) {
+    const rank_state *rs = &c->rs[s];
+    if (rs->end > step) step = rs->end;
+    if (rs->fwd > fwd) fwd = rs->fwd;
+    if (rs->bwd > bwd) bwd = rs->bwd;
+    if (rs->compute > comp) comp = rs->compute;
+    if (rs->exposed > expo) expo = rs->exposed;
+    if (rs->sent > maxsent) maxsent = rs->sent;
+    total += rs->sent;
+    intra += rs->intra;
+    inter += rs->inter;
+    if (rs->mem_peak > peak) {
+      peak = rs->mem_peak;
+      peak_slot = s;
+    }
+  }
+  int64_t scale = G / A; /* folded: every simulated rank stands for G/A ranks */
+  out->time.step = step;
+  out->time.fwd = fwd;
+  out->time.bwd = bwd;
+  out->time.compute = comp;
+  out->time.comm_exposed = expo;
+  out->comm.per_rank_max_sent = maxsent;
+  out->comm.total = total * scale;
+  out->comm.intra_node = intra * scale;
+  out->comm.inter_node = inter * scale;
+  out->mem.peak_bytes_max = peak;
+  out->mem.capacity_bytes = (int64_t)c->prof->memory_bytes;
+  out->mem.oom = peak > out->mem.capacity_bytes;
+  memcpy(out->mem.breakdown, c->rs[peak_slot].cls_at_peak, sizeof out->mem.breakdown);
+  if (out->ranks)
+    for (int r = 0; r < G; r++) {
+      const rank_state *rs = &c->rs[r % A];
+      out->ranks[r] = (bs_rank_result){r, rs->end, rs->fwd, rs->bwd, rs->compute, rs->exposed,
+                                       rs->sent, rs->recvd, rs->mem_peak};
+    }
+  out->sim_events = c->events;
+}
+
+/* The real op source: a plan from plans/. */
+static void *plan_iter_new_cb(void *ctx, int rank) { return bs_plan_iter_new(ctx, rank); }
+static int plan_next_cb(void *it, bs_op *op) { return bs_plan_next(it, op); }
+static void plan_iter_free_cb(void *it) { bs_plan_iter_free(it); }
+
+static void plan_source(bs_plan *plan, bs_sim_source *src) {
+  src->ctx = plan;
+  src->ranks = bs_plan_ranks(plan);
+  src->iter_new = plan_iter_new_cb;
+  src->next = plan_next_cb;
+  src->iter_free = plan_iter_free_cb;
+}
+
+static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *given,
+                    bs_result *out,
+                    bs_link_stat **links_out, int *nlinks_out, char *err, size_t errlen) {
+  double w0 = now_wall();
+  memset(out, 0, sizeof *out);
+  out->cfg = *cfg;
+  out->mode = "sim";
+  bs_profile *prof = calloc(1, sizeof *prof);
+  if (!prof) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  const char *pname = opts->profile ? opts->profile : cfg->cluster.profile;
+  int rc = -1;
+  bs_plan *plan = NULL;
+  sim_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  char xml_path[600] = "";
+  char *xml = NULL;
+  if (bs_profile_load(pname, prof, err, errlen)) goto done;
+  bs_platform_spec ps;
+  if (bs_platform_resolve(cfg, opts, prof, &ps, err, errlen)) goto done;
+  bs_sim_source src;
+  if (given) {
+    src = *given;
+  } else {
+    if (bs_plan_create(cfg, ps.ranks_per_node, &plan, err, errlen)) goto done;
+    plan_source(plan, &src);
+  }
+  int G = src.ranks;
+  if (G != cfg->par.gpus) {
+    snprintf(err, errlen, "internal: the plan has %d ranks for parallel.gpus = %d", G, cfg->par.gpus);
+    goto done;
+  }
+  char why[160];
+  int A = choose_fold(cfg, opts, prof, &ps, &src, why, sizeof why, err, errlen);
+  if (A < 0) goto done;
+  if (opts->fold == BS_ON && A == G) {
+    snprintf(err, errlen, "fold requested but not possible: %s", why);
+    goto done;
+  }
+  if (ps.generated) {
+    xml = bs_platform_xml(&ps, ps.shared_host ? 1 : A / ps.ranks_per_node, err, errlen);
+    if (!xml || write_temp(xml, xml_path, sizeof xml_path, err, errlen)) goto done;
+  }
+
+  /* SimGrid: settings chosen on purpose (ANCHORS.md SimGrid facts) and recorded. */
+  const char *model = opts->net_model ? opts->net_model : prof->net_model;
+  int cross = opts->crosstraffic >= 0 ? opts->crosstraffic : prof->crosstraffic;
+  double gamma = opts->tcp_gamma >= 0 ? opts->tcp_gamma : prof->tcp_gamma;
+  int sargc = 1;
+  char arg0[] = "burstsim-sim";
+  char *sargv[] = {arg0, NULL};
+  simgrid_init(&sargc, sargv);
+  xbt_log_control_set("root.thresh:critical");
+  sg_cfg_set_string("network/model", model);
+  sg_cfg_set_boolean("network/crosstraffic", cross ? "yes" : "no");
+  sg_cfg_set_double("network/TCP-gamma", gamma);
+#if defined(__SANITIZE_ADDRESS__)
+  sg_cfg_set_int("contexts/stack-size", 1024);
+#else
+  sg_cfg_set_int("contexts/stack-size", 128);
+#endif
+  simgrid_load_platform(ps.generated ? xml_path : ps.file);
+  if (xml_path[0]) unlink(xml_path);
+  int nset = bs_platform_apply_profile(prof);
+  snprintf(out->sim_network, sizeof out->sim_network,
+           "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.40s; fold: %.100s", model,
+           cross, gamma, nset, prof->name, why);
+
+  ctx.cfg = cfg;
+  ctx.opts = opts;
+  ctx.prof = prof;
+  ctx.src = &src;
+  ctx.G = G;
+  ctx.A = A;
+  ctx.rpn = ps.ranks_per_node;
+  ctx.shared_host = ps.shared_host;
+  ctx.host_speed = ps.tp.host_speed > 0 ? ps.tp.host_speed : 1e9;
+  ctx.trace_first = 1;
+  ctx.rs = calloc((size_t)A, sizeof *ctx.rs);
+  void **hosts = calloc((size_t)A, sizeof *hosts);
+  int *node = calloc((size_t)A, sizeof *node);
+  if (!ctx.rs || !hosts || !node) {
+    free(hosts);
+    free(node);
+    snprintf(err, errlen, "out of memory for %d ranks", A);
+    goto done;
+  }
+  if (bs_platform_hosts(A, ps.ranks_per_node, hosts, node, err, errlen)) {
+    free(hosts);
+    free(node);
+    goto done;
+  }
+  if (!ps.generated) {
+    /* A user file: ranks per node from its node properties; rebuild the plan if it differs. */
+    int rpn = 0;
+    for (int i = 0; i < A; i++)
+      if (node[i] == node[0]) rpn++;
+    if (rpn != ps.ranks_per_node && plan) {
+      bs_plan_free(plan);
+      plan = NULL;
+      ctx.rpn = ps.ranks_per_node = rpn;
+      if (bs_plan_create(cfg, rpn, &plan, err, errlen)) {
+        free(hosts);
+        free(node);
+        goto done;
+      }
+      plan_source(plan, &src);
+    }
+    if (sg_host_count() == 1) ctx.shared_host = 1;
+  }
+  if (ctx.shared_host) {
+    sg_host_t h0 = hosts[0];
+    ctx.host_speed = sg_host_get_speed(h0);
+  }
+  if (links_out) {
+    size_t nl = sg_link_count();
+    sg_link_t *ll = sg_link_list();
+    ctx.links = calloc(nl * 2 + 1, sizeof *ctx.links);
+    for (size_t i = 0; ctx.links && i < nl; i++) {
+      snprintf(ctx.links[i].name, sizeof ctx.links[i].name, "%s", sg_link_get_name(ll[i]));
+      sg_link_set_data(ll[i], (void *)(intptr_t)(i + 1));
+    }
+    ctx.nlinks = ctx.links ? (int)nl : 0;
+    free(ll);
+  }
+  if (opts->trace_path) {
+    ctx.trace = fopen(opts->trace_path, "w");
+    if (!ctx.trace) {
+      free(hosts);
+      free(node);
+      snprintf(err, errlen, "%s: cannot write the trace: %s", opts->trace_path, strerror(errno));
+      goto done;
+    }
+    fprintf(ctx.trace, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+  }
+  for (int s = 0; s < A; s++) {
+    rank_state *rs = &ctx.rs[s];
+    rs->ctx = &ctx;
+    rs->slot = s;
+    rs->host = hosts[s];
+    rs->node = node[s];
+    rs->it = src.iter_new(src.ctx, s);
+    if (!rs->it) {
+      free(hosts);
+      free(node);
+      snprintf(err, errlen, "out of memory (plan iterator of rank %d)", s);
+      goto done;
+    }
+  }
+  free(hosts);
+  free(node);
+  for (int s = 0; s < A; s++) {
+    char name[24];
+    snprintf(name, sizeof name, "rank%d", s);
+    sg_actor_t a = sg_actor_init(name, ctx.rs[s].host);
+    sg_actor_set_data(a, &ctx.rs[s]);
+    sg_actor_start_(a, rank_main, 0, NULL);
+  }
+  simgrid_run();
+
+  if (ctx.trace) {
+    fprintf(ctx.trace, "\n]}\n");
+    if (fclose(ctx.trace) && !ctx.error[0])
+      set_error(&ctx, "%s: cannot write the trace", opts->trace_path);
+    ctx.trace = NULL;
+  }
+  if (!ctx.error[0] && ctx.nfinished < A) {
+    /* SimGrid returns normally after "Deadlock detected": say who is stuck. */
+    char list[360] = "";
+    int shown = 0;
+    size_t len = 0;
+    for (int s = 0; s < A && shown < 3 && len < sizeof list; s++)
+      if (!ctx.rs[s].finished) {
+        const rank_state *rs = &ctx.rs[s];
+        char at[160];
+        if (rs->blk_kind == 1 && rs->blk_peer >= 0)
+          snprintf(at, sizeof at, "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld",
+                   (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from",
+                   rs->blk_peer, rs->blk_tag, (long long)rs->blk_post_op);
+        else if (rs->blk_kind)
+          snprintf(at, sizeof at, "op #%lld WAIT on a collective posted at op #%lld",
+                   (long long)rs->blk_op, (long long)rs->blk_post_op);
+        else
+          snprintf(at, sizeof at, "op #%lld", (long long)rs->op_index);
+        len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%srank %d at %s",
+                                shown ? "; " : "", s, at);
+        shown++;
+      }
+    set_error(&ctx, "deadlock: %d of %d simulated ranks never finished (%s)", A - ctx.nfinished, A,
+              list);
+  }
+  if (ctx.error[0]) {
+    snprintf(err, errlen, "%s", ctx.error);
+    goto done;
+  }
+  fill_result(&ctx, out);
+  if (!out->ranks) {
+    snprintf(err, errlen, "out of memory for the per-rank results");
+    goto done;
+  }
+  out->sim_actors = A;
+  if (ctx.links) {
+    *links_out = ctx.links;
+    *nlinks_out = ctx.nlinks;
+    ctx.links = NULL;
+  }
+  rc = 0;
+done:
+  if (ctx.trace) fclose(ctx.trace);
+  if (ctx.rs)
+    for (int s = 0; s < ctx.A; s++)
+      if (ctx.rs[s].it) ctx.src->iter_free(ctx.rs[s].it);
+  free(ctx.rs);
+  free(ctx.links);
+  free(xml);
+  if (plan) bs_plan_free(plan);
+  free(prof);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  out->sim_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
+  out->sim_wall_s = now_wall() - w0;
+  if (rc) snprintf(out->error, sizeof out->error, "%s", err);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The forked child and its pipe                                       */
+/* ------------------------------------------------------------------ */
+
+static int write_all(int fd, const void *p, size_t n) {
+  const char *s = p;
+  while (n) {
+    ssize_t w = write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    s += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static int read_all(int fd, void *p, size_t n) {
+  char *s = p;
+  while (n) {
+    ssize_t r = read(fd, s, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    s += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
+               size_t errlen) {
+  return bs_sim_run_source(cfg, opts, NULL, out, NULL, NULL, err, errlen);
+}
+
+int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_sim_source *source,
+                      bs_result *out, bs_link_stat **links_out, int *nlinks_out, char *err,
+                      size_t errlen) {
+  bs_sim_opts opts;
+  if (opts_in) opts = *opts_in;
+  else bs_sim_opts_default(&opts);
+  bs_link_stat *links = NULL;
+  int nlinks = 0;
+  if (links_out) *links_out = NULL;
+  if (nlinks_out) *nlinks_out = 0;
+  if (opts.in_process) {
+    int rc = simulate(cfg, &opts, source, out, links_out ? &links : NULL, &nlinks, err, errlen);
+    if (links_out) {
+      *links_out = links;
+      *nlinks_out = nlinks;
+    }
+    return rc;
+  }
+  int fds[2];
+  if (pipe(fds)) {
+    snprintf(err, errlen, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    snprintf(err, errlen, "fork: %s", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    bs_result r;
+    char e[512] = "";
+    int rc = simulate(cfg, &opts, source, &r, links_out ? &links : NULL, &nlinks, e, sizeof e);
+    int ok = write_all(fds[1], &rc, sizeof rc) == 0 && write_all(fds[1], e, sizeof e) == 0 &&
+             write_all(fds[1], &r, sizeof r) == 0;
+    int nr = rc == 0 ? r.nranks : 0;
+    ok = ok && write_all(fds[1], &nr, sizeof nr) == 0 &&
+         (!nr || write_all(fds[1], r.ranks, sizeof *r.ranks * (size_t)nr) == 0) &&
+         write_all(fds[1], &nlinks, sizeof nlinks) == 0 &&
+         (!nlinks || write_all(fds[1], links, sizeof *links * (size_t)nlinks) == 0);
+    close(fds[1]);
+    _exit(ok ? 0 : 3); /* no atexit: SimGrid's teardown is not needed */
+  }
+  close(fds[1]);
+  int rc = -1, nr = 0;
+  char e[512];
+  bs_result r;
+  int ok = read_all(fds[0], &rc, sizeof rc) == 0 && read_all(fds[0], e, sizeof e) == 0 &&
+           read_all(fds[0], &r, sizeof r) == 0 && read_all(fds[0], &nr, sizeof nr) == 0;
+  bs_rank_result *ranks = NULL;
+  if (ok && nr > 0) {
+    ranks = malloc(sizeof *ranks * (size_t)nr);
+    ok = ranks && read_all(fds[0], ranks, sizeof *ranks * (size_t)nr) == 0;
+  }
+  if (ok) ok = read_all(fds[0], &nlinks, sizeof nlinks) == 0;
+  if (ok && nlinks > 0) {
+    links = malloc(sizeof *links * (size_t)nlinks);
+    ok = links && read_all(fds[0], links, sizeof *links * (size_t)nlinks) == 0;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!ok) {
+    free(ranks);
+    free(links);
+    memset(out, 0, sizeof *out);
+    out->cfg = *cfg;
+    out->mode = "sim";
+    if (WIFSIGNALED(status))
+      snprintf(err, errlen, "the simulation process died of signal %d (SimGrid aborted; see its "
+               "message above)", WTERMSIG(status));
+    else
+      snprintf(err, errlen, "the simulation process ended (status %d) without a result",
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    snprintf(out->error, sizeof out->error, "%s", err);
+    return -1;
+  }
+  *out = r;
+  out->mode = "sim";
+  out->ranks = ranks;
+  out->nranks = ranks ? nr : 0;
+  if (rc) snprintf(err, errlen, "%s", e);
+  if (links_out) {
+    *links_out = links;
+    *nlinks_out = nlinks;
+  } else {
+    free(links);
+  }
+  return rc;
+}
+
+char *bs_sim_platform_xml(const bs_config *cfg, const bs_sim_opts *opts_in, char *err, size_t errlen) {
+  bs_sim_opts opts;
+  if (opts_in) opts = *opts_in;
+  else bs_sim_opts_default(&opts);
+  bs_profile *prof = calloc(1, sizeof *prof);
+  if (!prof) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  char *xml = NULL;
+  bs_platform_spec ps;
+  if (!bs_profile_load(opts.profile ? opts.profile : cfg->cluster.profile, prof, err, errlen) &&
+      !bs_platform_resolve(cfg, &opts, prof, &ps, err, errlen)) {
+    if (ps.generated) xml = bs_platform_xml(&ps, ps.tp.nodes, err, errlen);
+    else snprintf(err, errlen, "%s is a user platform file, not a generator", ps.file);
+  }
+  free(prof);
+  return xml;
+}

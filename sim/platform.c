@@ -1,0 +1,123 @@
+/*
+ * platform.c — topology + profile -> the SimGrid platform (see platform.h).
+ * Generated topologies take their link speeds from the profile; a user's XML
+ * file keeps its own speeds except on links named with a class prefix.
+ */
+#include "platform.h"
+
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
+                        bs_platform_spec *ps, char *err, size_t errlen) {
+  memset(ps, 0, sizeof *ps);
+  const char *topo = cfg->cluster.topology;
+  int G = cfg->par.gpus;
+  if (G < 1) {
+    snprintf(err, errlen, "parallel.gpus: %d must be >= 1", G);
+    return -1;
+  }
+  if (!bs_topo_is_generator(topo)) {
+    size_t n = strlen(topo);
+    if (n < 5 || strcmp(topo + n - 4, ".xml")) {
+      snprintf(err, errlen, "cluster.topology: unknown '%s' (known: %s, or a FILE.xml)", topo,
+               bs_topo_generator_names());
+      return -1;
+    }
+    snprintf(ps->file, sizeof ps->file, "%s", topo);
+    ps->ranks_per_node = cfg->par.ranks_per_node > 0 ? cfg->par.ranks_per_node : 1;
+    return 0;
+  }
+  ps->generated = 1;
+  if (bs_topo_defaults(topo, 1, &ps->tp, err, errlen)) return -1;
+  bs_profile_apply_topo(prof, &ps->tp);
+  if (!strcmp(topo, "host")) {
+    if (prof->host_speed <= 0) {
+      snprintf(err, errlen, "cluster.profile: %s has no \"host\" section, needed by topology host",
+               prof->name);
+      return -1;
+    }
+    ps->tp.nodes = 1;
+    ps->tp.gpus_per_node = G;
+    ps->ranks_per_node = G;
+    ps->shared_host = 1;
+  } else {
+    int gpn = ps->tp.gpus_per_node;
+    if (G % gpn) {
+      snprintf(err, errlen, "parallel.gpus: %d is not a multiple of the %d GPUs per node of %s", G,
+               gpn, topo);
+      return -1;
+    }
+    int nodes = G / gpn;
+    if (cfg->cluster.nodes > 0 && cfg->cluster.nodes != nodes) {
+      snprintf(err, errlen, "cluster.nodes: %d nodes of %d GPUs do not make parallel.gpus = %d",
+               cfg->cluster.nodes, gpn, G);
+      return -1;
+    }
+    ps->tp.nodes = nodes;
+    ps->ranks_per_node = gpn;
+    if (opts->nodes_per_leaf > 0) ps->tp.nodes_per_leaf = opts->nodes_per_leaf;
+    if (opts->oversub > 0) ps->tp.oversub = opts->oversub;
+  }
+  return bs_topo_check(&ps->tp, err, errlen);
+}
+
+char *bs_platform_xml(const bs_platform_spec *ps, int nodes, char *err, size_t errlen) {
+  if (!ps->generated) {
+    snprintf(err, errlen, "internal: XML requested for a user platform file");
+    return NULL;
+  }
+  bs_topo_params tp = ps->tp;
+  tp.nodes = nodes;
+  return bs_topo_xml(&tp, err, errlen);
+}
+
+int bs_platform_apply_profile(const bs_profile *prof) {
+  size_t n = sg_link_count();
+  sg_link_t *links = sg_link_list();
+  int set = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = bs_link_class_of(sg_link_get_name(links[i]));
+    if (c < 0 || !prof->link[c].present) continue;
+    const bs_prof_link *l = &prof->link[c];
+    /* Large-message factors: the last piece applies to bulk transfers. */
+    double fb = 1.0, fl = 1.0;
+    if (l->nfactors) {
+      fb = l->factors[l->nfactors - 1].bandwidth;
+      fl = l->factors[l->nfactors - 1].latency;
+    }
+    sg_link_set_bandwidth(links[i], l->bw_Bps * fb);
+    sg_link_set_latency(links[i], l->lat_s * fl);
+    set++;
+  }
+  free(links);
+  return set;
+}
+
+int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *err, size_t errlen) {
+  size_t nh = sg_host_count();
+  sg_host_t only = NULL;
+  if (nh == 1) {
+    sg_host_t *all = sg_host_list();
+    only = all[0];
+    free(all);
+  }
+  char name[32];
+  for (int i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "gpu%d", i);
+    sg_host_t h = sg_host_by_name(name);
+    if (!h) h = only;
+    if (!h) {
+      snprintf(err, errlen, "platform: no host '%s' for rank %d (ranks run on hosts gpu0..gpu%d)",
+               name, i, n - 1);
+      return -1;
+    }
+    hosts[i] = h;
+    const char *nv = sg_host_get_property_value(h, "node");
+    node[i] = nv ? atoi(nv) : (rpn_fallback > 0 ? i / rpn_fallback : i);
+  }
+  return 0;
+}

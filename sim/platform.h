@@ -1,0 +1,43 @@
+/*
+ * platform.h — turns a scenario's topology (generator name or user XML) and a
+ * profile into the SimGrid platform the engine loads: which XML, how many
+ * ranks per node, and after loading, each rank's host and node.
+ */
+#ifndef BURSTSIM_PLATFORM_H
+#define BURSTSIM_PLATFORM_H
+
+#include <stddef.h>
+#include "plans/config.h"
+#include "sim/profile.h"
+#include "sim/sim.h"
+#include "topologies/topo.h"
+
+typedef struct {
+  int generated;            /* 1: a generator, tp valid; 0: a user XML file */
+  bs_topo_params tp;        /* generated: the full-size parameters */
+  char file[512];           /* user XML path */
+  int ranks_per_node;       /* generated: exact; file: provisional until loaded */
+  int shared_host;          /* all ranks on one host (host topology) */
+} bs_platform_spec;
+
+/* Resolves cfg's topology for cfg->par.gpus ranks. Returns 0 or -1 with a message. */
+int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
+                        bs_platform_spec *ps, char *err, size_t errlen);
+
+/* The XML of a generated platform with `nodes` nodes (the full size or a fold). */
+char *bs_platform_xml(const bs_platform_spec *ps, int nodes, char *err, size_t errlen);
+
+/*
+ * After simgrid_load_platform: sets profile bandwidth/latency on links whose
+ * names carry a class prefix (topo.h), and returns how many were set.
+ */
+int bs_platform_apply_profile(const bs_profile *prof);
+
+/*
+ * After loading: the host of each of `n` actors (gpu<i>, or the only host),
+ * and each actor's node (the host's "node" property, else i / rpn_fallback).
+ * Returns 0, or -1 with a message naming the missing host.
+ */
+int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * profile.h — everything the simulator knows about hardware, read from and
+ * written to a JSON profile (the shipped calib/profiles JSON files are built from public
+ * figures; `burstsim calib` writes measured ones in the same format).
+ *
+ * FORMAT (version 1). Every number is an object {"value": X, "source": "..."}
+ * where source cites an ANCHORS.md line, says "(derived) <arithmetic>", or for
+ * calibrated profiles names the measurement. Tables carry one "source" each.
+ *
+ * {
+ *   "format": 1,
+ *   "name": "a100-sxm4-80gb",
+ *   "description": "...",
+ *   "machine": "...", "date": "...",                 (calibrated profiles)
+ *   "device": {
+ *     "memory_bytes":  {"value": 80e9, "source": "..."},   capacity for OOM
+ *     "peak_flops":    {...},   dense tensor FLOP/s (GEMM, unfused attention)
+ *     "mem_bw_Bps":    {...}    device memory bandwidth (memory-bound kernels)
+ *   },
+ *   "kernels": {                 one entry per bs_kernel name (plans/plan.h)
+ *     "attn_fwd": {
+ *       "model": "table",        time = launch_s + flops / rate(x, d, mask)
+ *       "launch_s": {...},
+ *       "tables": [ {"head_dim": 128, "mask": "full" | "causal",
+ *                    "x": [512, 1024, ...],        x = sqrt(Nq * Nk) tokens
+ *                    "tflops": [151, 173, ...],    useful TFLOP/s at x
+ *                    "source": "..."} ... ]
+ *       rate: the table with the nearest head_dim; "full" for blocks with every
+ *       key visible, "causal" for partly masked ones; linear in log2(x) between
+ *       points, the end values beyond them.
+ *     },
+ *     "attn_merge": {
+ *       "model": "roofline",     time = launch_s + max(flops / peak, bytes / mem_bw)
+ *       "launch_s": {...},
+ *       "efficiency": {...}      fraction of peak_flops and mem_bw reached (<= 1)
+ *     },
+ *     "attn_fwd_unfused": {
+ *       "model": "materialised", time = launch_s + flops / (peak * efficiency)
+ *                                      + passes * score_bytes / mem_bw
+ *       "launch_s", "efficiency", "passes": {...}
+ *     }
+ *     The bytes a roofline kernel moves come from its shape (sim/profile.c).
+ *   },
+ *   "links": {                   one entry per link class (topologies/topo.h)
+ *     "nvlink": {"bandwidth_Bps": {...}, "latency_s": {...},
+ *                "factors": [ {"min_bytes": 0, "bandwidth": 1.0, "latency": 1.0} ],
+ *                "source": "..."}     factors: piecewise by message size
+ *   },
+ *   "network": {"model": "CM02", "crosstraffic": 0, "tcp_gamma": 0, "source": "..."},
+ *   "host": {"speed_flops": {...}, "cores": {...}}      (host topology only)
+ * }
+ */
+#ifndef BURSTSIM_PROFILE_H
+#define BURSTSIM_PROFILE_H
+
+#include <stddef.h>
+#include "plans/plan.h"
+#include "topologies/topo.h"
+
+#define BS_PROF_MAX_TABLES 8
+#define BS_PROF_MAX_POINTS 16
+#define BS_PROF_MAX_FACTORS 8
+
+typedef enum { BS_KM_NONE = 0, BS_KM_TABLE, BS_KM_ROOFLINE, BS_KM_MATERIALISED } bs_kmodel_kind;
+
+typedef struct {
+  int head_dim;
+  int causal;               /* 0 "full", 1 "causal" */
+  int n;
+  double x[BS_PROF_MAX_POINTS];
+  double tflops[BS_PROF_MAX_POINTS];
+} bs_prof_table;
+
+typedef struct {
+  bs_kmodel_kind kind;
+  double launch_s;
+  double efficiency;        /* roofline, materialised */
+  double passes;            /* materialised: reads + writes of the score block */
+  int ntables;
+  bs_prof_table tables[BS_PROF_MAX_TABLES];
+} bs_kernel_model;
+
+typedef struct {
+  double min_bytes, bandwidth, latency;
+} bs_prof_factor;
+
+typedef struct {
+  int present;
+  double bw_Bps, lat_s;
+  int nfactors;
+  bs_prof_factor factors[BS_PROF_MAX_FACTORS];
+} bs_prof_link;
+
+typedef struct {
+  char name[64];
+  char path[512];
+  double memory_bytes, peak_flops, mem_bw_Bps;
+  bs_kernel_model kernel[BS_K_COUNT];
+  bs_prof_link link[BS_LINK_CLASS_COUNT];
+  char net_model[32];
+  int crosstraffic;
+  double tcp_gamma;
+  double host_speed;        /* host topology: flop/s of the shared CPU (0 = none) */
+  int host_cores;
+} bs_profile;
+
+/* The file a profile name means: a path ending in .json as is, otherwise
+ * PROFILE_DIR/<name>.json where PROFILE_DIR is $BURSTSIM_PROFILE_DIR, else the
+ * calib/profiles directory of the source tree this binary was built from. */
+void bs_profile_path(const char *name, char *out, size_t outlen);
+
+/* Reads and checks a profile. Returns 0, or -1 with "FILE: key: what" in err. */
+int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t errlen);
+
+/* Writes p as JSON with the given source string on every value (calibration). */
+int bs_profile_save(const bs_profile *p, const char *path, const char *source,
+                    char *err, size_t errlen);
+
+/*
+ * Modelled duration in seconds of a COMPUTE op with storage type dt, or -1
+ * with a message when the profile has no model for its kernel.
+ */
+double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype dt,
+                              char *err, size_t errlen);
+
+/* Puts the profile's link classes into topology parameters. */
+void bs_profile_apply_topo(const bs_profile *p, bs_topo_params *t);
+
+#endif

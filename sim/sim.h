@@ -1,0 +1,80 @@
+/*
+ * sim.h — the predicted executor: runs a plan (plans/plan.h) in SimGrid on a
+ * platform built from a topology and a profile, and fills a bs_result.
+ *
+ * One SimGrid actor per GPU iterates its rank's plan: COMPUTE sleeps for the
+ * profile's modelled duration (or executes on a shared CPU for the host
+ * topology), SEND/RECV are asynchronous communications on one mailbox per
+ * ordered pair of ranks (messages between a pair must be received in the
+ * order they were sent, as NCCL requires; tags and sizes are checked), WAIT
+ * joins them, COLL runs NCCL's ring algorithm as point-to-point steps (or an
+ * analytic alpha-beta time), ALLOC/FREE drive a per-GPU memory counter.
+ *
+ * SimGrid can be initialised only once per process, so by default every call
+ * runs the simulation in a forked child that sends the result back through a
+ * pipe: bs_sim_run can be called any number of times (sweeps, tests).
+ */
+#ifndef BURSTSIM_SIM_H
+#define BURSTSIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "plans/config.h"
+#include "plans/plan.h"
+#include "plans/result.h"
+
+typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_ANALYTIC } bs_coll_algo;
+
+typedef struct {
+  char name[48];            /* SimGrid link name (with _UP / _DOWN for split-duplex) */
+  double bytes;             /* bytes of all communications routed over it */
+  double busy_s;            /* sum of the durations of those communications */
+} bs_link_stat;
+
+typedef struct {
+  const char *profile;      /* overrides cfg->cluster.profile (NULL: use cfg) */
+  const char *trace_path;   /* Chrome trace-event JSON of this point (NULL: none) */
+  bs_tristate fold;         /* symmetric-plan shortcut: AUTO (when proven exact), ON (required), OFF */
+  bs_coll_algo coll_algo;
+  const char *net_model;    /* NULL: the profile's (CM02) */
+  int crosstraffic;         /* -1: the profile's (0) */
+  double tcp_gamma;         /* < 0: the profile's (0) */
+  int nodes_per_leaf;       /* dgx topologies: 0 = generator default */
+  double oversub;           /* dgx topologies: 0 = generator default (1) */
+  int in_process;           /* 1: run SimGrid in this process (once per process); 0: fork */
+} bs_sim_opts;
+
+void bs_sim_opts_default(bs_sim_opts *o);
+
+/*
+ * Simulates one point. Returns 0 with out filled (out->ranks: one entry per
+ * rank, free with bs_result_free), or -1 with a message in err (and in
+ * out->error): bad config, unknown topology or profile, a plan whose sends
+ * and receives do not match, or a deadlock (naming the ranks and ops).
+ */
+int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
+               size_t errlen);
+
+/*
+ * Where the ops come from: by default a plan (bs_plan_create(cfg, ...)); tests
+ * and other producers may hand their own per-rank iterators.
+ */
+typedef struct {
+  void *ctx;
+  int ranks;                                  /* must equal cfg->par.gpus */
+  void *(*iter_new)(void *ctx, int rank);
+  int (*next)(void *it, bs_op *op);           /* 1 and the op, or 0 at the end */
+  void (*iter_free)(void *it);
+} bs_sim_source;
+
+/*
+ * bs_sim_run with an op source (NULL: the plan of cfg) and, when links is not
+ * NULL, per-link statistics (*links malloc'd, *nlinks entries; caller frees).
+ */
+int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *source,
+                      bs_result *out, bs_link_stat **links, int *nlinks, char *err, size_t errlen);
+
+/* Writes the platform XML the simulator would use for cfg (topology + profile). */
+char *bs_sim_platform_xml(const bs_config *cfg, const bs_sim_opts *opts, char *err, size_t errlen);
+
+#endif

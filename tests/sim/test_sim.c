@@ -1,0 +1,693 @@
+/*
+ * test_sim.c — the simulator against hand formulas on toy platforms (CM02,
+ * no cross traffic, TCP-gamma 0: exact arithmetic), its error paths
+ * (deadlock, mismatched messages, bad plans), the memory model, the shipped
+ * profiles and generators, the fold shortcut against the straightforward run,
+ * and the burst/ring bytes against the ANCHORS.md formulas.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/profile.h"
+#include "sim/sim.h"
+#include "topologies/topo.h"
+
+/* ---------------- toy op sources ---------------- */
+
+#define TOY_MAX_OPS 4096
+#define TOY_MAX_RANKS 16
+typedef struct {
+  int ranks;
+  int n[TOY_MAX_RANKS];
+  bs_op ops[TOY_MAX_RANKS][TOY_MAX_OPS];
+} toy_plan;
+
+typedef struct {
+  const toy_plan *p;
+  int rank, pos;
+} toy_iter;
+
+static void *toy_new(void *ctx, int rank) {
+  toy_iter *it = malloc(sizeof *it);
+  if (!it) return NULL;
+  it->p = ctx;
+  it->rank = rank;
+  it->pos = 0;
+  return it;
+}
+static int toy_next(void *v, bs_op *op) {
+  toy_iter *it = v;
+  if (it->pos >= it->p->n[it->rank]) return 0;
+  *op = it->p->ops[it->rank][it->pos++];
+  return 1;
+}
+static void toy_free(void *v) { free(v); }
+
+static bs_sim_source toy_source(toy_plan *p) {
+  bs_sim_source s = {p, p->ranks, toy_new, toy_next, toy_free};
+  return s;
+}
+
+static bs_op *toy_push(toy_plan *p, int r, bs_op_kind k) {
+  assert_true(p->n[r] < TOY_MAX_OPS);
+  bs_op *op = &p->ops[r][p->n[r]++];
+  memset(op, 0, sizeof *op);
+  op->kind = k;
+  op->handle = -1;
+  return op;
+}
+static void toy_p2p(toy_plan *p, int r, bs_op_kind k, int h, int peer, int tag, int64_t bytes) {
+  bs_op *op = toy_push(p, r, k);
+  op->handle = h;
+  op->u.p2p.peer = peer;
+  op->u.p2p.tag = tag;
+  op->u.p2p.bytes = bytes;
+  op->u.p2p.buf = BS_NOREF;
+}
+static void toy_wait(toy_plan *p, int r, int n, const int *h) {
+  bs_op *op = toy_push(p, r, BS_OP_WAIT);
+  op->u.wait.n = n;
+  for (int i = 0; i < n; i++) op->u.wait.handles[i] = h[i];
+}
+/* A COPY of `bytes` bytes: 2 * bytes / mem_bw seconds in the toy profile. */
+static void toy_copy(toy_plan *p, int r, int64_t bytes) {
+  bs_op *op = toy_push(p, r, BS_OP_COMPUTE);
+  op->u.compute.kernel = BS_K_COPY;
+  op->u.compute.elems = bytes;
+}
+static void toy_alloc(toy_plan *p, int r, int buf, int64_t bytes, bs_mem_class cls) {
+  bs_op *op = toy_push(p, r, BS_OP_ALLOC);
+  op->u.alloc.buf = buf;
+  op->u.alloc.bytes = bytes;
+  op->u.alloc.cls = cls;
+}
+static void toy_free_buf(toy_plan *p, int r, int buf) {
+  bs_op *op = toy_push(p, r, BS_OP_FREE);
+  op->u.free.buf = buf;
+}
+
+/* ---------------- toy platform and profile ---------------- */
+
+/* Toy figures (not hardware): per-link latency and bandwidth, device memory bandwidth. */
+static const double LINK_LAT = 3e-6, LINK_BW = 5e9, MEM_BW = 2e9, CAPACITY = 1e6;
+
+typedef struct {
+  char xml[256], prof[256];
+} toy_files;
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  assert_true(fputs(text, f) >= 0);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* n hosts gpu0..gpu(n-1), each with its own split-duplex link w<i>; route i->j = w_i up, w_j down. */
+static void toy_setup(toy_files *t, int n, int per_node) {
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(t->xml, sizeof t->xml, "%s/bs-toy-%d-XXXXXX.xml", dir, (int)getpid());
+  int fd = mkstemps(t->xml, 4);
+  assert_true(fd >= 0);
+  close(fd);
+  char *x = malloc(1 << 20);
+  assert_non_null(x);
+  size_t len = 0;
+  len += (size_t)sprintf(x + len, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                                  "<platform version=\"4.1\"><zone id=\"toy\" routing=\"Full\">\n");
+  for (int i = 0; i < n; i++)
+    len += (size_t)sprintf(x + len, "<host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", i,
+                           i / per_node);
+  for (int i = 0; i < n; i++)
+    len += (size_t)sprintf(x + len, "<link id=\"w%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                           i, LINK_BW, LINK_LAT);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
+      if (i != j)
+        len += (size_t)sprintf(x + len, "<route src=\"gpu%d\" dst=\"gpu%d\" symmetrical=\"NO\"><link_ctn id=\"w%d\" direction=\"UP\"/>"
+                                        "<link_ctn id=\"w%d\" direction=\"DOWN\"/></route>\n", i, j, i, j);
+  sprintf(x + len, "</zone></platform>\n");
+  write_text(t->xml, x);
+  free(x);
+  snprintf(t->prof, sizeof t->prof, "%s/bs-toyprof-%d-XXXXXX.json", dir, (int)getpid());
+  fd = mkstemps(t->prof, 5);
+  assert_true(fd >= 0);
+  close(fd);
+  char pj[2048];
+  snprintf(pj, sizeof pj,
+           "{\"format\":1,\"name\":\"toy\",\"device\":{"
+           "\"memory_bytes\":{\"value\":%.17g,\"source\":\"test\"},"
+           "\"peak_flops\":{\"value\":1e12,\"source\":\"test\"},"
+           "\"mem_bw_Bps\":{\"value\":%.17g,\"source\":\"test\"}},"
+           "\"kernels\":{\"copy\":{\"model\":\"roofline\",\"launch_s\":{\"value\":0,\"source\":\"test\"},"
+           "\"efficiency\":{\"value\":1,\"source\":\"test\"}}},"
+           "\"links\":{},\"network\":{\"model\":\"CM02\",\"crosstraffic\":0,\"tcp_gamma\":0}}",
+           CAPACITY, MEM_BW);
+  write_text(t->prof, pj);
+}
+
+static void toy_teardown(toy_files *t) {
+  unlink(t->xml);
+  unlink(t->prof);
+}
+
+static void toy_config(bs_config *c, const toy_files *t, int ranks) {
+  bs_config_default(c);
+  c->par.gpus = ranks;
+  snprintf(c->cluster.topology, sizeof c->cluster.topology, "%s", t->xml);
+  snprintf(c->cluster.profile, sizeof c->cluster.profile, "%s", t->prof);
+}
+
+static int run_toy(toy_plan *p, const toy_files *t, bs_result *r, char *err, size_t errlen) {
+  bs_config c;
+  toy_config(&c, t, p->ranks);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_sim_source s = toy_source(p);
+  return bs_sim_run_source(&c, &o, &s, r, NULL, NULL, err, errlen);
+}
+
+static void assert_close(double got, double want, double rel) {
+  if (fabs(got - want) > rel * fabs(want)) {
+    fprintf(stderr, "got %.12g, want %.12g (relative tolerance %g)\n", got, want, rel);
+    fail();
+  }
+}
+
+/* ---------------- tests ---------------- */
+
+/* One ring step on 4 ranks: every message takes exactly latency + bytes / bandwidth. */
+static void test_ring_step_exact(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 4, 4);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 4;
+  const int64_t bytes = 123456789;
+  for (int r = 0; r < 4; r++) {
+    toy_p2p(&p, r, BS_OP_RECV, 0, (r + 3) % 4, 7, bytes);
+    toy_p2p(&p, r, BS_OP_SEND, 1, (r + 1) % 4, 7, bytes);
+    int h[2] = {0, 1};
+    toy_wait(&p, r, 2, h);
+  }
+  bs_result r;
+  char err[512];
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), 0);
+  double want = 2 * LINK_LAT + (double)bytes / LINK_BW; /* route: two links of LINK_LAT */
+  assert_close(r.time.step, want, 1e-12);
+  assert_close(r.time.comm_exposed, want, 1e-12);
+  assert_int_equal(r.comm.per_rank_max_sent, bytes);
+  assert_int_equal(r.comm.total, 4 * bytes);
+  assert_int_equal(r.comm.intra_node, 4 * bytes);
+  assert_int_equal(r.comm.inter_node, 0);
+  assert_non_null(strstr(r.sim_network, "CM02"));
+  assert_non_null(strstr(r.sim_network, "crosstraffic=0"));
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+/* S ring steps of (post, compute, wait): compute-bound when t_comp > t_comm, else comm-bound. */
+static void overlap_case(int64_t msg, int64_t copy, int S) {
+  toy_files t;
+  toy_setup(&t, 4, 2);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 4;
+  for (int r = 0; r < 4; r++)
+    for (int s = 0; s < S; s++) {
+      toy_p2p(&p, r, BS_OP_RECV, 0, (r + 3) % 4, s, msg);
+      toy_p2p(&p, r, BS_OP_SEND, 1, (r + 1) % 4, s, msg);
+      toy_copy(&p, r, copy);
+      int h[2] = {0, 1};
+      toy_wait(&p, r, 2, h);
+    }
+  bs_result r;
+  char err[512];
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), 0);
+  double tc = 2.0 * (double)copy / MEM_BW, tm = 2 * LINK_LAT + (double)msg / LINK_BW;
+  double step = tc > tm ? tc : tm;
+  assert_close(r.time.step, S * step, 1e-9);
+  assert_close(r.time.compute, S * tc, 1e-9);
+  if (tc >= tm) assert_true(r.time.comm_exposed <= 1e-12);
+  else assert_close(r.time.comm_exposed, S * (tm - tc), 1e-9);
+  /* 2 ranks per node in the toy file: rank 1 -> 2 and 3 -> 0 cross nodes. */
+  assert_int_equal(r.comm.inter_node, 2 * S * msg);
+  assert_int_equal(r.comm.intra_node, 2 * S * msg);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+static void test_overlap_compute_bound(void **state) {
+  (void)state;
+  overlap_case(1000000, 50000000, 5); /* comm 0.2 ms, compute 50 ms */
+}
+
+static void test_overlap_comm_bound(void **state) {
+  (void)state;
+  overlap_case(500000000, 1000000, 5); /* comm 100 ms, compute 1 ms */
+}
+
+static void test_deadlock(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  for (int r = 0; r < 2; r++) { /* both receive first and wait: nobody ever sends */
+    toy_p2p(&p, r, BS_OP_RECV, 0, 1 - r, 1, 1000);
+    int h = 0;
+    toy_wait(&p, r, 1, &h);
+    toy_p2p(&p, r, BS_OP_SEND, 1, 1 - r, 1, 1000);
+    h = 1;
+    toy_wait(&p, r, 1, &h);
+  }
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "deadlock"));
+  assert_non_null(strstr(err, "rank 0"));
+  assert_non_null(strstr(err, "RECV from rank 1"));
+  assert_non_null(strstr(r.error, "deadlock"));
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+static void test_mismatched_tags(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 5, 1000);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 6, 1000);
+  int h = 0;
+  toy_wait(&p, 0, 1, &h);
+  toy_wait(&p, 1, 1, &h);
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "rank 1"));
+  assert_non_null(strstr(err, "tag 6"));
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+static void test_unwaited_handle(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 3, 1, 5, 1000);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 5, 1000);
+  int h = 0;
+  toy_wait(&p, 1, 1, &h);
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "never waited"));
+  assert_non_null(strstr(err, "rank 0"));
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+static void test_memory_peak_breakdown_oom(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  for (int r = 0; r < 2; r++) {
+    toy_alloc(&p, r, 0, 1000, BS_MEM_INPUT);
+    toy_alloc(&p, r, 1, 300 + r, BS_MEM_COMM);
+    toy_free_buf(&p, r, 1);
+    toy_alloc(&p, r, 2, 500, BS_MEM_WORKSPACE); /* the peak: input + workspace */
+    toy_free_buf(&p, r, 2);
+    toy_free_buf(&p, r, 0);
+  }
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), 0);
+  assert_int_equal(r.mem.peak_bytes_max, 1500);
+  assert_int_equal(r.mem.breakdown[BS_MEM_INPUT], 1000);
+  assert_int_equal(r.mem.breakdown[BS_MEM_WORKSPACE], 500);
+  assert_int_equal(r.mem.breakdown[BS_MEM_COMM], 0);
+  assert_int_equal(r.mem.capacity_bytes, (int64_t)CAPACITY);
+  assert_int_equal(r.mem.oom, 0);
+  bs_result_free(&r);
+  /* Over capacity: reported, not hidden. */
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  toy_alloc(&p, 1, 0, (int64_t)CAPACITY + 1, BS_MEM_SCORES);
+  toy_free_buf(&p, 1, 0);
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), 0);
+  assert_int_equal(r.mem.oom, 1);
+  assert_int_equal(r.mem.breakdown[BS_MEM_SCORES], (int64_t)CAPACITY + 1);
+  bs_result_free(&r);
+  /* A double free is a plan error naming the rank. */
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  toy_alloc(&p, 0, 4, 10, BS_MEM_INPUT);
+  toy_free_buf(&p, 0, 4);
+  toy_free_buf(&p, 0, 4);
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "rank 0"));
+  assert_non_null(strstr(err, "FREE"));
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+/* A ring all-reduce of S bytes over n ranks: 2(n-1) steps of (latency + S/n / bw). */
+static void test_allreduce_ring(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 4, 4);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 4;
+  const int64_t S = 400000000;
+  for (int r = 0; r < 4; r++) {
+    bs_op *op = toy_push(&p, r, BS_OP_COLL);
+    op->handle = 2;
+    op->u.coll.kind = BS_COLL_ALLREDUCE;
+    op->u.coll.group = (bs_group){0, 1, 4};
+    op->u.coll.bytes = S;
+    int h = 2;
+    toy_wait(&p, r, 1, &h);
+  }
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), 0);
+  double want = 2 * 3 * (2 * LINK_LAT + (double)(S / 4) / LINK_BW);
+  assert_close(r.time.step, want, 1e-9);
+  assert_int_equal(r.comm.per_rank_max_sent, 2 * 3 * (S / 4));
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+static void test_bad_config(void **state) {
+  (void)state;
+  bs_config c;
+  bs_config_default(&c);
+  c.par.gpus = 12; /* not a multiple of 8 GPUs per node */
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "parallel.gpus"));
+  bs_result_free(&r);
+  bs_config_default(&c);
+  strcpy(c.cluster.profile, "no-such-profile");
+  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "no-such-profile"));
+  bs_result_free(&r);
+  bs_config_default(&c);
+  strcpy(c.cluster.topology, "torus");
+  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "torus"));
+  bs_result_free(&r);
+}
+
+/* The shape of one attention block (the simulator reads only these fields). */
+static attn_params block_params(int heads, int64_t n, int d) {
+  attn_params a;
+  memset(&a, 0, sizeof a);
+  a.B = 1;
+  a.Zq = a.Zkv = heads;
+  a.Nq = a.Nk = n;
+  a.d = d;
+  return a;
+}
+
+static void test_profiles_load(void **state) {
+  (void)state;
+  const char *names[] = {"a100-sxm4-80gb", "a100-pcie-40gb", "h100-sxm", "h200", "host"};
+  static bs_profile p;
+  char err[512];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (bs_profile_load(names[i], &p, err, sizeof err)) {
+      fprintf(stderr, "%s\n", err);
+      fail();
+    }
+    assert_true(p.memory_bytes > 0);
+    assert_true(p.kernel[BS_K_ATTN_FWD].kind == BS_KM_TABLE);
+    assert_true(p.kernel[BS_K_ATTN_BWD].kind == BS_KM_TABLE);
+    /* A larger block never runs at a lower useful rate in the shipped tables. */
+    bs_compute c;
+    memset(&c, 0, sizeof c);
+    c.kernel = BS_K_ATTN_FWD;
+    c.a = block_params(32, 1024, 128);
+    c.flops = 4.0 * 32 * 1024 * 1024 * 128;
+    double t1 = bs_profile_kernel_time(&p, &c, BS_BF16, err, sizeof err);
+    c.a.Nq = c.a.Nk = 4096;
+    c.flops *= 16;
+    double t4 = bs_profile_kernel_time(&p, &c, BS_BF16, err, sizeof err);
+    assert_true(t1 > 0 && t4 >= 0.0 && t4 <= 16 * t1 * (1 + 1e-12));
+  }
+  /* The table value itself: A100 d=128 non-causal at 1k = 173 TFLOP/s (ANCHORS.md line 60). */
+  assert_int_equal(bs_profile_load("a100-sxm4-80gb", &p, err, sizeof err), 0);
+  bs_compute c;
+  memset(&c, 0, sizeof c);
+  c.kernel = BS_K_ATTN_FWD;
+  c.a = block_params(32, 1024, 128);
+  c.flops = 4.0 * 32 * 1024 * 1024 * 128;
+  assert_close(bs_profile_kernel_time(&p, &c, BS_BF16, err, sizeof err), c.flops / 173e12, 1e-12);
+  /* A value without a source is refused. */
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  write_text(t.prof, "{\"format\":1,\"device\":{\"memory_bytes\":{\"value\":1},"
+                     "\"peak_flops\":{\"value\":1,\"source\":\"x\"},\"mem_bw_Bps\":{\"value\":1,\"source\":\"x\"}},"
+                     "\"kernels\":{},\"links\":{}}");
+  assert_int_equal(bs_profile_load(t.prof, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "memory_bytes"));
+  toy_teardown(&t);
+}
+
+static int count(const char *s, const char *pat) {
+  int n = 0;
+  for (const char *q = strstr(s, pat); q; q = strstr(q + 1, pat)) n++;
+  return n;
+}
+
+static void test_generators(void **state) {
+  (void)state;
+  const char *names[] = {"dgx-a100", "a100-pcie-node", "dgx-h100", "host"};
+  const int nodes[] = {1, 4, 128};
+  char err[256];
+  for (size_t i = 0; i < 4; i++)
+    for (size_t j = 0; j < 3; j++) {
+      bs_topo_params p;
+      assert_int_equal(bs_topo_defaults(names[i], nodes[j], &p, err, sizeof err), 0);
+      char *x = bs_topo_xml(&p, err, sizeof err);
+      assert_non_null(x);
+      int hosts = count(x, "<host ");
+      if (!strcmp(names[i], "host")) assert_int_equal(hosts, 1);
+      else assert_int_equal(hosts, nodes[j] * 8);
+      free(x);
+    }
+  bs_topo_params p;
+  assert_int_equal(bs_topo_defaults("dgx-a100", 128, &p, err, sizeof err), 0);
+  assert_int_equal(bs_topo_fold_nodes(&p, 1), 32);   /* two leaves of 16 */
+  assert_int_equal(bs_topo_fold_nodes(&p, 20), 64);  /* flows may skip a leaf */
+  p.nodes = 32;
+  assert_int_equal(bs_topo_fold_nodes(&p, 1), 0);    /* the fold would be the whole */
+  p.nodes = 8;                                       /* one leaf: any shift, 3 < M */
+  assert_int_equal(bs_topo_fold_nodes(&p, 1), 4);
+  assert_int_equal(bs_topo_defaults("torus", 4, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "torus"));
+}
+
+/* ---------------- real plans ---------------- */
+
+static void burst_config(bs_config *c, int gpus, int64_t seq, int double_ring) {
+  bs_config_default(c);
+  c->par.method = BS_BURST;
+  c->par.gpus = gpus;
+  c->work.seq_len = seq;
+  c->work.phase = BS_TRAIN;
+  c->par.double_ring = double_ring ? BS_ON : BS_OFF;
+}
+
+/* ANCHORS.md methods table: forward K,V ring 2·B·Z·(N/G)·d elements per step, G−1 steps;
+ * backward Q, dO, D, lse (fp32) move G−1 times, dQ (fp32) G−1 hops plus its return. */
+static int64_t burst_bytes_formula(const bs_config *c) {
+  int64_t G = c->par.gpus, n = c->work.seq_len / G, B = c->work.batch, d = c->model.head_dim;
+  int64_t es = bs_dtype_bytes(c->model.dtype), Z = c->model.heads, Zk = c->model.kv_heads;
+  int64_t fwd = (G - 1) * 2 * B * Zk * n * d * es;
+  int64_t q = B * Z * n * d * es, rows = B * Z * n * 4, dq = B * Z * n * d * 4;
+  return fwd + (G - 1) * (q + q + rows + rows) + G * dq;
+}
+
+static void test_burst_bytes_anchors(void **state) {
+  (void)state;
+  for (int dr = 0; dr < 2; dr++) {
+    bs_config c;
+    burst_config(&c, 16, 32768, dr);
+    bs_result r;
+    char err[512] = "";
+    if (bs_sim_run(&c, NULL, &r, err, sizeof err)) {
+      fprintf(stderr, "%s\n", err);
+      fail();
+    }
+    int64_t want = burst_bytes_formula(&c);
+    if (r.comm.per_rank_max_sent != want)
+      fprintf(stderr, "double_ring %d: sim %lld bytes per rank, ANCHORS.md formula %lld\n", dr,
+              (long long)r.comm.per_rank_max_sent, (long long)want);
+    assert_int_equal(r.comm.per_rank_max_sent, want);
+    assert_int_equal(r.comm.total, 16 * want);
+    assert_int_equal(r.comm.intra_node + r.comm.inter_node, r.comm.total);
+    assert_true(r.comm.inter_node > 0);
+    assert_true(r.time.fwd > 0 && r.time.bwd > 0 && r.time.step >= r.time.fwd + r.time.bwd * 0.999);
+    assert_true(r.mem.peak_bytes_max > 0 && !r.mem.oom);
+    bs_result_free(&r);
+  }
+}
+
+/* Double ring: every NIC of a node carries the same outer-ring bytes, all at once. */
+static void test_double_ring_parallel_nics(void **state) {
+  (void)state;
+  bs_config c;
+  burst_config(&c, 16, 65536, 1);
+  c.work.phase = BS_PREFILL; /* forward only: the K,V ring */
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_result r;
+  bs_link_stat *links = NULL;
+  int nl = 0;
+  char err[512] = "";
+  if (bs_sim_run_source(&c, &o, NULL, &r, &links, &nl, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  assert_true(nl > 0);
+  double bytes[8] = {0}, busy[8] = {0};
+  int seen = 0;
+  for (int i = 0; i < nl; i++) {
+    for (int g = 0; g < 8; g++) {
+      char want[48];
+      snprintf(want, sizeof want, "nic-n0-g%d_UP", g);
+      if (!strcmp(links[i].name, want)) {
+        bytes[g] = links[i].bytes;
+        busy[g] = links[i].busy_s;
+        seen++;
+      }
+    }
+  }
+  assert_int_equal(seen, 8);
+  /* 2 nodes: one outer step, K and V of every GPU over its own NIC. */
+  double kv = 2.0 * c.model.kv_heads * (c.work.seq_len / 16) * c.model.head_dim * 2;
+  for (int g = 0; g < 8; g++) {
+    assert_close(bytes[g], kv, 1e-12);
+    assert_close(busy[g], busy[0], 1e-9);
+  }
+  /* In parallel: the forward is shorter than the 8 NIC transfers one after the other. */
+  assert_true(r.time.fwd < 8 * busy[0]);
+  assert_true(r.time.fwd >= kv / 24e9);
+  free(links);
+  bs_result_free(&r);
+}
+
+/* The fold against the straightforward run: the same figures within 0.1 % (here: equal). */
+static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr) {
+  bs_config c;
+  burst_config(&c, gpus, 65536, dr);
+  c.par.method = m;
+  strcpy(c.cluster.topology, topo);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.nodes_per_leaf = nodes_per_leaf;
+  o.fold = BS_OFF;
+  bs_result full, folded;
+  char err[512] = "";
+  if (bs_sim_run(&c, &o, &full, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  o.fold = BS_ON;
+  if (bs_sim_run(&c, &o, &folded, err, sizeof err)) {
+    fprintf(stderr, "%s on %d GPUs: %s\n", topo, gpus, err);
+    fail();
+  }
+  assert_true(folded.sim_actors < full.sim_actors);
+  assert_int_equal(full.sim_actors, gpus);
+  const double tol = 1e-3; /* the bound; the fold is exact by construction */
+  assert_close(folded.time.step, full.time.step, tol);
+  assert_close(folded.time.fwd, full.time.fwd, tol);
+  assert_close(folded.time.bwd, full.time.bwd, tol);
+  assert_close(folded.time.compute, full.time.compute, tol);
+  assert_close(folded.time.comm_exposed + 1e-30, full.time.comm_exposed + 1e-30, tol);
+  assert_int_equal(folded.comm.per_rank_max_sent, full.comm.per_rank_max_sent);
+  assert_int_equal(folded.comm.total, full.comm.total);
+  assert_int_equal(folded.comm.intra_node, full.comm.intra_node);
+  assert_int_equal(folded.comm.inter_node, full.comm.inter_node);
+  assert_int_equal(folded.mem.peak_bytes_max, full.mem.peak_bytes_max);
+  for (int r = 0; r < gpus; r++) assert_close(folded.ranks[r].step, full.ranks[r].step, tol);
+  bs_result_free(&full);
+  bs_result_free(&folded);
+}
+
+static void test_fold_matches_full(void **state) {
+  (void)state;
+  /* 8 nodes in leaves of 2: the fold keeps 4 nodes and the leaf crossings. */
+  fold_case("dgx-a100", 64, 2, BS_BURST, 1);
+  fold_case("dgx-a100", 64, 2, BS_BURST, 0);
+  fold_case("dgx-a100", 64, 2, BS_RING, 1);
+  /* One leaf. */
+  fold_case("dgx-h100", 64, 0, BS_BURST, 1);
+  fold_case("a100-pcie-node", 64, 0, BS_BURST, 1);
+}
+
+/* A causal contiguous split is not symmetric: the fold must refuse. */
+static void test_fold_refuses_asymmetric(void **state) {
+  (void)state;
+  bs_config c;
+  burst_config(&c, 64, 65536, 1);
+  c.work.causal = 1;
+  c.par.layout = BS_CONTIGUOUS;
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.fold = BS_ON;
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(bs_sim_run(&c, &o, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "fold"));
+  bs_result_free(&r);
+  o.fold = BS_AUTO;
+  assert_int_equal(bs_sim_run(&c, &o, &r, err, sizeof err), 0);
+  assert_int_equal(r.sim_actors, 64);
+  bs_result_free(&r);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) cmocka_set_test_filter(argv[1]);
+  const struct CMUnitTest all[] = {
+      cmocka_unit_test(test_ring_step_exact),
+      cmocka_unit_test(test_overlap_compute_bound),
+      cmocka_unit_test(test_overlap_comm_bound),
+      cmocka_unit_test(test_deadlock),
+      cmocka_unit_test(test_mismatched_tags),
+      cmocka_unit_test(test_unwaited_handle),
+      cmocka_unit_test(test_memory_peak_breakdown_oom),
+      cmocka_unit_test(test_allreduce_ring),
+      cmocka_unit_test(test_bad_config),
+      cmocka_unit_test(test_profiles_load),
+      cmocka_unit_test(test_generators),
+      cmocka_unit_test(test_burst_bytes_anchors),
+      cmocka_unit_test(test_double_ring_parallel_nics),
+      cmocka_unit_test(test_fold_matches_full),
+      cmocka_unit_test(test_fold_refuses_asymmetric),
+  };
+  return cmocka_run_group_tests(all, NULL, NULL);
+}

@@ -1,0 +1,315 @@
+/*
+ * topo.c — the platform generators of topo.h. Each writes one SimGrid zone
+ * with Dijkstra routing (cached) whose graph is the physical wiring: GPUs,
+ * switches as routers, one link per cable and direction class. Users can read
+ * the XML, edit it and hand it back as `topology = FILE.xml`.
+ */
+#include "topo.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *class_names[BS_LINK_CLASS_COUNT] = {"nvlink", "nic", "fabric",
+                                                        "pcie", "hostbridge", "shm"};
+
+const char *bs_link_class_name(bs_link_class c) {
+  return (c >= 0 && c < BS_LINK_CLASS_COUNT) ? class_names[c] : "?";
+}
+
+int bs_link_class_of(const char *link_name) {
+  for (int c = 0; c < BS_LINK_CLASS_COUNT; c++) {
+    size_t n = strlen(class_names[c]);
+    if (!strncmp(link_name, class_names[c], n) && link_name[n] == '-') return c;
+  }
+  return -1;
+}
+
+static const char *generators[] = {"dgx-a100", "a100-pcie-node", "dgx-h100", "host"};
+#define NGEN (sizeof generators / sizeof generators[0])
+
+int bs_topo_is_generator(const char *name) {
+  for (size_t i = 0; i < NGEN; i++)
+    if (!strcmp(name, generators[i])) return 1;
+  return 0;
+}
+
+const char *bs_topo_generator_names(void) { return "dgx-a100, a100-pcie-node, dgx-h100, host"; }
+
+static void set_link(bs_topo_params *p, bs_link_class c, double bw, double lat) {
+  p->link[c].bw_Bps = bw;
+  p->link[c].lat_s = lat;
+}
+
+int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, size_t errlen) {
+  memset(p, 0, sizeof *p);
+  if (!bs_topo_is_generator(name)) {
+    snprintf(err, errlen, "unknown topology '%s' (known: %s, or a FILE.xml)", name,
+             bs_topo_generator_names());
+    return -1;
+  }
+  snprintf(p->name, sizeof p->name, "%s", name);
+  p->nodes = nodes > 0 ? nodes : 1;
+  p->gpus_per_node = 8;
+  p->oversub = 1.0;
+  /* Placeholders only (a profile sets the real values when the engine loads
+   * the platform); they keep a printed file valid on its own. They are the
+   * default profile's figures: see calib/profiles/a100-sxm4-80gb.json. */
+  set_link(p, BS_LINK_NVLINK, 230e9, 1.7e-6);
+  set_link(p, BS_LINK_NIC, 24e9, 7e-6);
+  set_link(p, BS_LINK_FABRIC, 24e9, 0);
+  set_link(p, BS_LINK_PCIE, 24e9, 1.7e-6);
+  set_link(p, BS_LINK_HOSTBRIDGE, 24e9, 0);
+  set_link(p, BS_LINK_SHM, 8e9, 1e-6);
+  if (!strcmp(name, "dgx-a100") || !strcmp(name, "dgx-h100")) {
+    /* A leaf switch of 16 nodes per rail: a design choice of this generator
+     * (a parameter), not a published figure. 128 nodes = 8 leaves per rail. */
+    p->nodes_per_leaf = 16;
+    if (!strcmp(name, "dgx-h100")) {
+      set_link(p, BS_LINK_NVLINK, 370e9, 1.7e-6);
+      set_link(p, BS_LINK_NIC, 48e9, 7e-6);
+      set_link(p, BS_LINK_FABRIC, 48e9, 0);
+    }
+  } else if (!strcmp(name, "a100-pcie-node")) {
+    p->gpus_per_pcie_switch = 4;
+    set_link(p, BS_LINK_NIC, 75e9, 7e-6);
+  } else { /* host */
+    p->nodes = 1;
+    p->gpus_per_node = 2;
+    p->host_cores = 2;
+    p->host_speed = 1e9;
+  }
+  return 0;
+}
+
+int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
+  if (!bs_topo_is_generator(p->name)) {
+    snprintf(err, errlen, "unknown topology '%s'", p->name);
+    return -1;
+  }
+  if (p->nodes < 1 || p->gpus_per_node < 1) {
+    snprintf(err, errlen, "topology %s: nodes (%d) and GPUs per node (%d) must be >= 1", p->name,
+             p->nodes, p->gpus_per_node);
+    return -1;
+  }
+  if ((long)p->nodes * p->gpus_per_node > 1 << 20) {
+    snprintf(err, errlen, "topology %s: %d x %d ranks is more than this generator supports",
+             p->name, p->nodes, p->gpus_per_node);
+    return -1;
+  }
+  int dgx = !strcmp(p->name, "dgx-a100") || !strcmp(p->name, "dgx-h100");
+  if (dgx && (p->nodes_per_leaf < 1 || p->oversub < 1.0)) {
+    snprintf(err, errlen, "topology %s: nodes_per_leaf (%d) must be >= 1 and oversubscription "
+             "(%g) >= 1", p->name, p->nodes_per_leaf, p->oversub);
+    return -1;
+  }
+  if (!strcmp(p->name, "a100-pcie-node") &&
+      (p->gpus_per_pcie_switch < 1 || p->gpus_per_node % p->gpus_per_pcie_switch)) {
+    snprintf(err, errlen, "topology a100-pcie-node: %d GPUs per PCIe switch must divide %d GPUs",
+             p->gpus_per_pcie_switch, p->gpus_per_node);
+    return -1;
+  }
+  if (!strcmp(p->name, "host") && (p->nodes != 1 || p->host_speed <= 0)) {
+    snprintf(err, errlen, "topology host: exactly one node and a positive CPU speed");
+    return -1;
+  }
+  for (int c = 0; c < BS_LINK_CLASS_COUNT; c++)
+    if (!(p->link[c].bw_Bps > 0) || !(p->link[c].lat_s >= 0)) {
+      snprintf(err, errlen, "topology %s: link class %s needs bandwidth > 0 and latency >= 0",
+               p->name, class_names[c]);
+      return -1;
+    }
+  return 0;
+}
+
+/* A growing string. */
+typedef struct {
+  char *s;
+  size_t len, cap;
+  int failed;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = b->cap - b->len;
+    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->failed = 1;
+      return;
+    }
+    if (b->s && (size_t)n < room) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t cap = b->cap ? b->cap * 2 : 1 << 16;
+    while (cap < b->len + (size_t)n + 1) cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+      b->failed = 1;
+      return;
+    }
+    b->s = s;
+    b->cap = cap;
+  }
+}
+
+static void sb_link(sbuf *b, const char *id, const bs_link_val *v) {
+  /* %.17g keeps the value exact through the XML round trip. */
+  sb_printf(b, "    <link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+            id, v->bw_Bps, v->lat_s);
+}
+
+/* A graph edge: a route between two netpoints through one split-duplex link. */
+static void sb_edge(sbuf *b, const char *src, const char *dst, const char *link) {
+  sb_printf(b, "    <route src=\"%s\" dst=\"%s\" symmetrical=\"YES\"><link_ctn id=\"%s\" direction=\"UP\"/></route>\n",
+            src, dst, link);
+}
+
+static void gen_dgx(sbuf *b, const bs_topo_params *p) {
+  int K = p->nodes, g = p->gpus_per_node, L = p->nodes_per_leaf;
+  int leaves = (K + L - 1) / L;
+  char a[64], c[64], l[64];
+  for (int n = 0; n < K; n++) {
+    snprintf(a, sizeof a, "nvsw-n%d", n);
+    sb_printf(b, "    <router id=\"%s\"/>\n", a);
+    for (int i = 0; i < g; i++) {
+      int r = n * g + i;
+      sb_printf(b, "    <host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", r, n);
+    }
+  }
+  for (int i = 0; i < g; i++)
+    for (int q = 0; q < leaves; q++) sb_printf(b, "    <router id=\"leaf-r%d-l%d\"/>\n", i, q);
+  sb_printf(b, "    <router id=\"core\"/>\n");
+  for (int n = 0; n < K; n++)
+    for (int i = 0; i < g; i++) {
+      snprintf(l, sizeof l, "nvlink-n%d-g%d", n, i);
+      sb_link(b, l, &p->link[BS_LINK_NVLINK]);
+      snprintf(l, sizeof l, "nic-n%d-g%d", n, i);
+      sb_link(b, l, &p->link[BS_LINK_NIC]);
+    }
+  for (int i = 0; i < g; i++)
+    for (int q = 0; q < leaves; q++) {
+      /* One leaf's uplinks to the spine, aggregated into one link: ports x
+       * port bandwidth / oversubscription (max-min sharing over parallel
+       * links balanced perfectly, as ECMP aims to). */
+      int ports = (q == leaves - 1) ? K - q * L : L;
+      bs_link_val up = p->link[BS_LINK_FABRIC];
+      up.bw_Bps = up.bw_Bps * ports / p->oversub;
+      snprintf(l, sizeof l, "fabric-r%d-l%d", i, q);
+      sb_link(b, l, &up);
+    }
+  for (int n = 0; n < K; n++) {
+    snprintf(a, sizeof a, "nvsw-n%d", n);
+    for (int i = 0; i < g; i++) {
+      int r = n * g + i;
+      snprintf(c, sizeof c, "gpu%d", r);
+      snprintf(l, sizeof l, "nvlink-n%d-g%d", n, i);
+      sb_edge(b, c, a, l);
+      char leaf[64];
+      snprintf(leaf, sizeof leaf, "leaf-r%d-l%d", i, n / L);
+      snprintf(l, sizeof l, "nic-n%d-g%d", n, i);
+      sb_edge(b, c, leaf, l);
+    }
+  }
+  for (int i = 0; i < g; i++)
+    for (int q = 0; q < leaves; q++) {
+      snprintf(a, sizeof a, "leaf-r%d-l%d", i, q);
+      snprintf(l, sizeof l, "fabric-r%d-l%d", i, q);
+      sb_edge(b, a, "core", l);
+    }
+}
+
+static void gen_pcie(sbuf *b, const bs_topo_params *p) {
+  int K = p->nodes, g = p->gpus_per_node, s = p->gpus_per_pcie_switch;
+  char a[64], c[64], l[64];
+  sb_printf(b, "    <router id=\"switch\"/>\n");
+  for (int n = 0; n < K; n++) {
+    sb_printf(b, "    <router id=\"root-n%d\"/>\n", n);
+    for (int w = 0; w < g / s; w++) sb_printf(b, "    <router id=\"pciesw-n%d-s%d\"/>\n", n, w);
+    for (int i = 0; i < g; i++)
+      sb_printf(b, "    <host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n",
+                n * g + i, n);
+  }
+  for (int n = 0; n < K; n++) {
+    for (int i = 0; i < g; i++) {
+      snprintf(l, sizeof l, "pcie-n%d-g%d", n, i);
+      sb_link(b, l, &p->link[BS_LINK_PCIE]);
+    }
+    for (int w = 0; w < g / s; w++) {
+      snprintf(l, sizeof l, "hostbridge-n%d-s%d", n, w);
+      sb_link(b, l, &p->link[BS_LINK_HOSTBRIDGE]);
+    }
+    snprintf(l, sizeof l, "nic-n%d", n);
+    sb_link(b, l, &p->link[BS_LINK_NIC]);
+  }
+  for (int n = 0; n < K; n++) {
+    snprintf(c, sizeof c, "root-n%d", n);
+    for (int i = 0; i < g; i++) {
+      snprintf(a, sizeof a, "gpu%d", n * g + i);
+      char sw[64];
+      snprintf(sw, sizeof sw, "pciesw-n%d-s%d", n, i / s);
+      snprintf(l, sizeof l, "pcie-n%d-g%d", n, i);
+      sb_edge(b, a, sw, l);
+    }
+    for (int w = 0; w < g / s; w++) {
+      snprintf(a, sizeof a, "pciesw-n%d-s%d", n, w);
+      snprintf(l, sizeof l, "hostbridge-n%d-s%d", n, w);
+      sb_edge(b, a, c, l);
+    }
+    snprintf(l, sizeof l, "nic-n%d", n);
+    sb_edge(b, c, "switch", l);
+  }
+}
+
+static void gen_host(sbuf *b, const bs_topo_params *p) {
+  sb_printf(b, "    <host id=\"cpu\" speed=\"%.17gf\" core=\"1\">\n"
+               "      <prop id=\"node\" value=\"0\"/><prop id=\"cores\" value=\"%d\"/>\n"
+               "    </host>\n", p->host_speed, p->host_cores);
+  sb_link(b, "shm-cpu", &p->link[BS_LINK_SHM]);
+  sb_printf(b, "    <route src=\"cpu\" dst=\"cpu\"><link_ctn id=\"shm-cpu\" direction=\"UP\"/></route>\n");
+}
+
+char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
+  if (bs_topo_check(p, err, errlen)) return NULL;
+  sbuf b = {0};
+  int host = !strcmp(p->name, "host");
+  sb_printf(&b, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
+  sb_printf(&b, "<!-- burstsim topology %s: %d node(s) x %d GPU(s)", p->name, p->nodes, p->gpus_per_node);
+  if (p->nodes_per_leaf) sb_printf(&b, ", %d nodes per leaf, oversubscription %g", p->nodes_per_leaf, p->oversub);
+  sb_printf(&b, ".\n     Rank r runs on host gpu<r>. Links named CLASS-... take bandwidth and latency\n"
+                "     from the profile when simulated (classes: nvlink nic fabric pcie hostbridge shm);\n"
+                "     the values written here are the default profile's. -->\n");
+  sb_printf(&b, "<platform version=\"4.1\">\n  <zone id=\"%s\" routing=\"%s\">\n", p->name,
+            host ? "Full" : "DijkstraCache");
+  if (!strcmp(p->name, "dgx-a100") || !strcmp(p->name, "dgx-h100")) gen_dgx(&b, p);
+  else if (!strcmp(p->name, "a100-pcie-node")) gen_pcie(&b, p);
+  else gen_host(&b, p);
+  sb_printf(&b, "  </zone>\n</platform>\n");
+  if (b.failed) {
+    free(b.s);
+    snprintf(err, errlen, "topology %s: out of memory writing the XML", p->name);
+    return NULL;
+  }
+  return b.s;
+}
+
+int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset) {
+  if (!bs_topo_is_generator(p->name) || !strcmp(p->name, "host")) return 0;
+  int K = p->nodes, D = max_node_offset < 0 ? 0 : max_node_offset;
+  /* Leaves matter only when a rail has more than one (dgx generators). */
+  int leafy = strncmp(p->name, "dgx-", 4) == 0 && p->nodes_per_leaf < K;
+  int L = leafy ? p->nodes_per_leaf : 1;
+  for (int m = 2; m * L < K; m++) {
+    int M = m * L;
+    if (K % M) continue;
+    if (M <= 2 * D) continue;               /* +D and -D must stay distinct peers */
+    if (leafy && m < D / L + 2) continue;   /* a flow crosses at most D/L+1 leaves */
+    return M;
+  }
+  return 0;
+}

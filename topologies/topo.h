@@ -1,0 +1,81 @@
+/*
+ * topo.h — platform generators: the cluster shapes the simulator knows
+ * (dgx-a100, a100-pcie-node, dgx-h100, host) written as SimGrid XML that a
+ * user can read and edit, and the conventions a user's own XML must follow.
+ *
+ * Conventions (generated and user files alike):
+ *   - rank r runs on host "gpu<r>"; a host may say which node it belongs to
+ *     with <prop id="node" value="K"/> (bytes are then split intra/inter node);
+ *     a platform with a single host (the "host" topology) runs every rank on it.
+ *   - a link whose name starts with a link class name and '-' ("nvlink-n0-g3",
+ *     "nic-...", "fabric-...", "pcie-...", "hostbridge-...", "shm-...") gets
+ *     its bandwidth and latency from the profile when the simulator loads it;
+ *     other links keep what the file says.
+ * Speeds written here are only defaults: the profile decides (issue 4).
+ */
+#ifndef BURSTSIM_TOPO_H
+#define BURSTSIM_TOPO_H
+
+#include <stddef.h>
+
+typedef enum {
+  BS_LINK_NVLINK = 0,   /* GPU <-> NVSwitch, per GPU, per direction */
+  BS_LINK_NIC,          /* GPU (or node) <-> first network switch, per NIC */
+  BS_LINK_FABRIC,       /* one switch port of the inter-node fabric (leaf uplinks) */
+  BS_LINK_PCIE,         /* GPU <-> PCIe switch */
+  BS_LINK_HOSTBRIDGE,   /* PCIe switch <-> CPU root complex */
+  BS_LINK_SHM,          /* shared memory between ranks of one host */
+  BS_LINK_CLASS_COUNT
+} bs_link_class;
+
+const char *bs_link_class_name(bs_link_class c);
+/* The class of a link name by its prefix ("nvlink-..."), or -1. */
+int bs_link_class_of(const char *link_name);
+
+typedef struct {
+  double bw_Bps;        /* bytes per second, per direction */
+  double lat_s;         /* seconds */
+} bs_link_val;
+
+typedef struct {
+  char name[32];        /* generator: dgx-a100, a100-pcie-node, dgx-h100, host */
+  int nodes;            /* >= 1 */
+  int gpus_per_node;    /* ranks per node (host: ranks on the host) */
+  int nodes_per_leaf;   /* dgx: nodes under one leaf switch of a rail; >= nodes = single leaf */
+  double oversub;       /* dgx: leaf downlink / uplink bandwidth ratio, >= 1 */
+  int gpus_per_pcie_switch; /* a100-pcie-node */
+  int host_cores;       /* host: cores of the CPU (informative) */
+  double host_speed;    /* host: flop/s of the whole CPU (the exec rate the engine uses) */
+  bs_link_val link[BS_LINK_CLASS_COUNT];
+} bs_topo_params;
+
+/* 1 if name is one of the generators. */
+int bs_topo_is_generator(const char *name);
+/* Comma-separated generator names, for messages and --help. */
+const char *bs_topo_generator_names(void);
+
+/*
+ * Defaults for a generator with `nodes` nodes (host: `nodes` is ignored and
+ * gpus_per_node is the number of ranks). Link values are placeholders that a
+ * profile overrides. Returns 0, or -1 with a message.
+ */
+int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, size_t errlen);
+
+/* Checks the parameters (counts positive, leaves divide, ...). */
+int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen);
+
+/* The platform as SimGrid XML (malloc'd, NUL-terminated), or NULL with a message. */
+char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen);
+
+/*
+ * Folding (the simulator's shortcut for symmetric plans): the number of nodes
+ * M < nodes such that a platform generated with M nodes reproduces, for every
+ * flow whose node offset (shortest way round the node ring) is at most
+ * `max_node_offset`, the same path class and the same number of flows on every
+ * shared link as the full platform does, provided the plan is invariant under
+ * shifting all ranks by M nodes. Returns 0 when no such M exists (or the
+ * platform has no node symmetry, as the host).
+ */
+int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset);
+
+#endif
