@@ -472,6 +472,18 @@ static void test_threads(void **state) {
   }
 }
 
+static void test_multi_tile(void **state) {
+  (void)state;
+  /* More query rows than one default tile of any path, with a ragged last tile. */
+  attn_params p = mk(1, 2, 1, 300, 260, 64);
+  p.mask.causal = 1;
+  p.mask.q_pos0 = 100;
+  run_fwd_bwd("multitile", p, "Nq300 Nk260 causal", 1);
+  p = mk(1, 1, 1, 270, 90, 128);
+  p.dtype = ATTN_BF16;
+  run_fwd_bwd("multitile", p, "bf16 Nq270 Nk90", 1);
+}
+
 static void test_tiles(void **state) {
   (void)state;
   attn_params p = mk(1, 2, 2, 50, 70, 64);
@@ -878,6 +890,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bf16),
       cmocka_unit_test(test_threads),
       cmocka_unit_test(test_tiles),
+      cmocka_unit_test(test_multi_tile),
       cmocka_unit_test(test_split_merge),
       cmocka_unit_test(test_fully_masked_rows),
       cmocka_unit_test(test_bwd_accumulates),
