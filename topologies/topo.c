@@ -160,7 +160,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
 
 static void sb_link(sbuf *b, const char *id, const bs_link_val *v) {
   /* %.17g keeps the value exact through the XML round trip. */
-  sb_printf(b, "    <link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+  sb_printf(b, "    <link id=\"%s\" bandwidth=\"%.15gBps\" latency=\"%.15gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
             id, v->bw_Bps, v->lat_s);
 }
 
@@ -283,7 +283,7 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   if (p->nodes_per_leaf) sb_printf(&b, ", %d nodes per leaf, oversubscription %g", p->nodes_per_leaf, p->oversub);
   sb_printf(&b, ".\n     Rank r runs on host gpu<r>. Links named CLASS-... take bandwidth and latency\n"
                 "     from the profile when simulated (classes: nvlink nic fabric pcie hostbridge shm);\n"
-                "     the values written here are the default profile's. -->\n");
+                "     the values written here are those of the profile given to the generator. -->\n");
   sb_printf(&b, "<platform version=\"4.1\">\n  <zone id=\"%s\" routing=\"%s\">\n", p->name,
             host ? "Full" : "DijkstraCache");
   if (!strcmp(p->name, "dgx-a100") || !strcmp(p->name, "dgx-h100")) gen_dgx(&b, p);
