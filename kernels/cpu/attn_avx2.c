@@ -203,78 +203,128 @@ static void softmax_update(int64_t nk, int d, float *st, float *m, float *l, flo
   }
 }
 
-/* Few query rows: dot products along d, one row at a time; d % 8 == 0. */
+/* o[0 .. 8*NV) = o * alpha + sum_{j < n} p[j] * v[j * ldv + 0 ..) (NV vectors in registers). */
+AI void pv_chunk(const int NV, int64_t n, const float *p, const float *v, int64_t ldv, float *o,
+                 float alpha) {
+  __m256 acc[8];
+  const __m256 va = _mm256_set1_ps(alpha);
+#pragma GCC unroll 8
+  for (int x = 0; x < NV; x++) acc[x] = _mm256_mul_ps(_mm256_loadu_ps(o + 8 * x), va);
+  for (int64_t j = 0; j < n; j++) {
+    __m256 pb = _mm256_broadcast_ss(p + j);
+#pragma GCC unroll 8
+    for (int x = 0; x < NV; x++) acc[x] = _mm256_fmadd_ps(pb, _mm256_loadu_ps(v + j * ldv + 8 * x), acc[x]);
+  }
+#pragma GCC unroll 8
+  for (int x = 0; x < NV; x++) _mm256_storeu_ps(o + 8 * x, acc[x]);
+}
+
+/* Scores of one query row against 4 consecutive keys: 4 independent chains, one hsum. */
+static inline __m128 dot4(const float *qi, const float *k0, int64_t ldk, int d) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int c = 0; c < d; c += 8) {
+    __m256 qv = _mm256_loadu_ps(qi + c);
+    a0 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + c), a0);
+    a1 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + ldk + c), a1);
+    a2 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + 2 * ldk + c), a2);
+    a3 = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k0 + 3 * ldk + c), a3);
+  }
+  __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+static inline float dot1(const float *qi, const float *kj, int d) {
+  __m256 a0 = _mm256_setzero_ps();
+  for (int c = 0; c < d; c += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qi + c), _mm256_loadu_ps(kj + c), a0);
+  return attn_hsum_ps(a0);
+}
+
+#define DECODE_ROWS 4
+
+/*
+ * Few query rows (decode): keys stream once through the cache, scores by dot
+ * products along d, O rows held in registers while V streams; d % 8 == 0.
+ */
 static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const void *k,
                      const void *v, size_t kbase, int64_t i0, int64_t ni, int64_t j0, int64_t nj,
                      float *o_part, float *lse_part, fwd_ws *w) {
   const int d = p->d;
-  float *s = w->st; /* tk scores */
+  float m[DECODE_ROWS], l[DECODE_ROWS];
+  float *s = w->st; /* [ni][tk] scores */
   for (int64_t i = 0; i < ni; i++) {
-    const float *qi = qs + i * d;
-    float *orow = o_part + i * d;
-    float m = -INFINITY, l = 0.0f;
-    memset(orow, 0, (size_t)d * sizeof(float));
-    int64_t qp = p->mask.q_pos0 + (i0 + i) * p->mask.q_stride;
-    for (int64_t jt = j0; jt < j0 + nj; jt += t.tk) {
-      int64_t nk = j0 + nj - jt < t.tk ? j0 + nj - jt : t.tk;
-      int cls = attn_tile_class(&p->mask, i0 + i, 1, jt, nk);
-      if (cls == TILE_NONE) continue;
-      const float *kt = (const float *)k + (kbase + jt) * d, *vt = (const float *)v + (kbase + jt) * d;
-      if (p->dtype != ATTN_FP32) {
-        attn_load_f32(w->kt, k, p->dtype, (kbase + jt) * d, (size_t)nk * d);
-        attn_load_f32(w->vt, v, p->dtype, (kbase + jt) * d, (size_t)nk * d);
-        kt = w->kt;
-        vt = w->vt;
+    m[i] = -INFINITY;
+    l[i] = 0.0f;
+  }
+  memset(o_part, 0, (size_t)ni * d * sizeof(float));
+  for (int64_t jt = j0; jt < j0 + nj; jt += t.tk) {
+    int64_t nk = j0 + nj - jt < t.tk ? j0 + nj - jt : t.tk;
+    int cls = attn_tile_class(&p->mask, i0, ni, jt, nk);
+    if (cls == TILE_NONE) continue;
+    const float *kt = (const float *)k + (kbase + jt) * d, *vt = (const float *)v + (kbase + jt) * d;
+    if (p->dtype != ATTN_FP32) {
+      attn_load_f32(w->kt, k, p->dtype, (kbase + jt) * d, (size_t)nk * d);
+      attn_load_f32(w->vt, v, p->dtype, (kbase + jt) * d, (size_t)nk * d);
+      kt = w->kt;
+      vt = w->vt;
+    }
+    for (int64_t i = 0; i < ni; i++) {
+      const float *qi = qs + i * d;
+      float *si = s + i * t.tk;
+      int64_t j = 0;
+      for (; j + 4 <= nk; j += 4) _mm_storeu_ps(si + j, dot4(qi, kt + j * d, d, d));
+      for (; j < nk; j++) si[j] = dot1(qi, kt + j * d, d);
+    }
+    if (cls == TILE_PARTIAL)
+      for (int64_t i = 0; i < ni; i++) {
+        int64_t qp = p->mask.q_pos0 + (i0 + i) * p->mask.q_stride;
+        for (int64_t j = 0; j < nk; j++)
+          if (!attn_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
+            s[i * t.tk + j] = -INFINITY;
       }
+    for (int64_t i = 0; i < ni; i++) {
+      float *si = s + i * t.tk;
       __m256 vmx = _mm256_set1_ps(-INFINITY);
       int64_t j = 0;
-      for (; j < nk; j++) {
-        const float *kj = kt + j * d;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0;
-        int c = 0;
-        for (; c + 16 <= d; c += 16) {
-          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qi + c), _mm256_loadu_ps(kj + c), a0);
-          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(qi + c + 8), _mm256_loadu_ps(kj + c + 8), a1);
-        }
-        if (c < d) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qi + c), _mm256_loadu_ps(kj + c), a0);
-        float sj = attn_hsum_ps(_mm256_add_ps(a0, a1));
-        if (cls == TILE_PARTIAL &&
-            !attn_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
-          sj = -INFINITY;
-        s[j] = sj;
-      }
-      for (j = 0; j + 8 <= nk; j += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(s + j));
+      for (; j + 8 <= nk; j += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(si + j));
       float mx = attn_hmax_ps(vmx);
-      for (; j < nk; j++) mx = s[j] > mx ? s[j] : mx;
-      float mn = mx > m ? mx : m;
+      for (; j < nk; j++) mx = si[j] > mx ? si[j] : mx;
+      float mn = mx > m[i] ? mx : m[i];
       if (mn == -INFINITY) continue;
-      float alpha = m == -INFINITY ? 0.0f : exp2f(m - mn);
+      float alpha = m[i] == -INFINITY ? 0.0f : exp2f(m[i] - mn);
       __m256 bm = _mm256_set1_ps(mn), vs = _mm256_setzero_ps();
       for (j = 0; j + 8 <= nk; j += 8) {
-        __m256 e = attn_exp2_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), bm));
-        _mm256_storeu_ps(s + j, e);
+        __m256 e = attn_exp2_ps(_mm256_sub_ps(_mm256_loadu_ps(si + j), bm));
+        _mm256_storeu_ps(si + j, e);
         vs = _mm256_add_ps(vs, e);
       }
       float sum = attn_hsum_ps(vs);
       for (; j < nk; j++) {
-        s[j] = exp2f(s[j] - mn);
-        sum += s[j];
+        si[j] = exp2f(si[j] - mn);
+        sum += si[j];
       }
-      l = l * alpha + sum;
-      m = mn;
-      __m256 va = _mm256_set1_ps(alpha);
-      for (int c = 0; c < d; c += 8) _mm256_storeu_ps(orow + c, _mm256_mul_ps(_mm256_loadu_ps(orow + c), va));
-      for (int c = 0; c < d; c += 8) {
-        __m256 acc = _mm256_loadu_ps(orow + c);
-        for (j = 0; j < nk; j++)
-          acc = _mm256_fmadd_ps(_mm256_set1_ps(s[j]), _mm256_loadu_ps(vt + j * d + c), acc);
-        _mm256_storeu_ps(orow + c, acc);
+      l[i] = l[i] * alpha + sum;
+      m[i] = mn;
+      float *orow = o_part + i * d;
+      for (int c = 0; c < d; c += 64) {
+        switch ((d - c) >= 64 ? 8 : (d - c) / 8) {
+          case 8: pv_chunk(8, nk, si, vt + c, d, orow + c, alpha); break;
+          case 7: pv_chunk(7, nk, si, vt + c, d, orow + c, alpha); break;
+          case 6: pv_chunk(6, nk, si, vt + c, d, orow + c, alpha); break;
+          case 5: pv_chunk(5, nk, si, vt + c, d, orow + c, alpha); break;
+          case 4: pv_chunk(4, nk, si, vt + c, d, orow + c, alpha); break;
+          case 3: pv_chunk(3, nk, si, vt + c, d, orow + c, alpha); break;
+          case 2: pv_chunk(2, nk, si, vt + c, d, orow + c, alpha); break;
+          default: pv_chunk(1, nk, si, vt + c, d, orow + c, alpha); break;
+        }
       }
     }
-    if (l > 0.0f) {
-      __m256 inv = _mm256_set1_ps(1.0f / l);
+  }
+  for (int64_t i = 0; i < ni; i++) {
+    float *orow = o_part + i * d;
+    if (l[i] > 0.0f) {
+      __m256 inv = _mm256_set1_ps(1.0f / l[i]);
       for (int c = 0; c < d; c += 8) _mm256_storeu_ps(orow + c, _mm256_mul_ps(_mm256_loadu_ps(orow + c), inv));
-      lse_part[i] = (m + log2f(l)) * ATTN_LN2;
+      lse_part[i] = (m[i] + log2f(l[i])) * ATTN_LN2;
     } else {
       memset(orow, 0, (size_t)d * sizeof(float));
       lse_part[i] = -INFINITY;
@@ -282,7 +332,6 @@ static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const 
   }
 }
 
-#define DECODE_ROWS 4
 
 static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
                            const void *v, int b, int hq, int64_t i0, int64_t ni, int64_t j0,
