@@ -389,6 +389,18 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
       softmax_update(nk, d, w.st, w.m + sb * QB, w.l + sb * QB, ot);
       /* O^T[c][:] += sum_j V[j][c] P^T[j][:]: rows are c (stride 1), x runs over j (stride d). */
       gemm_rows_x_lanes(d, nk, vt, 1, ldp, w.st, ot, QB, 1);
+      /* Meanwhile pull a share of the next K/V tile towards L2, so the copy at
+       * the top of the next step does not wait on memory. */
+      if (p->dtype == ATTN_FP32 && jt + t.tk < j0 + nj) {
+        int64_t nn = j0 + nj - jt - t.tk < t.tk ? j0 + nj - jt - t.tk : t.tk;
+        size_t bytes = (size_t)nn * d * sizeof(float), share = (bytes + nsb - 1) / nsb;
+        const char *kn = (const char *)((const float *)k + (kbase + jt + t.tk) * d);
+        const char *vn = (const char *)((const float *)v + (kbase + jt + t.tk) * d);
+        for (size_t off = (size_t)sb * share; off < bytes && off < (size_t)(sb + 1) * share; off += 64) {
+          _mm_prefetch(kn + off, _MM_HINT_T1);
+          _mm_prefetch(vn + off, _MM_HINT_T1);
+        }
+      }
     }
   }
   for (int64_t i = 0; i < ni; i++) {
