@@ -1,10 +1,279 @@
-/* cmd_run.c — `burstsim run` (not built yet: this placeholder says so). */
+/*
+ * cmd_run.c — `mpirun -np G burstsim run SCENARIO.ini [--set k=v]... [--out F.json]
+ * [--trace F.json] [--verify]`: runs each scenario point whose gpus equals the
+ * MPI size with the real runtime (runtime/runtime.h), prints a per-rank table
+ * on rank 0, writes the result JSON (mode "run", with bytes per peer added to
+ * every rank) and optionally a Chrome trace-event timeline, one track per rank.
+ */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
 #include "commands.h"
+#include "output.h"
+#include "scenario.h"
+#include "runtime/runtime.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: mpirun -np G burstsim run SCENARIO.ini [--set section.key=value]... [--out FILE.json]\n"
+          "                                [--trace FILE.json] [--verify] [--threads N] [--timeout S] [--warmup N]\n"
+          "  Runs the scenario's plan for real on G MPI ranks with the CPU kernels.\n"
+          "  --verify    gather outputs and gradients to rank 0 and compare with a single-rank reference\n"
+          "  --threads   kernel threads per rank (default: cores / ranks)\n"
+          "  --timeout   seconds any wait may block before the run is aborted (default 120)\n"
+          "  --warmup    untimed executions before the measured one (default 0)\n");
+}
+
+/* "section.key: ..." -> the line of `key` inside [section] of the INI file (0 = not found). */
+static int key_line(const char *path, const char *msg) {
+  char sec[64], key[64];
+  const char *dot = strchr(msg, '.'), *colon = strchr(msg, ':');
+  if (!dot || !colon || dot > colon || dot - msg >= 64 || colon - dot - 1 >= 64) return 0;
+  memcpy(sec, msg, (size_t)(dot - msg));
+  sec[dot - msg] = 0;
+  memcpy(key, dot + 1, (size_t)(colon - dot - 1));
+  key[colon - dot - 1] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[1024], cur[64] = "";
+  int n = 0, found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    n++;
+    char *s = line;
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s == '[') {
+      char *e = strchr(s, ']');
+      if (e && e - s - 1 < 64) { memcpy(cur, s + 1, (size_t)(e - s - 1)); cur[e - s - 1] = 0; }
+    } else if (!strcmp(cur, sec) && !strncmp(s, key, strlen(key))) {
+      char *r = s + strlen(key);
+      while (*r == ' ' || *r == '\t') r++;
+      if (*r == '=' || *r == ':') found = n;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+static void print_table(const bs_run_report *rep) {
+  const bs_result *r = &rep->res;
+  printf("%s  G=%d  N=%lld  %s  %s%s  threads/rank=%d\n", bs_method_name(r->cfg.par.method), r->nranks,
+         (long long)r->cfg.work.seq_len, bs_phase_name(r->cfg.work.phase), bs_layout_name(r->cfg.par.layout),
+         r->cfg.work.causal ? " causal" : "", rep->threads);
+  printf("%5s %10s %10s %10s %10s %10s %12s %12s %12s\n", "rank", "step_s", "fwd_s", "bwd_s", "compute_s", "exposed_s",
+         "sent_B", "recv_B", "peak_B");
+  for (int i = 0; i < r->nranks; i++) {
+    const bs_rank_result *x = &r->ranks[i];
+    printf("%5d %10.4f %10.4f %10.4f %10.4f %10.4f %12lld %12lld %12lld\n", x->rank, x->step, x->fwd, x->bwd, x->compute,
+           x->comm_exposed, (long long)x->bytes_sent, (long long)x->bytes_recv, (long long)x->peak_bytes);
+  }
+  printf("peak RSS %.1f MiB", (double)r->mem.rss_bytes / 1048576.0);
+  if (rep->verify_tol > 0) {
+    printf("; verify (max error / max|ref|, bound %.0e):", rep->verify_tol);
+    for (int k = BS_ROLE_O; k <= BS_ROLE_DV; k++)
+      if (rep->verify_err[k] >= 0) printf(" %s %.2e", bs_role_name((bs_role)k), rep->verify_err[k]);
+    printf(" %s", rep->verified ? "PASS" : "FAIL");
+  }
+  printf("\n");
+}
+
+/* Adds bytes per peer, threads and the verification to the JSON written by bs_output_json. */
+static int augment_json(const char *path, bs_run_report *reps, int n, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { snprintf(err, errlen, "%s: cannot reopen", path); return -1; }
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)len + 1);
+  size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
+  fclose(f);
+  if (!text || got != (size_t)len) { free(text); snprintf(err, errlen, "%s: cannot read back", path); return -1; }
+  text[len] = 0;
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  cJSON *arr = root ? cJSON_GetObjectItem(root, "results") : NULL;
+  for (int i = 0; arr && i < n && i < cJSON_GetArraySize(arr); i++) {
+    cJSON *res = cJSON_GetArrayItem(arr, i), *ranks = cJSON_GetObjectItem(res, "ranks");
+    const bs_run_report *rep = &reps[i];
+    int G = rep->res.nranks;
+    cJSON_AddNumberToObject(res, "threads_per_rank", rep->threads);
+    for (int q = 0; ranks && q < G && q < cJSON_GetArraySize(ranks); q++) {
+      cJSON *e = cJSON_GetArrayItem(ranks, q);
+      cJSON *to = cJSON_AddArrayToObject(e, "sent_to"), *from = cJSON_AddArrayToObject(e, "recv_from");
+      for (int p = 0; p < G; p++) {
+        cJSON_AddItemToArray(to, cJSON_CreateNumber((double)rep->peer_sent[q * G + p]));
+        cJSON_AddItemToArray(from, cJSON_CreateNumber((double)rep->peer_sent[p * G + q]));
+      }
+      cJSON_AddNumberToObject(e, "coll_sent", (double)rep->coll_sent[q]);
+      cJSON *bd = cJSON_AddObjectToObject(e, "peak_breakdown");
+      for (int c = 0; c < BS_MEM_CLASS_COUNT; c++)
+        cJSON_AddNumberToObject(bd, bs_mem_class_name((bs_mem_class)c), (double)rep->peak_cls[q][c]);
+    }
+    if (rep->verify_tol > 0) {
+      cJSON *v = cJSON_AddObjectToObject(res, "verify");
+      cJSON_AddNumberToObject(v, "bound", rep->verify_tol);
+      cJSON_AddBoolToObject(v, "pass", rep->verified);
+      for (int k = BS_ROLE_O; k <= BS_ROLE_DV; k++)
+        if (rep->verify_err[k] >= 0) cJSON_AddNumberToObject(v, bs_role_name((bs_role)k), rep->verify_err[k]);
+    }
+  }
+  char *out = root ? cJSON_Print(root) : NULL;
+  cJSON_Delete(root);
+  if (!out) { snprintf(err, errlen, "%s: cannot re-format", path); return -1; }
+  int rc = bs_write_atomic(path, out, strlen(out), err, errlen);
+  free(out);
+  return rc;
+}
+
+static const char *event_name(const bs_trace_event *e) {
+  switch (e->kind) {
+  case BS_OP_COMPUTE: return bs_kernel_name((bs_kernel)e->detail);
+  case BS_OP_COLL: return bs_coll_name((bs_coll_kind)e->detail);
+  default: return bs_op_kind_name((bs_op_kind)e->kind);
+  }
+}
+
+static int write_trace(const char *path, bs_run_report *reps, int n, char *err, size_t errlen) {
+  cJSON *root = cJSON_CreateObject(), *ev = cJSON_AddArrayToObject(root, "traceEvents");
+  for (int i = 0; i < n; i++) {
+    for (int r = 0; r < reps[i].res.nranks; r++) {
+      cJSON *m = cJSON_CreateObject();
+      char nm[32];
+      snprintf(nm, sizeof nm, "rank %d", r);
+      cJSON_AddStringToObject(m, "name", "thread_name");
+      cJSON_AddStringToObject(m, "ph", "M");
+      cJSON_AddNumberToObject(m, "pid", i);
+      cJSON_AddNumberToObject(m, "tid", r);
+      cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "name", nm);
+      cJSON_AddItemToArray(ev, m);
+    }
+    for (int64_t j = 0; j < reps[i].nevents; j++) {
+      const bs_trace_event *e = &reps[i].events[j];
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddStringToObject(o, "name", event_name(e));
+      cJSON_AddStringToObject(o, "cat", bs_op_kind_name((bs_op_kind)e->kind));
+      cJSON_AddStringToObject(o, "ph", "X");
+      cJSON_AddNumberToObject(o, "ts", e->t0 * 1e6);
+      cJSON_AddNumberToObject(o, "dur", (e->t1 - e->t0) * 1e6);
+      cJSON_AddNumberToObject(o, "pid", i);
+      cJSON_AddNumberToObject(o, "tid", e->rank);
+      cJSON *a = cJSON_AddObjectToObject(o, "args");
+      cJSON_AddNumberToObject(a, "step", e->step);
+      if (e->peer >= 0) cJSON_AddNumberToObject(a, "peer", e->peer);
+      if (e->bytes) cJSON_AddNumberToObject(a, "bytes", (double)e->bytes);
+      cJSON_AddItemToArray(ev, o);
+    }
+  }
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!text) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
+  int rc = bs_write_atomic(path, text, strlen(text), err, errlen);
+  free(text);
+  return rc;
+}
+
+static int parse_fault(const char *v, bs_runtime_opts *o) {
+  char kind[16];
+  int rank, step;
+  if (sscanf(v, "%15[a-z]:%d:%d", kind, &rank, &step) != 3) return -1;
+  if (!strcmp(kind, "exit")) o->fault = BS_FAULT_EXIT;
+  else if (!strcmp(kind, "stall")) o->fault = BS_FAULT_STALL;
+  else return -1;
+  o->fault_rank = rank;
+  o->fault_step = step;
+  return 0;
+}
 
 int cmd_run(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "burstsim run: not available in this build yet\n");
-  return 2;
+  const char *scen = NULL, *out = NULL, *trace = NULL;
+  char **sets = calloc((size_t)argc, sizeof *sets);
+  int nsets = 0, bad = 0;
+  bs_runtime_opts o;
+  memset(&o, 0, sizeof o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int more = i + 1 < argc;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); free(sets); return 0; }
+    else if (!strcmp(a, "--set") && more) sets[nsets++] = argv[++i];
+    else if (!strcmp(a, "--out") && more) out = argv[++i];
+    else if (!strcmp(a, "--trace") && more) trace = argv[++i];
+    else if (!strcmp(a, "--verify")) o.verify = 1;
+    else if (!strcmp(a, "--threads") && more) o.threads = atoi(argv[++i]);
+    else if (!strcmp(a, "--timeout") && more) o.timeout_s = atof(argv[++i]);
+    else if (!strcmp(a, "--warmup") && more) o.warmup = atoi(argv[++i]);
+    else if (!strcmp(a, "--fault") && more) { if (parse_fault(argv[++i], &o)) bad = 1; } /* test hook: exit|stall:RANK:STEP */
+    else if (a[0] != '-' && !scen) scen = a;
+    else { fprintf(stderr, "burstsim run: unknown or incomplete option '%s'\n", a); bad = 1; }
+  }
+  if (bad || !scen) {
+    if (!scen && !bad) fprintf(stderr, "burstsim run: missing SCENARIO.ini\n");
+    usage(stderr);
+    free(sets);
+    return 2;
+  }
+  o.trace = trace != NULL;
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  bs_scenario sc;
+  char err[1024] = "";
+  if (bs_scenario_load(scen, sets, nsets, &sc, err, sizeof err)) {
+    if (rank == 0) fprintf(stderr, "burstsim run: %s\n", err);
+    free(sets);
+    MPI_Finalize();
+    return 2;
+  }
+  free(sets);
+  bs_run_report *reps = calloc((size_t)sc.npoints, sizeof *reps);
+  int nrep = 0, code = 0;
+  for (int i = 0; i < sc.npoints && code == 0; i++) {
+    if (sc.points[i].par.gpus != size) continue;
+    int rc = bs_runtime_run(&sc.points[i], MPI_COMM_WORLD, &o, &reps[nrep], err, sizeof err);
+    if (rc == BS_RUN_EFATAL) {
+      fprintf(stderr, "burstsim run: rank %d: %s\n", rank, err);
+      fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    if (rc == BS_RUN_EINPUT) {
+      if (rank == 0) {
+        int line = key_line(scen, err);
+        if (line) fprintf(stderr, "%s:%d: %s\n", scen, line, err);
+        else fprintf(stderr, "%s: %s\n", scen, err);
+      }
+      code = 2;
+      bs_run_report_free(&reps[nrep]);
+      break;
+    }
+    if (rank == 0) print_table(&reps[nrep]);
+    if (rc == BS_RUN_EVERIFY) {
+      if (rank == 0) fprintf(stderr, "burstsim run: %s\n", err);
+      code = 1;
+    }
+    nrep++;
+  }
+  if (nrep == 0 && code == 0) {
+    if (rank == 0) fprintf(stderr, "%s: parallel.gpus: no scenario point has gpus = %d (the mpirun -np)\n", scen, size);
+    code = 2;
+  }
+  if (rank == 0 && nrep > 0 && code != 2) {
+    bs_result *res = calloc((size_t)nrep, sizeof *res);
+    for (int i = 0; i < nrep; i++) res[i] = reps[i].res;
+    if (out && (bs_output_json(out, "run", res, nrep, err, sizeof err) || augment_json(out, reps, nrep, err, sizeof err))) {
+      fprintf(stderr, "burstsim run: %s\n", err);
+      code = 2;
+    }
+    if (trace && write_trace(trace, reps, nrep, err, sizeof err)) {
+      fprintf(stderr, "burstsim run: %s\n", err);
+      code = 2;
+    }
+    free(res);
+  }
+  for (int i = 0; i < nrep; i++) bs_run_report_free(&reps[i]);
+  free(reps);
+  bs_scenario_free(&sc);
+  MPI_Finalize();
+  return code;
 }
