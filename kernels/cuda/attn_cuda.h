@@ -125,6 +125,14 @@ int attn_cuda_decode(const attn_params *p, const void *q, const void *k, const v
                      float *lse, int accumulate, int splits, void *workspace,
                      cudaStream_t stream);
 
+/*
+ * Fills n elements of dst (storage dtype) with uniform values in
+ * [-scale, scale) from a counter-based hash of (seed, index): reproducible, and
+ * never zeros, for benchmarks and calibration (timing zeros flatters a GPU).
+ */
+int attn_cuda_fill_random(void *dst, attn_dtype dtype, int64_t n, uint64_t seed, float scale,
+                          cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -260,6 +260,29 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
   if (lane == 0) lse[row] = w.lse;
 }
 
+/* ---- random fill --------------------------------------------------------- */
+
+__device__ __forceinline__ uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+__device__ __forceinline__ void store_as(float *d, float x) { *d = x; }
+__device__ __forceinline__ void store_as(__nv_bfloat16 *d, float x) { *d = __float2bfloat16_rn(x); }
+__device__ __forceinline__ void store_as(__half *d, float x) { *d = __float2half_rn(x); }
+
+template <typename T>
+__global__ void fill_random_kernel(T *__restrict__ dst, int64_t n, uint64_t seed, float scale) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint64_t r = mix64(seed ^ mix64((uint64_t)i));
+    const float u = (float)(r >> 40) * (1.0f / 16777216.0f); /* [0, 1) from 24 bits */
+    store_as(dst + i, (2.0f * u - 1.0f) * scale);
+  }
+}
+
 /* ---- decode ------------------------------------------------------------- */
 
 #define DECODE_WARPS 4
@@ -553,4 +576,26 @@ extern "C" int attn_cuda_decode(const attn_params *p, const void *q, const void 
     }
   }
   return err;
+}
+
+extern "C" int attn_cuda_fill_random(void *dst, attn_dtype dtype, int64_t n, uint64_t seed,
+                                     float scale, cudaStream_t s) {
+  if (!dst) {
+    fprintf(stderr, "burstsim cuda: attn_cuda_fill_random: dst is NULL\n");
+    return ATTN_ENULL;
+  }
+  if (n <= 0 || attn_cuda_elem_bytes(dtype) == 0) {
+    fprintf(stderr, "burstsim cuda: attn_cuda_fill_random: bad size or dtype\n");
+    return n <= 0 ? ATTN_EINVAL : ATTN_EDTYPE;
+  }
+  const int64_t want = (n + 255) / 256;
+  const unsigned blocks = (unsigned)(want < 65536 ? want : 65536);
+  if (dtype == ATTN_BF16)
+    fill_random_kernel<<<blocks, 256, 0, s>>>((__nv_bfloat16 *)dst, n, seed, scale);
+  else if (dtype == ATTN_CUDA_FP16)
+    fill_random_kernel<<<blocks, 256, 0, s>>>((__half *)dst, n, seed, scale);
+  else
+    fill_random_kernel<<<blocks, 256, 0, s>>>((float *)dst, n, seed, scale);
+  ATTN_CUDA_LAUNCHED("fill_random_kernel");
+  return ATTN_OK;
 }
