@@ -90,7 +90,8 @@ typedef struct {
 
 typedef struct rank_state {
   struct sim_ctx *ctx;
-  int slot;                 /* actor index = real rank it executes */
+  int slot;                 /* actor index (mailbox names, host gpu<slot>) */
+  int rank;                 /* the real rank whose program it executes */
   sg_host_t host;
   int node;
   void *it;
@@ -125,8 +126,9 @@ typedef struct sim_ctx {
   const bs_profile *prof;
   const bs_sim_source *src;
   int G;                    /* real ranks */
-  int A;                    /* actors (= G, or F when folded) */
-  int rpn;
+  int A;                    /* actors (= G, or M * Pf when folded) */
+  int rpn;                  /* real ranks per node (P) */
+  int M, Pf;                /* folded: nodes and ranks per node simulated */
   int shared_host;
   double host_speed;
   rank_state *rs;
@@ -149,7 +151,17 @@ static void set_error(sim_ctx *c, const char *fmt, ...) {
   va_end(ap);
 }
 
-static int slot_of(const sim_ctx *c, int rank) { return ((rank % c->A) + c->A) % c->A; }
+/* The actor that executes a real rank's timeline (itself, or its fold image). */
+static int slot_of(const sim_ctx *c, int rank) {
+  if (c->A == c->G) return rank;
+  int node = rank / c->rpn, idx = rank % c->rpn;
+  return (node % c->M) * c->Pf + idx % c->Pf;
+}
+/* The real rank an actor executes. */
+static int real_of(const sim_ctx *c, int slot) {
+  if (c->A == c->G) return slot;
+  return (slot / c->Pf) * c->rpn + slot % c->Pf;
+}
 
 /* Node of a real rank (folding preserves node offsets, see bs_topo_fold_nodes). */
 static int node_of_rank(const sim_ctx *c, int rank) {
@@ -217,7 +229,7 @@ static int member(const bs_group *g, int idx) { return g->first + g->stride * id
 static void coll_account(rank_state *rs, int peer_rank, int64_t bytes) {
   sim_ctx *c = rs->ctx;
   rs->sent += bytes;
-  if (node_of_rank(c, peer_rank) == node_of_rank(c, rs->slot)) rs->intra += bytes;
+  if (node_of_rank(c, peer_rank) == node_of_rank(c, rs->rank)) rs->intra += bytes;
   else rs->inter += bytes;
 }
 
@@ -230,10 +242,10 @@ static void coll_main(int argc, char **argv) {
   const bs_group *g = &job->group;
   int n = g->size, me = -1;
   for (int i = 0; i < n; i++)
-    if (member(g, i) == rs->slot) me = i;
+    if (member(g, i) == rs->rank) me = i;
   if (me < 0 || n < 1) {
     set_error(c, "rank %d: COLL %s over group {first %d, stride %d, size %d} that does not hold it",
-              rs->slot, bs_coll_name(job->kind), g->first, g->stride, g->size);
+              rs->rank, bs_coll_name(job->kind), g->first, g->stride, g->size);
     free(job);
     return;
   }
@@ -250,7 +262,7 @@ static void coll_main(int argc, char **argv) {
   case BS_COLL_REDUCE_SCATTER: steps = n - 1; break;
   case BS_COLL_ALLTOALL: steps = -1; break;
   default:
-    set_error(c, "rank %d: unknown collective %d", rs->slot, (int)job->kind);
+    set_error(c, "rank %d: unknown collective %d", rs->rank, (int)job->kind);
     free(job);
     return;
   }
@@ -316,7 +328,7 @@ static int do_alloc(rank_state *rs, const bs_op *op) {
   if (b < 0 || b >= MAX_BUFS || rs->buf[b].used || op->u.alloc.bytes < 0 ||
       op->u.alloc.cls < 0 || op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
     set_error(c, "rank %d op #%lld: ALLOC of buffer %d (%lld bytes, class %d) is invalid or the "
-              "buffer is already allocated", rs->slot, (long long)rs->op_index, b,
+              "buffer is already allocated", rs->rank, (long long)rs->op_index, b,
               (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
     return -1;
   }
@@ -333,7 +345,7 @@ static int do_alloc(rank_state *rs, const bs_op *op) {
 static int do_free(rank_state *rs, const bs_op *op) {
   int b = op->u.free.buf;
   if (b < 0 || b >= MAX_BUFS || !rs->buf[b].used) {
-    set_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->slot,
+    set_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->rank,
               (long long)rs->op_index, b);
     return -1;
   }
@@ -347,12 +359,12 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int hd = op->handle, peer = op->u.p2p.peer;
   if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
-    set_error(c, "rank %d op #%lld: %s uses handle %d that is invalid or still in use", rs->slot,
+    set_error(c, "rank %d op #%lld: %s uses handle %d that is invalid or still in use", rs->rank,
               (long long)rs->op_index, bs_op_kind_name(op->kind), hd);
     return -1;
   }
-  if (peer < 0 || peer >= c->G || peer == rs->slot || op->u.p2p.bytes < 0) {
-    set_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->slot,
+  if (peer < 0 || peer >= c->G || peer == rs->rank || op->u.p2p.bytes < 0) {
+    set_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->rank,
               (long long)rs->op_index, bs_op_kind_name(op->kind), peer, c->G,
               (long long)op->u.p2p.bytes);
     return -1;
@@ -368,7 +380,7 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
     h->kind = H_SEND;
     h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), h->bytes);
     rs->sent += h->bytes;
-    if (node_of_rank(c, peer) == node_of_rank(c, rs->slot)) rs->intra += h->bytes;
+    if (node_of_rank(c, peer) == node_of_rank(c, rs->rank)) rs->intra += h->bytes;
     else rs->inter += h->bytes;
     c->events++;
   } else {
@@ -385,14 +397,14 @@ static int do_coll(rank_state *rs, const bs_op *op) {
   int hd = op->handle;
   const bs_group *g = &op->u.coll.group;
   if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
-    set_error(c, "rank %d op #%lld: COLL uses handle %d that is invalid or still in use", rs->slot,
+    set_error(c, "rank %d op #%lld: COLL uses handle %d that is invalid or still in use", rs->rank,
               (long long)rs->op_index, hd);
     return -1;
   }
   if (g->size < 1 || g->first < 0 || g->first + (int64_t)g->stride * (g->size - 1) >= c->G ||
       (g->size > 1 && g->stride < 1) || op->u.coll.bytes < 0) {
     set_error(c, "rank %d op #%lld: COLL group {first %d, stride %d, size %d} or %lld bytes out of "
-              "range for %d ranks", rs->slot, (long long)rs->op_index, g->first, g->stride,
+              "range for %d ranks", rs->rank, (long long)rs->op_index, g->first, g->stride,
               g->size, (long long)op->u.coll.bytes, c->G);
     return -1;
   }
@@ -403,7 +415,6 @@ static int do_coll(rank_state *rs, const bs_op *op) {
   }
   *job = (coll_job){rs, op->u.coll.kind, *g, op->u.coll.bytes, rs->coll_seq++};
   /* Groups are written in real ranks; a folded run folds them. */
-  if (c->A != c->G) job->group.first = slot_of(c, g->first);
   char name[32];
   snprintf(name, sizeof name, "coll%d.%d", rs->slot, job->seq);
   sg_actor_t a = sg_actor_init(name, rs->host);
@@ -425,7 +436,7 @@ static int check_recv(rank_state *rs, const handle *h) {
   if (tag != h->tag || low != (h->bytes & 0x7fffffff)) {
     set_error(rs->ctx, "rank %d op #%lld: RECV from rank %d expected tag %d (%lld bytes) but the "
               "next message from that rank has tag %d: sends and receives between two ranks must "
-              "match in order, tag and size", rs->slot, (long long)h->op_index, h->peer, h->tag,
+              "match in order, tag and size", rs->rank, (long long)h->op_index, h->peer, h->tag,
               (long long)h->bytes, tag);
     return -1;
   }
@@ -436,7 +447,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int n = op->u.wait.n;
   if (n < 0 || n > BS_MAX_WAIT) {
-    set_error(c, "rank %d op #%lld: WAIT on %d handles", rs->slot, (long long)rs->op_index, n);
+    set_error(c, "rank %d op #%lld: WAIT on %d handles", rs->rank, (long long)rs->op_index, n);
     return -1;
   }
   sg_comm_t comms[BS_MAX_WAIT];
@@ -446,7 +457,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
     int hd = op->u.wait.handles[i];
     if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind == H_FREE) {
       set_error(c, "rank %d op #%lld: WAIT on handle %d that no pending operation created",
-                rs->slot, (long long)rs->op_index, hd);
+                rs->rank, (long long)rs->op_index, hd);
       return -1;
     }
     if (rs->h[hd].kind == H_COLL) continue;
@@ -477,7 +488,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
         link_account(c, rs->host, dst, h->bytes, t - h->t_post);
         char nm[48];
         snprintf(nm, sizeof nm, "send to %d", h->peer);
-        trace_event(c, nm, rs->slot, rs->node, h->t_post, t, "comm");
+        trace_event(c, nm, rs->rank, rs->node, h->t_post, t, "comm");
       }
       comms[k] = comms[left - 1];
       which[k] = which[left - 1];
@@ -504,7 +515,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   rs->blk_kind = 0;
   double t1 = simgrid_get_clock();
   rs->exposed += t1 - t0;
-  if (t1 > t0) trace_event(c, "wait", rs->slot, rs->node, t0, t1, "wait");
+  if (t1 > t0) trace_event(c, "wait", rs->rank, rs->node, t0, t1, "wait");
   return 0;
 }
 
@@ -513,7 +524,7 @@ static int do_compute(rank_state *rs, const bs_op *op) {
   char err[256];
   double d = bs_profile_kernel_time(c->prof, &op->u.compute, c->cfg->model.dtype, err, sizeof err);
   if (d < 0) {
-    set_error(c, "rank %d op #%lld: %s", rs->slot, (long long)rs->op_index, err);
+    set_error(c, "rank %d op #%lld: %s", rs->rank, (long long)rs->op_index, err);
     return -1;
   }
   double t0 = simgrid_get_clock();
@@ -522,7 +533,7 @@ static int do_compute(rank_state *rs, const bs_op *op) {
   else sg_actor_sleep_for(d);
   double t1 = simgrid_get_clock();
   rs->compute += t1 - t0;
-  trace_event(c, bs_kernel_name(op->u.compute.kernel), rs->slot, rs->node, t0, t1, "compute");
+  trace_event(c, bs_kernel_name(op->u.compute.kernel), rs->rank, rs->node, t0, t1, "compute");
   return 0;
 }
 
@@ -554,7 +565,7 @@ static void rank_main(int argc, char **argv) {
       break;
     }
     default:
-      set_error(c, "rank %d op #%lld: unknown op kind %d", rs->slot, (long long)rs->op_index,
+      set_error(c, "rank %d op #%lld: unknown op kind %d", rs->rank, (long long)rs->op_index,
                 (int)op.kind);
       rc = -1;
     }
@@ -565,7 +576,7 @@ static void rank_main(int argc, char **argv) {
     if (rs->h[hd].kind != H_FREE) {
       const handle *h = &rs->h[hd];
       set_error(c, "rank %d: the plan ended with handle %d (op #%lld, %s rank %d tag %d) never "
-                "waited", rs->slot, hd, (long long)h->op_index,
+                "waited", rs->rank, hd, (long long)h->op_index,
                 h->kind == H_SEND ? "SEND to" : h->kind == H_RECV ? "RECV from" : "COLL with",
                 h->peer, h->tag);
       return;
@@ -590,21 +601,35 @@ static uint64_t dbits(double d) {
   return u;
 }
 
+/* What the pre-pass learns about one rank's program. */
+typedef struct {
+  uint64_t sig;             /* the op stream, peers relative (node offset, index offset) */
+  int max_node_off;         /* largest node offset talked over (shortest way round) */
+  int max_idx_off;          /* largest index offset within a node (circular) */
+  int cross_rail;           /* an inter-node message between different local indices */
+  int has_coll;
+} rank_info;
+
+static int circ(int d, int n) {
+  d = ((d % n) + n) % n;
+  return d > n - d ? n - d : d;
+}
+
 /*
- * The op stream of `rank` with peers relative to it, COMPUTE by modelled
- * duration, hashed; and the largest node offset it talks over.
+ * The op stream of `rank` with peers written relative to it and COMPUTE by its
+ * modelled duration, hashed; and the offsets it talks over.
  */
 static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_dtype dt, int rank,
-                          int G, int rpn, uint64_t *sig, int *max_off, char *err, size_t errlen) {
+                          int G, int rpn, rank_info *ri, char *err, size_t errlen) {
   void *it = src->iter_new(src->ctx, rank);
   if (!it) {
     snprintf(err, errlen, "out of memory (plan iterator)");
     return -1;
   }
-  int K = G / rpn, mynode = rank / rpn;
+  memset(ri, 0, sizeof *ri);
+  int K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
   uint64_t h = 0xcbf29ce484222325ull;
   bs_op op;
-  int moff = 0;
   while (src->next(it, &op)) {
     h = mix(h, (uint64_t)op.kind);
     h = mix(h, (uint64_t)(uint32_t)op.handle);
@@ -627,28 +652,33 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
     }
     case BS_OP_SEND:
     case BS_OP_RECV: {
-      int rel = ((op.u.p2p.peer - rank) % G + G) % G;
-      h = mix(h, (uint64_t)rel);
+      int p = op.u.p2p.peer;
+      if (p < 0 || p >= G) { /* the simulation proper reports it */
+        h = mix(h, (uint64_t)(uint32_t)p);
+        break;
+      }
+      int dn = (((p / rpn) - mynode) % K + K) % K, di = (((p % rpn) - myidx) % rpn + rpn) % rpn;
+      h = mix(h, (uint64_t)dn);
+      h = mix(h, (uint64_t)di);
       h = mix(h, (uint64_t)(uint32_t)op.u.p2p.tag);
       h = mix(h, (uint64_t)op.u.p2p.bytes);
-      int dn = ((op.u.p2p.peer / rpn - mynode) % K + K) % K;
-      if (dn > K - dn) dn = K - dn;
-      if (dn > moff) moff = dn;
+      if (circ(dn, K) > ri->max_node_off) ri->max_node_off = circ(dn, K);
+      if (dn && di) ri->cross_rail = 1;
+      if (!dn && circ(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ(di, rpn);
       break;
     }
     case BS_OP_COLL: {
       const bs_group *g = &op.u.coll.group;
-      int rel = ((g->first - rank) % G + G) % G;
-      h = mix(h, (uint64_t)rel);
+      ri->has_coll = 1;
+      h = mix(h, (uint64_t)(uint32_t)(g->first - rank));
       h = mix(h, (uint64_t)g->stride);
       h = mix(h, (uint64_t)g->size);
       h = mix(h, (uint64_t)op.u.coll.kind);
       h = mix(h, (uint64_t)op.u.coll.bytes);
       for (int i = 0; i < g->size; i++) {
         int m = g->first + g->stride * i;
-        int dn = ((m / rpn - mynode) % K + K) % K;
-        if (dn > K - dn) dn = K - dn;
-        if (dn > moff) moff = dn;
+        int dn = circ(m / rpn - mynode, K);
+        if (dn > ri->max_node_off) ri->max_node_off = dn;
       }
       break;
     }
@@ -663,57 +693,86 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
     }
   }
   src->iter_free(it);
-  *sig = h;
-  *max_off = moff;
+  ri->sig = h;
   return 0;
 }
 
 /*
- * Ranks to simulate: F < G when the plan is shift-invariant by F and the
- * platform folds onto F / rpn nodes; else G. why: a sentence for the result.
+ * The fold: M of K nodes and Pf of P ranks per node, such that every rank's
+ * program equals that of its image ((node mod M), (index mod Pf)) with peers
+ * relative, and the generated platform folds the same way: node shifts by
+ * bs_topo_fold_nodes, index shifts on dgx nodes (every GPU its own NVSwitch
+ * port and its own NIC rail) when all inter-node messages stay on their rail
+ * and there are no collectives. Returns 0 (maybe M = K and Pf = P: no fold)
+ * or -1 on error. why: a sentence for the result.
  */
 static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
-                       const bs_platform_spec *ps, const bs_sim_source *src, char *why, size_t whylen,
-                       char *err, size_t errlen) {
-  int G = cfg->par.gpus, rpn = ps->ranks_per_node;
+                       const bs_platform_spec *ps, const bs_sim_source *src, int *M_out, int *Pf_out,
+                       int *wrap_out, char *why, size_t whylen, char *err, size_t errlen) {
+  int G = cfg->par.gpus, P = ps->ranks_per_node, K = G / P;
+  *M_out = K;
+  *Pf_out = P;
+  *wrap_out = 0;
   snprintf(why, whylen, "off");
-  if (opts->fold == BS_OFF) return G;
-  if (!ps->generated || ps->shared_host || G / rpn < 2) {
-    snprintf(why, whylen, "not applicable (%s)", !ps->generated ? "user platform file"
-             : ps->shared_host ? "one shared host" : "one node");
-    return G;
+  if (opts->fold == BS_OFF) return 0;
+  if (!ps->generated || ps->shared_host) {
+    snprintf(why, whylen, "not applicable (%s)", !ps->generated ? "user platform file" : "one shared host");
+    return 0;
   }
-  uint64_t *sig = malloc(sizeof *sig * (size_t)G);
-  if (!sig) {
+  rank_info *ri = malloc(sizeof *ri * (size_t)G);
+  if (!ri) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  int D = 0;
+  int D = 0, Din = 0, cross = 0, coll = 0;
   for (int r = 0; r < G; r++) {
-    int off;
-    if (rank_signature(src, prof, cfg->model.dtype, r, G, rpn, &sig[r], &off, err, errlen)) {
-      free(sig);
+    if (rank_signature(src, prof, cfg->model.dtype, r, G, P, &ri[r], err, errlen)) {
+      free(ri);
       return -1;
     }
-    if (off > D) D = off;
+    if (ri[r].max_node_off > D) D = ri[r].max_node_off;
+    if (ri[r].max_idx_off > Din) Din = ri[r].max_idx_off;
+    cross |= ri[r].cross_rail;
+    coll |= ri[r].has_coll;
   }
-  int M = bs_topo_fold_nodes(&ps->tp, D);
-  int F = G;
-  if (M > 0) {
-    F = M * rpn;
-    for (int r = F; r < G; r++)
-      if (sig[r] != sig[r % F]) {
-        snprintf(why, whylen, "no: rank %d's program differs from rank %d's", r, r % F);
-        F = G;
+  int M = K >= 2 ? bs_topo_fold_nodes(&ps->tp, D) : 0;
+  if (!M) M = K;
+  int Pf = P;
+  if (!strncmp(ps->tp.name, "dgx-", 4) && !cross && !coll)
+    for (int p = 2; p < P; p++)
+      if (P % p == 0 && p > 2 * Din) {
+        Pf = p;
         break;
       }
-  } else {
-    snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
+  int Mq = !cross && !coll ? bs_topo_fold_quotient(&ps->tp, D) : 0;
+  /* Largest reduction first, then less. */
+  int cand[5][3] = {{Mq, Pf, D}, {Mq, P, D}, {M, Pf, 0}, {M, P, 0}, {K, Pf, 0}};
+  for (int c = 0; c < 5; c++) {
+    int m = cand[c][0], pf = cand[c][1];
+    if (!m || (m == K && pf == P)) continue;
+    int ok = 1, bad = -1;
+    for (int r = 0; r < G && ok; r++) {
+      int img = ((r / P) % m) * P + (r % P) % pf;
+      if (ri[r].sig != ri[img].sig) {
+        ok = 0;
+        bad = r;
+      }
+    }
+    if (ok) {
+      *M_out = m;
+      *Pf_out = pf;
+      *wrap_out = cand[c][2];
+      snprintf(why, whylen, "%d of %d ranks simulated (%d of %d nodes%s, %d of %d per node; offsets %d node(s), %d in node)",
+               m * pf, G, m, K, cand[c][2] ? " with leaf wrap" : "", pf, P, D, Din);
+      free(ri);
+      return 0;
+    }
+    if (why[0] == 'o') snprintf(why, whylen, "no: rank %d's program differs from its image's", bad);
   }
-  free(sig);
-  if (F < G) snprintf(why, whylen, "%d of %d ranks simulated (%d of %d nodes; max node offset %d)",
-                      F, G, F / rpn, G / rpn, D);
-  return F;
+  if (M == K && Pf == P)
+    snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
+  free(ri);
+  return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -783,7 +842,7 @@ static void fill_result(sim_ctx *c, bs_result *out) {
   memcpy(out->mem.breakdown, c->rs[peak_slot].cls_at_peak, sizeof out->mem.breakdown);
   if (out->ranks)
     for (int r = 0; r < G; r++) {
-      const rank_state *rs = &c->rs[r % A];
+      const rank_state *rs = &c->rs[slot_of(c, r)];
       out->ranks[r] = (bs_rank_result){r, rs->end, rs->fwd, rs->bwd, rs->compute, rs->exposed,
                                        rs->sent, rs->recvd, rs->mem_peak};
     }
@@ -838,14 +897,15 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     goto done;
   }
   char why[160];
-  int A = choose_fold(cfg, opts, prof, &ps, &src, why, sizeof why, err, errlen);
-  if (A < 0) goto done;
+  int Mf = 0, Pf = 0, wrap = 0;
+  if (choose_fold(cfg, opts, prof, &ps, &src, &Mf, &Pf, &wrap, why, sizeof why, err, errlen)) goto done;
+  int A = ps.shared_host || !ps.generated ? G : Mf * Pf;
   if (opts->fold == BS_ON && A == G) {
     snprintf(err, errlen, "fold requested but not possible: %s", why);
     goto done;
   }
   if (ps.generated) {
-    xml = bs_platform_xml(&ps, ps.shared_host ? 1 : A / ps.ranks_per_node, err, errlen);
+    xml = bs_platform_xml(&ps, ps.shared_host ? 1 : Mf, ps.shared_host ? G : Pf, wrap, err, errlen);
     if (!xml || write_temp(xml, xml_path, sizeof xml_path, err, errlen)) goto done;
   }
 
@@ -880,6 +940,8 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   ctx.G = G;
   ctx.A = A;
   ctx.rpn = ps.ranks_per_node;
+  ctx.M = Mf;
+  ctx.Pf = Pf;
   ctx.shared_host = ps.shared_host;
   ctx.host_speed = ps.tp.host_speed > 0 ? ps.tp.host_speed : 1e9;
   ctx.trace_first = 1;
@@ -944,9 +1006,10 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     rank_state *rs = &ctx.rs[s];
     rs->ctx = &ctx;
     rs->slot = s;
+    rs->rank = real_of(&ctx, s);
     rs->host = hosts[s];
     rs->node = node[s];
-    rs->it = src.iter_new(src.ctx, s);
+    rs->it = src.iter_new(src.ctx, rs->rank);
     if (!rs->it) {
       free(hosts);
       free(node);
@@ -990,7 +1053,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
         else
           snprintf(at, sizeof at, "op #%lld", (long long)rs->op_index);
         len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%srank %d at %s",
-                                shown ? "; " : "", s, at);
+                                shown ? "; " : "", rs->rank, at);
         shown++;
       }
     set_error(&ctx, "deadlock: %d of %d simulated ranks never finished (%s)", A - ctx.nfinished, A,
@@ -1172,7 +1235,7 @@ char *bs_sim_platform_xml(const bs_config *cfg, const bs_sim_opts *opts_in, char
   bs_platform_spec ps;
   if (!bs_profile_load(opts.profile ? opts.profile : cfg->cluster.profile, prof, err, errlen) &&
       !bs_platform_resolve(cfg, &opts, prof, &ps, err, errlen)) {
-    if (ps.generated) xml = bs_platform_xml(&ps, ps.tp.nodes, err, errlen);
+    if (ps.generated) xml = bs_platform_xml(&ps, ps.tp.nodes, ps.tp.gpus_per_node, 0, err, errlen);
     else snprintf(err, errlen, "%s is a user platform file, not a generator", ps.file);
   }
   free(prof);

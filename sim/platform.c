@@ -65,13 +65,16 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
   return bs_topo_check(&ps->tp, err, errlen);
 }
 
-char *bs_platform_xml(const bs_platform_spec *ps, int nodes, char *err, size_t errlen) {
+char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int wrap, char *err,
+                      size_t errlen) {
   if (!ps->generated) {
     snprintf(err, errlen, "internal: XML requested for a user platform file");
     return NULL;
   }
   bs_topo_params tp = ps->tp;
   tp.nodes = nodes;
+  tp.gpus_per_node = per_node;
+  tp.wrap_offset = wrap;
   return bs_topo_xml(&tp, err, errlen);
 }
 

@@ -24,8 +24,10 @@ typedef struct {
 int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
                         bs_platform_spec *ps, char *err, size_t errlen);
 
-/* The XML of a generated platform with `nodes` nodes (the full size or a fold). */
-char *bs_platform_xml(const bs_platform_spec *ps, int nodes, char *err, size_t errlen);
+/* The XML of a generated platform of nodes x per_node ranks (the full size or a fold;
+ * wrap > 0: the fold quotient of bs_topo_fold_quotient). */
+char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int wrap, char *err,
+                      size_t errlen);
 
 /*
  * After simgrid_load_platform: sets profile bandwidth/latency on links whose

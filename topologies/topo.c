@@ -222,6 +222,18 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
       snprintf(l, sizeof l, "fabric-r%d-l%d", i, q);
       sb_edge(b, a, "core", l);
     }
+  /* Fold quotient: wrapping same-rail messages go up and down the rail's uplink. */
+  for (int D = p->wrap_offset, n = 0; D > 0 && n < K; n++)
+    for (int dl = -D; dl <= D; dl++) {
+      int m = n + dl;
+      if (dl == 0 || (m >= 0 && m < K)) continue;
+      m = ((m % K) + K) % K;
+      for (int i = 0; i < g; i++)
+        sb_printf(b, "    <bypassRoute src=\"gpu%d\" dst=\"gpu%d\"><link_ctn id=\"nic-n%d-g%d\" direction=\"UP\"/>"
+                     "<link_ctn id=\"fabric-r%d-l0\" direction=\"UP\"/><link_ctn id=\"fabric-r%d-l0\" direction=\"DOWN\"/>"
+                     "<link_ctn id=\"nic-n%d-g%d\" direction=\"DOWN\"/></bypassRoute>\n",
+                  n * g + i, m * g + i, n, i, i, i, m, i);
+    }
 }
 
 static void gen_pcie(sbuf *b, const bs_topo_params *p) {
@@ -296,6 +308,13 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
     return NULL;
   }
   return b.s;
+}
+
+int bs_topo_fold_quotient(const bs_topo_params *p, int max_node_offset) {
+  if (strncmp(p->name, "dgx-", 4)) return 0;
+  int K = p->nodes, L = p->nodes_per_leaf, D = max_node_offset;
+  if (L < 2 || L >= K || K % L || 2 * D >= L || D < 1) return 0;
+  return L;
 }
 
 int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset) {

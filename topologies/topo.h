@@ -47,6 +47,7 @@ typedef struct {
   int host_cores;       /* host: cores of the CPU (informative) */
   double host_speed;    /* host: flop/s of the whole CPU (the exec rate the engine uses) */
   bs_link_val link[BS_LINK_CLASS_COUNT];
+  int wrap_offset;          /* dgx fold quotient (see bs_topo_fold_quotient): 0 = none */
 } bs_topo_params;
 
 /* 1 if name is one of the generators. */
@@ -77,5 +78,17 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen);
  * platform has no node symmetry, as the host).
  */
 int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset);
+
+/*
+ * The tighter fold of the dgx fabric: one leaf's worth of nodes (returned, or
+ * 0 when impossible: single leaf, partial leaves, or 2 * max_node_offset >=
+ * nodes_per_leaf). Generated with wrap_offset = max_node_offset, the folded
+ * platform routes a same-rail message that wraps round the folded ring of
+ * nodes through its rail's leaf uplink, up and down, as the message it stands
+ * for crosses from one leaf to the next: same links classes, same number of
+ * flows on every uplink direction. Valid for messages between equal local
+ * indices only (cross-rail routes are not reproduced).
+ */
+int bs_topo_fold_quotient(const bs_topo_params *p, int max_node_offset);
 
 #endif

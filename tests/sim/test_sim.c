@@ -563,6 +563,7 @@ static void test_double_ring_parallel_nics(void **state) {
   c.work.phase = BS_PREFILL; /* forward only: the K,V ring */
   bs_sim_opts o;
   bs_sim_opts_default(&o);
+  o.fold = BS_OFF; /* every link of the real platform */
   bs_result r;
   bs_link_stat *links = NULL;
   int nl = 0;
@@ -600,7 +601,8 @@ static void test_double_ring_parallel_nics(void **state) {
 }
 
 /* The fold against the straightforward run: the same figures within 0.1 % (here: equal). */
-static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr) {
+static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
+                      const char *expect) {
   bs_config c;
   burst_config(&c, gpus, 65536, dr);
   c.par.method = m;
@@ -621,6 +623,10 @@ static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method 
     fail();
   }
   assert_true(folded.sim_actors < full.sim_actors);
+  if (!strstr(folded.sim_network, expect)) {
+    fprintf(stderr, "%s %d GPUs: expected '%s' in '%s'\n", topo, gpus, expect, folded.sim_network);
+    fail();
+  }
   assert_int_equal(full.sim_actors, gpus);
   const double tol = 1e-3; /* the bound; the fold is exact by construction */
   assert_close(folded.time.step, full.time.step, tol);
@@ -640,13 +646,18 @@ static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method 
 
 static void test_fold_matches_full(void **state) {
   (void)state;
-  /* 8 nodes in leaves of 2: the fold keeps 4 nodes and the leaf crossings. */
-  fold_case("dgx-a100", 64, 2, BS_BURST, 1);
-  fold_case("dgx-a100", 64, 2, BS_BURST, 0);
-  fold_case("dgx-a100", 64, 2, BS_RING, 1);
+  /* 8 nodes in leaves of 2: the node fold keeps 2 leaves (4 nodes), the double ring
+   * also folds the 8 GPUs of a node onto 4. */
+  fold_case("dgx-a100", 64, 2, BS_BURST, 1, "16 of 64 ranks simulated (4 of 8 nodes, 4 of 8 per node");
+  fold_case("dgx-a100", 64, 2, BS_RING, 1, "16 of 64 ranks simulated (4 of 8 nodes, 4 of 8 per node");
+  /* A single ring crosses rails (GPU 7 to GPU 0 of the next node): nodes only. */
+  fold_case("dgx-a100", 64, 2, BS_BURST, 0, "32 of 64 ranks simulated (4 of 8 nodes, 8 of 8 per node");
+  /* 16 nodes in leaves of 4: the quotient keeps one leaf and wraps through its uplink. */
+  fold_case("dgx-a100", 128, 4, BS_BURST, 1, "16 of 128 ranks simulated (4 of 16 nodes with leaf wrap");
+  fold_case("dgx-a100", 128, 4, BS_RING, 1, "with leaf wrap");
   /* One leaf. */
-  fold_case("dgx-h100", 64, 0, BS_BURST, 1);
-  fold_case("a100-pcie-node", 64, 0, BS_BURST, 1);
+  fold_case("dgx-h100", 64, 0, BS_BURST, 1, "of 64 ranks simulated");
+  fold_case("a100-pcie-node", 64, 0, BS_BURST, 1, "32 of 64 ranks simulated (4 of 8 nodes, 8 of 8");
 }
 
 /* A causal contiguous split is not symmetric: the fold must refuse. */
