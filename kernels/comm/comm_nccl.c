@@ -1,0 +1,1080 @@
+/*
+ * comm_nccl.c — the GPU backend of the communicator (see comm_nccl.h): NCCL
+ * between processes (one GPU each, ncclUniqueId over MPI, grouped
+ * point-to-point on a dedicated stream, collectives), and the local mode of
+ * G virtual ranks on one GPU exchanging through device-to-device copies.
+ * Every request completes on CUDA events; every CUDA and NCCL call is checked
+ * and reported through the caller's err buffer (or stderr where the comm.h
+ * signature has none).
+ */
+#include "kernels/comm/comm_nccl.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+#include <mpi.h>
+#include <nccl.h>
+#endif
+
+#define MAX_GROUPS 64
+
+static void seterr(char *err, size_t len, const char *fmt, ...) {
+  if (!err || !len) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, len, fmt, ap);
+  va_end(ap);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A request: up to two parts (a ring step has a send and a receive), each
+ * completing on its own event once issued. */
+typedef struct {
+  int busy;
+  int unissued;   /* parts not yet issued (queued for a group, or unmatched) */
+  int nev;        /* parts */
+  int failed;
+  cudaEvent_t ev[2];
+} slot;
+
+/* ---- local mode: shared state of the G virtual ranks -------------------------- */
+
+typedef struct lmsg {
+  int src, dst, tag;
+  const void *sbuf; /* send side */
+  void *rbuf;       /* receive side */
+  int64_t bytes;
+  cudaEvent_t ready; /* send side: the data is ready on the sender's stream */
+  bs_comm_nccl *owner;
+  int slot, part;
+  struct lmsg *next;
+} lmsg;
+
+typedef struct lcoll {
+  bs_comm_group g;
+  int64_t seq;
+  bs_comm_coll kind;
+  bs_comm_red red;
+  bs_comm_type type;
+  int64_t bytes;
+  int posted;
+  const void *send[BS_COMM_NCCL_MAX_LOCAL];
+  void *recv[BS_COMM_NCCL_MAX_LOCAL];
+  cudaEvent_t ready[BS_COMM_NCCL_MAX_LOCAL];
+  bs_comm_nccl *owner[BS_COMM_NCCL_MAX_LOCAL];
+  int slot[BS_COMM_NCCL_MAX_LOCAL];
+  struct lcoll *next;
+} lcoll;
+
+typedef struct {
+  int G, device, refs;
+  pthread_mutex_t mu;
+  cudaStream_t coll_stream;
+  lmsg *sends, *recvs; /* unmatched, in posting order */
+  lcoll *colls;        /* collectives waiting for members */
+} local_world;
+
+typedef struct {
+  bs_comm_group g;
+  int64_t count;
+} group_seq;
+
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+typedef struct {
+  bs_comm_group g;
+  MPI_Comm mpi;
+  ncclComm_t nccl;
+} nccl_group;
+
+typedef struct {
+  int send;
+  void *buf;
+  int64_t bytes;
+  int peer, slot, part;
+} p2p_op;
+#endif
+
+struct bs_comm_nccl {
+  int local, rank, size, device;
+  cudaStream_t stream;
+  cudaEvent_t after_ev;
+  slot *slots;
+  int nslot, cap, pending;
+  local_world *lw;
+  group_seq seq[MAX_GROUPS];
+  int nseq;
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+  MPI_Comm world;
+  ncclComm_t nccl;
+  nccl_group groups[MAX_GROUPS];
+  int ngroups;
+  p2p_op *queue;
+  int nq, qcap;
+#endif
+};
+
+#define CU(call, err, len)                                                                     \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      seterr(err, len, "comm nccl: %s: %s", #call, cudaGetErrorString(e_));                    \
+      return BS_COMM_ERR;                                                                      \
+    }                                                                                          \
+  } while (0)
+
+/* ---- slots ----------------------------------------------------------------------- */
+
+static int new_slot(bs_comm_nccl *c, int parts, char *err, size_t len) {
+  int s = -1;
+  for (int i = 0; i < c->nslot; i++)
+    if (!c->slots[i].busy) {
+      s = i;
+      break;
+    }
+  if (s < 0) {
+    if (c->nslot == c->cap) {
+      int cap = c->cap ? 2 * c->cap : 64;
+      slot *ns = realloc(c->slots, (size_t)cap * sizeof *ns);
+      if (!ns) {
+        seterr(err, len, "comm nccl: out of memory");
+        return -1;
+      }
+      memset(ns + c->cap, 0, (size_t)(cap - c->cap) * sizeof *ns);
+      c->slots = ns;
+      c->cap = cap;
+    }
+    s = c->nslot++;
+  }
+  slot *sl = &c->slots[s];
+  for (int p = 0; p < 2; p++)
+    if (!sl->ev[p]) {
+      cudaError_t e = cudaEventCreateWithFlags(&sl->ev[p], cudaEventDisableTiming);
+      if (e != cudaSuccess) {
+        sl->ev[p] = NULL;
+        seterr(err, len, "comm nccl: cudaEventCreate: %s", cudaGetErrorString(e));
+        return -1;
+      }
+    }
+  sl->busy = 1;
+  sl->unissued = parts;
+  sl->nev = parts;
+  sl->failed = 0;
+  c->pending++;
+  return s;
+}
+
+static void release_slot(bs_comm_nccl *c, int s) {
+  c->slots[s].busy = 0;
+  c->pending--;
+}
+
+static int in_group(const bs_comm_nccl *c, bs_comm_group g, char *err, size_t len) {
+  if (g.size < 1 || g.stride < 1 || g.first < 0 ||
+      g.first + (int64_t)(g.size - 1) * g.stride >= c->size || c->rank < g.first ||
+      (c->rank - g.first) % g.stride != 0 || (c->rank - g.first) / g.stride >= g.size) {
+    seterr(err, len, "comm nccl: rank %d is not in group %d+%d*i (%d ranks)", c->rank, g.first,
+           g.stride, g.size);
+    return 0;
+  }
+  return 1;
+}
+
+static int coll_args_ok(bs_comm_coll kind, bs_comm_type type, bs_comm_group g, int64_t bytes,
+                        char *err, size_t len) {
+  if (kind < BS_COMM_ALLREDUCE || kind > BS_COMM_ALLTOALL) {
+    seterr(err, len, "comm nccl: unknown collective %d", (int)kind);
+    return 0;
+  }
+  if (bytes <= 0) {
+    seterr(err, len, "comm nccl: collective of %lld bytes", (long long)bytes);
+    return 0;
+  }
+  if ((kind == BS_COMM_ALLREDUCE || kind == BS_COMM_REDUCE_SCATTER) && type != BS_COMM_F32) {
+    seterr(err, len, "comm nccl: reductions need fp32 data");
+    return 0;
+  }
+  const int64_t unit = type == BS_COMM_F32 ? 4 : 1;
+  if (kind == BS_COMM_ALLREDUCE && bytes % unit) {
+    seterr(err, len, "comm nccl: %lld bytes are not whole fp32 values", (long long)bytes);
+    return 0;
+  }
+  if ((kind == BS_COMM_REDUCE_SCATTER || kind == BS_COMM_ALLTOALL) && bytes % ((int64_t)g.size * unit)) {
+    seterr(err, len, "comm nccl: %lld bytes do not split into %d equal blocks", (long long)bytes, g.size);
+    return 0;
+  }
+  return 1;
+}
+
+static int64_t next_seq(bs_comm_nccl *c, bs_comm_group g, char *err, size_t len) {
+  for (int i = 0; i < c->nseq; i++)
+    if (c->seq[i].g.first == g.first && c->seq[i].g.stride == g.stride && c->seq[i].g.size == g.size)
+      return c->seq[i].count++;
+  if (c->nseq == MAX_GROUPS) {
+    seterr(err, len, "comm nccl: more than %d groups", MAX_GROUPS);
+    return -1;
+  }
+  c->seq[c->nseq].g = g;
+  c->seq[c->nseq].count = 1;
+  c->nseq++;
+  return 0;
+}
+
+/* ---- creation ---------------------------------------------------------------------- */
+
+static int init_handle(bs_comm_nccl *c, int device, char *err, size_t len) {
+  c->device = device;
+  CU(cudaSetDevice(device), err, len);
+  CU(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), err, len);
+  CU(cudaEventCreateWithFlags(&c->after_ev, cudaEventDisableTiming), err, len);
+  return BS_COMM_OK;
+}
+
+static void destroy_handle(bs_comm_nccl *c) {
+  for (int i = 0; i < c->nslot; i++)
+    for (int p = 0; p < 2; p++)
+      if (c->slots[i].ev[p]) (void)cudaEventDestroy(c->slots[i].ev[p]);
+  free(c->slots);
+  if (c->after_ev) (void)cudaEventDestroy(c->after_ev);
+  if (c->stream) (void)cudaStreamDestroy(c->stream);
+}
+
+int bs_comm_nccl_create_local(int G, int device, bs_comm_nccl **out, char *err, size_t errlen) {
+  if (!out) {
+    seterr(err, errlen, "comm nccl: out is NULL");
+    return BS_COMM_ERR;
+  }
+  if (G < 1 || G > BS_COMM_NCCL_MAX_LOCAL) {
+    seterr(err, errlen, "comm nccl: local mode takes 1..%d ranks, not %d", BS_COMM_NCCL_MAX_LOCAL, G);
+    return BS_COMM_ERR;
+  }
+  for (int r = 0; r < G; r++) out[r] = NULL;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n <= 0) {
+    (void)cudaGetLastError();
+    seterr(err, errlen, "comm nccl: no CUDA device for the local mode (%s)",
+           e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return BS_COMM_ERR;
+  }
+  if (device < 0 || device >= n) {
+    seterr(err, errlen, "comm nccl: device %d outside 0..%d", device, n - 1);
+    return BS_COMM_ERR;
+  }
+  local_world *lw = calloc(1, sizeof *lw);
+  if (!lw) {
+    seterr(err, errlen, "comm nccl: out of memory");
+    return BS_COMM_ERR;
+  }
+  lw->G = G;
+  lw->device = device;
+  pthread_mutex_init(&lw->mu, NULL);
+  int rc = BS_COMM_OK;
+  e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&lw->coll_stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    seterr(err, errlen, "comm nccl: %s", cudaGetErrorString(e));
+    pthread_mutex_destroy(&lw->mu);
+    free(lw);
+    return BS_COMM_ERR;
+  }
+  for (int r = 0; r < G && rc == BS_COMM_OK; r++) {
+    bs_comm_nccl *c = calloc(1, sizeof *c);
+    if (!c) {
+      seterr(err, errlen, "comm nccl: out of memory");
+      rc = BS_COMM_ERR;
+      break;
+    }
+    c->local = 1;
+    c->rank = r;
+    c->size = G;
+    c->lw = lw;
+    lw->refs++;
+    out[r] = c;
+    rc = init_handle(c, device, err, errlen);
+  }
+  if (rc != BS_COMM_OK) {
+    for (int r = 0; r < G; r++)
+      if (out[r]) {
+        bs_comm_nccl_free(out[r]);
+        out[r] = NULL;
+      }
+  }
+  return rc;
+}
+
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+#define NC(call, err, len)                                                                     \
+  do {                                                                                         \
+    ncclResult_t r_ = (call);                                                                  \
+    if (r_ != ncclSuccess) {                                                                   \
+      seterr(err, len, "comm nccl: %s: %s", #call, ncclGetErrorString(r_));                    \
+      return BS_COMM_ERR;                                                                      \
+    }                                                                                          \
+  } while (0)
+
+static int nccl_init_comm(MPI_Comm mc, int nranks, int rank, ncclComm_t *out, char *err, size_t len) {
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (rank == 0) NC(ncclGetUniqueId(&id), err, len);
+  if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, mc) != MPI_SUCCESS) {
+    seterr(err, len, "comm nccl: MPI_Bcast of the ncclUniqueId failed");
+    return BS_COMM_ERR;
+  }
+  NC(ncclCommInitRank(out, nranks, id, rank), err, len);
+  return BS_COMM_OK;
+}
+#endif
+
+int bs_comm_nccl_create(const void *mpi_world, int device, bs_comm_nccl **out, char *err,
+                        size_t errlen) {
+  if (!out || !mpi_world) {
+    seterr(err, errlen, "comm nccl: NULL argument");
+    return BS_COMM_ERR;
+  }
+  *out = NULL;
+#ifdef BS_COMM_NCCL_LOCAL_ONLY
+  (void)device;
+  seterr(err, errlen, "comm nccl: built without NCCL and MPI (local mode only)");
+  return BS_COMM_ERR;
+#else
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n <= 0) {
+    (void)cudaGetLastError();
+    seterr(err, errlen, "comm nccl: no CUDA device (%s)",
+           e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return BS_COMM_ERR;
+  }
+  if (device < 0 || device >= n) {
+    seterr(err, errlen, "comm nccl: device %d outside 0..%d", device, n - 1);
+    return BS_COMM_ERR;
+  }
+  bs_comm_nccl *c = calloc(1, sizeof *c);
+  if (!c) {
+    seterr(err, errlen, "comm nccl: out of memory");
+    return BS_COMM_ERR;
+  }
+  c->world = MPI_COMM_NULL;
+  if (MPI_Comm_dup(*(const MPI_Comm *)mpi_world, &c->world) != MPI_SUCCESS) {
+    seterr(err, errlen, "comm nccl: MPI_Comm_dup failed");
+    free(c);
+    return BS_COMM_ERR;
+  }
+  MPI_Comm_rank(c->world, &c->rank);
+  MPI_Comm_size(c->world, &c->size);
+  if (init_handle(c, device, err, errlen) != BS_COMM_OK ||
+      nccl_init_comm(c->world, c->size, c->rank, &c->nccl, err, errlen) != BS_COMM_OK) {
+    c->nccl = NULL;
+    bs_comm_nccl_free(c);
+    return BS_COMM_ERR;
+  }
+  *out = c;
+  return BS_COMM_OK;
+#endif
+}
+
+int bs_comm_nccl_rank(const bs_comm_nccl *c) { return c->rank; }
+int bs_comm_nccl_size(const bs_comm_nccl *c) { return c->size; }
+int bs_comm_nccl_is_local(const bs_comm_nccl *c) { return c->local; }
+cudaStream_t bs_comm_nccl_stream(const bs_comm_nccl *c) { return c->stream; }
+int bs_comm_nccl_pending(const bs_comm_nccl *c) { return c->pending; }
+
+/* ---- local mode: matching and copies (called with lw->mu held) --------------------- */
+
+/* Copies a matched send into its receive on the receiver's stream; completes both parts. */
+static int local_copy(lmsg *snd, lmsg *rcv, char *err, size_t len) {
+  slot *ss = &snd->owner->slots[snd->slot], *rs = &rcv->owner->slots[rcv->slot];
+  if (snd->bytes > rcv->bytes) {
+    seterr(err, len, "comm nccl: rank %d sends %lld bytes to rank %d (tag %d), which receives %lld",
+           snd->src, (long long)snd->bytes, snd->dst, snd->tag, (long long)rcv->bytes);
+    ss->failed = rs->failed = 1;
+    ss->unissued--;
+    rs->unissued--;
+    return BS_COMM_ERR;
+  }
+  cudaStream_t st = rcv->owner->stream;
+  cudaError_t e = cudaStreamWaitEvent(st, snd->ready, 0);
+  if (e == cudaSuccess && snd->bytes > 0)
+    e = cudaMemcpyAsync(rcv->rbuf, snd->sbuf, (size_t)snd->bytes, cudaMemcpyDeviceToDevice, st);
+  if (e == cudaSuccess) e = cudaEventRecord(ss->ev[snd->part], st);
+  if (e == cudaSuccess) e = cudaEventRecord(rs->ev[rcv->part], st);
+  ss->unissued--;
+  rs->unissued--;
+  if (e != cudaSuccess) {
+    ss->failed = rs->failed = 1;
+    seterr(err, len, "comm nccl: local copy rank %d -> %d: %s", snd->src, snd->dst,
+           cudaGetErrorString(e));
+    return BS_COMM_ERR;
+  }
+  return BS_COMM_OK;
+}
+
+static lmsg *take_match(lmsg **list, int src, int dst, int tag) {
+  for (lmsg **pp = list; *pp; pp = &(*pp)->next)
+    if ((*pp)->src == src && (*pp)->dst == dst && (*pp)->tag == tag) {
+      lmsg *m = *pp;
+      *pp = m->next;
+      return m;
+    }
+  return NULL;
+}
+
+static void append(lmsg **list, lmsg *m) {
+  m->next = NULL;
+  while (*list) list = &(*list)->next;
+  *list = m;
+}
+
+static void free_msg(lmsg *m) {
+  if (m->ready) (void)cudaEventDestroy(m->ready); /* safe with waits still enqueued */
+  free(m);
+}
+
+/* Posts one part (send or receive) of request slot s. */
+static int local_post(bs_comm_nccl *c, int send, const void *sbuf, void *rbuf, int64_t bytes,
+                      int peer, int tag, int s, int part, char *err, size_t len) {
+  local_world *lw = c->lw;
+  lmsg *m = calloc(1, sizeof *m);
+  if (!m) {
+    seterr(err, len, "comm nccl: out of memory");
+    c->slots[s].failed = 1;
+    return BS_COMM_ERR;
+  }
+  m->src = send ? c->rank : peer;
+  m->dst = send ? peer : c->rank;
+  m->tag = tag;
+  m->sbuf = sbuf;
+  m->rbuf = rbuf;
+  m->bytes = bytes;
+  m->owner = c;
+  m->slot = s;
+  m->part = part;
+  if (send) {
+    cudaError_t e = cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(m->ready, c->stream);
+    if (e != cudaSuccess) {
+      seterr(err, len, "comm nccl: %s", cudaGetErrorString(e));
+      c->slots[s].failed = 1;
+      free_msg(m);
+      return BS_COMM_ERR;
+    }
+    lmsg *r = take_match(&lw->recvs, m->src, m->dst, tag);
+    if (!r) {
+      append(&lw->sends, m);
+      return BS_COMM_OK;
+    }
+    int rc = local_copy(m, r, err, len);
+    free_msg(m);
+    free_msg(r);
+    return rc;
+  }
+  lmsg *sm = take_match(&lw->sends, m->src, m->dst, tag);
+  if (!sm) {
+    append(&lw->recvs, m);
+    return BS_COMM_OK;
+  }
+  int rc = local_copy(sm, m, err, len);
+  free_msg(sm);
+  free_msg(m);
+  return rc;
+}
+
+/* Runs a collective whose members have all posted, on the shared stream. */
+static int local_run_coll(local_world *lw, lcoll *cl, char *err, size_t len) {
+  cudaStream_t st = lw->coll_stream;
+  const int n = cl->g.size;
+  cudaError_t e = cudaSuccess;
+  int rc = BS_COMM_OK;
+  for (int m = 0; m < n && e == cudaSuccess; m++) e = cudaStreamWaitEvent(st, cl->ready[m], 0);
+  const size_t b = (size_t)cl->bytes;
+  switch (cl->kind) {
+    case BS_COMM_ALLREDUCE: {
+      const int64_t cnt = cl->bytes / 4;
+      if (e == cudaSuccess && cl->recv[0] != cl->send[0])
+        e = cudaMemcpyAsync(cl->recv[0], cl->send[0], b, cudaMemcpyDeviceToDevice, st);
+      for (int m = 1; m < n && e == cudaSuccess; m++)
+        if (bs_cuda_reduce_f32((float *)cl->recv[0], (const float *)cl->send[m], cnt, cl->red, st))
+          e = cudaErrorLaunchFailure;
+      for (int m = 1; m < n && e == cudaSuccess; m++)
+        e = cudaMemcpyAsync(cl->recv[m], cl->recv[0], b, cudaMemcpyDeviceToDevice, st);
+      break;
+    }
+    case BS_COMM_ALLGATHER:
+      for (int r = 0; r < n && e == cudaSuccess; r++)
+        for (int m = 0; m < n && e == cudaSuccess; m++) {
+          char *dst = (char *)cl->recv[r] + (size_t)m * b;
+          if (dst != (const char *)cl->send[m])
+            e = cudaMemcpyAsync(dst, cl->send[m], b, cudaMemcpyDeviceToDevice, st);
+        }
+      break;
+    case BS_COMM_REDUCE_SCATTER: {
+      const size_t part = b / (size_t)n;
+      for (int r = 0; r < n && e == cudaSuccess; r++) {
+        e = cudaMemcpyAsync(cl->recv[r], (const char *)cl->send[0] + (size_t)r * part, part,
+                            cudaMemcpyDeviceToDevice, st);
+        for (int m = 1; m < n && e == cudaSuccess; m++)
+          if (bs_cuda_reduce_f32((float *)cl->recv[r],
+                                 (const float *)((const char *)cl->send[m] + (size_t)r * part),
+                                 (int64_t)(part / 4), cl->red, st))
+            e = cudaErrorLaunchFailure;
+      }
+      break;
+    }
+    case BS_COMM_ALLTOALL: {
+      const size_t blk = b / (size_t)n;
+      for (int r = 0; r < n && e == cudaSuccess; r++)
+        for (int m = 0; m < n && e == cudaSuccess; m++)
+          e = cudaMemcpyAsync((char *)cl->recv[r] + (size_t)m * blk,
+                              (const char *)cl->send[m] + (size_t)r * blk, blk,
+                              cudaMemcpyDeviceToDevice, st);
+      break;
+    }
+  }
+  for (int m = 0; m < n; m++) {
+    slot *sl = &cl->owner[m]->slots[cl->slot[m]];
+    if (e == cudaSuccess) {
+      cudaError_t re = cudaEventRecord(sl->ev[0], st);
+      if (re != cudaSuccess) e = re;
+    }
+    sl->unissued = 0;
+    if (e != cudaSuccess) sl->failed = 1;
+  }
+  if (e != cudaSuccess) {
+    seterr(err, len, "comm nccl: local collective %d: %s", (int)cl->kind, cudaGetErrorString(e));
+    rc = BS_COMM_ERR;
+  }
+  return rc;
+}
+
+static int local_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type,
+                      bs_comm_group g, const void *send, void *recv, int64_t bytes, int s,
+                      char *err, size_t len) {
+  local_world *lw = c->lw;
+  int64_t seq = next_seq(c, g, err, len);
+  if (seq < 0) return BS_COMM_ERR;
+  lcoll *cl = lw->colls;
+  for (; cl; cl = cl->next)
+    if (cl->seq == seq && cl->g.first == g.first && cl->g.stride == g.stride && cl->g.size == g.size)
+      break;
+  if (!cl) {
+    cl = calloc(1, sizeof *cl);
+    if (!cl) {
+      seterr(err, len, "comm nccl: out of memory");
+      return BS_COMM_ERR;
+    }
+    cl->g = g;
+    cl->seq = seq;
+    cl->kind = kind;
+    cl->red = red;
+    cl->type = type;
+    cl->bytes = bytes;
+    cl->next = lw->colls;
+    lw->colls = cl;
+  } else if (cl->kind != kind || cl->red != red || cl->type != type || cl->bytes != bytes) {
+    seterr(err, len, "comm nccl: rank %d's collective #%lld on group %d+%d*i differs from its peers'",
+           c->rank, (long long)seq, g.first, g.stride, g.size);
+    return BS_COMM_ERR;
+  }
+  const int m = (c->rank - g.first) / g.stride;
+  CU(cudaEventCreateWithFlags(&cl->ready[m], cudaEventDisableTiming), err, len);
+  CU(cudaEventRecord(cl->ready[m], c->stream), err, len);
+  cl->send[m] = send;
+  cl->recv[m] = recv;
+  cl->owner[m] = c;
+  cl->slot[m] = s;
+  if (++cl->posted < g.size) return BS_COMM_OK;
+  int rc = local_run_coll(lw, cl, err, len);
+  for (lcoll **pp = &lw->colls; *pp; pp = &(*pp)->next)
+    if (*pp == cl) {
+      *pp = cl->next;
+      break;
+    }
+  for (int i = 0; i < g.size; i++)
+    if (cl->ready[i]) (void)cudaEventDestroy(cl->ready[i]);
+  free(cl);
+  return rc;
+}
+
+/* ---- NCCL mode ------------------------------------------------------------------------- */
+
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+static int queue_op(bs_comm_nccl *c, int send, void *buf, int64_t bytes, int peer, int s, int part,
+                    char *err, size_t len) {
+  if (c->nq == c->qcap) {
+    int cap = c->qcap ? 2 * c->qcap : 32;
+    p2p_op *q = realloc(c->queue, (size_t)cap * sizeof *q);
+    if (!q) {
+      seterr(err, len, "comm nccl: out of memory");
+      return BS_COMM_ERR;
+    }
+    c->queue = q;
+    c->qcap = cap;
+  }
+  p2p_op *op = &c->queue[c->nq++];
+  op->send = send;
+  op->buf = buf;
+  op->bytes = bytes;
+  op->peer = peer;
+  op->slot = s;
+  op->part = part;
+  return BS_COMM_OK;
+}
+
+static int nccl_flush(bs_comm_nccl *c, char *err, size_t len) {
+  if (c->nq == 0) return BS_COMM_OK;
+  ncclResult_t r = ncclGroupStart();
+  for (int i = 0; i < c->nq && r == ncclSuccess; i++) {
+    p2p_op *op = &c->queue[i];
+    r = op->send ? ncclSend(op->buf, (size_t)op->bytes, ncclUint8, op->peer, c->nccl, c->stream)
+                 : ncclRecv(op->buf, (size_t)op->bytes, ncclUint8, op->peer, c->nccl, c->stream);
+  }
+  ncclResult_t r2 = ncclGroupEnd();
+  if (r == ncclSuccess) r = r2;
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < c->nq; i++) {
+    slot *sl = &c->slots[c->queue[i].slot];
+    if (r == ncclSuccess && e == cudaSuccess) e = cudaEventRecord(sl->ev[c->queue[i].part], c->stream);
+    sl->unissued--;
+    if (r != ncclSuccess || e != cudaSuccess) sl->failed = 1;
+  }
+  c->nq = 0;
+  if (r != ncclSuccess) {
+    seterr(err, len, "comm nccl: grouped send/recv: %s", ncclGetErrorString(r));
+    return BS_COMM_ERR;
+  }
+  if (e != cudaSuccess) {
+    seterr(err, len, "comm nccl: cudaEventRecord: %s", cudaGetErrorString(e));
+    return BS_COMM_ERR;
+  }
+  return BS_COMM_OK;
+}
+
+static int nccl_group_comm(bs_comm_nccl *c, bs_comm_group g, ncclComm_t *out, char *err, size_t len) {
+  if (g.first == 0 && g.stride == 1 && g.size == c->size) {
+    *out = c->nccl;
+    return BS_COMM_OK;
+  }
+  for (int i = 0; i < c->ngroups; i++)
+    if (c->groups[i].g.first == g.first && c->groups[i].g.stride == g.stride &&
+        c->groups[i].g.size == g.size) {
+      *out = c->groups[i].nccl;
+      return BS_COMM_OK;
+    }
+  if (c->ngroups == MAX_GROUPS) {
+    seterr(err, len, "comm nccl: more than %d groups", MAX_GROUPS);
+    return BS_COMM_ERR;
+  }
+  int *ranks = malloc((size_t)g.size * sizeof *ranks);
+  if (!ranks) {
+    seterr(err, len, "comm nccl: out of memory");
+    return BS_COMM_ERR;
+  }
+  for (int i = 0; i < g.size; i++) ranks[i] = g.first + i * g.stride;
+  MPI_Group wg, sub;
+  MPI_Comm mc = MPI_COMM_NULL;
+  MPI_Comm_group(c->world, &wg);
+  MPI_Group_incl(wg, g.size, ranks, &sub);
+  int tag = (int)((g.first * 131 + g.stride * 7 + g.size) % 32000);
+  int mrc = MPI_Comm_create_group(c->world, sub, tag, &mc);
+  MPI_Group_free(&sub);
+  MPI_Group_free(&wg);
+  free(ranks);
+  if (mrc != MPI_SUCCESS || mc == MPI_COMM_NULL) {
+    seterr(err, len, "comm nccl: MPI communicator of group %d+%d*i failed", g.first, g.stride);
+    return BS_COMM_ERR;
+  }
+  ncclComm_t nc = NULL;
+  if (nccl_init_comm(mc, g.size, (c->rank - g.first) / g.stride, &nc, err, len) != BS_COMM_OK) {
+    MPI_Comm_free(&mc);
+    return BS_COMM_ERR;
+  }
+  c->groups[c->ngroups].g = g;
+  c->groups[c->ngroups].mpi = mc;
+  c->groups[c->ngroups].nccl = nc;
+  c->ngroups++;
+  *out = nc;
+  return BS_COMM_OK;
+}
+
+static int nccl_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_group g,
+                     const void *send, void *recv, int64_t bytes, int s, char *err, size_t len) {
+  ncclComm_t gc;
+  if (nccl_flush(c, err, len) || nccl_group_comm(c, g, &gc, err, len)) return BS_COMM_ERR;
+  ncclRedOp_t op = red == BS_COMM_MAX ? ncclMax : ncclSum;
+  ncclResult_t r = ncclSuccess;
+  switch (kind) {
+    case BS_COMM_ALLREDUCE:
+      r = ncclAllReduce(send, recv, (size_t)(bytes / 4), ncclFloat32, op, gc, c->stream);
+      break;
+    case BS_COMM_ALLGATHER:
+      r = ncclAllGather(send, recv, (size_t)bytes, ncclUint8, gc, c->stream);
+      break;
+    case BS_COMM_REDUCE_SCATTER:
+      r = ncclReduceScatter(send, recv, (size_t)(bytes / 4 / g.size), ncclFloat32, op, gc, c->stream);
+      break;
+    case BS_COMM_ALLTOALL: {
+      const size_t blk = (size_t)(bytes / g.size);
+      r = ncclGroupStart();
+      for (int i = 0; i < g.size && r == ncclSuccess; i++) {
+        r = ncclSend((const char *)send + (size_t)i * blk, blk, ncclUint8, i, gc, c->stream);
+        if (r == ncclSuccess) r = ncclRecv((char *)recv + (size_t)i * blk, blk, ncclUint8, i, gc, c->stream);
+      }
+      ncclResult_t r2 = ncclGroupEnd();
+      if (r == ncclSuccess) r = r2;
+      break;
+    }
+  }
+  if (r != ncclSuccess) {
+    c->slots[s].failed = 1;
+    c->slots[s].unissued = 0;
+    seterr(err, len, "comm nccl: collective %d: %s", (int)kind, ncclGetErrorString(r));
+    return BS_COMM_ERR;
+  }
+  c->slots[s].unissued = 0;
+  CU(cudaEventRecord(c->slots[s].ev[0], c->stream), err, len);
+  return BS_COMM_OK;
+}
+#endif
+
+/* ---- the comm.h calls --------------------------------------------------------------------- */
+
+static void lock(bs_comm_nccl *c) {
+  if (c->local) pthread_mutex_lock(&c->lw->mu);
+}
+static void unlock(bs_comm_nccl *c) {
+  if (c->local) pthread_mutex_unlock(&c->lw->mu);
+}
+
+static int check_peer(const bs_comm_nccl *c, int peer, int64_t bytes, char *err, size_t len) {
+  if (peer < 0 || peer >= c->size) {
+    seterr(err, len, "comm nccl: peer %d outside 0..%d", peer, c->size - 1);
+    return 0;
+  }
+  if (bytes < 0) {
+    seterr(err, len, "comm nccl: negative byte count %lld", (long long)bytes);
+    return 0;
+  }
+  return 1;
+}
+
+static int post_p2p(bs_comm_nccl *c, int send, const void *buf, int64_t bytes, int peer, int tag,
+                    int *req, char *err, size_t len) {
+  if (!c || !req) {
+    seterr(err, len, "comm nccl: NULL communicator or request");
+    return BS_COMM_ERR;
+  }
+  if (!check_peer(c, peer, bytes, err, len)) return BS_COMM_ERR;
+  if (!buf && bytes > 0) {
+    seterr(err, len, "comm nccl: NULL buffer");
+    return BS_COMM_ERR;
+  }
+  lock(c);
+  int rc = BS_COMM_ERR;
+  int s = new_slot(c, 1, err, len);
+  if (s >= 0) {
+    if (c->local) {
+      rc = local_post(c, send, buf, (void *)buf, bytes, peer, tag, s, 0, err, len);
+    } else {
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+      rc = queue_op(c, send, (void *)buf, bytes, peer, s, 0, err, len);
+#endif
+    }
+    /* On an error nothing references the slot any more: the request dies. */
+    if (rc != BS_COMM_OK) release_slot(c, s);
+    else *req = s;
+  }
+  unlock(c);
+  return rc;
+}
+
+int bs_comm_nccl_isend(bs_comm_nccl *c, const void *buf, int64_t bytes, int peer, int tag, int *req,
+                       char *err, size_t errlen) {
+  return post_p2p(c, 1, buf, bytes, peer, tag, req, err, errlen);
+}
+
+int bs_comm_nccl_irecv(bs_comm_nccl *c, void *buf, int64_t bytes, int peer, int tag, int *req,
+                       char *err, size_t errlen) {
+  return post_p2p(c, 0, buf, bytes, peer, tag, req, err, errlen);
+}
+
+int bs_comm_nccl_sendrecv(bs_comm_nccl *c, const void *sendbuf, int64_t send_bytes, int to,
+                          void *recvbuf, int64_t recv_bytes, int from, int tag, int *req,
+                          char *err, size_t errlen) {
+  if (!c || !req) {
+    seterr(err, errlen, "comm nccl: NULL communicator or request");
+    return BS_COMM_ERR;
+  }
+  if (!check_peer(c, to, send_bytes, err, errlen) || !check_peer(c, from, recv_bytes, err, errlen))
+    return BS_COMM_ERR;
+  if ((!sendbuf && send_bytes > 0) || (!recvbuf && recv_bytes > 0)) {
+    seterr(err, errlen, "comm nccl: NULL buffer");
+    return BS_COMM_ERR;
+  }
+  lock(c);
+  int rc = BS_COMM_ERR;
+  int s = new_slot(c, 2, err, errlen);
+  if (s >= 0) {
+    if (c->local) {
+      rc = local_post(c, 1, sendbuf, NULL, send_bytes, to, tag, s, 0, err, errlen);
+      if (rc == BS_COMM_OK) rc = local_post(c, 0, NULL, recvbuf, recv_bytes, from, tag, s, 1, err, errlen);
+    } else {
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+      rc = queue_op(c, 1, (void *)sendbuf, send_bytes, to, s, 0, err, errlen);
+      if (rc == BS_COMM_OK) rc = queue_op(c, 0, recvbuf, recv_bytes, from, s, 1, err, errlen);
+      if (rc == BS_COMM_OK) rc = nccl_flush(c, err, errlen); /* a ring step goes out now */
+#endif
+    }
+    if (rc != BS_COMM_OK && (!c->local || c->slots[s].unissued == 0)) {
+      release_slot(c, s);
+    } else {
+      /* Local mode, one part still posted: keep the slot (failed) for test/wait. */
+      *req = s;
+      if (rc != BS_COMM_OK) c->slots[s].failed = 1;
+    }
+  }
+  unlock(c);
+  return rc;
+}
+
+int bs_comm_nccl_icoll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type,
+                       bs_comm_group g, const void *send, void *recv, int64_t bytes, int *req,
+                       char *err, size_t errlen) {
+  if (!c || !req || !send || !recv) {
+    seterr(err, errlen, "comm nccl: NULL communicator, request or buffer");
+    return BS_COMM_ERR;
+  }
+  if (!in_group(c, g, err, errlen) || !coll_args_ok(kind, type, g, bytes, err, errlen))
+    return BS_COMM_ERR;
+  lock(c);
+  int rc = BS_COMM_ERR;
+  int s = new_slot(c, 1, err, errlen);
+  if (s >= 0) {
+    if (c->local) {
+      rc = local_coll(c, kind, red, type, g, send, recv, bytes, s, err, errlen);
+    } else {
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+      rc = nccl_coll(c, kind, red, g, send, recv, bytes, s, err, errlen);
+#endif
+    }
+    /* On an error no collective entry references the slot any more. */
+    if (rc != BS_COMM_OK) release_slot(c, s);
+    else *req = s;
+  }
+  unlock(c);
+  return rc;
+}
+
+int bs_comm_nccl_flush(bs_comm_nccl *c, char *err, size_t errlen) {
+  if (!c) return BS_COMM_ERR;
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+  if (!c->local) return nccl_flush(c, err, errlen);
+#endif
+  (void)err;
+  (void)errlen;
+  return BS_COMM_OK;
+}
+
+/* With the lock held. */
+static int test_locked(bs_comm_nccl *c, int req, int *done) {
+  *done = 0;
+  if (req < 0 || req >= c->nslot || !c->slots[req].busy) return BS_COMM_ERR;
+  slot *sl = &c->slots[req];
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+  if (!c->local && sl->unissued > 0) {
+    char err[256];
+    if (nccl_flush(c, err, sizeof err)) fprintf(stderr, "%s\n", err);
+  }
+#endif
+  if (sl->failed && sl->unissued == 0) {
+    release_slot(c, req);
+    return BS_COMM_ERR;
+  }
+  if (sl->unissued > 0) return BS_COMM_OK; /* waiting for the peer to post */
+  for (int p = 0; p < sl->nev; p++) {
+    cudaError_t e = cudaEventQuery(sl->ev[p]);
+    if (e == cudaErrorNotReady) return BS_COMM_OK;
+    if (e != cudaSuccess) {
+      fprintf(stderr, "comm nccl: request %d: %s\n", req, cudaGetErrorString(e));
+      release_slot(c, req);
+      return BS_COMM_ERR;
+    }
+  }
+  const int failed = sl->failed;
+  release_slot(c, req);
+  if (failed) return BS_COMM_ERR;
+  *done = 1;
+  return BS_COMM_OK;
+}
+
+int bs_comm_nccl_test(bs_comm_nccl *c, int req, int *done) {
+  if (!c || !done) return BS_COMM_ERR;
+  lock(c);
+  int rc = test_locked(c, req, done);
+  unlock(c);
+  return rc;
+}
+
+int bs_comm_nccl_wait(bs_comm_nccl *c, int req, double timeout_s) {
+  if (!c) return BS_COMM_ERR;
+  const double deadline = now_s() + timeout_s;
+  for (;;) {
+    int done = 0;
+    int rc = bs_comm_nccl_test(c, req, &done);
+    if (rc != BS_COMM_OK) return rc;
+    if (done) return BS_COMM_OK;
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+    if (!c->local) {
+      ncclResult_t as = ncclSuccess;
+      if (ncclCommGetAsyncError(c->nccl, &as) == ncclSuccess && as != ncclSuccess &&
+          as != ncclInProgress) {
+        fprintf(stderr, "comm nccl: rank %d: %s\n", c->rank, ncclGetErrorString(as));
+        return BS_COMM_ERR;
+      }
+    }
+#endif
+    if (now_s() > deadline) return BS_COMM_TIMEOUT;
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+void bs_comm_nccl_progress(bs_comm_nccl *c) {
+  if (!c) return;
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+  if (!c->local) {
+    char err[256];
+    if (nccl_flush(c, err, sizeof err)) fprintf(stderr, "%s\n", err);
+  }
+#endif
+}
+
+int bs_comm_nccl_after(bs_comm_nccl *c, cudaStream_t compute, char *err, size_t errlen) {
+  if (!c) return BS_COMM_ERR;
+  lock(c);
+  cudaError_t e = cudaEventRecord(c->after_ev, compute);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, c->after_ev, 0);
+  unlock(c);
+  if (e != cudaSuccess) {
+    seterr(err, errlen, "comm nccl: after: %s", cudaGetErrorString(e));
+    return BS_COMM_ERR;
+  }
+  return BS_COMM_OK;
+}
+
+int bs_comm_nccl_stream_wait(bs_comm_nccl *c, int req, cudaStream_t compute, char *err,
+                             size_t errlen) {
+  if (!c) return BS_COMM_ERR;
+  lock(c);
+  int rc = BS_COMM_OK;
+  if (req < 0 || req >= c->nslot || !c->slots[req].busy) {
+    seterr(err, errlen, "comm nccl: stream_wait: request %d is not in flight", req);
+    rc = BS_COMM_ERR;
+  } else {
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+    if (!c->local && c->slots[req].unissued > 0) rc = nccl_flush(c, err, errlen);
+#endif
+    slot *sl = &c->slots[req];
+    if (rc == BS_COMM_OK && (sl->unissued > 0 || sl->failed)) {
+      seterr(err, errlen, "comm nccl: stream_wait: request %d %s", req,
+             sl->failed ? "failed" : "is not matched by its peer yet");
+      rc = BS_COMM_ERR;
+    }
+    for (int p = 0; rc == BS_COMM_OK && p < sl->nev; p++) {
+      cudaError_t e = cudaStreamWaitEvent(compute, sl->ev[p], 0);
+      if (e != cudaSuccess) {
+        seterr(err, errlen, "comm nccl: stream_wait: %s", cudaGetErrorString(e));
+        rc = BS_COMM_ERR;
+      }
+    }
+  }
+  unlock(c);
+  return rc;
+}
+
+void bs_comm_nccl_abort(bs_comm_nccl *c, int code) {
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+  if (c && !c->local) {
+    if (c->nccl) (void)ncclCommAbort(c->nccl);
+    MPI_Abort(c->world, code);
+  }
+#endif
+  (void)c;
+  fprintf(stderr, "comm nccl: abort with code %d\n", code);
+  exit(code);
+}
+
+void bs_comm_nccl_free(bs_comm_nccl *c) {
+  if (!c) return;
+  if (c->stream) (void)cudaStreamSynchronize(c->stream);
+  if (c->local) {
+    local_world *lw = c->lw;
+    pthread_mutex_lock(&lw->mu);
+    /* Unmatched posts of this rank die with it. */
+    lmsg **lists[2] = {&lw->sends, &lw->recvs};
+    for (int l = 0; l < 2; l++)
+      for (lmsg **pp = lists[l]; *pp;) {
+        if ((*pp)->owner == c) {
+          lmsg *m = *pp;
+          *pp = m->next;
+          free_msg(m);
+        } else {
+          pp = &(*pp)->next;
+        }
+      }
+    /* Collectives this rank joined but that never completed: their other
+     * members' requests stay unissued (their waits time out). */
+    for (lcoll **pp = &lw->colls; *pp;) {
+      int mine = 0;
+      for (int i = 0; i < (*pp)->g.size; i++)
+        if ((*pp)->owner[i] == c) mine = 1;
+      if (mine) {
+        lcoll *cl = *pp;
+        *pp = cl->next;
+        for (int i = 0; i < cl->g.size; i++)
+          if (cl->ready[i]) (void)cudaEventDestroy(cl->ready[i]);
+        free(cl);
+      } else {
+        pp = &(*pp)->next;
+      }
+    }
+    destroy_handle(c);
+    const int last = --lw->refs == 0;
+    pthread_mutex_unlock(&lw->mu);
+    free(c);
+    if (last) {
+      (void)cudaStreamSynchronize(lw->coll_stream);
+      (void)cudaStreamDestroy(lw->coll_stream);
+      while (lw->colls) {
+        lcoll *cl = lw->colls;
+        lw->colls = cl->next;
+        for (int i = 0; i < cl->g.size; i++)
+          if (cl->ready[i]) (void)cudaEventDestroy(cl->ready[i]);
+        free(cl);
+      }
+      pthread_mutex_destroy(&lw->mu);
+      free(lw);
+    }
+    return;
+  }
+#ifndef BS_COMM_NCCL_LOCAL_ONLY
+  for (int i = 0; i < c->ngroups; i++) {
+    (void)ncclCommDestroy(c->groups[i].nccl);
+    MPI_Comm_free(&c->groups[i].mpi);
+  }
+  if (c->nccl) (void)ncclCommDestroy(c->nccl);
+  if (c->world != MPI_COMM_NULL) MPI_Comm_free(&c->world);
+  free(c->queue);
+#endif
+  destroy_handle(c);
+  free(c);
+}
