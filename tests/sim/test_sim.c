@@ -509,6 +509,42 @@ static void test_generators(void **state) {
   assert_non_null(strstr(err, "torus"));
 }
 
+/* The host topology's rule: ranks on one host share its CPU. Two concurrent
+ * copies of t seconds each end at 2t; a message goes over the host's link. */
+static void test_shared_host_cpu(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  write_text(t.xml, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                    "<platform version=\"4.1\"><zone id=\"one\" routing=\"Full\">\n"
+                    "<host id=\"cpu\" speed=\"1Gf\" core=\"1\"/>\n"
+                    "<link id=\"loop\" bandwidth=\"5GBps\" latency=\"3us\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+                    "<route src=\"cpu\" dst=\"cpu\"><link_ctn id=\"loop\" direction=\"UP\"/></route>\n"
+                    "</zone></platform>\n");
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  const int64_t copy = 20000000, msg = 50000000;
+  for (int r = 0; r < 2; r++) toy_copy(&p, r, copy);
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 9, msg);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 9, msg);
+  int h = 0;
+  toy_wait(&p, 0, 1, &h);
+  toy_wait(&p, 1, 1, &h);
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&p, &t, &r, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  double tc = 2.0 * (double)copy / MEM_BW; /* one copy alone */
+  assert_close(r.time.compute, 2 * tc, 1e-9);
+  assert_close(r.time.step, 2 * tc + 3e-6 + (double)msg / 5e9, 1e-9);
+  assert_int_equal(r.comm.inter_node, 0);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
 /* ---------------- real plans ---------------- */
 
 static void burst_config(bs_config *c, int gpus, int64_t seq, int double_ring) {
@@ -693,6 +729,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_memory_peak_breakdown_oom),
       cmocka_unit_test(test_allreduce_ring),
       cmocka_unit_test(test_bad_config),
+      cmocka_unit_test(test_shared_host_cpu),
       cmocka_unit_test(test_profiles_load),
       cmocka_unit_test(test_generators),
       cmocka_unit_test(test_burst_bytes_anchors),
