@@ -18,7 +18,7 @@ typedef struct {
   int causal;
   double seconds;      /* best of the repetitions */
   double gflops;       /* FLOP convention below / seconds / 1e9 */
-  double peak_gflops;  /* the FMA peak measured in this run */
+  double peak_gflops;  /* the FMA peak measured next to this row, in this run */
   double peak_fraction;
   int64_t rss_bytes;   /* growth of the peak RSS during one call (extra memory) */
 } bs_bench_row;
@@ -41,7 +41,10 @@ double bs_bench_flops(const char *kernel, int B, int Z, int64_t n, int d, int ca
 /* FP32 FMA peak in GFLOP/s from a register-only FMA loop on `threads` threads (0 = all). */
 double bs_bench_fma_peak(int threads, const char **isa);
 
-/* Runs the benchmark; *rows is malloc'ed (free it). Returns 0, or -1 with err set. */
+/*
+ * Runs the benchmark; *rows is malloc'ed (free it); *peak is the best FMA peak
+ * seen during the run. Returns 0, or -1 with err set.
+ */
 int bs_bench_kernels(const bs_bench_opts *o, bs_bench_row **rows, int *nrows, double *peak,
                      const char **isa, char *err, size_t errlen);
 

@@ -147,7 +147,8 @@ int cmd_bench(int argc, char **argv) {
     fprintf(stderr, "burstsim bench kernels: %s\n", err);
     return 1;
   }
-  fprintf(t.out, "#\n# FP32 FMA peak (%s loop, all threads): %.1f GFLOP/s\n", isa, peak);
+  fprintf(t.out, "#\n# FP32 FMA peak (%s loop, all threads): best %.1f GFLOP/s in this run;\n"
+                 "# %%peak compares each row with the peak measured next to it.\n", isa, peak);
   int rc = 0;
   if (json) {
     char *s = rows_json(rows, n);

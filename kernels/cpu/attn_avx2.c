@@ -239,17 +239,19 @@ static inline float dot1(const float *qi, const float *kj, int d) {
   return attn_hsum_ps(a0);
 }
 
-#define DECODE_ROWS 4
+#define DECODE_ROWS 4 /* per head: up to this many rows take the row path */
+#define GROUP_ROWS 16 /* grouped decode: rows of all heads of a kv group */
 
 /*
  * Few query rows (decode): keys stream once through the cache, scores by dot
  * products along d, O rows held in registers while V streams; d % 8 == 0.
  */
 static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const void *k,
-                     const void *v, size_t kbase, int64_t i0, int64_t ni, int64_t j0, int64_t nj,
-                     float *o_part, float *lse_part, fwd_ws *w) {
+                     const void *v, size_t kbase, int64_t i0, int64_t ni, int64_t cyc, int64_t j0,
+                     int64_t nj, float *o_part, float *lse_part, fwd_ws *w) {
+  /* Row i sits at query index i0 + i % cyc (cyc < ni when rows of several heads are stacked). */
   const int d = p->d;
-  float m[DECODE_ROWS], l[DECODE_ROWS];
+  float m[GROUP_ROWS], l[GROUP_ROWS];
   float *s = w->st; /* [ni][tk] scores */
   for (int64_t i = 0; i < ni; i++) {
     m[i] = -INFINITY;
@@ -258,7 +260,7 @@ static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const 
   memset(o_part, 0, (size_t)ni * d * sizeof(float));
   for (int64_t jt = j0; jt < j0 + nj; jt += t.tk) {
     int64_t nk = j0 + nj - jt < t.tk ? j0 + nj - jt : t.tk;
-    int cls = attn_tile_class(&p->mask, i0, ni, jt, nk);
+    int cls = attn_tile_class(&p->mask, i0, ni < cyc ? ni : cyc, jt, nk);
     if (cls == TILE_NONE) continue;
     const float *kt = (const float *)k + (kbase + jt) * d, *vt = (const float *)v + (kbase + jt) * d;
     if (p->dtype != ATTN_FP32) {
@@ -276,7 +278,7 @@ static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const 
     }
     if (cls == TILE_PARTIAL)
       for (int64_t i = 0; i < ni; i++) {
-        int64_t qp = p->mask.q_pos0 + (i0 + i) * p->mask.q_stride;
+        int64_t qp = p->mask.q_pos0 + (i0 + i % cyc) * p->mask.q_stride;
         for (int64_t j = 0; j < nk; j++)
           if (!attn_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
             s[i * t.tk + j] = -INFINITY;
@@ -352,7 +354,7 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
     /* Row-major scaled queries in the (unused here) qp area. */
     attn_load_f32(w.qp, q, p->dtype, qoff, (size_t)ni * d);
     for (size_t e = 0; e < (size_t)ni * d; e++) w.qp[e] *= qscale;
-    fwd_rows(p, t, w.qp, k, v, kbase, i0, ni, j0, nj, o_part, lse_part, &w);
+    fwd_rows(p, t, w.qp, k, v, kbase, i0, ni, ni, j0, nj, o_part, lse_part, &w);
     return;
   }
 
@@ -415,6 +417,28 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
       lse_part[i] = -INFINITY;
     }
   }
+}
+
+/* GQA decode: the Nq rows of every query head of kv head (b, hkv), K/V read once. */
+static void avx2_fwd_group_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
+                                 const void *v, int b, int hkv, int64_t j0, int64_t nj,
+                                 float *o_part, float *lse_part, float *ws) {
+  const int d = p->d, group = p->Zq / p->Zkv;
+  if (d % 8) {
+    for (int g = 0; g < group; g++)
+      attn_variant_scalar.fwd_block(p, t, q, k, v, b, hkv * group + g, 0, p->Nq, j0, nj,
+                                    o_part + (size_t)g * p->Nq * d, lse_part + (size_t)g * p->Nq, ws);
+    return;
+  }
+  const size_t kbase = ((size_t)b * p->Zkv + hkv) * p->Nk;
+  const float qscale = p->scale * ATTN_LOG2E;
+  const int64_t ni = p->Nq * group;
+  fwd_ws w = fwd_ws_carve(p, t, ws);
+  /* Rows of heads hkv*group .. hkv*group + group - 1 are consecutive in q. */
+  size_t qoff = (((size_t)b * p->Zq + (size_t)hkv * group) * p->Nq) * d;
+  attn_load_f32(w.qp, q, p->dtype, qoff, (size_t)ni * d);
+  for (size_t e = 0; e < (size_t)ni * d; e++) w.qp[e] *= qscale;
+  fwd_rows(p, t, w.qp, k, v, kbase, 0, ni, p->Nq, j0, nj, o_part, lse_part, &w);
 }
 
 /* -------------------------------------------------------------- backward */
@@ -535,6 +559,8 @@ const attn_variant attn_variant_avx2 = {
     .fwd = {256, 64},
     .bwd = {64, 128},
     .fwd_block = avx2_fwd_block,
+    .fwd_group_block = avx2_fwd_group_block,
+    .group_rows = GROUP_ROWS,
     .bwd_block = avx2_bwd_block,
     .fwd_ws_floats = avx2_fwd_ws,
     .bwd_ws_floats = avx2_bwd_ws,

@@ -98,10 +98,20 @@ typedef void (*attn_bwd_block_fn)(const attn_params *p, attn_tiles t, const void
                                   const float *delta, int b, int hkv, int64_t j0, int64_t nj,
                                   float *dq_base, float *dk, float *dv, float *ws);
 
+/*
+ * Forward of the Nq rows of every query head of kv group (b, hkv) at once
+ * (GQA decode): o_part row g * Nq + i is query row i of head hkv * group + g.
+ */
+typedef void (*attn_fwd_group_fn)(const attn_params *p, attn_tiles t, const void *q,
+                                  const void *k, const void *v, int b, int hkv, int64_t j0,
+                                  int64_t nj, float *o_part, float *lse_part, float *ws);
+
 typedef struct {
   const char *name;
   attn_tiles fwd, bwd;
   attn_fwd_block_fn fwd_block;
+  attn_fwd_group_fn fwd_group_block; /* NULL: no grouped decode */
+  int64_t group_rows;                /* most rows fwd_group_block takes */
   attn_bwd_block_fn bwd_block;
   size_t (*fwd_ws_floats)(const attn_params *p, attn_tiles t);
   size_t (*bwd_ws_floats)(const attn_params *p, attn_tiles t);

@@ -388,6 +388,19 @@ static void test_decode_long_keys(void **state) {
   p.mask.causal = 1;
   p.mask.q_pos0 = 700;
   run_fwd_bwd("decode", p, "decode causal Nq2 Nk777", 1);
+  /* GQA decode: the query heads of a kv group are handled together. */
+  p = mk(2, 8, 2, 3, 500, 64);
+  p.mask.causal = 1;
+  p.mask.q_pos0 = 420;
+  run_fwd_bwd("decode", p, "GQA decode 8/2 Nq3 causal", 1);
+  p = mk(1, 4, 1, 1, 300, 80);
+  p.mask.causal = 1;
+  p.mask.window = 100;
+  p.mask.q_pos0 = 299;
+  run_fwd_bwd("decode", p, "GQA decode 4/1 d80 window", 1);
+  p = mk(1, 6, 3, 2, 200, 128);
+  p.dtype = ATTN_BF16;
+  run_fwd_bwd("decode", p, "GQA decode bf16 6/3", 1);
 }
 
 static void test_causal_offsets(void **state) {
