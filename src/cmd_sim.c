@@ -2,7 +2,10 @@
  * cmd_sim.c — `burstsim sim SCENARIO.ini`: loads the scenario (sweeps and
  * --set overrides), simulates every point with sim/ (each in its own forked
  * SimGrid process), prints the table and writes JSON / CSV / one trace.
+ * Under `mpirun -np K` the points are dealt round-robin to the ranks and rank 0
+ * gathers the results in order and writes everything.
  */
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +44,46 @@ static int need_arg(int i, int argc, const char *opt) {
   if (i + 1 >= argc) {
     fprintf(stderr, "burstsim sim: %s needs a value\n", opt);
     return -1;
+  }
+  return 0;
+}
+
+/* Launched by mpirun with more than one rank? (Open MPI's environment, or PMI's.) */
+static int launched_by_mpirun(void) {
+  const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+  if (!n) n = getenv("PMI_SIZE");
+  return n && atoi(n) > 1;
+}
+
+/* Rank 0 collects the points other ranks simulated (point i belongs to rank i % size). */
+static int gather_results(bs_result *res, int n, int rank, int size) {
+  for (int i = 0; i < n; i++) {
+    int owner = i % size;
+    if (owner == 0) continue;
+    if (rank == owner) {
+      int nr = res[i].ranks ? res[i].nranks : 0;
+      if (MPI_Send(&res[i], (int)sizeof res[i], MPI_BYTE, 0, 2 * i, MPI_COMM_WORLD) != MPI_SUCCESS ||
+          MPI_Send(&nr, 1, MPI_INT, 0, 2 * i + 1, MPI_COMM_WORLD) != MPI_SUCCESS ||
+          (nr && MPI_Send(res[i].ranks, (int)(sizeof *res[i].ranks * (size_t)nr), MPI_BYTE, 0, 2 * i + 1,
+                          MPI_COMM_WORLD) != MPI_SUCCESS))
+        return -1;
+    } else if (rank == 0) {
+      int nr = 0;
+      if (MPI_Recv(&res[i], (int)sizeof res[i], MPI_BYTE, owner, 2 * i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+          MPI_Recv(&nr, 1, MPI_INT, owner, 2 * i + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return -1;
+      res[i].mode = "sim";
+      res[i].ranks = NULL;
+      res[i].nranks = 0;
+      if (nr > 0) {
+        res[i].ranks = malloc(sizeof *res[i].ranks * (size_t)nr);
+        if (!res[i].ranks) return -1;
+        if (MPI_Recv(res[i].ranks, (int)(sizeof *res[i].ranks * (size_t)nr), MPI_BYTE, owner, 2 * i + 1,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+          return -1;
+        res[i].nranks = nr;
+      }
+    }
   }
   return 0;
 }
@@ -147,9 +190,23 @@ int cmd_sim(int argc, char **argv) {
     bs_scenario_free(&sc);
     return 1;
   }
-  int tty = isatty(2), failed = 0;
+  int mpi_rank = 0, mpi_size = 1;
+  if (launched_by_mpirun()) {
+    /* The forked SimGrid children never touch MPI. */
+    setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0);
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+      fprintf(stderr, "burstsim sim: MPI_Init failed\n");
+      free(res);
+      bs_scenario_free(&sc);
+      return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+  }
+  int tty = isatty(2) && mpi_rank == 0, failed = 0;
   for (int i = 0; i < sc.npoints; i++) {
     const bs_config *c = &sc.points[i];
+    if (i % mpi_size != mpi_rank) continue;
     if (tty) {
       fprintf(stderr, "\r[%3d/%d] %s %d GPUs %lld tokens ...", i + 1, sc.npoints,
               bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len);
@@ -160,13 +217,27 @@ int cmd_sim(int argc, char **argv) {
     char perr[512] = "";
     if (bs_sim_run(c, &o, &res[i], perr, sizeof perr)) {
       failed++;
-      if (!res[i].error[0]) snprintf(res[i].error, sizeof res[i].error, "%s", perr);
+      if (!res[i].error[0]) snprintf(res[i].error, sizeof res[i].error, "%.255s", perr);
       if (tty) fprintf(stderr, "\n");
       fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s\n", i + 1,
               bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len, perr);
     }
   }
   if (tty) fprintf(stderr, "\r%60s\r", "");
+  if (mpi_size > 1) {
+    int fails = failed, total = 0;
+    int bad = gather_results(res, sc.npoints, mpi_rank, mpi_size) != 0;
+    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    failed = total + bad;
+    if (bad) fprintf(stderr, "burstsim sim: rank %d: gathering the results failed\n", mpi_rank);
+    if (mpi_rank != 0) {
+      for (int i = 0; i < sc.npoints; i++) bs_result_free(&res[i]);
+      free(res);
+      bs_scenario_free(&sc);
+      MPI_Finalize();
+      return failed ? 1 : 0;
+    }
+  }
   bs_output_table(stdout, res, sc.npoints);
   int rc = failed ? 1 : 0;
   if (out_json && bs_output_json(out_json, "sim", res, sc.npoints, err, sizeof err)) {
@@ -180,6 +251,7 @@ int cmd_sim(int argc, char **argv) {
   for (int i = 0; i < sc.npoints; i++) bs_result_free(&res[i]);
   free(res);
   bs_scenario_free(&sc);
+  if (mpi_size > 1) MPI_Finalize();
   return rc;
 
 usage:
