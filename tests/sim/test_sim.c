@@ -637,11 +637,13 @@ static void test_double_ring_parallel_nics(void **state) {
 }
 
 /* The fold against the straightforward run: the same figures within 0.1 % (here: equal). */
-static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
-                      const char *expect) {
+static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
+                             int causal, bs_layout layout, const char *expect) {
   bs_config c;
   burst_config(&c, gpus, 65536, dr);
   c.par.method = m;
+  c.work.causal = causal;
+  c.par.layout = layout;
   strcpy(c.cluster.topology, topo);
   bs_sim_opts o;
   bs_sim_opts_default(&o);
@@ -680,6 +682,11 @@ static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method 
   bs_result_free(&folded);
 }
 
+static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
+                      const char *expect) {
+  fold_case_layout(topo, gpus, nodes_per_leaf, m, dr, 0, BS_CONTIGUOUS, expect);
+}
+
 static void test_fold_matches_full(void **state) {
   (void)state;
   /* 8 nodes in leaves of 2: the node fold keeps 2 leaves (4 nodes), the double ring
@@ -691,6 +698,9 @@ static void test_fold_matches_full(void **state) {
   /* 16 nodes in leaves of 4: the quotient keeps one leaf and wraps through its uplink. */
   fold_case("dgx-a100", 128, 4, BS_BURST, 1, "16 of 128 ranks simulated (4 of 16 nodes with leaf wrap");
   fold_case("dgx-a100", 128, 4, BS_RING, 1, "with leaf wrap");
+  /* Causal with the zigzag balance: every rank's step costs the same. */
+  fold_case_layout("dgx-a100", 128, 4, BS_BURST, 1, 1, BS_ZIGZAG, "with leaf wrap");
+  fold_case_layout("dgx-a100", 64, 2, BS_RING, 1, 1, BS_ZIGZAG, "of 64 ranks simulated");
   /* One leaf. */
   fold_case("dgx-h100", 64, 0, BS_BURST, 1, "of 64 ranks simulated");
   fold_case("a100-pcie-node", 64, 0, BS_BURST, 1, "32 of 64 ranks simulated (4 of 8 nodes, 8 of 8");
