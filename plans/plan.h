@@ -191,6 +191,8 @@ int bs_plan_inner_ranks(const bs_plan *p);
 /* The single-rank computation the plan distributes: global shapes and mask
  * (decode: Nq = decode_tokens at positions seq_len..). For references. */
 attn_params bs_plan_reference_params(const bs_plan *p);
+/* usp: ranks in the ring across ulysses groups (1 for other methods). */
+int bs_plan_usp_ring_size(const bs_plan *p);
 /* 1 when the plan has a backward pass (phase train). */
 int bs_plan_has_bwd(const bs_plan *p);
 

@@ -84,12 +84,12 @@ typedef struct {
   int h_pre[2 * PKT_MAX], n_pre;
 } ring_bwd;
 
-/* Ulysses all-to-all state. */
+/* One sequence<->head all-to-all in flight (ulysses, usp). */
 typedef struct {
-  int32_t first, stride;
-  int U;                     /* group size */
-  int ui;                    /* my index */
-} a2a_group;
+  int32_t src, pk, rv, dst;  /* buffers: source, packed send, receive, final */
+  int32_t h;                 /* collective handle, -1 = none (group of one) */
+  int64_t Z, w, eb;          /* heads in total, row width, bytes per element */
+} a2a_xfer;
 
 /* Indices into bs_plan_iter.buf for the buffers methods keep across segments. */
 enum {
@@ -110,7 +110,7 @@ struct bs_plan_iter {
   int err;                   /* an internal invariant broke (queue or ids exhausted) */
   ring_fwd rf;
   ring_bwd rb;
-  a2a_group ug;
+  a2a_xfer xf[4];
   int32_t buf[24];           /* method-specific buffer ids */
   int32_t h[16];             /* method-specific handles */
   int64_t x[8];              /* method-specific numbers */

@@ -200,6 +200,68 @@ static void test_visible_pairs(void **state) {
   }
 }
 
+/* The all-to-all and collective methods against ANCHORS.md (methods table):
+ * Ulysses "all-to-all Q,K,V ..., all-to-all O", each moving (G−1)/G of the tensor, backward mirrored
+ * (dO in, dQ, dK, dV out, gradients fp32); USP: the same inside groups of U plus a K,V ring across G/U groups;
+ * Megatron V1 "2 all-reduces of B·N·H per layer forward" (one per block: attention here), an all-reduce moving
+ * 2(G−1)/G of its buffer, V3 all-gather + reduce-scatter instead; Tree decode 2(p−1)/p·(B·d + 2·B·n_h) elements
+ * (d = the model width Zq·head_dim, per query token), fp32. */
+static void test_collective_methods_bytes(void **state) {
+  (void)state;
+  const int Gs[] = {1, 2, 4};
+  for (int gi = 0; gi < 3; gi++) {
+    int G = Gs[gi];
+    int64_t N = 32 * G, B = 2, Z = 8, Zk = 4, d = 16, es = 2, n = N / G;
+    bs_config c = small_cfg(BS_ULYSSES, G, N, 1, BS_CONTIGUOUS, BS_TRAIN);
+    c.model.heads = Z; c.model.kv_heads = Zk; c.model.head_dim = d; c.work.batch = B;
+    walk_result w;
+    walk_ok(&c, G, &w);
+    double f = (double)(G - 1) / G;
+    int64_t fwd = (int64_t)(f * (double)(B * Z * n * d * es + 2 * B * Zk * n * d * es + B * Z * n * d * 4));
+    int64_t bwd = (int64_t)(f * (double)(B * Z * n * d * es + B * Z * n * d * 4 + 2 * B * Zk * n * d * 4));
+    for (int r = 0; r < G; r++) { assert_int_equal(w.coll_sent[r], fwd + bwd); assert_int_equal(w.sent[r], 0); }
+    if (G >= 2) {
+      int U = 2, Rg = G / U;
+      c.par.method = BS_USP;
+      c.par.ulysses_degree = U;
+      walk_ok(&c, G, &w);
+      double fu = (double)(U - 1) / U;
+      int64_t a2a = (int64_t)(fu * (double)(B * Z * n * d * es + 2 * B * Zk * n * d * es + B * Z * n * d * 4)) +
+                    (int64_t)(fu * (double)(B * Z * n * d * es + B * Z * n * d * 4 + 2 * B * Zk * n * d * 4));
+      int64_t kv = B * Zk * n * d; /* one ring block: Zk/U heads x U*n tokens */
+      int64_t ring = Rg > 1 ? (Rg - 1) * 2 * kv * es + (Rg - 1) * 2 * kv * es + Rg * 2 * kv * 4 : 0;
+      for (int r = 0; r < G; r++) { assert_int_equal(w.coll_sent[r], a2a); assert_int_equal(w.sent[r], ring); }
+    }
+    for (int v = 1; v <= 3; v += 2) {
+      c = small_cfg(BS_TP, G, N, 1, BS_CONTIGUOUS, BS_TRAIN);
+      c.model.heads = Z; c.model.kv_heads = Zk; c.model.head_dim = d; c.work.batch = B;
+      c.model.hidden = Z * d;
+      c.par.tp_variant = v;
+      walk_ok(&c, G, &w);
+      int64_t full = B * N * Z * d * es;
+      int64_t one = v == 1 ? (int64_t)(2.0 * f * (double)full) : (G - 1) * (full / G) + (int64_t)(f * (double)full);
+      for (int r = 0; r < G; r++) assert_int_equal(w.coll_sent[r], 2 * one);
+      assert_int_equal(w.ncoll[0][v == 1 ? BS_COLL_ALLREDUCE : BS_COLL_REDUCE_SCATTER], G > 0 ? 2 : 0);
+    }
+    c = small_cfg(BS_TREE, G, N, 1, BS_CONTIGUOUS, BS_DECODE);
+    c.model.heads = Z; c.model.kv_heads = Zk; c.model.head_dim = d; c.work.batch = B;
+    c.work.decode_tokens = 4;
+    walk_ok(&c, G, &w);
+    double tree = 2.0 * f * (double)(4 * (B * Z * d + 2 * B * Z)) * 4; /* 4 query tokens, fp32 */
+    for (int r = 0; r < G; r++) {
+      assert_true(llabs(w.coll_sent[r] - (int64_t)tree) <= 3); /* three collectives, each rounded down */
+      assert_int_equal(w.sent[r], 0);
+    }
+    c.par.method = BS_RING; /* ring decode: "2·B·(N/p)·d per step", one step fewer transfers than steps */
+    walk_ok(&c, G, &w);
+    for (int r = 0; r < G; r++) assert_int_equal(w.sent[r], (G - 1) * 2 * B * Zk * n * d * es);
+    c = small_cfg(BS_RING_LI2021, G, N, 1, BS_CONTIGUOUS, BS_PREFILL); /* K ring, then V ring */
+    walk_ok(&c, G, &w);
+    for (int r = 0; r < G; r++) assert_int_equal(w.sent[r], kv_ring_bytes(&c));
+    assert_true(w.peak_cls[0][BS_MEM_SCORES] == c.work.batch * c.model.heads * (N / G) * N * 4);
+  }
+}
+
 static void expect_error(bs_config c, const char *key) {
   bs_plan *p = NULL;
   char err[256] = "";
@@ -228,6 +290,18 @@ static void test_bad_input(void **state) {
   expect_error(c, "parallel.method:");
   c = small_cfg(BS_BURST, 2, 64, 0, (bs_layout)9, BS_TRAIN);
   expect_error(c, "parallel.layout:");
+  c = small_cfg(BS_ULYSSES, 4, 64, 0, BS_CONTIGUOUS, BS_TRAIN); /* 4 ranks > 2 kv heads */
+  expect_error(c, "parallel.gpus:");
+  c = small_cfg(BS_USP, 4, 64, 0, BS_CONTIGUOUS, BS_TRAIN);
+  c.par.ulysses_degree = 3;
+  expect_error(c, "parallel.ulysses_degree:");
+  c = small_cfg(BS_ULYSSES, 2, 64, 1, BS_ZIGZAG, BS_TRAIN);
+  expect_error(c, "parallel.layout:");
+  c = small_cfg(BS_TP, 2, 64, 0, BS_CONTIGUOUS, BS_TRAIN);
+  c.par.tp_variant = 2;
+  expect_error(c, "parallel.tp_variant:");
+  c = small_cfg(BS_TREE, 2, 64, 0, BS_CONTIGUOUS, BS_TRAIN);
+  expect_error(c, "parallel.method:");
 }
 
 /* Laziness: one rank of a 1024-rank, 1M-token double-ring plan streams without materialising. */
@@ -272,6 +346,7 @@ int main(void) {
     cmocka_unit_test(test_flops_and_skipping),
     cmocka_unit_test(test_double_ring),
     cmocka_unit_test(test_visible_pairs),
+    cmocka_unit_test(test_collective_methods_bytes),
     cmocka_unit_test(test_bad_input),
     cmocka_unit_test(test_lazy_large),
   };

@@ -88,6 +88,7 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return 2;
   }
+  c.model.hidden = c.model.heads * c.model.head_dim; /* tp: the block's activations */
   bs_run_report rep;
   char err[512] = "";
   int rc = bs_runtime_run(&c, MPI_COMM_WORLD, &o, &rep, err, sizeof err);

@@ -1,0 +1,117 @@
+/*
+ * tp.c — Megatron tensor parallelism at attention scope: heads are split
+ * across ranks with the whole sequence on every rank. V1 puts an all-reduce
+ * of the B x N x H block output after attention in the forward (and one of
+ * the input gradient in the backward); V3 (sequence parallel) replaces each
+ * all-reduce by an all-gather before and a reduce-scatter after (BurstAttention
+ * paper baselines; ANCHORS.md "Megatron TP"). The activations those
+ * collectives carry are the projections' inputs/outputs that attention scope
+ * leaves out, so their buffers carry no checked values.
+ */
+#include "plan_impl.h"
+
+int plan_check_tp(const bs_plan *p, char *err, size_t errlen) {
+  if (p->cfg.par.tp_variant != 1 && p->cfg.par.tp_variant != 3) {
+    snprintf(err, errlen, "parallel.tp_variant: %d is not v1 or v3", p->cfg.par.tp_variant);
+    return -1;
+  }
+  if (p->cfg.par.layout != BS_CONTIGUOUS) {
+    snprintf(err, errlen, "parallel.layout: tp replicates the sequence; %s is not supported", bs_layout_name(p->cfg.par.layout));
+    return -1;
+  }
+  if (p->G > p->Zkv || p->Zkv % p->G != 0 || p->Zq % p->G != 0) {
+    snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide heads %lld and kv_heads %lld", p->G, (long long)p->Zq,
+             (long long)p->Zkv);
+    return -1;
+  }
+  if (p->cfg.par.tp_variant == 3 && p->N % p->G != 0) {
+    snprintf(err, errlen, "parallel.gpus: %d does not divide seq_len %lld (tp v3 shards the sequence between blocks)", p->G,
+             (long long)p->N);
+    return -1;
+  }
+  return 0;
+}
+
+static int64_t hidden(const bs_plan *p) { return p->cfg.model.hidden > 0 ? p->cfg.model.hidden : p->Zq * p->d; }
+
+/* The collectives around the block: before = 1 is the input side. */
+static void block_comm(bs_plan_iter *it, int before) {
+  const bs_plan *p = it->p;
+  bs_group all = {0, 1, p->G};
+  int64_t full = p->B * p->N * hidden(p) * p->es, part = full / p->G;
+  int32_t h[1];
+  bs_elem el = p->elem;
+  if (p->cfg.par.tp_variant == 1) {
+    if (before) return; /* f: identity in the forward, g: identity in the backward */
+    int32_t x = plan_alloc(it, full, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, el);
+    h[0] = plan_coll(it, BS_COLL_ALLREDUCE, BS_RED_SUM, el, all, R(x, 0), R(x, 0), full);
+    plan_wait(it, h, 1);
+    plan_free(it, x);
+    return;
+  }
+  int32_t x = plan_alloc(it, full, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, el);
+  int32_t s = plan_alloc(it, part, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, el);
+  if (before) h[0] = plan_coll(it, BS_COLL_ALLGATHER, BS_RED_SUM, el, all, R(s, 0), R(x, 0), part);
+  else h[0] = plan_coll(it, BS_COLL_REDUCE_SCATTER, BS_RED_SUM, el, all, R(x, 0), R(s, 0), full);
+  plan_wait(it, h, 1);
+  plan_free(it, s);
+  plan_free(it, x);
+}
+
+int plan_gen_tp(bs_plan_iter *it) {
+  const bs_plan *p = it->p;
+  int64_t hq = p->Zq / p->G, hkv = p->Zkv / p->G, N = p->N;
+  bs_shard qs = plan_shard(BS_CONTIGUOUS, 0, 1, N, (int32_t)(it->rank * hq), (int32_t)hq);
+  bs_shard ks = plan_shard(BS_CONTIGUOUS, 0, 1, N, (int32_t)(it->rank * hkv), (int32_t)hkv);
+  int init[2] = {0, 0};
+  switch (it->seg) {
+  case 0: {
+    plan_phase(it, 0, 1);
+    it->step = 0;
+    block_comm(it, 1);
+    it->buf[B_Q] = plan_alloc(it, p->B * hq * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_Q, &qs, p->elem);
+    it->buf[B_K] = plan_alloc(it, p->B * hkv * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_K, &ks, p->elem);
+    it->buf[B_V] = plan_alloc(it, p->B * hkv * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_V, &ks, p->elem);
+    it->buf[B_O] = plan_alloc(it, p->B * hq * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &qs, BS_ELEM_F32);
+    it->buf[B_LSE] = plan_alloc(it, p->B * hq * N * 4, BS_MEM_OUTPUT, BS_ROLE_LSE, &qs, BS_ELEM_F32);
+    attn_bufs b = {it->buf[B_Q], it->buf[B_K], it->buf[B_V], it->buf[B_O], it->buf[B_LSE], -1, -1, -1, -1, -1, -1};
+    plan_emit_attn(it, 0, 0, hq, hkv, &qs, 0, &ks, &b, init);
+    it->step = 1;
+    block_comm(it, 0);
+    it->step = -1;
+    plan_phase(it, 0, 0);
+    it->seg = 1;
+    return 1;
+  }
+  case 1: {
+    if (!p->bwd) return 0;
+    plan_phase(it, 1, 1);
+    it->step = 0;
+    block_comm(it, 1);
+    it->buf[B_DOUT] = plan_alloc(it, p->B * hq * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, &qs, p->elem);
+    it->buf[B_DQ] = plan_alloc(it, p->B * hq * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &qs, BS_ELEM_F32);
+    it->buf[B_DK] = plan_alloc(it, p->B * hkv * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &ks, BS_ELEM_F32);
+    it->buf[B_DV] = plan_alloc(it, p->B * hkv * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &ks, BS_ELEM_F32);
+    int32_t delta = plan_alloc(it, p->B * hq * N * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+    bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
+    c->a = plan_attn_params(p, hq, hkv, N, N);
+    c->elems = p->B * hq * N * p->d;
+    c->flops = 2.0 * (double)c->elems;
+    c->in[0] = R(it->buf[B_O], 0);
+    c->in[1] = R(it->buf[B_DOUT], 0);
+    c->out[0] = R(delta, 0);
+    attn_bufs b = {it->buf[B_Q], it->buf[B_K], it->buf[B_V], -1, it->buf[B_LSE], it->buf[B_DOUT], delta,
+                   it->buf[B_DQ], it->buf[B_DK], it->buf[B_DV], -1};
+    plan_emit_attn(it, 1, 0, hq, hkv, &qs, 0, &ks, &b, init);
+    plan_free(it, delta);
+    it->step = 1;
+    block_comm(it, 0);
+    it->step = -1;
+    plan_phase(it, 1, 0);
+    it->seg = 2;
+    return 1;
+  }
+  default:
+    return 0;
+  }
+}
