@@ -556,7 +556,7 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
 
 const attn_variant attn_variant_avx2 = {
     .name = "avx2",
-    .fwd = {256, 64},
+    .fwd = {512, 64},
     .bwd = {64, 128},
     .fwd_block = avx2_fwd_block,
     .fwd_group_block = avx2_fwd_group_block,

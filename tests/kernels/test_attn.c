@@ -488,10 +488,10 @@ static void test_threads(void **state) {
 static void test_multi_tile(void **state) {
   (void)state;
   /* More query rows than one default tile of any path, with a ragged last tile. */
-  attn_params p = mk(1, 2, 1, 300, 260, 64);
+  attn_params p = mk(1, 2, 1, 600, 260, 64);
   p.mask.causal = 1;
   p.mask.q_pos0 = 100;
-  run_fwd_bwd("multitile", p, "Nq300 Nk260 causal", 1);
+  run_fwd_bwd("multitile", p, "Nq600 Nk260 causal", 1);
   p = mk(1, 1, 1, 270, 90, 128);
   p.dtype = ATTN_BF16;
   run_fwd_bwd("multitile", p, "bf16 Nq270 Nk90", 1);
