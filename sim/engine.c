@@ -929,9 +929,13 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   simgrid_load_platform(ps.generated ? xml_path : ps.file);
   if (xml_path[0]) unlink(xml_path);
   int nset = bs_platform_apply_profile(prof);
+  if (nset == -1) {
+    snprintf(err, errlen, "SimGrid refused the profile's message-size factors");
+    goto done;
+  }
   snprintf(out->sim_network, sizeof out->sim_network,
-           "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.40s; fold: %.100s", model,
-           cross, gamma, nset, prof->name, why);
+           "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.32s%s; fold: %.90s", model,
+           cross, gamma, nset < 0 ? -nset : nset, prof->name, nset < 0 ? " with size factors" : "", why);
 
   ctx.cfg = cfg;
   ctx.opts = opts;

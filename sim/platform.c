@@ -4,6 +4,7 @@
  * file keeps its own speeds except on links named with a class prefix.
  */
 #include "platform.h"
+#include "factors.h"
 
 #include <simgrid/host.h>
 #include <simgrid/link.h>
@@ -86,18 +87,27 @@ int bs_platform_apply_profile(const bs_profile *prof) {
     int c = bs_link_class_of(sg_link_get_name(links[i]));
     if (c < 0 || !prof->link[c].present) continue;
     const bs_prof_link *l = &prof->link[c];
-    /* Large-message factors: the last piece applies to bulk transfers. */
-    double fb = 1.0, fl = 1.0;
-    if (l->nfactors) {
-      fb = l->factors[l->nfactors - 1].bandwidth;
-      fl = l->factors[l->nfactors - 1].latency;
-    }
-    sg_link_set_bandwidth(links[i], l->bw_Bps * fb);
-    sg_link_set_latency(links[i], l->lat_s * fl);
+    sg_link_set_bandwidth(links[i], l->bw_Bps);
+    sg_link_set_latency(links[i], l->lat_s);
     set++;
   }
   free(links);
-  return set;
+  /* Message-size factors: SimGrid callbacks, only when a profile has some. */
+  bs_factor_table t;
+  memset(&t, 0, sizeof t);
+  int any = 0;
+  for (int c = 0; c < BS_LINK_CLASS_COUNT; c++) {
+    const bs_prof_link *l = &prof->link[c];
+    for (int k = 0; k < l->nfactors && k < BS_FACTOR_PIECES; k++) {
+      t.cls[c].min_bytes[k] = l->factors[k].min_bytes;
+      t.cls[c].bw[k] = l->factors[k].bandwidth;
+      t.cls[c].lat[k] = l->factors[k].latency;
+      t.cls[c].n = k + 1;
+      if (l->factors[k].bandwidth != 1.0 || l->factors[k].latency != 1.0) any = 1;
+    }
+  }
+  if (any && bs_sim_install_factors(&t)) return -1;
+  return any ? -set : set;
 }
 
 int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *err, size_t errlen) {

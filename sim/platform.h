@@ -31,7 +31,9 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
 
 /*
  * After simgrid_load_platform: sets profile bandwidth/latency on links whose
- * names carry a class prefix (topo.h), and returns how many were set.
+ * names carry a class prefix (topo.h), installs the profile's message-size
+ * factors when they are not all 1, and returns how many links were set
+ * (negated when factors were installed; -1 alone: they could not be).
  */
 int bs_platform_apply_profile(const bs_profile *prof);
 

@@ -18,6 +18,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
   BS_LINK_NVLINK = 0,   /* GPU <-> NVSwitch, per GPU, per direction */
   BS_LINK_NIC,          /* GPU (or node) <-> first network switch, per NIC */
@@ -90,5 +94,9 @@ int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset);
  * indices only (cross-rail routes are not reproduced).
  */
 int bs_topo_fold_quotient(const bs_topo_params *p, int max_node_offset);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -545,6 +545,57 @@ static void test_shared_host_cpu(void **state) {
   toy_teardown(&t);
 }
 
+/* Profile factors by message size on classed links ("nic-..."): a bulk message sees
+ * the bulk piece, a small one the small piece. */
+static void test_size_factors(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 1);
+  write_text(t.xml, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                    "<platform version=\"4.1\"><zone id=\"two\" routing=\"Full\">\n"
+                    "<host id=\"gpu0\" speed=\"1Gf\"><prop id=\"node\" value=\"0\"/></host>\n"
+                    "<host id=\"gpu1\" speed=\"1Gf\"><prop id=\"node\" value=\"1\"/></host>\n"
+                    "<link id=\"nic-a\" bandwidth=\"1GBps\" latency=\"1s\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+                    "<route src=\"gpu0\" dst=\"gpu1\"><link_ctn id=\"nic-a\" direction=\"UP\"/></route>\n"
+                    "</zone></platform>\n");
+  char pj[2048];
+  snprintf(pj, sizeof pj,
+           "{\"format\":1,\"name\":\"toyf\",\"device\":{"
+           "\"memory_bytes\":{\"value\":1e9,\"source\":\"test\"},"
+           "\"peak_flops\":{\"value\":1e12,\"source\":\"test\"},"
+           "\"mem_bw_Bps\":{\"value\":1e9,\"source\":\"test\"}},\"kernels\":{},"
+           "\"links\":{\"nic\":{\"bandwidth_Bps\":{\"value\":%.17g,\"source\":\"test\"},"
+           "\"latency_s\":{\"value\":%.17g,\"source\":\"test\"},"
+           "\"factors\":[{\"min_bytes\":0,\"bandwidth\":1,\"latency\":2},"
+           "{\"min_bytes\":1000000,\"bandwidth\":0.5,\"latency\":1}],\"source\":\"test\"}},"
+           "\"network\":{\"model\":\"CM02\",\"crosstraffic\":0,\"tcp_gamma\":0}}",
+           LINK_BW, LINK_LAT);
+  write_text(t.prof, pj);
+  const int64_t sizes[2] = {1000, 10000000};
+  for (int k = 0; k < 2; k++) {
+    static toy_plan p;
+    memset(&p, 0, sizeof p);
+    p.ranks = 2;
+    toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 1, sizes[k]);
+    toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 1, sizes[k]);
+    int h = 0;
+    toy_wait(&p, 0, 1, &h);
+    toy_wait(&p, 1, 1, &h);
+    bs_result r;
+    char err[512] = "";
+    if (run_toy(&p, &t, &r, err, sizeof err)) {
+      fprintf(stderr, "%s\n", err);
+      fail();
+    }
+    double want = k == 0 ? 2 * LINK_LAT + (double)sizes[0] / LINK_BW
+                         : LINK_LAT + (double)sizes[1] / (0.5 * LINK_BW);
+    assert_close(r.time.step, want, 1e-9);
+    assert_non_null(strstr(r.sim_network, "size factors"));
+    bs_result_free(&r);
+  }
+  toy_teardown(&t);
+}
+
 /* ---------------- real plans ---------------- */
 
 static void burst_config(bs_config *c, int gpus, int64_t seq, int double_ring) {
@@ -740,6 +791,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_allreduce_ring),
       cmocka_unit_test(test_bad_config),
       cmocka_unit_test(test_shared_host_cpu),
+      cmocka_unit_test(test_size_factors),
       cmocka_unit_test(test_profiles_load),
       cmocka_unit_test(test_generators),
       cmocka_unit_test(test_burst_bytes_anchors),
