@@ -341,7 +341,7 @@ int bs_bench_kernels(const bs_bench_opts *o, bs_bench_row **rows_out, int *nrows
         if (local > peak) peak = local;
         r->gflops = bs_bench_flops(r->kernel, 1, Z, r->n, r->d, causal) / r->seconds / 1e9;
         r->peak_gflops = local;
-        r->peak_fraction = peak > 0 ? r->gflops / peak : 0;
+        r->peak_fraction = local > 0 ? r->gflops / local : 0;
         n++;
         if (o->on_row) o->on_row(r, o->ctx);
       }
