@@ -1,10 +1,400 @@
-/* cmd_validate.c — `burstsim validate` (not built yet: this placeholder says so). */
+/*
+ * cmd_validate.c — `burstsim validate SCENARIO.ini`: for each rank count of
+ * the scenario, calibrates (unless --profile), runs the points for real with
+ * mpirun, predicts them with the simulator on the host topology, then prints
+ * measured against predicted with error % and writes the entries
+ * {"config", "measured", "predicted", "error"} (--out). The spawning,
+ * reading and comparing are calib/validate.c; this file parses, prints and
+ * writes.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "calib/validate.h"
 #include "commands.h"
+#include "output.h"
+#include "scenario.h"
+
+#define MAX_SETS 32
+#define MAX_NP 16
+
+static void validate_usage(FILE *f) {
+  fprintf(f,
+          "usage: burstsim validate SCENARIO.ini [--profile P.json] [--out FILE.json] [--np G]...\n"
+          "                         [--set section.key=value]... [--full-calib] [--warmup N]\n"
+          "                         [--workdir DIR] [--fail-factor F]\n"
+          "\n"
+          "Runs every point of the scenario for real (mpirun -np G burstsim run, on this\n"
+          "machine) and in the simulator on the host topology, with a profile calibrated\n"
+          "just before on the same rank count (mpirun -np G burstsim calib --quick) unless\n"
+          "--profile is given, and prints per point measured and predicted step, fwd, bwd,\n"
+          "exposed communication, bytes and peak memory with the error in %%.\n"
+          "\n"
+          "  --profile P     use this profile for every rank count (no calibration)\n"
+          "  --out FILE      entries {config, measured, predicted, error} as JSON\n"
+          "  --np G          only the points with G ranks (repeatable)\n"
+          "  --set k=v       scenario override, as in burstsim sim / run\n"
+          "  --full-calib    the full calibration grid instead of --quick (minutes)\n"
+          "  --warmup N      untimed executions before each measured run (default 1)\n"
+          "  --workdir DIR   where profiles, results and logs go (default: a new /tmp dir)\n"
+          "  --fail-factor F exit 1 unless bytes are exact, peak memory is within 2 %%, and\n"
+          "                  the step error is within F x the targets (median 10 %%, max 25 %%)\n"
+          "\n"
+          "Targets: bytes exact, peak memory within 2 %%, step time median |error| <= 10 %%\n"
+          "and max <= 25 %% over the points.\n");
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void fmt_err(char *buf, size_t n, double e) {
+  if (isnan(e)) snprintf(buf, n, "%7s", "n/a");
+  else snprintf(buf, n, "%+6.1f%%", e);
+}
+
+/* A result object of the DESIGN.md contract, through the shared writer (output.c). */
+static cJSON *result_objects(const char *mode, const bs_result *r, int n, const char *tmp, char *err, size_t errlen) {
+  if (bs_output_json(tmp, mode, r, n, err, errlen)) return NULL;
+  FILE *f = fopen(tmp, "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot read back", tmp);
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = len >= 0 ? malloc((size_t)len + 1) : NULL;
+  size_t got = s ? fread(s, 1, (size_t)len, f) : 0;
+  fclose(f);
+  remove(tmp);
+  if (!s || got != (size_t)len) {
+    free(s);
+    snprintf(err, errlen, "%s: cannot read back", tmp);
+    return NULL;
+  }
+  s[len] = 0;
+  cJSON *root = cJSON_Parse(s);
+  free(s);
+  cJSON *rs = root ? cJSON_DetachItemFromObjectCaseSensitive(root, "results") : NULL;
+  cJSON_Delete(root);
+  if (!rs) snprintf(err, errlen, "%s: no results", tmp);
+  return rs;
+}
+
+static cJSON *error_json(const bs_validate_error *e) {
+  cJSON *o = cJSON_CreateObject();
+  const char *k[] = {"step_pct", "fwd_pct", "bwd_pct", "comm_exposed_pct", "peak_bytes_pct", "bytes_total_pct"};
+  double v[] = {e->step, e->fwd, e->bwd, e->comm_exposed, e->peak, e->bytes};
+  for (int i = 0; i < 6; i++) {
+    if (isnan(v[i])) cJSON_AddNullToObject(o, k[i]);
+    else cJSON_AddNumberToObject(o, k[i], v[i]);
+  }
+  cJSON_AddBoolToObject(o, "bytes_exact", e->bytes_exact);
+  return o;
+}
+
+static const char *dtype_of(const bs_config *pts, int n, int G, const char **primary) {
+  int f32 = 0, b16 = 0;
+  for (int i = 0; i < n; i++)
+    if (pts[i].par.gpus == G) {
+      if (pts[i].model.dtype == BS_FP32) f32 = 1;
+      else b16 = 1;
+    }
+  *primary = b16 && !f32 ? "bf16" : "fp32";
+  return f32 && b16 ? "both" : b16 ? "bf16" : "fp32";
+}
 
 int cmd_validate(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "burstsim validate: not available in this build yet\n");
-  return 2;
+  const char *scenario = NULL, *profile = NULL, *out = NULL, *workdir = NULL;
+  char *sets[MAX_SETS];
+  int nsets = 0, nps[MAX_NP], nnp = 0, full = 0, warmup = 1;
+  double fail_factor = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int has = i + 1 < argc;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      validate_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--profile") && has) profile = argv[++i];
+    else if (!strcmp(a, "--out") && has) out = argv[++i];
+    else if (!strcmp(a, "--workdir") && has) workdir = argv[++i];
+    else if (!strcmp(a, "--full-calib")) full = 1;
+    else if (!strcmp(a, "--set") && has) {
+      if (nsets == MAX_SETS) {
+        fprintf(stderr, "burstsim validate: at most %d --set options\n", MAX_SETS);
+        return 2;
+      }
+      sets[nsets++] = argv[++i];
+    } else if ((!strcmp(a, "--np") || !strcmp(a, "--warmup") || !strcmp(a, "--fail-factor")) && has) {
+      char *end;
+      double v = strtod(argv[++i], &end);
+      int bad = *end || !(v >= 0) || v > 1e6;
+      if (!strcmp(a, "--np")) {
+        if (bad || v < 1 || v != floor(v) || nnp == MAX_NP) {
+          fprintf(stderr, "burstsim validate: --np %s: a positive rank count (at most %d of them)\n", argv[i], MAX_NP);
+          return 2;
+        }
+        nps[nnp++] = (int)v;
+      } else if (!strcmp(a, "--warmup")) {
+        if (bad || v != floor(v) || v > 100) {
+          fprintf(stderr, "burstsim validate: --warmup %s: 0 .. 100\n", argv[i]);
+          return 2;
+        }
+        warmup = (int)v;
+      } else {
+        if (bad || v <= 0) {
+          fprintf(stderr, "burstsim validate: --fail-factor %s: a positive number\n", argv[i]);
+          return 2;
+        }
+        fail_factor = v;
+      }
+    } else if (a[0] == '-' || scenario) {
+      fprintf(stderr, "burstsim validate: unknown or incomplete option '%s'\n", a);
+      validate_usage(stderr);
+      return 2;
+    } else scenario = a;
+  }
+  if (!scenario) {
+    fprintf(stderr, "burstsim validate: a SCENARIO.ini is required\n");
+    validate_usage(stderr);
+    return 2;
+  }
+  char err[1024];
+  bs_scenario sc;
+  if (bs_scenario_load(scenario, sets, nsets, &sc, err, sizeof err)) {
+    fprintf(stderr, "burstsim validate: %s\n", err);
+    return 2;
+  }
+  if (profile) {
+    FILE *f = fopen(profile, "r");
+    if (!f) {
+      fprintf(stderr, "burstsim validate: --profile %s: cannot open\n", profile);
+      bs_scenario_free(&sc);
+      return 2;
+    }
+    fclose(f);
+  }
+  /* Rank counts, in order of first appearance. */
+  int gs[64], ng = 0;
+  for (int i = 0; i < sc.npoints; i++) {
+    int G = sc.points[i].par.gpus, seen = 0, wanted = nnp == 0;
+    for (int j = 0; j < nnp; j++) wanted |= nps[j] == G;
+    for (int j = 0; j < ng; j++) seen |= gs[j] == G;
+    if (wanted && !seen && ng < 64) gs[ng++] = G;
+  }
+  if (!ng) {
+    fprintf(stderr, "burstsim validate: %s: no point with the rank count(s) given by --np\n", scenario);
+    bs_scenario_free(&sc);
+    return 2;
+  }
+  char wd[512];
+  if (workdir) {
+    snprintf(wd, sizeof wd, "%s", workdir);
+    if (mkdir(wd, 0755) && errno != EEXIST) {
+      fprintf(stderr, "burstsim validate: --workdir %s: %s\n", wd, strerror(errno));
+      bs_scenario_free(&sc);
+      return 2;
+    }
+  } else {
+    snprintf(wd, sizeof wd, "/tmp/burstsim-validate-XXXXXX");
+    if (!mkdtemp(wd)) {
+      fprintf(stderr, "burstsim validate: cannot create a work directory: %s\n", strerror(errno));
+      bs_scenario_free(&sc);
+      return 1;
+    }
+  }
+  bs_validate_opts vo = {NULL, NULL, wd, full, warmup, stderr};
+  int np = 0, cap = sc.npoints;
+  bs_config *cfgs = calloc((size_t)cap, sizeof *cfgs);
+  bs_result *meas = calloc((size_t)cap, sizeof *meas), *pred = calloc((size_t)cap, sizeof *pred);
+  bs_validate_error *errs = calloc((size_t)cap, sizeof *errs);
+  char (*profs)[600] = calloc((size_t)cap, sizeof *profs);
+  int rc = 1;
+  if (!cfgs || !meas || !pred || !errs || !profs) {
+    fprintf(stderr, "burstsim validate: out of memory\n");
+    goto out;
+  }
+  for (int gi = 0; gi < ng; gi++) {
+    int G = gs[gi];
+    char prof[600], results[600];
+    if (profile) snprintf(prof, sizeof prof, "%s", profile);
+    else {
+      const char *primary, *dt = dtype_of(sc.points, sc.npoints, G, &primary);
+      snprintf(prof, sizeof prof, "%s/profile-g%d.json", wd, G);
+      (void)primary;
+      if (bs_validate_calibrate(&vo, G, dt, prof, err, sizeof err)) {
+        fprintf(stderr, "burstsim validate: %s\n", err);
+        goto out;
+      }
+    }
+    snprintf(results, sizeof results, "%s/run-g%d.json", wd, G);
+    if (bs_validate_run(&vo, G, sc.path, sets, nsets, results, err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
+      goto out;
+    }
+    bs_result *rr = NULL;
+    int nr = 0;
+    if (bs_validate_read_results(results, &rr, &nr, err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
+      goto out;
+    }
+    int j = 0;
+    for (int i = 0; i < sc.npoints; i++) {
+      const bs_config *c = &sc.points[i];
+      if (c->par.gpus != G) continue;
+      if (j >= nr || !bs_validate_same_point(c, &rr[j])) {
+        fprintf(stderr, "burstsim validate: %s: result %d does not match scenario point %d (%s, G=%d)\n", results, j, i,
+                bs_method_name(c->par.method), G);
+        for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
+        free(rr);
+        goto out;
+      }
+      cfgs[np] = *c;
+      meas[np] = rr[j];
+      meas[np].cfg = *c;
+      meas[np].mode = "run";
+      memset(&rr[j], 0, sizeof rr[j]);
+      snprintf(profs[np], sizeof profs[np], "%s", prof);
+      j++;
+      np++;
+    }
+    for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
+    free(rr);
+  }
+  /* Predictions (the simulator forks per point: cheap next to the runs). */
+  for (int i = 0; i < np; i++) {
+    if (meas[i].error[0]) {
+      pred[i].cfg = cfgs[i];
+      snprintf(pred[i].error, sizeof pred[i].error, "not simulated: the run failed");
+      continue;
+    }
+    char e[512];
+    if (bs_validate_predict(&cfgs[i], profs[i], &pred[i], e, sizeof e)) {
+      snprintf(pred[i].error, sizeof pred[i].error, "%.250s", e);
+      pred[i].cfg = cfgs[i];
+    }
+    pred[i].mode = "sim";
+    bs_validate_compare(&meas[i], &pred[i], &errs[i]);
+  }
+  /* The table. */
+  printf("# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n", scenario, np);
+  printf("%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s\n", "method", "variant", "G", "N",
+         "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact", "peak");
+  double abs_step[1024];
+  int nstep = 0, nbytes_ok = 0, nmem_ok = 0, nok = 0;
+  for (int i = 0; i < np; i++) {
+    const bs_config *c = &cfgs[i];
+    char variant[16] = "-", seq[32];
+    if (c->par.method == BS_BURST) snprintf(variant, sizeof variant, "%s%s", c->par.bwd_opt ? "opt" : "plain", c->par.lao ? "" : "-nolao");
+    if (c->work.seq_len % 1024 == 0) snprintf(seq, sizeof seq, "%lldK", (long long)(c->work.seq_len / 1024));
+    else snprintf(seq, sizeof seq, "%lld", (long long)c->work.seq_len);
+    if (meas[i].error[0] || pred[i].error[0]) {
+      printf("%-6s %-7s %2d %6s %-6s %-4s %-5s  error: %s\n", bs_method_name(c->par.method), variant, c->par.gpus, seq,
+             bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase),
+             meas[i].error[0] ? meas[i].error : pred[i].error);
+      continue;
+    }
+    nok++;
+    const bs_validate_error *e = &errs[i];
+    char es[4][16], ep[16], eb[16];
+    fmt_err(es[0], 16, e->step);
+    fmt_err(es[1], 16, e->fwd);
+    fmt_err(es[2], 16, e->bwd);
+    fmt_err(es[3], 16, e->comm_exposed);
+    fmt_err(ep, 16, e->peak);
+    snprintf(eb, sizeof eb, "%lld", (long long)meas[i].comm.total);
+    printf("%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s\n", bs_method_name(c->par.method),
+           variant, c->par.gpus, seq, bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full",
+           bs_phase_name(c->work.phase), meas[i].time.step, pred[i].time.step, es[0], es[1], es[2], es[3], eb,
+           e->bytes_exact ? "yes" : "NO", ep);
+    if (!isnan(e->step) && nstep < 1024) abs_step[nstep++] = fabs(e->step);
+    nbytes_ok += e->bytes_exact;
+    nmem_ok += !isnan(e->peak) && fabs(e->peak) <= 2.0;
+  }
+  double med = 0, mx = 0;
+  if (nstep) {
+    qsort(abs_step, (size_t)nstep, sizeof abs_step[0], cmp_double);
+    med = nstep % 2 ? abs_step[nstep / 2] : 0.5 * (abs_step[nstep / 2 - 1] + abs_step[nstep / 2]);
+    mx = abs_step[nstep - 1];
+  }
+  int met = nok == np && nbytes_ok == nok && nmem_ok == nok && med <= 10.0 && mx <= 25.0;
+  printf("#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
+         "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
+         nok, np, nbytes_ok, nok, nmem_ok, nok, med, mx, met ? "met" : "NOT met");
+  rc = 0;
+  if (fail_factor > 0) {
+    int ok = nok == np && nbytes_ok == nok && nmem_ok == nok && med <= 10.0 * fail_factor && mx <= 25.0 * fail_factor;
+    if (!ok) {
+      fprintf(stderr, "burstsim validate: outside %.3gx the targets (or a point failed)\n", fail_factor);
+      rc = 1;
+    }
+  }
+  if (out) {
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s/results-tmp.json", wd);
+    cJSON *mj = result_objects("run", meas, np, tmp, err, sizeof err);
+    cJSON *pj = mj ? result_objects("sim", pred, np, tmp, err, sizeof err) : NULL;
+    if (!mj || !pj) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
+      cJSON_Delete(mj);
+      rc = 1;
+      goto out;
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "tool", "burstsim");
+    cJSON_AddStringToObject(root, "version", BURSTSIM_VERSION);
+    cJSON_AddStringToObject(root, "mode", "validate");
+    cJSON_AddStringToObject(root, "scenario", scenario);
+    cJSON *entries = cJSON_AddArrayToObject(root, "entries");
+    for (int i = 0; i < np; i++) {
+      cJSON *m = cJSON_DetachItemFromArray(mj, 0), *p = cJSON_DetachItemFromArray(pj, 0);
+      cJSON *cfg = cJSON_Duplicate(m, 1);
+      static const char *drop[] = {"time_s", "comm_bytes", "memory", "ranks", "sim", "error", "threads_per_rank"};
+      for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++) cJSON_DeleteItemFromObjectCaseSensitive(cfg, drop[k]);
+      cJSON_ReplaceItemInObjectCaseSensitive(cfg, "profile", cJSON_CreateString(profs[i]));
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddItemToObject(e, "config", cfg);
+      cJSON_AddItemToObject(e, "measured", m);
+      cJSON_AddItemToObject(e, "predicted", p);
+      cJSON_AddItemToObject(e, "error", meas[i].error[0] || pred[i].error[0] ? cJSON_CreateNull() : error_json(&errs[i]));
+      cJSON_AddItemToArray(entries, e);
+    }
+    cJSON *s = cJSON_AddObjectToObject(root, "summary");
+    cJSON_AddNumberToObject(s, "points", np);
+    cJSON_AddNumberToObject(s, "ran", nok);
+    cJSON_AddNumberToObject(s, "bytes_exact", nbytes_ok);
+    cJSON_AddNumberToObject(s, "peak_within_2pct", nmem_ok);
+    cJSON_AddNumberToObject(s, "step_abs_error_median_pct", med);
+    cJSON_AddNumberToObject(s, "step_abs_error_max_pct", mx);
+    cJSON_AddBoolToObject(s, "targets_met", met);
+    cJSON_Delete(mj);
+    cJSON_Delete(pj);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text || bs_write_atomic(out, text, strlen(text), err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", text ? err : "out of memory");
+      free(text);
+      rc = 1;
+      goto out;
+    }
+    free(text);
+  }
+out:
+  for (int i = 0; meas && pred && i < np; i++) {
+    bs_result_free(&meas[i]);
+    bs_result_free(&pred[i]);
+  }
+  free(cfgs);
+  free(meas);
+  free(pred);
+  free(errs);
+  free(profs);
+  bs_scenario_free(&sc);
+  return rc;
 }
