@@ -64,4 +64,24 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
                    char *err, size_t errlen);
 void bs_run_report_free(bs_run_report *r);
 
+/*
+ * Overlap benchmark (issue 3, "Performance"): one steady-state ring step of
+ * burst's forward on every rank — the K,V block exchange with the ring
+ * neighbours and the attention of the local queries against a full block —
+ * timed three ways in the same run: compute alone, communication alone, and
+ * both overlapped the way the runtime executes them (transfers posted first,
+ * progress polled between kernel tiles). Medians over `reps` (0 = auto),
+ * maximum over ranks; valid on rank 0.
+ */
+typedef struct {
+  int64_t block_tokens;    /* N / G */
+  int64_t bytes_per_step;  /* K + V sent per rank per step */
+  int reps, threads;
+  double compute_s, comm_s, overlap_s;
+  double ratio;            /* overlap / max(compute, comm) */
+} bs_overlap_result;
+
+int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, int reps,
+                             bs_overlap_result *out, char *err, size_t errlen);
+
 #endif

@@ -23,7 +23,9 @@ static void usage(FILE *f) {
           "  --verify    gather outputs and gradients to rank 0 and compare with a single-rank reference\n"
           "  --threads   kernel threads per rank (default: cores / ranks)\n"
           "  --timeout   seconds any wait may block before the run is aborted (default 120)\n"
-          "  --warmup    untimed executions before the measured one (default 0)\n");
+          "  --warmup    untimed executions before the measured one (default 0)\n"
+          "  --overlap-bench [--reps R]  instead of the plan, time one burst forward ring step three ways:\n"
+          "              compute alone, K,V exchange alone, and both overlapped (issue 3 benchmark)\n");
 }
 
 /* "section.key: ..." -> the line of `key` inside [section] of the INI file (0 = not found). */
@@ -185,10 +187,67 @@ static int parse_fault(const char *v, bs_runtime_opts *o) {
   return 0;
 }
 
+/* --overlap-bench: the first point with gpus = ranks, timed by bs_runtime_overlap_bench. */
+static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime_opts *o, int reps, const char *out, int rank,
+                       int size) {
+  char err[512] = "";
+  for (int i = 0; i < sc->npoints; i++) {
+    if (sc->points[i].par.gpus != size) continue;
+    bs_overlap_result r;
+    int rc = bs_runtime_overlap_bench(&sc->points[i], MPI_COMM_WORLD, o, reps, &r, err, sizeof err);
+    if (rc == BS_RUN_EFATAL) {
+      fprintf(stderr, "burstsim run: rank %d: %s\n", rank, err);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    if (rc) {
+      if (rank == 0) fprintf(stderr, "%s: %s\n", scen, err);
+      return 2;
+    }
+    if (rank == 0) {
+      const bs_config *c = &sc->points[i];
+      printf("overlap benchmark: burst forward step, %d ranks x %d threads, B=%lld heads=%lld kv_heads=%lld d=%lld, "
+             "block %lld tokens, %s, %d reps (medians, max over ranks)\n",
+             size, r.threads, (long long)c->work.batch, (long long)c->model.heads, (long long)c->model.kv_heads,
+             (long long)c->model.head_dim, (long long)r.block_tokens, bs_dtype_name(c->model.dtype), r.reps);
+      printf("  compute alone %.6f s | K,V exchange alone %.6f s (%lld B, %.2f GB/s) | overlapped %.6f s | "
+             "overlapped / max = %.3f\n",
+             r.compute_s, r.comm_s, (long long)r.bytes_per_step, (double)r.bytes_per_step / r.comm_s / 1e9, r.overlap_s, r.ratio);
+      if (out) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "tool", "burstsim");
+        cJSON_AddStringToObject(j, "mode", "overlap-bench");
+        cJSON_AddNumberToObject(j, "ranks", size);
+        cJSON_AddNumberToObject(j, "threads_per_rank", r.threads);
+        cJSON_AddNumberToObject(j, "seq_len", (double)c->work.seq_len);
+        cJSON_AddNumberToObject(j, "heads", (double)c->model.heads);
+        cJSON_AddNumberToObject(j, "head_dim", (double)c->model.head_dim);
+        cJSON_AddNumberToObject(j, "block_tokens", (double)r.block_tokens);
+        cJSON_AddNumberToObject(j, "bytes_per_step", (double)r.bytes_per_step);
+        cJSON_AddNumberToObject(j, "reps", r.reps);
+        cJSON_AddNumberToObject(j, "compute_s", r.compute_s);
+        cJSON_AddNumberToObject(j, "comm_s", r.comm_s);
+        cJSON_AddNumberToObject(j, "overlap_s", r.overlap_s);
+        cJSON_AddNumberToObject(j, "ratio", r.ratio);
+        char *text = cJSON_Print(j);
+        cJSON_Delete(j);
+        if (!text || bs_write_atomic(out, text, strlen(text), err, sizeof err)) {
+          fprintf(stderr, "burstsim run: %s\n", text ? err : "out of memory");
+          free(text);
+          return 2;
+        }
+        free(text);
+      }
+    }
+    return 0;
+  }
+  if (rank == 0) fprintf(stderr, "%s: parallel.gpus: no scenario point has gpus = %d (the mpirun -np)\n", scen, size);
+  return 2;
+}
+
 int cmd_run(int argc, char **argv) {
   const char *scen = NULL, *out = NULL, *trace = NULL;
   char **sets = calloc((size_t)argc, sizeof *sets);
-  int nsets = 0, bad = 0;
+  int nsets = 0, bad = 0, overlap = 0, reps = 0;
   bs_runtime_opts o;
   memset(&o, 0, sizeof o);
   for (int i = 1; i < argc; i++) {
@@ -199,6 +258,9 @@ int cmd_run(int argc, char **argv) {
     else if (!strcmp(a, "--out") && more) out = argv[++i];
     else if (!strcmp(a, "--trace") && more) trace = argv[++i];
     else if (!strcmp(a, "--verify")) o.verify = 1;
+    else if (!strcmp(a, "--overlap-bench")) overlap = 1;
+    else if (!strcmp(a, "--reps") && more) reps = atoi(argv[++i]);
+    else if (!strcmp(a, "--tile") && more) o.tile_rows = atoll(argv[++i]);
     else if (!strcmp(a, "--threads") && more) o.threads = atoi(argv[++i]);
     else if (!strcmp(a, "--timeout") && more) o.timeout_s = atof(argv[++i]);
     else if (!strcmp(a, "--warmup") && more) o.warmup = atoi(argv[++i]);
@@ -227,11 +289,17 @@ int cmd_run(int argc, char **argv) {
     return 2;
   }
   free(sets);
-  bs_run_report *reps = calloc((size_t)sc.npoints, sizeof *reps);
+  if (overlap) {
+    int code = run_overlap(&sc, scen, &o, reps, out, rank, size);
+    bs_scenario_free(&sc);
+    MPI_Finalize();
+    return code;
+  }
+  bs_run_report *reps_out = calloc((size_t)sc.npoints, sizeof *reps_out);
   int nrep = 0, code = 0;
   for (int i = 0; i < sc.npoints && code == 0; i++) {
     if (sc.points[i].par.gpus != size) continue;
-    int rc = bs_runtime_run(&sc.points[i], MPI_COMM_WORLD, &o, &reps[nrep], err, sizeof err);
+    int rc = bs_runtime_run(&sc.points[i], MPI_COMM_WORLD, &o, &reps_out[nrep], err, sizeof err);
     if (rc == BS_RUN_EFATAL) {
       fprintf(stderr, "burstsim run: rank %d: %s\n", rank, err);
       fflush(stderr);
@@ -244,10 +312,10 @@ int cmd_run(int argc, char **argv) {
         else fprintf(stderr, "%s: %s\n", scen, err);
       }
       code = 2;
-      bs_run_report_free(&reps[nrep]);
+      bs_run_report_free(&reps_out[nrep]);
       break;
     }
-    if (rank == 0) print_table(&reps[nrep]);
+    if (rank == 0) print_table(&reps_out[nrep]);
     if (rc == BS_RUN_EVERIFY) {
       if (rank == 0) fprintf(stderr, "burstsim run: %s\n", err);
       code = 1;
@@ -260,19 +328,19 @@ int cmd_run(int argc, char **argv) {
   }
   if (rank == 0 && nrep > 0 && code != 2) {
     bs_result *res = calloc((size_t)nrep, sizeof *res);
-    for (int i = 0; i < nrep; i++) res[i] = reps[i].res;
-    if (out && (bs_output_json(out, "run", res, nrep, err, sizeof err) || augment_json(out, reps, nrep, err, sizeof err))) {
+    for (int i = 0; i < nrep; i++) res[i] = reps_out[i].res;
+    if (out && (bs_output_json(out, "run", res, nrep, err, sizeof err) || augment_json(out, reps_out, nrep, err, sizeof err))) {
       fprintf(stderr, "burstsim run: %s\n", err);
       code = 2;
     }
-    if (trace && write_trace(trace, reps, nrep, err, sizeof err)) {
+    if (trace && write_trace(trace, reps_out, nrep, err, sizeof err)) {
       fprintf(stderr, "burstsim run: %s\n", err);
       code = 2;
     }
     free(res);
   }
-  for (int i = 0; i < nrep; i++) bs_run_report_free(&reps[i]);
-  free(reps);
+  for (int i = 0; i < nrep; i++) bs_run_report_free(&reps_out[i]);
+  free(reps_out);
   bs_scenario_free(&sc);
   MPI_Finalize();
   return code;

@@ -49,6 +49,9 @@ static int set(bs_config *c, bs_runtime_opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "fault_step")) o->fault_step = (int)x;
   else if (!strcmp(k, "timeout")) o->timeout_s = (double)x;
   else if (!strcmp(k, "tile")) o->tile_rows = x;
+  else if (!strcmp(k, "threads")) o->threads = (int)x;
+  else if (!strcmp(k, "overlap")) o->warmup = x ? -1 : 0; /* marker: run the overlap benchmark */
+  else if (!strcmp(k, "reps")) o->fault_step = o->fault == BS_FAULT_NONE ? (int)x : o->fault_step;
   else return -1;
   return 0;
 }
@@ -89,6 +92,26 @@ int main(int argc, char **argv) {
     return 2;
   }
   c.model.hidden = c.model.heads * c.model.head_dim; /* tp: the block's activations */
+  if (o.warmup < 0) { /* overlap benchmark: reps travel in fault_step when no fault is set */
+    bs_overlap_result ov;
+    char e[512] = "";
+    o.warmup = 0;
+    int reps = o.fault == BS_FAULT_NONE ? o.fault_step : 0;
+    o.fault_step = 0;
+    int rc = bs_runtime_overlap_bench(&c, MPI_COMM_WORLD, &o, reps, &ov, e, sizeof e);
+    if (rc == BS_RUN_EFATAL) MPI_Abort(MPI_COMM_WORLD, 3);
+    if (rank == 0) {
+      if (rc) printf("input error: %s\n", e);
+      else
+        printf("overlap: ranks %d threads %d block %lld tokens heads %lld d %lld, %lld B/step, %d reps: compute %.6f s, "
+               "comm %.6f s (%.2f GB/s), overlapped %.6f s, ratio %.3f\n",
+               size, ov.threads, (long long)ov.block_tokens, (long long)c.model.heads, (long long)c.model.head_dim,
+               (long long)ov.bytes_per_step, ov.reps, ov.compute_s, ov.comm_s, (double)ov.bytes_per_step / ov.comm_s / 1e9,
+               ov.overlap_s, ov.ratio);
+    }
+    MPI_Finalize();
+    return rc ? 1 : 0;
+  }
   bs_run_report rep;
   char err[512] = "";
   int rc = bs_runtime_run(&c, MPI_COMM_WORLD, &o, &rep, err, sizeof err);
