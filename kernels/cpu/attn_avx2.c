@@ -160,13 +160,15 @@ static fwd_ws fwd_ws_carve(const attn_params *p, attn_tiles t, float *ws) {
   return w;
 }
 
-/* Sets masked scores of a partial tile to -inf (scalar: only diagonal tiles get here). */
+/* Sets masked scores of a partial tile to fill (-inf); only diagonal tiles get here. */
 static void mask_tile(const attn_mask *mk, int64_t i0, int64_t ni, int64_t j0, int64_t nk,
                       float *st, int64_t ld, float fill) {
-  for (int64_t j = 0; j < nk; j++) {
-    int64_t kp = mk->k_pos0 + (j0 + j) * mk->k_stride;
-    for (int64_t i = 0; i < ni; i++)
-      if (!attn_visible(mk, mk->q_pos0 + (i0 + i) * mk->q_stride, kp)) st[j * ld + i] = fill;
+  for (int64_t i = 0; i < ni; i++) {
+    int64_t lo, hi;
+    attn_visible_run(mk, mk->q_pos0 + (i0 + i) * mk->q_stride, j0, nk, &lo, &hi);
+    if (lo > hi) lo = nk, hi = nk - 1; /* nothing visible: mask all */
+    for (int64_t j = 0; j < lo && j < nk; j++) st[j * ld + i] = fill;
+    for (int64_t j = hi + 1 > 0 ? hi + 1 : 0; j < nk; j++) st[j * ld + i] = fill;
   }
 }
 

@@ -31,6 +31,35 @@ static inline int attn_visible(const attn_mask *m, int64_t qp, int64_t kp) {
   return 1;
 }
 
+static inline int64_t attn_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/*
+ * The keys visible from query position qp among key rows [j0, j0 + nk) form
+ * one run: rows j0 + [*lo, *hi] (empty when *lo > *hi). Same rule as
+ * attn_visible, solved for the key row since positions grow with it.
+ */
+static inline void attn_visible_run(const attn_mask *m, int64_t qp, int64_t j0, int64_t nk,
+                                    int64_t *lo, int64_t *hi) {
+  int64_t a = 0, b = nk - 1, ks = m->k_stride, k0 = m->k_pos0;
+  if (m->causal) {
+    int64_t h = attn_floordiv(qp - k0, ks) - j0; /* kp <= qp */
+    if (h < b) b = h;
+  }
+  if (m->window > 0) {
+    int64_t l = attn_floordiv(qp - m->window - k0, ks) - j0 + 1; /* kp > qp - window */
+    if (l > a) a = l;
+    if (!m->causal) {
+      int64_t h = attn_floordiv(qp + m->window - 1 - k0, ks) - j0; /* kp < qp + window */
+      if (h < b) b = h;
+    }
+  }
+  *lo = a;
+  *hi = b;
+}
+
 enum { TILE_NONE = 0, TILE_FULL = 1, TILE_PARTIAL = 2 };
 
 /*

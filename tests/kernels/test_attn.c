@@ -19,6 +19,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include "kernels/attn.h"
+#include "kernels/cpu/attn_internal.h"
 
 #define FP32_BOUND 1e-5
 #define BF16_BOUND 1e-2
@@ -870,6 +871,37 @@ static void test_bad_input(void **state) {
   assert_string_not_equal(attn_strerror(ATTN_EINVAL), attn_strerror(ATTN_ENULL));
 }
 
+/* The per-row visible run and the tile classes the vector paths use agree with the rule. */
+static void test_mask_runs(void **state) {
+  (void)state;
+  rng r = rng_for("maskruns");
+  for (int t = 0; t < 3000; t++) {
+    attn_mask m;
+    m.causal = (int)(rng_next(&r) % 2);
+    m.window = (int64_t)(rng_next(&r) % 3 == 0 ? 0 : rng_next(&r) % 25);
+    m.q_stride = 1 + (int64_t)(rng_next(&r) % 5);
+    m.k_stride = 1 + (int64_t)(rng_next(&r) % 5);
+    m.q_pos0 = (int64_t)(rng_next(&r) % 100) - 50;
+    m.k_pos0 = (int64_t)(rng_next(&r) % 100) - 50;
+    int64_t i0 = (int64_t)(rng_next(&r) % 20), ni = 1 + (int64_t)(rng_next(&r) % 20);
+    int64_t j0 = (int64_t)(rng_next(&r) % 20), nj = 1 + (int64_t)(rng_next(&r) % 40);
+    int any = 0, all = 1;
+    for (int64_t i = i0; i < i0 + ni; i++) {
+      int64_t qp = m.q_pos0 + i * m.q_stride, lo, hi;
+      attn_visible_run(&m, qp, j0, nj, &lo, &hi);
+      for (int64_t j = 0; j < nj; j++) {
+        int vis = attn_visible(&m, qp, m.k_pos0 + (j0 + j) * m.k_stride);
+        if (vis != (j >= lo && j <= hi)) failf("visible run wrong (case %d, row %lld, key %lld)", t, (long long)i, (long long)j);
+        any |= vis;
+        all &= vis;
+      }
+    }
+    int cls = attn_tile_class(&m, i0, ni, j0, nj);
+    if (cls == TILE_NONE && any) failf("tile class NONE but a key is visible (case %d)", t);
+    if (cls == TILE_FULL && !all) failf("tile class FULL but a key is masked (case %d)", t);
+  }
+}
+
 static void test_bf16_rounding(void **state) {
   (void)state;
   /* 1 + 2^-8 lies halfway between bf16 1 and 1 + 2^-7: ties to even gives 1. */
@@ -893,6 +925,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_bf16_rounding),
+      cmocka_unit_test(test_mask_runs),
       cmocka_unit_test(test_full_mask),
       cmocka_unit_test(test_odd_sizes),
       cmocka_unit_test(test_decode_long_keys),
