@@ -875,7 +875,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     return -1;
   }
   const char *pname = opts->profile ? opts->profile : cfg->cluster.profile;
-  int rc = -1;
+  int rc = -2; /* until SimGrid starts: the point itself is not valid */
   bs_plan *plan = NULL;
   sim_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
@@ -916,6 +916,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   int sargc = 1;
   char arg0[] = "burstsim-sim";
   char *sargv[] = {arg0, NULL};
+  rc = -1; /* from here on a failure is the simulation's */
   simgrid_init(&sargc, sargv);
   xbt_log_control_set("root.thresh:critical");
   sg_cfg_set_string("network/model", model);

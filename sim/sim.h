@@ -48,9 +48,11 @@ void bs_sim_opts_default(bs_sim_opts *o);
 
 /*
  * Simulates one point. Returns 0 with out filled (out->ranks: one entry per
- * rank, free with bs_result_free), or -1 with a message in err (and in
- * out->error): bad config, unknown topology or profile, a plan whose sends
- * and receives do not match, or a deadlock (naming the ranks and ops).
+ * rank, free with bs_result_free); -2 with a message in err (and in
+ * out->error) when the point is not valid (config, plan, topology, profile,
+ * an impossible --fold on); -1 when the simulation failed: a plan whose sends
+ * and receives do not match, a bad op, a deadlock (naming the ranks and ops),
+ * or SimGrid aborting.
  */
 int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
                size_t errlen);

@@ -203,7 +203,7 @@ int cmd_sim(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
   }
-  int tty = isatty(2) && mpi_rank == 0, failed = 0;
+  int tty = isatty(2) && mpi_rank == 0, failed = 0, invalid = 0;
   for (int i = 0; i < sc.npoints; i++) {
     const bs_config *c = &sc.points[i];
     if (i % mpi_size != mpi_rank) continue;
@@ -215,8 +215,10 @@ int cmd_sim(int argc, char **argv) {
     bs_sim_opts o = opts;
     o.trace_path = i == 0 ? trace : NULL;
     char perr[512] = "";
-    if (bs_sim_run(c, &o, &res[i], perr, sizeof perr)) {
-      failed++;
+    int prc = bs_sim_run(c, &o, &res[i], perr, sizeof perr);
+    if (prc) {
+      if (prc == -2) invalid++; /* a point the method or platform cannot run: reported, not fatal */
+      else failed++;
       if (!res[i].error[0]) snprintf(res[i].error, sizeof res[i].error, "%.255s", perr);
       if (tty) fprintf(stderr, "\n");
       fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s\n", i + 1,
@@ -225,21 +227,27 @@ int cmd_sim(int argc, char **argv) {
   }
   if (tty) fprintf(stderr, "\r%60s\r", "");
   if (mpi_size > 1) {
-    int fails = failed, total = 0;
+    int mine[2] = {failed, invalid}, total[2] = {0, 0};
     int bad = gather_results(res, sc.npoints, mpi_rank, mpi_size) != 0;
-    MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    failed = total + bad;
+    MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    failed = total[0] + bad;
+    invalid = total[1];
     if (bad) fprintf(stderr, "burstsim sim: rank %d: gathering the results failed\n", mpi_rank);
     if (mpi_rank != 0) {
-      for (int i = 0; i < sc.npoints; i++) bs_result_free(&res[i]);
+      int n = sc.npoints;
+      for (int i = 0; i < n; i++) bs_result_free(&res[i]);
       free(res);
       bs_scenario_free(&sc);
       MPI_Finalize();
-      return failed ? 1 : 0;
+      return failed ? 1 : invalid == n ? 2 : 0;
     }
   }
   bs_output_table(stdout, res, sc.npoints);
-  int rc = failed ? 1 : 0;
+  /* 1: a simulation failed; 2: no point was valid; 0 otherwise (invalid points are in the table). */
+  int rc = failed ? 1 : invalid == sc.npoints ? 2 : 0;
+  if (invalid && !failed)
+    fprintf(stderr, "burstsim sim: %d of %d points are not valid for their method or platform (see the table)\n",
+            invalid, sc.npoints);
   if (out_json && bs_output_json(out_json, "sim", res, sc.npoints, err, sizeof err)) {
     fprintf(stderr, "burstsim sim: %s\n", err);
     rc = 1;

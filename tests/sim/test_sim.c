@@ -405,17 +405,17 @@ static void test_bad_config(void **state) {
   c.par.gpus = 12; /* not a multiple of 8 GPUs per node */
   bs_result r;
   char err[512] = "";
-  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -1);
+  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -2);
   assert_non_null(strstr(err, "parallel.gpus"));
   bs_result_free(&r);
   bs_config_default(&c);
   strcpy(c.cluster.profile, "no-such-profile");
-  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -1);
+  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -2);
   assert_non_null(strstr(err, "no-such-profile"));
   bs_result_free(&r);
   bs_config_default(&c);
   strcpy(c.cluster.topology, "torus");
-  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -1);
+  assert_int_equal(bs_sim_run(&c, NULL, &r, err, sizeof err), -2);
   assert_non_null(strstr(err, "torus"));
   bs_result_free(&r);
 }
@@ -769,7 +769,7 @@ static void test_fold_refuses_asymmetric(void **state) {
   o.fold = BS_ON;
   bs_result r;
   char err[512] = "";
-  assert_int_equal(bs_sim_run(&c, &o, &r, err, sizeof err), -1);
+  assert_int_equal(bs_sim_run(&c, &o, &r, err, sizeof err), -2);
   assert_non_null(strstr(err, "fold"));
   bs_result_free(&r);
   o.fold = BS_AUTO;
