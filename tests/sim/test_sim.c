@@ -688,8 +688,8 @@ static void test_double_ring_parallel_nics(void **state) {
 }
 
 /* The fold against the straightforward run: the same figures within 0.1 % (here: equal). */
-static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
-                             int causal, bs_layout layout, const char *expect) {
+static void fold_case_full(const char *topo, int gpus, int nodes_per_leaf, double oversub, bs_method m,
+                           int dr, int causal, bs_layout layout, const char *expect) {
   bs_config c;
   burst_config(&c, gpus, 65536, dr);
   c.par.method = m;
@@ -699,6 +699,7 @@ static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_
   bs_sim_opts o;
   bs_sim_opts_default(&o);
   o.nodes_per_leaf = nodes_per_leaf;
+  o.oversub = oversub;
   o.fold = BS_OFF;
   bs_result full, folded;
   char err[512] = "";
@@ -733,6 +734,11 @@ static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_
   bs_result_free(&folded);
 }
 
+static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
+                             int causal, bs_layout layout, const char *expect) {
+  fold_case_full(topo, gpus, nodes_per_leaf, 0, m, dr, causal, layout, expect);
+}
+
 static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
                       const char *expect) {
   fold_case_layout(topo, gpus, nodes_per_leaf, m, dr, 0, BS_CONTIGUOUS, expect);
@@ -749,6 +755,9 @@ static void test_fold_matches_full(void **state) {
   /* 16 nodes in leaves of 4: the quotient keeps one leaf and wraps through its uplink. */
   fold_case("dgx-a100", 128, 4, BS_BURST, 1, "16 of 128 ranks simulated (4 of 16 nodes with leaf wrap");
   fold_case("dgx-a100", 128, 4, BS_RING, 1, "with leaf wrap");
+  /* An oversubscribed fabric (uplinks at 1/3 of the downlinks), single ring across rails. */
+  fold_case_full("dgx-a100", 128, 4, 3.0, BS_BURST, 0, 0, BS_CONTIGUOUS, "of 128 ranks simulated");
+  fold_case_full("dgx-a100", 128, 4, 3.0, BS_RING, 1, 0, BS_CONTIGUOUS, "with leaf wrap");
   /* Causal with the zigzag balance: every rank's step costs the same. */
   fold_case_layout("dgx-a100", 128, 4, BS_BURST, 1, 1, BS_ZIGZAG, "with leaf wrap");
   fold_case_layout("dgx-a100", 64, 2, BS_RING, 1, 1, BS_ZIGZAG, "of 64 ranks simulated");
