@@ -76,21 +76,26 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
 (
   echo "== build for sm_${CAP} at $(date -u) =="
   pids=()
-  for f in attn_cuda_simple attn_cuda_fwd_mma attn_cuda_bwd_mma; do
+  for f in attn_cuda_simple attn_cuda_fwd_mma attn_cuda_bwd_mma comm_cuda_ops; do
     nvcc "${NVFLAGS[@]}" -c "$ROOT/kernels/cuda/$f.cu" -o "$BUILD/$f.o" >"$BUILD/$f.log" 2>&1 &
     pids+=($!)
   done
+  # The communicator in its local mode only: no NCCL or MPI needed there.
   cc "${CFLAGS[@]}" -c "$ROOT/kernels/cuda/attn_cuda_host.c" -o "$BUILD/attn_cuda_host.o" 2>&1 &&
-    cc "${CFLAGS[@]}" -c "$ROOT/tests/cuda/bs_cuda_check.c" -o "$BUILD/bs_cuda_check.o" 2>&1
+    cc "${CFLAGS[@]}" -c "$ROOT/tests/cuda/bs_cuda_check.c" -o "$BUILD/bs_cuda_check.o" 2>&1 &&
+    cc "${CFLAGS[@]}" -DBS_COMM_NCCL_LOCAL_ONLY -c "$ROOT/kernels/comm/comm_nccl.c" -o "$BUILD/comm_nccl.o" 2>&1 &&
+    cc "${CFLAGS[@]}" -c "$ROOT/tests/cuda/bs_comm_check.c" -o "$BUILD/bs_comm_check.o" 2>&1
   rc=$?
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  for f in attn_cuda_simple attn_cuda_fwd_mma attn_cuda_bwd_mma; do
+  for f in attn_cuda_simple attn_cuda_fwd_mma attn_cuda_bwd_mma comm_cuda_ops; do
     echo "-- $f.cu --"
     cat "$BUILD/$f.log"
   done
   if [ $rc -eq 0 ]; then
     nvcc "$ARCH" -o "$BUILD/bs_cuda_check" "$BUILD"/attn_cuda_host.o "$BUILD"/attn_cuda_simple.o \
       "$BUILD"/attn_cuda_fwd_mma.o "$BUILD"/attn_cuda_bwd_mma.o "$BUILD"/bs_cuda_check.o -lcublas -lm 2>&1 || rc=1
+    nvcc "$ARCH" -o "$BUILD/bs_comm_check" "$BUILD"/comm_nccl.o "$BUILD"/comm_cuda_ops.o \
+      "$BUILD"/bs_comm_check.o -lpthread -lm 2>&1 || rc=1
   fi
   echo "build rc=$rc after $(elapsed) s"
   exit $rc
@@ -104,18 +109,36 @@ fi
 echo "device-check: built in $(elapsed) s; spills reported by ptxas:"
 grep -E "spill stores" "$OUTDIR/build.log" | grep -v " 0 bytes spill stores" | head -8 || true
 
-# 3. Correctness, then the benchmark within what is left of the limit.
+# 3. Correctness of each path in its own process (a fault in one cannot hide
+# the other's results), then the benchmark within what is left of the limit.
+rm -f "$OUTDIR/correctness.txt" "$OUTDIR/summary.txt" "$OUTDIR/check.log"
+CHECK="$BUILD/bs_cuda_check"
+SEED=${BURSTSIM_SEED:-$(date +%s)}
+echo "device-check: correctness, simple path (seed $SEED)"
+timeout 150 "$CHECK" --path simple --no-bench --seed "$SEED" --out "$OUTDIR" >>"$OUTDIR/check.log" 2>&1
+SRC=$?
+echo "device-check: correctness, tensor-core path"
+timeout 150 "$CHECK" --path mma --no-bench --seed "$SEED" --out "$OUTDIR" >>"$OUTDIR/check.log" 2>&1
+XRC=$?
+grep -E "^correctness \(path" "$OUTDIR/check.log" || true
+grep -E "FAIL" "$OUTDIR/check.log" | head -20 || true
 LEFT=$((LIMIT - $(elapsed)))
-BUDGET=$((LEFT - 120)) # correctness and the summary keep ~2 minutes
-[ $BUDGET -lt 30 ] && BUDGET=30
-echo "device-check: running bs_cuda_check (benchmark budget ${BUDGET} s)"
-timeout $((LEFT > 60 ? LEFT : 60)) "$BUILD/bs_cuda_check" --out "$OUTDIR" --budget "$BUDGET" 2>&1 | tee "$OUTDIR/check.log"
-CRC=${PIPESTATUS[0]}
+BUDGET=$((LEFT - 60)) # the rest of this script keeps a minute
+[ $BUDGET -lt 20 ] && BUDGET=20
+echo "device-check: benchmark (budget ${BUDGET} s)"
+timeout $((BUDGET + 40)) "$CHECK" --bench-only --out "$OUTDIR" --budget "$BUDGET" 2>&1 | tee -a "$OUTDIR/check.log"
+BRC=${PIPESTATUS[0]}
+if [ $SRC -eq 77 ] || [ $XRC -eq 77 ]; then CRC=77; elif [ $SRC -eq 0 ] && [ $XRC -eq 0 ] && [ $BRC -eq 0 ]; then CRC=0; else CRC=1; fi
+
+# The communicator's local multi-rank mode (G virtual ranks on this GPU).
+echo "device-check: running bs_comm_check (local multi-rank mode)"
+timeout 60 "$BUILD/bs_comm_check" 2>&1 | tee -a "$OUTDIR/check.log"
+MRC=${PIPESTATUS[0]}
 
 # 4. Optional: the whole project and `burstsim calib --backend cuda`, only if
 # time is left and it configures here (SimGrid, MPI, ... may be missing).
 PROJECT="skipped"
-if [ $((LIMIT - $(elapsed))) -gt 150 ] && command -v cmake >/dev/null 2>&1; then
+if [ $((LIMIT - $(elapsed))) -gt 150 ] && [ "${BURSTSIM_DEVICE_CHECK_PROJECT:-1}" = "1" ] && command -v cmake >/dev/null 2>&1; then
   if timeout 60 cmake -S "$ROOT" -B "$ROOT/build-device-project" >"$BUILD/project-configure.log" 2>&1 &&
     timeout $((LIMIT - $(elapsed) - 70)) cmake --build "$ROOT/build-device-project" -j "$(nproc)" >"$BUILD/project-build.log" 2>&1; then
     BS="$ROOT/build-device-project/burstsim"
@@ -137,10 +160,10 @@ fi
 echo
 echo "== device-check summary ($(elapsed) s) =="
 if [ -f "$OUTDIR/summary.txt" ]; then cat "$OUTDIR/summary.txt"; else echo "no summary (bs_cuda_check rc $CRC)"; fi
+echo "exit codes: simple $SRC, mma $XRC, bench $BRC (0 pass, 1 fail, 124 timeout, 77 no device)"
+echo "communicator local mode: $(grep -E '^bs_comm_check: [0-9]+ passed' "$OUTDIR/check.log" | tail -1 || true) (rc $MRC)"
 echo "project stage: $PROJECT"
 echo "files in $OUTDIR: $(cd "$OUTDIR" && ls | tr '\n' ' ')"
-case $CRC in
-  0) exit 0 ;;
-  77) exit 77 ;;
-  *) exit 1 ;;
-esac
+if [ "$CRC" -eq 77 ]; then exit 77; fi
+if [ "$CRC" -eq 0 ] && [ "$MRC" -eq 0 ]; then exit 0; fi
+exit 1

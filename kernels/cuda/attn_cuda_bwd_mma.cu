@@ -37,7 +37,11 @@ __global__ void __launch_bounds__(NW * 32)
   constexpr int BN = C::BN, LDS = C::LDS, LDT = C::LDT, NT = C::NT;
   constexpr int QB = BM / 8; /* query n-blocks of S^T */
   constexpr int DB = D / 8;  /* d n-blocks of dK, dV */
+#ifdef ATTN_CUDA_EMU
+  unsigned char *smem_raw = emu_dynamic_smem();
+#else
   extern __shared__ __align__(16) unsigned char smem_raw[];
+#endif
   T *sK = reinterpret_cast<T *>(smem_raw);
   T *sV = sK + BN * LDS;
   T *sQ = sV + BN * LDS;       /* [2][BM][LDS] */
@@ -209,7 +213,7 @@ __global__ void __launch_bounds__(NW * 32)
 #pragma unroll
       for (int hr = 0; hr < 2; hr++) {
         uint32_t pk = mma_op<T>::pack(dp[nb][2 * hr], dp[nb][2 * hr + 1]);
-        memcpy(sdS + (wkey + g + 8 * hr) * LDT + nb * 8 + 2 * t4, &pk, sizeof pk);
+        memcpy((void *)(sdS + (wkey + g + 8 * hr) * LDT + nb * 8 + 2 * t4), &pk, sizeof pk);
       }
 
     /* dK_w += dS^T Q. */
@@ -283,6 +287,7 @@ __global__ void __launch_bounds__(NW * 32)
   }
 }
 
+#ifndef ATTN_CUDA_EMU
 template <typename T, int D, int BM, int NW>
 static int launch_bwd(const attn_params *p, const attn_cuda_launch *L, const void *q,
                       const void *k, const void *v, const void *dout, const float *lse,
@@ -325,8 +330,11 @@ static int launch_bwd_t(const attn_params *p, const attn_cuda_launch *L, const v
   return ATTN_EINVAL;
 }
 
+#endif  // ATTN_CUDA_EMU
+
 }  // namespace attn_cuda
 
+#ifndef ATTN_CUDA_EMU
 extern "C" int attn_cuda_launch_bwd_mma(const attn_params *p, const attn_cuda_launch *L,
                                         const void *q, const void *k, const void *v,
                                         const void *dout, const float *lse, const float *delta,
@@ -338,3 +346,4 @@ extern "C" int attn_cuda_launch_bwd_mma(const attn_params *p, const attn_cuda_la
   fprintf(stderr, "burstsim cuda: the MMA backward needs bf16 or fp16 storage\n");
   return ATTN_EDTYPE;
 }
+#endif

@@ -7,8 +7,12 @@
 #ifndef BURSTSIM_ATTN_CUDA_COMMON_CUH
 #define BURSTSIM_ATTN_CUDA_COMMON_CUH
 
+#ifdef ATTN_CUDA_EMU
+#include "kernels/cuda/attn_cuda_emu.h" /* host emulation for tests, see there */
+#endif
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <math.h>
 #include <math_constants.h>
 #include <cstring>
 #include "kernels/cuda/attn_cuda_internal.h"

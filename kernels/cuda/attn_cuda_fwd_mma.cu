@@ -31,7 +31,11 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
   constexpr int BM = C::BM, LDS = C::LDS, NT = C::NT;
   constexpr int NB = BN / 8; /* key n-blocks of S */
   constexpr int DB = D / 8;  /* d n-blocks of O */
+#ifdef ATTN_CUDA_EMU
+  unsigned char *smem_raw = emu_dynamic_smem();
+#else
   extern __shared__ __align__(16) unsigned char smem_raw[];
+#endif
   T *sQ = reinterpret_cast<T *>(smem_raw);
   T *sK = sQ + BM * LDS;      /* [2][BN][LDS] */
   T *sV = sK + 2 * BN * LDS;  /* [2][BN][LDS] */
@@ -235,6 +239,7 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
     }
 }
 
+#ifndef ATTN_CUDA_EMU
 template <typename T, int D, int MT, int BN>
 static int launch_fwd(const attn_params *p, const attn_cuda_launch *L, const void *q,
                       const void *k, const void *v, float *o, float *lse, int accumulate,
@@ -276,8 +281,11 @@ static int launch_fwd_t(const attn_params *p, const attn_cuda_launch *L, const v
   return ATTN_EINVAL;
 }
 
+#endif  // ATTN_CUDA_EMU
+
 }  // namespace attn_cuda
 
+#ifndef ATTN_CUDA_EMU
 extern "C" int attn_cuda_launch_fwd_mma(const attn_params *p, const attn_cuda_launch *L,
                                         const void *q, const void *k, const void *v, float *o,
                                         float *lse, int accumulate, cudaStream_t s) {
@@ -288,3 +296,4 @@ extern "C" int attn_cuda_launch_fwd_mma(const attn_params *p, const attn_cuda_la
   fprintf(stderr, "burstsim cuda: the MMA forward needs bf16 or fp16 storage\n");
   return ATTN_EDTYPE;
 }
+#endif

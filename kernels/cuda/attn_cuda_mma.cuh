@@ -28,11 +28,15 @@ template <>
 struct mma_op<__nv_bfloat16> {
   static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
                                              uint32_t b1) {
+#ifdef ATTN_CUDA_EMU
+    emu_mma<__nv_bfloat16>(c, a, b0, b1);
+#else
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
   }
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
     __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi); /* .x = lo: the lower 16 bits */
@@ -46,11 +50,15 @@ template <>
 struct mma_op<__half> {
   static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
                                              uint32_t b1) {
+#ifdef ATTN_CUDA_EMU
+    emu_mma<__half>(c, a, b0, b1);
+#else
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
   }
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
     __half2 h = __floats2half2_rn(lo, hi);
@@ -60,41 +68,63 @@ struct mma_op<__half> {
   }
 };
 
+#ifndef ATTN_CUDA_EMU
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
   return (uint32_t)__cvta_generic_to_shared(p);
 }
+#endif
 
 __device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
+#ifdef ATTN_CUDA_EMU
+  emu_ldsm_x4(r, p, 0);
+#else
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p))
                : "memory");
+#endif
 }
 
 __device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
+#ifdef ATTN_CUDA_EMU
+  emu_ldsm_x4(r, p, 1);
+#else
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(smem_addr(p))
                : "memory");
+#endif
 }
 
 /* 16 bytes global -> shared; when valid is false the 16 bytes are zero-filled
  * and nothing is read (src must still be a valid address: callers pass the
  * tensor's base). */
 __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool valid) {
+#ifdef ATTN_CUDA_EMU
+  emu_cp_async16(dst, src, valid);
+#else
   const int n = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
                "r"(n)
                : "memory");
+#endif
 }
 
 __device__ __forceinline__ void cp_async_commit() {
+#ifdef ATTN_CUDA_EMU
+  emu_cp_commit();
+#else
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
 }
 
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
+#ifdef ATTN_CUDA_EMU
+  emu_cp_wait(N);
+#else
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
 }
 
 /*

@@ -287,6 +287,14 @@ __global__ void fill_random_kernel(T *__restrict__ dst, int64_t n, uint64_t seed
 
 #define DECODE_WARPS 4
 
+/* The decode block's shared memory (dynamic, 41 KB: under the 48 KB default). */
+struct decode_smem {
+  float q[ATTN_CUDA_DECODE_MAX_Q][ATTN_CUDA_MAX_D];
+  float m[DECODE_WARPS][ATTN_CUDA_DECODE_MAX_Q];
+  float l[DECODE_WARPS][ATTN_CUDA_DECODE_MAX_Q];
+  float o[DECODE_WARPS][ATTN_CUDA_DECODE_MAX_Q][ATTN_CUDA_MAX_D];
+};
+
 /* One block per (batch, query head, split): every query row (Nq <= 8) against
  * its share of the keys; writes a normalised partial (O, lse) per row. */
 template <typename T>
@@ -294,10 +302,16 @@ __global__ void __launch_bounds__(DECODE_WARPS * 32)
     decode_partial_kernel(attn_params p, attn_cuda_maskv m, int splits, const T *__restrict__ q,
                           const T *__restrict__ k, const T *__restrict__ v,
                           float *__restrict__ part_o, float *__restrict__ part_lse) {
-  __shared__ float sq[ATTN_CUDA_DECODE_MAX_Q][ATTN_CUDA_MAX_D];
-  __shared__ float sm[DECODE_WARPS][ATTN_CUDA_DECODE_MAX_Q];
-  __shared__ float sl[DECODE_WARPS][ATTN_CUDA_DECODE_MAX_Q];
-  __shared__ float so[DECODE_WARPS][ATTN_CUDA_DECODE_MAX_Q][ATTN_CUDA_MAX_D];
+#ifdef ATTN_CUDA_EMU
+  decode_smem &S = *reinterpret_cast<decode_smem *>(emu_dynamic_smem());
+#else
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  decode_smem &S = *reinterpret_cast<decode_smem *>(smem_raw);
+#endif
+  float(*sq)[ATTN_CUDA_MAX_D] = S.q;
+  float(*sm)[ATTN_CUDA_DECODE_MAX_Q] = S.m;
+  float(*sl)[ATTN_CUDA_DECODE_MAX_Q] = S.l;
+  float(*so)[ATTN_CUDA_DECODE_MAX_Q][ATTN_CUDA_MAX_D] = S.o;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t blk = (int64_t)blockIdx.x;
   const int split = (int)(blk % splits);
@@ -421,6 +435,7 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
 
 }  // namespace attn_cuda
 
+#ifndef ATTN_CUDA_EMU
 using namespace attn_cuda;
 
 static unsigned blocks_for_rows(int64_t rows) { return (unsigned)((rows + SIMPLE_WARPS - 1) / SIMPLE_WARPS); }
@@ -522,7 +537,7 @@ static int decode_t(const attn_params *p, int splits, const void *q, const void 
                     int accumulate, cudaStream_t s) {
   attn_cuda_maskv m = attn_cuda_mask_of(p);
   const int64_t heads = (int64_t)p->B * p->Zq;
-  decode_partial_kernel<T><<<(unsigned)(heads * splits), DECODE_WARPS * 32, 0, s>>>(
+  decode_partial_kernel<T><<<(unsigned)(heads * splits), DECODE_WARPS * 32, sizeof(decode_smem), s>>>(
       *p, m, splits, (const T *)q, (const T *)k, (const T *)v, part_o, part_lse);
   ATTN_CUDA_LAUNCHED("decode_partial_kernel");
   const int64_t rows = heads * p->Nq;
@@ -599,3 +614,5 @@ extern "C" int attn_cuda_fill_random(void *dst, attn_dtype dtype, int64_t n, uin
   ATTN_CUDA_LAUNCHED("fill_random_kernel");
   return ATTN_OK;
 }
+
+#endif  // ATTN_CUDA_EMU

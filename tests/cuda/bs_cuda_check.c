@@ -325,6 +325,23 @@ static int download_f(float *dst, const float *src, size_t n) {
   return 0;
 }
 
+/*
+ * An attention call returned an error: a failed check. If the device context
+ * is still usable (the error was a refused launch, not a fault) the run goes
+ * on; a sticky error (illegal address, ...) ends it. Returns 0 to go on.
+ */
+static int call_failed(check_ctx *c, const char *what, int err) {
+  say(c, "    FAIL %-8s the call returned %d (%s)\n", what, err, attn_cuda_strerror(err));
+  c->fail++;
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) {
+    fprintf(stderr, "bs_cuda_check: device unusable after %s: %s\n", what, cudaGetErrorString(e));
+    return -1;
+  }
+  (void)cudaGetLastError();
+  return 0;
+}
+
 /* ---- one correctness case ----------------------------------------------------- */
 
 typedef struct {
@@ -459,13 +476,17 @@ static int run_case(check_ctx *c, const case_def *cd, int d, attn_dtype dt, attn
 
   /* Forward, overwriting NaN-poisoned outputs. */
   if (cudaMemset(db.o, 0xff, nq * 4) || cudaMemset(db.lse, 0xff, rows * 4)) { rc = -1; goto done; }
-  if (attn_cuda_fwd_path(&pf, path, db.q, db.k, db.v, db.o, db.lse, 0, 0)) { rc = -1; goto done; }
-  TRY(download_f(got, db.o, nq));
-  TRY(download_f(got_l, db.lse, rows));
-  compare(c, "fwd O", got, o, nq, bound, &rel);
-  note_worst(c, dt, 0, rel);
-  compare(c, "fwd lse", got_l, lse, rows, bound, &rel);
-  note_worst(c, dt, 0, rel);
+  int e = attn_cuda_fwd_path(&pf, path, db.q, db.k, db.v, db.o, db.lse, 0, 0);
+  if (e) {
+    if (call_failed(c, "fwd", e)) { rc = -1; goto done; }
+  } else {
+    TRY(download_f(got, db.o, nq));
+    TRY(download_f(got_l, db.lse, rows));
+    compare(c, "fwd O", got, o, nq, bound, &rel);
+    note_worst(c, dt, 0, rel);
+    compare(c, "fwd lse", got_l, lse, rows, bound, &rel);
+    note_worst(c, dt, 0, rel);
+  }
 
   /* Accumulate: keys in two blocks, the second merged into the first. */
   if (p.Nk >= 2) {
@@ -484,17 +505,18 @@ static int run_case(check_ctx *c, const case_def *cd, int d, attn_dtype dt, attn
     TRY(upload(&db.k2, k2, b2));
     TRY(upload(&db.v2, v2, b2));
     if (cudaMemset(db.o, 0xff, nq * 4) || cudaMemset(db.lse, 0xff, rows * 4)) { rc = -1; goto done; }
-    if (attn_cuda_fwd_path(&p1, path, db.q, db.k1, db.v1, db.o, db.lse, 0, 0) ||
-        attn_cuda_fwd_path(&p2, path, db.q, db.k2, db.v2, db.o, db.lse, 1, 0)) {
-      rc = -1;
-      goto done;
+    e = attn_cuda_fwd_path(&p1, path, db.q, db.k1, db.v1, db.o, db.lse, 0, 0);
+    if (!e) e = attn_cuda_fwd_path(&p2, path, db.q, db.k2, db.v2, db.o, db.lse, 1, 0);
+    if (e) {
+      if (call_failed(c, "acc", e)) { rc = -1; goto done; }
+    } else {
+      TRY(download_f(got, db.o, nq));
+      TRY(download_f(got_l, db.lse, rows));
+      compare(c, "acc O", got, o, nq, bound, &rel);
+      note_worst(c, dt, 0, rel);
+      compare(c, "acc lse", got_l, lse, rows, bound, &rel);
+      note_worst(c, dt, 0, rel);
     }
-    TRY(download_f(got, db.o, nq));
-    TRY(download_f(got_l, db.lse, rows));
-    compare(c, "acc O", got, o, nq, bound, &rel);
-    note_worst(c, dt, 0, rel);
-    compare(c, "acc lse", got_l, lse, rows, bound, &rel);
-    note_worst(c, dt, 0, rel);
   }
 
   /* Backward, D variant then O variant, adding into random initial gradients. */
@@ -505,12 +527,15 @@ static int run_case(check_ctx *c, const case_def *cd, int d, attn_dtype dt, attn
       rc = -1;
       goto done;
     }
-    int e = variant == 0
+    e = variant == 0
                 ? attn_cuda_bwd_path(&pb, path, db.q, db.k, db.v, NULL, db.g, db.lseref, db.delta,
                                      db.dq, db.dk, db.dv, 0)
                 : attn_cuda_bwd_path(&pb, path, db.q, db.k, db.v, db.oref, db.g, db.lseref, NULL,
                                      db.dq, db.dk, db.dv, 0);
-    if (e) { rc = -1; goto done; }
+    if (e) {
+      if (call_failed(c, variant ? "bwdO" : "bwdD", e)) { rc = -1; goto done; }
+      continue;
+    }
     const char *nm[2][3] = {{"bwdD dq", "bwdD dk", "bwdD dv"}, {"bwdO dq", "bwdO dk", "bwdO dv"}};
     TRY(download_f(got, db.dq, nq));
     compare(c, nm[variant][0], got, dq, nq, bound, &rel);
@@ -654,7 +679,8 @@ static int run_merge(check_ctx *c) {
   return rc;
 }
 
-static int run_correctness(check_ctx *c, int quick) {
+/* which: 0 every path, 1 the simple path (and decode, merge), 2 the MMA path. */
+static int run_correctness(check_ctx *c, int quick, int which) {
   const case_def cases[] = {
       /* name                B  Zq Zkv  Nq   Nk  causal win  q0  qs  k0  ks */
       {"full_gqa", 2, 4, 2, 193, 257, 0, 0, 0, 1, 0, 1},
@@ -674,13 +700,18 @@ static int run_correctness(check_ctx *c, int quick) {
   } runs[] = {{ATTN_BF16, ATTN_CUDA_MMA}, {ATTN_CUDA_FP16, ATTN_CUDA_MMA},
               {ATTN_BF16, ATTN_CUDA_SIMPLE}, {ATTN_FP32, ATTN_CUDA_SIMPLE}};
   const int nruns = quick ? 2 : 4;
+  const int do_mma = which != 1, do_simple = which != 2;
   for (int ci = 0; ci < ncases; ci++)
     for (int di = 0; di < 2; di++)
-      for (int ri = 0; ri < nruns; ri++)
+      for (int ri = 0; ri < nruns; ri++) {
+        if (runs[ri].path == ATTN_CUDA_MMA ? !do_mma : !do_simple) continue;
         if (run_case(c, &cases[ci], dims[di], runs[ri].dt, runs[ri].path, NULL)) return -1;
+      }
   /* Head dimensions the MMA path is not built for: AUTO takes the simple path. */
-  if (run_case(c, &cases[0], 80, ATTN_BF16, ATTN_CUDA_AUTO, NULL)) return -1;
-  if (!quick && run_case(c, &cases[4], 96, ATTN_CUDA_FP16, ATTN_CUDA_AUTO, NULL)) return -1;
+  if (do_simple && run_case(c, &cases[0], 80, ATTN_BF16, ATTN_CUDA_AUTO, NULL)) return -1;
+  if (do_simple && !quick && run_case(c, &cases[4], 96, ATTN_CUDA_FP16, ATTN_CUDA_AUTO, NULL))
+    return -1;
+  if (!do_mma) goto rest;
   /* Every tile variant of the MMA kernels, on masked cases, both d. */
   {
     const int tv[4][4] = {{64, 32, 32, 64}, {64, 64, 64, 64}, {128, 32, 32, 128}, {128, 64, 64, 128}};
@@ -691,6 +722,8 @@ static int run_correctness(check_ctx *c, int quick) {
           return -1;
       }
   }
+rest:
+  if (!do_simple) return 0;
   if (run_decode(c, 128, ATTN_BF16, 1, 1, 0)) return -1;
   if (run_decode(c, 64, ATTN_CUDA_FP16, 3, 1, 0)) return -1;
   if (!quick) {
@@ -1006,23 +1039,27 @@ static int run_bench(bench_ctx *bc, headline *hl) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: bs_cuda_check [--quick] [--no-bench] [--out DIR] [--seed N] [--budget SECONDS]\n"
-          "  --quick     a reduced correctness set, no benchmark (ctest)\n"
-          "  --out DIR   write correctness.txt, bench.txt, bench.csv, summary.txt there\n"
+          "usage: bs_cuda_check [--quick] [--no-bench | --bench-only] [--path simple|mma|all]\n"
+          "                     [--out DIR] [--seed N] [--budget SECONDS]\n"
+          "  --quick       a reduced correctness set, no benchmark (ctest)\n"
+          "  --path P      correctness of one path only (separate processes: a fault in one\n"
+          "                path does not hide the other's results)\n"
+          "  --bench-only  skip the correctness checks\n"
+          "  --out DIR     append to correctness.txt and summary.txt, write bench.txt, bench.csv\n"
           "exit: 0 pass, 1 a check failed, 2 usage, 77 no CUDA device\n");
 }
 
-static FILE *open_in(const char *dir, const char *name) {
+static FILE *open_in(const char *dir, const char *name, const char *mode) {
   if (!dir) return NULL;
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
+  FILE *f = fopen(path, mode);
   if (!f) fprintf(stderr, "bs_cuda_check: cannot write %s: %s\n", path, strerror(errno));
   return f;
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, bench = 1;
+  int quick = 0, bench = 1, check = 1, which = 0;
   const char *out = NULL;
   double budget = 200.0;
   uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
@@ -1032,6 +1069,15 @@ int main(int argc, char **argv) {
       bench = 0;
     } else if (!strcmp(argv[i], "--no-bench")) {
       bench = 0;
+    } else if (!strcmp(argv[i], "--bench-only")) {
+      check = 0;
+    } else if (!strcmp(argv[i], "--path") && i + 1 < argc) {
+      const char *w = argv[++i];
+      which = !strcmp(w, "simple") ? 1 : !strcmp(w, "mma") ? 2 : !strcmp(w, "all") ? 0 : -1;
+      if (which < 0) {
+        fprintf(stderr, "bs_cuda_check: --path takes simple, mma or all\n");
+        return 2;
+      }
     } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
       out = argv[++i];
     } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
@@ -1081,15 +1127,19 @@ int main(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   c.seed = seed;
   c.verbose = 1;
-  c.log = open_in(out, "correctness.txt");
-  say(&c, "correctness, seed %llu (rerun with --seed %llu)\n", (unsigned long long)seed,
-      (unsigned long long)seed);
-  double t0 = now_s();
-  int crc = run_correctness(&c, quick);
-  double tcheck = now_s() - t0;
-  say(&c, "correctness: %d passed, %d failed%s (%.1f s)\n", c.pass, c.fail,
-      crc ? ", stopped by a CUDA error" : "", tcheck);
-  if (c.log) fclose(c.log);
+  const char *pname = which == 1 ? "simple" : which == 2 ? "mma" : "all";
+  int crc = 0;
+  if (check) {
+    c.log = open_in(out, "correctness.txt", "a");
+    say(&c, "correctness (path %s), seed %llu (rerun with --path %s --seed %llu)\n", pname,
+        (unsigned long long)seed, pname, (unsigned long long)seed);
+    double t0 = now_s();
+    crc = run_correctness(&c, quick, which);
+    double tcheck = now_s() - t0;
+    say(&c, "correctness (path %s): %d passed, %d failed%s (%.1f s)\n", pname, c.pass, c.fail,
+        crc ? ", stopped by a CUDA error" : "", tcheck);
+    if (c.log) fclose(c.log);
+  }
 
   headline hl;
   memset(&hl, 0, sizeof hl);
@@ -1099,8 +1149,8 @@ int main(int argc, char **argv) {
     memset(&bc, 0, sizeof bc);
     bc.t0 = now_s();
     bc.budget_s = budget;
-    bc.txt = open_in(out, "bench.txt");
-    bc.csv = open_in(out, "bench.csv");
+    bc.txt = open_in(out, "bench.txt", "w");
+    bc.csv = open_in(out, "bench.csv", "w");
     if (bc.txt) fputs(devline, bc.txt);
     brc = run_bench(&bc, &hl);
     if (bc.txt) fclose(bc.txt);
@@ -1110,15 +1160,19 @@ int main(int argc, char **argv) {
   /* Summary last. */
   char sum[4096];
   int n = 0;
-  n += snprintf(sum + n, sizeof sum - n, "== bs_cuda_check summary ==\n%s", devline);
+  n += snprintf(sum + n, sizeof sum - n, "== bs_cuda_check%s%s ==\n%s", check ? " --path " : " --bench-only",
+                check ? pname : "", devline);
   n += snprintf(sum + n, sizeof sum - n, "seed %llu\n", (unsigned long long)seed);
-  n += snprintf(sum + n, sizeof sum - n, "correctness      %d passed, %d failed%s\n", c.pass, c.fail,
-                crc ? " (stopped by a CUDA error)" : "");
-  const char *dn[3] = {"bf16", "fp16", "fp32"};
-  for (int i = 0; i < 3; i++)
-    n += snprintf(sum + n, sizeof sum - n, "worst rel err    %s fwd %.2e  bwd %.2e  (bound %.1e)\n",
-                  dn[i], c.worst[i][0], c.worst[i][1],
-                  bound_for(i == 0 ? ATTN_BF16 : i == 1 ? ATTN_CUDA_FP16 : ATTN_FP32));
+  if (check) {
+    n += snprintf(sum + n, sizeof sum - n, "correctness %-6s %d passed, %d failed%s\n", pname, c.pass,
+                  c.fail, crc ? " (stopped by a CUDA error)" : "");
+    const char *dn[3] = {"bf16", "fp16", "fp32"};
+    for (int i = 0; i < 3; i++)
+      if (c.worst[i][0] > 0 || c.worst[i][1] > 0)
+        n += snprintf(sum + n, sizeof sum - n, "worst rel err    %s fwd %.2e  bwd %.2e  (bound %.1e)\n",
+                      dn[i], c.worst[i][0], c.worst[i][1],
+                      bound_for(i == 0 ? ATTN_BF16 : i == 1 ? ATTN_CUDA_FP16 : ATTN_FP32));
+  }
   if (bench && crc == 0) {
     n += snprintf(sum + n, sizeof sum - n, "cuBLAS bf16 GEMM 8192^3: %.1f TFLOP/s; d2d copy %.0f GB/s\n",
                   hl.gemm_tflops, hl.copy_gbs);
@@ -1132,7 +1186,7 @@ int main(int argc, char **argv) {
     if (brc) n += snprintf(sum + n, sizeof sum - n, "benchmark stopped by an error (see log)\n");
   }
   fputs(sum, stdout);
-  FILE *sf = open_in(out, "summary.txt");
+  FILE *sf = open_in(out, "summary.txt", "a");
   if (sf) {
     fputs(sum, sf);
     fclose(sf);
