@@ -28,6 +28,8 @@ typedef struct {
   int fp32, bf16;      /* storage types to measure (both 0: both) */
   int primary_bf16;    /* which type's tables the simulator reads (it ignores "dtype") */
   int no_kernels, no_links;
+  int head_dim;        /* > 0: only this head dimension (default 64 and 128) */
+  int64_t max_block;   /* > 0: attention blocks up to the first size >= this (default: the grid, within the time budget) */
   FILE *log;           /* rank 0: progress and nccl-tests-style tables (NULL = quiet) */
 } bs_calib_opts;
 

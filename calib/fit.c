@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Largest relative miss a link model may have before a further size range is considered. */
+#define BS_FIT_SPLIT_RESID 0.05
+
 void bs_fit_quality_of(const double *model, const double *measured, int n, bs_fit_quality *q) {
   memset(q, 0, sizeof *q);
   q->n = n;
@@ -285,9 +288,12 @@ int bs_fit_link_piecewise(const double *bytes, const double *t, int n, int max_s
       return -1;
     }
   gsl_error_handler_t *old = gsl_set_error_handler_off();
-  double best = INFINITY;
+  /* Best split for each number of ranges, by total chi2 over all break positions. */
+  double best[BS_FIT_MAX_SEGS + 1];
+  bs_fit_seg best_seg[BS_FIT_MAX_SEGS + 1][BS_FIT_MAX_SEGS];
   bs_fit_seg seg[BS_FIT_MAX_SEGS];
   for (int k = 1; k <= max_segs; k++) {
+    best[k] = INFINITY;
     if (k * min_pts > n) break;
     int b[BS_FIT_MAX_SEGS - 1] = {0, 0};
     /* k = 1: no break; k = 2: b0; k = 3: b0 < b1. */
@@ -299,15 +305,33 @@ int bs_fit_link_piecewise(const double *bytes, const double *t, int n, int max_s
         b[1] = b1;
         double chi2;
         if (segs_fit(bytes, t, n, k, b, seg, &chi2)) continue;
-        int params = 3 * k - 1;
-        double bic = n * log(chi2 / n + 1e-300) + params * log((double)n);
-        if (bic < best) {
-          best = bic;
-          out->nseg = k;
-          memcpy(out->seg, seg, sizeof seg);
+        if (chi2 < best[k]) {
+          best[k] = chi2;
+          memcpy(best_seg[k], seg, sizeof seg);
         }
       }
     }
+  }
+  /* One more range only when the simpler model visibly misses (a point off by more than
+   * BS_FIT_SPLIT_RESID) and the split cuts chi2 at least fourfold: noise never splits a range. */
+  int k = 0;
+  if (isfinite(best[1])) k = 1;
+  while (k && k < max_segs && isfinite(best[k + 1])) {
+    bs_fit_link cur;
+    memset(&cur, 0, sizeof cur);
+    cur.nseg = k;
+    memcpy(cur.seg, best_seg[k], sizeof cur.seg);
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+      double r = fabs(bs_fit_link_time(&cur, bytes[i]) - t[i]) / t[i];
+      if (r > worst) worst = r;
+    }
+    if (!(worst > BS_FIT_SPLIT_RESID && best[k + 1] < best[k] / 4)) break;
+    k++;
+  }
+  if (k) {
+    out->nseg = k;
+    memcpy(out->seg, best_seg[k], sizeof out->seg);
   }
   gsl_set_error_handler(old);
   if (out->nseg == 0) {

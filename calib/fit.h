@@ -10,8 +10,10 @@
  *            speed), weighted least squares (gsl_multifit_wlinear);
  *   links:   time = latency + bytes / bandwidth per size range, with up to
  *            three ranges whose breaks (Open MPI's eager / rendezvous switch,
- *            the single-copy threshold) are found by exhaustive search under
- *            a BIC penalty: the SimGrid SMPI piecewise factors.
+ *            the single-copy threshold) are found by exhaustive search; a
+ *            range is split only when the simpler model misses a point by more
+ *            than 5 % and the split cuts chi2 fourfold: the SimGrid SMPI
+ *            piecewise factors.
  *
  * Every fit reports R^2 (on the times) and the largest relative residual.
  */

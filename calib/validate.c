@@ -91,15 +91,25 @@ static int finish(int rc, const char *what, int G, const char *logpath, char *er
   return -1;
 }
 
-int bs_validate_calibrate(const bs_validate_opts *o, int G, const char *dtype, const char *profile_out, char *err,
-                          size_t errlen) {
-  char *argv[MAX_ARGS], np[16], exe[1024], logpath[1200];
+int bs_validate_calibrate(const bs_validate_opts *o, int G, const char *dtype, int head_dim, int64_t max_block,
+                          const char *profile_out, char *err, size_t errlen) {
+  char *argv[MAX_ARGS], np[16], exe[1024], logpath[1200], hd[24], mb[24];
   int n = mpirun_prefix(o, G, argv, np, sizeof np);
   argv[n++] = (char *)self_exe(o, exe, sizeof exe);
   argv[n++] = "calib";
   if (!o->full_calib) argv[n++] = "--quick";
   argv[n++] = "--dtype";
   argv[n++] = (char *)dtype;
+  if (head_dim > 0) {
+    snprintf(hd, sizeof hd, "%d", head_dim);
+    argv[n++] = "--head-dim";
+    argv[n++] = hd;
+  }
+  if (max_block > 0) {
+    snprintf(mb, sizeof mb, "%lld", (long long)max_block);
+    argv[n++] = "--max-block";
+    argv[n++] = mb;
+  }
   argv[n++] = "--out";
   argv[n++] = (char *)profile_out;
   argv[n] = NULL;

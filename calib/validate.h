@@ -22,9 +22,10 @@ typedef struct {
   FILE *log;                /* progress (NULL = quiet) */
 } bs_validate_opts;
 
-/* Spawns `mpirun -np G burstsim calib [--quick] --dtype D --out PROFILE`. 0, or -1 with the log's tail in err. */
-int bs_validate_calibrate(const bs_validate_opts *o, int G, const char *dtype, const char *profile_out, char *err,
-                          size_t errlen);
+/* Spawns `mpirun -np G burstsim calib [--quick] --dtype D [--head-dim H] [--max-block B] --out PROFILE`
+ * (head_dim, max_block 0: not passed). 0, or -1 with the log's tail in err. */
+int bs_validate_calibrate(const bs_validate_opts *o, int G, const char *dtype, int head_dim, int64_t max_block,
+                          const char *profile_out, char *err, size_t errlen);
 
 /* Spawns `mpirun -np G burstsim run SCENARIO --set ... --set parallel.gpus=G --out RESULTS`. */
 int bs_validate_run(const bs_validate_opts *o, int G, const char *scenario, char **sets, int nsets,

@@ -14,7 +14,7 @@ static void calib_usage(FILE *f) {
   fprintf(f,
           "usage: mpirun -np G burstsim calib [--backend cpu] [--quick] [--dtype fp32|bf16|both]\n"
           "                                   [--primary fp32|bf16] [--threads T] [--no-links] [--no-kernels]\n"
-          "                                   [--plots DIR] --out PROFILE.json\n"
+          "                                   [--head-dim D] [--max-block N] [--plots DIR] --out PROFILE.json\n"
           "\n"
           "Times every kernel the plans use (attention forward and backward, fused and\n"
           "unfused, decode, delta, merge, elementwise, copy, GEMM) on all G ranks at once,\n"
@@ -29,6 +29,8 @@ static void calib_usage(FILE *f) {
           "  --primary T      the type whose tables the simulator reads (default: the only one\n"
           "                   timed, else bf16)\n"
           "  --threads T      kernel threads per rank (default: online cores / G)\n"
+          "  --head-dim D     only head dimension D (default 64 and 128)\n"
+          "  --max-block N    attention blocks up to the first grid size >= N\n"
           "  --plots DIR      gnuplot data, script and PNGs of measured against fitted\n"
           "  --no-links, --no-kernels   skip a part\n"
           "\n"
@@ -80,6 +82,15 @@ int cmd_calib(int argc, char **argv) {
         return 2;
       }
       primary = !strcmp(v, "bf16");
+    } else if ((!strcmp(a, "--head-dim") || !strcmp(a, "--max-block")) && has) {
+      char *end;
+      long long v = strtoll(argv[++i], &end, 10);
+      if (*end || v < 1 || v > (1LL << 30)) {
+        fprintf(stderr, "burstsim calib: %s %s: a positive integer\n", a, argv[i]);
+        return 2;
+      }
+      if (!strcmp(a, "--head-dim")) o.head_dim = (int)v;
+      else o.max_block = v;
     } else if (!strcmp(a, "--threads") && has) {
       char *end;
       long t = strtol(argv[++i], &end, 10);

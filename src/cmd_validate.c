@@ -228,7 +228,17 @@ int cmd_validate(int argc, char **argv) {
       const char *primary, *dt = dtype_of(sc.points, sc.npoints, G, &primary);
       snprintf(prof, sizeof prof, "%s/profile-g%d.json", wd, G);
       (void)primary;
-      if (bs_validate_calibrate(&vo, G, dt, prof, err, sizeof err)) {
+      int hd = -1;
+      int64_t mb = 0;
+      for (int i = 0; i < sc.npoints; i++) {
+        const bs_config *c = &sc.points[i];
+        if (c->par.gpus != G) continue;
+        hd = hd == -1 || hd == c->model.head_dim ? (int)c->model.head_dim : 0;
+        int64_t blk = c->work.seq_len / G / (c->par.layout == BS_ZIGZAG ? 2 : 1);
+        if (c->par.method == BS_ULYSSES) blk = c->work.seq_len;
+        if (blk > mb) mb = blk;
+      }
+      if (bs_validate_calibrate(&vo, G, dt, hd > 0 ? hd : 0, mb, prof, err, sizeof err)) {
         fprintf(stderr, "burstsim validate: %s\n", err);
         goto out;
       }
