@@ -120,6 +120,11 @@ SRC=$?
 echo "device-check: correctness, tensor-core path"
 timeout 150 "$CHECK" --path mma --no-bench --seed "$SEED" --out "$OUTDIR" >>"$OUTDIR/check.log" 2>&1
 XRC=$?
+if [ $SRC -eq 77 ] && [ $XRC -eq 77 ]; then
+  echo "device-check: no CUDA device usable by the CUDA runtime:"
+  grep -m1 "^SKIP" "$OUTDIR/check.log" || true
+  exit 77
+fi
 grep -E "^correctness \(path" "$OUTDIR/check.log" || true
 grep -E "FAIL" "$OUTDIR/check.log" | head -20 || true
 LEFT=$((LIMIT - $(elapsed)))
@@ -152,7 +157,7 @@ if [ $((LIMIT - $(elapsed))) -gt 150 ] && [ "${BURSTSIM_DEVICE_CHECK_PROJECT:-1}
       PROJECT="project built; burstsim calib has no --backend option yet"
     fi
   else
-    PROJECT="project did not configure/build here (its dependencies), calib skipped"
+    PROJECT="project did not configure/build here in time (dependencies or time), calib skipped"
   fi
 fi
 
