@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "sim/profile.h"
 #include "sim/sim.h"
 #include "topologies/topo.h"
@@ -766,6 +768,57 @@ static void test_fold_matches_full(void **state) {
   fold_case("a100-pcie-node", 64, 0, BS_BURST, 1, "32 of 64 ranks simulated (4 of 8 nodes, 8 of 8");
 }
 
+/* --trace: a Chrome trace-event file that parses, with compute spans of every kernel kind used. */
+static void test_trace_json(void **state) {
+  (void)state;
+  bs_config c;
+  burst_config(&c, 16, 32768, 1);
+  char path[256];
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(path, sizeof path, "%s/bs-trace-%d.json", dir, (int)getpid());
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.trace_path = path;
+  o.fold = BS_OFF;
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(bs_sim_run(&c, &o, &r, err, sizeof err), 0);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 1);
+  assert_non_null(text);
+  assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+  text[n] = 0;
+  fclose(f);
+  unlink(path);
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  assert_non_null(root);
+  cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+  assert_true(cJSON_IsArray(ev) && cJSON_GetArraySize(ev) > 0);
+  int fwd = 0, bwd = 0, comm = 0;
+  double last = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, ev) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts"), *dur = cJSON_GetObjectItemCaseSensitive(e, "dur");
+    assert_true(cJSON_IsString(name) && cJSON_IsNumber(ts) && cJSON_IsNumber(dur) && dur->valuedouble >= 0);
+    fwd += !strcmp(name->valuestring, "attn_fwd");
+    bwd += !strcmp(name->valuestring, "attn_bwd");
+    comm += !strncmp(name->valuestring, "send to", 7);
+    if (ts->valuedouble + dur->valuedouble > last) last = ts->valuedouble + dur->valuedouble;
+  }
+  assert_int_equal(fwd, 16 * 16); /* G blocks per rank */
+  assert_int_equal(bwd, 16 * 16);
+  assert_true(comm > 0);
+  assert_close(last * 1e-6, r.time.step, 1e-6);
+  cJSON_Delete(root);
+  bs_result_free(&r);
+}
+
 /* A causal contiguous split is not symmetric: the fold must refuse. */
 static void test_fold_refuses_asymmetric(void **state) {
   (void)state;
@@ -807,6 +860,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_double_ring_parallel_nics),
       cmocka_unit_test(test_fold_matches_full),
       cmocka_unit_test(test_fold_refuses_asymmetric),
+      cmocka_unit_test(test_trace_json),
   };
   return cmocka_run_group_tests(all, NULL, NULL);
 }
