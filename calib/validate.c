@@ -144,7 +144,10 @@ int bs_validate_run(const bs_validate_opts *o, int G, const char *scenario, char
   argv[n++] = "--out";
   argv[n++] = (char *)results_out;
   argv[n] = NULL;
-  snprintf(logpath, sizeof logpath, "%s/run-g%d.log", o->workdir, G);
+  /* The log sits beside the results: RESULTS.json -> RESULTS.log. */
+  size_t rl = strlen(results_out);
+  snprintf(logpath, sizeof logpath, "%.*s.log", (int)(rl > 5 && !strcmp(results_out + rl - 5, ".json") ? rl - 5 : rl),
+           results_out);
   if (o->log) fprintf(o->log, "validate: running the points with %d rank(s) (log %s)\n", G, logpath);
   return finish(spawn(argv, logpath, err, errlen), "burstsim run", G, logpath, err, errlen);
 }

@@ -99,15 +99,75 @@ static cJSON *error_json(const bs_validate_error *e) {
   return o;
 }
 
-static const char *dtype_of(const bs_config *pts, int n, int G, const char **primary) {
-  int f32 = 0, b16 = 0;
-  for (int i = 0; i < n; i++)
-    if (pts[i].par.gpus == G) {
-      if (pts[i].model.dtype == BS_FP32) f32 = 1;
-      else b16 = 1;
+
+
+/*
+ * A validation file may hold several grids: lines before the first "[grid NAME]"
+ * line are common, each "[grid NAME]" starts a grid (a scenario of its own, since
+ * one INI is one cross product). Each grid is written to the work directory with
+ * the other grids' lines blanked, so that line numbers in errors stay those of the
+ * original file. Returns the number of grids (0 = a plain scenario), -1 on error.
+ */
+#define MAX_GRIDS 16
+static int split_grids(const char *path, const char *wd, char paths[][600], char names[][64], char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot open", path);
+    return -1;
+  }
+  char **lines = NULL, buf[4096];
+  int n = 0, cap = 0, ng = 0;
+  int grid_of[8192];
+  while (fgets(buf, sizeof buf, f) && n < 8192) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 256;
+      char **l = realloc(lines, (size_t)cap * sizeof *l);
+      if (!l) break;
+      lines = l;
     }
-  *primary = b16 && !f32 ? "bf16" : "fp32";
-  return f32 && b16 ? "both" : b16 ? "bf16" : "fp32";
+    lines[n] = strdup(buf);
+    const char *t = buf;
+    while (*t == ' ' || *t == '\t') t++;
+    if (!strncmp(t, "[grid", 5) && (t[5] == ']' || t[5] == ' ')) {
+      if (ng == MAX_GRIDS) {
+        snprintf(err, errlen, "%s:%d: at most %d grids", path, n + 1, MAX_GRIDS);
+        ng = -1;
+        n++;
+        break;
+      }
+      const char *nm = t + 5;
+      while (*nm == ' ') nm++;
+      snprintf(names[ng], 64, "%.*s", (int)strcspn(nm, "]\r\n"), nm);
+      if (!names[ng][0]) snprintf(names[ng], 64, "grid%d", ng + 1);
+      ng++;
+      grid_of[n] = -2; /* the marker itself */
+    } else grid_of[n] = ng - 1; /* -1: common */
+    n++;
+  }
+  fclose(f);
+  for (int g = 0; ng > 0 && g < ng; g++) {
+    snprintf(paths[g], 600, "%s/grid-%d-%s.ini", wd, g + 1, names[g]);
+    FILE *o = fopen(paths[g], "w");
+    if (!o) {
+      snprintf(err, errlen, "%.500s: cannot write", paths[g]);
+      ng = -1;
+      break;
+    }
+    for (int i = 0; i < n; i++) fputs(grid_of[i] == -1 || grid_of[i] == g ? lines[i] : "\n", o);
+    fclose(o);
+  }
+  for (int i = 0; i < n; i++) free(lines[i]);
+  free(lines);
+  return ng;
+}
+
+/* Error messages name the grid file: put the original path and its grid name back. */
+static void unmap_path(char *err, size_t errlen, const char *gridpath, const char *orig, const char *name) {
+  char *at = strstr(err, gridpath);
+  if (!at) return;
+  char tmp[1200];
+  snprintf(tmp, sizeof tmp, "%.*s%s [grid %s]%s", (int)(at - err), err, orig, name, at + strlen(gridpath));
+  snprintf(err, errlen, "%.1000s", tmp);
 }
 
 int cmd_validate(int argc, char **argv) {
@@ -166,116 +226,141 @@ int cmd_validate(int argc, char **argv) {
     return 2;
   }
   char err[1024];
-  bs_scenario sc;
-  if (bs_scenario_load(scenario, sets, nsets, &sc, err, sizeof err)) {
-    fprintf(stderr, "burstsim validate: %s\n", err);
-    return 2;
-  }
   if (profile) {
     FILE *f = fopen(profile, "r");
     if (!f) {
       fprintf(stderr, "burstsim validate: --profile %s: cannot open\n", profile);
-      bs_scenario_free(&sc);
       return 2;
     }
     fclose(f);
-  }
-  /* Rank counts, in order of first appearance. */
-  int gs[64], ng = 0;
-  for (int i = 0; i < sc.npoints; i++) {
-    int G = sc.points[i].par.gpus, seen = 0, wanted = nnp == 0;
-    for (int j = 0; j < nnp; j++) wanted |= nps[j] == G;
-    for (int j = 0; j < ng; j++) seen |= gs[j] == G;
-    if (wanted && !seen && ng < 64) gs[ng++] = G;
-  }
-  if (!ng) {
-    fprintf(stderr, "burstsim validate: %s: no point with the rank count(s) given by --np\n", scenario);
-    bs_scenario_free(&sc);
-    return 2;
   }
   char wd[512];
   if (workdir) {
     snprintf(wd, sizeof wd, "%s", workdir);
     if (mkdir(wd, 0755) && errno != EEXIST) {
       fprintf(stderr, "burstsim validate: --workdir %s: %s\n", wd, strerror(errno));
-      bs_scenario_free(&sc);
       return 2;
     }
   } else {
     snprintf(wd, sizeof wd, "/tmp/burstsim-validate-XXXXXX");
     if (!mkdtemp(wd)) {
       fprintf(stderr, "burstsim validate: cannot create a work directory: %s\n", strerror(errno));
-      bs_scenario_free(&sc);
       return 1;
     }
   }
+  /* The grids: one scenario each (a plain file is one grid). */
+  static char gpaths[MAX_GRIDS][600], gnames[MAX_GRIDS][64];
+  int ngrids = split_grids(scenario, wd, gpaths, gnames, err, sizeof err);
+  if (ngrids < 0) {
+    fprintf(stderr, "burstsim validate: %s\n", err);
+    return 2;
+  }
+  if (ngrids == 0) {
+    ngrids = 1;
+    snprintf(gpaths[0], sizeof gpaths[0], "%s", scenario);
+    snprintf(gnames[0], sizeof gnames[0], "%s", "scenario");
+  }
+  bs_scenario scs[MAX_GRIDS];
+  int total = 0;
+  for (int g = 0; g < ngrids; g++) {
+    if (bs_scenario_load(gpaths[g], sets, nsets, &scs[g], err, sizeof err)) {
+      if (strcmp(gpaths[g], scenario)) unmap_path(err, sizeof err, gpaths[g], scenario, gnames[g]);
+      fprintf(stderr, "burstsim validate: %s\n", err);
+      for (int k = 0; k < g; k++) bs_scenario_free(&scs[k]);
+      return 2;
+    }
+    total += scs[g].npoints;
+  }
+  /* Rank counts, in order of first appearance. */
+  int gs[64], ng = 0;
+  for (int g = 0; g < ngrids; g++)
+    for (int i = 0; i < scs[g].npoints; i++) {
+      int G = scs[g].points[i].par.gpus, seen = 0, wanted = nnp == 0;
+      for (int j = 0; j < nnp; j++) wanted |= nps[j] == G;
+      for (int j = 0; j < ng; j++) seen |= gs[j] == G;
+      if (wanted && !seen && ng < 64) gs[ng++] = G;
+    }
   bs_validate_opts vo = {NULL, NULL, wd, full, warmup, stderr};
-  int np = 0, cap = sc.npoints;
+  int np = 0, cap = total > 0 ? total : 1;
   bs_config *cfgs = calloc((size_t)cap, sizeof *cfgs);
   bs_result *meas = calloc((size_t)cap, sizeof *meas), *pred = calloc((size_t)cap, sizeof *pred);
   bs_validate_error *errs = calloc((size_t)cap, sizeof *errs);
   char (*profs)[600] = calloc((size_t)cap, sizeof *profs);
   int rc = 1;
+  if (!ng) {
+    fprintf(stderr, "burstsim validate: %s: no point with the rank count(s) given by --np\n", scenario);
+    rc = 2;
+    goto out;
+  }
   if (!cfgs || !meas || !pred || !errs || !profs) {
     fprintf(stderr, "burstsim validate: out of memory\n");
     goto out;
   }
   for (int gi = 0; gi < ng; gi++) {
     int G = gs[gi];
-    char prof[600], results[600];
+    char prof[600], results[700];
     if (profile) snprintf(prof, sizeof prof, "%s", profile);
     else {
-      const char *primary, *dt = dtype_of(sc.points, sc.npoints, G, &primary);
-      snprintf(prof, sizeof prof, "%s/profile-g%d.json", wd, G);
-      (void)primary;
-      int hd = -1;
+      /* Calibrate for the points of this rank count: their storage types, head dimension, largest block. */
+      int f32 = 0, b16 = 0, hd = -1;
       int64_t mb = 0;
-      for (int i = 0; i < sc.npoints; i++) {
-        const bs_config *c = &sc.points[i];
-        if (c->par.gpus != G) continue;
-        hd = hd == -1 || hd == c->model.head_dim ? (int)c->model.head_dim : 0;
-        int64_t blk = c->work.seq_len / G / (c->par.layout == BS_ZIGZAG ? 2 : 1);
-        if (c->par.method == BS_ULYSSES) blk = c->work.seq_len;
-        if (blk > mb) mb = blk;
-      }
+      for (int g = 0; g < ngrids; g++)
+        for (int i = 0; i < scs[g].npoints; i++) {
+          const bs_config *c = &scs[g].points[i];
+          if (c->par.gpus != G) continue;
+          if (c->model.dtype == BS_FP32) f32 = 1;
+          else b16 = 1;
+          hd = hd == -1 || hd == c->model.head_dim ? (int)c->model.head_dim : 0;
+          int64_t blk = c->work.seq_len / G / (c->par.layout == BS_ZIGZAG ? 2 : 1);
+          if (c->par.method == BS_ULYSSES || c->par.method == BS_USP) blk = c->work.seq_len;
+          if (blk > mb) mb = blk;
+        }
+      const char *dt = f32 && b16 ? "both" : b16 ? "bf16" : "fp32";
+      snprintf(prof, sizeof prof, "%s/profile-g%d.json", wd, G);
       if (bs_validate_calibrate(&vo, G, dt, hd > 0 ? hd : 0, mb, prof, err, sizeof err)) {
         fprintf(stderr, "burstsim validate: %s\n", err);
         goto out;
       }
     }
-    snprintf(results, sizeof results, "%s/run-g%d.json", wd, G);
-    if (bs_validate_run(&vo, G, sc.path, sets, nsets, results, err, sizeof err)) {
-      fprintf(stderr, "burstsim validate: %s\n", err);
-      goto out;
-    }
-    bs_result *rr = NULL;
-    int nr = 0;
-    if (bs_validate_read_results(results, &rr, &nr, err, sizeof err)) {
-      fprintf(stderr, "burstsim validate: %s\n", err);
-      goto out;
-    }
-    int j = 0;
-    for (int i = 0; i < sc.npoints; i++) {
-      const bs_config *c = &sc.points[i];
-      if (c->par.gpus != G) continue;
-      if (j >= nr || !bs_validate_same_point(c, &rr[j])) {
-        fprintf(stderr, "burstsim validate: %s: result %d does not match scenario point %d (%s, G=%d)\n", results, j, i,
-                bs_method_name(c->par.method), G);
-        for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
-        free(rr);
+    for (int g = 0; g < ngrids; g++) {
+      const bs_scenario *sc = &scs[g];
+      int any = 0;
+      for (int i = 0; i < sc->npoints; i++) any |= sc->points[i].par.gpus == G;
+      if (!any) continue;
+      snprintf(results, sizeof results, "%s/run-g%d-%d.json", wd, G, g + 1);
+      if (bs_validate_run(&vo, G, gpaths[g], sets, nsets, results, err, sizeof err)) {
+        fprintf(stderr, "burstsim validate: %s\n", err);
         goto out;
       }
-      cfgs[np] = *c;
-      meas[np] = rr[j];
-      meas[np].cfg = *c;
-      meas[np].mode = "run";
-      memset(&rr[j], 0, sizeof rr[j]);
-      snprintf(profs[np], sizeof profs[np], "%s", prof);
-      j++;
-      np++;
+      bs_result *rr = NULL;
+      int nr = 0;
+      if (bs_validate_read_results(results, &rr, &nr, err, sizeof err)) {
+        fprintf(stderr, "burstsim validate: %s\n", err);
+        goto out;
+      }
+      int j = 0, bad = 0;
+      for (int i = 0; i < sc->npoints && !bad; i++) {
+        const bs_config *c = &sc->points[i];
+        if (c->par.gpus != G) continue;
+        if (j >= nr || !bs_validate_same_point(c, &rr[j])) {
+          fprintf(stderr, "burstsim validate: %s: result %d does not match point %d of grid %s (%s, G=%d)\n", results, j,
+                  i, gnames[g], bs_method_name(c->par.method), G);
+          bad = 1;
+          break;
+        }
+        cfgs[np] = *c;
+        meas[np] = rr[j];
+        meas[np].cfg = *c;
+        meas[np].mode = "run";
+        memset(&rr[j], 0, sizeof rr[j]);
+        snprintf(profs[np], sizeof profs[np], "%s", prof);
+        j++;
+        np++;
+      }
+      for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
+      free(rr);
+      if (bad) goto out;
     }
-    for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
-    free(rr);
   }
   /* Predictions (the simulator forks per point: cheap next to the runs). */
   for (int i = 0; i < np; i++) {
@@ -405,6 +490,6 @@ out:
   free(pred);
   free(errs);
   free(profs);
-  bs_scenario_free(&sc);
+  for (int g = 0; g < ngrids; g++) bs_scenario_free(&scs[g]);
   return rc;
 }
