@@ -1021,7 +1021,7 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
     shm->factors[pp.nseg - 1].bandwidth = 1.0;
     shm->factors[pp.nseg - 1].latency = 1.0;
     cJSON *pj = cJSON_CreateObject();
-    cJSON_AddStringToObject(pj, "model", "pingpong one way: t = latency + bytes / bandwidth per size range; breaks by BIC");
+    cJSON_AddStringToObject(pj, "model", "pingpong one way: t = latency + bytes / bandwidth per size range; a break only where one range misses a point by > 5 % and the split cuts chi2 fourfold");
     cJSON *segs = cJSON_AddArrayToObject(pj, "segments");
     for (int s = 0; s < pp.nseg; s++) {
       cJSON *sj = cJSON_CreateObject();
