@@ -98,6 +98,9 @@ static cJSON *result_json(const bs_result *r) {
     cJSON *s = cJSON_AddObjectToObject(o, "sim");
     cJSON_AddNumberToObject(s, "wall_s", r->sim_wall_s);
     cJSON_AddNumberToObject(s, "events", (double)r->sim_events);
+    cJSON_AddNumberToObject(s, "actors", r->sim_actors);
+    cJSON_AddNumberToObject(s, "rss_bytes", (double)r->sim_rss_bytes);
+    cJSON_AddStringToObject(s, "network", r->sim_network);
   }
   if (r->ranks && r->nranks > 0) {
     cJSON *ra = cJSON_AddArrayToObject(o, "ranks");
