@@ -171,13 +171,20 @@ int attn_threads(const attn_params *p) {
   return n > 0 ? n : 1;
 }
 
-/* BURSTSIM_ATTN_VARIANT=scalar|avx2 forces a path (for tests and comparisons). */
+/*
+ * The fastest path this CPU runs; BURSTSIM_ATTN_VARIANT=scalar|avx2|avx512 asks for a
+ * path (for tests and comparisons), granted only if the CPU has it.
+ */
 const attn_variant *attn_pick_variant(void) {
   const char *force = getenv("BURSTSIM_ATTN_VARIANT");
   if (force && !strcmp(force, "scalar")) return &attn_variant_scalar;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &attn_variant_avx2;
+  int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  if (avx512 && !(force && !strcmp(force, "avx2"))) return &attn_variant_avx512;
+  if (avx2) return &attn_variant_avx2;
 #endif
   return &attn_variant_scalar;
 }

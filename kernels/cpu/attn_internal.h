@@ -152,6 +152,7 @@ const attn_variant *attn_pick_variant(void);
 extern const attn_variant attn_variant_scalar;
 #if defined(__x86_64__)
 extern const attn_variant attn_variant_avx2;
+extern const attn_variant attn_variant_avx512;
 #endif
 
 /* Base-2 softmax of a row in place; returns its lse in natural log (-inf, row 0, if all -inf). */

@@ -254,9 +254,9 @@ static void check_lse(const char *ctx, const float *x, const double *ref, size_t
 
 static double bound_of(const attn_params *p) { return p->dtype == ATTN_BF16 ? BF16_BOUND : FP32_BOUND; }
 
-/* The code paths to exercise: the portable one and the one this CPU picks. */
-static const char *const variants[] = {"scalar", NULL};
-#define NVARIANTS 2
+/* The code paths to exercise: the portable one, AVX2, and the one this CPU picks (AVX-512 here). */
+static const char *const variants[] = {"scalar", "avx2", NULL};
+#define NVARIANTS 3
 
 static void use_variant(const char *v) {
   if (v)
