@@ -170,6 +170,8 @@ typedef enum {
   BS_EW_TREE_RESCALE,     /* in: o lse m(max lse); out: num = o*exp(lse-m), den = exp(lse-m) */
   BS_EW_TREE_FINAL,       /* in: num den m; out: o = num/den, lse = m + log(den) */
   BS_EW_SOFTMAX,          /* in/out[0]: score rows (B*Zq*Nq x ld), masked by a.mask; out[1]: lse */
+  BS_EW_ZERO,             /* out[0][0 .. elems) = 0 (fp32) */
+  BS_EW_ADD,              /* out[0][0 .. elems) += in[0][0 .. elems) (fp32) */
   BS_EW_COUNT
 } bs_elemwise;
 

@@ -57,7 +57,8 @@ typedef struct {
 typedef struct {
   int msg;                   /* message kind */
   int32_t local;             /* this rank's own buffer (step 0 source) */
-  int32_t rb[2];             /* receive buffers */
+  int32_t rb[2];             /* receive buffers (acc parts: the step's partials) */
+  int32_t rin;               /* acc parts: the visiting packet's sum so far, received during the compute */
   int64_t bytes;
   int acc;                   /* 1: accumulated by the step's compute (sent after it) */
   int32_t ret_buf;           /* acc parts: where the owner receives the final value */
@@ -82,6 +83,7 @@ typedef struct {
   pkt_part part[PKT_MAX];
   int nparts;
   int h_pre[2 * PKT_MAX], n_pre;
+  int h_acc[PKT_MAX], n_acc; /* sends of the previous step's sums, joined one step later */
 } ring_bwd;
 
 /* One sequence<->head all-to-all in flight (ulysses, usp). */

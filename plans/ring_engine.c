@@ -108,19 +108,26 @@ void ring_bwd_begin(bs_plan_iter *it) {
   int S = r->P * r->M;
   for (int j = 0; j < r->nparts; j++) {
     pkt_part *pp = &r->part[j];
-    pp->rb[0] = pp->rb[1] = -1;
+    pp->rb[0] = pp->rb[1] = pp->rin = -1;
     if (S > 1) {
       pp->rb[0] = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
       pp->rb[1] = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+      if (pp->acc) pp->rin = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+    } else if (pp->acc) {
+      pp->local = pp->ret_buf; /* no ring: accumulate straight into the result */
     }
-    if (pp->acc) pp->local = S > 1 ? plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32)
-                                   : pp->ret_buf;
   }
   r->n_pre = 0;
+  r->n_acc = 0;
   r->active = 1;
 }
 
-static int32_t cur_buf(const pkt_part *pp, int s) { return s == 0 ? pp->local : pp->rb[(s - 1) % 2]; }
+/* The buffer holding part pp of the packet computed at step s: read-only parts
+ * arrive in the receive buffers, accumulated parts are summed into this step's partial. */
+static int32_t cur_buf(const pkt_part *pp, int s) {
+  if (pp->acc) return pp->rb[0] < 0 ? pp->local : pp->rb[s % 2];
+  return s == 0 ? pp->local : pp->rb[(s - 1) % 2];
+}
 
 static int32_t find_part(const ring_bwd *r, int msg, int s) {
   for (int j = 0; j < r->nparts; j++)
@@ -128,25 +135,56 @@ static int32_t find_part(const ring_bwd *r, int msg, int s) {
   return -1;
 }
 
+/*
+ * Step s of the backward ring. Read-only parts of the next packet are received
+ * and this packet's forwarded before the compute. Accumulated parts (dQ for
+ * burst, dK and dV for ring) are computed into a fresh partial while the sum
+ * the previous holder built arrives; then the two are added and the sum goes
+ * on, its send joined only at the end of the next step. So no gradient
+ * transfer waits on a compute, and none on the critical path but the last.
+ */
 int ring_bwd_step(bs_plan_iter *it, int s) {
   ring_bwd *r = &it->rb;
   const bs_plan *p = it->p;
   int S = r->P * r->M;
   if (s >= S) return 0;
   it->step = s;
-  int o = s / r->P, t = s % r->P, dst = -1;
+  int o = s / r->P, t = s % r->P, dst = -1, src = -1;
   r->n_pre = 0;
-  if (s < S - 1) {
-    int inner = (s + 1) % r->P != 0;
+  if (S > 1) {
+    int inner = (s + 1) % r->P != 0, inner_in = s % r->P != 0;
     dst = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i + 1)
                 : ring_rank(r->first, r->stride, r->P, r->M, r->a + 1, r->i);
-    int src = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
-                    : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
-    for (int j = 0; j < r->nparts; j++)
-      r->h_pre[r->n_pre++] = plan_recv(it, src, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
-    for (int j = 0; j < r->nparts; j++)
-      if (!r->part[j].acc)
-        r->h_pre[r->n_pre++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(&r->part[j], s), 0), r->part[j].bytes);
+    src = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
+                : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
+    /* The running sums of this packet, sent by its previous holder at the end
+     * of its step s - 1 (the tag carries that step); posted first, as they were sent. */
+    if (s > 0) {
+      int from = inner_in ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
+                          : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
+      it->step = s - 1;
+      for (int j = 0; j < r->nparts; j++)
+        if (r->part[j].acc)
+          r->h_pre[r->n_pre++] = plan_recv(it, from, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
+      it->step = s;
+    }
+    if (s < S - 1) {
+      for (int j = 0; j < r->nparts; j++)
+        if (!r->part[j].acc)
+          r->h_pre[r->n_pre++] = plan_recv(it, src, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
+      for (int j = 0; j < r->nparts; j++)
+        if (!r->part[j].acc)
+          r->h_pre[r->n_pre++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(&r->part[j], s), 0), r->part[j].bytes);
+    }
+    /* Partials are reused every other step: clear the one about to be accumulated into. */
+    if (s >= 2)
+      for (int j = 0; j < r->nparts; j++)
+        if (r->part[j].acc) {
+          bs_compute *z = plan_compute(it, BS_K_ELEMWISE);
+          z->ew = BS_EW_ZERO;
+          z->elems = r->part[j].bytes / 4;
+          z->out[0] = R(cur_buf(&r->part[j], s), 0);
+        }
   }
   int origin = md(r->a - o, r->M) * r->P + md(r->i - t + o, r->P);
   bs_shard ts = r->tmpl;
@@ -184,12 +222,31 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
     b.scores = r->scores;
     plan_emit_attn(it, 1, r->unfused, r->hq, r->hkv, &r->my, 0, &ts, &b, init);
   }
+  if (S == 1) return 1;
+  /* Join the received sums (and the read-only traffic), add them to the partials. */
+  plan_wait(it, r->h_pre, r->n_pre);
+  r->n_pre = 0;
+  if (s > 0)
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc) {
+        bs_compute *c = plan_compute(it, BS_K_ELEMWISE);
+        c->ew = BS_EW_ADD;
+        c->elems = r->part[j].bytes / 4;
+        c->in[0] = R(r->part[j].rin, 0);
+        c->out[0] = R(cur_buf(&r->part[j], s), 0);
+      }
+  /* The previous step's sums have left by now or must before their buffer is reused. */
+  int32_t h_prev[PKT_MAX];
+  int n_prev = r->n_acc;
+  memcpy(h_prev, r->h_acc, sizeof h_prev);
+  r->n_acc = 0;
   if (s < S - 1) {
     for (int j = 0; j < r->nparts; j++)
       if (r->part[j].acc)
-        r->h_pre[r->n_pre++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(&r->part[j], s), 0), r->part[j].bytes);
-    plan_wait(it, r->h_pre, r->n_pre);
-  } else if (S > 1) {
+        r->h_acc[r->n_acc++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(&r->part[j], s), 0), r->part[j].bytes);
+    if (n_prev) plan_wait(it, h_prev, n_prev);
+  } else {
+    /* Last step: the sums are final; each goes home to the owner of its packet. */
     int owner = r->first + r->stride * origin;
     int holder = ring_rank(r->first, r->stride, r->P, r->M, r->a + r->M - 1, r->i + r->P - 1 - (r->M - 1));
     for (int j = 0; j < r->nparts; j++) {
@@ -198,20 +255,21 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
       r->h_pre[r->n_pre++] = plan_send(it, owner, pp->ret_msg, R(cur_buf(pp, s), 0), pp->bytes);
       r->h_pre[r->n_pre++] = plan_recv(it, holder, pp->ret_msg, R(pp->ret_buf, 0), pp->bytes);
     }
+    for (int j = 0; j < n_prev; j++) r->h_pre[r->n_pre++] = h_prev[j];
     plan_wait(it, r->h_pre, r->n_pre);
+    r->n_pre = 0;
   }
   return 1;
 }
 
 void ring_bwd_end(bs_plan_iter *it) {
   ring_bwd *r = &it->rb;
-  int S = r->P * r->M;
   it->step = -1;
   for (int j = 0; j < r->nparts; j++) {
     pkt_part *pp = &r->part[j];
     plan_free(it, pp->rb[0]);
     plan_free(it, pp->rb[1]);
-    if (pp->acc && S > 1) plan_free(it, pp->local);
+    plan_free(it, pp->rin);
   }
   r->active = 0;
 }

@@ -230,10 +230,13 @@ int plan_gen_ulysses(bs_plan_iter *it) {
     rb->q = it->buf[QH]; rb->dout = it->buf[DOH]; rb->lse = it->buf[B_LSE]; rb->delta = it->buf[DELH];
     rb->dq = it->buf[DQH]; rb->o = -1; rb->scores = -1; rb->tmp_delta = -1;
     int64_t kvb = p->B * hkv * Ng * p->d;
-    pkt_part parts[4] = {{MSG_K, it->buf[KH], {-1, -1}, kvb * p->es, 0, -1, 0},
-                         {MSG_V, it->buf[VH], {-1, -1}, kvb * p->es, 0, -1, 0},
-                         {MSG_DK, -1, {-1, -1}, kvb * 4, 1, it->buf[DKH], MSG_RET_DK},
-                         {MSG_DV, -1, {-1, -1}, kvb * 4, 1, it->buf[DVH], MSG_RET_DV}};
+    pkt_part parts[4] = {
+        {.msg = MSG_K, .local = it->buf[KH], .rb = {-1, -1}, .rin = -1, .bytes = kvb * p->es, .acc = 0, .ret_buf = -1},
+        {.msg = MSG_V, .local = it->buf[VH], .rb = {-1, -1}, .rin = -1, .bytes = kvb * p->es, .acc = 0, .ret_buf = -1},
+        {.msg = MSG_DK, .local = -1, .rb = {-1, -1}, .rin = -1, .bytes = kvb * 4, .acc = 1, .ret_buf = it->buf[DKH],
+         .ret_msg = MSG_RET_DK},
+        {.msg = MSG_DV, .local = -1, .rb = {-1, -1}, .rin = -1, .bytes = kvb * 4, .acc = 1, .ret_buf = it->buf[DVH],
+         .ret_msg = MSG_RET_DV}};
     memcpy(rb->part, parts, sizeof parts);
     rb->nparts = 4;
     ring_bwd_begin(it);

@@ -261,6 +261,12 @@ static int run_other(rt *t, const bs_op *op, char *err, size_t errlen) {
       }
     } else if (c->ew == BS_EW_SOFTMAX) {
       softmax_rows(c, (float *)at(t, c->out[0]), (float *)at(t, c->out[1]));
+    } else if (c->ew == BS_EW_ZERO) {
+      memset(at(t, c->out[0]), 0, (size_t)c->elems * sizeof(float));
+    } else if (c->ew == BS_EW_ADD) {
+      float *dst = (float *)at(t, c->out[0]);
+      const float *src = (const float *)at(t, c->in[0]);
+      for (int64_t e = 0; e < c->elems; e++) dst[e] += src[e];
     } /* BS_EW_GENERIC: modelled work, nothing to compute */
     return BS_RUN_OK;
   }
