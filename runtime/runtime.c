@@ -97,6 +97,10 @@ typedef struct {
   hinfo hi[BS_PLAN_MAX_HANDLES];
   /* measurements */
   double t_start, fwd, bwd, compute, exposed, phase_t0[2], wall;
+  /* Time in ALLOC ops (allocation, zero fill, generating the inputs), left out of
+   * the phase times: a GPU framework allocates from a cache and gets its inputs
+   * from the previous layer, and the simulator models neither. */
+  double setup, phase_setup0[2];
   int64_t live, peak, live_cls[BS_MEM_CLASS_COUNT], peak_cls[BS_MEM_CLASS_COUNT];
   int64_t *sent_to, *recv_from, coll_sent, coll_recv;
   bs_trace_event *ev;
@@ -313,7 +317,7 @@ static void free_all(rt *t) {
 }
 
 static void reset_stats(rt *t) {
-  t->fwd = t->bwd = t->compute = t->exposed = t->wall = 0;
+  t->fwd = t->bwd = t->compute = t->exposed = t->wall = t->setup = 0;
   t->live = t->peak = 0;
   memset(t->live_cls, 0, sizeof t->live_cls);
   memset(t->peak_cls, 0, sizeof t->peak_cls);
@@ -330,6 +334,14 @@ static const char *peer_what(const hinfo *h, char *tmp, size_t n) {
   return tmp;
 }
 
+/* Time zero of a measurement: phases already open restart now; set-up so far is forgotten. */
+static void restart_clocks(rt *t) {
+  double now = now_s();
+  t->t_start = now;
+  t->phase_t0[0] = t->phase_t0[1] = now;
+  t->setup = t->phase_setup0[0] = t->phase_setup0[1] = 0;
+}
+
 static int execute(rt *t, int measured, char *err, size_t errlen) {
   const bs_plan *p = t->plan;
   bs_plan_iter *it = bs_plan_iter_new(p, t->rank);
@@ -338,8 +350,15 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
   MPI_Barrier(t->world);
   t->t_start = now_s();
   bs_op op;
-  int rc = BS_RUN_OK;
+  int rc = BS_RUN_OK, started = 0;
   while (rc == BS_RUN_OK && bs_plan_next(it, &op)) {
+    if (!started && op.kind != BS_OP_ALLOC && op.kind != BS_OP_FREE && op.kind != BS_OP_PHASE) {
+      /* The inputs exist on every rank: start the clocks together (each rank
+       * passes here exactly once, below if its program has no such op). */
+      started = 1;
+      MPI_Barrier(t->world);
+      restart_clocks(t);
+    }
     if (measured && t->opts->fault != BS_FAULT_NONE && t->rank == t->opts->fault_rank && op.step == t->opts->fault_step &&
         !t->faulted) {
       t->faulted = 1;
@@ -368,6 +387,7 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
       rb->shard = op.u.alloc.shard;
       if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT)
         fill_input(p, t->cfg->seed, rb->role, &rb->shard, rb->ptr, t->bf16);
+      t->setup += now_s() - t0;
       t->live += rb->bytes;
       t->live_cls[rb->cls] += rb->bytes;
       if (t->live > t->peak) {
@@ -448,9 +468,14 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
     }
     case BS_OP_PHASE: {
       int ph = op.u.phase.fwd_bwd ? 1 : 0;
-      if (op.u.phase.begin) t->phase_t0[ph] = t0;
-      else if (ph) t->bwd += t0 - t->phase_t0[1];
-      else t->fwd += t0 - t->phase_t0[0];
+      if (op.u.phase.begin) {
+        t->phase_t0[ph] = t0;
+        t->phase_setup0[ph] = t->setup;
+      } else {
+        double dt = t0 - t->phase_t0[ph] - (t->setup - t->phase_setup0[ph]);
+        if (ph) t->bwd += dt;
+        else t->fwd += dt;
+      }
       break;
     }
     default:
@@ -462,6 +487,7 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
     snprintf(err, errlen, "the plan iterator failed (internal error)");
     rc = BS_RUN_EFATAL;
   }
+  if (!started && rc == BS_RUN_OK) MPI_Barrier(t->world);
   t->wall = now_s() - t->t_start;
   bs_plan_iter_free(it);
   return rc;
@@ -616,7 +642,7 @@ typedef struct {
 static int collect(rt *t, bs_run_report *out) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  rank_stats s = {t->wall, t->fwd, t->bwd, t->compute, t->exposed, 0, 0, t->peak, (int64_t)ru.ru_maxrss * 1024, t->coll_sent, {0}};
+  rank_stats s = {t->wall - t->setup, t->fwd, t->bwd, t->compute, t->exposed, 0, 0, t->peak, (int64_t)ru.ru_maxrss * 1024, t->coll_sent, {0}};
   memcpy(s.peak_cls, t->peak_cls, sizeof s.peak_cls);
   for (int q = 0; q < t->G; q++) { s.sent += t->sent_to[q]; s.recv += t->recv_from[q]; }
   s.sent += t->coll_sent;

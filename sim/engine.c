@@ -131,6 +131,7 @@ typedef struct sim_ctx {
   int M, Pf;                /* folded: nodes and ranks per node simulated */
   int shared_host;
   double host_speed;
+  double exec_bound;        /* shared host: the most flop/s one rank's threads can use */
   rank_state *rs;
   int64_t events;
   int nfinished;
@@ -529,8 +530,18 @@ static int do_compute(rank_state *rs, const bs_op *op) {
   }
   double t0 = simgrid_get_clock();
   c->events++;
-  if (c->shared_host) sg_actor_execute(d * c->host_speed);
-  else sg_actor_sleep_for(d);
+  if (c->shared_host) {
+    /* Profile times are per rank with every rank busy, scaled to the whole CPU
+     * (calib: t_eff = t / ranks), so d x host_speed is the work. A rank with T
+     * threads never runs on more than T of the C cores, even when the others
+     * wait: its execution is bounded at T / C of the host. */
+    sg_exec_t e = sg_actor_exec_init(d * c->host_speed);
+    sg_exec_set_bound(e, c->exec_bound);
+    sg_exec_start(e);
+    sg_exec_wait(e);
+  } else {
+    sg_actor_sleep_for(d);
+  }
   double t1 = simgrid_get_clock();
   rs->compute += t1 - t0;
   trace_event(c, bs_kernel_name(op->u.compute.kernel), rs->rank, rs->node, t0, t1, "compute");
@@ -985,6 +996,10 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   if (ctx.shared_host) {
     sg_host_t h0 = hosts[0];
     ctx.host_speed = sg_host_get_speed(h0);
+    /* Threads per rank are cores / ranks (at least 1), as burstsim run and calib use them. */
+    int cores = prof->host_cores > 0 ? prof->host_cores : sg_host_core_count(h0);
+    int share = G < cores ? G : cores;
+    ctx.exec_bound = ctx.host_speed / (share > 0 ? share : 1);
   }
   if (links_out) {
     size_t nl = sg_link_count();
