@@ -545,6 +545,7 @@ typedef struct {
   int64_t bytes;
   int test;                 /* 0 pingpong, 1 bidir, 2 ring, 3.. collectives */
   double timeout;
+  int peer;                 /* pingpong, bidir: rank 0's partner */
 } link_call;
 
 enum { T_PINGPONG = 0, T_BIDIR, T_RING, T_ALLREDUCE, T_ALLGATHER, T_REDUCE_SCATTER, T_ALLTOALL, T_COUNT };
@@ -560,21 +561,23 @@ static int link_op(void *vctx) {
   switch (l->test) {
   case T_PINGPONG:
     if (l->rank == 0) {
-      if (bs_comm_isend(l->comm, l->sbuf, l->bytes, 1, 1, &r1, e, sizeof e) || wait_req(l, r1)) return -1;
-      if (bs_comm_irecv(l->comm, l->rbuf, l->bytes, 1, 2, &r2, e, sizeof e) || wait_req(l, r2)) return -1;
-    } else if (l->rank == 1) {
+      if (bs_comm_isend(l->comm, l->sbuf, l->bytes, l->peer, 1, &r1, e, sizeof e) || wait_req(l, r1)) return -1;
+      if (bs_comm_irecv(l->comm, l->rbuf, l->bytes, l->peer, 2, &r2, e, sizeof e) || wait_req(l, r2)) return -1;
+    } else if (l->rank == l->peer) {
       if (bs_comm_irecv(l->comm, l->rbuf, l->bytes, 0, 1, &r2, e, sizeof e) || wait_req(l, r2)) return -1;
       if (bs_comm_isend(l->comm, l->sbuf, l->bytes, 0, 2, &r1, e, sizeof e) || wait_req(l, r1)) return -1;
     }
     return 0;
-  case T_BIDIR:
-    if (l->rank > 1) return 0;
-    if (bs_comm_irecv(l->comm, l->rbuf, l->bytes, 1 - l->rank, 3, &r2, e, sizeof e) ||
-        bs_comm_isend(l->comm, l->sbuf, l->bytes, 1 - l->rank, 3, &r1, e, sizeof e))
+  case T_BIDIR: {
+    if (l->rank != 0 && l->rank != l->peer) return 0;
+    int other = l->rank == 0 ? l->peer : 0;
+    if (bs_comm_irecv(l->comm, l->rbuf, l->bytes, other, 3, &r2, e, sizeof e) ||
+        bs_comm_isend(l->comm, l->sbuf, l->bytes, other, 3, &r1, e, sizeof e))
       return -1;
     rc |= wait_req(l, r1);
     rc |= wait_req(l, r2);
     return rc;
+  }
   case T_RING: {
     int next = (l->rank + 1) % l->size, prev = (l->rank + l->size - 1) % l->size;
     if (bs_comm_irecv(l->comm, l->rbuf, l->bytes, prev, 4, &r2, e, sizeof e) ||
@@ -630,15 +633,32 @@ static int measure_links(MPI_Comm mpi, const bs_calib_opts *o, bs_calib_data *d,
     snprintf(err, errlen, "calib: out of memory for %lld-byte link buffers", (long long)max_bytes);
     return -1;
   }
-  link_call l = {comm, mpi, 0, d->ranks, sbuf, rbuf, 0, 0, 60.0};
+  link_call l = {comm, mpi, 0, d->ranks, sbuf, rbuf, 0, 0, 60.0, 1};
   MPI_Comm_rank(mpi, &l.rank);
   int rc = 0;
-  for (int test = 0; test < T_COUNT && !rc; test++) {
+  /* Ping-pong and bidirectional once per link class present: rank 0 with a rank of its
+   * own node (intra), then with one on another node (inter); the rest once over all ranks. */
+  int runs[T_COUNT + 2], peers[T_COUNT + 2], nruns = 0;
+  const char *classes[T_COUNT + 2];
+  for (int test = 0; test < T_COUNT; test++) {
+    if (test <= T_BIDIR) {
+      if (d->peer_intra >= 0) runs[nruns] = test, peers[nruns] = d->peer_intra, classes[nruns++] = "intra";
+      if (d->peer_inter >= 0) runs[nruns] = test, peers[nruns] = d->peer_inter, classes[nruns++] = "inter";
+    } else {
+      runs[nruns] = test, peers[nruns] = -1, classes[nruns++] = "";
+    }
+  }
+  for (int ri = 0; ri < nruns && !rc; ri++) {
+    int test = runs[ri];
+    l.peer = peers[ri];
     int64_t lo = test <= T_BIDIR ? 8 : 1024;
     if (test >= T_ALLREDUCE) step = o->quick ? 16 : 4;
+    char over[64];
+    if (test <= T_BIDIR) snprintf(over, sizeof over, "ranks 0 and %d (%s-node)", l.peer, classes[ri]);
+    else snprintf(over, sizeof over, "%d ranks on %d node(s)", d->ranks, d->nodes);
     if (o->log)
-      fprintf(o->log, "#\n# %s over %d ranks%s\n#%13s %12s %12s %12s %12s %12s %5s\n", test_names[test],
-              test <= T_BIDIR ? 2 : d->ranks, test == T_PINGPONG ? " (time = one way: round trip / 2)" : "", "size(B)",
+      fprintf(o->log, "#\n# %s over %s%s\n#%13s %12s %12s %12s %12s %12s %5s\n", test_names[test], over,
+              test == T_PINGPONG ? " (time = one way: round trip / 2)" : "", "size(B)",
               "time(us)", "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "reps");
     for (int64_t b = lo; b <= max_bytes && !rc; b *= step) {
       int64_t bytes = b;
@@ -654,6 +674,7 @@ static int measure_links(MPI_Comm mpi, const bs_calib_opts *o, bs_calib_data *d,
         break;
       }
       snprintf(p->test, sizeof p->test, "%s", test_names[test]);
+      snprintf(p->cls, sizeof p->cls, "%s", classes[ri]);
       p->ranks = test <= T_BIDIR ? 2 : d->ranks;
       p->bytes = bytes;
       if (time_collective(mpi, &pol, link_op, &l, &p->t_med, &p->t_min, &p->t_max, &p->reps)) {
@@ -708,6 +729,49 @@ static void machine_info(bs_calib_data *d) {
   d->mem_total = pages > 0 && ps > 0 ? (int64_t)pages * ps : 0;
 }
 
+/*
+ * Which ranks share a node: rank r is on node r / ranks_per_node when that is
+ * given (as `ranks_per_node` groups ranks in real runs), else ranks with the same
+ * host name (MPI_Get_processor_name) share one. Picks rank 0's ping-pong partners.
+ */
+static int find_nodes(MPI_Comm comm, int ranks_per_node, bs_calib_data *d, char *err, size_t errlen) {
+  int G = d->ranks;
+  int *node = calloc((size_t)G, sizeof *node);
+  char *names = calloc((size_t)G, MPI_MAX_PROCESSOR_NAME);
+  char mine[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len = 0, ok = node && names;
+  if (!all_ok(comm, ok)) {
+    free(node);
+    free(names);
+    snprintf(err, errlen, "calib: out of memory for the rank placement");
+    return -1;
+  }
+  MPI_Get_processor_name(mine, &len);
+  MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
+  d->nodes = 0;
+  for (int r = 0; r < G; r++) {
+    if (ranks_per_node > 0) {
+      node[r] = r / ranks_per_node;
+    } else {
+      node[r] = -1;
+      for (int q = 0; q < r && node[r] < 0; q++)
+        if (!strncmp(names + (size_t)q * MPI_MAX_PROCESSOR_NAME, names + (size_t)r * MPI_MAX_PROCESSOR_NAME,
+                     MPI_MAX_PROCESSOR_NAME))
+          node[r] = node[q];
+      if (node[r] < 0) node[r] = d->nodes;
+    }
+    if (node[r] + 1 > d->nodes) d->nodes = node[r] + 1;
+  }
+  d->peer_intra = d->peer_inter = -1;
+  for (int r = 1; r < G; r++) {
+    if (node[r] == node[0] && d->peer_intra < 0) d->peer_intra = r;
+    if (node[r] != node[0] && d->peer_inter < 0) d->peer_inter = r;
+  }
+  free(node);
+  free(names);
+  return 0;
+}
+
 typedef struct {
   char *a, *b;
   size_t n;
@@ -730,6 +794,7 @@ int bs_calib_measure(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data *d, ch
   d->threads = o->threads > 0 ? o->threads : (d->cores / d->ranks > 0 ? d->cores / d->ranks : 1);
   d->quick = o->quick;
   machine_info(d);
+  if (find_nodes(comm, o->ranks_per_node, d, err, errlen)) return -1;
   snprintf(d->kernel_path, sizeof d->kernel_path, "%s", attn_cpu_variant());
   const char *isa = "?";
   /* FMA peak of every rank at once (each bs_bench_fma_peak is a best of 5 on its threads). */
@@ -932,6 +997,54 @@ static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int b
   return 1;
 }
 
+/*
+ * The link of class cls ("intra" or "inter" ping-pong points): latency and bandwidth per
+ * size range (GSL piecewise fit), as SimGrid-style factors relative to the bulk range.
+ * Writes the fit under fitj[name] when fitj is given. 0 = done, 1 = no such points, -1 = error.
+ */
+static int link_from_pingpong(const bs_calib_data *d, const char *cls, bs_prof_link *lk, bs_fit_link *out,
+                              cJSON *fitj, const char *name, char *err, size_t errlen) {
+  double b[64], t[64];
+  int n = 0;
+  for (int i = 0; i < d->nl && n < 64; i++)
+    if (!strcmp(d->l[i].test, "pingpong") && !strcmp(d->l[i].cls, cls)) {
+      b[n] = (double)d->l[i].bytes;
+      t[n++] = d->l[i].t_med;
+    }
+  if (n == 0) return 1;
+  bs_fit_link pp;
+  if (bs_fit_link_piecewise(b, t, n, 3, 3, &pp, err, errlen)) return -1;
+  lk->present = 1;
+  lk->bw_Bps = pp.seg[pp.nseg - 1].bw_Bps;
+  lk->lat_s = pp.seg[0].lat_s;
+  lk->nfactors = pp.nseg;
+  for (int s = 0; s < pp.nseg; s++) {
+    lk->factors[s].min_bytes = pp.seg[s].min_bytes;
+    lk->factors[s].bandwidth = pp.seg[s].bw_Bps / pp.seg[pp.nseg - 1].bw_Bps;
+    lk->factors[s].latency = lk->lat_s > 0 ? pp.seg[s].lat_s / lk->lat_s : 1.0;
+    if (!(lk->factors[s].latency >= 0)) lk->factors[s].latency = 1.0;
+  }
+  lk->factors[pp.nseg - 1].bandwidth = 1.0;
+  lk->factors[pp.nseg - 1].latency = 1.0;
+  if (out) *out = pp;
+  if (fitj) {
+    cJSON *pj = cJSON_CreateObject();
+    cJSON_AddStringToObject(pj, "model", "pingpong one way: t = latency + bytes / bandwidth per size range; a break only where one range misses a point by > 5 % and the split cuts chi2 fourfold");
+    cJSON_AddStringToObject(pj, "ranks", !strcmp(cls, "intra") ? "rank 0 and a rank of its node" : "rank 0 and a rank of another node");
+    cJSON *segs = cJSON_AddArrayToObject(pj, "segments");
+    for (int s = 0; s < pp.nseg; s++) {
+      cJSON *sj = cJSON_CreateObject();
+      num_obj(sj, "min_bytes", pp.seg[s].min_bytes);
+      num_obj(sj, "latency_s", pp.seg[s].lat_s);
+      num_obj(sj, "bandwidth_Bps", pp.seg[s].bw_Bps);
+      cJSON_AddItemToArray(segs, sj);
+    }
+    cJSON_AddItemToObject(pj, "quality", quality_json(&pp.q));
+    cJSON_AddItemToObject(fitj, name, pj);
+  }
+  return 0;
+}
+
 static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const char *name, bs_profile *p, cJSON *fits,
                          cJSON *links_fit, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
@@ -985,18 +1098,18 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
     cJSON_AddItemToObject(fj, "quality", quality_json(&f.q));
     cJSON_AddItemToObject(fits, bs_kernel_name((bs_kernel)kernel), fj);
   }
-  /* Links. */
+  /* Links: ping-pong within rank 0's node gives the shm class, to another node the NIC class. */
   bs_prof_link *shm = &p->link[BS_LINK_SHM];
+  int have_intra = 0;
+  bs_fit_link pp;
   if (d->ranks >= 2) {
-    double b[64], t[64];
-    int n = 0;
-    for (int i = 0; i < d->nl && n < 64; i++)
-      if (!strcmp(d->l[i].test, "pingpong")) {
-        b[n] = (double)d->l[i].bytes;
-        t[n++] = d->l[i].t_med;
-      }
-    bs_fit_link pp;
-    if (bs_fit_link_piecewise(b, t, n, 3, 3, &pp, err, errlen)) return -1;
+    int r = link_from_pingpong(d, "intra", shm, &pp, links_fit, "pingpong", err, errlen);
+    if (r < 0) return -1;
+    have_intra = r == 0;
+    r = link_from_pingpong(d, "inter", &p->link[BS_LINK_NIC], NULL, links_fit, "pingpong_inter", err, errlen);
+    if (r < 0) return -1;
+  }
+  if (have_intra) {
     /* Ring step: every rank sends to the next at once; the host has one shm link they share. */
     double rb[64], rt[64];
     int rn = 0;
@@ -1007,36 +1120,16 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
       }
     bs_fit_lin ring;
     double agg = pp.seg[pp.nseg - 1].bw_Bps;
-    if (rn >= 2 && bs_fit_linear(rb, rt, rn, &ring, err, errlen) == 0) agg = d->ranks / ring.c1;
-    shm->present = 1;
+    int ring_ok = rn >= 2 && bs_fit_linear(rb, rt, rn, &ring, err, errlen) == 0;
+    /* One node: every flow of the ring shares the host's one shm link. */
+    if (d->nodes == 1 && ring_ok) agg = d->ranks / ring.c1;
     shm->bw_Bps = agg;
-    shm->lat_s = pp.seg[0].lat_s;
-    shm->nfactors = pp.nseg;
-    for (int s = 0; s < pp.nseg; s++) {
-      shm->factors[s].min_bytes = pp.seg[s].min_bytes;
-      shm->factors[s].bandwidth = pp.seg[s].bw_Bps / pp.seg[pp.nseg - 1].bw_Bps;
-      shm->factors[s].latency = shm->lat_s > 0 ? pp.seg[s].lat_s / shm->lat_s : 1.0;
-      if (!(shm->factors[s].latency >= 0)) shm->factors[s].latency = 1.0;
-    }
-    shm->factors[pp.nseg - 1].bandwidth = 1.0;
-    shm->factors[pp.nseg - 1].latency = 1.0;
-    cJSON *pj = cJSON_CreateObject();
-    cJSON_AddStringToObject(pj, "model", "pingpong one way: t = latency + bytes / bandwidth per size range; a break only where one range misses a point by > 5 % and the split cuts chi2 fourfold");
-    cJSON *segs = cJSON_AddArrayToObject(pj, "segments");
-    for (int s = 0; s < pp.nseg; s++) {
-      cJSON *sj = cJSON_CreateObject();
-      num_obj(sj, "min_bytes", pp.seg[s].min_bytes);
-      num_obj(sj, "latency_s", pp.seg[s].lat_s);
-      num_obj(sj, "bandwidth_Bps", pp.seg[s].bw_Bps);
-      cJSON_AddItemToArray(segs, sj);
-    }
-    cJSON_AddItemToObject(pj, "quality", quality_json(&pp.q));
-    cJSON_AddItemToObject(links_fit, "pingpong", pj);
     cJSON *rj = cJSON_CreateObject();
-    cJSON_AddStringToObject(rj, "model", "ring step of all ranks (>= 1 MiB): t = c0 + bytes / flow_bw; shm link bandwidth = ranks x flow_bw (one link shared by every flow)");
-    num_obj(rj, "flow_bw_Bps", rn >= 2 ? 1.0 / ring.c1 : 0);
+    cJSON_AddStringToObject(rj, "model", d->nodes == 1 ? "ring step of all ranks (>= 1 MiB): t = c0 + bytes / flow_bw; shm link bandwidth = ranks x flow_bw (one link shared by every flow)"
+                                                       : "ring step of all ranks over several nodes (>= 1 MiB): recorded; shm bandwidth from the intra-node ping-pong");
+    num_obj(rj, "flow_bw_Bps", ring_ok ? 1.0 / ring.c1 : 0);
     num_obj(rj, "link_bw_Bps", agg);
-    if (rn >= 2) cJSON_AddItemToObject(rj, "quality", quality_json(&ring.q));
+    if (ring_ok) cJSON_AddItemToObject(rj, "quality", quality_json(&ring.q));
     cJSON_AddItemToObject(links_fit, "ring", rj);
     cJSON_AddStringToObject(links_fit, "factors_note",
                             "factors[] = SimGrid SMPI-style pieces from the ping-pong segments, relative to the bulk piece; "
@@ -1047,7 +1140,7 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
       double cb[64], ct[64];
       int cn = 0;
       for (int i = 0; i < d->nl && cn < 64; i++)
-        if (!strcmp(d->l[i].test, colls[c])) {
+        if (!strcmp(d->l[i].test, colls[c]) && strcmp(d->l[i].cls, "inter")) {
           cb[cn] = (double)d->l[i].bytes;
           ct[cn++] = d->l[i].t_med;
         }
@@ -1067,7 +1160,7 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
       cJSON_AddItemToObject(links_fit, colls[c], cj);
     }
   } else {
-    /* One rank: nothing to measure; keep the shipped host profile's link so the file is complete. */
+    /* One rank, or no second rank on rank 0's node: keep the shipped host profile's shm link. */
     bs_profile shipped;
     char e[256];
     if (bs_profile_load("host", &shipped, e, sizeof e) == 0 && shipped.link[BS_LINK_SHM].present) *shm = shipped.link[BS_LINK_SHM];
@@ -1076,7 +1169,7 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
       shm->bw_Bps = 1e9;
       shm->lat_s = 1e-6;
     }
-    cJSON_AddStringToObject(links_fit, "note", "one rank: links not measured; shm copied from the shipped host profile");
+    cJSON_AddStringToObject(links_fit, "note", "no two ranks on one node: shm not measured, copied from the shipped host profile");
   }
   return 0;
 }
@@ -1109,6 +1202,7 @@ static cJSON *measurements_json(const bs_calib_data *d) {
     const bs_calib_lpoint *l = &d->l[i];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "test", l->test);
+    if (l->cls[0]) cJSON_AddStringToObject(o, "class", l->cls);
     num_obj(o, "ranks", l->ranks);
     num_obj(o, "bytes", (double)l->bytes);
     num_obj(o, "t_med_s", l->t_med);
@@ -1246,7 +1340,7 @@ static int write_plots(const bs_calib_data *d, const bs_profile *p, const bs_cal
       fprintf(f, "%s# %s: bytes measured_s model_s (pingpong, ring: the shm link of the profile)\n", t ? "\n\n" : "", tests[t]);
       for (int i = 0; i < d->nl; i++) {
         const bs_calib_lpoint *l = &d->l[i];
-        if (strcmp(l->test, tests[t])) continue;
+        if (strcmp(l->test, tests[t]) || !strcmp(l->cls, "inter")) continue;
         double flows = !strcmp(l->test, "ring") ? l->ranks : 1;
         double mt = shm->lat_s + (double)l->bytes * flows / shm->bw_Bps;
         fprintf(f, "%lld %g %g\n", (long long)l->bytes, l->t_med, mt);
@@ -1339,6 +1433,9 @@ int bs_calib_write_profile(const bs_calib_data *d, const bs_calib_opts *o, const
   cJSON *cj = cJSON_AddObjectToObject(root, "calibration");
   num_obj(cj, "ranks", d->ranks);
   num_obj(cj, "threads_per_rank", d->threads);
+  num_obj(cj, "nodes", d->nodes);
+  num_obj(cj, "pingpong_peer_intra", d->peer_intra);
+  num_obj(cj, "pingpong_peer_inter", d->peer_inter);
   cJSON_AddBoolToObject(cj, "quick", d->quick);
   num_obj(cj, "wall_s", d->wall_s);
   num_obj(cj, "tile_rows", CALIB_TILE_ROWS);

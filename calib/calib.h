@@ -30,6 +30,7 @@ typedef struct {
   int no_kernels, no_links;
   int head_dim;        /* > 0: only this head dimension (default 64 and 128) */
   int64_t max_block;   /* > 0: attention blocks up to the first size >= this (default: the grid, within the time budget) */
+  int ranks_per_node;  /* > 0: rank r sits on node r / ranks_per_node; 0: nodes from the host names */
   FILE *log;           /* rank 0: progress and nccl-tests-style tables (NULL = quiet) */
 } bs_calib_opts;
 
@@ -52,6 +53,7 @@ typedef struct {
 /* One link / collective measurement. */
 typedef struct {
   char test[16];       /* pingpong, bidir, ring, allreduce, allgather, reduce_scatter, alltoall */
+  char cls[8];         /* pingpong, bidir: "intra" (both ranks on one node) or "inter"; "" otherwise */
   int ranks;
   int64_t bytes;       /* message bytes (collectives: the comm.h convention) */
   double t_med, t_min, t_max;
@@ -65,6 +67,9 @@ typedef struct {
   bs_calib_lpoint *l;
   int nl, capl;
   int ranks, threads, cores, quick;
+  int nodes;           /* nodes the ranks sit on */
+  int peer_intra;      /* the rank rank 0 ping-pongs with on its own node (-1: none) */
+  int peer_inter;      /* ... on another node (-1: one node) */
   double fma_peak;     /* FLOP/s of the whole CPU, FMA loop on all ranks at once */
   double copy_Bps;     /* memcpy bytes (read + write) / s of the whole CPU */
   int64_t mem_total;   /* bytes of RAM */

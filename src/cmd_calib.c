@@ -14,7 +14,8 @@ static void calib_usage(FILE *f) {
   fprintf(f,
           "usage: mpirun -np G burstsim calib [--backend cpu] [--quick] [--dtype fp32|bf16|both]\n"
           "                                   [--primary fp32|bf16] [--threads T] [--no-links] [--no-kernels]\n"
-          "                                   [--head-dim D] [--max-block N] [--plots DIR] --out PROFILE.json\n"
+          "                                   [--head-dim D] [--max-block N] [--ranks-per-node P]\n"
+          "                                   [--plots DIR] --out PROFILE.json\n"
           "\n"
           "Times every kernel the plans use (attention forward and backward, fused and\n"
           "unfused, decode, delta, merge, elementwise, copy, GEMM) on all G ranks at once,\n"
@@ -31,6 +32,9 @@ static void calib_usage(FILE *f) {
           "  --threads T      kernel threads per rank (default: online cores / G)\n"
           "  --head-dim D     only head dimension D (default 64 and 128)\n"
           "  --max-block N    attention blocks up to the first grid size >= N\n"
+          "  --ranks-per-node P  rank r sits on node r / P (default: ranks with the same host\n"
+          "                   name share a node); ping-pong within rank 0's node gives the\n"
+          "                   shm link class, to another node the nic class\n"
           "  --plots DIR      gnuplot data, script and PNGs of measured against fitted\n"
           "  --no-links, --no-kernels   skip a part\n"
           "\n"
@@ -91,14 +95,15 @@ int cmd_calib(int argc, char **argv) {
       }
       if (!strcmp(a, "--head-dim")) o.head_dim = (int)v;
       else o.max_block = v;
-    } else if (!strcmp(a, "--threads") && has) {
+    } else if ((!strcmp(a, "--threads") || !strcmp(a, "--ranks-per-node")) && has) {
       char *end;
       long t = strtol(argv[++i], &end, 10);
       if (*end || t < 1 || t > 4096) {
-        fprintf(stderr, "burstsim calib: --threads %s: a positive integer\n", argv[i]);
+        fprintf(stderr, "burstsim calib: %s %s: a positive integer\n", a, argv[i]);
         return 2;
       }
-      o.threads = (int)t;
+      if (!strcmp(a, "--threads")) o.threads = (int)t;
+      else o.ranks_per_node = (int)t;
     } else {
       fprintf(stderr, "burstsim calib: unknown or incomplete option '%s'\n", a);
       calib_usage(stderr);
