@@ -440,8 +440,15 @@ static void coll_main(int argc, char **argv) {
       free(job);
       return;
     }
-    /* auto: NCCL's rule, the lower modelled time (ANCHORS.md, NCCL tuning model). */
-    if (algo == BS_COLL_ALGO_AUTO) algo = t_tree < bs_ring_time(steps, chunk, lat, bw) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
+    /* auto: NCCL's rule, the lower modelled time (ANCHORS.md, NCCL tuning model). Every member
+     * must decide alike: the ring is timed at its slowest link class, not at this rank's next hop. */
+    if (algo == BS_COLL_ALGO_AUTO) {
+      int multi = 0;
+      for (int i = 1; i < n && !multi; i++) multi = node[i] != node[0];
+      double rl = multi && l.lat_inter > l.lat_intra ? l.lat_inter : l.lat_intra;
+      double rb = multi && l.bw_inter < l.bw_intra ? l.bw_inter : l.bw_intra;
+      algo = t_tree < bs_ring_time(steps, chunk, rl, rb) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
+    }
   }
   char name[64];
   if (algo == BS_COLL_ALGO_TREE) {
