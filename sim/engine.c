@@ -480,6 +480,13 @@ static void coll_main(int argc, char **argv) {
     /* All-to-all: every pair at once, as NCCL's grouped send/recv does. */
     sg_comm_t *cm = malloc(sizeof *cm * 2 * (size_t)n);
     void **rx = malloc(sizeof *rx * (size_t)n);
+    if (!cm || !rx) {
+      set_error(c, "out of memory");
+      free(cm);
+      free(rx);
+      free(job);
+      return;
+    }
     int k = 0;
     for (int s = 1; s < n; s++) {
       int to = member(g, (me + s) % n), from = member(g, (me + n - s) % n);
