@@ -78,20 +78,24 @@ typedef struct {
   int *start, *ord;     /* members of node j: ord[start[j] .. start[j+1]) */
 } layout;
 
-typedef struct { int node, m; } pair;
+/* (node id, member) sorted by node then member; and node runs (where in that
+ * order a node's members begin, its first member) sorted by first member. */
+typedef struct { int node, m; } member_key;
+typedef struct { int begin, first; } node_run;
 static int by_node(const void *a, const void *b) {
-  const pair *x = a, *y = b;
+  const member_key *x = a, *y = b;
   if (x->node != y->node) return x->node < y->node ? -1 : 1;
   return x->m - y->m;
 }
-static int by_first(const void *a, const void *b) { return ((const pair *)a)->m - ((const pair *)b)->m; }
+static int by_first(const void *a, const void *b) { return ((const node_run *)a)->first - ((const node_run *)b)->first; }
 
 static void layout_free(layout *L) { free(L->idx); }
 
 static int layout_build(int n, const int *node, layout *L) {
   L->n = n;
   L->idx = malloc(sizeof(int) * (4 * (size_t)n + 1));
-  pair *p = malloc(sizeof *p * (size_t)n), *g = malloc(sizeof *g * (size_t)n);
+  member_key *p = malloc(sizeof *p * (size_t)n);
+  node_run *g = malloc(sizeof *g * (size_t)n);
   if (!L->idx || !p || !g) {
     free(L->idx);
     free(p);
@@ -102,17 +106,17 @@ static int layout_build(int n, const int *node, layout *L) {
   L->local = L->idx + n;
   L->ord = L->idx + 2 * n;
   L->start = L->idx + 3 * n;
-  for (int m = 0; m < n; m++) p[m] = (pair){node[m], m};
+  for (int m = 0; m < n; m++) p[m] = (member_key){node[m], m};
   qsort(p, (size_t)n, sizeof *p, by_node);
-  /* groups: (position in p of the group's first entry, its first member) */
   int ng = 0;
   for (int i = 0; i < n; i++)
-    if (i == 0 || p[i].node != p[i - 1].node) g[ng++] = (pair){i, p[i].m};
-  qsort(g, (size_t)ng, sizeof *g, by_first);
+    if (i == 0 || p[i].node != p[i - 1].node) g[ng++] = (node_run){i, p[i].m};
+  qsort(g, (size_t)ng, sizeof *g, by_first); /* node indices by first appearance */
   int pos = 0;
   for (int j = 0; j < ng; j++) {
     L->start[j] = pos;
-    for (int i = g[j].node, k = 0; i < n && p[i].node == p[g[j].node].node; i++, k++) {
+    int id = p[g[j].begin].node;
+    for (int i = g[j].begin, k = 0; i < n && p[i].node == id; i++, k++) {
       L->ord[pos++] = p[i].m;
       L->idx[p[i].m] = j;
       L->local[p[i].m] = k;
