@@ -26,6 +26,10 @@ const char *bs_scope_name(bs_scope s) {
   static const char *n[] = {"attention", "layer", "model"};
   return (s >= 0 && s <= BS_SCOPE_MODEL) ? n[s] : "?";
 }
+const char *bs_coll_algo_name(bs_coll_algo a) {
+  static const char *n[] = {"ring", "tree", "auto"};
+  return (a >= 0 && a <= BS_COLL_ALGO_AUTO) ? n[a] : "?";
+}
 const char *bs_mem_class_name(bs_mem_class c) {
   static const char *n[] = {"input", "output", "comm", "scores", "workspace",
                             "weights", "grads", "optimizer", "activations"};
@@ -84,6 +88,7 @@ void bs_config_default(bs_config *c) {
   c->par.ranks_per_node = 8;
   strcpy(c->cluster.topology, "dgx-a100");
   strcpy(c->cluster.profile, "a100-sxm4-80gb");
+  c->cluster.coll_algo = BS_COLL_ALGO_RING;
   c->seed = 1234;
 }
 

@@ -16,6 +16,8 @@ typedef enum {
 } bs_method;
 typedef enum { BS_CONTIGUOUS = 0, BS_ZIGZAG, BS_STRIPED } bs_layout;
 typedef enum { BS_AUTO = -1, BS_OFF = 0, BS_ON = 1 } bs_tristate;
+/* How the simulator shapes an allreduce (NCCL's algorithms; sim/coll_shape.h). */
+typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_TREE, BS_COLL_ALGO_AUTO } bs_coll_algo;
 
 typedef struct {
   char preset[32];         /* "" when given explicitly */
@@ -51,6 +53,7 @@ typedef struct {
   char topology[256];      /* preset name or XML path */
   char profile[256];       /* preset name or JSON path */
   int nodes;               /* 0 = derived from gpus / gpus-per-node */
+  bs_coll_algo coll_algo;  /* sim: allreduce as NCCL ring, double binary tree, or the faster modelled */
 } bs_cluster;
 
 typedef struct {
@@ -70,6 +73,7 @@ const char *bs_layout_name(bs_layout l);
 const char *bs_phase_name(bs_phase p);
 const char *bs_dtype_name(bs_dtype t);
 const char *bs_scope_name(bs_scope s);
+const char *bs_coll_algo_name(bs_coll_algo a);
 
 /* A default config: llama2-7b shapes, train, 32K, burst on 8 GPUs. */
 void bs_config_default(bs_config *c);

@@ -63,7 +63,7 @@ typedef struct {
   bs_rank_result *ranks;   /* nranks entries, owned by the result (may be NULL) */
   char error[256];         /* "" on success */
   /* added by sim (issue 4): */
-  char sim_network[256];   /* sim: network model settings used, link classes, fold decision */
+  char sim_network[320];   /* sim: network model settings used, link classes, fold decision */
   int sim_actors;          /* sim: ranks simulated as SimGrid actors (< nranks when folded) */
   int64_t sim_rss_bytes;   /* sim: peak RSS of the simulating process */
 } bs_result;

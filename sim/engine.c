@@ -24,6 +24,7 @@
 #include <simgrid/host.h>
 #include <simgrid/link.h>
 #include <simgrid/mailbox.h>
+#include <simgrid/semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include <xbt/log.h>
 
 #include "plans/plan.h"
+#include "sim/coll_shape.h"
 #include "sim/platform.h"
 #include "sim/profile.h"
 
@@ -46,7 +48,7 @@
 void bs_sim_opts_default(bs_sim_opts *o) {
   memset(o, 0, sizeof *o);
   o->fold = BS_AUTO;
-  o->coll_algo = BS_COLL_ALGO_RING;
+  o->coll_model = BS_COLL_STEPS;
   o->crosstraffic = -1;
   o->tcp_gamma = -1;
 }
@@ -222,7 +224,8 @@ static void link_account(sim_ctx *c, sg_host_t src, sg_host_t dst, int64_t bytes
 }
 
 /* ------------------------------------------------------------------ */
-/* Collectives: NCCL's ring algorithm as point-to-point steps          */
+/* Collectives: NCCL's ring and double-binary-tree algorithms as       */
+/* point-to-point steps, or their alpha-beta times (sim/coll_shape.h)  */
 /* ------------------------------------------------------------------ */
 
 static int member(const bs_group *g, int idx) { return g->first + g->stride * idx; }
@@ -232,6 +235,153 @@ static void coll_account(rank_state *rs, int peer_rank, int64_t bytes) {
   rs->sent += bytes;
   if (node_of_rank(c, peer_rank) == node_of_rank(c, rs->rank)) rs->intra += bytes;
   else rs->inter += bytes;
+}
+
+static sg_host_t host_of(const sim_ctx *c, int rank) { return c->rs[slot_of(c, rank)].host; }
+
+/* Route latency and bandwidth inside a node and between nodes, from the
+ * group's first pair of members of each kind (absent kinds copy the other). */
+static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
+  int n = g->size, ia = -1, ib = -1, ea = -1, eb = -1;
+  for (int m = 1; m < n && (ia < 0 || ea < 0); m++) {
+    if (ia < 0 && node[m] == node[m - 1]) ia = m - 1, ib = m;
+    if (ea < 0 && node[m] != node[0]) ea = 0, eb = m;
+  }
+  if (ia < 0) ia = ea, ib = eb;
+  if (ea < 0) ea = ia, eb = ib;
+  sg_host_t a = host_of(c, member(g, ia)), b = host_of(c, member(g, ib));
+  l->lat_intra = sg_host_get_route_latency(a, b);
+  l->bw_intra = sg_host_get_route_bandwidth(a, b);
+  a = host_of(c, member(g, ea));
+  b = host_of(c, member(g, eb));
+  l->lat_inter = sg_host_get_route_latency(a, b);
+  l->bw_inter = sg_host_get_route_bandwidth(a, b);
+}
+
+/* One direction of one tree of a tree allreduce, run by its own actor. */
+typedef struct {
+  rank_state *rs;
+  int seq, tree, up;        /* up: reduce towards the root; else broadcast down */
+  int parent;               /* real rank, -1 at the root */
+  int nchild, child[BS_TREE_MAX_CHILDREN];
+  int64_t half;
+  int chunks;
+  sg_sem_t root_sem;        /* the root's reduced chunks, up -> down */
+} tree_part;
+
+static sg_mailbox_t tree_mailbox(const tree_part *tp, int from_rank, int to_rank) {
+  const sim_ctx *c = tp->rs->ctx;
+  char nm[64];
+  snprintf(nm, sizeof nm, "t%d.%d%c:%d:%d", tp->seq, tp->tree, tp->up ? 'u' : 'd', slot_of(c, from_rank),
+           slot_of(c, to_rank));
+  return sg_mailbox_by_name(nm);
+}
+
+static int tree_dummy_payload; /* SimGrid aborts on NULL payloads */
+
+static void tree_part_main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  tree_part *tp = sg_actor_self_get_data();
+  rank_state *rs = tp->rs;
+  sim_ctx *c = rs->ctx;
+  int me = rs->rank;
+  sg_mailbox_t from_parent = NULL, to_parent = NULL, from_child[BS_TREE_MAX_CHILDREN],
+               to_child[BS_TREE_MAX_CHILDREN];
+  if (tp->parent >= 0) {
+    from_parent = tree_mailbox(tp, tp->parent, me);
+    to_parent = tree_mailbox(tp, me, tp->parent);
+  }
+  for (int k = 0; k < tp->nchild; k++) {
+    from_child[k] = tree_mailbox(tp, tp->child[k], me);
+    to_child[k] = tree_mailbox(tp, me, tp->child[k]);
+  }
+  /* One chunk in flight behind the one being received: the pipeline. */
+  sg_comm_t out[BS_TREE_MAX_CHILDREN];
+  int nout = 0;
+  for (int ch = 0; ch < tp->chunks; ch++) {
+    int64_t s = bs_tree_chunk_size(tp->half, tp->chunks, ch);
+    if (tp->up) {
+      sg_comm_t in[BS_TREE_MAX_CHILDREN];
+      void *rx[BS_TREE_MAX_CHILDREN];
+      for (int k = 0; k < tp->nchild; k++) in[k] = sg_mailbox_get_async(from_child[k], &rx[k]);
+      if (tp->nchild) sg_comm_wait_all(in, (size_t)tp->nchild);
+      if (tp->parent < 0) {
+        sg_sem_release(tp->root_sem);
+        continue;
+      }
+      if (nout) sg_comm_wait_all(out, (size_t)nout);
+      out[0] = sg_mailbox_put_async(to_parent, &tree_dummy_payload, s);
+      nout = 1;
+      coll_account(rs, tp->parent, s);
+      c->events++;
+    } else {
+      if (tp->parent < 0) sg_sem_acquire(tp->root_sem);
+      else {
+        void *rx;
+        sg_comm_wait(sg_mailbox_get_async(from_parent, &rx));
+      }
+      if (nout) sg_comm_wait_all(out, (size_t)nout);
+      for (int k = 0; k < tp->nchild; k++) {
+        out[k] = sg_mailbox_put_async(to_child[k], &tree_dummy_payload, s);
+        coll_account(rs, tp->child[k], s);
+        c->events++;
+      }
+      nout = tp->nchild;
+    }
+  }
+  if (nout) sg_comm_wait_all(out, (size_t)nout);
+}
+
+/* Tree allreduce as steps: each tree's half reduced up and broadcast down, chunk by chunk. */
+static int tree_allreduce(rank_state *rs, const coll_job *job, int me, const int *node) {
+  sim_ctx *c = rs->ctx;
+  const bs_group *g = &job->group;
+  int64_t half[2] = {job->bytes / 2, job->bytes - job->bytes / 2};
+  tree_part tp[4];
+  sg_actor_t a[4];
+  sg_sem_t sem[2] = {sg_sem_init(0), sg_sem_init(0)};
+  int na = 0;
+  for (int t = 0; t < 2; t++) {
+    if (half[t] < 1) continue;
+    bs_tree_vertex v;
+    if (bs_dtree_vertex(g->size, node, t, me, &v)) {
+      set_error(c, "out of memory");
+      break;
+    }
+    for (int up = 1; up >= 0; up--) {
+      tree_part *p = &tp[na];
+      *p = (tree_part){rs, job->seq, t, up, v.parent >= 0 ? member(g, v.parent) : -1, v.nchild, {0},
+                       half[t], bs_tree_chunks(half[t]), sem[t]};
+      for (int k = 0; k < v.nchild; k++) p->child[k] = member(g, v.child[k]);
+      char name[48];
+      snprintf(name, sizeof name, "tree%d.%d.%d%c", rs->slot, job->seq, t, up ? 'u' : 'd');
+      a[na] = sg_actor_init(name, rs->host);
+      sg_actor_ref(a[na]);
+      sg_actor_set_data(a[na], p);
+      sg_actor_start_(a[na], tree_part_main, 0, NULL);
+      na++;
+    }
+  }
+  for (int i = 0; i < na; i++) {
+    sg_actor_join(a[i], -1);
+    sg_actor_unref(a[i]);
+  }
+  sg_sem_destroy(sem[0]);
+  sg_sem_destroy(sem[1]);
+  return c->error[0] ? -1 : 0;
+}
+
+/* Bytes a member sends in a tree allreduce (for the analytic option's accounting). */
+static void tree_account(rank_state *rs, const coll_job *job, int me, const int *node) {
+  const bs_group *g = &job->group;
+  int64_t half[2] = {job->bytes / 2, job->bytes - job->bytes / 2};
+  for (int t = 0; t < 2; t++) {
+    bs_tree_vertex v;
+    if (half[t] < 1 || bs_dtree_vertex(g->size, node, t, me, &v)) continue;
+    if (v.parent >= 0) coll_account(rs, member(g, v.parent), half[t]);
+    for (int k = 0; k < v.nchild; k++) coll_account(rs, member(g, v.child[k]), half[t]);
+  }
 }
 
 static void coll_main(int argc, char **argv) {
@@ -268,15 +418,59 @@ static void coll_main(int argc, char **argv) {
     return;
   }
   if (chunk < 1) chunk = 1;
+  sg_host_t ha = rs->host, hb = host_of(c, next);
+  double lat = sg_host_get_route_latency(ha, hb), bw = sg_host_get_route_bandwidth(ha, hb);
+  /* Only allreduce has a tree in NCCL; allgather and reduce-scatter are rings. */
+  bs_coll_algo algo = job->kind == BS_COLL_ALLREDUCE ? c->cfg->cluster.coll_algo : BS_COLL_ALGO_RING;
+  int *node = NULL;
+  double t_tree = 0;
+  if (algo != BS_COLL_ALGO_RING) {
+    node = malloc(sizeof *node * (size_t)n);
+    if (!node) {
+      set_error(c, "out of memory");
+      free(job);
+      return;
+    }
+    for (int i = 0; i < n; i++) node[i] = node_of_rank(c, member(g, i));
+    bs_coll_links l;
+    group_links(c, g, node, &l);
+    t_tree = bs_tree_allreduce_time(n, node, job->bytes, &l);
+    if (t_tree < 0) {
+      set_error(c, "out of memory");
+      free(node);
+      free(job);
+      return;
+    }
+    /* auto: NCCL's rule, the lower modelled time (ANCHORS.md, NCCL tuning model). Every member
+     * must decide alike: the ring is timed at its slowest link class, not at this rank's next hop. */
+    if (algo == BS_COLL_ALGO_AUTO) {
+      int multi = 0;
+      for (int i = 1; i < n && !multi; i++) multi = node[i] != node[0];
+      double rl = multi && l.lat_inter > l.lat_intra ? l.lat_inter : l.lat_intra;
+      double rb = multi && l.bw_inter < l.bw_intra ? l.bw_inter : l.bw_intra;
+      algo = t_tree < bs_ring_time(steps, chunk, rl, rb) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
+    }
+  }
   char name[64];
-  if (c->opts->coll_algo == BS_COLL_ALGO_ANALYTIC) {
+  if (algo == BS_COLL_ALGO_TREE) {
+    if (c->opts->coll_model == BS_COLL_ANALYTIC) {
+      tree_account(rs, job, me, node);
+      c->events++;
+      sg_actor_sleep_for(t_tree);
+    } else {
+      tree_allreduce(rs, job, me, node);
+    }
+    free(node);
+    free(job);
+    return;
+  }
+  free(node);
+  if (c->opts->coll_model == BS_COLL_ANALYTIC) {
     /* Alpha-beta: every step one chunk over the route to the next member,
      * no contention. All-to-all: n-1 chunks leave through the same route class. */
-    sg_host_t a = rs->host, b = c->rs[slot_of(c, next)].host;
-    double lat = sg_host_get_route_latency(a, b), bw = sg_host_get_route_bandwidth(a, b);
     int k = steps < 0 ? n - 1 : steps;
     for (int s = 0; s < k; s++) coll_account(rs, steps < 0 ? member(g, (me + 1 + s) % n) : next, chunk);
-    double t = steps < 0 ? lat + (double)chunk * k / bw : k * (lat + (double)chunk / bw);
+    double t = steps < 0 ? lat + (double)chunk * k / bw : bs_ring_time(k, chunk, lat, bw);
     c->events++;
     sg_actor_sleep_for(t);
     free(job);
@@ -287,6 +481,13 @@ static void coll_main(int argc, char **argv) {
     /* All-to-all: every pair at once, as NCCL's grouped send/recv does. */
     sg_comm_t *cm = malloc(sizeof *cm * 2 * (size_t)n);
     void **rx = malloc(sizeof *rx * (size_t)n);
+    if (!cm || !rx) {
+      set_error(c, "out of memory");
+      free(cm);
+      free(rx);
+      free(job);
+      return;
+    }
     int k = 0;
     for (int s = 1; s < n; s++) {
       int to = member(g, (me + s) % n), from = member(g, (me + n - s) % n);
@@ -946,8 +1147,10 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     goto done;
   }
   snprintf(out->sim_network, sizeof out->sim_network,
-           "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.32s%s; fold: %.90s", model,
-           cross, gamma, nset < 0 ? -nset : nset, prof->name, nset < 0 ? " with size factors" : "", why);
+           "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.32s%s; coll: %s %s; "
+           "fold: %.90s", model, cross, gamma, nset < 0 ? -nset : nset, prof->name,
+           nset < 0 ? " with size factors" : "", bs_coll_algo_name(cfg->cluster.coll_algo),
+           opts->coll_model == BS_COLL_ANALYTIC ? "analytic" : "steps", why);
 
   ctx.cfg = cfg;
   ctx.opts = opts;

@@ -7,8 +7,10 @@
  * topology), SEND/RECV are asynchronous communications on one mailbox per
  * ordered pair of ranks (messages between a pair must be received in the
  * order they were sent, as NCCL requires; tags and sizes are checked), WAIT
- * joins them, COLL runs NCCL's ring algorithm as point-to-point steps (or an
- * analytic alpha-beta time), ALLOC/FREE drive a per-GPU memory counter.
+ * joins them, COLL runs NCCL's ring or double-binary-tree algorithm as
+ * point-to-point steps (cfg->cluster.coll_algo; auto picks the faster modelled
+ * one) or as an analytic alpha-beta time, ALLOC/FREE drive a per-GPU memory
+ * counter.
  *
  * SimGrid can be initialised only once per process, so by default every call
  * runs the simulation in a forked child that sends the result back through a
@@ -23,7 +25,9 @@
 #include "plans/plan.h"
 #include "plans/result.h"
 
-typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_ANALYTIC } bs_coll_algo;
+/* Collectives as point-to-point steps of their algorithm (cfg->cluster.coll_algo),
+ * or as that algorithm's alpha-beta time (sim/coll_shape.h). */
+typedef enum { BS_COLL_STEPS = 0, BS_COLL_ANALYTIC } bs_coll_model;
 
 typedef struct {
   char name[48];            /* SimGrid link name (with _UP / _DOWN for split-duplex) */
@@ -35,7 +39,7 @@ typedef struct {
   const char *profile;      /* overrides cfg->cluster.profile (NULL: use cfg) */
   const char *trace_path;   /* Chrome trace-event JSON of this point (NULL: none) */
   bs_tristate fold;         /* symmetric-plan shortcut: AUTO (when proven exact), ON (required), OFF */
-  bs_coll_algo coll_algo;
+  bs_coll_model coll_model;
   const char *net_model;    /* NULL: the profile's (CM02) */
   int crosstraffic;         /* -1: the profile's (0) */
   double tcp_gamma;         /* < 0: the profile's (0) */

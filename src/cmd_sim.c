@@ -20,7 +20,7 @@ static void sim_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim sim SCENARIO.ini [--set section.key=value]... [--profile P.json]\n"
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
-          "                    [--coll ring|analytic] [--nodes-per-leaf N] [--oversub X]\n"
+          "                    [--coll steps|analytic] [--nodes-per-leaf N] [--oversub X]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
           "in SimGrid: one actor per GPU runs the method's plan; compute times come from\n"
@@ -32,7 +32,8 @@ static void sim_usage(FILE *f) {
           "  --csv F.csv        one row per point\n"
           "  --trace F.json     Chrome trace-event timeline of the first point (Perfetto)\n"
           "  --fold MODE        symmetric-plan shortcut: auto (when proven exact), on, off\n"
-          "  --coll ALGO        collectives as ring point-to-point steps, or analytic\n"
+          "  --coll MODEL       collectives as point-to-point steps of their algorithm\n"
+          "                     (cluster.coll_algo = ring | tree | auto), or analytic\n"
           "  --nodes-per-leaf N dgx topologies: nodes under one leaf switch per rail (16)\n"
           "  --oversub X        dgx topologies: leaf oversubscription (1)\n"
           "\n"
@@ -134,10 +135,11 @@ int cmd_sim(int argc, char **argv) {
     } else if (!strcmp(a, "--coll")) {
       if (need_arg(i, argc, a)) goto usage;
       const char *v = argv[++i];
-      if (!strcmp(v, "ring")) opts.coll_algo = BS_COLL_ALGO_RING;
-      else if (!strcmp(v, "analytic")) opts.coll_algo = BS_COLL_ALGO_ANALYTIC;
+      if (!strcmp(v, "steps")) opts.coll_model = BS_COLL_STEPS;
+      else if (!strcmp(v, "analytic")) opts.coll_model = BS_COLL_ANALYTIC;
       else {
-        fprintf(stderr, "burstsim sim: --coll: '%s' is not ring or analytic\n", v);
+        fprintf(stderr, "burstsim sim: --coll: '%s' is not steps or analytic (the algorithm is "
+                "cluster.coll_algo)\n", v);
         goto usage;
       }
     } else if (!strcmp(a, "--nodes-per-leaf")) {

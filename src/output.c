@@ -69,6 +69,7 @@ static void add_config(cJSON *o, const bs_config *c) {
   cJSON_AddStringToObject(m, "dtype", bs_dtype_name(c->model.dtype));
   cJSON_AddStringToObject(o, "topology", c->cluster.topology);
   cJSON_AddStringToObject(o, "profile", c->cluster.profile);
+  cJSON_AddStringToObject(o, "coll_algo", bs_coll_algo_name(c->cluster.coll_algo));
 }
 
 static cJSON *result_json(const bs_result *r) {

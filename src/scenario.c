@@ -200,6 +200,7 @@ static int set_profile(bs_config *c, const char *v, char *why, size_t n) {
   return parse_name(v, c->cluster.profile, sizeof c->cluster.profile, why, n);
 }
 INT_SETTER(set_nodes, cluster.nodes, 0, 1 << 16, 0)
+ENUM_SETTER(set_coll_algo, cluster.coll_algo, bs_coll_algo, "ring", "tree", "auto")
 BOOL_SETTER(set_trace, trace)
 
 /* Table order is application order: model.preset must come before the model keys. */
@@ -235,6 +236,7 @@ static const key_def keys[] = {
   {"cluster", "topology", set_topology, "dgx-a100 | a100-pcie-node | dgx-h100 | host | FILE.xml"},
   {"cluster", "profile", set_profile, "a100-sxm4-80gb | a100-pcie-40gb | h100-sxm | h200 | host | FILE.json"},
   {"cluster", "nodes", set_nodes, "nodes, 0 = from gpus"},
+  {"cluster", "coll_algo", set_coll_algo, "ring | tree | auto (sim: how an allreduce is shaped)"},
   {"output", "trace", set_trace, "on | off"},
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))

@@ -44,7 +44,7 @@ static void test_basic(void **st) {
                              "# a comment\n[model]\npreset = llama2-13b\ndtype = fp16\n"
                              "[workload]\nphase = train\nseq_len = 32K, 1M\ncausal = true\n"
                              "[parallel]\nmethod = burst, ring, ulysses\ngpus = 8\nlayout = zigzag\n"
-                             "bwd_comm = plain\ntp_variant = v3\n[cluster]\ntopology = dgx-h100\n");
+                             "bwd_comm = plain\ntp_variant = v3\n[cluster]\ntopology = dgx-h100\ncoll_algo = tree\n");
   bs_scenario s;
   char err[1024];
   assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
@@ -65,6 +65,7 @@ static void test_basic(void **st) {
     assert_int_equal(c->par.bwd_opt, 0);
     assert_int_equal(c->par.tp_variant, 3);
     assert_string_equal(c->cluster.topology, "dgx-h100");
+    assert_int_equal(c->cluster.coll_algo, BS_COLL_ALGO_TREE);
   }
   bs_scenario_free(&s);
 }
@@ -129,6 +130,7 @@ static void test_bad_inputs(void **st) {
   expect_error("[parallel]\ngpus =\n", NULL, 0, "bad.ini:2: parallel.gpus", "empty value");
   expect_error("[parallel]\nmethod = flash\n", NULL, 0, "bad.ini:2: parallel.method", "'flash' is not one of: burst");
   expect_error("[parallel]\nlayout = spiral\n", NULL, 0, "parallel.layout", "zigzag");
+  expect_error("[cluster]\ncoll_algo = star\n", NULL, 0, "bad.ini:2: cluster.coll_algo", "'star' is not one of: ring tree auto");
   expect_error("[parallel]\nzero = 4\n", NULL, 0, "bad.ini:2: parallel.zero", "out of range");
   expect_error("[parallel]\ntp_variant = v2\n", NULL, 0, "parallel.tp_variant", "v3");
   expect_error("[workload]\ncausal = maybe\n", NULL, 0, "bad.ini:2: workload.causal", "boolean");

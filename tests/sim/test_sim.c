@@ -23,166 +23,7 @@
 #include "sim/sim.h"
 #include "topologies/topo.h"
 
-/* ---------------- toy op sources ---------------- */
-
-#define TOY_MAX_OPS 4096
-#define TOY_MAX_RANKS 16
-typedef struct {
-  int ranks;
-  int n[TOY_MAX_RANKS];
-  bs_op ops[TOY_MAX_RANKS][TOY_MAX_OPS];
-} toy_plan;
-
-typedef struct {
-  const toy_plan *p;
-  int rank, pos;
-} toy_iter;
-
-static void *toy_new(void *ctx, int rank) {
-  toy_iter *it = malloc(sizeof *it);
-  if (!it) return NULL;
-  it->p = ctx;
-  it->rank = rank;
-  it->pos = 0;
-  return it;
-}
-static int toy_next(void *v, bs_op *op) {
-  toy_iter *it = v;
-  if (it->pos >= it->p->n[it->rank]) return 0;
-  *op = it->p->ops[it->rank][it->pos++];
-  return 1;
-}
-static void toy_free(void *v) { free(v); }
-
-static bs_sim_source toy_source(toy_plan *p) {
-  bs_sim_source s = {p, p->ranks, toy_new, toy_next, toy_free};
-  return s;
-}
-
-static bs_op *toy_push(toy_plan *p, int r, bs_op_kind k) {
-  assert_true(p->n[r] < TOY_MAX_OPS);
-  bs_op *op = &p->ops[r][p->n[r]++];
-  memset(op, 0, sizeof *op);
-  op->kind = k;
-  op->handle = -1;
-  return op;
-}
-static void toy_p2p(toy_plan *p, int r, bs_op_kind k, int h, int peer, int tag, int64_t bytes) {
-  bs_op *op = toy_push(p, r, k);
-  op->handle = h;
-  op->u.p2p.peer = peer;
-  op->u.p2p.tag = tag;
-  op->u.p2p.bytes = bytes;
-  op->u.p2p.buf = BS_NOREF;
-}
-static void toy_wait(toy_plan *p, int r, int n, const int *h) {
-  bs_op *op = toy_push(p, r, BS_OP_WAIT);
-  op->u.wait.n = n;
-  for (int i = 0; i < n; i++) op->u.wait.handles[i] = h[i];
-}
-/* A COPY of `bytes` bytes: 2 * bytes / mem_bw seconds in the toy profile. */
-static void toy_copy(toy_plan *p, int r, int64_t bytes) {
-  bs_op *op = toy_push(p, r, BS_OP_COMPUTE);
-  op->u.compute.kernel = BS_K_COPY;
-  op->u.compute.elems = bytes;
-}
-static void toy_alloc(toy_plan *p, int r, int buf, int64_t bytes, bs_mem_class cls) {
-  bs_op *op = toy_push(p, r, BS_OP_ALLOC);
-  op->u.alloc.buf = buf;
-  op->u.alloc.bytes = bytes;
-  op->u.alloc.cls = cls;
-}
-static void toy_free_buf(toy_plan *p, int r, int buf) {
-  bs_op *op = toy_push(p, r, BS_OP_FREE);
-  op->u.free.buf = buf;
-}
-
-/* ---------------- toy platform and profile ---------------- */
-
-/* Toy figures (not hardware): per-link latency and bandwidth, device memory bandwidth. */
-static const double LINK_LAT = 3e-6, LINK_BW = 5e9, MEM_BW = 2e9, CAPACITY = 1e6;
-
-typedef struct {
-  char xml[256], prof[256];
-} toy_files;
-
-static void write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  assert_true(fputs(text, f) >= 0);
-  assert_int_equal(fclose(f), 0);
-}
-
-/* n hosts gpu0..gpu(n-1), each with its own split-duplex link w<i>; route i->j = w_i up, w_j down. */
-static void toy_setup(toy_files *t, int n, int per_node) {
-  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-  snprintf(t->xml, sizeof t->xml, "%s/bs-toy-%d-XXXXXX.xml", dir, (int)getpid());
-  int fd = mkstemps(t->xml, 4);
-  assert_true(fd >= 0);
-  close(fd);
-  char *x = malloc(1 << 20);
-  assert_non_null(x);
-  size_t len = 0;
-  len += (size_t)sprintf(x + len, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                                  "<platform version=\"4.1\"><zone id=\"toy\" routing=\"Full\">\n");
-  for (int i = 0; i < n; i++)
-    len += (size_t)sprintf(x + len, "<host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", i,
-                           i / per_node);
-  for (int i = 0; i < n; i++)
-    len += (size_t)sprintf(x + len, "<link id=\"w%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                           i, LINK_BW, LINK_LAT);
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < n; j++)
-      if (i != j)
-        len += (size_t)sprintf(x + len, "<route src=\"gpu%d\" dst=\"gpu%d\" symmetrical=\"NO\"><link_ctn id=\"w%d\" direction=\"UP\"/>"
-                                        "<link_ctn id=\"w%d\" direction=\"DOWN\"/></route>\n", i, j, i, j);
-  sprintf(x + len, "</zone></platform>\n");
-  write_text(t->xml, x);
-  free(x);
-  snprintf(t->prof, sizeof t->prof, "%s/bs-toyprof-%d-XXXXXX.json", dir, (int)getpid());
-  fd = mkstemps(t->prof, 5);
-  assert_true(fd >= 0);
-  close(fd);
-  char pj[2048];
-  snprintf(pj, sizeof pj,
-           "{\"format\":1,\"name\":\"toy\",\"device\":{"
-           "\"memory_bytes\":{\"value\":%.17g,\"source\":\"test\"},"
-           "\"peak_flops\":{\"value\":1e12,\"source\":\"test\"},"
-           "\"mem_bw_Bps\":{\"value\":%.17g,\"source\":\"test\"}},"
-           "\"kernels\":{\"copy\":{\"model\":\"roofline\",\"launch_s\":{\"value\":0,\"source\":\"test\"},"
-           "\"efficiency\":{\"value\":1,\"source\":\"test\"}}},"
-           "\"links\":{},\"network\":{\"model\":\"CM02\",\"crosstraffic\":0,\"tcp_gamma\":0}}",
-           CAPACITY, MEM_BW);
-  write_text(t->prof, pj);
-}
-
-static void toy_teardown(toy_files *t) {
-  unlink(t->xml);
-  unlink(t->prof);
-}
-
-static void toy_config(bs_config *c, const toy_files *t, int ranks) {
-  bs_config_default(c);
-  c->par.gpus = ranks;
-  snprintf(c->cluster.topology, sizeof c->cluster.topology, "%s", t->xml);
-  snprintf(c->cluster.profile, sizeof c->cluster.profile, "%s", t->prof);
-}
-
-static int run_toy(toy_plan *p, const toy_files *t, bs_result *r, char *err, size_t errlen) {
-  bs_config c;
-  toy_config(&c, t, p->ranks);
-  bs_sim_opts o;
-  bs_sim_opts_default(&o);
-  bs_sim_source s = toy_source(p);
-  return bs_sim_run_source(&c, &o, &s, r, NULL, NULL, err, errlen);
-}
-
-static void assert_close(double got, double want, double rel) {
-  if (fabs(got - want) > rel * fabs(want)) {
-    fprintf(stderr, "got %.12g, want %.12g (relative tolerance %g)\n", got, want, rel);
-    fail();
-  }
-}
+#include "toy.h"
 
 /* ---------------- tests ---------------- */
 
@@ -644,12 +485,12 @@ static void test_burst_bytes_anchors(void **state) {
   }
 }
 
-/* Double ring: every NIC of a node carries the same outer-ring bytes, all at once. */
-static void test_double_ring_parallel_nics(void **state) {
-  (void)state;
-  bs_config c;
-  burst_config(&c, 16, 65536, 1);
-  c.work.phase = BS_PREFILL; /* forward only: the K,V ring */
+/* The K,V ring forward of burst on 16 GPUs (2 DGX A100 nodes), 8K tokens (512 per
+ * GPU: communication-bound), every link of the real platform: bytes and busy time
+ * (post to wait) of node 0's eight NIC uplinks, and the forward time. */
+static void nic_uplinks(int double_ring, bs_config *c, double bytes[8], double busy[8], double *fwd) {
+  burst_config(c, 16, 8192, double_ring);
+  c->work.phase = BS_PREFILL; /* forward only: the K,V ring */
   bs_sim_opts o;
   bs_sim_opts_default(&o);
   o.fold = BS_OFF; /* every link of the real platform */
@@ -657,13 +498,13 @@ static void test_double_ring_parallel_nics(void **state) {
   bs_link_stat *links = NULL;
   int nl = 0;
   char err[512] = "";
-  if (bs_sim_run_source(&c, &o, NULL, &r, &links, &nl, err, sizeof err)) {
+  if (bs_sim_run_source(c, &o, NULL, &r, &links, &nl, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     fail();
   }
   assert_true(nl > 0);
-  double bytes[8] = {0}, busy[8] = {0};
   int seen = 0;
+  for (int g = 0; g < 8; g++) bytes[g] = busy[g] = 0;
   for (int i = 0; i < nl; i++) {
     for (int g = 0; g < 8; g++) {
       char want[48];
@@ -676,17 +517,49 @@ static void test_double_ring_parallel_nics(void **state) {
     }
   }
   assert_int_equal(seen, 8);
+  *fwd = r.time.fwd;
+  free(links);
+  bs_result_free(&r);
+}
+
+/* Double ring: every NIC of a node carries the same outer-ring bytes, all at once;
+ * a single ring funnels all inter-node bytes through one NIC. */
+static void test_double_ring_parallel_nics(void **state) {
+  (void)state;
+  bs_config c;
+  double bytes[8], busy[8], fwd, bytes1[8], busy1[8], fwd1;
+  nic_uplinks(1, &c, bytes, busy, &fwd);
+  bs_profile prof;
+  char err[512];
+  assert_int_equal(bs_profile_load(c.cluster.profile, &prof, err, sizeof err), 0);
+  double nic_bw = prof.link[BS_LINK_NIC].bw_Bps;
+  assert_true(nic_bw > 0);
   /* 2 nodes: one outer step, K and V of every GPU over its own NIC. */
   double kv = 2.0 * c.model.kv_heads * (c.work.seq_len / 16) * c.model.head_dim * 2;
+  double t_nic = kv / nic_bw; /* one block over one NIC, bandwidth term alone */
   for (int g = 0; g < 8; g++) {
     assert_close(bytes[g], kv, 1e-12);
     assert_close(busy[g], busy[0], 1e-9);
   }
-  /* In parallel: the forward is shorter than the 8 NIC transfers one after the other. */
-  assert_true(r.time.fwd < 8 * busy[0]);
-  assert_true(r.time.fwd >= kv / 24e9);
-  free(links);
-  bs_result_free(&r);
+  /* Single ring: GPU 7 -> GPU 8 is node 0's only crossing, one block per step for 15 steps,
+   * all over one NIC (the rail-optimised route takes the destination's rail). */
+  nic_uplinks(0, &c, bytes1, busy1, &fwd1);
+  int used = -1;
+  for (int g = 0; g < 8; g++)
+    if (bytes1[g] > 0) {
+      assert_int_equal(used, -1);
+      used = g;
+    }
+  assert_true(used >= 0);
+  assert_close(bytes1[used], 15 * kv, 1e-12);
+  fprintf(stderr, "double ring: 8 NICs x %.0f bytes, forward %.6f s; single ring: NIC %d x %.0f bytes, forward "
+          "%.6f s; one block over a NIC %.6f s\n", kv, fwd, used, 15 * kv, fwd1, t_nic);
+  /* Communication-bound: the single ring waits for its NIC 15 times. */
+  assert_true(fwd1 >= 15 * t_nic);
+  /* In parallel: the double ring's forward holds one NIC transfer, plus the inner ring and the
+   * compute it overlaps, far below the 8 transfers one after the other. */
+  assert_true(fwd >= t_nic);
+  assert_true(fwd < 2 * t_nic);
 }
 
 /* The fold against the straightforward run: the same figures within 0.1 % (here: equal). */

@@ -1,0 +1,204 @@
+/*
+ * check_run_vs_sim.c — the runtime and the simulator against each other and
+ * against ANCHORS.md, for one scenario point: reads the result JSON of a real
+ * run (`mpirun ... burstsim run --out R.json`) and of a simulation of the same
+ * point (`burstsim sim --out S.json`) and checks, rank by rank, that
+ *   - the bytes each rank sent are equal in both,
+ *   - they equal the ANCHORS.md volume of the method, written out here from
+ *     the point's shapes (independently of plans/),
+ *   - the simulated peak memory equals the runtime allocator's peak.
+ * Collective bytes follow the ring convention on both sides (the runtime
+ * counts what a ring moves; the simulator must run with coll_algo = ring).
+ *
+ * usage: check_run_vs_sim R.json S.json     exit 0 when all agree, 1 otherwise
+ */
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  char method[32], phase[16], bwd_comm[16], tp_variant[8], dtype[8], coll_algo[8];
+  int64_t G, N, B, Z, Zk, d, hidden, U, tq, es;
+} point;
+
+static cJSON *load(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "%s: cannot open\n", path);
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = n > 0 ? malloc((size_t)n + 1) : NULL;
+  size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
+  fclose(f);
+  if (!text || got != (size_t)n) {
+    fprintf(stderr, "%s: cannot read\n", path);
+    free(text);
+    return NULL;
+  }
+  text[n] = '\0';
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  if (!root) fprintf(stderr, "%s: not JSON\n", path);
+  return root;
+}
+
+/* The first result of a result file, checked for the expected mode. */
+static cJSON *first_result(cJSON *root, const char *path, const char *mode) {
+  cJSON *m = cJSON_GetObjectItem(root, "mode"), *res = cJSON_GetObjectItem(root, "results");
+  if (!cJSON_IsString(m) || strcmp(m->valuestring, mode) || cJSON_GetArraySize(res) < 1) {
+    fprintf(stderr, "%s: not a result file of mode %s with one result\n", path, mode);
+    return NULL;
+  }
+  cJSON *r = cJSON_GetArrayItem(res, 0);
+  cJSON *e = cJSON_GetObjectItem(r, "error");
+  if (cJSON_IsString(e) && e->valuestring[0]) {
+    fprintf(stderr, "%s: the point failed: %s\n", path, e->valuestring);
+    return NULL;
+  }
+  return r;
+}
+
+static int get_str(cJSON *o, const char *key, char *dst, size_t cap) {
+  cJSON *v = cJSON_GetObjectItem(o, key);
+  if (!cJSON_IsString(v) || strlen(v->valuestring) >= cap) return -1;
+  strcpy(dst, v->valuestring);
+  return 0;
+}
+static int get_int(cJSON *o, const char *key, int64_t *dst) {
+  cJSON *v = cJSON_GetObjectItem(o, key);
+  if (!cJSON_IsNumber(v)) return -1;
+  *dst = (int64_t)v->valuedouble;
+  return 0;
+}
+
+static int read_point(cJSON *r, point *p) {
+  memset(p, 0, sizeof *p);
+  cJSON *m = cJSON_GetObjectItem(r, "model");
+  if (get_str(r, "method", p->method, sizeof p->method) || get_str(r, "phase", p->phase, sizeof p->phase) ||
+      get_str(r, "bwd_comm", p->bwd_comm, sizeof p->bwd_comm) ||
+      get_str(r, "tp_variant", p->tp_variant, sizeof p->tp_variant) ||
+      get_str(r, "coll_algo", p->coll_algo, sizeof p->coll_algo) || get_int(r, "gpus", &p->G) ||
+      get_int(r, "seq_len", &p->N) || get_int(r, "batch", &p->B) || get_int(r, "ulysses_degree", &p->U) ||
+      !m || get_int(m, "heads", &p->Z) || get_int(m, "kv_heads", &p->Zk) || get_int(m, "head_dim", &p->d) ||
+      get_int(m, "hidden", &p->hidden) || get_str(m, "dtype", p->dtype, sizeof p->dtype))
+    return -1;
+  if (!strcmp(p->phase, "decode") && get_int(r, "decode_tokens", &p->tq)) return -1;
+  p->es = strcmp(p->dtype, "fp32") ? 2 : 4;
+  return p->G >= 1 && p->N % p->G == 0 ? 0 : -1;
+}
+
+/* ANCHORS.md, methods table, BurstAttention forward: "K,V ring: 2·B·Z·(N/G)·d elements per step, G−1 steps"
+ * (Z the key/value heads); RingAttention forward the same. */
+static int64_t kv_ring(const point *p, int64_t G, int64_t n) { return (G - 1) * 2 * p->B * p->Zk * n * p->d * p->es; }
+
+/* Bytes a rank sends for the point per ANCHORS.md; -1 when this checker has no formula. */
+static int64_t anchors_bytes(const point *p) {
+  int64_t G = p->G, n = p->N / G, B = p->B, Z = p->Z, Zk = p->Zk, d = p->d, es = p->es;
+  int train = !strcmp(p->phase, "train"), decode = !strcmp(p->phase, "decode");
+  if (G == 1) return 0;
+  if (!strcmp(p->method, "burst") && !decode) {
+    /* Backward: "Q, dQ, dO ring plus D and lse (fp32, B·Z·N/G each) per step; ... dQ returns to its owner":
+     * Q, dO, D (or O in fp32, plain backward: "rings O instead of D"), lse move G−1 times, dQ (fp32) G times. */
+    int64_t q = B * Z * n * d * es, rows = B * Z * n * 4, o = B * Z * n * d * 4, dq = B * Z * n * d * 4;
+    int plain = !strcmp(p->bwd_comm, "plain");
+    return kv_ring(p, G, n) + (train ? (G - 1) * (2 * q + (plain ? o : rows) + rows) + G * dq : 0);
+  }
+  if (!strcmp(p->method, "ring")) {
+    /* Decode: "the KV shards travel the ring: 2·B·(N/p)·d per step", one transfer fewer than steps. */
+    if (decode) return kv_ring(p, G, n);
+    /* Backward: "K,V ring again plus dK,dV ring (ring-flash-attention sends dK,dV in fp32)";
+     * dK, dV return to their owner (G hops). */
+    int64_t kv = B * Zk * n * d * es, dkv = B * Zk * n * d * 4;
+    return kv_ring(p, G, n) + (train ? (G - 1) * 2 * kv + G * 2 * dkv : 0);
+  }
+  if (!strcmp(p->method, "ulysses") || !strcmp(p->method, "usp")) {
+    /* DeepSpeed-Ulysses: "all-to-all Q,K,V (scatter heads, gather sequence), local attention, all-to-all O",
+     * backward its mirror (dO in; dQ, dK, dV out); an all-to-all of U ranks keeps 1/U of its buffer.
+     * O and the gradients travel in fp32. USP: the same within groups of U, a K,V ring across G/U. */
+    int64_t U = !strcmp(p->method, "usp") ? p->U : G;
+    int64_t fwd = B * Z * n * d * es + 2 * B * Zk * n * d * es + B * Z * n * d * 4;
+    int64_t bwd = B * Z * n * d * es + B * Z * n * d * 4 + 2 * B * Zk * n * d * 4;
+    int64_t a2a = (U - 1) * ((fwd + (train ? bwd : 0)) / U);
+    int64_t R = G / U, kv = B * Zk * n * d; /* one ring block: Zk/U heads of U·n tokens */
+    int64_t ring = R > 1 ? (R - 1) * 2 * kv * es + (train ? (R - 1) * 2 * kv * es + R * 2 * kv * 4 : 0) : 0;
+    return a2a + ring;
+  }
+  if (!strcmp(p->method, "tp")) {
+    /* Megatron TP V1: an all-reduce of B·N·H per attention block and pass, moving 2(G−1)/G of it;
+     * V3: "all-gather + reduce-scatter instead of all-reduce". */
+    int64_t full = B * p->N * p->hidden * es, passes = train ? 2 : 1;
+    /* V1 one all-reduce; V3 an all-gather of full/G per rank plus a reduce-scatter of full: the same volume. */
+    int64_t one = 2 * (G - 1) * (full / G);
+    return passes * one;
+  }
+  if (!strcmp(p->method, "tree") && decode) {
+    /* Tree Attention: Allreduce(max lse), Allreduce(sum numerators), Allreduce(sum denominators):
+     * 2(p−1)/p·(B·d + 2·B·n_h) elements per query token (d the model width), fp32. */
+    int64_t rows = B * Z * p->tq;
+    return 2 * (G - 1) * ((rows * 4) / G + (rows * d * 4) / G + (rows * 4) / G);
+  }
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: check_run_vs_sim RUN.json SIM.json\n");
+    return 2;
+  }
+  cJSON *rroot = load(argv[1]), *sroot = load(argv[2]);
+  int fails = 0;
+  cJSON *run = rroot ? first_result(rroot, argv[1], "run") : NULL;
+  cJSON *sim = sroot ? first_result(sroot, argv[2], "sim") : NULL;
+  point p;
+  if (!run || !sim || read_point(run, &p)) {
+    if (run && sim) fprintf(stderr, "%s: the point's configuration is incomplete\n", argv[1]);
+    cJSON_Delete(rroot);
+    cJSON_Delete(sroot);
+    return 1;
+  }
+  point ps;
+  if (read_point(sim, &ps) || strcmp(ps.method, p.method) || ps.G != p.G || ps.N != p.N) {
+    fprintf(stderr, "%s and %s are not the same point\n", argv[1], argv[2]);
+    fails++;
+  }
+  if (strcmp(ps.coll_algo, "ring")) {
+    fprintf(stderr, "%s: coll_algo %s; the runtime counts collective bytes as a ring\n", argv[2], ps.coll_algo);
+    fails++;
+  }
+  int64_t want = anchors_bytes(&p);
+  if (want < 0) {
+    fprintf(stderr, "no ANCHORS.md formula for %s %s here\n", p.method, p.phase);
+    fails++;
+  }
+  cJSON *rr = cJSON_GetObjectItem(run, "ranks"), *sr = cJSON_GetObjectItem(sim, "ranks");
+  if (cJSON_GetArraySize(rr) != p.G || cJSON_GetArraySize(sr) != p.G) {
+    fprintf(stderr, "ranks: run has %d, sim has %d, the point %lld\n", cJSON_GetArraySize(rr),
+            cJSON_GetArraySize(sr), (long long)p.G);
+    fails++;
+  } else {
+    for (int i = 0; i < p.G; i++) {
+      int64_t rb, sb, rp, sp, rk, sk;
+      cJSON *a = cJSON_GetArrayItem(rr, i), *b = cJSON_GetArrayItem(sr, i);
+      if (get_int(a, "rank", &rk) || get_int(b, "rank", &sk) || get_int(a, "bytes_sent", &rb) ||
+          get_int(b, "bytes_sent", &sb) || get_int(a, "peak_bytes", &rp) || get_int(b, "peak_bytes", &sp) ||
+          rk != i || sk != i) {
+        fprintf(stderr, "ranks[%d]: rank, bytes_sent or peak_bytes missing\n", i);
+        fails++;
+        continue;
+      }
+      int ok = rb == sb && sb == want && rp == sp && rp > 0;
+      printf("%s %s G=%lld rank %d: sent run %lld sim %lld ANCHORS.md %lld; peak run %lld sim %lld  %s\n",
+             p.method, p.phase, (long long)p.G, i, (long long)rb, (long long)sb, (long long)want, (long long)rp,
+             (long long)sp, ok ? "ok" : "MISMATCH");
+      fails += !ok;
+    }
+  }
+  cJSON_Delete(rroot);
+  cJSON_Delete(sroot);
+  return fails ? 1 : 0;
+}
