@@ -262,6 +262,9 @@ int bs_validate_predict(const bs_config *cfg, const char *profile, bs_result *ou
   snprintf(c.cluster.topology, sizeof c.cluster.topology, "host");
   snprintf(c.cluster.profile, sizeof c.cluster.profile, "%s", profile);
   c.cluster.nodes = 0;
+  /* The runtime counts collective bytes as the ring algorithms send them (Open MPI picks
+   * its own shapes and reports none): predict with rings so bytes compare exactly. */
+  c.cluster.coll_algo = BS_COLL_ALGO_RING;
   bs_sim_opts so;
   bs_sim_opts_default(&so);
   so.profile = profile;

@@ -88,7 +88,7 @@ void bs_config_default(bs_config *c) {
   c->par.ranks_per_node = 8;
   strcpy(c->cluster.topology, "dgx-a100");
   strcpy(c->cluster.profile, "a100-sxm4-80gb");
-  c->cluster.coll_algo = BS_COLL_ALGO_RING;
+  c->cluster.coll_algo = BS_COLL_ALGO_AUTO; /* NCCL's behaviour: the faster shape per call */
   c->seed = 1234;
 }
 
