@@ -36,6 +36,7 @@
 #include <xbt/log.h>
 
 #include "plans/plan.h"
+#include "sim/load.h"
 #include "sim/platform.h"
 #include "sim/profile.h"
 
@@ -881,7 +882,12 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   memset(&ctx, 0, sizeof ctx);
   char xml_path[600] = "";
   char *xml = NULL;
-  if (bs_profile_load(pname, prof, err, errlen)) goto done;
+  if (bs_profile_load(pname, prof, err, errlen)) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "%s: %s", opts->profile ? "--profile" : "cluster.profile", why);
+    goto done;
+  }
   bs_platform_spec ps;
   if (bs_platform_resolve(cfg, opts, prof, &ps, err, errlen)) goto done;
   bs_sim_source src;
@@ -927,8 +933,14 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
 #else
   sg_cfg_set_int("contexts/stack-size", 128);
 #endif
-  simgrid_load_platform(ps.generated ? xml_path : ps.file);
+  char lerr[400];
+  int loaded = bs_sim_load_platform(ps.generated ? xml_path : ps.file, lerr, sizeof lerr);
   if (xml_path[0]) unlink(xml_path);
+  if (loaded) {
+    if (ps.generated) snprintf(err, errlen, "internal: the generated platform does not load: %s", lerr);
+    else snprintf(err, errlen, "cluster.topology: %s", lerr);
+    goto done;
+  }
   int nset = bs_platform_apply_profile(prof);
   if (nset == -1) {
     snprintf(err, errlen, "SimGrid refused the profile's message-size factors");
