@@ -227,12 +227,22 @@ static void link_account(sim_ctx *c, sg_host_t src, sg_host_t dst, int64_t bytes
 
 static int member(const bs_group *g, int idx) { return g->first + g->stride * idx; }
 
-static void coll_account(rank_state *rs, int peer_rank, int64_t bytes) {
-  sim_ctx *c = rs->ctx;
-  rs->sent += bytes;
-  if (node_of_rank(c, peer_rank) == node_of_rank(c, rs->rank)) rs->intra += bytes;
-  else rs->inter += bytes;
+/* *acc += b for a byte counter; past int64 it is an error, never a wrapped count. */
+static void add_bytes(rank_state *rs, int64_t *acc, int64_t b, const char *what) {
+  if (__builtin_add_overflow(*acc, b, acc))
+    set_error(rs->ctx, "rank %d op #%lld: %s overflows a 64-bit byte count (the point is too large)",
+              rs->rank, (long long)rs->op_index, what);
 }
+
+/* Bytes sent to peer_rank: the rank's total and its intra- or inter-node share. */
+static void account_sent(rank_state *rs, int peer_rank, int64_t bytes) {
+  sim_ctx *c = rs->ctx;
+  add_bytes(rs, &rs->sent, bytes, "bytes sent");
+  if (node_of_rank(c, peer_rank) == node_of_rank(c, rs->rank)) add_bytes(rs, &rs->intra, bytes, "intra-node bytes");
+  else add_bytes(rs, &rs->inter, bytes, "inter-node bytes");
+}
+
+static void coll_account(rank_state *rs, int peer_rank, int64_t bytes) { account_sent(rs, peer_rank, bytes); }
 
 static void coll_main(int argc, char **argv) {
   (void)argc;
@@ -334,8 +344,8 @@ static int do_alloc(rank_state *rs, const bs_op *op) {
     return -1;
   }
   rs->buf[b] = (membuf){1, op->u.alloc.bytes, op->u.alloc.cls};
-  rs->mem_cur += op->u.alloc.bytes;
-  rs->cls_cur[op->u.alloc.cls] += op->u.alloc.bytes;
+  add_bytes(rs, &rs->mem_cur, op->u.alloc.bytes, "memory in use");
+  add_bytes(rs, &rs->cls_cur[op->u.alloc.cls], op->u.alloc.bytes, "memory in use");
   if (rs->mem_cur > rs->mem_peak) {
     rs->mem_peak = rs->mem_cur;
     memcpy(rs->cls_at_peak, rs->cls_cur, sizeof rs->cls_cur);
@@ -380,15 +390,13 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
   if (op->kind == BS_OP_SEND) {
     h->kind = H_SEND;
     h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), h->bytes);
-    rs->sent += h->bytes;
-    if (node_of_rank(c, peer) == node_of_rank(c, rs->rank)) rs->intra += h->bytes;
-    else rs->inter += h->bytes;
+    account_sent(rs, peer, h->bytes);
     c->events++;
   } else {
     h->kind = H_RECV;
     h->rx = NULL;
     h->comm = sg_mailbox_get_async(mailbox(rs, ps, 1), &h->rx);
-    rs->recvd += h->bytes;
+    add_bytes(rs, &rs->recvd, h->bytes, "bytes received");
   }
   return 0;
 }
@@ -804,7 +812,8 @@ static int write_temp(const char *text, char *path, size_t pathlen, char *err, s
   return 0;
 }
 
-static void fill_result(sim_ctx *c, bs_result *out) {
+/* Fills out from the ranks' states; -1 with a message when a total passes int64. */
+static int fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
   int G = c->G, A = c->A;
   out->nranks = G;
   out->ranks = calloc((size_t)G, sizeof *out->ranks);
@@ -819,24 +828,31 @@ static void fill_result(sim_ctx *c, bs_result *out) {
     if (rs->compute > comp) comp = rs->compute;
     if (rs->exposed > expo) expo = rs->exposed;
     if (rs->sent > maxsent) maxsent = rs->sent;
-    total += rs->sent;
-    intra += rs->intra;
-    inter += rs->inter;
+    if (__builtin_add_overflow(total, rs->sent, &total) || __builtin_add_overflow(intra, rs->intra, &intra) ||
+        __builtin_add_overflow(inter, rs->inter, &inter)) {
+      snprintf(err, errlen, "comm_bytes.total: the bytes of all ranks pass 2^63 - 1 (the point is too large)");
+      return -1;
+    }
     if (rs->mem_peak > peak) {
       peak = rs->mem_peak;
       peak_slot = s;
     }
   }
   int64_t scale = G / A; /* folded: every simulated rank stands for G/A ranks */
+  if (__builtin_mul_overflow(total, scale, &total) || __builtin_mul_overflow(intra, scale, &intra) ||
+      __builtin_mul_overflow(inter, scale, &inter)) {
+    snprintf(err, errlen, "comm_bytes.total: the bytes of all ranks pass 2^63 - 1 (the point is too large)");
+    return -1;
+  }
   out->time.step = step;
   out->time.fwd = fwd;
   out->time.bwd = bwd;
   out->time.compute = comp;
   out->time.comm_exposed = expo;
   out->comm.per_rank_max_sent = maxsent;
-  out->comm.total = total * scale;
-  out->comm.intra_node = intra * scale;
-  out->comm.inter_node = inter * scale;
+  out->comm.total = total;
+  out->comm.intra_node = intra;
+  out->comm.inter_node = inter;
   out->mem.peak_bytes_max = peak;
   out->mem.capacity_bytes = (int64_t)c->prof->memory_bytes;
   out->mem.oom = peak > out->mem.capacity_bytes;
@@ -848,6 +864,7 @@ static void fill_result(sim_ctx *c, bs_result *out) {
                                        rs->sent, rs->recvd, rs->mem_peak};
     }
   out->sim_events = c->events;
+  return 0;
 }
 
 /* The real op source: a plan from plans/. */
@@ -1080,7 +1097,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     snprintf(err, errlen, "%s", ctx.error);
     goto done;
   }
-  fill_result(&ctx, out);
+  if (fill_result(&ctx, out, err, errlen)) goto done;
   if (!out->ranks) {
     snprintf(err, errlen, "out of memory for the per-rank results");
     goto done;
