@@ -75,6 +75,7 @@ typedef struct {
   void *rx;                 /* RECV: the payload lands here */
   double t_post;
   int64_t op_index;
+  int step;                 /* the op's ring step / stage (-1: none), for messages */
 } handle;
 
 typedef struct {
@@ -110,7 +111,7 @@ typedef struct rank_state {
   /* where the rank is blocked (formatted only if it deadlocks) */
   int blk_kind;             /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
-  int blk_n, blk_send, blk_peer, blk_tag;
+  int blk_n, blk_send, blk_peer, blk_tag, blk_step;
 } rank_state;
 
 typedef struct {
@@ -386,6 +387,7 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
   h->bytes = op->u.p2p.bytes;
   h->t_post = simgrid_get_clock();
   h->op_index = rs->op_index;
+  h->step = op->step;
   int ps = slot_of(c, peer);
   if (op->kind == BS_OP_SEND) {
     h->kind = H_SEND;
@@ -443,10 +445,15 @@ static int check_recv(rank_state *rs, const handle *h) {
   int64_t low;
   decode_msg(h->rx, &tag, &low);
   if (tag != h->tag || low != (h->bytes & 0x7fffffff)) {
-    set_error(rs->ctx, "rank %d op #%lld: RECV from rank %d expected tag %d (%lld bytes) but the "
-              "next message from that rank has tag %d: sends and receives between two ranks must "
-              "match in order, tag and size", rs->rank, (long long)h->op_index, h->peer, h->tag,
-              (long long)h->bytes, tag);
+    /* the payload carries the size's low 31 bits: exact for every message below 2 GiB */
+    char got[64];
+    if (h->bytes < 0x80000000ll) snprintf(got, sizeof got, "%lld bytes", (long long)low);
+    else snprintf(got, sizeof got, "a size of %lld mod 2^31 bytes", (long long)low);
+    set_error(rs->ctx, "rank %d op #%lld (step %d): RECV from rank %d expected tag %d (step %d) and "
+              "%lld bytes, but the next message from rank %d has tag %d (step %d) and %s: sends and "
+              "receives between two ranks must match in order, tag and size", rs->rank,
+              (long long)h->op_index, h->step, h->peer, h->tag, h->tag & 2047, (long long)h->bytes,
+              h->peer, tag, tag & 2047, got);
     return -1;
   }
   return 0;
@@ -482,6 +489,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
     rs->blk_send = h0->kind == H_SEND;
     rs->blk_peer = h0->peer;
     rs->blk_tag = h0->tag;
+    rs->blk_step = h0->step;
     rs->blk_post_op = h0->op_index;
   }
   if (c->nlinks || c->trace) {
@@ -1076,11 +1084,11 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     for (int s = 0; s < A && shown < 3 && len < sizeof list; s++)
       if (!ctx.rs[s].finished) {
         const rank_state *rs = &ctx.rs[s];
-        char at[160];
+        char at[224];
         if (rs->blk_kind == 1 && rs->blk_peer >= 0)
-          snprintf(at, sizeof at, "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld",
-                   (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from",
-                   rs->blk_peer, rs->blk_tag, (long long)rs->blk_post_op);
+          snprintf(at, sizeof at, "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld "
+                   "(step %d)", (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from",
+                   rs->blk_peer, rs->blk_tag, (long long)rs->blk_post_op, rs->blk_step);
         else if (rs->blk_kind)
           snprintf(at, sizeof at, "op #%lld WAIT on a collective posted at op #%lld",
                    (long long)rs->blk_op, (long long)rs->blk_post_op);
