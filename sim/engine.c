@@ -459,19 +459,6 @@ static int check_recv(rank_state *rs, const handle *h) {
   return 0;
 }
 
-/* A plan that ends with operations never waited: hand them back to SimGrid (a pending
- * send is detached, SimGrid frees it when it completes; a receive or a collective's
- * actor loses our reference) so that the error path leaks nothing. */
-static void release_handles(rank_state *rs) {
-  for (int hd = 0; hd < MAX_HANDLES; hd++) {
-    handle *h = &rs->h[hd];
-    if (h->kind == H_SEND && h->comm) sg_comm_detach(h->comm, NULL);
-    else if (h->kind == H_RECV && h->comm) sg_comm_unref(h->comm);
-    else if (h->kind == H_COLL && h->coll) sg_actor_unref(h->coll);
-    h->kind = H_FREE;
-  }
-}
-
 static int do_wait(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int n = op->u.wait.n;
@@ -609,7 +596,6 @@ static void rank_main(int argc, char **argv) {
                 "waited", rs->rank, hd, (long long)h->op_index,
                 h->kind == H_SEND ? "SEND to" : h->kind == H_RECV ? "RECV from" : "COLL with",
                 h->peer, h->tag);
-      release_handles(rs);
       return;
     }
   rs->end = simgrid_get_clock();
