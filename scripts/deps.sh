@@ -13,6 +13,8 @@ PKGS=(
   libcmocka-dev
   libopenblas-dev
   gnuplot-nox
+  clang libclang-rt-14-dev   # scripts/fuzz.sh (libFuzzer)
+  valgrind                  # scripts/memcheck.sh
 )
 
 missing=()

@@ -9,22 +9,39 @@ SECS=${1:-60}
 OUT=build-fuzz
 mkdir -p "$OUT/crashes"
 CC=${CC_FUZZ:-clang}
-command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+CXX=${CXX_FUZZ:-clang++}
+for c in "$CC" "$CXX"; do
+  command -v "$c" >/dev/null || { echo "fuzz.sh: $c not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+done
 FLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I. -DBURSTSIM_VERSION=\"fuzz\" -D_GNU_SOURCE"
 
-build_target() { # name, sources...
-  local name=$1; shift
-  $CC $FLAGS -o "$OUT/$name" "$@" $(pkg-config --cflags --libs inih libcjson) -lm
+build_target() { # name, extra pkg-config modules, sources... (C, or C++ for .cpp)
+  local name=$1 mods=$2; shift 2
+  local objs=() src obj
+  mkdir -p "$OUT/obj-$name"
+  for src in "$@"; do
+    obj="$OUT/obj-$name/$(echo "$src" | tr '/' '_').o"
+    case $src in
+      *.cpp) $CXX $FLAGS -std=c++17 -c -o "$obj" "$src" $(pkg-config --cflags $mods) ;;
+      *) $CC $FLAGS -std=gnu11 -Wall -Wextra -Werror -c -o "$obj" "$src" $(pkg-config --cflags inih libcjson $mods) ;;
+    esac
+    objs+=("$obj")
+  done
+  # linked by the C++ driver: SimGrid and the sanitizers' C++ runtime
+  $CXX $FLAGS -o "$OUT/$name" "${objs[@]}" $(pkg-config --libs inih libcjson $mods) -lm
 }
 
 targets=(scenario)
-build_target scenario tests/fuzz/fuzz_scenario.c src/scenario.c plans/config.c
-# Further targets: tests/fuzz/fuzz_NAME.c with tests/fuzz/fuzz_NAME.sources listing the sources it needs.
+build_target scenario "" tests/fuzz/fuzz_scenario.c src/scenario.c plans/config.c
+# Further targets: tests/fuzz/fuzz_NAME.c with tests/fuzz/fuzz_NAME.sources listing the sources it
+# needs and, optionally, tests/fuzz/fuzz_NAME.libs naming extra pkg-config modules.
 for f in tests/fuzz/fuzz_*.sources; do
   [ -e "$f" ] || continue
   name=$(basename "$f" .sources); name=${name#fuzz_}
+  libs="tests/fuzz/fuzz_$name.libs"
+  mods=""; [ -e "$libs" ] && mods=$(cat "$libs")
   # shellcheck disable=SC2046
-  build_target "$name" "tests/fuzz/fuzz_$name.c" $(cat "$f")
+  build_target "$name" "$mods" "tests/fuzz/fuzz_$name.c" $(cat "$f")
   targets+=("$name")
 done
 

@@ -38,6 +38,7 @@
 
 #include "plans/plan.h"
 #include "sim/coll_shape.h"
+#include "sim/load.h"
 #include "sim/platform.h"
 #include "sim/profile.h"
 
@@ -76,6 +77,7 @@ typedef struct {
   void *rx;                 /* RECV: the payload lands here */
   double t_post;
   int64_t op_index;
+  int step;                 /* the op's ring step / stage (-1: none), for messages */
 } handle;
 
 typedef struct {
@@ -111,7 +113,7 @@ typedef struct rank_state {
   /* where the rank is blocked (formatted only if it deadlocks) */
   int blk_kind;             /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
-  int blk_n, blk_send, blk_peer, blk_tag;
+  int blk_n, blk_send, blk_peer, blk_tag, blk_step;
 } rank_state;
 
 typedef struct {
@@ -230,12 +232,22 @@ static void link_account(sim_ctx *c, sg_host_t src, sg_host_t dst, int64_t bytes
 
 static int member(const bs_group *g, int idx) { return g->first + g->stride * idx; }
 
-static void coll_account(rank_state *rs, int peer_rank, int64_t bytes) {
-  sim_ctx *c = rs->ctx;
-  rs->sent += bytes;
-  if (node_of_rank(c, peer_rank) == node_of_rank(c, rs->rank)) rs->intra += bytes;
-  else rs->inter += bytes;
+/* *acc += b for a byte counter; past int64 it is an error, never a wrapped count. */
+static void add_bytes(rank_state *rs, int64_t *acc, int64_t b, const char *what) {
+  if (__builtin_add_overflow(*acc, b, acc))
+    set_error(rs->ctx, "rank %d op #%lld: %s overflows a 64-bit byte count (the point is too large)",
+              rs->rank, (long long)rs->op_index, what);
 }
+
+/* Bytes sent to peer_rank: the rank's total and its intra- or inter-node share. */
+static void account_sent(rank_state *rs, int peer_rank, int64_t bytes) {
+  sim_ctx *c = rs->ctx;
+  add_bytes(rs, &rs->sent, bytes, "bytes sent");
+  if (node_of_rank(c, peer_rank) == node_of_rank(c, rs->rank)) add_bytes(rs, &rs->intra, bytes, "intra-node bytes");
+  else add_bytes(rs, &rs->inter, bytes, "inter-node bytes");
+}
+
+static void coll_account(rank_state *rs, int peer_rank, int64_t bytes) { account_sent(rs, peer_rank, bytes); }
 
 static sg_host_t host_of(const sim_ctx *c, int rank) { return c->rs[slot_of(c, rank)].host; }
 
@@ -535,8 +547,8 @@ static int do_alloc(rank_state *rs, const bs_op *op) {
     return -1;
   }
   rs->buf[b] = (membuf){1, op->u.alloc.bytes, op->u.alloc.cls};
-  rs->mem_cur += op->u.alloc.bytes;
-  rs->cls_cur[op->u.alloc.cls] += op->u.alloc.bytes;
+  add_bytes(rs, &rs->mem_cur, op->u.alloc.bytes, "memory in use");
+  add_bytes(rs, &rs->cls_cur[op->u.alloc.cls], op->u.alloc.bytes, "memory in use");
   if (rs->mem_cur > rs->mem_peak) {
     rs->mem_peak = rs->mem_cur;
     memcpy(rs->cls_at_peak, rs->cls_cur, sizeof rs->cls_cur);
@@ -577,19 +589,18 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
   h->bytes = op->u.p2p.bytes;
   h->t_post = simgrid_get_clock();
   h->op_index = rs->op_index;
+  h->step = op->step;
   int ps = slot_of(c, peer);
   if (op->kind == BS_OP_SEND) {
     h->kind = H_SEND;
     h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), h->bytes);
-    rs->sent += h->bytes;
-    if (node_of_rank(c, peer) == node_of_rank(c, rs->rank)) rs->intra += h->bytes;
-    else rs->inter += h->bytes;
+    account_sent(rs, peer, h->bytes);
     c->events++;
   } else {
     h->kind = H_RECV;
     h->rx = NULL;
     h->comm = sg_mailbox_get_async(mailbox(rs, ps, 1), &h->rx);
-    rs->recvd += h->bytes;
+    add_bytes(rs, &rs->recvd, h->bytes, "bytes received");
   }
   return 0;
 }
@@ -636,10 +647,15 @@ static int check_recv(rank_state *rs, const handle *h) {
   int64_t low;
   decode_msg(h->rx, &tag, &low);
   if (tag != h->tag || low != (h->bytes & 0x7fffffff)) {
-    set_error(rs->ctx, "rank %d op #%lld: RECV from rank %d expected tag %d (%lld bytes) but the "
-              "next message from that rank has tag %d: sends and receives between two ranks must "
-              "match in order, tag and size", rs->rank, (long long)h->op_index, h->peer, h->tag,
-              (long long)h->bytes, tag);
+    /* the payload carries the size's low 31 bits: exact for every message below 2 GiB */
+    char got[64];
+    if (h->bytes < 0x80000000ll) snprintf(got, sizeof got, "%lld bytes", (long long)low);
+    else snprintf(got, sizeof got, "a size of %lld mod 2^31 bytes", (long long)low);
+    set_error(rs->ctx, "rank %d op #%lld (step %d): RECV from rank %d expected tag %d (step %d) and "
+              "%lld bytes, but the next message from rank %d has tag %d (step %d) and %s: sends and "
+              "receives between two ranks must match in order, tag and size", rs->rank,
+              (long long)h->op_index, h->step, h->peer, h->tag, h->tag & 2047, (long long)h->bytes,
+              h->peer, tag, tag & 2047, got);
     return -1;
   }
   return 0;
@@ -675,6 +691,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
     rs->blk_send = h0->kind == H_SEND;
     rs->blk_peer = h0->peer;
     rs->blk_tag = h0->tag;
+    rs->blk_step = h0->step;
     rs->blk_post_op = h0->op_index;
   }
   if (c->nlinks || c->trace) {
@@ -1015,7 +1032,8 @@ static int write_temp(const char *text, char *path, size_t pathlen, char *err, s
   return 0;
 }
 
-static void fill_result(sim_ctx *c, bs_result *out) {
+/* Fills out from the ranks' states; -1 with a message when a total passes int64. */
+static int fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
   int G = c->G, A = c->A;
   out->nranks = G;
   out->ranks = calloc((size_t)G, sizeof *out->ranks);
@@ -1030,24 +1048,31 @@ static void fill_result(sim_ctx *c, bs_result *out) {
     if (rs->compute > comp) comp = rs->compute;
     if (rs->exposed > expo) expo = rs->exposed;
     if (rs->sent > maxsent) maxsent = rs->sent;
-    total += rs->sent;
-    intra += rs->intra;
-    inter += rs->inter;
+    if (__builtin_add_overflow(total, rs->sent, &total) || __builtin_add_overflow(intra, rs->intra, &intra) ||
+        __builtin_add_overflow(inter, rs->inter, &inter)) {
+      snprintf(err, errlen, "comm_bytes.total: the bytes of all ranks pass 2^63 - 1 (the point is too large)");
+      return -1;
+    }
     if (rs->mem_peak > peak) {
       peak = rs->mem_peak;
       peak_slot = s;
     }
   }
   int64_t scale = G / A; /* folded: every simulated rank stands for G/A ranks */
+  if (__builtin_mul_overflow(total, scale, &total) || __builtin_mul_overflow(intra, scale, &intra) ||
+      __builtin_mul_overflow(inter, scale, &inter)) {
+    snprintf(err, errlen, "comm_bytes.total: the bytes of all ranks pass 2^63 - 1 (the point is too large)");
+    return -1;
+  }
   out->time.step = step;
   out->time.fwd = fwd;
   out->time.bwd = bwd;
   out->time.compute = comp;
   out->time.comm_exposed = expo;
   out->comm.per_rank_max_sent = maxsent;
-  out->comm.total = total * scale;
-  out->comm.intra_node = intra * scale;
-  out->comm.inter_node = inter * scale;
+  out->comm.total = total;
+  out->comm.intra_node = intra;
+  out->comm.inter_node = inter;
   out->mem.peak_bytes_max = peak;
   out->mem.capacity_bytes = (int64_t)c->prof->memory_bytes;
   out->mem.oom = peak > out->mem.capacity_bytes;
@@ -1059,6 +1084,7 @@ static void fill_result(sim_ctx *c, bs_result *out) {
                                        rs->sent, rs->recvd, rs->mem_peak};
     }
   out->sim_events = c->events;
+  return 0;
 }
 
 /* The real op source: a plan from plans/. */
@@ -1093,7 +1119,12 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   memset(&ctx, 0, sizeof ctx);
   char xml_path[600] = "";
   char *xml = NULL;
-  if (bs_profile_load(pname, prof, err, errlen)) goto done;
+  if (bs_profile_load(pname, prof, err, errlen)) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "%s: %s", opts->profile ? "--profile" : "cluster.profile", why);
+    goto done;
+  }
   bs_platform_spec ps;
   if (bs_platform_resolve(cfg, opts, prof, &ps, err, errlen)) goto done;
   bs_sim_source src;
@@ -1139,8 +1170,14 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
 #else
   sg_cfg_set_int("contexts/stack-size", 128);
 #endif
-  simgrid_load_platform(ps.generated ? xml_path : ps.file);
+  char lerr[400];
+  int loaded = bs_sim_load_platform(ps.generated ? xml_path : ps.file, lerr, sizeof lerr);
   if (xml_path[0]) unlink(xml_path);
+  if (loaded) {
+    if (ps.generated) snprintf(err, errlen, "internal: the generated platform does not load: %s", lerr);
+    else snprintf(err, errlen, "cluster.topology: %s", lerr);
+    goto done;
+  }
   int nset = bs_platform_apply_profile(prof);
   if (nset == -1) {
     snprintf(err, errlen, "SimGrid refused the profile's message-size factors");
@@ -1265,11 +1302,11 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     for (int s = 0; s < A && shown < 3 && len < sizeof list; s++)
       if (!ctx.rs[s].finished) {
         const rank_state *rs = &ctx.rs[s];
-        char at[160];
+        char at[224];
         if (rs->blk_kind == 1 && rs->blk_peer >= 0)
-          snprintf(at, sizeof at, "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld",
-                   (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from",
-                   rs->blk_peer, rs->blk_tag, (long long)rs->blk_post_op);
+          snprintf(at, sizeof at, "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld "
+                   "(step %d)", (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from",
+                   rs->blk_peer, rs->blk_tag, (long long)rs->blk_post_op, rs->blk_step);
         else if (rs->blk_kind)
           snprintf(at, sizeof at, "op #%lld WAIT on a collective posted at op #%lld",
                    (long long)rs->blk_op, (long long)rs->blk_post_op);
@@ -1286,7 +1323,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     snprintf(err, errlen, "%s", ctx.error);
     goto done;
   }
-  fill_result(&ctx, out);
+  if (fill_result(&ctx, out, err, errlen)) goto done;
   if (!out->ranks) {
     snprintf(err, errlen, "out of memory for the per-rank results");
     goto done;

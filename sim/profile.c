@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef BURSTSIM_SOURCE_DIR
 #define BURSTSIM_SOURCE_DIR "."
@@ -62,8 +63,19 @@ static int get_val(const cJSON *obj, const char *key, double *out, int opt, cons
              key);
     return -1;
   }
+  if (!isfinite(x->valuedouble)) {
+    snprintf(err, errlen, "%s: %s.%s: value is not a finite number", path, where, key);
+    return -1;
+  }
   *out = x->valuedouble;
   return 0;
+}
+
+/* 1-based line of byte `at` in text (for JSON syntax errors). */
+static int line_of(const char *text, const char *at) {
+  int line = 1;
+  for (const char *c = text; c < at && *c; c++) line += *c == '\n';
+  return line;
 }
 
 static const char *kernel_json_name(int k) {
@@ -130,6 +142,10 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
                where, ti);
       return -1;
     }
+    if (!(hd->valuedouble >= 1 && hd->valuedouble <= 1024)) {
+      snprintf(err, errlen, "%s: %s.tables[%d].head_dim: must be in [1, 1024]", path, where, ti);
+      return -1;
+    }
     pt->head_dim = hd->valueint;
     if (!strcmp(mk->valuestring, "full")) pt->causal = 0;
     else if (!strcmp(mk->valuestring, "causal")) pt->causal = 1;
@@ -146,8 +162,9 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
     pt->n = n;
     for (int i = 0; i < n; i++) {
       const cJSON *xi = cJSON_GetArrayItem(x, i), *yi = cJSON_GetArrayItem(y, i);
-      if (!cJSON_IsNumber(xi) || !cJSON_IsNumber(yi) || xi->valuedouble <= 0 ||
-          yi->valuedouble <= 0 || (i && xi->valuedouble <= pt->x[i - 1])) {
+      if (!cJSON_IsNumber(xi) || !cJSON_IsNumber(yi) || !(xi->valuedouble > 0) ||
+          !(yi->valuedouble > 0) || !isfinite(xi->valuedouble) || !isfinite(yi->valuedouble) ||
+          (i && xi->valuedouble <= pt->x[i - 1])) {
         snprintf(err, errlen, "%s: %s.tables[%d]: point %d: x increasing and positive, tflops > 0",
                  path, where, ti, i);
         return -1;
@@ -183,10 +200,12 @@ static int parse_link(const cJSON *lj, const char *cname, bs_prof_link *l, const
       const cJSON *mb = cJSON_GetObjectItemCaseSensitive(e, "min_bytes");
       const cJSON *bw = cJSON_GetObjectItemCaseSensitive(e, "bandwidth");
       const cJSON *lt = cJSON_GetObjectItemCaseSensitive(e, "latency");
-      if (!cJSON_IsNumber(mb) || !cJSON_IsNumber(bw) || !cJSON_IsNumber(lt) || bw->valuedouble <= 0 ||
-          lt->valuedouble < 0 ||
+      if (!cJSON_IsNumber(mb) || !cJSON_IsNumber(bw) || !cJSON_IsNumber(lt) ||
+          !isfinite(mb->valuedouble) || !isfinite(bw->valuedouble) || !isfinite(lt->valuedouble) ||
+          !(mb->valuedouble >= 0) || !(bw->valuedouble > 0) || !(lt->valuedouble >= 0) ||
           (l->nfactors && mb->valuedouble <= l->factors[l->nfactors - 1].min_bytes)) {
-        snprintf(err, errlen, "%s: %s.factors[%d]: min_bytes increasing, bandwidth > 0, latency >= 0",
+        snprintf(err, errlen, "%s: %s.factors[%d]: finite numbers, min_bytes >= 0 and increasing, "
+                 "bandwidth > 0, latency >= 0",
                  path, where, l->nfactors);
         return -1;
       }
@@ -202,18 +221,69 @@ static int parse_link(const cJSON *lj, const char *cname, bs_prof_link *l, const
   return 0;
 }
 
+/* "network": SimGrid's model name, cross traffic 0/1, TCP-gamma >= 0; each optional. */
+static int parse_network(const cJSON *net, bs_profile *p, const char *path, char *err, size_t errlen) {
+  static const char *const models[] = {"CM02", "LV08", "SMPI", "IB", "Constant"};
+  if (!cJSON_IsObject(net)) {
+    snprintf(err, errlen, "%s: network: must be an object", path);
+    return -1;
+  }
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(net, "model");
+  const cJSON *ct = cJSON_GetObjectItemCaseSensitive(net, "crosstraffic");
+  const cJSON *tg = cJSON_GetObjectItemCaseSensitive(net, "tcp_gamma");
+  if (m) {
+    int known = 0;
+    for (size_t i = 0; cJSON_IsString(m) && i < sizeof models / sizeof models[0]; i++)
+      known |= !strcmp(m->valuestring, models[i]);
+    if (!known) {
+      snprintf(err, errlen, "%s: network.model: must be one of CM02, LV08, SMPI, IB, Constant", path);
+      return -1;
+    }
+    snprintf(p->net_model, sizeof p->net_model, "%s", m->valuestring);
+  }
+  if (ct) {
+    if (!cJSON_IsNumber(ct) || (ct->valuedouble != 0 && ct->valuedouble != 1)) {
+      snprintf(err, errlen, "%s: network.crosstraffic: must be 0 or 1", path);
+      return -1;
+    }
+    p->crosstraffic = ct->valuedouble != 0;
+  }
+  if (tg) {
+    if (!cJSON_IsNumber(tg) || !isfinite(tg->valuedouble) || tg->valuedouble < 0) {
+      snprintf(err, errlen, "%s: network.tcp_gamma: must be a finite number >= 0", path);
+      return -1;
+    }
+    p->tcp_gamma = tg->valuedouble;
+  }
+  return 0;
+}
+
 int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
   bs_profile_path(name_or_path, p->path, sizeof p->path);
   const char *path = p->path;
+  size_t nl = strlen(name_or_path);
+  if ((nl <= 5 || strcmp(name_or_path + nl - 5, ".json")) && access(path, F_OK)) {
+    snprintf(err, errlen, "unknown profile '%s' (no %s; known: the names in calib/profiles, or a "
+             "FILE.json)", name_or_path, path);
+    return -1;
+  }
   char *text = read_file(path, err, errlen);
   if (!text) return -1;
-  cJSON *root = cJSON_Parse(text);
-  free(text);
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
   int rc = -1;
-  if (!root || !cJSON_IsObject(root)) {
-    snprintf(err, errlen, "%s: not valid JSON (near '%.20s')", path,
-             cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "?");
+  if (!root) {
+    /* the error pointer lies inside text: report before freeing it */
+    const char *at = end ? end : cJSON_GetErrorPtr();
+    if (at) snprintf(err, errlen, "%s:%d: not valid JSON (near '%.20s')", path, line_of(text, at), at);
+    else snprintf(err, errlen, "%s: not valid JSON", path);
+    free(text);
+    goto out;
+  }
+  free(text);
+  if (!cJSON_IsObject(root)) {
+    snprintf(err, errlen, "%s: not a JSON object", path);
     goto out;
   }
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
@@ -236,6 +306,10 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
     snprintf(err, errlen, "%s: device: memory_bytes, peak_flops and mem_bw_Bps must be > 0", path);
     goto out;
   }
+  if (!(p->memory_bytes < 0x1p62)) { /* results hold it as an int64 byte count */
+    snprintf(err, errlen, "%s: device.memory_bytes: %g is more than 2^62 bytes", path, p->memory_bytes);
+    goto out;
+  }
   const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
   if (!cJSON_IsObject(ks)) {
     snprintf(err, errlen, "%s: kernels: missing", path);
@@ -248,6 +322,10 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
       if (!strcmp(kj->string, kernel_json_name(i))) k = i;
     if (k < 0) {
       snprintf(err, errlen, "%s: kernels.%s: unknown kernel", path, kj->string);
+      goto out;
+    }
+    if (p->kernel[k].kind != BS_KM_NONE) {
+      snprintf(err, errlen, "%s: kernels.%s: given twice", path, kj->string);
       goto out;
     }
     if (parse_kernel(kj, kj->string, &p->kernel[k], path, err, errlen)) goto out;
@@ -266,29 +344,26 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
       snprintf(err, errlen, "%s: links.%s: unknown link class", path, lj->string);
       goto out;
     }
+    if (p->link[c].present) {
+      snprintf(err, errlen, "%s: links.%s: given twice", path, lj->string);
+      goto out;
+    }
     if (parse_link(lj, lj->string, &p->link[c], path, err, errlen)) goto out;
   }
   snprintf(p->net_model, sizeof p->net_model, "CM02");
   const cJSON *net = cJSON_GetObjectItemCaseSensitive(root, "network");
-  if (net) {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(net, "model");
-    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(net, "crosstraffic");
-    const cJSON *tg = cJSON_GetObjectItemCaseSensitive(net, "tcp_gamma");
-    if (cJSON_IsString(m)) snprintf(p->net_model, sizeof p->net_model, "%s", m->valuestring);
-    if (cJSON_IsNumber(ct)) p->crosstraffic = ct->valueint ? 1 : 0;
-    if (cJSON_IsNumber(tg)) p->tcp_gamma = tg->valuedouble;
-  }
+  if (net && parse_network(net, p, path, err, errlen)) goto out;
   const cJSON *host = cJSON_GetObjectItemCaseSensitive(root, "host");
   if (host) {
     double cores = 0;
     if (get_val(host, "speed_flops", &p->host_speed, 0, path, "host", err, errlen) ||
         get_val(host, "cores", &cores, 0, path, "host", err, errlen))
       goto out;
-    p->host_cores = (int)cores;
-    if (!(p->host_speed > 0) || p->host_cores < 1) {
+    if (!(p->host_speed > 0) || !(cores >= 1 && cores <= 1 << 20)) {
       snprintf(err, errlen, "%s: host: speed_flops > 0 and cores >= 1 needed", path);
       goto out;
     }
+    p->host_cores = (int)cores;
   }
   rc = 0;
 out:

@@ -6,6 +6,7 @@
  * gathers the results in order and writes everything.
  */
 #include <mpi.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,17 @@ static int gather_results(bs_result *res, int n, int rank, int size) {
   return 0;
 }
 
+/* Where the key an error starts with ("cluster.topology: ...") was given, or "". */
+static const char *key_where(const bs_scenario *sc, const char *err) {
+  char key[64];
+  size_t n = strcspn(err, ": ");
+  if (n == 0 || n >= sizeof key || err[n] != ':') return "";
+  memcpy(key, err, n);
+  key[n] = '\0';
+  const char *w = bs_scenario_where(sc, key);
+  return w ? w : "";
+}
+
 int cmd_sim(int argc, char **argv) {
   const char *scenario = NULL, *out_json = NULL, *out_csv = NULL, *trace = NULL, *profile = NULL;
   char **sets = calloc((size_t)argc + 1, sizeof *sets);
@@ -155,7 +167,7 @@ int cmd_sim(int argc, char **argv) {
       if (need_arg(i, argc, a)) goto usage;
       char *end;
       double v = strtod(argv[++i], &end);
-      if (*end || !(v >= 1)) {
+      if (*end || !(v >= 1) || !isfinite(v)) {
         fprintf(stderr, "burstsim sim: --oversub: '%s' must be a number >= 1\n", argv[i]);
         goto usage;
       }
@@ -223,8 +235,9 @@ int cmd_sim(int argc, char **argv) {
       else failed++;
       if (!res[i].error[0]) snprintf(res[i].error, sizeof res[i].error, "%.255s", perr);
       if (tty) fprintf(stderr, "\n");
-      fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s\n", i + 1,
-              bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len, perr);
+      fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s%s%s\n", i + 1,
+              bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len,
+              key_where(&sc, perr), key_where(&sc, perr)[0] ? ": " : "", perr);
     }
   }
   if (tty) fprintf(stderr, "\r%60s\r", "");

@@ -3,6 +3,7 @@
  * SimGrid XML (link speeds from the profile) for users to read, edit and pass
  * back as `topology = FILE.xml`.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,7 @@ int cmd_topo(int argc, char **argv) {
     } else if (!strcmp(a, "--oversub")) {
       char *end;
       oversub = strtod(argv[++i], &end);
-      if (*end || !(oversub >= 1)) {
+      if (*end || !(oversub >= 1) || !isfinite(oversub)) {
         fprintf(stderr, "burstsim topo: --oversub: '%s' must be a number >= 1\n", argv[i]);
         return 2;
       }

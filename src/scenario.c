@@ -527,6 +527,20 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
       idx[k] = 0;
     }
   }
+  out->where = calloc(NKEYS, sizeof *out->where);
+  for (int k = 0; out->where && k < NKEYS; k++)
+    if (st->have[k] && !(out->where[k] = strdup(st->entries[k].where))) {
+      for (int j = 0; j < k; j++) free(out->where[j]);
+      free(out->where);
+      out->where = NULL;
+    }
+  if (!out->where) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    free(pts);
+    state_free(st);
+    free(st);
+    return -1;
+  }
   out->points = pts;
   out->npoints = (int)npoints;
   snprintf(out->path, sizeof out->path, "%s", path);
@@ -536,7 +550,28 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
 }
 
 void bs_scenario_free(bs_scenario *s) {
+  for (int k = 0; s->where && k < NKEYS; k++) free(s->where[k]);
+  free(s->where);
+  s->where = NULL;
   free(s->points);
   s->points = NULL;
   s->npoints = 0;
+}
+
+const char *bs_scenario_where(const bs_scenario *s, const char *section_key) {
+  const char *dot = strchr(section_key, '.');
+  if (!dot) return NULL;
+  for (int k = 0; k < NKEYS; k++) {
+    size_t sl = strlen(keys[k].section);
+    if ((size_t)(dot - section_key) == sl && !strncmp(section_key, keys[k].section, sl) &&
+        !strcmp(dot + 1, keys[k].key))
+      return s->where && s->where[k] ? s->where[k] : s->path;
+  }
+  return NULL;
+}
+
+const char *bs_scenario_key(int i, char *buf, size_t n) {
+  if (i < 0 || i >= NKEYS) return NULL;
+  snprintf(buf, n, "%s.%s", keys[i].section, keys[i].key);
+  return buf;
 }

@@ -6,6 +6,7 @@
  */
 #include "topo.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
     return -1;
   }
   int dgx = !strcmp(p->name, "dgx-a100") || !strcmp(p->name, "dgx-h100");
-  if (dgx && (p->nodes_per_leaf < 1 || p->oversub < 1.0)) {
+  if (dgx && (p->nodes_per_leaf < 1 || !(p->oversub >= 1.0) || !isfinite(p->oversub))) {
     snprintf(err, errlen, "topology %s: nodes_per_leaf (%d) must be >= 1 and oversubscription "
              "(%g) >= 1", p->name, p->nodes_per_leaf, p->oversub);
     return -1;
@@ -110,13 +111,14 @@ int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
              p->gpus_per_pcie_switch, p->gpus_per_node);
     return -1;
   }
-  if (!strcmp(p->name, "host") && (p->nodes != 1 || p->host_speed <= 0)) {
+  if (!strcmp(p->name, "host") && (p->nodes != 1 || !(p->host_speed > 0) || !isfinite(p->host_speed))) {
     snprintf(err, errlen, "topology host: exactly one node and a positive CPU speed");
     return -1;
   }
   for (int c = 0; c < BS_LINK_CLASS_COUNT; c++)
-    if (!(p->link[c].bw_Bps > 0) || !(p->link[c].lat_s >= 0)) {
-      snprintf(err, errlen, "topology %s: link class %s needs bandwidth > 0 and latency >= 0",
+    if (!(p->link[c].bw_Bps > 0) || !(p->link[c].lat_s >= 0) || !isfinite(p->link[c].bw_Bps) ||
+        !isfinite(p->link[c].lat_s)) {
+      snprintf(err, errlen, "topology %s: link class %s needs a finite bandwidth > 0 and latency >= 0",
                p->name, class_names[c]);
       return -1;
     }
@@ -313,7 +315,7 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
 int bs_topo_fold_quotient(const bs_topo_params *p, int max_node_offset) {
   if (strncmp(p->name, "dgx-", 4)) return 0;
   int K = p->nodes, L = p->nodes_per_leaf, D = max_node_offset;
-  if (L < 2 || L >= K || K % L || 2 * D >= L || D < 1) return 0;
+  if (L < 2 || L >= K || K % L || D < 1 || D >= L / 2 + L % 2) return 0; /* 2D >= L, no overflow */
   return L;
 }
 
@@ -323,10 +325,10 @@ int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset) {
   /* Leaves matter only when a rail has more than one (dgx generators). */
   int leafy = strncmp(p->name, "dgx-", 4) == 0 && p->nodes_per_leaf < K;
   int L = leafy ? p->nodes_per_leaf : 1;
-  for (int m = 2; m * L < K; m++) {
+  for (int m = 2; (long)m * L < K; m++) {
     int M = m * L;
     if (K % M) continue;
-    if (M <= 2 * D) continue;               /* +D and -D must stay distinct peers */
+    if (M <= 2L * D) continue;              /* +D and -D must stay distinct peers */
     if (leafy && m < D / L + 2) continue;   /* a flow crosses at most D/L+1 leaves */
     return M;
   }

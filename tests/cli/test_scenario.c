@@ -152,6 +152,134 @@ static void test_bad_inputs(void **st) {
   expect_error(many, NULL, 0, "parallel.gpus", "more than");
 }
 
+/*
+ * Every key of the table: a wrong-type value, an out-of-range (or unknown)
+ * value, a missing (empty) value and a duplicate, each an error naming
+ * FILE:LINE and the key. Keys without an out-of-range notion (booleans) use a
+ * second wrong-type value. test_every_key_has_cases fails when a key is added
+ * to the parser without a row here.
+ */
+typedef struct {
+  const char *key;       /* section.key */
+  const char *wrong;     /* wrong type */
+  const char *range;     /* out of range or not among the names */
+} key_case;
+
+static const key_case key_cases[] = {
+  {"model.preset", "7", "gpt5"},
+  {"model.hidden", "wide", "0"},
+  {"model.heads", "4.5", "16385"},
+  {"model.kv_heads", "two", "-1"},
+  {"model.head_dim", "128x", "1025"},
+  {"model.layers", "true", "4097"},
+  {"model.ffn", "1e4", "4194305"},
+  {"model.vocab", "32k0", "16777217"},
+  {"model.dtype", "16", "fp8"},
+  {"workload.phase", "1", "finetune"},
+  {"workload.seq_len", "long", "2097152M"},
+  {"workload.batch", "1.5", "1048577"},
+  {"workload.causal", "2", "maybe"},
+  {"workload.window", "none", "-1"},
+  {"workload.scope", "0", "block"},
+  {"workload.decode_tokens", "x", "0"},
+  {"workload.recompute", "3", "sometimes"},
+  {"workload.seed", "0x10", "-1"},
+  {"parallel.method", "1", "flash"},
+  {"parallel.gpus", "eight", "0"},
+  {"parallel.layout", "2", "spiral"},
+  {"parallel.double_ring", "1", "twice"},
+  {"parallel.lao", "2", "sometimes"},
+  {"parallel.bwd_comm", "1", "fast"},
+  {"parallel.ulysses_degree", "all", "0"},
+  {"parallel.tp_variant", "1", "v2"},
+  {"parallel.zero", "one", "4"},
+  {"parallel.ranks_per_node", "8.0", "65537"},
+  {"cluster.topology", NULL, NULL}, /* names: only empty and too long; unknown names fail at run */
+  {"cluster.profile", NULL, NULL},
+  {"cluster.nodes", "many", "-1"},
+  {"cluster.coll_algo", "1", "star"},
+  {"output.trace", "2", "verbose"},
+};
+#define NKEY_CASES (sizeof key_cases / sizeof key_cases[0])
+
+static void key_error(const char *key, const char *value, int duplicate, const char *why) {
+  char section[32], name[32], text[9000];
+  const char *dot = strchr(key, '.');
+  snprintf(section, sizeof section, "%.*s", (int)(dot - key), key);
+  snprintf(name, sizeof name, "%s", dot + 1);
+  int n = snprintf(text, sizeof text, "; a comment\n[%s]\n%s = %s\n", section, name, value);
+  if (duplicate) snprintf(text + n, sizeof text - (size_t)n, "%s = %s\n", name, value);
+  char where[64];
+  snprintf(where, sizeof where, "bad.ini:%d: %s", duplicate ? 4 : 3, key);
+  expect_error(text, NULL, 0, where, why);
+}
+
+static void test_every_key(void **st) {
+  (void)st;
+  for (size_t i = 0; i < NKEY_CASES; i++) {
+    const key_case *c = &key_cases[i];
+    if (c->wrong) key_error(c->key, c->wrong, 0, NULL);
+    if (c->range) key_error(c->key, c->range, 0, NULL);
+    key_error(c->key, "", 0, "empty value");
+    key_error(c->key, " , 1", 0, "empty value");
+    /* a valid value given twice */
+    const char *ok = !strcmp(c->key, "model.preset") ? "llama2-7b" : !strcmp(c->key, "model.dtype") ? "fp16"
+                     : !strcmp(c->key, "workload.phase") ? "train" : !strcmp(c->key, "workload.scope") ? "layer"
+                     : !strcmp(c->key, "parallel.method") ? "ring" : !strcmp(c->key, "parallel.layout") ? "zigzag"
+                     : !strcmp(c->key, "parallel.double_ring") ? "on" : !strcmp(c->key, "parallel.bwd_comm") ? "plain"
+                     : !strcmp(c->key, "parallel.tp_variant") ? "v3" : !strcmp(c->key, "cluster.topology") ? "host"
+                     : !strcmp(c->key, "cluster.profile") ? "host" : !strcmp(c->key, "cluster.coll_algo") ? "tree"
+                     : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
+                        !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace")) ? "on" : "2";
+    key_error(c->key, ok, 1, "duplicate key (first given at");
+    /* the same through --set names the override */
+    char set[64];
+    snprintf(set, sizeof set, "%s=%s", c->key, c->range ? c->range : "");
+    char *sets[] = {set};
+    char needle[64];
+    snprintf(needle, sizeof needle, "--set[0]: %s", c->key);
+    expect_error("[model]\n", sets, 1, needle, NULL);
+  }
+  /* names longer than the field (only --set can hold one: file lines stop before) */
+  static const char *const names[] = {"cluster.topology", "cluster.profile"};
+  for (int i = 0; i < 2; i++) {
+    char set[1200];
+    int n = snprintf(set, sizeof set, "%s=", names[i]);
+    memset(set + n, 'x', sizeof set - (size_t)n - 1);
+    set[sizeof set - 1] = '\0';
+    char *sets[] = {set};
+    expect_error("[model]\n", sets, 1, names[i], "value longer than");
+  }
+}
+
+static void test_every_key_has_cases(void **st) {
+  (void)st;
+  char buf[64];
+  int n = 0;
+  for (int i = 0; bs_scenario_key(i, buf, sizeof buf); i++, n++) {
+    int found = 0;
+    for (size_t j = 0; j < NKEY_CASES; j++) found |= !strcmp(buf, key_cases[j].key);
+    if (!found) fail_msg("scenario key %s has no row in the bad-input table", buf);
+  }
+  assert_int_equal(n, (int)NKEY_CASES);
+}
+
+static void test_where(void **st) {
+  (void)st;
+  const char *p = write_file("where.ini", "[parallel]\ngpus = 8\n[cluster]\ntopology = torus\n");
+  char *sets[] = {"cluster.profile=nosuch"};
+  bs_scenario s;
+  char err[1024];
+  assert_int_equal(bs_scenario_load(p, sets, 1, &s, err, sizeof err), 0);
+  char want[600];
+  snprintf(want, sizeof want, "%s:4", p);
+  assert_string_equal(bs_scenario_where(&s, "cluster.topology"), want);
+  assert_string_equal(bs_scenario_where(&s, "cluster.profile"), "--set[0]");
+  assert_string_equal(bs_scenario_where(&s, "model.heads"), p);
+  assert_null(bs_scenario_where(&s, "cluster.torus"));
+  bs_scenario_free(&s);
+}
+
 static void test_missing_file(void **st) {
   (void)st;
   bs_scenario s;
@@ -178,6 +306,8 @@ int main(void) {
     cmocka_unit_test(test_set_overrides),  cmocka_unit_test(test_huge_sizes),
     cmocka_unit_test(test_bad_inputs),     cmocka_unit_test(test_missing_file),
     cmocka_unit_test(test_sweep_limit),
+    cmocka_unit_test(test_every_key),      cmocka_unit_test(test_every_key_has_cases),
+    cmocka_unit_test(test_where),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[300];

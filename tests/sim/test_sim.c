@@ -146,6 +146,53 @@ static void test_mismatched_tags(void **state) {
   toy_teardown(&t);
 }
 
+/* A SEND nobody receives: the sender blocks in its WAIT; reported with both ranks and the step. */
+static void test_unmatched_send(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 3, 1000);
+  p.ops[0][p.n[0] - 1].step = 3;
+  int h = 0;
+  toy_wait(&p, 0, 1, &h);
+  toy_copy(&p, 1, 1000); /* rank 1 finishes without receiving */
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  if (!strstr(err, "rank 0") || !strstr(err, "SEND to rank 1") || !strstr(err, "(step 3)"))
+    fail_msg("unmatched SEND reported as: %s", err);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+/* Same tag, different sizes: the receiver names both sizes, both ranks and the step. */
+static void test_wrong_size(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, (1 << 11) | 4, 2000);
+  p.ops[0][p.n[0] - 1].step = 4;
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, (1 << 11) | 4, 1000);
+  p.ops[1][p.n[1] - 1].step = 4;
+  int h = 0;
+  toy_wait(&p, 0, 1, &h);
+  toy_wait(&p, 1, 1, &h);
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  if (!strstr(err, "rank 1 op #0 (step 4): RECV from rank 0") || !strstr(err, "1000 bytes") ||
+      !strstr(err, "2000 bytes") || !strstr(err, "must match in order, tag and size"))
+    fail_msg("wrong size reported as: %s", err);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
 static void test_unwaited_handle(void **state) {
   (void)state;
   toy_files t;
@@ -721,6 +768,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_overlap_comm_bound),
       cmocka_unit_test(test_deadlock),
       cmocka_unit_test(test_mismatched_tags),
+      cmocka_unit_test(test_unmatched_send),
+      cmocka_unit_test(test_wrong_size),
       cmocka_unit_test(test_unwaited_handle),
       cmocka_unit_test(test_memory_peak_breakdown_oom),
       cmocka_unit_test(test_allreduce_ring),

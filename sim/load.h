@@ -1,0 +1,20 @@
+/*
+ * load.h — loading a SimGrid platform file with its faults reported as a
+ * message instead of an abort (SimGrid throws C++ exceptions for bad XML, an
+ * unknown route end or a duplicate host; load.cpp catches them).
+ */
+#ifndef BURSTSIM_LOAD_H
+#define BURSTSIM_LOAD_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* After simgrid_init: loads path. Returns 0, or -1 with "what SimGrid said" in err. */
+int bs_sim_load_platform(const char *path, char *err, size_t errlen);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

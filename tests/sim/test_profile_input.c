@@ -1,0 +1,181 @@
+/*
+ * test_profile_input.c — the bad-input table of the profile loader: from one
+ * valid profile, each case changes one thing (NaN, inf, negative, out of
+ * range, missing, wrong type, duplicate, unknown name) and expects
+ * bs_profile_load to fail with a message naming the file and the key at fault.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/profile.h"
+
+static char dir[64];
+
+/* One valid profile; every case below replaces one unique piece of it. */
+static const char *base =
+    "{\"format\": 1, \"name\": \"t\",\n"
+    " \"device\": {\"memory_bytes\": {\"value\": 8e10, \"source\": \"s\"},\n"
+    "            \"peak_flops\": {\"value\": 3e14, \"source\": \"s\"},\n"
+    "            \"mem_bw_Bps\": {\"value\": 2e12, \"source\": \"s\"}},\n"
+    " \"kernels\": {\n"
+    "  \"attn_fwd\": {\"model\": \"table\", \"launch_s\": {\"value\": 1e-5, \"source\": \"s\"},\n"
+    "    \"tables\": [{\"head_dim\": 128, \"mask\": \"full\", \"x\": [512, 4096], \"tflops\": [100, 180], \"source\": \"s\"}]},\n"
+    "  \"attn_merge\": {\"model\": \"roofline\", \"launch_s\": {\"value\": 0, \"source\": \"s\"},\n"
+    "    \"efficiency\": {\"value\": 0.8, \"source\": \"s\"}}},\n"
+    " \"links\": {\"nvlink\": {\"bandwidth_Bps\": {\"value\": 2e11, \"source\": \"s\"},\n"
+    "   \"latency_s\": {\"value\": 1e-6, \"source\": \"s\"},\n"
+    "   \"factors\": [{\"min_bytes\": 0, \"bandwidth\": 0.9, \"latency\": 1.0}], \"source\": \"s\"}},\n"
+    " \"network\": {\"model\": \"CM02\", \"crosstraffic\": 0, \"tcp_gamma\": 0},\n"
+    " \"host\": {\"speed_flops\": {\"value\": 1e10, \"source\": \"s\"}, \"cores\": {\"value\": 2, \"source\": \"s\"}}}\n";
+
+typedef struct {
+  const char *from, *to; /* the piece of base replaced, and by what */
+  const char *needle;    /* the error must name this (besides the file) */
+} bad_case;
+
+static const bad_case cases[] = {
+  /* NaN and inf: NaN is no JSON literal (a syntax error at its line); 1e999 parses as inf */
+  {"\"value\": 8e10", "\"value\": NaN", ":2: not valid JSON"},
+  {"\"value\": 8e10", "\"value\": 1e999", "device.memory_bytes: value is not a finite number"},
+  {"\"value\": 3e14", "\"value\": -1e999", "device.peak_flops: value is not a finite number"},
+  {"\"value\": 1e-5", "\"value\": 1e999", "kernels.attn_fwd.launch_s: value is not a finite number"},
+  {"\"tflops\": [100, 180]", "\"tflops\": [100, 1e999]", "kernels.attn_fwd.tables[0]: point 1"},
+  {"\"bandwidth\": 0.9", "\"bandwidth\": 1e999", "links.nvlink.factors[0]"},
+  {"\"value\": 2e11", "\"value\": 1e999", "links.nvlink.bandwidth_Bps: value is not a finite number"},
+  {"\"tcp_gamma\": 0", "\"tcp_gamma\": 1e999", "network.tcp_gamma"},
+  /* negative and out of range */
+  {"\"value\": 8e10", "\"value\": -8e10", "memory_bytes"},
+  {"\"value\": 8e10", "\"value\": 1e30", "device.memory_bytes: 1e+30 is more than 2^62"},
+  {"\"value\": 1e-5", "\"value\": -1e-5", "kernels.attn_fwd.launch_s: must be >= 0"},
+  {"\"value\": 0.8", "\"value\": 1.5", "kernels.attn_merge.efficiency: must be in (0, 1]"},
+  {"\"value\": 2e11", "\"value\": -2e11", "links.nvlink: bandwidth must be > 0"},
+  {"\"value\": 1e-6", "\"value\": -1e-6", "links.nvlink: bandwidth must be > 0 and latency >= 0"},
+  {"\"head_dim\": 128", "\"head_dim\": 0", "kernels.attn_fwd.tables[0].head_dim"},
+  {"\"head_dim\": 128", "\"head_dim\": 1e12", "kernels.attn_fwd.tables[0].head_dim"},
+  {"[512, 4096]", "[4096, 512]", "kernels.attn_fwd.tables[0]: point 1"},
+  {"[100, 180]", "[100, -180]", "kernels.attn_fwd.tables[0]: point 1"},
+  {"\"latency\": 1.0", "\"latency\": -1", "links.nvlink.factors[0]"},
+  {"\"crosstraffic\": 0", "\"crosstraffic\": 2", "network.crosstraffic"},
+  {"\"tcp_gamma\": 0", "\"tcp_gamma\": -1", "network.tcp_gamma"},
+  {"\"value\": 2, \"source\"", "\"value\": 0, \"source\"", "host: speed_flops > 0 and cores >= 1"},
+  {"\"value\": 2, \"source\"", "\"value\": 1e300, \"source\"", "host: speed_flops > 0 and cores >= 1"},
+  {"\"format\": 1", "\"format\": 2", "format: must be 1"},
+  /* missing */
+  {"\"format\": 1, ", "", "format: must be 1"},
+  {"\"peak_flops\": {\"value\": 3e14, \"source\": \"s\"},", "", "device.peak_flops: missing"},
+  {"\"launch_s\": {\"value\": 1e-5, \"source\": \"s\"},", "", "kernels.attn_fwd.launch_s: missing"},
+  {"\"efficiency\": {\"value\": 0.8, \"source\": \"s\"}", "\"x\": 1", "kernels.attn_merge.efficiency: missing"},
+  {"\"latency_s\": {\"value\": 1e-6, \"source\": \"s\"},", "", "links.nvlink.latency_s: missing"},
+  {"{\"value\": 8e10, \"source\": \"s\"}", "{\"value\": 8e10}", "device.memory_bytes: needs"},
+  {"\"model\": \"table\", ", "", "kernels.attn_fwd.model: missing"},
+  {"], \"source\": \"s\"}},\n \"network\"", "]}},\n \"network\"", "links.nvlink: factors need a \"source\""},
+  /* wrong types */
+  {"\"value\": 8e10", "\"value\": \"8e10\"", "device.memory_bytes: needs"},
+  {"\"value\": 2e12", "\"value\": true", "device.mem_bw_Bps: needs"},
+  {"\"model\": \"table\"", "\"model\": 3", "kernels.attn_fwd.model: missing"},
+  {"\"model\": \"table\"", "\"model\": \"lookup\"", "kernels.attn_fwd.model: unknown 'lookup'"},
+  {"\"tables\": [", "\"tables\": 5, \"old\": [", "kernels.attn_fwd.tables"},
+  {"\"mask\": \"full\"", "\"mask\": \"half\"", "kernels.attn_fwd.tables[0].mask"},
+  {"\"x\": [512, 4096]", "\"x\": [512, \"4096\"]", "kernels.attn_fwd.tables[0]: point 1"},
+  {"\"factors\": [", "\"factors\": {\"a\": 1}, \"f\": [", "links.nvlink.factors"},
+  {"\"model\": \"CM02\"", "\"model\": 2", "network.model"},
+  {"\"model\": \"CM02\"", "\"model\": \"fast\"", "network.model"},
+  {"\"network\": {", "\"network\": 7, \"n\": {", "network: must be an object"},
+  {"\"crosstraffic\": 0", "\"crosstraffic\": \"no\"", "network.crosstraffic"},
+  {"\"device\": {", "\"device\": [], \"d\": {", "device: missing"},
+  /* duplicates and unknown names */
+  {"\"attn_merge\":", "\"attn_fwd\":", "kernels.attn_fwd: given twice"},
+  {"\"attn_merge\":", "\"attn_fwdd\":", "kernels.attn_fwdd: unknown kernel"},
+  {"\"nvlink\":", "\"infiniband\":", "links.infiniband: unknown link class"},
+  /* syntax */
+  {"\"host\"", "\"host\" \"host\"", ":14: not valid JSON"},
+  {"}}}\n", "}}\n", "not valid JSON"},
+};
+
+static const char *write_profile(const char *name, const char *text) {
+  static char path[128];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+/* base with one replacement (the piece must occur exactly once). */
+static char *mutate(const char *from, const char *to) {
+  const char *at = strstr(base, from);
+  if (!at || strstr(at + 1, from)) fail_msg("case piece '%s' is not unique in the base profile", from);
+  size_t n = strlen(base) - strlen(from) + strlen(to) + 1;
+  char *s = malloc(n);
+  assert_non_null(s);
+  snprintf(s, n, "%.*s%s%s", (int)(at - base), base, to, at + strlen(from));
+  return s;
+}
+
+static void test_base_loads(void **st) {
+  (void)st;
+  static bs_profile p;
+  char err[1024];
+  const char *path = write_profile("base.json", base);
+  if (bs_profile_load(path, &p, err, sizeof err)) fail_msg("the base profile does not load: %s", err);
+  assert_true(p.kernel[BS_K_ATTN_FWD].kind == BS_KM_TABLE && p.link[BS_LINK_NVLINK].present);
+  assert_int_equal(p.host_cores, 2);
+}
+
+static void test_bad_table(void **st) {
+  (void)st;
+  static bs_profile p;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *text = mutate(cases[i].from, cases[i].to);
+    char name[32], err[1024] = "";
+    snprintf(name, sizeof name, "bad%zu.json", i);
+    const char *path = write_profile(name, text);
+    int rc = bs_profile_load(path, &p, err, sizeof err);
+    if (rc == 0) fail_msg("case %zu accepted: '%s' -> '%s'", i, cases[i].from, cases[i].to);
+    if (!strstr(err, path)) fail_msg("case %zu: error '%s' does not name the file", i, err);
+    if (!strstr(err, cases[i].needle)) fail_msg("case %zu: error '%s' lacks '%s'", i, err, cases[i].needle);
+    free(text);
+    unlink(path);
+  }
+}
+
+static void test_unknown_and_empty(void **st) {
+  (void)st;
+  static bs_profile p;
+  char err[1024];
+  assert_int_equal(bs_profile_load("no-such-gpu", &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "unknown profile 'no-such-gpu'"));
+  char path[128];
+  snprintf(path, sizeof path, "%s/missing.json", dir);
+  assert_int_equal(bs_profile_load(path, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "missing.json: cannot open"));
+  /* an empty file (the first crash fuzzing found: the error message read freed memory) */
+  const char *e = write_profile("empty.json", "");
+  assert_int_equal(bs_profile_load(e, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "empty.json"));
+  assert_non_null(strstr(err, "not valid JSON"));
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/bs_profile_input_XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_base_loads),
+    cmocka_unit_test(test_bad_table),
+    cmocka_unit_test(test_unknown_and_empty),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return rc;
+}
