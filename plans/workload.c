@@ -50,8 +50,8 @@ void bs_param_count_of(const bs_config *c, bs_param_count *pc) {
     pc->head = H * m->vocab / g;
     pc->final_norm = H;
     pc->total = m->layers * pc->layer + pc->embed + pc->head + pc->final_norm;
-    pc->shard_total = m->layers * bs_zero_shard(pc->layer, pc->dp) +
-                      bs_zero_shard(pc->embed + pc->head + pc->final_norm, pc->dp);
+    pc->shard_total = m->layers * bs_zero_shard(pc->layer, pc->dp) + bs_zero_shard(pc->embed, pc->dp) +
+                      bs_zero_shard(pc->head + pc->final_norm, pc->dp);
   } else {
     pc->total = pc->layer;
     pc->shard_total = bs_zero_shard(pc->layer, pc->dp);
@@ -402,9 +402,10 @@ static void stream_free_all(bs_wl *w, int keep_kv) {
 /* ZeRO-3: weight sets in the order the program uses them, gathered one ahead. */
 static int64_t zero3_set(const bs_wl *w, int u) {
   int64_t L = w->L, n = w->model ? L + 2 : L;
-  int64_t k = u < n ? u : u - n;
+  int64_t k = u < n ? u : u - n, first = u < n ? w->pc.embed : w->pc.head + w->pc.final_norm;
+  int64_t last = u < n ? w->pc.head + w->pc.final_norm : w->pc.embed;
   if (!w->model) return w->pc.layer;
-  return (k == 0 || k == n - 1) ? w->pc.embed + w->pc.head + w->pc.final_norm : w->pc.layer;
+  return k == 0 ? first : k == n - 1 ? last : w->pc.layer;
 }
 static int zero3_uses(const bs_wl *w) { return (int)((w->model ? w->L + 2 : w->L) * (w->train ? 2 : 1)); }
 
@@ -543,7 +544,8 @@ static void grad_bucket(bs_wl *w, int64_t set, int32_t *bucket) {
 
 /* ---------- the program ---------- */
 
-static int64_t eh_set(const bs_wl *w) { return w->pc.embed + w->pc.head + w->pc.final_norm; }
+/* Parameter sets besides the layers: the embedding, and the final norm with the LM head. */
+static int64_t head_set(const bs_wl *w) { return w->pc.head + w->pc.final_norm; }
 
 static void stage_init(bs_wl *w) {
   int64_t psi = w->pc.total, sh = w->pc.shard_total, dp = w->pc.dp;
@@ -577,7 +579,7 @@ static void stage_head(bs_wl *w) {
 
 static void stage_head_bwd(bs_wl *w) {
   zero3_acquire(w);
- grad_bucket(w, eh_set(w), &w->ehb);
+ grad_bucket(w, head_set(w), &w->ehb);
   int64_t v = w->V / w->g;
   w_ew(w, w->T * v, 3);                        /* cross-entropy backward */
   int32_t gx = tp_gather(w);
@@ -587,13 +589,15 @@ static void stage_head_bwd(bs_wl *w) {
   tp_reduce(w);
   w_ew(w, w->Tn * w->H, 6);                    /* final norm backward */
   zero3_release(w);
+  grad_reduce(w, head_set(w), &w->ehb);
 }
 
 static void stage_embed_bwd(bs_wl *w) {
   zero3_acquire(w);
+  grad_bucket(w, w->pc.embed, &w->ehb);
   w_ew(w, w->T * w->H, 1); /* scatter-add into the embedding gradient */
   zero3_release(w);
-  grad_reduce(w, eh_set(w), &w->ehb);
+  grad_reduce(w, w->pc.embed, &w->ehb);
   w_wait(w, &w->gh);
   w_free(w, &w->gbuck);
 }
@@ -609,7 +613,8 @@ static void stage_opt(bs_wl *w) {
   if ((w->zero == 1 || w->zero == 2) && w->pc.dp > 1) {
     if (w->model) {
       for (int64_t l = 0; l < w->L; l++) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
-      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(eh_set(w), w->pc.dp) * w->es);
+      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
+      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
     } else {
       w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
     }
@@ -752,7 +757,7 @@ static void gen_step(bs_wl *w) {
     w_wait(w, &w->gh);
     w_free(w, &w->gbuck);
     plan_phase(w->it, 1, 0);
-    if (w->model) stage_opt(w);
+    stage_opt(w); /* layer scope: the step of that layer's parameters */
     w->stage = S_FINI;
     return;
   case S_FINI:

@@ -32,7 +32,8 @@ typedef struct {
   int64_t layer;           /* their sum */
   int64_t embed, head, final_norm;      /* model scope (vocab-parallel under tp) */
   int64_t total;           /* parameters a rank holds without ZeRO (layer scope: one layer) */
-  int64_t shard_total;     /* with ZeRO: sum over parameter sets of ceil(set / dp) */
+  int64_t shard_total;     /* with ZeRO: sum over parameter sets (each layer, the embedding, the
+                              final norm with the head) of ceil(set / dp) */
 } bs_param_count;
 
 /* Parameter counts of cfg's workload for one rank. */
