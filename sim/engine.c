@@ -616,6 +616,33 @@ static int circ(int d, int n) {
 }
 
 /*
+ * A ring collective over a group of consecutive ranks (stride 1) talks only
+ * to its ring neighbours, so what a rank's timeline depends on is where they
+ * are relative to it, not where the group starts: hash their offsets (node,
+ * index in node) and count only them as node offsets. This lets model-scope
+ * plans, whose gradient collectives span every rank, fold like their rings
+ * (peers taken modulo the fold, as for point-to-point). All-to-alls and
+ * strided groups keep the whole-group rule. Returns 1 when it applied.
+ */
+static int coll_ring_only(const bs_sim_source *src, bs_coll_kind kind, const bs_group *g, int rank,
+                          int rpn, int G, uint64_t *h, rank_info *ri) {
+  (void)src;
+  if (kind == BS_COLL_ALLTOALL || g->stride != 1 || g->size < 2) return 0;
+  int me = rank - g->first, K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
+  if (me < 0 || me >= g->size) return 0;
+  int nb[2] = {g->first + (me + 1) % g->size, g->first + (me + g->size - 1) % g->size};
+  for (int j = 0; j < 2; j++) {
+    int dn = (((nb[j] / rpn) - mynode) % K + K) % K, di = (((nb[j] % rpn) - myidx) % rpn + rpn) % rpn;
+    *h = mix(*h, (uint64_t)dn);
+    *h = mix(*h, (uint64_t)di);
+    if (circ(dn, K) > ri->max_node_off) ri->max_node_off = circ(dn, K);
+    if (dn && di) ri->cross_rail = 1;
+    if (!dn && circ(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ(di, rpn);
+  }
+  return 1;
+}
+
+/*
  * The op stream of `rank` with peers written relative to it and COMPUTE by its
  * modelled duration, hashed; and the offsets it talks over.
  */
@@ -670,11 +697,12 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
     case BS_OP_COLL: {
       const bs_group *g = &op.u.coll.group;
       ri->has_coll = 1;
-      h = mix(h, (uint64_t)(uint32_t)(g->first - rank));
       h = mix(h, (uint64_t)g->stride);
       h = mix(h, (uint64_t)g->size);
       h = mix(h, (uint64_t)op.u.coll.kind);
       h = mix(h, (uint64_t)op.u.coll.bytes);
+      if (coll_ring_only(src, op.u.coll.kind, g, rank, rpn, G, &h, ri)) break;
+      h = mix(h, (uint64_t)(uint32_t)(g->first - rank));
       for (int i = 0; i < g->size; i++) {
         int m = g->first + g->stride * i;
         int dn = circ(m / rpn - mynode, K);
