@@ -46,6 +46,7 @@
 void bs_sim_opts_default(bs_sim_opts *o) {
   memset(o, 0, sizeof *o);
   o->fold = BS_AUTO;
+  o->layers = BS_AUTO;
   o->coll_algo = BS_COLL_ALGO_RING;
   o->crosstraffic = -1;
   o->tcp_gamma = -1;
@@ -1156,6 +1157,9 @@ static int read_all(int fd, void *p, size_t n) {
 
 int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
                size_t errlen) {
+  bs_sim_opts d;
+  if (!opts) { bs_sim_opts_default(&d); opts = &d; }
+  if (bs_sim_layers_apply(cfg, opts)) return bs_sim_run_layers(cfg, opts, out, err, errlen);
   return bs_sim_run_source(cfg, opts, NULL, out, NULL, NULL, err, errlen);
 }
 

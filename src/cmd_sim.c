@@ -20,6 +20,7 @@ static void sim_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim sim SCENARIO.ini [--set section.key=value]... [--profile P.json]\n"
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
+          "                    [--layers auto|off]\n"
           "                    [--coll ring|analytic] [--nodes-per-leaf N] [--oversub X]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
@@ -32,6 +33,7 @@ static void sim_usage(FILE *f) {
           "  --csv F.csv        one row per point\n"
           "  --trace F.json     Chrome trace-event timeline of the first point (Perfetto)\n"
           "  --fold MODE        symmetric-plan shortcut: auto (when proven exact), on, off\n"
+          "  --layers MODE      model scope: auto (simulate 3 and 4 layers, extend to L), off\n"
           "  --coll ALGO        collectives as ring point-to-point steps, or analytic\n"
           "  --nodes-per-leaf N dgx topologies: nodes under one leaf switch per rail (16)\n"
           "  --oversub X        dgx topologies: leaf oversubscription (1)\n"
@@ -129,6 +131,15 @@ int cmd_sim(int argc, char **argv) {
       else if (!strcmp(v, "off")) opts.fold = BS_OFF;
       else {
         fprintf(stderr, "burstsim sim: --fold: '%s' is not auto, on or off\n", v);
+        goto usage;
+      }
+    } else if (!strcmp(a, "--layers")) {
+      if (need_arg(i, argc, a)) goto usage;
+      const char *v = argv[++i];
+      if (!strcmp(v, "auto")) opts.layers = BS_AUTO;
+      else if (!strcmp(v, "off")) opts.layers = BS_OFF;
+      else {
+        fprintf(stderr, "burstsim sim: --layers: '%s' is not auto or off\n", v);
         goto usage;
       }
     } else if (!strcmp(a, "--coll")) {
