@@ -386,11 +386,23 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   default: rc = fail(err, errlen, "parallel.method: unknown method");
   }
   if (rc) { free(p); return -1; }
+  if (cfg->work.scope != BS_SCOPE_ATTENTION) {
+    bs_config ac = *cfg;
+    ac.work.scope = BS_SCOPE_ATTENTION;
+    if (plan_check_workload(p, err, errlen) || bs_plan_create(&ac, ranks_per_node, &p->attn, err, errlen)) {
+      free(p);
+      return -1;
+    }
+    p->attn->in_layer = 1;
+  }
   *out = p;
   return 0;
 }
 
-void bs_plan_free(bs_plan *p) { free(p); }
+void bs_plan_free(bs_plan *p) {
+  if (p) bs_plan_free(p->attn);
+  free(p);
+}
 int bs_plan_ranks(const bs_plan *p) { return p->G; }
 const bs_config *bs_plan_config(const bs_plan *p) { return &p->cfg; }
 int bs_plan_inner_ranks(const bs_plan *p) { return p->M > 1 ? p->P : 1; }
@@ -421,16 +433,27 @@ bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
   it->p = p;
   it->rank = rank;
   it->step = -1;
+  if (p->attn && !(it->wl = plan_wl_new(it))) {
+    free(it);
+    return NULL;
+  }
   return it;
 }
 
-void bs_plan_iter_free(bs_plan_iter *it) { free(it); }
+void bs_plan_iter_free(bs_plan_iter *it) {
+  if (it) plan_wl_free(it->wl);
+  free(it);
+}
 int bs_plan_iter_error(const bs_plan_iter *it) { return it->err; }
 
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
   while (it->qn == 0) {
     if (it->done || it->err) return 0;
     int more;
+    if (it->wl) {
+      if (!plan_gen_workload(it)) it->done = 1;
+      continue;
+    }
     switch (it->p->cfg.par.method) {
     case BS_BURST: more = plan_gen_burst(it); break;
     case BS_RING: more = plan_gen_ring(it); break;

@@ -30,6 +30,9 @@ struct bs_plan {
   int bwd;                   /* phase train */
   int decode;
   int U, R;                  /* usp: ulysses degree, ring groups */
+  struct bs_plan *attn;      /* layer / model scope: the attention plan every layer runs (workload.c) */
+  int in_layer;              /* this attention plan runs inside a layer: tp leaves its block
+                                collectives to the layer's projections */
 };
 
 /* Ring-engine state for the forward K,V ring (double ring capable). */
@@ -117,6 +120,7 @@ struct bs_plan_iter {
   int32_t h[16];             /* method-specific handles */
   int64_t x[8];              /* method-specific numbers */
   bs_op sink;                /* target of pushes past a full queue (then err is set) */
+  struct bs_wl *wl;          /* layer / model scope: the workload generator (workload.c) */
 };
 
 /* Queue and ids. */
@@ -178,6 +182,13 @@ int plan_gen_li2021(bs_plan_iter *it);
 int plan_gen_ulysses(bs_plan_iter *it); /* ulysses and usp */
 int plan_gen_tp(bs_plan_iter *it);
 int plan_gen_tree(bs_plan_iter *it);
+
+/* Layer and model scope (workload.c): checks, the attention sub-plan, the
+ * generator around it, and its per-iterator state. */
+int plan_check_workload(const bs_plan *p, char *err, size_t errlen);
+struct bs_wl *plan_wl_new(bs_plan_iter *it);
+void plan_wl_free(struct bs_wl *w);
+int plan_gen_workload(bs_plan_iter *it);
 
 /* Per-method validation (before anything is allocated). */
 int plan_check_ring(const bs_plan *p, char *err, size_t errlen);

@@ -41,6 +41,7 @@ static void block_comm(bs_plan_iter *it, int before) {
   int64_t full = p->B * p->N * hidden(p) * p->es, part = full / p->G;
   int32_t h[1];
   bs_elem el = p->elem;
+  if (p->in_layer) return; /* layer scope: the projections around attention carry them (workload.c) */
   if (p->cfg.par.tp_variant == 1) {
     if (before) return; /* f: identity in the forward, g: identity in the backward */
     int32_t x = plan_alloc(it, full, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, el);

@@ -50,6 +50,7 @@ void bs_sim_opts_default(bs_sim_opts *o) {
   memset(o, 0, sizeof *o);
   o->fold = BS_AUTO;
   o->coll_model = BS_COLL_STEPS;
+  o->layers = BS_AUTO;
   o->crosstraffic = -1;
   o->tcp_gamma = -1;
 }
@@ -845,11 +846,40 @@ static int circ(int d, int n) {
 }
 
 /*
+ * A ring collective over a group of consecutive ranks (stride 1) talks only
+ * to its ring neighbours, so what a rank's timeline depends on is where they
+ * are relative to it, not where the group starts: hash their offsets (node,
+ * index in node) and count only them as node offsets. This lets model-scope
+ * plans, whose gradient collectives span every rank, fold like their rings
+ * (peers taken modulo the fold, as for point-to-point). All-to-alls and
+ * strided groups keep the whole-group rule. Returns 1 when it applied.
+ */
+static int coll_ring_only(const bs_sim_source *src, bs_coll_kind kind, bs_coll_algo algo, const bs_group *g,
+                          int rank, int rpn, int G, uint64_t *h, rank_info *ri) {
+  (void)src;
+  if (kind == BS_COLL_ALLTOALL || g->stride != 1 || g->size < 2) return 0;
+  /* An allreduce that may run as a tree talks to tree neighbours, not ring ones. */
+  if (kind == BS_COLL_ALLREDUCE && algo != BS_COLL_ALGO_RING) return 0;
+  int me = rank - g->first, K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
+  if (me < 0 || me >= g->size) return 0;
+  int nb[2] = {g->first + (me + 1) % g->size, g->first + (me + g->size - 1) % g->size};
+  for (int j = 0; j < 2; j++) {
+    int dn = (((nb[j] / rpn) - mynode) % K + K) % K, di = (((nb[j] % rpn) - myidx) % rpn + rpn) % rpn;
+    *h = mix(*h, (uint64_t)dn);
+    *h = mix(*h, (uint64_t)di);
+    if (circ(dn, K) > ri->max_node_off) ri->max_node_off = circ(dn, K);
+    if (dn && di) ri->cross_rail = 1;
+    if (!dn && circ(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ(di, rpn);
+  }
+  return 1;
+}
+
+/*
  * The op stream of `rank` with peers written relative to it and COMPUTE by its
  * modelled duration, hashed; and the offsets it talks over.
  */
-static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_dtype dt, int rank,
-                          int G, int rpn, rank_info *ri, char *err, size_t errlen) {
+static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_dtype dt, bs_coll_algo algo,
+                          int rank, int G, int rpn, rank_info *ri, char *err, size_t errlen) {
   void *it = src->iter_new(src->ctx, rank);
   if (!it) {
     snprintf(err, errlen, "out of memory (plan iterator)");
@@ -899,11 +929,12 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
     case BS_OP_COLL: {
       const bs_group *g = &op.u.coll.group;
       ri->has_coll = 1;
-      h = mix(h, (uint64_t)(uint32_t)(g->first - rank));
       h = mix(h, (uint64_t)g->stride);
       h = mix(h, (uint64_t)g->size);
       h = mix(h, (uint64_t)op.u.coll.kind);
       h = mix(h, (uint64_t)op.u.coll.bytes);
+      if (coll_ring_only(src, op.u.coll.kind, algo, g, rank, rpn, G, &h, ri)) break;
+      h = mix(h, (uint64_t)(uint32_t)(g->first - rank));
       for (int i = 0; i < g->size; i++) {
         int m = g->first + g->stride * i;
         int dn = circ(m / rpn - mynode, K);
@@ -955,7 +986,7 @@ static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_p
   }
   int D = 0, Din = 0, cross = 0, coll = 0;
   for (int r = 0; r < G; r++) {
-    if (rank_signature(src, prof, cfg->model.dtype, r, G, P, &ri[r], err, errlen)) {
+    if (rank_signature(src, prof, cfg->model.dtype, cfg->cluster.coll_algo, r, G, P, &ri[r], err, errlen)) {
       free(ri);
       return -1;
     }
@@ -1383,6 +1414,9 @@ static int read_all(int fd, void *p, size_t n) {
 
 int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
                size_t errlen) {
+  bs_sim_opts d;
+  if (!opts) { bs_sim_opts_default(&d); opts = &d; }
+  if (bs_sim_layers_apply(cfg, opts)) return bs_sim_run_layers(cfg, opts, out, err, errlen);
   return bs_sim_run_source(cfg, opts, NULL, out, NULL, NULL, err, errlen);
 }
 

@@ -46,6 +46,7 @@ typedef struct {
   int nodes_per_leaf;       /* dgx topologies: 0 = generator default */
   double oversub;           /* dgx topologies: 0 = generator default (1) */
   int in_process;           /* 1: run SimGrid in this process (once per process); 0: fork */
+  bs_tristate layers;       /* model scope: simulate 3 and 4 layers and extend to L (AUTO, OFF) (layers.c) */
 } bs_sim_opts;
 
 void bs_sim_opts_default(bs_sim_opts *o);
@@ -79,6 +80,11 @@ typedef struct {
  */
 int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *source,
                       bs_result *out, bs_link_stat **links, int *nlinks, char *err, size_t errlen);
+
+/* The layer shortcut (layers.c): whether it applies to cfg under opts, and
+ * bs_sim_run through it. bs_sim_run uses it by itself when it applies. */
+int bs_sim_layers_apply(const bs_config *cfg, const bs_sim_opts *opts);
+int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen);
 
 /* Writes the platform XML the simulator would use for cfg (topology + profile). */
 char *bs_sim_platform_xml(const bs_config *cfg, const bs_sim_opts *opts, char *err, size_t errlen);

@@ -21,6 +21,7 @@ static void sim_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim sim SCENARIO.ini [--set section.key=value]... [--profile P.json]\n"
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
+          "                    [--layers auto|off]\n"
           "                    [--coll steps|analytic] [--nodes-per-leaf N] [--oversub X]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
@@ -33,6 +34,7 @@ static void sim_usage(FILE *f) {
           "  --csv F.csv        one row per point\n"
           "  --trace F.json     Chrome trace-event timeline of the first point (Perfetto)\n"
           "  --fold MODE        symmetric-plan shortcut: auto (when proven exact), on, off\n"
+          "  --layers MODE      model scope: auto (simulate 3 and 4 layers, extend to L), off\n"
           "  --coll MODEL       collectives as point-to-point steps of their algorithm\n"
           "                     (cluster.coll_algo = ring | tree | auto), or analytic\n"
           "  --nodes-per-leaf N dgx topologies: nodes under one leaf switch per rail (16)\n"
@@ -142,6 +144,15 @@ int cmd_sim(int argc, char **argv) {
       else if (!strcmp(v, "off")) opts.fold = BS_OFF;
       else {
         fprintf(stderr, "burstsim sim: --fold: '%s' is not auto, on or off\n", v);
+        goto usage;
+      }
+    } else if (!strcmp(a, "--layers")) {
+      if (need_arg(i, argc, a)) goto usage;
+      const char *v = argv[++i];
+      if (!strcmp(v, "auto")) opts.layers = BS_AUTO;
+      else if (!strcmp(v, "off")) opts.layers = BS_OFF;
+      else {
+        fprintf(stderr, "burstsim sim: --layers: '%s' is not auto or off\n", v);
         goto usage;
       }
     } else if (!strcmp(a, "--coll")) {

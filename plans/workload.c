@@ -1,0 +1,834 @@
+/*
+ * workload.c — layer and model scope: the transformer around a method's
+ * attention, as GEMM / ELEMWISE / COLL ops, composed with the method's own
+ * attention plan so that the executors run it unchanged.
+ *
+ * Composition: every layer streams the ops of a fresh iterator of the
+ * attention plan (p->attn), mapping its buffer and handle ids into this
+ * plan's larger id space and dropping its PHASE marks. Its Q, K, V, O, lse
+ * and kept head-sharded copies become the layer's saved activations; its
+ * comm buffers and workspaces are freed when the forward ends. The backward
+ * of layer l replays a fresh iterator's forward without emitting it (only to
+ * learn its ids, mapping the saved buffers back) and streams its backward.
+ * With recompute the layer's forward is streamed again instead.
+ *
+ * Parallelism outside attention: burst, ring, ring-li2021, ulysses, usp hold
+ * N/G tokens and the full weights (local GEMMs); tp is Megatron tensor
+ * parallelism: column-parallel QKV and gate/up, row-parallel output and down,
+ * with an all-reduce after each row-parallel GEMM (v1) or all-gather before /
+ * reduce-scatter after with sequence-parallel norms (v3), and the mirror in
+ * the backward (Megatron-LM; Korthikanti et al. 2022 re-gather the sharded
+ * input for the weight gradient, as done here). Gradients are reduced over
+ * the data-parallel group, one set per layer, asynchronously, each waited
+ * after the next layer's backward. ZeRO (Rajbhandari et al. 2020): stage 0
+ * all-reduces gradients; 1 and 2 reduce-scatter them to the owner of the
+ * optimizer shard and all-gather the updated weights after the step (stage 1
+ * keeps the full gradient buffer, 2 a bucket per layer); 3 also shards the
+ * weights and all-gathers each set before its use in the forward and in the
+ * backward, one set ahead.
+ */
+#include <stdlib.h>
+#include "plan_impl.h"
+#include "workload.h"
+
+/* ---------- parameter counts ---------- */
+
+void bs_param_count_of(const bs_config *c, bs_param_count *pc) {
+  memset(pc, 0, sizeof *pc);
+  const bs_model *m = &c->model;
+  int64_t g = c->par.method == BS_TP ? c->par.gpus : 1, H = m->hidden;
+  pc->tp = g;
+  pc->dp = c->par.method == BS_TP ? 1 : c->par.gpus;
+  pc->qkv = H * (m->heads + 2 * m->kv_heads) * m->head_dim / g;
+  pc->o = m->heads * m->head_dim * H / g;
+  pc->gate_up = 2 * H * m->ffn / g;
+  pc->down = m->ffn * H / g;
+  pc->norms = 2 * H;
+  pc->layer = pc->qkv + pc->o + pc->gate_up + pc->down + pc->norms;
+  if (c->work.scope == BS_SCOPE_MODEL) {
+    pc->embed = m->vocab * H / g;
+    pc->head = H * m->vocab / g;
+    pc->final_norm = H;
+    pc->total = m->layers * pc->layer + pc->embed + pc->head + pc->final_norm;
+    pc->shard_total = m->layers * bs_zero_shard(pc->layer, pc->dp) + bs_zero_shard(pc->embed, pc->dp) +
+                      bs_zero_shard(pc->head + pc->final_norm, pc->dp);
+  } else {
+    pc->total = pc->layer;
+    pc->shard_total = bs_zero_shard(pc->layer, pc->dp);
+  }
+}
+
+int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
+  const bs_config *c = &p->cfg;
+  const bs_model *m = &c->model;
+  if (m->hidden < 1 || m->ffn < 1 || m->layers < 1 || (c->work.scope == BS_SCOPE_MODEL && m->vocab < 1)) {
+    snprintf(err, errlen, "workload.scope: %s scope needs model.hidden, ffn, layers and vocab (set model.preset)",
+             bs_scope_name(c->work.scope));
+    return -1;
+  }
+  if (c->par.zero < 0 || c->par.zero > 3) {
+    snprintf(err, errlen, "parallel.zero: %d is not 0, 1, 2 or 3", c->par.zero);
+    return -1;
+  }
+  if (c->work.recompute && c->work.phase != BS_TRAIN) {
+    snprintf(err, errlen, "workload.recompute: recomputation needs phase train, not %s", bs_phase_name(c->work.phase));
+    return -1;
+  }
+  if (c->par.method == BS_TP && (m->ffn % p->G != 0 || m->hidden % p->G != 0 ||
+                                 (c->work.scope == BS_SCOPE_MODEL && m->vocab % p->G != 0))) {
+    snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide hidden, ffn and vocab", p->G);
+    return -1;
+  }
+  if (m->layers > (BS_WL_MAX_BUFS - 64) / 12) {
+    snprintf(err, errlen, "model.layers: %lld layers exceed the plan's buffer ids (at most %d)", (long long)m->layers,
+             (BS_WL_MAX_BUFS - 64) / 12);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---------- state ---------- */
+
+#define SAVE_MAX 10 /* attention buffers one layer keeps from forward to backward */
+
+/* One attention iterator whose ops are streamed into this plan. */
+typedef struct {
+  bs_plan_iter *in;
+  int32_t bmap[BS_PLAN_MAX_BUFS];   /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
+  bs_op aop[BS_PLAN_MAX_BUFS];      /* the inner ALLOC of each live id */
+  int32_t hmap[BS_PLAN_MAX_HANDLES];
+  int seqof[BS_PLAN_MAX_BUFS];      /* allocation number of each live id */
+  int nalloc;                       /* ALLOCs seen so far */
+  int replay;                       /* forward replayed without emission */
+  int after_begin;                  /* a PHASE begin seen, its leading ALLOCs not yet over */
+  const int32_t *saved;             /* replay: the outer ids kept at forward end */
+  const int *saved_seq;             /* ... and the allocation numbers they had */
+  int nsaved;
+  bs_op held;
+  int has_held;
+} attn_stream;
+
+enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
+
+/* Program stages. */
+enum { S_INIT = 0, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_OPT, S_FINI, S_DONE };
+
+typedef struct bs_wl {
+  bs_plan_iter *it;                 /* the outer iterator (its queue receives the ops) */
+  const bs_plan *p;
+  uint64_t bufs[BS_WL_MAX_BUFS / 64], hnds[BS_WL_MAX_HANDLES / 64];
+  int stage, sub, fsub;
+  int64_t layer, L;
+  int model, train, recompute, zero, v3, tp;
+  int64_t T, Tn, H, F, V, qkvw, es, g;
+  bs_param_count pc;
+  bs_group dpg, tpg;
+  int32_t w_all, g_all, opt[3];     /* persistent weights, gradients, Adam states */
+  int32_t *saved;                   /* [L][SAVE_MAX]: attention buffers kept per layer */
+  int *saved_seq;                   /* [L][SAVE_MAX]: their allocation numbers in the forward */
+  int *nsaved;
+  int32_t *act;                     /* [L]: the layer's other saved activations (or checkpoint) */
+  int32_t tmp, dx, logits;
+  int32_t gh, gbuck;                /* outstanding gradient collective and its bucket */
+  int32_t gnew, ehb;                /* buckets being filled: this layer's, embedding + head's */
+  int32_t zb[2], zh[2];             /* ZeRO-3: gathered weight sets, current and prefetched */
+  int zuse;                         /* ZeRO-3: index of the next weight use */
+  attn_stream as;
+} bs_wl;
+
+/* ---------- ids and ops ---------- */
+
+static int32_t take(uint64_t *bits, int n, bs_plan_iter *it) {
+  for (int i = 0; i < n; i++)
+    if (!(bits[i / 64] & ((uint64_t)1 << (i % 64)))) {
+      bits[i / 64] |= (uint64_t)1 << (i % 64);
+      return i;
+    }
+  it->err = 1;
+  return 0;
+}
+static void give(uint64_t *bits, int32_t i) { bits[i / 64] &= ~((uint64_t)1 << (i % 64)); }
+
+static int32_t w_alloc(bs_wl *w, int64_t bytes, bs_mem_class cls) {
+  int32_t id = take(w->bufs, BS_WL_MAX_BUFS, w->it);
+  bs_op *op = plan_push(w->it, BS_OP_ALLOC);
+  op->u.alloc.buf = id;
+  op->u.alloc.bytes = bytes;
+  op->u.alloc.cls = cls;
+  op->u.alloc.role = BS_ROLE_TMP;
+  op->u.alloc.elem = w->p->elem;
+  return id;
+}
+
+static void w_free(bs_wl *w, int32_t *id) {
+  if (*id < 0) return;
+  give(w->bufs, *id);
+  plan_push(w->it, BS_OP_FREE)->u.free.buf = *id;
+  *id = -1;
+}
+
+static bs_compute *w_gemm(bs_wl *w, int64_t m, int64_t n, int64_t k) {
+  bs_compute *c = plan_compute(w->it, BS_K_GEMM);
+  c->m = m;
+  c->n = n;
+  c->k = k;
+  c->flops = 2.0 * (double)m * (double)n * (double)k;
+  return c;
+}
+
+/* A forward GEMM [m x k] x [k x n], or its backward: dX = dY W^T and dW = X^T dY. */
+static void w_linear(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd) {
+  if (!bwd) { w_gemm(w, m, n, k); return; }
+  w_gemm(w, m, k, n);
+  w_gemm(w, k, n, m);
+}
+
+static void w_ew(bs_wl *w, int64_t elems, double flops_per_elem) {
+  bs_compute *c = plan_compute(w->it, BS_K_ELEMWISE);
+  c->ew = BS_EW_GENERIC;
+  c->elems = elems;
+  c->flops = flops_per_elem * (double)elems;
+}
+
+static int32_t w_coll(bs_wl *w, bs_coll_kind kind, bs_group g, int64_t bytes) {
+  bs_op *op = plan_push(w->it, BS_OP_COLL);
+  op->handle = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+  op->u.coll.kind = kind;
+  op->u.coll.red = BS_RED_SUM;
+  op->u.coll.elem = w->p->elem;
+  op->u.coll.group = g;
+  op->u.coll.send = BS_NOREF;
+  op->u.coll.recv = BS_NOREF;
+  op->u.coll.bytes = bytes;
+  return op->handle;
+}
+
+static void w_wait(bs_wl *w, int32_t *h) {
+  if (*h < 0) return;
+  bs_op *op = plan_push(w->it, BS_OP_WAIT);
+  op->u.wait.n = 1;
+  op->u.wait.handles[0] = *h;
+  give(w->hnds, *h);
+  *h = -1;
+}
+
+static void w_sync_coll(bs_wl *w, bs_coll_kind kind, bs_group g, int64_t bytes) {
+  if (g.size <= 1) return;
+  int32_t h = w_coll(w, kind, g, bytes);
+  w_wait(w, &h);
+}
+
+/* ---------- the attention stream ---------- */
+
+static bs_mem_class layer_class(const bs_op *a) {
+  switch (a->u.alloc.role) {
+  case BS_ROLE_Q: case BS_ROLE_K: case BS_ROLE_V: case BS_ROLE_O: case BS_ROLE_LSE: return BS_MEM_ACTIVATIONS;
+  case BS_ROLE_DOUT: case BS_ROLE_DQ: case BS_ROLE_DK: case BS_ROLE_DV: return BS_MEM_WORKSPACE;
+  default: return a->u.alloc.cls;
+  }
+}
+
+/* Kept from forward to backward: the role buffers of the forward and the
+ * method's own saved activations (ulysses' head-sharded copies). */
+static int kept(const bs_op *a) { return a->u.alloc.role != BS_ROLE_TMP || a->u.alloc.cls == BS_MEM_ACTIVATIONS; }
+
+static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved_seq, int nsaved) {
+  attn_stream *s = &w->as;
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < BS_PLAN_MAX_BUFS; i++) s->bmap[i] = -1;
+  for (int i = 0; i < BS_PLAN_MAX_HANDLES; i++) s->hmap[i] = -1;
+  s->in = bs_plan_iter_new(w->p->attn, w->it->rank);
+  if (!s->in) { w->it->err = 1; return -1; }
+  s->replay = replay;
+  s->saved = saved;
+  s->saved_seq = saved_seq;
+  s->nsaved = nsaved;
+  return 0;
+}
+
+static void stream_stop(bs_wl *w) {
+  if (w->as.in && bs_plan_iter_error(w->as.in)) w->it->err = 1;
+  bs_plan_iter_free(w->as.in);
+  w->as.in = NULL;
+}
+
+static bs_ref map_ref(const attn_stream *s, bs_ref r) {
+  if (r.buf >= 0 && r.buf < BS_PLAN_MAX_BUFS) r.buf = s->bmap[r.buf];
+  return r;
+}
+
+static void emit_inner(bs_wl *w, const bs_op *src) {
+  attn_stream *s = &w->as;
+  bs_op o = *src;
+  switch (src->kind) {
+  case BS_OP_ALLOC: {
+    int b = src->u.alloc.buf;
+    s->aop[b] = *src;
+    s->seqof[b] = s->nalloc++;
+    s->bmap[b] = take(w->bufs, BS_WL_MAX_BUFS, w->it);
+    o.u.alloc.buf = s->bmap[b];
+    o.u.alloc.cls = layer_class(src);
+    break;
+  }
+  case BS_OP_FREE: {
+    int b = src->u.free.buf;
+    if (s->bmap[b] < 0) return;
+    o.u.free.buf = s->bmap[b];
+    give(w->bufs, s->bmap[b]);
+    s->bmap[b] = -1;
+    break;
+  }
+  case BS_OP_COMPUTE:
+    for (int j = 0; j < BS_OP_IN; j++) o.u.compute.in[j] = map_ref(s, src->u.compute.in[j]);
+    for (int j = 0; j < BS_OP_OUT; j++) o.u.compute.out[j] = map_ref(s, src->u.compute.out[j]);
+    break;
+  case BS_OP_SEND: case BS_OP_RECV:
+    o.handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+    o.u.p2p.buf = map_ref(s, src->u.p2p.buf);
+    break;
+  case BS_OP_COLL:
+    o.handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+    o.u.coll.send = map_ref(s, src->u.coll.send);
+    o.u.coll.recv = map_ref(s, src->u.coll.recv);
+    break;
+  case BS_OP_WAIT:
+    for (int j = 0; j < src->u.wait.n; j++) {
+      o.u.wait.handles[j] = s->hmap[src->u.wait.handles[j]];
+      give(w->hnds, o.u.wait.handles[j]);
+      s->hmap[src->u.wait.handles[j]] = -1;
+    }
+    break;
+  default:
+    return;
+  }
+  *plan_push(w->it, o.kind) = o;
+}
+
+/* Replayed forward: learn the ids, emit nothing. */
+static void replay_inner(bs_wl *w, const bs_op *src) {
+  attn_stream *s = &w->as;
+  if (src->kind == BS_OP_ALLOC) {
+    int b = src->u.alloc.buf;
+    int seq = s->nalloc++;
+    s->aop[b] = *src;
+    s->bmap[b] = -2;
+    for (int j = 0; j < s->nsaved; j++)
+      if (s->saved_seq[j] == seq) s->bmap[b] = s->saved[j];
+  } else if (src->kind == BS_OP_FREE) {
+    s->bmap[src->u.free.buf] = -1;
+  }
+}
+
+/* The replay reached the backward: re-create the buffers freed at forward end. */
+static void replay_end(bs_wl *w) {
+  attn_stream *s = &w->as;
+  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++)
+    if (s->bmap[b] == -2) emit_inner(w, &s->aop[b]);
+  s->replay = 0;
+}
+
+/* Streams inner ops until one was emitted or an event happened. */
+static int stream_pull(bs_wl *w) {
+  attn_stream *s = &w->as;
+  for (;;) {
+    bs_op op;
+    if (s->has_held) { op = s->held; s->has_held = 0; }
+    else if (!bs_plan_next(s->in, &op)) return EV_END;
+    if (op.kind == BS_OP_PHASE) {
+      if (op.u.phase.begin) {
+        if (op.u.phase.fwd_bwd == 1 && s->replay) replay_end(w);
+        s->after_begin = 1;
+        continue;
+      }
+      if (op.u.phase.fwd_bwd == 0) return EV_FWD_END;
+      continue;
+    }
+    if (s->after_begin && op.kind != BS_OP_ALLOC) {
+      s->after_begin = 0;
+      if (!s->replay) {
+        s->held = op;
+        s->has_held = 1;
+        return EV_HOOK;
+      }
+    }
+    if (s->replay) { replay_inner(w, &op); continue; }
+    emit_inner(w, &op);
+    return EV_NONE;
+  }
+}
+
+/* Forward end: free what is not kept; record what is (train without recompute). */
+static void stream_fwd_end(bs_wl *w) {
+  const int keep = 1;
+  attn_stream *s = &w->as;
+  int64_t l = w->layer;
+  int n = 0;
+  /* a replay of the forward recognises them by their allocation number */
+  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
+    if (s->bmap[b] < 0) continue;
+    if (keep && kept(&s->aop[b]) && n < SAVE_MAX) {
+      w->saved_seq[l * SAVE_MAX + n] = s->seqof[b];
+      w->saved[l * SAVE_MAX + n++] = s->bmap[b];
+      s->bmap[b] = -1; /* the layer owns it now */
+      continue;
+    }
+    int32_t id = s->bmap[b];
+    w_free(w, &id);
+    s->bmap[b] = -1;
+  }
+  if (keep) w->nsaved[l] = n;
+}
+
+/* Frees every inner buffer still live (the role buffers at the end). */
+static void stream_free_all(bs_wl *w, int keep_kv) {
+  attn_stream *s = &w->as;
+  int n = 0;
+  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
+    if (s->bmap[b] < 0) continue;
+    int r = s->aop[b].u.alloc.role;
+    if (keep_kv && (r == BS_ROLE_K || r == BS_ROLE_V) && n < SAVE_MAX) {
+      w->saved[w->layer * SAVE_MAX + n++] = s->bmap[b]; /* the KV cache stays */
+      continue;
+    }
+    int32_t id = s->bmap[b];
+    w_free(w, &id);
+    s->bmap[b] = -1;
+  }
+  if (keep_kv) w->nsaved[w->layer] = n;
+}
+
+/* ---------- pieces of a layer ---------- */
+
+/* ZeRO-3: weight sets in the order the program uses them, gathered one ahead. */
+static int64_t zero3_set(const bs_wl *w, int u) {
+  int64_t L = w->L, n = w->model ? L + 2 : L;
+  int64_t k = u < n ? u : u - n, first = u < n ? w->pc.embed : w->pc.head + w->pc.final_norm;
+  int64_t last = u < n ? w->pc.head + w->pc.final_norm : w->pc.embed;
+  if (!w->model) return w->pc.layer;
+  return k == 0 ? first : k == n - 1 ? last : w->pc.layer;
+}
+static int zero3_uses(const bs_wl *w) { return (int)((w->model ? w->L + 2 : w->L) * (w->train ? 2 : 1)); }
+
+static void zero3_issue(bs_wl *w, int u) {
+  int slot = u % 2;
+  int64_t set = zero3_set(w, u), sh = bs_zero_shard(set, w->pc.dp);
+  w->zb[slot] = w_alloc(w, sh * w->pc.dp * w->es, BS_MEM_WEIGHTS);
+  w->zh[slot] = w_coll(w, BS_COLL_ALLGATHER, w->dpg, sh * w->es);
+}
+
+/* Before a weight set is used: its gather is waited, the next one posted. */
+static void zero3_acquire(bs_wl *w) {
+  if (w->zero < 3 || w->pc.dp <= 1) return;
+  int u = w->zuse;
+  if (u == 0) zero3_issue(w, 0);
+  w_wait(w, &w->zh[u % 2]);
+  if (u + 1 < zero3_uses(w)) zero3_issue(w, u + 1);
+}
+
+static void zero3_release(bs_wl *w) {
+  if (w->zero < 3 || w->pc.dp <= 1) return;
+  w_free(w, &w->zb[w->zuse % 2]);
+  w->zuse++;
+}
+
+/* Tensor-parallel collectives: v1 after a row-parallel GEMM (all-reduce), v3
+ * all-gather into the GEMM domain / reduce-scatter out of it. */
+static void tp_reduce(bs_wl *w) {
+  if (!w->tp) return;
+  int64_t full = w->T * w->H * w->es;
+  w_sync_coll(w, w->v3 ? BS_COLL_REDUCE_SCATTER : BS_COLL_ALLREDUCE, w->tpg, full);
+}
+static int32_t tp_gather(bs_wl *w) {
+  if (!w->tp || !w->v3) return -1;
+  int32_t b = w_alloc(w, w->T * w->H * w->es, BS_MEM_COMM);
+  w_sync_coll(w, BS_COLL_ALLGATHER, w->tpg, w->Tn * w->H * w->es);
+  return b;
+}
+
+/* Bytes of one layer's non-attention activations kept for the backward. */
+static int64_t saved_bytes(const bs_wl *w) {
+  int64_t Tg = w->v3 ? w->Tn : w->T; /* v3 keeps the sharded norm outputs and gathers again */
+  /* layer input, norm1 output, residual after attention, norm2 output, gate and up, SwiGLU output */
+  return (2 * w->Tn * w->H + 2 * Tg * w->H + w->T * 3 * (w->F / w->g)) * w->es;
+}
+
+/* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */
+static void layer_pre(bs_wl *w) {
+  w_ew(w, w->Tn * w->H, 4); /* RMSNorm: square, sum, scale, weight */
+}
+
+static void layer_qkv(bs_wl *w) {
+  int32_t gb = tp_gather(w);
+  w_linear(w, w->T, w->qkvw / w->g, w->H, 0);
+  w_free(w, &gb);
+}
+
+/* After attention: output projection, residual, norm, MLP, residual. */
+static void layer_post(bs_wl *w) {
+  int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0);
+  tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 1); /* residual add */
+  w_free(w, &t);
+  w_ew(w, w->Tn * w->H, 4); /* RMSNorm */
+  int32_t gb = tp_gather(w);
+  int32_t gu = w_alloc(w, w->T * 3 * w->F / w->g * w->es, BS_MEM_WORKSPACE);
+  w_linear(w, w->T, 2 * w->F / w->g, w->H, 0); /* gate and up */
+  w_free(w, &gb);
+  w_ew(w, w->T * w->F / w->g, 5);              /* SwiGLU: silu(gate) * up */
+  t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear(w, w->T, w->H, w->F / w->g, 0);     /* down */
+  w_free(w, &gu);
+  tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 1);                    /* residual add */
+  w_free(w, &t);
+}
+
+/* Backward of the MLP half and the second norm. */
+static void layer_mlp_bwd(bs_wl *w) {
+  int64_t f = w->F / w->g;
+  int32_t gy = tp_gather(w);                   /* v3: grad of the reduce-scatter */
+  int32_t gx = tp_gather(w);                   /* v3: norm2 output gathered again for dW */
+  int32_t da = w_alloc(w, w->T * f * w->es, BS_MEM_WORKSPACE);
+  w_linear(w, w->T, w->H, f, 1);               /* down */
+  w_free(w, &gy);
+  int32_t dgu = w_alloc(w, w->T * 2 * f * w->es, BS_MEM_WORKSPACE);
+  w_ew(w, w->T * f, 8);                        /* SwiGLU backward */
+  w_free(w, &da);
+  int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear(w, w->T, 2 * f, w->H, 1);           /* gate and up */
+  w_free(w, &gx);
+  w_free(w, &dgu);
+  tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 6);                    /* RMSNorm backward */
+  w_ew(w, w->Tn * w->H, 1);                    /* residual gradient add */
+  w_free(w, &dn);
+}
+
+/* Backward of the output projection (at the attention backward's hook: dO). */
+static void layer_o_bwd(bs_wl *w) {
+  int32_t gy = tp_gather(w);
+  w_linear(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 1);
+  w_free(w, &gy);
+}
+
+/* Backward of the QKV projection and the first norm. */
+static void layer_qkv_bwd(bs_wl *w) {
+  int32_t gx = tp_gather(w);                   /* v3: norm1 output gathered again for dW */
+  int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear(w, w->T, w->qkvw / w->g, w->H, 1);
+  w_free(w, &gx);
+  tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 6);                    /* RMSNorm backward */
+  w_ew(w, w->Tn * w->H, 1);                    /* residual gradient add */
+  w_free(w, &dn);
+}
+
+/* Gradient reduction of one parameter set over the data-parallel group:
+ * posted now, waited after the next set's backward. */
+static void grad_reduce(bs_wl *w, int64_t set, int32_t *bucket) {
+  w_wait(w, &w->gh);
+  w_free(w, &w->gbuck);
+  w->gbuck = *bucket;
+  *bucket = -1;
+  if (w->pc.dp <= 1) return;
+  int64_t sh = bs_zero_shard(set, w->pc.dp);
+  if (w->zero == 0) w->gh = w_coll(w, BS_COLL_ALLREDUCE, w->dpg, sh * w->pc.dp * w->es);
+  else w->gh = w_coll(w, BS_COLL_REDUCE_SCATTER, w->dpg, sh * w->pc.dp * w->es);
+}
+
+/* Stage 2 and 3 keep only the shard: each set's gradients live in a bucket until reduced. */
+static void grad_bucket(bs_wl *w, int64_t set, int32_t *bucket) {
+  if (w->zero >= 2 && w->pc.dp > 1) *bucket = w_alloc(w, bs_zero_shard(set, w->pc.dp) * w->pc.dp * w->es, BS_MEM_GRADS);
+}
+
+/* ---------- the program ---------- */
+
+/* Parameter sets besides the layers: the embedding, and the final norm with the LM head. */
+static int64_t head_set(const bs_wl *w) { return w->pc.head + w->pc.final_norm; }
+
+static void stage_init(bs_wl *w) {
+  int64_t psi = w->pc.total, sh = w->pc.shard_total, dp = w->pc.dp;
+  int z = w->zero;
+  w->w_all = w_alloc(w, (z >= 3 && dp > 1 ? sh : psi) * w->es, BS_MEM_WEIGHTS);
+  if (w->train) {
+    w->g_all = w_alloc(w, (z >= 2 && dp > 1 ? sh : psi) * w->es, BS_MEM_GRADS);
+    for (int j = 0; j < 3; j++) w->opt[j] = w_alloc(w, (z >= 1 && dp > 1 ? sh : psi) * 4, BS_MEM_OPTIMIZER);
+  }
+}
+
+static void stage_embed(bs_wl *w) {
+  zero3_acquire(w);
+  w_ew(w, w->T * w->H, 0); /* lookup (vocab-parallel under tp, then reduced) */
+  tp_reduce(w);
+  zero3_release(w);
+}
+
+static void stage_head(bs_wl *w) {
+  zero3_acquire(w);
+  int64_t v = w->V / w->g;
+  w_ew(w, w->Tn * w->H, 4);                    /* final RMSNorm */
+  int32_t gb = tp_gather(w);
+  w->logits = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
+  w_linear(w, w->T, v, w->H, 0);               /* LM head */
+  w_free(w, &gb);
+  w_ew(w, w->T * v, 5);                        /* softmax cross-entropy (or sampling) */
+  if (!w->train) w_free(w, &w->logits);
+  zero3_release(w);
+}
+
+static void stage_head_bwd(bs_wl *w) {
+  zero3_acquire(w);
+ grad_bucket(w, head_set(w), &w->ehb);
+  int64_t v = w->V / w->g;
+  w_ew(w, w->T * v, 3);                        /* cross-entropy backward */
+  int32_t gx = tp_gather(w);
+  w_linear(w, w->T, v, w->H, 1);
+  w_free(w, &gx);
+  w_free(w, &w->logits);
+  tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 6);                    /* final norm backward */
+  zero3_release(w);
+  grad_reduce(w, head_set(w), &w->ehb);
+}
+
+static void stage_embed_bwd(bs_wl *w) {
+  zero3_acquire(w);
+  grad_bucket(w, w->pc.embed, &w->ehb);
+  w_ew(w, w->T * w->H, 1); /* scatter-add into the embedding gradient */
+  zero3_release(w);
+  grad_reduce(w, w->pc.embed, &w->ehb);
+  w_wait(w, &w->gh);
+  w_free(w, &w->gbuck);
+}
+
+static void stage_opt(bs_wl *w) {
+  w_wait(w, &w->gh);
+  w_free(w, &w->gbuck);
+  int64_t n = w->zero >= 1 && w->pc.dp > 1 ? w->pc.shard_total : w->pc.total;
+  bs_compute *c = plan_compute(w->it, BS_K_ELEMWISE);
+  c->ew = BS_EW_GENERIC;
+  c->elems = n * BS_ADAM_BYTES_PER_PARAM / (2 * w->es); /* the roofline reads + writes 2 x elems x es */
+  c->flops = 12.0 * (double)n;
+  if ((w->zero == 1 || w->zero == 2) && w->pc.dp > 1) {
+    if (w->model) {
+      for (int64_t l = 0; l < w->L; l++) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
+      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
+      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
+    } else {
+      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
+    }
+  }
+}
+
+static void stage_fini(bs_wl *w) {
+  for (int64_t l = 0; l < w->L; l++) {
+    for (int j = 0; j < w->nsaved[l]; j++) w_free(w, &w->saved[l * SAVE_MAX + j]);
+    w->nsaved[l] = 0;
+    w_free(w, &w->act[l]);
+  }
+  w_free(w, &w->dx);
+  for (int j = 0; j < 3; j++) w_free(w, &w->opt[j]);
+  w_free(w, &w->g_all);
+  w_free(w, &w->w_all);
+}
+
+/* One step of a layer's forward (the forward pass, or its recomputation in the
+ * backward when `again`). Returns 1 when the forward is over. */
+static int layer_fwd_step(bs_wl *w, int again) {
+  int keep = w->train && !w->recompute;
+  int64_t l = w->layer;
+  if (w->fsub == 0) {
+    if (!again) zero3_acquire(w);
+    if (w->train) /* recompute keeps the layer input only */
+      w->act[l] = w_alloc(w, keep || again ? saved_bytes(w) : w->Tn * w->H * w->es, BS_MEM_ACTIVATIONS);
+    if (!keep && !again) w->tmp = w_alloc(w, saved_bytes(w), BS_MEM_WORKSPACE);
+    layer_pre(w);
+    if (stream_start(w, 0, NULL, NULL, 0)) return 1;
+    w->fsub = 1;
+    return 0;
+  }
+  int ev = stream_pull(w);
+  if (ev == EV_HOOK) layer_qkv(w);
+  if (ev != EV_FWD_END && ev != EV_END) return 0;
+  if (again) { /* the attention iterator goes on into its backward */
+    layer_post(w);
+    return 1;
+  }
+  if (keep) {
+    stream_fwd_end(w);
+  } else if (!w->train) {
+    while (stream_pull(w) != EV_END) {} /* a forward-only plan's last FREEs */
+  }
+  layer_post(w);
+  stream_free_all(w, !w->train); /* train: what is left is not kept; inference: the KV cache stays */
+  stream_stop(w);
+  w_free(w, &w->tmp);
+  zero3_release(w);
+  return 1;
+}
+
+/* One step of layer l's backward. Returns 1 when done. */
+static int layer_bwd_step(bs_wl *w) {
+  int64_t l = w->layer;
+  switch (w->sub) {
+  case 0:
+    zero3_acquire(w);
+    grad_bucket(w, w->pc.layer, &w->gnew);
+    if (w->recompute) {
+      w_free(w, &w->act[l]); /* the checkpoint gives way to the full set */
+      w->fsub = 0;
+      w->sub = 2;
+      return 0;
+    }
+    layer_mlp_bwd(w);
+    if (stream_start(w, 1, &w->saved[l * SAVE_MAX], &w->saved_seq[l * SAVE_MAX], w->nsaved[l])) return 1;
+    w->sub = 1;
+    return 0;
+  case 1: {
+    int ev = stream_pull(w);
+    if (ev == EV_HOOK) layer_o_bwd(w);
+    if (ev != EV_END) return 0;
+    layer_qkv_bwd(w);
+    stream_free_all(w, 0); /* the kept buffers included: they are the stream's again */
+    stream_stop(w);
+    w->nsaved[l] = 0;
+    w_free(w, &w->act[l]);
+    zero3_release(w);
+    grad_reduce(w, w->pc.layer, &w->gnew);
+    return 1;
+  }
+  default: /* recompute: stream the forward again, then on into the backward */
+    if (layer_fwd_step(w, 1)) {
+      layer_mlp_bwd(w);
+      w->sub = 1;
+    }
+    return 0;
+  }
+}
+
+static void gen_step(bs_wl *w) {
+  switch (w->stage) {
+  case S_INIT:
+    plan_phase(w->it, 0, 1);
+    stage_init(w);
+    w->stage = w->model ? S_EMBED : S_LFWD;
+    w->layer = 0;
+    w->fsub = 0;
+    return;
+  case S_EMBED:
+    stage_embed(w);
+    w->stage = S_LFWD;
+    return;
+  case S_LFWD:
+    if (layer_fwd_step(w, 0)) {
+      w->fsub = 0;
+      if (++w->layer == w->L) w->stage = w->model ? S_HEAD : (w->train ? S_LBWD : S_FINI);
+      if (w->stage == S_LBWD) {
+        plan_phase(w->it, 0, 0);
+        plan_phase(w->it, 1, 1);
+        w->layer = w->L - 1;
+        w->sub = 0;
+      }
+    }
+    return;
+  case S_HEAD:
+    stage_head(w);
+    if (!w->train) { w->stage = S_FINI; return; }
+    plan_phase(w->it, 0, 0);
+    plan_phase(w->it, 1, 1);
+    w->dx = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE); /* gradient of the residual stream */
+    stage_head_bwd(w);
+    w->stage = S_LBWD;
+    w->layer = w->L - 1;
+    w->sub = 0;
+    return;
+  case S_LBWD:
+    if (layer_bwd_step(w)) {
+      w->sub = 0;
+      if (w->layer-- == 0) w->stage = w->model ? S_EMBED_BWD : S_OPT;
+    }
+    return;
+  case S_EMBED_BWD:
+    stage_embed_bwd(w);
+    w->stage = S_OPT;
+    return;
+  case S_OPT:
+    w_wait(w, &w->gh);
+    w_free(w, &w->gbuck);
+    plan_phase(w->it, 1, 0);
+    stage_opt(w); /* layer scope: the step of that layer's parameters */
+    w->stage = S_FINI;
+    return;
+  case S_FINI:
+    if (!w->train) plan_phase(w->it, 0, 0);
+    stage_fini(w);
+    w->stage = S_DONE;
+    return;
+  default:
+    return;
+  }
+}
+
+int plan_gen_workload(bs_plan_iter *it) {
+  bs_wl *w = it->wl;
+  while (w->stage != S_DONE && !it->err) {
+    int before = it->qn;
+    gen_step(w);
+    if (it->qn > before) return 1;
+  }
+  return 0;
+}
+
+bs_wl *plan_wl_new(bs_plan_iter *it) {
+  const bs_plan *p = it->p;
+  const bs_config *c = &p->cfg;
+  bs_wl *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->it = it;
+  w->p = p;
+  w->model = c->work.scope == BS_SCOPE_MODEL;
+  w->L = w->model ? c->model.layers : 1;
+  w->saved = malloc(sizeof *w->saved * (size_t)(w->L * SAVE_MAX));
+  w->saved_seq = malloc(sizeof *w->saved_seq * (size_t)(w->L * SAVE_MAX));
+  w->nsaved = calloc((size_t)w->L, sizeof *w->nsaved);
+  w->act = malloc(sizeof *w->act * (size_t)w->L);
+  if (!w->saved || !w->saved_seq || !w->nsaved || !w->act) {
+    plan_wl_free(w);
+    return NULL;
+  }
+  for (int64_t i = 0; i < w->L * SAVE_MAX; i++) w->saved[i] = -1;
+  for (int64_t i = 0; i < w->L; i++) w->act[i] = -1;
+  w->train = c->work.phase == BS_TRAIN;
+  w->recompute = w->train && c->work.recompute;
+  w->zero = c->par.zero;
+  w->tp = c->par.method == BS_TP && p->G > 1;
+  w->v3 = w->tp && c->par.tp_variant == 3;
+  bs_param_count_of(c, &w->pc);
+  w->g = w->pc.tp;
+  w->es = p->es;
+  w->H = c->model.hidden;
+  w->F = c->model.ffn;
+  w->V = c->model.vocab;
+  w->qkvw = (p->Zq + 2 * p->Zkv) * p->d;
+  if (p->decode) w->T = p->B * p->nq_dec;        /* the new tokens, on every rank */
+  else if (c->par.method == BS_TP) w->T = p->B * p->N;
+  else w->T = p->B * (p->N / p->G);
+  w->Tn = w->v3 ? w->T / p->G : w->T;
+  w->dpg = (bs_group){0, 1, (int32_t)w->pc.dp};
+  w->tpg = (bs_group){0, 1, (int32_t)w->pc.tp};
+  w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
+  w->tmp = w->dx = w->logits = w->gh = w->gbuck = w->gnew = w->ehb = -1;
+  w->zb[0] = w->zb[1] = w->zh[0] = w->zh[1] = -1;
+  return w;
+}
+
+void plan_wl_free(bs_wl *w) {
+  if (!w) return;
+  bs_plan_iter_free(w->as.in);
+  free(w->saved);
+  free(w->saved_seq);
+  free(w->nsaved);
+  free(w->act);
+  free(w);
+}

@@ -1,0 +1,45 @@
+/*
+ * workload.h — what layer and model scope add around a method's attention:
+ * the parameter counts every memory and ZeRO term is built from, and the id
+ * ranges of their plans. The generator itself is plans/workload.c; tests and
+ * reports use these counts to check the plan against hand formulas.
+ *
+ * Layer scope: one transformer layer (RMSNorm, QKV projection, the method's
+ * attention, output projection, residual add, RMSNorm, SwiGLU MLP, residual
+ * add), its weights, gradients and optimizer states. Model scope: embedding,
+ * L layers, final norm, LM head, loss and (train) the Adam step.
+ */
+#ifndef BURSTSIM_WORKLOAD_H
+#define BURSTSIM_WORKLOAD_H
+
+#include <stdint.h>
+#include "config.h"
+
+/* Layer and model plans hold more buffers and handles than one attention
+ * call: their ids are below these bounds (attention scope keeps
+ * BS_PLAN_MAX_BUFS / BS_PLAN_MAX_HANDLES). */
+#define BS_WL_MAX_BUFS 1024
+#define BS_WL_MAX_HANDLES 256
+
+/* Bytes Adam moves per parameter: fp32 master, m, v read and written (24),
+ * the bf16/fp16 gradient read (2) and the bf16/fp16 weight written (2). */
+#define BS_ADAM_BYTES_PER_PARAM 28
+
+typedef struct {
+  int64_t tp;              /* tensor-parallel degree: gpus for method tp, else 1 */
+  int64_t dp;              /* data-parallel group: ranks holding the same weights (ZeRO shards over it) */
+  int64_t qkv, o, gate_up, down, norms; /* one layer's parameters held by a rank (tp-sharded) */
+  int64_t layer;           /* their sum */
+  int64_t embed, head, final_norm;      /* model scope (vocab-parallel under tp) */
+  int64_t total;           /* parameters a rank holds without ZeRO (layer scope: one layer) */
+  int64_t shard_total;     /* with ZeRO: sum over parameter sets (each layer, the embedding, the
+                              final norm with the head) of ceil(set / dp) */
+} bs_param_count;
+
+/* Parameter counts of cfg's workload for one rank. */
+void bs_param_count_of(const bs_config *cfg, bs_param_count *pc);
+
+/* ceil(n / dp): the ZeRO shard of a parameter set of n. */
+static inline int64_t bs_zero_shard(int64_t n, int64_t dp) { return dp > 1 ? (n + dp - 1) / dp : n; }
+
+#endif

@@ -1,0 +1,293 @@
+/*
+ * test_workload.c — layer and model scope against hand formulas: the GEMM
+ * FLOPs of a layer, Megatron TP v1 against v3 collective bytes, ZeRO stages'
+ * collective bytes and persistent memory (2Ψ, 2Ψ, 12Ψ and their shards, as
+ * in the ZeRO paper), recompute, inference without gradients. Every rank's
+ * program is walked on its own: ids in range, ALLOC/FREE paired, handles
+ * waited (the simulator tests check that ranks match each other).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "plans/plan.h"
+#include "plans/workload.h"
+
+typedef struct {
+  double gemm_flops, attn_flops, ew_elems;
+  int64_t coll_sent[BS_COLL_COUNT];   /* bs_coll_bytes_sent per kind */
+  int ncoll[BS_COLL_COUNT];
+  int64_t first_allocs[5];            /* the persistent weights, grads, Adam states */
+  bs_mem_class first_cls[5];
+  int64_t peak;
+  int64_t cls_allocated[BS_MEM_CLASS_COUNT];
+} rank_walk;
+
+static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
+  memset(w, 0, sizeof *w);
+  bs_plan_iter *it = bs_plan_iter_new(p, rank);
+  assert_non_null(it);
+  static int64_t size[BS_WL_MAX_BUFS];
+  static char live[BS_WL_MAX_BUFS], hlive[BS_WL_MAX_HANDLES];
+  memset(live, 0, sizeof live);
+  memset(hlive, 0, sizeof hlive);
+  int64_t cur = 0;
+  int nalloc = 0;
+  bs_op op;
+  while (bs_plan_next(it, &op)) {
+    switch (op.kind) {
+    case BS_OP_ALLOC: {
+      int b = op.u.alloc.buf;
+      assert_true(b >= 0 && b < BS_WL_MAX_BUFS && !live[b]);
+      live[b] = 1;
+      size[b] = op.u.alloc.bytes;
+      cur += size[b];
+      if (cur > w->peak) w->peak = cur;
+      w->cls_allocated[op.u.alloc.cls] += op.u.alloc.bytes;
+      if (nalloc < 5) { w->first_allocs[nalloc] = op.u.alloc.bytes; w->first_cls[nalloc] = op.u.alloc.cls; }
+      nalloc++;
+      break;
+    }
+    case BS_OP_FREE:
+      assert_true(op.u.free.buf >= 0 && op.u.free.buf < BS_WL_MAX_BUFS && live[op.u.free.buf]);
+      live[op.u.free.buf] = 0;
+      cur -= size[op.u.free.buf];
+      break;
+    case BS_OP_COMPUTE:
+      if (op.u.compute.kernel == BS_K_GEMM) {
+        assert_true(op.u.compute.flops == 2.0 * op.u.compute.m * op.u.compute.n * op.u.compute.k);
+        w->gemm_flops += op.u.compute.flops;
+      } else if (op.u.compute.kernel == BS_K_ELEMWISE) {
+        w->ew_elems += (double)op.u.compute.elems;
+      } else if (op.u.compute.kernel <= BS_K_ATTN_BWD_UNFUSED) {
+        w->attn_flops += op.u.compute.flops;
+      }
+      for (int j = 0; j < BS_OP_IN; j++)
+        if (op.u.compute.in[j].buf >= 0) assert_true(live[op.u.compute.in[j].buf]);
+      break;
+    case BS_OP_SEND: case BS_OP_RECV: case BS_OP_COLL:
+      assert_true(op.handle >= 0 && op.handle < BS_WL_MAX_HANDLES && !hlive[op.handle]);
+      hlive[op.handle] = 1;
+      if (op.kind == BS_OP_COLL) {
+        w->coll_sent[op.u.coll.kind] += bs_coll_bytes_sent(op.u.coll.kind, op.u.coll.bytes, op.u.coll.group.size);
+        w->ncoll[op.u.coll.kind]++;
+      }
+      break;
+    case BS_OP_WAIT:
+      for (int j = 0; j < op.u.wait.n; j++) {
+        assert_true(hlive[op.u.wait.handles[j]]);
+        hlive[op.u.wait.handles[j]] = 0;
+      }
+      break;
+    default:
+      break;
+    }
+  }
+  assert_int_equal(bs_plan_iter_error(it), 0);
+  bs_plan_iter_free(it);
+  for (int b = 0; b < BS_WL_MAX_BUFS; b++) assert_int_equal(live[b], 0);
+  for (int h = 0; h < BS_WL_MAX_HANDLES; h++) assert_int_equal(hlive[h], 0);
+}
+
+/* A small explicit model whose shards divide evenly over 4 ranks. */
+static bs_config cfg_of(bs_method m, int G, bs_scope scope, bs_phase ph) {
+  bs_config c;
+  bs_config_default(&c);
+  c.model.preset[0] = 0;
+  c.model.hidden = 64;
+  c.model.heads = 4;
+  c.model.kv_heads = 4;
+  c.model.head_dim = 16;
+  c.model.ffn = 128;
+  c.model.vocab = 256;
+  c.model.layers = 2;
+  c.work.seq_len = 256;
+  c.work.phase = ph;
+  c.work.scope = scope;
+  c.par.method = m;
+  c.par.gpus = G;
+  c.par.double_ring = BS_OFF;
+  c.par.ranks_per_node = G;
+  return c;
+}
+
+static bs_plan *make(const bs_config *c) {
+  bs_plan *p = NULL;
+  char err[256] = "";
+  int rc = bs_plan_create(c, c->par.ranks_per_node, &p, err, sizeof err);
+  if (rc) print_error("plan: %s\n", err);
+  assert_int_equal(rc, 0);
+  return p;
+}
+
+/* GEMM FLOPs of one layer's forward for T tokens and tensor-parallel degree g. */
+static double layer_fwd_gemm(const bs_config *c, double T, double g) {
+  double H = c->model.hidden, F = c->model.ffn, qkv = (c->model.heads + 2.0 * c->model.kv_heads) * c->model.head_dim;
+  double o = (double)c->model.heads * c->model.head_dim;
+  return 2 * T * H * qkv / g + 2 * T * o * H / g + 2 * T * H * 2 * F / g + 2 * T * F * H / g;
+}
+
+static void test_layer_flops(void **st) {
+  (void)st;
+  bs_method ms[] = {BS_BURST, BS_RING, BS_ULYSSES, BS_USP, BS_TP};
+  for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+    for (int ph = BS_TRAIN; ph <= BS_PREFILL; ph++) {
+      bs_config c = cfg_of(ms[i], 4, BS_SCOPE_LAYER, (bs_phase)ph);
+      c.par.ulysses_degree = 2;
+      bs_plan *p = make(&c);
+      rank_walk w;
+      walk_rank(p, 1, &w);
+      double T = ms[i] == BS_TP ? 256 : 64, g = ms[i] == BS_TP ? 4 : 1;
+      double want = layer_fwd_gemm(&c, T, g) * (ph == BS_TRAIN ? 3 : 1); /* backward GEMMs: 2x */
+      assert_true(w.gemm_flops == want);
+      /* the attention inside is the method's own plan, unchanged */
+      bs_config ac = c;
+      ac.work.scope = BS_SCOPE_ATTENTION;
+      bs_plan *pa = make(&ac);
+      rank_walk wa;
+      bs_plan_iter *it = bs_plan_iter_new(pa, 1);
+      double af = 0;
+      bs_op op;
+      while (bs_plan_next(it, &op))
+        if (op.kind == BS_OP_COMPUTE && op.u.compute.kernel <= BS_K_ATTN_BWD_UNFUSED) af += op.u.compute.flops;
+      bs_plan_iter_free(it);
+      (void)wa;
+      assert_true(w.attn_flops == af);
+      bs_plan_free(pa);
+      bs_plan_free(p);
+    }
+  }
+}
+
+static void test_model_flops_recompute(void **st) {
+  (void)st;
+  for (int rc = 0; rc <= 1; rc++) {
+    bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+    c.work.recompute = rc;
+    bs_plan *p = make(&c);
+    rank_walk w;
+    walk_rank(p, 2, &w);
+    double T = 64, head = 2 * T * c.model.hidden * c.model.vocab;
+    double want = c.model.layers * layer_fwd_gemm(&c, T, 1) * (rc ? 4 : 3) + 3 * head;
+    assert_true(w.gemm_flops == want);
+    bs_plan_free(p);
+  }
+}
+
+/* Per-rank TP bytes: S = B N H es; all-reduce 2(G-1)/G S, all-gather (G-1) S/G, reduce-scatter (G-1)/G S. */
+static void test_tp_v1_v3(void **st) {
+  (void)st;
+  int G = 4;
+  for (int ph = BS_TRAIN; ph <= BS_PREFILL; ph++) {
+    int64_t sent[4] = {0};
+    for (int v = 1; v <= 3; v += 2) {
+      bs_config c = cfg_of(BS_TP, G, BS_SCOPE_LAYER, (bs_phase)ph);
+      c.par.tp_variant = v;
+      bs_plan *p = make(&c);
+      rank_walk w;
+      walk_rank(p, 0, &w);
+      int64_t S = c.work.batch * c.work.seq_len * c.model.hidden * 2;
+      int64_t ar = 2 * (G - 1) * (S / G), ag = (G - 1) * (S / G), rs = (G - 1) * (S / G);
+      if (v == 1) {
+        int n = ph == BS_TRAIN ? 4 : 2; /* one after each row-parallel GEMM, and their mirrors */
+        assert_int_equal(w.ncoll[BS_COLL_ALLREDUCE], n);
+        assert_int_equal(w.coll_sent[BS_COLL_ALLREDUCE], n * ar);
+        assert_int_equal(w.ncoll[BS_COLL_ALLGATHER] + w.ncoll[BS_COLL_REDUCE_SCATTER], 0);
+      } else {
+        /* forward: gather before each column-parallel GEMM, scatter after each row-parallel one;
+         * backward: gather dY, gather the input again for dW, scatter dX */
+        int nag = ph == BS_TRAIN ? 6 : 2, nrs = ph == BS_TRAIN ? 4 : 2;
+        assert_int_equal(w.ncoll[BS_COLL_ALLGATHER], nag);
+        assert_int_equal(w.ncoll[BS_COLL_REDUCE_SCATTER], nrs);
+        assert_int_equal(w.coll_sent[BS_COLL_ALLGATHER], nag * ag);
+        assert_int_equal(w.coll_sent[BS_COLL_REDUCE_SCATTER], nrs * rs);
+        assert_int_equal(w.ncoll[BS_COLL_ALLREDUCE], 0);
+      }
+      int64_t tot = 0;
+      for (int k = 0; k < BS_COLL_COUNT; k++) tot += w.coll_sent[k];
+      sent[v] = tot;
+      bs_plan_free(p);
+    }
+    /* forward only, v3 moves what v1 moves (an all-reduce is a reduce-scatter and an all-gather) */
+    if (ph == BS_PREFILL) assert_int_equal(sent[1], sent[3]);
+    else assert_int_equal(sent[3] * 8, sent[1] * 10);
+  }
+}
+
+/* ZeRO stages over the data-parallel group D (here all 4 ranks, sequence parallel):
+ * collective bytes per rank 2(D-1)/D x 2Ψ for stages 0-2 and 3(D-1)/D x 2Ψ for stage 3;
+ * weights, gradients, Adam states 2Ψ, 2Ψ, 12Ψ unsharded, divided by D from stage 3, 2, 1. */
+static void test_zero(void **st) {
+  (void)st;
+  int64_t D = 4;
+  for (int scope = BS_SCOPE_LAYER; scope <= BS_SCOPE_MODEL; scope++)
+    for (int z = 0; z <= 3; z++) {
+      bs_config c = cfg_of(BS_BURST, (int)D, (bs_scope)scope, BS_TRAIN);
+      c.par.zero = z;
+      bs_plan *p = make(&c);
+      bs_param_count pc;
+      bs_param_count_of(&c, &pc);
+      int64_t H = 64, psi_layer = H * 12 * 16 + 64 * 64 + 2 * H * 128 + 128 * H + 2 * H;
+      int64_t psi = scope == BS_SCOPE_MODEL ? 2 * psi_layer + 2 * 256 * H + H : psi_layer;
+      assert_int_equal(pc.total, psi);
+      assert_int_equal(pc.shard_total * D, psi);
+      rank_walk w;
+      walk_rank(p, 3, &w);
+      int64_t tot = 0;
+      for (int k = 0; k < BS_COLL_COUNT; k++) tot += w.coll_sent[k];
+      int64_t vol = (z == 3 ? 3 : 2) * (D - 1) * (2 * psi / D);
+      assert_int_equal(tot, vol);
+      assert_int_equal(w.ncoll[BS_COLL_ALLREDUCE] > 0, z == 0);
+      assert_int_equal(w.first_cls[0], BS_MEM_WEIGHTS);
+      assert_int_equal(w.first_allocs[0], z >= 3 ? 2 * psi / D : 2 * psi);
+      if (w.first_allocs[1] != (z >= 2 ? 2 * psi / D : 2 * psi)) print_error("scope %d zero %d grads %lld psi %lld\n", scope, z, (long long)w.first_allocs[1], (long long)psi);
+      assert_int_equal(w.first_cls[1], BS_MEM_GRADS);
+      assert_int_equal(w.first_allocs[1], z >= 2 ? 2 * psi / D : 2 * psi);
+      for (int j = 2; j < 5; j++) {
+        assert_int_equal(w.first_cls[j], BS_MEM_OPTIMIZER);
+        assert_int_equal(w.first_allocs[j], z >= 1 ? 4 * psi / D : 4 * psi);
+      }
+      assert_int_equal(w.cls_allocated[BS_MEM_OPTIMIZER], (z >= 1 ? 12 * psi / D : 12 * psi));
+      bs_plan_free(p);
+    }
+}
+
+/* Inference: no gradients or optimizer; decode's GEMMs see only the new tokens. */
+static void test_inference(void **st) {
+  (void)st;
+  bs_config c = cfg_of(BS_TREE, 4, BS_SCOPE_MODEL, BS_DECODE);
+  c.work.decode_tokens = 2;
+  bs_plan *p = make(&c);
+  rank_walk w;
+  walk_rank(p, 0, &w);
+  assert_int_equal(w.cls_allocated[BS_MEM_GRADS] + w.cls_allocated[BS_MEM_OPTIMIZER], 0);
+  double T = 2, head = 2 * T * c.model.hidden * c.model.vocab;
+  assert_true(w.gemm_flops == c.model.layers * layer_fwd_gemm(&c, T, 1) + head);
+  /* the KV cache of every layer is held at the end: L x 2 x (N/G) x kv_heads x d x es at least */
+  int64_t kv = c.model.layers * 2 * (c.work.seq_len / 4) * c.model.kv_heads * c.model.head_dim * 2;
+  assert_true(w.peak >= kv + 2 * 0);
+  assert_true(w.cls_allocated[BS_MEM_ACTIVATIONS] >= kv);
+  bs_plan_free(p);
+  /* recompute is a training option */
+  c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_PREFILL);
+  c.work.recompute = 1;
+  bs_plan *q = NULL;
+  char err[256] = "";
+  assert_int_equal(bs_plan_create(&c, 4, &q, err, sizeof err), -1);
+  assert_non_null(strstr(err, "workload.recompute"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_layer_flops),
+    cmocka_unit_test(test_model_flops_recompute),
+    cmocka_unit_test(test_tp_v1_v3),
+    cmocka_unit_test(test_zero),
+    cmocka_unit_test(test_inference),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
