@@ -62,6 +62,8 @@ typedef struct {
   int32_t local;             /* this rank's own buffer (step 0 source) */
   int32_t rb[2];             /* receive buffers (acc parts: the step's partials) */
   int32_t rin;               /* acc parts: the visiting packet's sum so far, received during the compute */
+  int32_t orb[2];            /* double ring: read-only parts of the next round's first packet (outer ring) */
+  int32_t rout, sout;        /* double ring, acc parts: the previous node's sum in, this node's sum out */
   int64_t bytes;
   int acc;                   /* 1: accumulated by the step's compute (sent after it) */
   int32_t ret_buf;           /* acc parts: where the owner receives the final value */
@@ -87,6 +89,9 @@ typedef struct {
   int nparts;
   int h_pre[2 * PKT_MAX], n_pre;
   int h_acc[PKT_MAX], n_acc; /* sends of the previous step's sums, joined one step later */
+  int h_oro[2 * PKT_MAX], n_oro;   /* double ring: outer read-only traffic of this round */
+  int h_osum_in[PKT_MAX], n_osum_in;   /* double ring: the previous node's sums, arriving this round */
+  int h_osum_out[PKT_MAX], n_osum_out; /* double ring: this node's sums, sent at the last round's end */
 } ring_bwd;
 
 /* One sequence<->head all-to-all in flight (ulysses, usp). */

@@ -108,85 +108,53 @@ void ring_bwd_begin(bs_plan_iter *it) {
   int S = r->P * r->M;
   for (int j = 0; j < r->nparts; j++) {
     pkt_part *pp = &r->part[j];
-    pp->rb[0] = pp->rb[1] = pp->rin = -1;
+    pp->rb[0] = pp->rb[1] = pp->rin = pp->orb[0] = pp->orb[1] = pp->rout = pp->sout = -1;
     if (S > 1) {
       pp->rb[0] = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
       pp->rb[1] = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
       if (pp->acc) pp->rin = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+      if (r->M > 1 && r->P > 1) {
+        if (pp->acc) {
+          pp->rout = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+          pp->sout = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+        } else {
+          pp->orb[0] = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+          pp->orb[1] = plan_alloc(it, pp->bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+        }
+      }
     } else if (pp->acc) {
       pp->local = pp->ret_buf; /* no ring: accumulate straight into the result */
     }
   }
   r->n_pre = 0;
-  r->n_acc = 0;
+  r->n_acc = r->n_oro = r->n_osum_in = r->n_osum_out = 0;
   r->active = 1;
 }
 
 /* The buffer holding part pp of the packet computed at step s: read-only parts
  * arrive in the receive buffers, accumulated parts are summed into this step's partial. */
-static int32_t cur_buf(const pkt_part *pp, int s) {
+static int dbl(const ring_bwd *r) { return r->M > 1 && r->P > 1; }
+
+static int32_t cur_buf(const ring_bwd *r, const pkt_part *pp, int s) {
   if (pp->acc) return pp->rb[0] < 0 ? pp->local : pp->rb[s % 2];
+  if (dbl(r)) { /* a round starts on the packet the outer ring brought; inner steps rotate */
+    int o = s / r->P, t = s % r->P;
+    if (t == 0) return o == 0 ? pp->local : pp->orb[(o - 1) % 2];
+    return pp->rb[(t - 1) % 2];
+  }
   return s == 0 ? pp->local : pp->rb[(s - 1) % 2];
 }
 
 static int32_t find_part(const ring_bwd *r, int msg, int s) {
   for (int j = 0; j < r->nparts; j++)
-    if (r->part[j].msg == msg) return cur_buf(&r->part[j], s);
+    if (r->part[j].msg == msg) return cur_buf(r, &r->part[j], s);
   return -1;
 }
 
-/*
- * Step s of the backward ring. Read-only parts of the next packet are received
- * and this packet's forwarded before the compute. Accumulated parts (dQ for
- * burst, dK and dV for ring) are computed into a fresh partial while the sum
- * the previous holder built arrives; then the two are added and the sum goes
- * on, its send joined only at the end of the next step. So no gradient
- * transfer waits on a compute, and none on the critical path but the last.
- */
-int ring_bwd_step(bs_plan_iter *it, int s) {
+/* The step's compute on the packet from ring position `origin`, into this step's partials. */
+static void packet_compute(bs_plan_iter *it, int s, int origin) {
   ring_bwd *r = &it->rb;
   const bs_plan *p = it->p;
-  int S = r->P * r->M;
-  if (s >= S) return 0;
-  it->step = s;
-  int o = s / r->P, t = s % r->P, dst = -1, src = -1;
-  r->n_pre = 0;
-  if (S > 1) {
-    int inner = (s + 1) % r->P != 0, inner_in = s % r->P != 0;
-    dst = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i + 1)
-                : ring_rank(r->first, r->stride, r->P, r->M, r->a + 1, r->i);
-    src = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
-                : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
-    /* The running sums of this packet, sent by its previous holder at the end
-     * of its step s - 1 (the tag carries that step); posted first, as they were sent. */
-    if (s > 0) {
-      int from = inner_in ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
-                          : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
-      it->step = s - 1;
-      for (int j = 0; j < r->nparts; j++)
-        if (r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_recv(it, from, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
-      it->step = s;
-    }
-    if (s < S - 1) {
-      for (int j = 0; j < r->nparts; j++)
-        if (!r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_recv(it, src, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
-      for (int j = 0; j < r->nparts; j++)
-        if (!r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(&r->part[j], s), 0), r->part[j].bytes);
-    }
-    /* Partials are reused every other step: clear the one about to be accumulated into. */
-    if (s >= 2)
-      for (int j = 0; j < r->nparts; j++)
-        if (r->part[j].acc) {
-          bs_compute *z = plan_compute(it, BS_K_ELEMWISE);
-          z->ew = BS_EW_ZERO;
-          z->elems = r->part[j].bytes / 4;
-          z->out[0] = R(cur_buf(&r->part[j], s), 0);
-        }
-  }
-  int origin = md(r->a - o, r->M) * r->P + md(r->i - t + o, r->P);
   bs_shard ts = r->tmpl;
   ts.part = origin;
   attn_bufs b;
@@ -222,19 +190,80 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
     b.scores = r->scores;
     plan_emit_attn(it, 1, r->unfused, r->hq, r->hkv, &r->my, 0, &ts, &b, init);
   }
+}
+
+/* ELEMWISE ops on fp32 buffers: dst = 0, or dst += src. */
+static void ew_zero(bs_plan_iter *it, int32_t dst, int64_t bytes) {
+  bs_compute *z = plan_compute(it, BS_K_ELEMWISE);
+  z->ew = BS_EW_ZERO;
+  z->elems = bytes / 4;
+  z->out[0] = R(dst, 0);
+}
+static void ew_add(bs_plan_iter *it, int32_t dst, int32_t src, int64_t bytes) {
+  bs_compute *c = plan_compute(it, BS_K_ELEMWISE);
+  c->ew = BS_EW_ADD;
+  c->elems = bytes / 4;
+  c->in[0] = R(src, 0);
+  c->out[0] = R(dst, 0);
+}
+
+static int ring_bwd_step_double(bs_plan_iter *it, int s);
+
+/*
+ * Step s of the backward ring. Read-only parts of the next packet are received
+ * and this packet's forwarded before the compute. Accumulated parts (dQ for
+ * burst, dK and dV for ring) are computed into a fresh partial while the sum
+ * the previous holder built arrives; then the two are added and the sum goes
+ * on, its send joined only at the end of the next step. So no gradient
+ * transfer waits on a compute, and none on the critical path but the last.
+ */
+int ring_bwd_step(bs_plan_iter *it, int s) {
+  ring_bwd *r = &it->rb;
+  int S = r->P * r->M;
+  if (s >= S) return 0;
+  if (dbl(r)) return ring_bwd_step_double(it, s);
+  it->step = s;
+  int o = s / r->P, t = s % r->P, dst = -1, src = -1;
+  r->n_pre = 0;
+  if (S > 1) {
+    int inner = (s + 1) % r->P != 0, inner_in = s % r->P != 0;
+    dst = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i + 1)
+                : ring_rank(r->first, r->stride, r->P, r->M, r->a + 1, r->i);
+    src = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
+                : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
+    /* The running sums of this packet, sent by its previous holder at the end
+     * of its step s - 1 (the tag carries that step); posted first, as they were sent. */
+    if (s > 0) {
+      int from = inner_in ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
+                          : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
+      it->step = s - 1;
+      for (int j = 0; j < r->nparts; j++)
+        if (r->part[j].acc)
+          r->h_pre[r->n_pre++] = plan_recv(it, from, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
+      it->step = s;
+    }
+    if (s < S - 1) {
+      for (int j = 0; j < r->nparts; j++)
+        if (!r->part[j].acc)
+          r->h_pre[r->n_pre++] = plan_recv(it, src, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
+      for (int j = 0; j < r->nparts; j++)
+        if (!r->part[j].acc)
+          r->h_pre[r->n_pre++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+    }
+    /* Partials are reused every other step: clear the one about to be accumulated into. */
+    if (s >= 2)
+      for (int j = 0; j < r->nparts; j++)
+        if (r->part[j].acc) ew_zero(it, cur_buf(r, &r->part[j], s), r->part[j].bytes);
+  }
+  int origin = md(r->a - o, r->M) * r->P + md(r->i - t + o, r->P);
+  packet_compute(it, s, origin);
   if (S == 1) return 1;
   /* Join the received sums (and the read-only traffic), add them to the partials. */
   plan_wait(it, r->h_pre, r->n_pre);
   r->n_pre = 0;
   if (s > 0)
     for (int j = 0; j < r->nparts; j++)
-      if (r->part[j].acc) {
-        bs_compute *c = plan_compute(it, BS_K_ELEMWISE);
-        c->ew = BS_EW_ADD;
-        c->elems = r->part[j].bytes / 4;
-        c->in[0] = R(r->part[j].rin, 0);
-        c->out[0] = R(cur_buf(&r->part[j], s), 0);
-      }
+      if (r->part[j].acc) ew_add(it, cur_buf(r, &r->part[j], s), r->part[j].rin, r->part[j].bytes);
   /* The previous step's sums have left by now or must before their buffer is reused. */
   int32_t h_prev[PKT_MAX];
   int n_prev = r->n_acc;
@@ -243,7 +272,7 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
   if (s < S - 1) {
     for (int j = 0; j < r->nparts; j++)
       if (r->part[j].acc)
-        r->h_acc[r->n_acc++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(&r->part[j], s), 0), r->part[j].bytes);
+        r->h_acc[r->n_acc++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
     if (n_prev) plan_wait(it, h_prev, n_prev);
   } else {
     /* Last step: the sums are final; each goes home to the owner of its packet. */
@@ -252,13 +281,143 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
     for (int j = 0; j < r->nparts; j++) {
       pkt_part *pp = &r->part[j];
       if (!pp->acc) continue;
-      r->h_pre[r->n_pre++] = plan_send(it, owner, pp->ret_msg, R(cur_buf(pp, s), 0), pp->bytes);
+      r->h_pre[r->n_pre++] = plan_send(it, owner, pp->ret_msg, R(cur_buf(r, pp, s), 0), pp->bytes);
       r->h_pre[r->n_pre++] = plan_recv(it, holder, pp->ret_msg, R(pp->ret_buf, 0), pp->bytes);
     }
     for (int j = 0; j < n_prev; j++) r->h_pre[r->n_pre++] = h_prev[j];
     plan_wait(it, r->h_pre, r->n_pre);
     r->n_pre = 0;
   }
+  return 1;
+}
+
+/*
+ * Step s of the double-ring backward (M nodes of P ranks), laid out like the
+ * forward: round o works on the packets of node a - o, each visiting the node's
+ * P ranks in inner-ring order while its gradient sum runs along with it. The
+ * round's first packet came over the outer ring during the previous round
+ * (sent at its step 1), so inner and outer links are busy at once. The previous
+ * node's sum for a packet, sent over the outer ring at the end of a round, is
+ * added by the rank that holds that packet in the next round (one step before
+ * that round's end after round 0, at its end later). Round 0 forwards its step-1
+ * packet and later rounds their step-0 packet, which offsets the rotation by
+ * f = 1 from round 1 on: after the last round every sum then sits on its owner's
+ * rail, one node away, so every message of the backward is rail-aligned.
+ */
+static int ring_bwd_step_double(bs_plan_iter *it, int s) {
+  ring_bwd *r = &it->rb;
+  const int P = r->P, M = r->M, o = s / P, t = s % P;
+  const int f = o > 0;                        /* rotation offset of round o */
+  const int fwd_at = o == 0 ? 1 : 0;          /* step of round o whose packet goes to the next node */
+  const int add_at = o == 1 ? P - 2 : P - 1;  /* step of round o that adds the previous node's sum */
+  const int in_prev = ring_rank(r->first, r->stride, P, M, r->a, r->i - 1);
+  const int in_next = ring_rank(r->first, r->stride, P, M, r->a, r->i + 1);
+  const int out_prev = ring_rank(r->first, r->stride, P, M, r->a - 1, r->i);
+  const int out_next = ring_rank(r->first, r->stride, P, M, r->a + 1, r->i);
+  it->step = s;
+  r->n_pre = 0;
+  /* Messages between two ranks are matched in the order sent, so receives are
+   * posted in that order: the previous node's sums (end of its round), then the
+   * next round's first packet. */
+  if (t == 0 && o > 0) {
+    it->step = s - 1;
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc)
+        r->h_osum_in[r->n_osum_in++] = plan_recv(it, out_prev, r->part[j].msg, R(r->part[j].rout, 0), r->part[j].bytes);
+    it->step = s;
+  }
+  if (t == fwd_at && o < M - 1) {
+    for (int j = 0; j < r->nparts; j++)
+      if (!r->part[j].acc)
+        r->h_oro[r->n_oro++] = plan_recv(it, out_prev, r->part[j].msg, R(r->part[j].orb[o % 2], 0), r->part[j].bytes);
+    for (int j = 0; j < r->nparts; j++) {
+      pkt_part *pp = &r->part[j];
+      if (pp->acc) continue;
+      int32_t src = cur_buf(r, pp, s);
+      if (o == 0) {
+        /* Round 0 forwards an inner receive buffer, which the next inner step
+         * overwrites: send a copy, from the outer buffer round 1 fills later. */
+        bs_compute *c = plan_compute(it, BS_K_COPY);
+        c->elems = pp->bytes;
+        c->in[0] = R(src, 0);
+        c->out[0] = R(pp->orb[1], 0);
+        src = pp->orb[1];
+      }
+      r->h_oro[r->n_oro++] = plan_send(it, out_next, pp->msg, R(src, 0), pp->bytes);
+    }
+  }
+  if (t > 0) {
+    it->step = s - 1;
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc)
+        r->h_pre[r->n_pre++] = plan_recv(it, in_prev, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
+    it->step = s;
+  }
+  if (t < P - 1) {
+    for (int j = 0; j < r->nparts; j++)
+      if (!r->part[j].acc)
+        r->h_pre[r->n_pre++] = plan_recv(it, in_prev, r->part[j].msg, R(r->part[j].rb[t % 2], 0), r->part[j].bytes);
+    for (int j = 0; j < r->nparts; j++)
+      if (!r->part[j].acc)
+        r->h_pre[r->n_pre++] = plan_send(it, in_next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+  }
+  if (s >= 2)
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc) ew_zero(it, cur_buf(r, &r->part[j], s), r->part[j].bytes);
+  packet_compute(it, s, md(r->a - o, M) * P + md(r->i - t - f, P));
+  plan_wait(it, r->h_pre, r->n_pre);
+  r->n_pre = 0;
+  if (t > 0)
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc) ew_add(it, cur_buf(r, &r->part[j], s), r->part[j].rin, r->part[j].bytes);
+  if (t == add_at && r->n_osum_in) {
+    plan_wait(it, r->h_osum_in, r->n_osum_in);
+    r->n_osum_in = 0;
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc) ew_add(it, cur_buf(r, &r->part[j], s), r->part[j].rout, r->part[j].bytes);
+  }
+  int32_t h_prev[PKT_MAX];
+  int n_prev = r->n_acc;
+  memcpy(h_prev, r->h_acc, sizeof h_prev);
+  r->n_acc = 0;
+  if (t < P - 1) {
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc)
+        r->h_acc[r->n_acc++] = plan_send(it, in_next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+    if (n_prev) plan_wait(it, h_prev, n_prev);
+    return 1;
+  }
+  /* Last step of the round: this packet's sum covers every node so far. */
+  if (n_prev) plan_wait(it, h_prev, n_prev);
+  if (r->n_oro) { /* the next round's first packet */
+    plan_wait(it, r->h_oro, r->n_oro);
+    r->n_oro = 0;
+  }
+  if (r->n_osum_out) { /* the out buffer is free again (its send had a whole round) */
+    plan_wait(it, r->h_osum_out, r->n_osum_out);
+    r->n_osum_out = 0;
+  }
+  if (o < M - 1) {
+    for (int j = 0; j < r->nparts; j++) {
+      pkt_part *pp = &r->part[j];
+      if (!pp->acc) continue;
+      bs_compute *c = plan_compute(it, BS_K_COPY);
+      c->elems = pp->bytes;
+      c->in[0] = R(cur_buf(r, pp, s), 0);
+      c->out[0] = R(pp->sout, 0);
+      r->h_osum_out[r->n_osum_out++] = plan_send(it, out_next, pp->msg, R(pp->sout, 0), pp->bytes);
+    }
+    return 1;
+  }
+  /* Last round: the sum is final and belongs to the next node on this rail; ours comes from the previous. */
+  for (int j = 0; j < r->nparts; j++) {
+    pkt_part *pp = &r->part[j];
+    if (!pp->acc) continue;
+    r->h_pre[r->n_pre++] = plan_send(it, out_next, pp->ret_msg, R(cur_buf(r, pp, s), 0), pp->bytes);
+    r->h_pre[r->n_pre++] = plan_recv(it, out_prev, pp->ret_msg, R(pp->ret_buf, 0), pp->bytes);
+  }
+  plan_wait(it, r->h_pre, r->n_pre);
+  r->n_pre = 0;
   return 1;
 }
 
@@ -270,6 +429,10 @@ void ring_bwd_end(bs_plan_iter *it) {
     plan_free(it, pp->rb[0]);
     plan_free(it, pp->rb[1]);
     plan_free(it, pp->rin);
+    plan_free(it, pp->orb[0]);
+    plan_free(it, pp->orb[1]);
+    plan_free(it, pp->rout);
+    plan_free(it, pp->sout);
   }
   r->active = 0;
 }

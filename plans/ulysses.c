@@ -231,11 +231,11 @@ int plan_gen_ulysses(bs_plan_iter *it) {
     rb->dq = it->buf[DQH]; rb->o = -1; rb->scores = -1; rb->tmp_delta = -1;
     int64_t kvb = p->B * hkv * Ng * p->d;
     pkt_part parts[4] = {
-        {.msg = MSG_K, .local = it->buf[KH], .rb = {-1, -1}, .rin = -1, .bytes = kvb * p->es, .acc = 0, .ret_buf = -1},
-        {.msg = MSG_V, .local = it->buf[VH], .rb = {-1, -1}, .rin = -1, .bytes = kvb * p->es, .acc = 0, .ret_buf = -1},
-        {.msg = MSG_DK, .local = -1, .rb = {-1, -1}, .rin = -1, .bytes = kvb * 4, .acc = 1, .ret_buf = it->buf[DKH],
+        {.msg = MSG_K, .local = it->buf[KH], .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1, .bytes = kvb * p->es, .acc = 0, .ret_buf = -1},
+        {.msg = MSG_V, .local = it->buf[VH], .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1, .bytes = kvb * p->es, .acc = 0, .ret_buf = -1},
+        {.msg = MSG_DK, .local = -1, .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1, .bytes = kvb * 4, .acc = 1, .ret_buf = it->buf[DKH],
          .ret_msg = MSG_RET_DK},
-        {.msg = MSG_DV, .local = -1, .rb = {-1, -1}, .rin = -1, .bytes = kvb * 4, .acc = 1, .ret_buf = it->buf[DVH],
+        {.msg = MSG_DV, .local = -1, .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1, .bytes = kvb * 4, .acc = 1, .ret_buf = it->buf[DVH],
          .ret_msg = MSG_RET_DV}};
     memcpy(rb->part, parts, sizeof parts);
     rb->nparts = 4;
