@@ -360,15 +360,9 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
     return;
   }
 
-  /* Pack each sub-block of 16 queries transposed and scaled; padding lanes are 0. */
-  memset(w.qp, 0, (size_t)nsb * d * QB * sizeof(float));
+  /* Pack each sub-block of 16 queries transposed and scaled (w.st: scratch for a row). */
+  attn_pack_lanes(p, q, qoff, ni, QB, qscale, w.qp, w.st);
   memset(w.ot, 0, (size_t)nsb * d * QB * sizeof(float));
-  for (int64_t i = 0; i < ni; i++) {
-    float *dst = w.qp + (i / QB) * d * QB + (i % QB);
-    float *row = w.st; /* scratch for one converted row */
-    attn_load_f32(row, q, p->dtype, qoff + (size_t)i * d, (size_t)d);
-    for (int c = 0; c < d; c++) dst[c * QB] = row[c] * qscale;
-  }
   for (int64_t e = 0; e < nsb * QB; e++) {
     w.m[e] = -INFINITY;
     w.l[e] = 0.0f;
@@ -397,28 +391,12 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
        * the top of the next step does not wait on memory. */
       if (p->dtype == ATTN_FP32 && jt + t.tk < j0 + nj) {
         int64_t nn = j0 + nj - jt - t.tk < t.tk ? j0 + nj - jt - t.tk : t.tk;
-        size_t bytes = (size_t)nn * d * sizeof(float), share = (bytes + nsb - 1) / nsb;
-        const char *kn = (const char *)((const float *)k + (kbase + jt + t.tk) * d);
-        const char *vn = (const char *)((const float *)v + (kbase + jt + t.tk) * d);
-        for (size_t off = (size_t)sb * share; off < bytes && off < (size_t)(sb + 1) * share; off += 64) {
-          _mm_prefetch(kn + off, _MM_HINT_T1);
-          _mm_prefetch(vn + off, _MM_HINT_T1);
-        }
+        attn_prefetch_share((const float *)k + (kbase + jt + t.tk) * d, (const float *)v + (kbase + jt + t.tk) * d,
+                            nn, d, sb, nsb);
       }
     }
   }
-  for (int64_t i = 0; i < ni; i++) {
-    const float *ot = w.ot + (i / QB) * d * QB + (i % QB);
-    float l = w.l[i], *orow = o_part + i * d;
-    if (l > 0.0f) {
-      float inv = 1.0f / l;
-      for (int c = 0; c < d; c++) orow[c] = ot[c * QB] * inv;
-      lse_part[i] = (w.m[i] + log2f(l)) * ATTN_LN2;
-    } else {
-      memset(orow, 0, (size_t)d * sizeof(float));
-      lse_part[i] = -INFINITY;
-    }
-  }
+  attn_unpack_lanes(d, ni, QB, w.ot, w.m, w.l, o_part, lse_part);
 }
 
 /* GQA decode: the Nq rows of every query head of kv head (b, hkv), K/V read once. */

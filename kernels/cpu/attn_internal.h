@@ -98,6 +98,53 @@ static inline void attn_load_f32(float *dst, const void *src, attn_dtype dt, siz
   }
 }
 
+/*
+ * Lane-layout helpers shared by the vector forward kernels (attn_avx2.c with 16
+ * query lanes, attn_avx512.c with 32): queries of a sub-block are held
+ * transposed, qp[sub-block][c][lane], and so is the running output.
+ */
+
+/* Packs rows 0..ni of q (from element qoff) transposed and scaled into qp, lb lanes per
+ * sub-block; padding lanes stay 0. row: scratch of d floats. */
+static inline void attn_pack_lanes(const attn_params *p, const void *q, size_t qoff, int64_t ni, int lb,
+                                   float qscale, float *qp, float *row) {
+  const int d = p->d;
+  int64_t nsb = (ni + lb - 1) / lb;
+  memset(qp, 0, (size_t)nsb * d * lb * sizeof(float));
+  for (int64_t i = 0; i < ni; i++) {
+    float *dst = qp + (i / lb) * d * lb + (i % lb);
+    attn_load_f32(row, q, p->dtype, qoff + (size_t)i * d, (size_t)d);
+    for (int c = 0; c < d; c++) dst[c * lb] = row[c] * qscale;
+  }
+}
+
+/* Writes the finished rows: o = O^T / l (lanes back to rows), lse = (m + log2 l) ln 2, and
+ * -inf with O = 0 for rows that saw no visible key. */
+static inline void attn_unpack_lanes(int d, int64_t ni, int lb, const float *ot, const float *m, const float *l,
+                                     float *o_part, float *lse_part) {
+  for (int64_t i = 0; i < ni; i++) {
+    const float *oi = ot + (i / lb) * d * lb + (i % lb);
+    float *orow = o_part + i * d;
+    if (l[i] > 0.0f) {
+      float inv = 1.0f / l[i];
+      for (int c = 0; c < d; c++) orow[c] = oi[c * lb] * inv;
+      lse_part[i] = (m[i] + log2f(l[i])) * ATTN_LN2;
+    } else {
+      memset(orow, 0, (size_t)d * sizeof(float));
+      lse_part[i] = -INFINITY;
+    }
+  }
+}
+
+/* Sub-block sb of nsb pulls its share of the next nn-row K and V tiles (at kn, vn) towards L2. */
+static inline void attn_prefetch_share(const float *kn, const float *vn, int64_t nn, int d, int64_t sb, int64_t nsb) {
+  size_t bytes = (size_t)nn * d * sizeof(float), share = (bytes + nsb - 1) / nsb;
+  for (size_t off = (size_t)sb * share; off < bytes && off < (size_t)(sb + 1) * share; off += 64) {
+    __builtin_prefetch((const char *)kn + off, 0, 2);
+    __builtin_prefetch((const char *)vn + off, 0, 2);
+  }
+}
+
 /* Threads to use for p (0 = the OpenMP default, i.e. all cores). */
 int attn_threads(const attn_params *p);
 
