@@ -7,7 +7,8 @@ set grid
 set logscale x 2
 set logscale y
 set key outside right top
-set format x "%.0s%c"
+set format y "%g"
+set xtics ("4K" 4096, "8K" 8192, "16K" 16384, "32K" 32768, "64K" 65536, "128K" 131072, "256K" 262144)
 f(p, h, g, l) = sprintf("%s/%s-h%d-g%d-%s.dat", d, p, h, g, l)
 fit(y, oom) = oom > 0 ? 1/0 : y
 over(y, oom) = oom > 0 ? y : 1/0
@@ -30,6 +31,7 @@ plot f('prefill',32,8,'tp-v1') u 1:3 w lp lc 1 pt 7 t "tp v1", f('prefill',32,8,
      f('prefill',32,8,'ring-li2021') u 1:3 w lp lc 3 pt 7 t "ring-li2021", f('prefill',32,8,'burst-laooff') u 1:3 w lp lc 4 pt 7 t "burst, lao off", \
      f('prefill',32,8,'burst') u 1:3 w lp lc 7 pt 7 t "burst", cap w l lc 0 dt 3 t "capacity"
 
+set xrange [24576:174763]
 T(g, l, c, t, dash) = sprintf("f('train',32,%d,'%s') u 1:(fit($2,$4)) w lp lc %d dt %d pt 7 t '%s', f('train',32,%d,'%s') u 1:(over($2,$4)) w p lc %d pt 2 ps 2 notitle", g, l, c, dash, t, g, l, c)
 set output o."/train.png"
 set title "Training step, LLaMA-2-7B, fp16, A100 40 GB PCIe nodes (x: does not fit)"

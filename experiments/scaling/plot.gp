@@ -5,6 +5,7 @@ set terminal pngcairo size 900,520 noenhanced
 set grid
 set logscale x 2
 set key outside right top
+set format y "%g"
 f(t, m, l, r, n) = sprintf("%s/%s-%s-%s-%s-%s.dat", d, t, m, l, r, n)
 s(t, m, l, g) = sprintf("%s/seq-%s-%s-%s-%d.dat", d, t, m, l, g)
 
@@ -23,6 +24,7 @@ plot f("a100","burst","zigzag","auto","1M") u 1:2 w lp lc 1 pt 7 t "burst A100",
      f("h100","usp","contiguous","auto","1M") u 1:2 w lp lc 3 dt 2 pt 6 t "usp H100"
 
 set output o."/seq.png"
+set xtics ("128K" 131072, "256K" 262144, "512K" 524288, "1M" 1048576, "2M" 2097152, "4M" 4194304)
 set title "Train step at 32 GPUs (DGX A100) by sequence length"
 set xlabel "tokens"
 set ylabel "step time (s)"
@@ -34,6 +36,7 @@ plot s("a100","burst","zigzag",32) u 1:2 w lp lc 1 pt 7 t "burst", \
 unset logscale y
 
 set output o."/exposed.png"
+set xtics auto
 set title "Exposed communication, 1M tokens, causal"
 set xlabel "GPUs"
 set ylabel "exposed communication (% of step)"
@@ -60,6 +63,7 @@ plot f("a100","burst","zigzag","auto","1M") u 1:4 w lp lc 1 pt 7 t "burst intra-
 unset logscale y
 
 set output o."/memory.png"
+set xtics ("128K" 131072, "256K" 262144, "512K" 524288, "1M" 1048576, "2M" 2097152, "4M" 4194304)
 set title "Peak memory per GPU at 32 GPUs (DGX A100, attention layer only)"
 set xlabel "tokens"
 set ylabel "GiB"
@@ -73,6 +77,7 @@ plot s("a100","burst","zigzag",32) u 1:3 w lp lc 1 pt 7 t "burst", \
 unset logscale y
 
 set output o."/double_ring.png"
+set xtics auto
 set title "Double ring on vs off, 1M tokens, causal zigzag (DGX A100)"
 set xlabel "GPUs"
 set ylabel "step time (s)"

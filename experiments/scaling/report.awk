@@ -73,13 +73,13 @@ END {
   print ""
   print "![step time vs tokens at 32 GPUs](seq.png)"
   print ""
-  a = key("a100", "burst", 32, n128); z = key("a100", "burst", 32, n4)
+  k128 = key("a100", "burst", 32, n128); z = key("a100", "burst", 32, n4)
   printf "At 32 DGX A100 GPUs burst's step grows from %s at 128K tokens to %s at 4M, %sx for 32x the tokens (the attention FLOPs grow 1024x). ",
-    st(a), st(z), ok(a) && ok(z) ? sprintf("%.0f", S[z] / S[a]) : "n/a"
+    st(k128), st(z), ok(k128) && ok(z) ? sprintf("%.0f", S[z] / S[k128]) : "n/a"
   printf "At 4M tokens the fastest is %s; ring / burst is %s at 128K and %s at 4M, ulysses / burst %s and %s, tp / burst %s and %s.\n",
-    fastest("a100", 32, n4), ratio(S[key("a100", "ring", 32, n128)], S[a]), ratio(S[key("a100", "ring", 32, n4)], S[z]),
-    ratio(S[key("a100", "ulysses", 32, n128)], S[a]), ratio(S[key("a100", "ulysses", 32, n4)], S[z]),
-    ratio(S[key("a100", "tp", 32, n128)], S[a]), ratio(S[key("a100", "tp", 32, n4)], S[z])
+    fastest("a100", 32, n4), ratio(S[key("a100", "ring", 32, n128)], S[k128]), ratio(S[key("a100", "ring", 32, n4)], S[z]),
+    ratio(S[key("a100", "ulysses", 32, n128)], S[k128]), ratio(S[key("a100", "ulysses", 32, n4)], S[z]),
+    ratio(S[key("a100", "tp", 32, n128)], S[k128]), ratio(S[key("a100", "tp", 32, n4)], S[z])
   print ""
 
   print "## Exposed communication"

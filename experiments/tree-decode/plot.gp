@@ -18,6 +18,7 @@ plot f(8,"tree","32K") u 1:2 w lp lc 1 pt 7 t "tree 32K", f(8,"ring","32K") u 1:
      f(8,"tree","5M") u 1:2 w lp lc 3 pt 7 t "tree 5M", f(8,"ring","5M") u 1:2 w lp lc 3 dt 2 pt 6 t "ring 5M"
 
 set output o."/latency_seq.png"
+set xtics ("32K" 32768, "128K" 131072, "512K" 524288, "1M" 1048576, "2M" 2097152, "5M" 5242880)
 set title "Decode step by KV length (LLaMA-3.1-8B attention layer, DGX H100)"
 set xlabel "tokens of KV cache"
 plot s(8,"tree",8) u 1:2 w lp lc 1 pt 7 t "tree 8 GPUs", s(8,"ring",8) u 1:2 w lp lc 1 dt 2 pt 6 t "ring 8 GPUs", \
@@ -25,6 +26,7 @@ plot s(8,"tree",8) u 1:2 w lp lc 1 pt 7 t "tree 8 GPUs", s(8,"ring",8) u 1:2 w l
      s(8,"tree",1024) u 1:2 w lp lc 3 pt 7 t "tree 1024 GPUs", s(8,"ring",1024) u 1:2 w lp lc 3 dt 2 pt 6 t "ring 1024 GPUs"
 
 set output o."/bytes.png"
+set xtics auto
 set title "Bytes sent per rank, decode (LLaMA-3.1-8B attention layer)"
 set xlabel "GPUs"
 set ylabel "MiB per rank"
@@ -32,6 +34,7 @@ plot f(8,"tree","32K") u 1:($6*1024) w lp lc 1 pt 7 t "tree 32K", f(8,"tree","5M
      f(8,"ring","32K") u 1:($6*1024) w lp lc 1 dt 2 pt 6 t "ring 32K", f(8,"ring","5M") u 1:($6*1024) w lp lc 3 dt 2 pt 6 t "ring 5M"
 
 set output o."/memory.png"
+set xtics ("32K" 32768, "128K" 131072, "512K" 524288, "1M" 1048576, "2M" 2097152, "5M" 5242880)
 set title "Peak memory per GPU, decode, 8 GPUs (one attention layer)"
 set xlabel "tokens of KV cache"
 set ylabel "GiB"

@@ -2,9 +2,9 @@
 # is looked up in the simulated points. Needs lib/fmt.awk.
 # Usage: awk -F'\t' -f lib/fmt.awk -f report.awk points.tsv > report.md
 {
-  k = $25 SUBSEP $2 SUBSEP $3 SUBSEP $4
+  k = $29 SUBSEP $2 SUBSEP $3 SUBSEP $4
   ST[k] = $27; S[k] = $9; BY[k] = $15 + $16; BE[k] = $16; PK[k] = $17; ERR[k] = $28
-  G[$3] = 1; N[$4] = 1; KV[$25] = 1
+  G[$3] = 1; N[$4] = 1; KV[$29] = 1
 }
 function ok(k) { return (k in ST) && ST[k] != "error" }
 function st(k) { return ok(k) ? tm(S[k]) : (k in ST ? "error" : "n/a") }

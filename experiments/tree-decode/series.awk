@@ -3,7 +3,7 @@
 # (tokens step peak). Invalid points are skipped (report.md lists them).
 # Usage: awk -F'\t' -v d=DIR -f lib/fmt.awk -f series.awk points.tsv
 $27 != "error" {
-  m = "kv" $25 "-" $2
+  m = "kv" $29 "-" $2
   f = d "/" m "-" tok($4) ".dat"
   print $3, $9, $15, $16, $17, $15 + $16 >> f
   close(f)
