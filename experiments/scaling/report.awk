@@ -188,6 +188,30 @@ END {
   printf "Zigzag and striped give every rank the same work per step; what remains between them is the kernels' efficiency on their block shapes.\n"
   print ""
 
+  print "## The whole model at 32 GPUs: does it fit?"
+  print ""
+  print "LLaMA-2-7B trained at model scope (32 layers, embedding, LM head, Adam) on 32 DGX A100 GPUs: burst and"
+  print "ring (zigzag), ulysses and usp with ZeRO-3 over the 32 GPUs, tp v1 over all 32 (no data-parallel group"
+  print "left for ZeRO). Peak memory counts weights, gradients, optimizer states, every layer's saved"
+  print "activations, communication buffers and workspaces."
+  print ""
+  print "| method | tokens | step | exposed | peak GiB | status |"
+  print "|---|---:|---:|---:|---:|---|"
+  for (i = 1; i <= nrow; i++) {
+    split(row[i], a, "\t")
+    if (a[1] != "fit") continue
+    if (a[27] == "error") { printf "| %s | %s | | | | error: %s |\n", a[2], tok(a[4]), a[28]; continue }
+    printf "| %s | %s | %s | %.1f %% | %.2f | %s |\n", a[2] (a[2] == "tp" ? " " a[20] : ""), tok(a[4]), tm(a[9]), a[14], a[17], a[27]
+    if (a[27] == "ok" && a[4] > FITMAX[a[2]]) FITMAX[a[2]] = a[4]
+    FITM[a[2]] = 1
+  }
+  print ""
+  printf "The longest sequence whose predicted peak fits in %.2f GiB:", CAP["a100"]
+  sep = " "
+  for (i = 1; i <= 5; i++) if (M[i] in FITM) { printf "%s%s %s", sep, M[i], FITMAX[M[i]] ? tok(FITMAX[M[i]]) : "none of the sweep"; sep = ", " }
+  print "."
+  print ""
+
   print "## All points"
   print ""
   table("a100", "DGX A100 (a100-sxm4-80gb)")

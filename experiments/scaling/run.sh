@@ -1,7 +1,7 @@
 #!/bin/sh
 # scaling: simulates burst, ring, ulysses, usp and tp training one LLaMA-2-7B attention layer at
 # 32..1024 GPUs of DGX A100 and DGX H100, 128K..4M tokens, plus the double-ring and causal-layout
-# sweeps; splits the points into gnuplot series, plots them and writes report.md from the data.
+# sweeps and the whole model at 32 GPUs (does it fit); splits the points into gnuplot series, plots them and writes report.md from the data.
 # Usage: run.sh BURSTSIM OUTDIR
 set -eu
 BURSTSIM=$1
@@ -26,12 +26,15 @@ sweep h100-ring "$HERE/ring-family.ini" $H100
 sweep h100-heads "$HERE/head-split.ini" $H100
 sweep dring "$HERE/double-ring.ini"
 sweep layouts "$HERE/layouts.ini"
+sweep fit-ring "$HERE/fit-ring.ini"
+sweep fit-heads "$HERE/fit-heads.ini"
 
 {
   awk -v tag=a100 -f "$LIB/rows.awk" "$OUT/a100-ring.csv" "$OUT/a100-heads.csv"
   awk -v tag=h100 -f "$LIB/rows.awk" "$OUT/h100-ring.csv" "$OUT/h100-heads.csv"
   awk -v tag=dring -f "$LIB/rows.awk" "$OUT/dring.csv"
   awk -v tag=layouts -f "$LIB/rows.awk" "$OUT/layouts.csv"
+  awk -v tag=fit -f "$LIB/rows.awk" "$OUT/fit-ring.csv" "$OUT/fit-heads.csv"
 } > "$OUT/points.tsv"
 
 # gnuplot series (series.awk says which files); valid points only.
