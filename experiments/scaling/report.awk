@@ -86,9 +86,9 @@ END {
   print ""
   print "![exposed communication](exposed.png)"
   print ""
-  printf "Exposed communication is the part of the step the GPU waits for messages. At 1M tokens burst's share goes from %.1f %% at 32 DGX A100 GPUs to %.1f %% at 1024, ring's from %.1f %% to %.1f %%, usp's from %.1f %% to %.1f %%. ",
+  printf "Exposed communication is the time a GPU sits blocked in a wait (messages, collectives, or a slower peer), the largest over the ranks. At 1M tokens burst's share goes from %.1f %% at 32 DGX A100 GPUs to %.1f %% at 1024, ring's from %.1f %% to %.1f %%, usp's from %.1f %% to %.1f %%. ",
     X[key("a100", "burst", 32, n1)], X[b], X[key("a100", "ring", 32, n1)], X[r], X[key("a100", "usp", 32, n1)], X[u]
-  printf "On DGX H100 (3.2x the dense BF16 FLOP/s, 2x the NIC bandwidth) the same points expose %.1f %% to %.1f %% (burst) and %.1f %% to %.1f %% (ring).",
+  printf "On DGX H100 (989 against 312 dense BF16 TFLOP/s, NDR 400 against HDR 200 Gb/s NICs: ANCHORS.md) the same points expose %.1f %% to %.1f %% (burst) and %.1f %% to %.1f %% (ring).",
     X[key("h100", "burst", 32, n1)], X[hb], X[key("h100", "ring", 32, n1)], X[key("h100", "ring", 1024, n1)]
   first = 0
   for (g = 32; g <= 1024; g *= 2) if (!first && ok(key("a100", "burst", g, n1)) && X[key("a100", "burst", g, n1)] > 10) first = g
@@ -103,8 +103,9 @@ END {
   printf "At 1M tokens and 1024 GPUs a burst rank sends %.2f GiB over NVLink and %.2f GiB over its NIC, a ring rank %.2f and %.2f, a usp rank %.2f and %.2f. ",
     BI[b], BE[b], BI[r], BE[r], BI[u], BE[u]
   if (BI[r] + BE[r] > 0) printf "Burst's total is %s against ring's (its backward rings Q, dQ, dO and D instead of K, V, dK, dV). ", pc(BI[b] + BE[b], BI[r] + BE[r])
-  printf "Ring-family bytes per rank fall as 1/G (each rank's shard shrinks), while usp's all-to-all stays inside the node: %.2f GiB intra-node at 32 GPUs, %.2f at 1024.\n",
-    BI[key("a100", "usp", 32, n1)], BI[u]
+  b32 = key("a100", "burst", 32, n1); u32 = key("a100", "usp", 32, n1)
+  printf "From 32 to 1024 GPUs a burst rank's bytes go from %.2f to %.2f GiB (every rank still sees every other rank's shard once per pass) and its inter-node share from %.2f to %.2f GiB; a usp rank's from %.2f to %.2f GiB, of which %.2f GiB stays inside the node at 1024.\n",
+    BI[b32] + BE[b32], BI[b] + BE[b], BE[b32], BE[b], BI[u32] + BE[u32], BI[u] + BE[u], BI[u]
   print ""
 
   print "## Peak memory, and where methods stop fitting"
@@ -160,7 +161,7 @@ END {
   of = "dring" SUBSEP "burst" SUBSEP "zigzag" SUBSEP "off" SUBSEP 1024 SUBSEP n1
   ron = "dring" SUBSEP "ring" SUBSEP "zigzag" SUBSEP "on" SUBSEP 1024 SUBSEP n1
   rof = "dring" SUBSEP "ring" SUBSEP "zigzag" SUBSEP "off" SUBSEP 1024 SUBSEP n1
-  printf "With one ring over all GPUs only one NIC per node carries the inter-node step at a time; the double ring keeps the K,V (and backward) traffic of the node's eight GPUs on eight rails at once. "
+  printf "With one ring over all GPUs each ring step leaves a node through one NIC (the last GPU's), and that slower hop sets the step's pace; the double ring runs an inner ring over NVLink and an outer ring on all eight NICs at once. "
   printf "At 1024 GPUs and 1M tokens burst's step is %s with the double ring and %s without (%s), ring's %s and %s (%s).\n",
     st(on), st(of), pc(S[of], S[on]), st(ron), st(rof), pc(S[rof], S[ron])
   print ""
@@ -183,9 +184,9 @@ END {
   c = "layouts" SUBSEP "burst" SUBSEP "contiguous" SUBSEP "auto" SUBSEP gl SUBSEP n1
   zz = "layouts" SUBSEP "burst" SUBSEP "zigzag" SUBSEP "auto" SUBSEP gl SUBSEP n1
   sp = "layouts" SUBSEP "burst" SUBSEP "striped" SUBSEP "auto" SUBSEP gl SUBSEP n1
-  printf "With a contiguous causal split every ring step waits for the rank whose block is fully unmasked, so at %d GPUs burst takes %s against %s with zigzag (%sx) and %s with striped (%sx). ",
+  printf "With a contiguous causal split the ranks whose blocks are fully unmasked set the pace of each ring step while the others wait (their waiting counts as exposed time), so at %d GPUs burst takes %s against %s with zigzag (%sx) and %s with striped (%sx). ",
     gl, st(c), st(zz), ratio(S[c], S[zz]), st(sp), ratio(S[sp], S[zz])
-  printf "Zigzag and striped give every rank the same work per step; what remains between them is the kernels' efficiency on their block shapes.\n"
+  printf "Exposed share at %d GPUs: contiguous %.1f %%, zigzag %.1f %%, striped %.1f %%.\n", gl, X[c], X[zz], X[sp]
   print ""
 
   print "## The whole model at 32 GPUs: does it fit?"
