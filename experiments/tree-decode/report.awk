@@ -57,11 +57,12 @@ END {
   print ""
   t = kv SUBSEP "tree" SUBSEP g1 SUBSEP n0; t1 = kv SUBSEP "tree" SUBSEP g1 SUBSEP n1
   r = kv SUBSEP "ring" SUBSEP g1 SUBSEP n0; r1 = kv SUBSEP "ring" SUBSEP g1 SUBSEP n1
-  printf "On %d GPUs tree's step goes from %s at %s to %s at %s (only the local shard grows); ring's from %s to %s. ",
+  printf "On %d GPUs tree's step goes from %s at %s to %s at %s; ring's from %s to %s. ",
     g1, st(t), tok(n0), st(t1), tok(n1), st(r), st(r1)
   r8 = kv SUBSEP "ring" SUBSEP g0 SUBSEP n1
-  printf "Adding GPUs hardly helps ring: at %s tokens it takes %s on %d GPUs and %s on %d, because every rank still receives almost the whole KV cache, one shard per step.\n",
-    tok(n1), st(r8), g0, st(r1), g1
+  t8 = kv SUBSEP "tree" SUBSEP g0 SUBSEP n1
+  printf "From %d to %d GPUs (%dx) at %s tokens ring's step falls %sx (%s to %s) and tree's %sx (%s to %s): a ring rank still receives every other shard, one per step, while a tree rank's shard shrinks and its allreduces stay small.\n",
+    g0, g1, g1 / g0, tok(n1), ok(r8) && ok(r1) ? ratio(S[r8], S[r1]) : "n/a", st(r8), st(r1), ok(t8) && ok(t1) ? ratio(S[t8], S[t1]) : "n/a", st(t8), st(t1)
   print ""
   print "## Bytes per rank"
   print ""
