@@ -9,8 +9,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 LIB=$HERE/../lib
 mkdir -p "$OUT"
 rm -rf "$OUT/dat" && mkdir -p "$OUT/dat"
-"$BURSTSIM" sim "$HERE/scenario.ini" --csv "$OUT/points.csv" > "$OUT/table.txt" 2> "$OUT/sim.log"
-awk -v tag=h100 -f "$LIB/rows.awk" "$OUT/points.csv" > "$OUT/points.tsv"
+"$BURSTSIM" sim "$HERE/scenario.ini" --csv "$OUT/gqa.csv" > "$OUT/gqa.txt" 2> "$OUT/gqa.log"
+"$BURSTSIM" sim "$HERE/kv32.ini" --csv "$OUT/kv32.csv" > "$OUT/kv32.txt" 2> "$OUT/kv32.log"
+awk -v tag=h100 -f "$LIB/rows.awk" "$OUT/gqa.csv" "$OUT/kv32.csv" > "$OUT/points.tsv"
 awk -F'\t' -v d="$OUT/dat" -f "$LIB/fmt.awk" -f "$HERE/series.awk" "$OUT/points.tsv"
 gnuplot -e "d='$OUT/dat'; o='$OUT'" "$HERE/plot.gp"
 awk -F'\t' -f "$LIB/fmt.awk" -f "$HERE/report.awk" "$OUT/points.tsv" > "$OUT/report.md"
