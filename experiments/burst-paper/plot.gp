@@ -8,6 +8,7 @@ set logscale x 2
 set logscale y
 set key outside right top
 set format y "%g"
+set xrange [3400:310000]
 set xtics ("4K" 4096, "8K" 8192, "16K" 16384, "32K" 32768, "64K" 65536, "128K" 131072, "256K" 262144)
 f(p, h, g, l) = sprintf("%s/%s-h%d-g%d-%s.dat", d, p, h, g, l)
 fit(y, oom) = oom > 0 ? 1/0 : y
