@@ -18,6 +18,6 @@ FNR == 1 { next }
   st = e != "" ? "error" : ($32 == 1 ? "OOM" : "ok")
   pct = $21 > 0 ? 100 * $25 / $21 : 0
   print tag, $1, $2, $3, $8, $9, $19, $20, $21, $22, $23, $24, $25, sprintf("%.2f", pct),
-        sprintf("%.4f", $28 / g / gib), sprintf("%.4f", $29 / g / gib), sprintf("%.3f", $30 / gib),
+        sprintf("%.6g", $28 / g / gib), sprintf("%.6g", $29 / g / gib), sprintf("%.6g", $30 / gib),
         sprintf("%.2f", $31 / gib), $32, $13, $10, $14, $5, $6, $16, $7, st, (e == "" ? "-" : e), $17
 }

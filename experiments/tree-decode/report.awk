@@ -8,7 +8,7 @@
 }
 function ok(k) { return (k in ST) && ST[k] != "error" }
 function st(k) { return ok(k) ? tm(S[k]) : (k in ST ? "error" : "n/a") }
-function mib(x) { return sprintf("%.3f", x * 1024) }
+function mib(x) { return x * 1024 >= 1 ? sprintf("%.1f", x * 1024) : sprintf("%.4f", x * 1024) }
 function ratio(a, b) { return b > 0 ? sprintf("%.1f", a / b) : "n/a" }
 function sorted(A, out,   n, i, j, t) {
   n = 0
@@ -61,8 +61,11 @@ END {
     g1, st(t), tok(n0), st(t1), tok(n1), st(r), st(r1)
   r8 = kv SUBSEP "ring" SUBSEP g0 SUBSEP n1
   t8 = kv SUBSEP "tree" SUBSEP g0 SUBSEP n1
-  printf "From %d to %d GPUs (%dx) at %s tokens ring's step falls %sx (%s to %s) and tree's %sx (%s to %s): a ring rank still receives every other shard, one per step, while a tree rank's shard shrinks and its allreduces stay small.\n",
-    g0, g1, g1 / g0, tok(n1), ok(r8) && ok(r1) ? ratio(S[r8], S[r1]) : "n/a", st(r8), st(r1), ok(t8) && ok(t1) ? ratio(S[t8], S[t1]) : "n/a", st(t8), st(t1)
+  printf "From %d to %d GPUs (%dx) at %s tokens ring's step goes from %s to %s (x%s) and tree's from %s to %s (x%s). ",
+    g0, g1, g1 / g0, tok(n1), st(r8), st(r1), ok(r8) && ok(r1) ? sprintf("%.2f", S[r1] / S[r8]) : "n/a", st(t8), st(t1),
+    ok(t8) && ok(t1) ? sprintf("%.2f", S[t1] / S[t8]) : "n/a"
+  printf "A ring rank still receives every other shard, one per step, so more GPUs add steps without cutting its bytes (%s MiB on %d GPUs, %s MiB on %d); tree's %.1f KiB per rank (on %d GPUs) make its step mostly allreduce latency, which grows with the number of ranks.\n",
+    mib(BY[r8]), g0, mib(BY[r1]), g1, BY[t1] * 1048576, g1
   print ""
   print "## Bytes per rank"
   print ""
