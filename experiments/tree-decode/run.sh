@@ -1,0 +1,18 @@
+#!/bin/sh
+# tree-decode: simulates tree and ring decoding (one token, one attention layer) on 8..1024 DGX H100
+# GPUs at 32K..5M tokens, plots latency, bytes and memory with gnuplot and writes report.md.
+# Usage: run.sh BURSTSIM OUTDIR
+set -eu
+BURSTSIM=$1
+OUT=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+LIB=$HERE/../lib
+mkdir -p "$OUT"
+rm -rf "$OUT/dat" && mkdir -p "$OUT/dat"
+"$BURSTSIM" sim "$HERE/scenario.ini" --csv "$OUT/gqa.csv" > "$OUT/gqa.txt" 2> "$OUT/gqa.log"
+"$BURSTSIM" sim "$HERE/kv32.ini" --csv "$OUT/kv32.csv" > "$OUT/kv32.txt" 2> "$OUT/kv32.log"
+awk -v tag=h100 -f "$LIB/rows.awk" "$OUT/gqa.csv" "$OUT/kv32.csv" > "$OUT/points.tsv"
+awk -F'\t' -v d="$OUT/dat" -f "$LIB/fmt.awk" -f "$HERE/series.awk" "$OUT/points.tsv"
+gnuplot -e "d='$OUT/dat'; o='$OUT'" "$HERE/plot.gp"
+awk -F'\t' -f "$LIB/fmt.awk" -f "$HERE/report.awk" "$OUT/points.tsv" > "$OUT/report.md"
+echo "tree-decode: $OUT/report.md"
