@@ -997,6 +997,32 @@ static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int b
   return 1;
 }
 
+/* Link points of one test: ping-pong and bidir of class cls ("intra", "inter"), or with
+ * cls NULL every point but the inter-node ones. Returns how many (at most 64). */
+static int link_points(const bs_calib_data *d, const char *test, const char *cls, double *b, double *t) {
+  int n = 0;
+  for (int i = 0; i < d->nl && n < 64; i++) {
+    const bs_calib_lpoint *l = &d->l[i];
+    if (strcmp(l->test, test) || (cls ? strcmp(l->cls, cls) != 0 : !strcmp(l->cls, "inter"))) continue;
+    b[n] = (double)l->bytes;
+    t[n++] = l->t_med;
+  }
+  return n;
+}
+
+/* A piecewise link fit as JSON: its segments and the fit quality, added to o. */
+static void link_fit_json(cJSON *o, const bs_fit_link *f) {
+  cJSON *segs = cJSON_AddArrayToObject(o, "segments");
+  for (int s = 0; s < f->nseg; s++) {
+    cJSON *sj = cJSON_CreateObject();
+    num_obj(sj, "min_bytes", f->seg[s].min_bytes);
+    num_obj(sj, "latency_s", f->seg[s].lat_s);
+    num_obj(sj, "bandwidth_Bps", f->seg[s].bw_Bps);
+    cJSON_AddItemToArray(segs, sj);
+  }
+  cJSON_AddItemToObject(o, "quality", quality_json(&f->q));
+}
+
 /*
  * The link of class cls ("intra" or "inter" ping-pong points): latency and bandwidth per
  * size range (GSL piecewise fit), as SimGrid-style factors relative to the bulk range.
@@ -1005,12 +1031,7 @@ static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int b
 static int link_from_pingpong(const bs_calib_data *d, const char *cls, bs_prof_link *lk, bs_fit_link *out,
                               cJSON *fitj, const char *name, char *err, size_t errlen) {
   double b[64], t[64];
-  int n = 0;
-  for (int i = 0; i < d->nl && n < 64; i++)
-    if (!strcmp(d->l[i].test, "pingpong") && !strcmp(d->l[i].cls, cls)) {
-      b[n] = (double)d->l[i].bytes;
-      t[n++] = d->l[i].t_med;
-    }
+  int n = link_points(d, "pingpong", cls, b, t);
   if (n == 0) return 1;
   bs_fit_link pp;
   if (bs_fit_link_piecewise(b, t, n, 3, 3, &pp, err, errlen)) return -1;
@@ -1031,15 +1052,7 @@ static int link_from_pingpong(const bs_calib_data *d, const char *cls, bs_prof_l
     cJSON *pj = cJSON_CreateObject();
     cJSON_AddStringToObject(pj, "model", "pingpong one way: t = latency + bytes / bandwidth per size range; a break only where one range misses a point by > 5 % and the split cuts chi2 fourfold");
     cJSON_AddStringToObject(pj, "ranks", !strcmp(cls, "intra") ? "rank 0 and a rank of its node" : "rank 0 and a rank of another node");
-    cJSON *segs = cJSON_AddArrayToObject(pj, "segments");
-    for (int s = 0; s < pp.nseg; s++) {
-      cJSON *sj = cJSON_CreateObject();
-      num_obj(sj, "min_bytes", pp.seg[s].min_bytes);
-      num_obj(sj, "latency_s", pp.seg[s].lat_s);
-      num_obj(sj, "bandwidth_Bps", pp.seg[s].bw_Bps);
-      cJSON_AddItemToArray(segs, sj);
-    }
-    cJSON_AddItemToObject(pj, "quality", quality_json(&pp.q));
+    link_fit_json(pj, &pp);
     cJSON_AddItemToObject(fitj, name, pj);
   }
   return 0;
@@ -1138,25 +1151,12 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
     static const char *colls[] = {"bidir", "allreduce", "allgather", "reduce_scatter", "alltoall"};
     for (int c = 0; c < 5; c++) {
       double cb[64], ct[64];
-      int cn = 0;
-      for (int i = 0; i < d->nl && cn < 64; i++)
-        if (!strcmp(d->l[i].test, colls[c]) && strcmp(d->l[i].cls, "inter")) {
-          cb[cn] = (double)d->l[i].bytes;
-          ct[cn++] = d->l[i].t_med;
-        }
+      int cn = link_points(d, colls[c], NULL, cb, ct);
       bs_fit_link cf;
       char e[160];
       if (cn < 4 || bs_fit_link_piecewise(cb, ct, cn, 2, 2, &cf, e, sizeof e)) continue;
       cJSON *cj = cJSON_CreateObject();
-      cJSON *cs = cJSON_AddArrayToObject(cj, "segments");
-      for (int s = 0; s < cf.nseg; s++) {
-        cJSON *sj = cJSON_CreateObject();
-        num_obj(sj, "min_bytes", cf.seg[s].min_bytes);
-        num_obj(sj, "latency_s", cf.seg[s].lat_s);
-        num_obj(sj, "bandwidth_Bps", cf.seg[s].bw_Bps);
-        cJSON_AddItemToArray(cs, sj);
-      }
-      cJSON_AddItemToObject(cj, "quality", quality_json(&cf.q));
+      link_fit_json(cj, &cf);
       cJSON_AddItemToObject(links_fit, colls[c], cj);
     }
   } else {
