@@ -10,9 +10,10 @@
  *
  * Backward packet ring: a packet (burst: Q, dO, D or O, lse, dQ; ring: K, V,
  * dK, dV) visits every rank. Read-only parts are posted before the step's
- * compute; accumulated parts (dQ, dK, dV) after it; at the end they return to
- * their owner. With a double ring the packet moves inside the node for P-1
- * steps and then to the next node, all ranks of a node hopping together.
+ * compute; accumulated parts (dQ, dK, dV) are computed into a fresh partial and
+ * summed with the running sum on its way; at the end they return to their owner.
+ * With a double ring the backward runs in rounds like the forward: the outer
+ * ring brings each round's first packet and carries the node's sums on.
  */
 #include "plan_impl.h"
 
@@ -209,13 +210,17 @@ static void ew_add(bs_plan_iter *it, int32_t dst, int32_t src, int64_t bytes) {
 
 static int ring_bwd_step_double(bs_plan_iter *it, int s);
 
+/* Rank at position x of the backward's flat ring (single ring: M = 1 or P = 1). */
+static int flat_rank(const ring_bwd *r, int x) { return r->first + r->stride * md(x, r->P * r->M); }
+
 /*
- * Step s of the backward ring. Read-only parts of the next packet are received
- * and this packet's forwarded before the compute. Accumulated parts (dQ for
- * burst, dK and dV for ring) are computed into a fresh partial while the sum
- * the previous holder built arrives; then the two are added and the sum goes
- * on, its send joined only at the end of the next step. So no gradient
- * transfer waits on a compute, and none on the critical path but the last.
+ * Step s of the backward ring (one ring of S ranks; the double ring is
+ * ring_bwd_step_double). Read-only parts of the next packet are received and
+ * this packet's forwarded before the compute. Accumulated parts (dQ for burst,
+ * dK and dV for ring) are computed into a fresh partial while the sum the
+ * previous holder built arrives; then the two are added and the sum goes on, its
+ * send joined only at the end of the next step. So no gradient transfer waits on
+ * a compute, and none is on the critical path but the last.
  */
 int ring_bwd_step(bs_plan_iter *it, int s) {
   ring_bwd *r = &it->rb;
@@ -223,40 +228,32 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
   if (s >= S) return 0;
   if (dbl(r)) return ring_bwd_step_double(it, s);
   it->step = s;
-  int o = s / r->P, t = s % r->P, dst = -1, src = -1;
+  const int x = r->a * r->P + r->i, next = flat_rank(r, x + 1), prev = flat_rank(r, x - 1);
   r->n_pre = 0;
   if (S > 1) {
-    int inner = (s + 1) % r->P != 0, inner_in = s % r->P != 0;
-    dst = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i + 1)
-                : ring_rank(r->first, r->stride, r->P, r->M, r->a + 1, r->i);
-    src = inner ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
-                : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
-    /* The running sums of this packet, sent by its previous holder at the end
-     * of its step s - 1 (the tag carries that step); posted first, as they were sent. */
+    /* The running sums of this packet, sent by the previous rank at the end of
+     * its step s - 1 (the tag carries that step); posted first, as they were sent. */
     if (s > 0) {
-      int from = inner_in ? ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1)
-                          : ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
       it->step = s - 1;
       for (int j = 0; j < r->nparts; j++)
         if (r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_recv(it, from, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
+          r->h_pre[r->n_pre++] = plan_recv(it, prev, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
       it->step = s;
     }
     if (s < S - 1) {
       for (int j = 0; j < r->nparts; j++)
         if (!r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_recv(it, src, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
+          r->h_pre[r->n_pre++] = plan_recv(it, prev, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
       for (int j = 0; j < r->nparts; j++)
         if (!r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+          r->h_pre[r->n_pre++] = plan_send(it, next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
     }
     /* Partials are reused every other step: clear the one about to be accumulated into. */
     if (s >= 2)
       for (int j = 0; j < r->nparts; j++)
         if (r->part[j].acc) ew_zero(it, cur_buf(r, &r->part[j], s), r->part[j].bytes);
   }
-  int origin = md(r->a - o, r->M) * r->P + md(r->i - t + o, r->P);
-  packet_compute(it, s, origin);
+  packet_compute(it, s, md(x - s, S));
   if (S == 1) return 1;
   /* Join the received sums (and the read-only traffic), add them to the partials. */
   plan_wait(it, r->h_pre, r->n_pre);
@@ -272,17 +269,16 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
   if (s < S - 1) {
     for (int j = 0; j < r->nparts; j++)
       if (r->part[j].acc)
-        r->h_acc[r->n_acc++] = plan_send(it, dst, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+        r->h_acc[r->n_acc++] = plan_send(it, next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
     if (n_prev) plan_wait(it, h_prev, n_prev);
   } else {
-    /* Last step: the sums are final; each goes home to the owner of its packet. */
-    int owner = r->first + r->stride * origin;
-    int holder = ring_rank(r->first, r->stride, r->P, r->M, r->a + r->M - 1, r->i + r->P - 1 - (r->M - 1));
+    /* Last step: the sums are final and belong to the next rank's packet (origin
+     * x - (S - 1)); ours was finished by the previous rank. */
     for (int j = 0; j < r->nparts; j++) {
       pkt_part *pp = &r->part[j];
       if (!pp->acc) continue;
-      r->h_pre[r->n_pre++] = plan_send(it, owner, pp->ret_msg, R(cur_buf(r, pp, s), 0), pp->bytes);
-      r->h_pre[r->n_pre++] = plan_recv(it, holder, pp->ret_msg, R(pp->ret_buf, 0), pp->bytes);
+      r->h_pre[r->n_pre++] = plan_send(it, next, pp->ret_msg, R(cur_buf(r, pp, s), 0), pp->bytes);
+      r->h_pre[r->n_pre++] = plan_recv(it, prev, pp->ret_msg, R(pp->ret_buf, 0), pp->bytes);
     }
     for (int j = 0; j < n_prev; j++) r->h_pre[r->n_pre++] = h_prev[j];
     plan_wait(it, r->h_pre, r->n_pre);
