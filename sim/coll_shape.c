@@ -214,3 +214,49 @@ double bs_tree_allreduce_time(int n, const int *node, int64_t bytes, const bs_co
   /* Pipeline fill: the first chunk crosses every hop of the path, up and down. */
   return 2 * path + busiest + 2.0 * hops * (double)chunk / bw_min;
 }
+
+/* Where channel ch enters (*e) and leaves (*x) node j, local indices: see coll_shape.h. */
+static void chan_ends(int P, int nn, int ch, int j, int *e, int *x) {
+  int lo = (ch + P - 1) % P, hi = (ch + 1) % P;
+  if (nn % 2 && P >= 3 && j == 0) {
+    *e = hi, *x = lo;
+  } else if (nn % 2 && P >= 3 && j == nn - 1) {
+    *e = ch, *x = hi;
+  } else if (j % 2 == 0) {
+    *e = ch, *x = lo;
+  } else {
+    *e = lo, *x = ch;
+  }
+}
+
+/* The walk through a node: e, then the other indices upwards from e (x left out), then x. */
+static int walk_pos(int P, int e, int x, int i) {
+  if (i == e) return 0;
+  if (i == x) return P - 1;
+  int k = (i - e + P) % P, kx = (x - e + P) % P;
+  return k > kx ? k - 1 : k;
+}
+static int walk_at(int P, int e, int x, int t) {
+  if (t == 0) return e;
+  if (t == P - 1) return x;
+  int kx = (x - e + P) % P, k = t >= kx ? t + 1 : t;
+  return (e + k) % P;
+}
+
+int bs_ring_channel_peer(int P, int nn, int ch, int me, int dir) {
+  if (P < 1 || nn < 1 || ch < 0 || ch >= P || me < 0 || me >= P * nn || dir == 0) return -1;
+  int j = me / P, i = me % P, e, x;
+  chan_ends(P, nn, ch, j, &e, &x);
+  if (P == 1) e = x = 0;
+  int t = walk_pos(P, e, x, i);
+  if (dir > 0) {
+    if (t < P - 1) return j * P + walk_at(P, e, x, t + 1);
+    int nj = (j + 1) % nn, ne, nx;
+    chan_ends(P, nn, ch, nj, &ne, &nx);
+    return nj * P + (P == 1 ? 0 : ne);
+  }
+  if (t > 0) return j * P + walk_at(P, e, x, t - 1);
+  int pj = (j + nn - 1) % nn, pe, px;
+  chan_ends(P, nn, ch, pj, &pe, &px);
+  return pj * P + (P == 1 ? 0 : px);
+}

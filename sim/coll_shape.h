@@ -78,4 +78,24 @@ double bs_tree_allreduce_time(int n, const int *node, int64_t bytes, const bs_co
 /* Alpha-beta time of a ring of `steps` steps of `chunk` bytes over a route of (lat, bw). */
 double bs_ring_time(int steps, int64_t chunk, double lat, double bw);
 
+/*
+ * Rail-aligned ring channels. On a rail-optimized fabric (one NIC per GPU,
+ * NIC i of every node on rail i) NCCL runs several rings at once, each
+ * leaving a node through a different NIC, so that a collective over whole
+ * nodes keeps every NIC busy (ANCHORS.md: multi-node DGX A100 allreduce
+ * busbw about 192 GB/s = 8 HDR NICs). The shape used here, for a group of
+ * nn >= 2 whole nodes of P members each (member me = node j * P + local i):
+ * channel ch (0..P-1) enters an even node at local index ch and leaves it at
+ * ch-1, and enters an odd node at ch-1 and leaves it at ch, so every hop
+ * between nodes joins equal local indices (same rail). With nn odd, node 0
+ * is entered at ch+1 and the last node left at ch+1 (P >= 3), or, with P = 2,
+ * the hop back to node 0 changes rail. Inside a node the walk goes from the
+ * entry upwards through the other indices to the exit (NVSwitch: any order
+ * costs the same). Each member sends to one neighbour per channel, P-1 of
+ * them inside its node and one through its own NIC.
+ * Returns the member index of me's next (dir > 0) or previous (dir < 0)
+ * member on channel ch, or -1 for bad arguments.
+ */
+int bs_ring_channel_peer(int P, int nn, int ch, int me, int dir);
+
 #endif

@@ -45,11 +45,12 @@
 #define MAX_HANDLES 256
 #define MAX_BUFS 1024
 #define MAX_PEERS 64
+#define BS_MAX_CHANNELS 16
 
 void bs_sim_opts_default(bs_sim_opts *o) {
   memset(o, 0, sizeof *o);
   o->fold = BS_AUTO;
-  o->coll_model = BS_COLL_STEPS;
+  o->coll_model = BS_COLL_MODEL_AUTO;
   o->layers = BS_AUTO;
   o->crosstraffic = -1;
   o->tcp_gamma = -1;
@@ -135,6 +136,8 @@ typedef struct sim_ctx {
   int rpn;                  /* real ranks per node (P) */
   int M, Pf;                /* folded: nodes and ranks per node simulated */
   int shared_host;
+  int rails;                /* a generated dgx fabric: ring collectives run a channel per rail */
+  const bs_platform_spec *ps; /* generated dgx platform: its route model (fold pre-pass, auto) */
   double host_speed;
   double exec_bound;        /* shared host: the most flop/s one rank's threads can use */
   rank_state *rs;
@@ -397,6 +400,58 @@ static void tree_account(rank_state *rs, const coll_job *job, int me, const int 
   }
 }
 
+const char *bs_coll_model_name(bs_coll_model m) {
+  switch (m) {
+  case BS_COLL_STEPS: return "steps";
+  case BS_COLL_FLOW: return "flow";
+  case BS_COLL_ANALYTIC: return "analytic";
+  default: return "auto";
+  }
+}
+
+/* Rings per collective: one per rail when the group is whole nodes (at least two) of a
+ * rail-optimized fabric (coll_shape.h, bs_ring_channel_peer); else NCCL's single ring. */
+static int ring_channels(int rails, int rpn, const bs_group *g) {
+  if (!rails || rpn < 2 || g->stride != 1 || g->first % rpn || g->size % rpn || g->size / rpn < 2) return 1;
+  return rpn > BS_MAX_CHANNELS ? 1 : rpn;
+}
+
+/* Member index of me's ring neighbour on channel ch (dir +1 next, -1 previous). */
+static int ring_peer(int C, int rpn, int n, int ch, int me, int dir) {
+  if (C == 1) return (me + n + dir) % n;
+  return bs_ring_channel_peer(rpn, n / rpn, ch, me, dir);
+}
+
+/*
+ * cluster.coll_algo = auto for an allreduce: NCCL's rule, the lower modelled
+ * time (ANCHORS.md, NCCL tuning model). Every member decides alike: the ring
+ * is timed at its slowest link class, not at a member's own next hop.
+ */
+static bs_coll_algo auto_algo(int n, const int *node, int64_t bytes, const bs_coll_links *l, int C) {
+  int multi = 0;
+  for (int i = 1; i < n && !multi; i++) multi = node[i] != node[0];
+  double rl = multi && l->lat_inter > l->lat_intra ? l->lat_inter : l->lat_intra;
+  double rb = multi && l->bw_inter < l->bw_intra ? l->bw_inter : l->bw_intra;
+  int64_t chunk = bytes / n / C;
+  double t_tree = bs_tree_allreduce_time(n, node, bytes, l);
+  if (t_tree < 0) return BS_COLL_ALGO_RING;
+  return t_tree < bs_ring_time(2 * (n - 1), chunk < 1 ? 1 : chunk, rl, rb) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
+}
+
+/* The route figures of a generated dgx platform (sim/platform.h) for a group's first
+ * intra-node and inter-node member pairs, as group_links reads them from SimGrid. */
+static int group_links_model(const bs_platform_spec *ps, const bs_group *g, const int *node, bs_coll_links *l) {
+  int n = g->size, ia = -1, ib = -1, ea = -1, eb = -1;
+  for (int m = 1; m < n && (ia < 0 || ea < 0); m++) {
+    if (ia < 0 && node[m] == node[m - 1]) ia = m - 1, ib = m;
+    if (ea < 0 && node[m] != node[0]) ea = 0, eb = m;
+  }
+  if (ia < 0) ia = ea, ib = eb;
+  if (ea < 0) ea = ia, eb = ib;
+  return bs_platform_route(ps, member(g, ia), member(g, ib), &l->lat_intra, &l->bw_intra) ||
+         bs_platform_route(ps, member(g, ea), member(g, eb), &l->lat_inter, &l->bw_inter);
+}
+
 static void coll_main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -417,7 +472,6 @@ static void coll_main(int argc, char **argv) {
     free(job);
     return;
   }
-  int next = member(g, (me + 1) % n), prev = member(g, (me + n - 1) % n);
   int64_t chunk = job->bytes / n;
   int steps = 0;
   switch (job->kind) {
@@ -431,45 +485,48 @@ static void coll_main(int argc, char **argv) {
     return;
   }
   if (chunk < 1) chunk = 1;
-  sg_host_t ha = rs->host, hb = host_of(c, next);
-  double lat = sg_host_get_route_latency(ha, hb), bw = sg_host_get_route_bandwidth(ha, hb);
+  int *node = malloc(sizeof *node * (size_t)n);
+  if (!node) {
+    set_error(c, "out of memory");
+    free(job);
+    return;
+  }
+  int multi = 0;
+  for (int i = 0; i < n; i++) {
+    node[i] = node_of_rank(c, member(g, i));
+    multi |= node[i] != node[0];
+  }
+  bs_coll_links l;
+  group_links(c, g, node, &l);
+  int C = steps < 0 ? 1 : ring_channels(c->rails, c->rpn, g);
   /* Only allreduce has a tree in NCCL; allgather and reduce-scatter are rings. */
   bs_coll_algo algo = job->kind == BS_COLL_ALLREDUCE ? c->cfg->cluster.coll_algo : BS_COLL_ALGO_RING;
-  int *node = NULL;
-  double t_tree = 0;
-  if (algo != BS_COLL_ALGO_RING) {
-    node = malloc(sizeof *node * (size_t)n);
-    if (!node) {
-      set_error(c, "out of memory");
-      free(job);
-      return;
-    }
-    for (int i = 0; i < n; i++) node[i] = node_of_rank(c, member(g, i));
-    bs_coll_links l;
-    group_links(c, g, node, &l);
-    t_tree = bs_tree_allreduce_time(n, node, job->bytes, &l);
-    if (t_tree < 0) {
-      set_error(c, "out of memory");
+  if (algo == BS_COLL_ALGO_AUTO) {
+    /* On a generated dgx platform the fold pre-pass decides from the same route model
+     * (rank_signature), so the routes SimGrid gives must be the modelled ones. */
+    bs_coll_links lm;
+    if (c->ps && !group_links_model(c->ps, g, node, &lm) &&
+        (fabs(lm.lat_intra - l.lat_intra) > 1e-12 * (1 + l.lat_intra) ||
+         fabs(lm.lat_inter - l.lat_inter) > 1e-12 * (1 + l.lat_inter) ||
+         fabs(lm.bw_intra - l.bw_intra) > 1e-9 * l.bw_intra || fabs(lm.bw_inter - l.bw_inter) > 1e-9 * l.bw_inter)) {
+      set_error(c, "internal: the route model of %s differs from SimGrid's routes (intra %g s %g B/s vs %g s "
+                "%g B/s, inter %g s %g B/s vs %g s %g B/s)", c->ps->tp.name, lm.lat_intra, lm.bw_intra,
+                l.lat_intra, l.bw_intra, lm.lat_inter, lm.bw_inter, l.lat_inter, l.bw_inter);
       free(node);
       free(job);
       return;
     }
-    /* auto: NCCL's rule, the lower modelled time (ANCHORS.md, NCCL tuning model). Every member
-     * must decide alike: the ring is timed at its slowest link class, not at this rank's next hop. */
-    if (algo == BS_COLL_ALGO_AUTO) {
-      int multi = 0;
-      for (int i = 1; i < n && !multi; i++) multi = node[i] != node[0];
-      double rl = multi && l.lat_inter > l.lat_intra ? l.lat_inter : l.lat_intra;
-      double rb = multi && l.bw_inter < l.bw_intra ? l.bw_inter : l.bw_intra;
-      algo = t_tree < bs_ring_time(steps, chunk, rl, rb) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
-    }
+    algo = auto_algo(n, node, job->bytes, &l, C);
   }
+  bs_coll_model model = c->opts->coll_model;
+  if (model == BS_COLL_MODEL_AUTO) model = multi ? BS_COLL_FLOW : BS_COLL_STEPS;
   char name[64];
   if (algo == BS_COLL_ALGO_TREE) {
-    if (c->opts->coll_model == BS_COLL_ANALYTIC) {
+    if (model == BS_COLL_ANALYTIC) {
+      double t_tree = bs_tree_allreduce_time(n, node, job->bytes, &l);
       tree_account(rs, job, me, node);
       c->events++;
-      sg_actor_sleep_for(t_tree);
+      sg_actor_sleep_for(t_tree > 0 ? t_tree : 0);
     } else {
       tree_allreduce(rs, job, me, node);
     }
@@ -478,19 +535,18 @@ static void coll_main(int argc, char **argv) {
     return;
   }
   free(node);
-  if (c->opts->coll_model == BS_COLL_ANALYTIC) {
-    /* Alpha-beta: every step one chunk over the route to the next member,
-     * no contention. All-to-all: n-1 chunks leave through the same route class. */
-    int k = steps < 0 ? n - 1 : steps;
-    for (int s = 0; s < k; s++) coll_account(rs, steps < 0 ? member(g, (me + 1 + s) % n) : next, chunk);
-    double t = steps < 0 ? lat + (double)chunk * k / bw : bs_ring_time(k, chunk, lat, bw);
-    c->events++;
-    sg_actor_sleep_for(t);
-    free(job);
-    return;
-  }
   static int dummy_payload; /* SimGrid aborts on NULL payloads */
   if (steps < 0) {
+    sg_host_t hb = host_of(c, member(g, (me + 1) % n));
+    double lat = sg_host_get_route_latency(rs->host, hb), bw = sg_host_get_route_bandwidth(rs->host, hb);
+    if (model == BS_COLL_ANALYTIC) {
+      /* n-1 chunks leave through the same route class. */
+      for (int s = 1; s < n; s++) coll_account(rs, member(g, (me + s) % n), chunk);
+      c->events++;
+      sg_actor_sleep_for(lat + (double)chunk * (n - 1) / bw);
+      free(job);
+      return;
+    }
     /* All-to-all: every pair at once, as NCCL's grouped send/recv does. */
     sg_comm_t *cm = malloc(sizeof *cm * 2 * (size_t)n);
     void **rx = malloc(sizeof *rx * (size_t)n);
@@ -517,18 +573,59 @@ static void coll_main(int argc, char **argv) {
     free(job);
     return;
   }
-  char nm_in[64], nm_out[64];
-  snprintf(nm_in, sizeof nm_in, "c%d:%d:%d", job->seq, slot_of(c, prev), rs->slot);
-  snprintf(nm_out, sizeof nm_out, "c%d:%d:%d", job->seq, rs->slot, slot_of(c, next));
-  sg_mailbox_t in = sg_mailbox_by_name(nm_in), out = sg_mailbox_by_name(nm_out);
-  for (int s = 0; s < steps; s++) {
-    void *rx;
-    sg_comm_t cm[2];
-    cm[0] = sg_mailbox_get_async(in, &rx);
-    cm[1] = sg_mailbox_put_async(out, &dummy_payload, chunk);
-    coll_account(rs, next, chunk);
+  /* Rings: C channels, each carrying its share of every step's chunk. */
+  int next[BS_MAX_CHANNELS], prev[BS_MAX_CHANNELS];
+  int64_t part[BS_MAX_CHANNELS];
+  sg_mailbox_t in[BS_MAX_CHANNELS], out[BS_MAX_CHANNELS];
+  int nch = 0;
+  for (int ch = 0; ch < C; ch++) {
+    int64_t p = chunk / C + (ch < chunk % C);
+    if (p < 1) continue;
+    part[nch] = p;
+    next[nch] = member(g, ring_peer(C, c->rpn, n, ch, me, +1));
+    prev[nch] = member(g, ring_peer(C, c->rpn, n, ch, me, -1));
+    snprintf(name, sizeof name, "c%d.%d:%d:%d", job->seq, ch, slot_of(c, prev[nch]), rs->slot);
+    in[nch] = sg_mailbox_by_name(name);
+    snprintf(name, sizeof name, "c%d.%d:%d:%d", job->seq, ch, rs->slot, slot_of(c, next[nch]));
+    out[nch] = sg_mailbox_by_name(name);
+    nch++;
+  }
+  /* The lockstep ring's alpha-beta time: every step as slow as the ring's slowest link class. */
+  double lat = multi && l.lat_inter > l.lat_intra ? l.lat_inter : l.lat_intra;
+  double bw = multi && l.bw_inter < l.bw_intra ? l.bw_inter : l.bw_intra;
+  double t_ring = bs_ring_time(steps, part[0], lat, bw);
+  if (model == BS_COLL_ANALYTIC) {
+    for (int k = 0; k < nch; k++)
+      for (int s = 0; s < steps; s++) coll_account(rs, next[k], part[k]);
     c->events++;
-    sg_comm_wait_all(cm, 2);
+    sg_actor_sleep_for(t_ring);
+    free(job);
+    return;
+  }
+  sg_comm_t cm[2 * BS_MAX_CHANNELS];
+  void *rx[BS_MAX_CHANNELS];
+  if (model == BS_COLL_FLOW) {
+    double t0 = simgrid_get_clock();
+    for (int k = 0; k < nch; k++) {
+      cm[2 * k] = sg_mailbox_get_async(in[k], &rx[k]);
+      cm[2 * k + 1] = sg_mailbox_put_async(out[k], &dummy_payload, part[k] * steps);
+      for (int s = 0; s < steps; s++) coll_account(rs, next[k], part[k]);
+      c->events++;
+    }
+    sg_comm_wait_all(cm, 2 * (size_t)nch);
+    double left = t0 + t_ring - simgrid_get_clock();
+    if (left > 0) sg_actor_sleep_for(left);
+    free(job);
+    return;
+  }
+  for (int s = 0; s < steps; s++) {
+    for (int k = 0; k < nch; k++) {
+      cm[2 * k] = sg_mailbox_get_async(in[k], &rx[k]);
+      cm[2 * k + 1] = sg_mailbox_put_async(out[k], &dummy_payload, part[k]);
+      coll_account(rs, next[k], part[k]);
+      c->events++;
+    }
+    sg_comm_wait_all(cm, 2 * (size_t)nch);
   }
   free(job);
 }
@@ -838,6 +935,7 @@ typedef struct {
   int max_idx_off;          /* largest index offset within a node (circular) */
   int cross_rail;           /* an inter-node message between different local indices */
   int has_coll;
+  int coll_general;         /* a collective that talks beyond its ring neighbours */
 } rank_info;
 
 static int circ(int d, int n) {
@@ -846,30 +944,70 @@ static int circ(int d, int n) {
 }
 
 /*
- * A ring collective over a group of consecutive ranks (stride 1) talks only
- * to its ring neighbours, so what a rank's timeline depends on is where they
- * are relative to it, not where the group starts: hash their offsets (node,
- * index in node) and count only them as node offsets. This lets model-scope
- * plans, whose gradient collectives span every rank, fold like their rings
- * (peers taken modulo the fold, as for point-to-point). All-to-alls and
- * strided groups keep the whole-group rule. Returns 1 when it applied.
+ * What the pre-pass knows of the platform: whether ring collectives run a
+ * channel per rail, and (generated dgx) the route model that decides auto
+ * allreduces as coll_main does, remembered per (group, bytes).
  */
-static int coll_ring_only(const bs_sim_source *src, bs_coll_kind kind, bs_coll_algo algo, const bs_group *g,
+typedef struct {
+  bs_group g;
+  int64_t bytes;
+  bs_coll_algo algo;
+} algo_memo;
+typedef struct {
+  int rails;
+  const bs_platform_spec *ps;
+  int n;
+  algo_memo memo[64];
+} fold_env;
+
+/* The algorithm coll_main will run an allreduce with, or -1 when only SimGrid's routes can say. */
+static int prepass_algo(fold_env *env, bs_coll_algo algo, const bs_group *g, int64_t bytes, int rpn) {
+  if (algo != BS_COLL_ALGO_AUTO) return (int)algo;
+  if (!env->ps) return -1;
+  for (int i = 0; i < env->n; i++)
+    if (env->memo[i].bytes == bytes && env->memo[i].g.first == g->first && env->memo[i].g.stride == g->stride &&
+        env->memo[i].g.size == g->size)
+      return (int)env->memo[i].algo;
+  int *node = malloc(sizeof *node * (size_t)g->size);
+  if (!node) return -1;
+  for (int i = 0; i < g->size; i++) node[i] = member(g, i) / rpn;
+  bs_coll_links l;
+  int r = -1;
+  if (!group_links_model(env->ps, g, node, &l))
+    r = (int)auto_algo(g->size, node, bytes, &l, ring_channels(env->rails, rpn, g));
+  free(node);
+  if (r >= 0 && env->n < 64) env->memo[env->n++] = (algo_memo){*g, bytes, (bs_coll_algo)r};
+  return r;
+}
+
+/*
+ * A ring collective over a group of consecutive ranks (stride 1) talks only
+ * to its ring neighbours (on every channel), so what a rank's timeline
+ * depends on is where they are relative to it, not where the group starts:
+ * hash their offsets (node, index in node) and count only them as node
+ * offsets. This lets model-scope plans, whose gradient collectives span every
+ * rank, fold like their rings (peers taken modulo the fold, as for
+ * point-to-point). All-to-alls, trees and strided groups keep the whole-group
+ * rule. Returns 1 when it applied.
+ */
+static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, const bs_group *g, int64_t bytes,
                           int rank, int rpn, int G, uint64_t *h, rank_info *ri) {
-  (void)src;
   if (kind == BS_COLL_ALLTOALL || g->stride != 1 || g->size < 2) return 0;
-  /* An allreduce that may run as a tree talks to tree neighbours, not ring ones. */
-  if (kind == BS_COLL_ALLREDUCE && algo != BS_COLL_ALGO_RING) return 0;
+  /* An allreduce that runs as a tree talks to tree neighbours, not ring ones. */
+  if (kind == BS_COLL_ALLREDUCE && prepass_algo(env, algo, g, bytes, rpn) != BS_COLL_ALGO_RING) return 0;
   int me = rank - g->first, K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
   if (me < 0 || me >= g->size) return 0;
-  int nb[2] = {g->first + (me + 1) % g->size, g->first + (me + g->size - 1) % g->size};
-  for (int j = 0; j < 2; j++) {
-    int dn = (((nb[j] / rpn) - mynode) % K + K) % K, di = (((nb[j] % rpn) - myidx) % rpn + rpn) % rpn;
-    *h = mix(*h, (uint64_t)dn);
-    *h = mix(*h, (uint64_t)di);
-    if (circ(dn, K) > ri->max_node_off) ri->max_node_off = circ(dn, K);
-    if (dn && di) ri->cross_rail = 1;
-    if (!dn && circ(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ(di, rpn);
+  int C = ring_channels(env->rails, rpn, g);
+  for (int ch = 0; ch < C; ch++) {
+    int nb[2] = {g->first + ring_peer(C, rpn, g->size, ch, me, +1), g->first + ring_peer(C, rpn, g->size, ch, me, -1)};
+    for (int j = 0; j < 2; j++) {
+      int dn = (((nb[j] / rpn) - mynode) % K + K) % K, di = (((nb[j] % rpn) - myidx) % rpn + rpn) % rpn;
+      *h = mix(*h, (uint64_t)dn);
+      *h = mix(*h, (uint64_t)di);
+      if (circ(dn, K) > ri->max_node_off) ri->max_node_off = circ(dn, K);
+      if (dn && di) ri->cross_rail = 1;
+      if (!dn && circ(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ(di, rpn);
+    }
   }
   return 1;
 }
@@ -879,7 +1017,7 @@ static int coll_ring_only(const bs_sim_source *src, bs_coll_kind kind, bs_coll_a
  * modelled duration, hashed; and the offsets it talks over.
  */
 static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_dtype dt, bs_coll_algo algo,
-                          int rank, int G, int rpn, rank_info *ri, char *err, size_t errlen) {
+                          fold_env *env, int rank, int G, int rpn, rank_info *ri, char *err, size_t errlen) {
   void *it = src->iter_new(src->ctx, rank);
   if (!it) {
     snprintf(err, errlen, "out of memory (plan iterator)");
@@ -933,7 +1071,8 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
       h = mix(h, (uint64_t)g->size);
       h = mix(h, (uint64_t)op.u.coll.kind);
       h = mix(h, (uint64_t)op.u.coll.bytes);
-      if (coll_ring_only(src, op.u.coll.kind, algo, g, rank, rpn, G, &h, ri)) break;
+      if (coll_ring_only(env, op.u.coll.kind, algo, g, op.u.coll.bytes, rank, rpn, G, &h, ri)) break;
+      ri->coll_general = 1;
       h = mix(h, (uint64_t)(uint32_t)(g->first - rank));
       for (int i = 0; i < g->size; i++) {
         int m = g->first + g->stride * i;
@@ -984,9 +1123,13 @@ static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_p
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  int D = 0, Din = 0, cross = 0, coll = 0;
+  fold_env env;
+  memset(&env, 0, sizeof env);
+  env.rails = !strncmp(ps->tp.name, "dgx-", 4);
+  env.ps = env.rails ? ps : NULL;
+  int D = 0, Din = 0, cross = 0, coll = 0, coll_general = 0;
   for (int r = 0; r < G; r++) {
-    if (rank_signature(src, prof, cfg->model.dtype, cfg->cluster.coll_algo, r, G, P, &ri[r], err, errlen)) {
+    if (rank_signature(src, prof, cfg->model.dtype, cfg->cluster.coll_algo, &env, r, G, P, &ri[r], err, errlen)) {
       free(ri);
       return -1;
     }
@@ -994,6 +1137,7 @@ static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_p
     if (ri[r].max_idx_off > Din) Din = ri[r].max_idx_off;
     cross |= ri[r].cross_rail;
     coll |= ri[r].has_coll;
+    coll_general |= ri[r].coll_general;
   }
   int M = K >= 2 ? bs_topo_fold_nodes(&ps->tp, D) : 0;
   if (!M) M = K;
@@ -1004,7 +1148,9 @@ static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_p
         Pf = p;
         break;
       }
-  int Mq = !cross && !coll ? bs_topo_fold_quotient(&ps->tp, D) : 0;
+  /* The quotient reproduces same-rail routes only; ring collectives whose hops all stay
+   * on their rail (coll_ring_only) fold like point-to-point. */
+  int Mq = !cross && !coll_general ? bs_topo_fold_quotient(&ps->tp, D) : 0;
   /* Largest reduction first, then less. */
   int cand[5][3] = {{Mq, Pf, D}, {Mq, P, D}, {M, Pf, 0}, {M, P, 0}, {K, Pf, 0}};
   for (int c = 0; c < 5; c++) {
@@ -1209,7 +1355,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     else snprintf(err, errlen, "cluster.topology: %s", lerr);
     goto done;
   }
-  int nset = bs_platform_apply_profile(prof);
+  int nset = bs_platform_apply_profile(prof, ps.generated);
   if (nset == -1) {
     snprintf(err, errlen, "SimGrid refused the profile's message-size factors");
     goto done;
@@ -1218,7 +1364,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
            "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.32s%s; coll: %s %s; "
            "fold: %.90s", model, cross, gamma, nset < 0 ? -nset : nset, prof->name,
            nset < 0 ? " with size factors" : "", bs_coll_algo_name(cfg->cluster.coll_algo),
-           opts->coll_model == BS_COLL_ANALYTIC ? "analytic" : "steps", why);
+           bs_coll_model_name(opts->coll_model), why);
 
   ctx.cfg = cfg;
   ctx.opts = opts;
@@ -1230,6 +1376,8 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   ctx.M = Mf;
   ctx.Pf = Pf;
   ctx.shared_host = ps.shared_host;
+  ctx.rails = ps.generated && !ps.shared_host && !strncmp(ps.tp.name, "dgx-", 4);
+  ctx.ps = ctx.rails ? &ps : NULL;
   ctx.host_speed = ps.tp.host_speed > 0 ? ps.tp.host_speed : 1e9;
   ctx.trace_first = 1;
   ctx.rs = calloc((size_t)A, sizeof *ctx.rs);

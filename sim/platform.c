@@ -79,7 +79,7 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
   return bs_topo_xml(&tp, err, errlen);
 }
 
-int bs_platform_apply_profile(const bs_profile *prof) {
+int bs_platform_apply_profile(const bs_profile *prof, int generated) {
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
   int set = 0;
@@ -87,8 +87,10 @@ int bs_platform_apply_profile(const bs_profile *prof) {
     int c = bs_link_class_of(sg_link_get_name(links[i]));
     if (c < 0 || !prof->link[c].present) continue;
     const bs_prof_link *l = &prof->link[c];
-    sg_link_set_bandwidth(links[i], l->bw_Bps);
-    sg_link_set_latency(links[i], l->lat_s);
+    if (!generated) {
+      sg_link_set_bandwidth(links[i], l->bw_Bps);
+      sg_link_set_latency(links[i], l->lat_s);
+    }
     set++;
   }
   free(links);
@@ -108,6 +110,32 @@ int bs_platform_apply_profile(const bs_profile *prof) {
   }
   if (any && bs_sim_install_factors(&t)) return -1;
   return any ? -set : set;
+}
+
+int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, double *bw) {
+  const bs_topo_params *t = &ps->tp;
+  if (!ps->generated || ps->shared_host || strncmp(t->name, "dgx-", 4) || a == b || a < 0 || b < 0)
+    return -1;
+  int g = t->gpus_per_node, K = t->nodes, L = t->nodes_per_leaf;
+  if (g < 1 || K < 1 || L < 1 || a >= K * g || b >= K * g) return -1;
+  int na = a / g, nb = b / g;
+  if (na == nb) {
+    *lat = 2 * t->link[BS_LINK_NVLINK].lat_s;
+    *bw = t->link[BS_LINK_NVLINK].bw_Bps;
+    return 0;
+  }
+  *lat = 2 * t->link[BS_LINK_NIC].lat_s;
+  *bw = t->link[BS_LINK_NIC].bw_Bps;
+  int la = na / L, lb = nb / L, leaves = (K + L - 1) / L;
+  if (a % g == b % g && la == lb) return 0;
+  /* Through the core: both leaves' uplinks (ports x port bandwidth / oversubscription). */
+  for (int q = 0; q < 2; q++) {
+    int leaf = q ? lb : la, ports = leaf == leaves - 1 ? K - leaf * L : L;
+    double up = t->link[BS_LINK_FABRIC].bw_Bps * ports / t->oversub;
+    if (up < *bw) *bw = up;
+  }
+  *lat += 2 * t->link[BS_LINK_FABRIC].lat_s;
+  return 0;
 }
 
 int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *err, size_t errlen) {

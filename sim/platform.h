@@ -34,8 +34,19 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
  * names carry a class prefix (topo.h), installs the profile's message-size
  * factors when they are not all 1, and returns how many links were set
  * (negated when factors were installed; -1 alone: they could not be).
+ * generated: the platform was written from the profile already, and keeps its
+ * values (a leaf's fabric uplink aggregates its ports); links are counted only.
  */
-int bs_platform_apply_profile(const bs_profile *prof);
+int bs_platform_apply_profile(const bs_profile *prof, int generated);
+
+/*
+ * The route between real ranks a != b of a generated dgx platform at its full
+ * size, as the generator lays it out: inside a node GPU - NVSwitch - GPU; on
+ * one rail under one leaf NIC - leaf - NIC; otherwise NIC - leaf uplink - core
+ * - leaf uplink - NIC. *lat: the summed latency, *bw: the narrowest link.
+ * Returns 0, or -1 when the platform is not a generated dgx one.
+ */
+int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, double *bw);
 
 /*
  * After loading: the host of each of `n` actors (gpu<i>, or the only host),

@@ -25,9 +25,15 @@
 #include "plans/plan.h"
 #include "plans/result.h"
 
-/* Collectives as point-to-point steps of their algorithm (cfg->cluster.coll_algo),
- * or as that algorithm's alpha-beta time (sim/coll_shape.h). */
-typedef enum { BS_COLL_STEPS = 0, BS_COLL_ANALYTIC } bs_coll_model;
+/* How a collective's algorithm (cfg->cluster.coll_algo) becomes SimGrid activity:
+ *   steps     every step of the ring (or tree chunk) a message, neighbours in lockstep;
+ *   flow      a ring's whole volume per hop and channel as one message (sharing the links
+ *             with everything else in flight), never faster than its lockstep alpha-beta time;
+ *   analytic  the alpha-beta time alone, no link sharing (sim/coll_shape.h);
+ *   auto      steps for a group inside one node, flow for one that spans nodes.
+ * Trees and all-to-alls run as steps under flow. */
+typedef enum { BS_COLL_MODEL_AUTO = 0, BS_COLL_STEPS, BS_COLL_FLOW, BS_COLL_ANALYTIC } bs_coll_model;
+const char *bs_coll_model_name(bs_coll_model m);
 
 typedef struct {
   char name[48];            /* SimGrid link name (with _UP / _DOWN for split-duplex) */

@@ -22,7 +22,7 @@ static void sim_usage(FILE *f) {
           "usage: burstsim sim SCENARIO.ini [--set section.key=value]... [--profile P.json]\n"
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
           "                    [--layers auto|off]\n"
-          "                    [--coll steps|analytic] [--nodes-per-leaf N] [--oversub X]\n"
+          "                    [--coll auto|steps|flow|analytic] [--nodes-per-leaf N] [--oversub X]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
           "in SimGrid: one actor per GPU runs the method's plan; compute times come from\n"
@@ -35,8 +35,10 @@ static void sim_usage(FILE *f) {
           "  --trace F.json     Chrome trace-event timeline of the first point (Perfetto)\n"
           "  --fold MODE        symmetric-plan shortcut: auto (when proven exact), on, off\n"
           "  --layers MODE      model scope: auto (simulate 3 and 4 layers, extend to L), off\n"
-          "  --coll MODEL       collectives as point-to-point steps of their algorithm\n"
-          "                     (cluster.coll_algo = ring | tree | auto), or analytic\n"
+          "  --coll MODEL       how collectives (cluster.coll_algo = ring | tree | auto) run:\n"
+          "                     steps (a message per step), flow (a ring's volume per hop as\n"
+          "                     one message), analytic (alpha-beta, no link sharing), or auto\n"
+          "                     (steps inside a node, flow across nodes; the default)\n"
           "  --nodes-per-leaf N dgx topologies: nodes under one leaf switch per rail (16)\n"
           "  --oversub X        dgx topologies: leaf oversubscription (1)\n"
           "\n"
@@ -159,10 +161,12 @@ int cmd_sim(int argc, char **argv) {
       if (need_arg(i, argc, a)) goto usage;
       const char *v = argv[++i];
       if (!strcmp(v, "steps")) opts.coll_model = BS_COLL_STEPS;
+      else if (!strcmp(v, "flow")) opts.coll_model = BS_COLL_FLOW;
       else if (!strcmp(v, "analytic")) opts.coll_model = BS_COLL_ANALYTIC;
+      else if (!strcmp(v, "auto")) opts.coll_model = BS_COLL_MODEL_AUTO;
       else {
-        fprintf(stderr, "burstsim sim: --coll: '%s' is not steps or analytic (the algorithm is "
-                "cluster.coll_algo)\n", v);
+        fprintf(stderr, "burstsim sim: --coll: '%s' is not auto, steps, flow or analytic (the "
+                "algorithm is cluster.coll_algo)\n", v);
         goto usage;
       }
     } else if (!strcmp(a, "--nodes-per-leaf")) {

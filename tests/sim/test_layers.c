@@ -57,6 +57,19 @@ static void run(const bs_config *c, bs_tristate layers, bs_tristate fold, bs_res
   assert_int_equal(rc, 0);
 }
 
+/* Folded or not, on dgx leaves of npl nodes (0: the generator's), every layer simulated. */
+static void run_leaf(const bs_config *c, int npl, bs_tristate fold, bs_result *r) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.layers = BS_OFF;
+  o.fold = fold;
+  o.nodes_per_leaf = npl;
+  char err[256] = "";
+  int rc = bs_sim_run(c, &o, r, err, sizeof err);
+  if (rc) print_error("sim: %s\n", err);
+  assert_int_equal(rc, 0);
+}
+
 static void test_layer_shortcut(void **st) {
   (void)st;
   struct { bs_method m; int zero, rc; } cases[] = {
@@ -83,20 +96,23 @@ static void test_fold_ring_collectives(void **st) {
   c.model.layers = 2;
   c.work.seq_len = 128 * 1024;
   bs_result s, f;
-  /* Allreduces that may run as trees (coll_algo auto, the default) talk to tree
-   * neighbours: the ring-neighbour signature must not fold them. */
-  c.cluster.coll_algo = BS_COLL_ALGO_AUTO;
-  run(&c, BS_OFF, BS_AUTO, &s);
-  assert_int_equal(s.sim_actors, 128);
-  bs_result_free(&s);
-  c.cluster.coll_algo = BS_COLL_ALGO_RING;
-  run(&c, BS_OFF, BS_AUTO, &s);
-  assert_true(s.sim_actors < 128); /* the gradient all-reduces over all ranks no longer block it */
-  run(&c, BS_OFF, BS_OFF, &f);
-  assert_int_equal(f.sim_actors, 128);
-  compare(&s, &f);
-  bs_result_free(&s);
-  bs_result_free(&f);
+  /* The gradient all-reduces over all ranks run as rail-aligned rings (coll_algo ring, or
+   * auto where the modelled ring is faster, as for these buckets): they fold by their
+   * ring neighbours, on 16 nodes under one leaf (node fold) and in leaves of 4 (the
+   * quotient, wrapping through the leaf uplink). */
+  for (int leaf = 0; leaf < 2; leaf++)
+    for (int a = 0; a < 2; a++) {
+      c.cluster.coll_algo = a ? BS_COLL_ALGO_AUTO : BS_COLL_ALGO_RING;
+      int npl = leaf ? 4 : 0;
+      run_leaf(&c, npl, BS_AUTO, &s);
+      assert_true(s.sim_actors < 128);
+      if (leaf) assert_non_null(strstr(s.sim_network, "with leaf wrap"));
+      run_leaf(&c, npl, BS_OFF, &f);
+      assert_int_equal(f.sim_actors, 128);
+      compare(&s, &f);
+      bs_result_free(&s);
+      bs_result_free(&f);
+    }
 }
 
 int main(int argc, char **argv) {

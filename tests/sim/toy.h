@@ -14,7 +14,7 @@
 #include "sim/sim.h"
 
 #define TOY_MAX_OPS 4096
-#define TOY_MAX_RANKS 16
+#define TOY_MAX_RANKS 32
 typedef struct {
   int ranks;
   int n[TOY_MAX_RANKS];
