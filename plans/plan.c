@@ -136,6 +136,12 @@ bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind) {
   return op;
 }
 
+void plan_push_copy(bs_plan_iter *it, const bs_op *op) {
+  if (it->qn >= QCAP) { it->err = 1; return; } /* overflow: op discarded */
+  it->q[(it->qh + it->qn) % QCAP] = *op;
+  it->qn++;
+}
+
 int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role,
                    const bs_shard *shard, bs_elem elem) {
   int32_t id = -1;

@@ -130,6 +130,8 @@ struct bs_plan_iter {
 
 /* Queue and ids. */
 bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind);
+/* Appends a copy of a whole op (an op taken from another stream). */
+void plan_push_copy(bs_plan_iter *it, const bs_op *op);
 int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role,
                    const bs_shard *shard, bs_elem elem);
 void plan_free(bs_plan_iter *it, int32_t buf);

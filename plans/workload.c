@@ -139,10 +139,11 @@ typedef struct bs_wl {
 /* ---------- ids and ops ---------- */
 
 static int32_t take(uint64_t *bits, int n, bs_plan_iter *it) {
-  for (int i = 0; i < n; i++)
-    if (!(bits[i / 64] & ((uint64_t)1 << (i % 64)))) {
-      bits[i / 64] |= (uint64_t)1 << (i % 64);
-      return i;
+  for (int w = 0; w < n / 64; w++)
+    if (~bits[w]) {
+      int i = __builtin_ctzll(~bits[w]);
+      bits[w] |= (uint64_t)1 << i;
+      return w * 64 + i;
     }
   it->err = 1;
   return 0;
@@ -301,7 +302,7 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
   default:
     return;
   }
-  *plan_push(w->it, o.kind) = o;
+  plan_push_copy(w->it, &o);
 }
 
 /* Replayed forward: learn the ids, emit nothing. */

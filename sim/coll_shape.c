@@ -157,6 +157,29 @@ int bs_dtree_vertex(int n, const int *node, int t, int me, bs_tree_vertex *v) {
   return 0;
 }
 
+int bs_tree_member_bytes(int n, const int *node, int64_t bytes, int64_t *sent, int64_t *inter) {
+  if (n < 1 || !node || !sent || !inter) return -1;
+  layout L;
+  if (layout_build(n, node, &L)) return -1;
+  int64_t half[2] = {bytes / 2, bytes - bytes / 2};
+  for (int m = 0; m < n; m++) {
+    sent[m] = inter[m] = 0;
+    for (int t = 0; t < 2; t++) {
+      bs_tree_vertex v;
+      vertex_of(&L, t, m, &v);
+      int nb[BS_TREE_MAX_CHILDREN + 1], k = 0;
+      if (v.parent >= 0) nb[k++] = v.parent;
+      for (int c = 0; c < v.nchild; c++) nb[k++] = v.child[c];
+      for (int j = 0; j < k; j++) {
+        sent[m] += half[t];
+        if (L.idx[nb[j]] != L.idx[m]) inter[m] += half[t];
+      }
+    }
+  }
+  layout_free(&L);
+  return 0;
+}
+
 int bs_tree_chunks(int64_t half) {
   if (half <= BS_TREE_CHUNK_BYTES) return 1;
   int64_t c = (half + BS_TREE_CHUNK_BYTES - 1) / BS_TREE_CHUNK_BYTES;

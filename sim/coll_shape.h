@@ -75,6 +75,14 @@ typedef struct {
  */
 double bs_tree_allreduce_time(int n, const int *node, int64_t bytes, const bs_coll_links *l);
 
+/*
+ * Bytes every member sends in a tree allreduce of `bytes` (both trees, each
+ * tree's half once to the parent and once to each child; a member receives as
+ * much as it sends): sent[m], and inter[m], the share sent to other nodes.
+ * O(n log n) for the whole group. Returns 0, or -1 (out of memory, bad args).
+ */
+int bs_tree_member_bytes(int n, const int *node, int64_t bytes, int64_t *sent, int64_t *inter);
+
 /* Alpha-beta time of a ring of `steps` steps of `chunk` bytes over a route of (lat, bw). */
 double bs_ring_time(int steps, int64_t chunk, double lat, double bw);
 

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <math.h>
+#include <pthread.h>
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
@@ -149,6 +150,9 @@ typedef struct sim_ctx {
   /* per-link statistics */
   bs_link_stat *links;
   int nlinks;
+  /* tree allreduces over all ranks timed as alpha-beta: their bytes, per (bytes), counted once */
+  struct { int64_t bytes, count; } wtree[16];
+  int nwtree;
 } sim_ctx;
 
 static void set_error(sim_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -452,6 +456,24 @@ static int group_links_model(const bs_platform_spec *ps, const bs_group *g, cons
          bs_platform_route(ps, member(g, ea), member(g, eb), &l->lat_inter, &l->bw_inter);
 }
 
+/* A group of every rank: its tree allreduce, when not run as steps, is timed as a whole. */
+static int whole_tree(int G, const bs_group *g) { return g->first == 0 && g->stride == 1 && g->size == G && G > 1; }
+
+static int wtree_add(sim_ctx *c, int64_t bytes) {
+  for (int i = 0; i < c->nwtree; i++)
+    if (c->wtree[i].bytes == bytes) {
+      c->wtree[i].count++;
+      return 0;
+    }
+  if (c->nwtree == (int)(sizeof c->wtree / sizeof c->wtree[0])) {
+    set_error(c, "more than %d sizes of all-rank tree allreduce in one plan", c->nwtree);
+    return -1;
+  }
+  c->wtree[c->nwtree].bytes = bytes;
+  c->wtree[c->nwtree++].count = 1;
+  return 0;
+}
+
 static void coll_main(int argc, char **argv) {
   (void)argc;
   (void)argv;
@@ -521,6 +543,21 @@ static void coll_main(int argc, char **argv) {
   bs_coll_model model = c->opts->coll_model;
   if (model == BS_COLL_MODEL_AUTO) model = multi ? BS_COLL_FLOW : BS_COLL_STEPS;
   char name[64];
+  if (algo == BS_COLL_ALGO_TREE && model != BS_COLL_STEPS && whole_tree(c->G, g)) {
+    /* Over every rank: the alpha-beta time, the same on every member (so it folds); the
+     * bytes of every member are added once, by rank 0, when the result is filled. */
+    if (rs->rank == 0 && wtree_add(c, job->bytes)) {
+      free(node);
+      free(job);
+      return;
+    }
+    double t_tree = bs_tree_allreduce_time(n, node, job->bytes, &l);
+    c->events++;
+    sg_actor_sleep_for(t_tree > 0 ? t_tree : 0);
+    free(node);
+    free(job);
+    return;
+  }
   if (algo == BS_COLL_ALGO_TREE) {
     if (model == BS_COLL_ANALYTIC) {
       double t_tree = bs_tree_allreduce_time(n, node, job->bytes, &l);
@@ -956,6 +993,7 @@ typedef struct {
 typedef struct {
   int rails;
   const bs_platform_spec *ps;
+  bs_coll_model model;
   int n;
   algo_memo memo[64];
 } fold_env;
@@ -993,9 +1031,16 @@ static int prepass_algo(fold_env *env, bs_coll_algo algo, const bs_group *g, int
 static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, const bs_group *g, int64_t bytes,
                           int rank, int rpn, int G, uint64_t *h, rank_info *ri) {
   if (kind == BS_COLL_ALLTOALL || g->stride != 1 || g->size < 2) return 0;
-  /* An allreduce that runs as a tree talks to tree neighbours, not ring ones. */
-  if (kind == BS_COLL_ALLREDUCE && prepass_algo(env, algo, g, bytes, rpn) != BS_COLL_ALGO_RING) return 0;
   int me = rank - g->first, K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
+  if (kind == BS_COLL_ALLREDUCE) {
+    int a = prepass_algo(env, algo, g, bytes, rpn);
+    /* A tree over every rank timed as a whole (coll_main) is the same on every member. */
+    if (a == BS_COLL_ALGO_TREE && whole_tree(G, g) && env->model != BS_COLL_STEPS &&
+        (env->model != BS_COLL_MODEL_AUTO || K >= 2))
+      return 1;
+    /* Any other tree talks to tree neighbours, not ring ones. */
+    if (a != BS_COLL_ALGO_RING) return 0;
+  }
   if (me < 0 || me >= g->size) return 0;
   int C = ring_channels(env->rails, rpn, g);
   for (int ch = 0; ch < C; ch++) {
@@ -1096,6 +1141,55 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
   return 0;
 }
 
+/* Signatures of ranks t, t + nt, t + 2 nt, ... (one pre-pass thread). */
+typedef struct {
+  const bs_config *cfg;
+  const bs_profile *prof;
+  const bs_sim_source *src;
+  fold_env env;             /* each thread its own memo */
+  int G, P, t, nt, rc;
+  rank_info *ri;
+  char err[400];
+} sig_job;
+
+static void *sig_worker(void *arg) {
+  sig_job *j = arg;
+  for (int r = j->t; r < j->G && !j->rc; r += j->nt)
+    j->rc = rank_signature(j->src, j->prof, j->cfg->model.dtype, j->cfg->cluster.coll_algo, &j->env, r, j->G, j->P,
+                           &j->ri[r], j->err, sizeof j->err);
+  return NULL;
+}
+
+/*
+ * Every rank's signature. Generating G programs is most of a large fold's
+ * cost, and each is independent of the others (plans and profiles are read
+ * only), so the ranks are shared among the host's cores.
+ */
+static int signatures(const bs_config *cfg, const bs_profile *prof, const bs_sim_source *src, const fold_env *env,
+                      int G, int P, rank_info *ri, char *err, size_t errlen) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = G >= 256 && cores > 1 ? (int)(cores < 8 ? cores : 8) : 1;
+  sig_job job[8];
+  pthread_t th[8];
+  int started = 0;
+  for (int t = 0; t < nt; t++) job[t] = (sig_job){cfg, prof, src, *env, G, P, t, nt, 0, ri, ""};
+  for (int t = 1; t < nt; t++) {
+    if (pthread_create(&th[t], NULL, sig_worker, &job[t])) break;
+    started = t + 1;
+  }
+  if (!started) started = 1;
+  /* Here: thread 0's ranks, and those of threads that did not start. */
+  sig_worker(&job[0]);
+  for (int t = started; t < nt; t++) sig_worker(&job[t]);
+  for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < nt; t++)
+    if (job[t].rc) {
+      snprintf(err, errlen, "%s", job[t].err);
+      return -1;
+    }
+  return 0;
+}
+
 /*
  * The fold: M of K nodes and Pf of P ranks per node, such that every rank's
  * program equals that of its image ((node mod M), (index mod Pf)) with peers
@@ -1127,12 +1221,13 @@ static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_p
   memset(&env, 0, sizeof env);
   env.rails = !strncmp(ps->tp.name, "dgx-", 4);
   env.ps = env.rails ? ps : NULL;
+  env.model = opts->coll_model;
+  if (signatures(cfg, prof, src, &env, G, P, ri, err, errlen)) {
+    free(ri);
+    return -1;
+  }
   int D = 0, Din = 0, cross = 0, coll = 0, coll_general = 0;
   for (int r = 0; r < G; r++) {
-    if (rank_signature(src, prof, cfg->model.dtype, cfg->cluster.coll_algo, &env, r, G, P, &ri[r], err, errlen)) {
-      free(ri);
-      return -1;
-    }
     if (ri[r].max_node_off > D) D = ri[r].max_node_off;
     if (ri[r].max_idx_off > Din) Din = ri[r].max_idx_off;
     cross |= ri[r].cross_rail;
@@ -1151,9 +1246,23 @@ static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_p
   /* The quotient reproduces same-rail routes only; ring collectives whose hops all stay
    * on their rail (coll_ring_only) fold like point-to-point. */
   int Mq = !cross && !coll_general ? bs_topo_fold_quotient(&ps->tp, D) : 0;
+  /*
+   * Leaves merged: on a dgx fabric whose leaf uplinks carry the full bandwidth of their
+   * leaf's NICs (oversubscription 1) and add no latency, an uplink can never be what limits
+   * a flow (everything it carries came through one of those NICs), so a route across leaves
+   * times as one inside a leaf and the fabric folds as a single leaf would. Same-rail
+   * messages only (routes across rails are not compared).
+   */
+  int Ml = 0;
+  if (!strncmp(ps->tp.name, "dgx-", 4) && ps->tp.nodes_per_leaf < K && ps->tp.oversub <= 1 &&
+      ps->tp.link[BS_LINK_FABRIC].lat_s == 0 && !cross && !coll_general) {
+    bs_topo_params one = ps->tp;
+    one.nodes_per_leaf = K;
+    Ml = bs_topo_fold_nodes(&one, D);
+  }
   /* Largest reduction first, then less. */
-  int cand[5][3] = {{Mq, Pf, D}, {Mq, P, D}, {M, Pf, 0}, {M, P, 0}, {K, Pf, 0}};
-  for (int c = 0; c < 5; c++) {
+  int cand[7][3] = {{Ml, Pf, 0}, {Ml, P, 0}, {Mq, Pf, D}, {Mq, P, D}, {M, Pf, 0}, {M, P, 0}, {K, Pf, 0}};
+  for (int c = 0; c < 7; c++) {
     int m = cand[c][0], pf = cand[c][1];
     if (!m || (m == K && pf == P)) continue;
     int ok = 1, bad = -1;
@@ -1169,7 +1278,7 @@ static int choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_p
       *Pf_out = pf;
       *wrap_out = cand[c][2];
       snprintf(why, whylen, "%d of %d ranks simulated (%d of %d nodes%s, %d of %d per node; offsets %d node(s), %d in node)",
-               m * pf, G, m, K, cand[c][2] ? " with leaf wrap" : "", pf, P, D, Din);
+               m * pf, G, m, K, cand[c][2] ? " with leaf wrap" : c < 2 ? ", leaves merged" : "", pf, P, D, Din);
       free(ri);
       return 0;
     }
@@ -1241,6 +1350,43 @@ static int fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
     snprintf(err, errlen, "comm_bytes.total: the bytes of all ranks pass 2^63 - 1 (the point is too large)");
     return -1;
   }
+  /* All-rank tree allreduces timed as a whole: every real rank's bytes by its tree role. */
+  int64_t *tsent = NULL;
+  if (c->nwtree) {
+    int *node = malloc(sizeof *node * (size_t)G);
+    int64_t *s1 = malloc(sizeof *s1 * 2 * (size_t)G), *i1 = s1 ? s1 + G : NULL;
+    tsent = calloc((size_t)G, sizeof *tsent);
+    if (!node || !s1 || !tsent) {
+      free(node);
+      free(s1);
+      free(tsent);
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    for (int r = 0; r < G; r++) node[r] = node_of_rank(c, r);
+    int bad = 0;
+    for (int w = 0; w < c->nwtree && !bad; w++) {
+      if (bs_tree_member_bytes(G, node, c->wtree[w].bytes, s1, i1)) {
+        bad = 1;
+        break;
+      }
+      for (int r = 0; r < G && !bad; r++) {
+        int64_t a, b;
+        bad = __builtin_mul_overflow(s1[r], c->wtree[w].count, &a) || __builtin_mul_overflow(i1[r], c->wtree[w].count, &b) ||
+              __builtin_add_overflow(tsent[r], a, &tsent[r]) || __builtin_add_overflow(total, a, &total) ||
+              __builtin_add_overflow(inter, b, &inter) || __builtin_add_overflow(intra, a - b, &intra);
+      }
+    }
+    free(node);
+    free(s1);
+    if (bad) {
+      free(tsent);
+      snprintf(err, errlen, "comm_bytes.total: the bytes of all ranks pass 2^63 - 1 (the point is too large)");
+      return -1;
+    }
+    for (int r = 0; r < G; r++)
+      if (c->rs[slot_of(c, r)].sent + tsent[r] > maxsent) maxsent = c->rs[slot_of(c, r)].sent + tsent[r];
+  }
   out->time.step = step;
   out->time.fwd = fwd;
   out->time.bwd = bwd;
@@ -1257,9 +1403,11 @@ static int fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
   if (out->ranks)
     for (int r = 0; r < G; r++) {
       const rank_state *rs = &c->rs[slot_of(c, r)];
+      int64_t t = tsent ? tsent[r] : 0; /* a tree member receives what it sends */
       out->ranks[r] = (bs_rank_result){r, rs->end, rs->fwd, rs->bwd, rs->compute, rs->exposed,
-                                       rs->sent, rs->recvd, rs->mem_peak};
+                                       rs->sent + t, rs->recvd + t, rs->mem_peak};
     }
+  free(tsent);
   out->sim_events = c->events;
   return 0;
 }

@@ -57,13 +57,15 @@ static void run(const bs_config *c, bs_tristate layers, bs_tristate fold, bs_res
   assert_int_equal(rc, 0);
 }
 
-/* Folded or not, on dgx leaves of npl nodes (0: the generator's), every layer simulated. */
-static void run_leaf(const bs_config *c, int npl, bs_tristate fold, bs_result *r) {
+/* Folded or not, on dgx leaves of npl nodes (0: the generator's) behind uplinks oversubscribed
+ * by oversub (0: not), every layer simulated. */
+static void run_leaf(const bs_config *c, int npl, double oversub, bs_tristate fold, bs_result *r) {
   bs_sim_opts o;
   bs_sim_opts_default(&o);
   o.layers = BS_OFF;
   o.fold = fold;
   o.nodes_per_leaf = npl;
+  o.oversub = oversub;
   char err[256] = "";
   int rc = bs_sim_run(c, &o, r, err, sizeof err);
   if (rc) print_error("sim: %s\n", err);
@@ -98,16 +100,18 @@ static void test_fold_ring_collectives(void **st) {
   bs_result s, f;
   /* The gradient all-reduces over all ranks run as rail-aligned rings (coll_algo ring, or
    * auto where the modelled ring is faster, as for these buckets): they fold by their
-   * ring neighbours, on 16 nodes under one leaf (node fold) and in leaves of 4 (the
-   * quotient, wrapping through the leaf uplink). */
-  for (int leaf = 0; leaf < 2; leaf++)
+   * ring neighbours, on 16 nodes under one leaf (node fold), in leaves of 4 (merged) and
+   * in leaves of 8 behind uplinks at half bandwidth (the quotient, wrapping through the
+   * leaf uplink). */
+  for (int leaf = 0; leaf < 3; leaf++)
     for (int a = 0; a < 2; a++) {
       c.cluster.coll_algo = a ? BS_COLL_ALGO_AUTO : BS_COLL_ALGO_RING;
-      int npl = leaf ? 4 : 0;
-      run_leaf(&c, npl, BS_AUTO, &s);
+      int npl = leaf == 0 ? 0 : leaf == 1 ? 4 : 8;
+      double oversub = leaf == 2 ? 2.0 : 0;
+      run_leaf(&c, npl, oversub, BS_AUTO, &s);
       assert_true(s.sim_actors < 128);
-      if (leaf) assert_non_null(strstr(s.sim_network, "with leaf wrap"));
-      run_leaf(&c, npl, BS_OFF, &f);
+      if (leaf) assert_non_null(strstr(s.sim_network, leaf == 1 ? "leaves merged" : "with leaf wrap"));
+      run_leaf(&c, npl, oversub, BS_OFF, &f);
       assert_int_equal(f.sim_actors, 128);
       compare(&s, &f);
       bs_result_free(&s);

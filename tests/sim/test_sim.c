@@ -670,18 +670,22 @@ static void test_fold_matches_full(void **state) {
   (void)state;
   /* 8 nodes in leaves of 2: the node fold keeps 2 leaves (4 nodes), the double ring
    * also folds the 8 GPUs of a node onto 4. */
-  fold_case("dgx-a100", 64, 2, BS_BURST, 1, "16 of 64 ranks simulated (4 of 8 nodes, 4 of 8 per node");
-  fold_case("dgx-a100", 64, 2, BS_RING, 1, "16 of 64 ranks simulated (4 of 8 nodes, 4 of 8 per node");
+  fold_case("dgx-a100", 64, 2, BS_BURST, 1, "16 of 64 ranks simulated (4 of 8 nodes, leaves merged, 4 of 8 per node");
+  fold_case("dgx-a100", 64, 2, BS_RING, 1, "16 of 64 ranks simulated (4 of 8 nodes, leaves merged, 4 of 8 per node");
   /* A single ring crosses rails (GPU 7 to GPU 0 of the next node): nodes only. */
   fold_case("dgx-a100", 64, 2, BS_BURST, 0, "32 of 64 ranks simulated (4 of 8 nodes, 8 of 8 per node");
-  /* 16 nodes in leaves of 4: the quotient keeps one leaf and wraps through its uplink. */
-  fold_case("dgx-a100", 128, 4, BS_BURST, 1, "16 of 128 ranks simulated (4 of 16 nodes with leaf wrap");
-  fold_case("dgx-a100", 128, 4, BS_RING, 1, "with leaf wrap");
+  /* 16 nodes in leaves of 4 with full-bandwidth uplinks: the leaves merge and the nodes
+   * fold as under one leaf (3 does not divide 16: 4 nodes). */
+  fold_case("dgx-a100", 128, 4, BS_BURST, 1, "16 of 128 ranks simulated (4 of 16 nodes, leaves merged");
+  fold_case("dgx-a100", 128, 4, BS_RING, 1, "leaves merged");
+  /* 32 nodes in leaves of 8, uplinks at half their NICs' bandwidth: the quotient keeps one
+   * leaf and wraps through its uplink. */
+  fold_case_full("dgx-a100", 256, 8, 2.0, BS_BURST, 1, 0, BS_CONTIGUOUS, "32 of 256 ranks simulated (8 of 32 nodes with leaf wrap");
   /* An oversubscribed fabric (uplinks at 1/3 of the downlinks), single ring across rails. */
   fold_case_full("dgx-a100", 128, 4, 3.0, BS_BURST, 0, 0, BS_CONTIGUOUS, "of 128 ranks simulated");
   fold_case_full("dgx-a100", 128, 4, 3.0, BS_RING, 1, 0, BS_CONTIGUOUS, "with leaf wrap");
   /* Causal with the zigzag balance: every rank's step costs the same. */
-  fold_case_layout("dgx-a100", 128, 4, BS_BURST, 1, 1, BS_ZIGZAG, "with leaf wrap");
+  fold_case_layout("dgx-a100", 128, 4, BS_BURST, 1, 1, BS_ZIGZAG, "leaves merged");
   fold_case_layout("dgx-a100", 64, 2, BS_RING, 1, 1, BS_ZIGZAG, "of 64 ranks simulated");
   /* One leaf. */
   fold_case("dgx-h100", 64, 0, BS_BURST, 1, "of 64 ranks simulated");
