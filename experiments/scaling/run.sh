@@ -17,8 +17,8 @@ sweep() {
   shift
   "$BURSTSIM" sim "$@" --csv "$OUT/$name.csv" > "$OUT/$name.txt" 2> "$OUT/$name.log"
 }
-# DGX H100 at three sequence lengths only (usp at 1024 GPUs takes ~20 s a point here).
-H100="--set cluster.topology=dgx-h100 --set cluster.profile=h100-sxm --set workload.seq_len=128K,1M,4M"
+# DGX H100 at every length of the A100 sweeps (usp at 1024 GPUs does not fold: ~25 s a point here).
+H100="--set cluster.topology=dgx-h100 --set cluster.profile=h100-sxm"
 sweep a100-ring "$HERE/ring-family.ini"
 sweep a100-heads "$HERE/head-split.ini"
 # shellcheck disable=SC2086
