@@ -242,6 +242,7 @@ static int attn_op(void *vctx) {
 typedef struct {
   int kind;                 /* bs_kernel */
   int64_t rows, d, bytes, n;
+  int64_t gm, gn, gk;       /* GEMM of a projection shape: [gm x gk] x [gk x gn] (0: the score shape n x n x d) */
   int threads, bf16;
   float *a, *b, *c, *e, *f;
   void *dout;
@@ -271,6 +272,12 @@ static int misc_op(void *vctx) {
     memcpy(m->b, m->a, (size_t)m->bytes);
     return 0;
   case BS_K_GEMM: {
+    if (m->gk > 0) {
+      /* A projection as a transformer layer issues it: Y[tokens x out] = X[tokens x in] W[in x out]. */
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m->gm, (int)m->gn, (int)m->gk, 1.0f, m->a,
+                  (int)m->gk, m->b, (int)m->gn, 0.0f, m->c, (int)m->gn);
+      return 0;
+    }
     /* The score GEMM of one head as the runtime issues it: S = scale * q k^T. */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m->n, (int)m->n, (int)m->d, 0.125f,
                 m->a, (int)m->d, m->b, (int)m->d, 0.0f, m->c, (int)m->n);
@@ -290,22 +297,29 @@ static void misc_free(misc_call *m) {
 }
 
 static int misc_alloc(misc_call *m) {
-  size_t big, small = (size_t)m->rows;
+  size_t big, small = (size_t)m->rows, na, nb, nc;
   switch (m->kind) {
   case BS_K_COPY: big = (size_t)m->bytes / sizeof(float) + 1; small = 1; break;
   case BS_K_GEMM: big = (size_t)m->n * (size_t)(m->n > m->d ? m->n : m->d); break;
   default: big = (size_t)m->rows * m->d;
   }
-  m->a = malloc(big * sizeof(float));
-  m->b = malloc(big * sizeof(float));
-  m->c = malloc((m->kind == BS_K_GEMM ? big : small) * sizeof(float));
+  na = nb = big;
+  nc = m->kind == BS_K_GEMM ? big : small;
+  if (m->kind == BS_K_GEMM && m->gk > 0) {
+    na = (size_t)m->gm * (size_t)m->gk;
+    nb = (size_t)m->gk * (size_t)m->gn;
+    nc = (size_t)m->gm * (size_t)m->gn;
+  }
+  m->a = malloc(na * sizeof(float));
+  m->b = malloc(nb * sizeof(float));
+  m->c = malloc(nc * sizeof(float));
   m->e = malloc(small * sizeof(float));
   m->f = malloc(small * sizeof(float));
   m->dout = m->kind == BS_K_ATTN_DELTA ? typed_random((size_t)m->rows * m->d, m->bf16, 21) : malloc(1);
   if (!m->a || !m->b || !m->c || !m->e || !m->f || !m->dout) return -1;
-  fill_random(m->a, big, 22);
-  fill_random(m->b, big, 23);
-  fill_random(m->c, m->kind == BS_K_GEMM ? big : small, 24);
+  fill_random(m->a, na, 22);
+  fill_random(m->b, nb, 23);
+  fill_random(m->c, nc, 24);
   fill_random(m->e, small, 25);
   return 0;
 }
@@ -479,6 +493,54 @@ static int misc_series(kctx *c, int kernel, int d, int bf16, const int64_t *size
   return 0;
 }
 
+/*
+ * GEMMs of the shapes a transformer layer issues (fp32, OpenBLAS): m tokens, k
+ * inputs, n outputs (QKV and output projections, the MLP's up and down).
+ */
+static int gemm_proj_series(kctx *c, const int64_t (*shapes)[3], int nshapes, char *err, size_t errlen) {
+  for (int i = 0; i < nshapes; i++) {
+    misc_call m;
+    memset(&m, 0, sizeof m);
+    m.kind = BS_K_GEMM;
+    m.threads = c->d->threads;
+    m.gm = shapes[i][0];
+    m.gk = shapes[i][1];
+    m.gn = shapes[i][2];
+    int ok = misc_alloc(&m) == 0;
+    if (!all_ok(c->comm, ok)) {
+      misc_free(&m);
+      snprintf(err, errlen, "calib: out of memory for a %lld x %lld x %lld GEMM", (long long)m.gm, (long long)m.gk,
+               (long long)m.gn);
+      return -1;
+    }
+    bs_calib_kpoint *k = add_k(c->d);
+    if (!k) {
+      misc_free(&m);
+      snprintf(err, errlen, "calib: out of memory");
+      return -1;
+    }
+    k->kernel = BS_K_GEMM;
+    snprintf(k->series, sizeof k->series, "proj/k%lld/fp32", (long long)m.gk);
+    k->nq = m.gm;
+    k->nk = m.gn;
+    k->d = (int)m.gk;
+    k->flops = 2.0 * (double)m.gm * (double)m.gn * (double)m.gk;
+    /* OpenBLAS on the rank's own threads, as the other kernels run (and `bench kernels` times sgemm). */
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(m.threads);
+    int rc = time_collective(c->comm, &c->pol, misc_op, &m, &k->t_med, &k->t_min, &k->t_max, &k->reps);
+    openblas_set_num_threads(blas_threads);
+    misc_free(&m);
+    if (rc) {
+      snprintf(err, errlen, "calib: gemm failed on some rank");
+      return -1;
+    }
+    k->t_eff = k->t_med / c->d->ranks;
+    log_kpoint(c->o->log, k, c->d->ranks);
+  }
+  return 0;
+}
+
 static int measure_kernels(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data *d, char *err, size_t errlen) {
   kctx c = {comm, o, d, policy(o->quick), o->quick ? 2.5 : 6.0};
   c.pol.min_call_s = 0.03;
@@ -494,6 +556,12 @@ static int measure_kernels(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data 
   static const int64_t copy_quick[] = {65536, 1 << 20, 16 << 20};
   static const int64_t gemm_full[] = {256, 512, 1024, 2048};
   static const int64_t gemm_quick[] = {256, 512, 1024};
+  /* Projection shapes, m (tokens) x k (in) x n (out): 36 GFLOP quick, 320 GFLOP full, per rank. */
+  static const int64_t proj_quick[][3] = {{256, 512, 512}, {512, 1024, 1024}, {1024, 2048, 2048}, {2048, 4096, 1024},
+                                          {256, 4096, 4096}};
+  static const int64_t proj_full[][3] = {{256, 512, 512},   {512, 1024, 1024},   {1024, 2048, 2048},
+                                         {2048, 4096, 1024}, {256, 4096, 4096},   {1024, 4096, 4096},
+                                         {2048, 4096, 4096}, {1024, 4096, 11008}, {1024, 11008, 4096}};
 #define PICK(a, b) (o->quick ? (b) : (a)), (o->quick ? (int)(sizeof(b) / sizeof(b)[0]) : (int)(sizeof(a) / sizeof(a)[0]))
   int types[2], nt = 0;
   int want32 = o->fp32 || !o->bf16, want16 = o->bf16 || !o->fp32;
@@ -530,6 +598,7 @@ static int measure_kernels(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data 
         misc_series(&c, BS_K_ELEMWISE, ds[di], 0, PICK(rows_full, rows_quick), err, errlen) ||
         misc_series(&c, BS_K_GEMM, ds[di], 0, PICK(gemm_full, gemm_quick), err, errlen))
       return -1;
+  if (gemm_proj_series(&c, PICK(proj_full, proj_quick), err, errlen)) return -1;
   if (misc_series(&c, BS_K_COPY, 1, 0, PICK(copy_full, copy_quick), err, errlen)) return -1;
 #undef PICK
   return 0;
@@ -956,7 +1025,8 @@ static bs_compute point_op(const bs_calib_kpoint *k) {
   c.flops = k->flops;
   c.elems = k->elems;
   if (k->kernel == BS_K_GEMM) {
-    c.m = c.n = k->nq;
+    c.m = k->nq;
+    c.n = k->nk > 0 ? k->nk : k->nq;
     c.k = k->d;
   }
   return c;
@@ -968,8 +1038,8 @@ static double model_time(const bs_profile *p, const bs_calib_kpoint *k) {
   return bs_profile_kernel_time(p, &c, k->bf16 ? BS_BF16 : BS_FP32, e, sizeof e);
 }
 
-static const int roofline_kernels[] = {BS_K_ATTN_DELTA, BS_K_ATTN_MERGE, BS_K_ELEMWISE, BS_K_COPY, BS_K_GEMM};
-#define N_ROOFLINE 5
+static const int roofline_kernels[] = {BS_K_ATTN_DELTA, BS_K_ATTN_MERGE, BS_K_ELEMWISE, BS_K_COPY};
+#define N_ROOFLINE 4
 
 /* launch_s and efficiency of a roofline kernel: t = launch + T1 / eff, T1 the model time at eff 1. */
 static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int bf16, bs_fit_lin *fit) {
@@ -994,6 +1064,60 @@ static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int b
   double eff = 1.0 / fit->c1;
   p->kernel[kernel].launch_s = fit->c0;
   p->kernel[kernel].efficiency = eff > 1 ? 1 : eff;
+  return 1;
+}
+
+/*
+ * The GEMM entry: the tiled model of sim/profile.h with no tile or wave
+ * quantization on a CPU (tile 1 x 1, one unit: OpenBLAS runs edges with
+ * narrower micro-kernels and splits the rows over threads), its bandwidth term
+ * at the memcpy bandwidth, and launch_s, peak_fraction and k_overhead fitted
+ * (calib/fit.h) to every GEMM measured: the attention-score shapes (k = d)
+ * and the projection shapes (k = 512 .. 11008). The fitted record goes to
+ * fits.gemm. Returns 1 when fitted, 0 without enough points.
+ */
+static int gemm_fit(const bs_calib_data *d, bs_profile *p, cJSON *fits) {
+  bs_kernel_model *g = &p->kernel[BS_K_GEMM];
+  memset(g, 0, sizeof *g);
+  g->kind = BS_KM_TILED;
+  g->peak_fraction = g->bw_efficiency = 1;
+  g->tile_m = g->tile_n = g->sms = 1;
+  double t1[64], kk[64], t[64];
+  int n = 0, bytes_bound = 0;
+  for (int i = 0; i < d->nk && n < 64; i++) {
+    const bs_calib_kpoint *k = &d->k[i];
+    if (k->kernel != BS_K_GEMM || !(k->flops > 0) || k->d < 1) continue;
+    t1[n] = k->flops / p->peak_flops;
+    kk[n] = k->d;
+    t[n++] = k->t_eff;
+  }
+  bs_fit_gemm f;
+  char e[160];
+  if (n < 3 || bs_fit_gemm_k(t1, kk, t, n, &f, e, sizeof e)) {
+    g->kind = BS_KM_NONE;
+    return 0;
+  }
+  g->launch_s = f.launch_s;
+  g->peak_fraction = f.peak_fraction > 1 ? 1 : f.peak_fraction;
+  g->k_overhead = f.k_overhead;
+  /* Points the model puts on its bandwidth bound (the fit assumed compute): reported, not refitted. */
+  for (int i = 0; i < d->nk; i++) {
+    const bs_calib_kpoint *k = &d->k[i];
+    if (k->kernel != BS_K_GEMM) continue;
+    double bytes = ((double)k->nq * k->d + (double)k->d * (k->nk > 0 ? k->nk : k->nq) +
+                    (double)k->nq * (k->nk > 0 ? k->nk : k->nq)) * 4;
+    bytes_bound += bytes / p->mem_bw_Bps > bs_fit_gemm_time(&f, k->flops / p->peak_flops, k->d) - f.launch_s;
+  }
+  cJSON *fj = cJSON_CreateObject();
+  cJSON_AddStringToObject(fj, "model", "tiled, no tile or wave quantization on a CPU (tile 1 x 1, sms 1): t = launch_s + "
+                                       "flops (k + k_overhead) / (k peak_flops peak_fraction), gsl_multifit_wlinear on "
+                                       "relative residuals over the score (k = d) and projection GEMMs");
+  num_obj(fj, "launch_s", f.launch_s);
+  num_obj(fj, "peak_fraction_fitted", f.peak_fraction);
+  num_obj(fj, "k_overhead", f.k_overhead);
+  num_obj(fj, "points_bytes_bound", bytes_bound);
+  cJSON_AddItemToObject(fj, "quality", quality_json(&f.q));
+  cJSON_AddItemToObject(fits, bs_kernel_name(BS_K_GEMM), fj);
   return 1;
 }
 
@@ -1095,7 +1219,7 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
     for (int r = 0; r < N_ROOFLINE; r++) {
       bs_fit_lin f;
       if (!roofline_fit(d, p, roofline_kernels[r], primary, &f)) continue;
-      if (roofline_kernels[r] != BS_K_GEMM && 1.0 / f.c1 > worst) worst = 1.0 / f.c1;
+      if (1.0 / f.c1 > worst) worst = 1.0 / f.c1;
     }
     if (worst <= 1.0 + 1e-9) break;
     p->mem_bw_Bps *= worst;
@@ -1111,6 +1235,7 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
     cJSON_AddItemToObject(fj, "quality", quality_json(&f.q));
     cJSON_AddItemToObject(fits, bs_kernel_name((bs_kernel)kernel), fj);
   }
+  gemm_fit(d, p, fits);
   /* Links: ping-pong within rank 0's node gives the shm class, to another node the NIC class. */
   bs_prof_link *shm = &p->link[BS_LINK_SHM];
   int have_intra = 0;

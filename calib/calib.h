@@ -41,8 +41,10 @@ typedef struct {
   int kernel;          /* bs_kernel */
   char series[48];     /* e.g. "d64/full/fp32/block", "d128/full/bf16/decode" */
   int d, causal, bf16, decode;
-  int64_t nq, nk;      /* attention: rows of the query and key block (one head) */
-  int64_t elems;       /* delta, merge, elemwise: rows * d; copy: bytes; gemm: m = n = nq, k = d */
+  int64_t nq, nk;      /* attention: rows of the query and key block (one head); gemm: m = nq, n = nk,
+                          k = d (series "d64/fp32", ...: the score shape n x n x d; "proj/k4096/fp32",
+                          ...: the projection shapes of a transformer layer) */
+  int64_t elems;       /* delta, merge, elemwise: rows * d; copy: bytes */
   double flops;        /* useful FLOPs, the plans' convention */
   double x;            /* attention: sqrt(nq * nk), the profile tables' axis */
   double t_med, t_min, t_max; /* seconds, all ranks busy (slowest rank per repetition) */

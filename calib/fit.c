@@ -248,6 +248,87 @@ int bs_fit_linear(const double *u, const double *t, int n, bs_fit_lin *out, char
   return 0;
 }
 
+/* ------------------------------------------------------------------- gemm */
+
+double bs_fit_gemm_time(const bs_fit_gemm *f, double t1, double k) {
+  return f->launch_s + t1 * (k + f->k_overhead) / (k * f->peak_fraction);
+}
+
+/* Weighted fit of t against the columns (1, t1, t1 / k) that `use` keeps; c[] gets all three (0 if dropped). */
+static int gemm_solve(const double *t1, const double *k, const double *t, int n, const int use[3], double c[3]) {
+  int p = use[0] + use[1] + use[2];
+  gsl_matrix *X = gsl_matrix_alloc((size_t)n, (size_t)p), *cov = gsl_matrix_alloc((size_t)p, (size_t)p);
+  gsl_vector *y = gsl_vector_alloc((size_t)n), *w = gsl_vector_alloc((size_t)n), *cv = gsl_vector_alloc((size_t)p);
+  gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc((size_t)n, (size_t)p);
+  int rc = -1;
+  if (X && cov && y && w && cv && ws) {
+    for (int i = 0; i < n; i++) {
+      double col[3] = {1.0, t1[i], t1[i] / k[i]};
+      for (int j = 0, q = 0; j < 3; j++)
+        if (use[j]) gsl_matrix_set(X, (size_t)i, (size_t)q++, col[j]);
+      gsl_vector_set(y, (size_t)i, t[i]);
+      gsl_vector_set(w, (size_t)i, 1.0 / (t[i] * t[i]));
+    }
+    double chisq;
+    if (gsl_multifit_wlinear(X, w, y, cv, cov, &chisq, ws) == GSL_SUCCESS) {
+      for (int j = 0, q = 0; j < 3; j++) c[j] = use[j] ? gsl_vector_get(cv, (size_t)q++) : 0.0;
+      rc = 0;
+    }
+  }
+  gsl_multifit_linear_free(ws);
+  gsl_vector_free(cv);
+  gsl_vector_free(w);
+  gsl_vector_free(y);
+  gsl_matrix_free(cov);
+  gsl_matrix_free(X);
+  return rc;
+}
+
+int bs_fit_gemm_k(const double *t1, const double *k, const double *t, int n, bs_fit_gemm *out, char *err,
+                  size_t errlen) {
+  memset(out, 0, sizeof *out);
+  if (n < 3) {
+    snprintf(err, errlen, "gemm fit: %d points, at least 3 needed", n);
+    return -1;
+  }
+  for (int i = 0; i < n; i++)
+    if (!(t1[i] > 0 && k[i] >= 1 && t[i] > 0) || !isfinite(t1[i]) || !isfinite(k[i]) || !isfinite(t[i])) {
+      snprintf(err, errlen, "gemm fit: point %d: compute time, k >= 1 and time must be positive", i);
+      return -1;
+    }
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  int use[3] = {1, 1, 1};
+  double c[3] = {0, 0, 0};
+  int rc = -1;
+  /* Drop a term whose coefficient comes out negative (not visible in the data), then refit. */
+  for (int round = 0; round < 3; round++) {
+    if (gemm_solve(t1, k, t, n, use, c)) break;
+    if (use[0] && c[0] < 0) use[0] = 0;
+    else if (use[2] && c[2] < 0) use[2] = 0;
+    else {
+      rc = 0;
+      break;
+    }
+  }
+  gsl_set_error_handler(old);
+  if (rc || !(c[1] > 0)) {
+    snprintf(err, errlen, "gemm fit: GSL failed or no positive rate (degenerate points?)");
+    return -1;
+  }
+  out->launch_s = c[0];
+  out->peak_fraction = 1.0 / c[1];
+  out->k_overhead = c[2] / c[1];
+  double *m = malloc((size_t)n * sizeof *m);
+  if (!m) {
+    snprintf(err, errlen, "gemm fit: out of memory");
+    return -1;
+  }
+  for (int i = 0; i < n; i++) m[i] = bs_fit_gemm_time(out, t1[i], k[i]);
+  bs_fit_quality_of(m, t, n, &out->q);
+  free(m);
+  return 0;
+}
+
 /* ------------------------------------------------------------------ links */
 
 double bs_fit_link_time(const bs_fit_link *f, double bytes) {

@@ -8,6 +8,11 @@
  *            residuals (times span orders of magnitude);
  *   linear:  time = c0 + c1 * u (a roofline-style fixed cost plus work over
  *            speed), weighted least squares (gsl_multifit_wlinear);
+ *   gemm:    time = launch + T1 (k + k0) / (k pf), T1 the GEMM's compute time
+ *            at the full peak (no tile or wave loss), k its inner dimension:
+ *            the fraction pf of peak reached and a fixed per-tile cost of k0
+ *            K elements (sim/profile.h, model "tiled"); linear in (launch,
+ *            1 / pf, k0 / pf), weighted least squares (gsl_multifit_wlinear);
  *   links:   time = latency + bytes / bandwidth per size range, with up to
  *            three ranges whose breaks (Open MPI's eager / rendezvous switch,
  *            the single-copy threshold) are found by exhaustive search; a
@@ -56,6 +61,24 @@ typedef struct {
 
 /* Weighted (1/t^2) straight-line fit of t against u over n >= 2 points; c0 clamped >= 0. */
 int bs_fit_linear(const double *u, const double *t, int n, bs_fit_lin *out, char *err, size_t errlen);
+
+typedef struct {
+  double launch_s;        /* >= 0 */
+  double peak_fraction;   /* 1 / c1, as fitted (may exceed 1: the caller decides) */
+  double k_overhead;      /* >= 0, K elements */
+  bs_fit_quality q;
+} bs_fit_gemm;
+
+/* Evaluates the GEMM model for a point of compute time t1 (at the full peak) and inner dimension k. */
+double bs_fit_gemm_time(const bs_fit_gemm *f, double t1, double k);
+
+/*
+ * Fits the GEMM model to n >= 3 points (t1 > 0, k >= 1, t > 0) with relative
+ * residuals. A negative intercept or overhead means none is visible: that
+ * term is dropped and the rest refitted. Returns 0, or -1 with a message.
+ */
+int bs_fit_gemm_k(const double *t1, const double *k, const double *t, int n, bs_fit_gemm *out, char *err,
+                  size_t errlen);
 
 #define BS_FIT_MAX_SEGS 3
 

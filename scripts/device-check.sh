@@ -6,7 +6,10 @@
 #   2. builds bs_cuda_check with nvcc alone (the project's other dependencies
 #      need not be installed there), for the GPU's own architecture;
 #   3. runs it: correctness against a float64 CPU reference on fresh random
-#      inputs, then the benchmark table next to the cuBLAS bf16 GEMM ceiling;
+#      inputs, then the benchmark table next to the cuBLAS bf16 GEMM ceiling
+#      and cuBLAS GEMMs of transformer projection shapes (bench.csv rows
+#      gemm_proj: n = m tokens, d = k, heads = n outputs), the points that fit
+#      the simulator's tiled GEMM model (README, "Calibrating your own machine");
 #   4. if time is left and the whole project configures there, builds it and
 #      runs `burstsim calib --backend cuda` when that command exists;
 #   5. prints the summary last.

@@ -84,20 +84,65 @@ static const char *kernel_json_name(int k) {
   return (k >= 0 && k < BS_K_COUNT) ? n[k] : "?";
 }
 
+/* A fraction in (0, 1]. */
+static int get_fraction(const cJSON *obj, const char *key, double *out, const char *path, const char *where,
+                        char *err, size_t errlen) {
+  if (get_val(obj, key, out, 0, path, where, err, errlen)) return -1;
+  if (!(*out > 0 && *out <= 1)) {
+    snprintf(err, errlen, "%s: %s.%s: must be in (0, 1]", path, where, key);
+    return -1;
+  }
+  return 0;
+}
+
+/* A whole number in [lo, hi]. */
+static int get_count(const cJSON *obj, const char *key, int lo, int hi, int *out, const char *path,
+                     const char *where, char *err, size_t errlen) {
+  double v;
+  if (get_val(obj, key, &v, 0, path, where, err, errlen)) return -1;
+  if (!(v >= lo && v <= hi) || v != floor(v)) {
+    snprintf(err, errlen, "%s: %s.%s: must be a whole number in [%d, %d]", path, where, key, lo, hi);
+    return -1;
+  }
+  *out = (int)v;
+  return 0;
+}
+
+/* The "tiled" GEMM model's parameters (format in profile.h). */
+static int parse_tiled(const cJSON *kj, bs_kernel_model *m, const char *path, const char *where, char *err,
+                       size_t errlen) {
+  if (get_fraction(kj, "peak_fraction", &m->peak_fraction, path, where, err, errlen) ||
+      get_fraction(kj, "bw_efficiency", &m->bw_efficiency, path, where, err, errlen) ||
+      get_count(kj, "tile_m", 1, 65536, &m->tile_m, path, where, err, errlen) ||
+      get_count(kj, "tile_n", 1, 65536, &m->tile_n, path, where, err, errlen) ||
+      get_count(kj, "sms", 1, 1 << 20, &m->sms, path, where, err, errlen) ||
+      get_val(kj, "k_overhead", &m->k_overhead, 0, path, where, err, errlen))
+    return -1;
+  if (!(m->k_overhead >= 0 && m->k_overhead <= 0x1p40)) {
+    snprintf(err, errlen, "%s: %s.k_overhead: must be in [0, 2^40]", path, where);
+    return -1;
+  }
+  return 0;
+}
+
 static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, const char *path,
                         char *err, size_t errlen) {
   char where[96];
   snprintf(where, sizeof where, "kernels.%s", kname);
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(kj, "model");
   if (!cJSON_IsString(model)) {
-    snprintf(err, errlen, "%s: %s.model: missing (table, roofline or materialised)", path, where);
+    snprintf(err, errlen, "%s: %s.model: missing (table, roofline, materialised or tiled)", path, where);
     return -1;
   }
   if (!strcmp(model->valuestring, "table")) m->kind = BS_KM_TABLE;
   else if (!strcmp(model->valuestring, "roofline")) m->kind = BS_KM_ROOFLINE;
   else if (!strcmp(model->valuestring, "materialised")) m->kind = BS_KM_MATERIALISED;
-  else {
-    snprintf(err, errlen, "%s: %s.model: unknown '%s' (table, roofline, materialised)", path,
+  else if (!strcmp(model->valuestring, "tiled") && !strcmp(kname, "gemm")) m->kind = BS_KM_TILED;
+  else if (!strcmp(model->valuestring, "tiled")) {
+    snprintf(err, errlen, "%s: %s.model: 'tiled' models GEMMs only (kernels.gemm)", path, where);
+    return -1;
+  } else {
+    snprintf(err, errlen, "%s: %s.model: unknown '%s' (table, roofline, materialised, tiled)", path,
              where, model->valuestring);
     return -1;
   }
@@ -120,6 +165,7 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
       return -1;
     }
   }
+  if (m->kind == BS_KM_TILED) return parse_tiled(kj, m, path, where, err, errlen);
   if (m->kind != BS_KM_TABLE) return 0;
   const cJSON *tables = cJSON_GetObjectItemCaseSensitive(kj, "tables");
   if (!cJSON_IsArray(tables) || cJSON_GetArraySize(tables) < 1 ||
@@ -392,11 +438,20 @@ int bs_profile_save(const bs_profile *p, const char *path, const char *source, c
     const bs_kernel_model *m = &p->kernel[k];
     if (m->kind == BS_KM_NONE) continue;
     cJSON *kj = cJSON_AddObjectToObject(ks, kernel_json_name(k));
-    static const char *kn[] = {"none", "table", "roofline", "materialised"};
+    static const char *kn[] = {"none", "table", "roofline", "materialised", "tiled"};
     cJSON_AddStringToObject(kj, "model", kn[m->kind]);
     cJSON_AddItemToObject(kj, "launch_s", val(m->launch_s, source));
-    if (m->kind != BS_KM_TABLE) cJSON_AddItemToObject(kj, "efficiency", val(m->efficiency, source));
+    if (m->kind == BS_KM_ROOFLINE || m->kind == BS_KM_MATERIALISED)
+      cJSON_AddItemToObject(kj, "efficiency", val(m->efficiency, source));
     if (m->kind == BS_KM_MATERIALISED) cJSON_AddItemToObject(kj, "passes", val(m->passes, source));
+    if (m->kind == BS_KM_TILED) {
+      cJSON_AddItemToObject(kj, "peak_fraction", val(m->peak_fraction, source));
+      cJSON_AddItemToObject(kj, "bw_efficiency", val(m->bw_efficiency, source));
+      cJSON_AddItemToObject(kj, "tile_m", val(m->tile_m, source));
+      cJSON_AddItemToObject(kj, "tile_n", val(m->tile_n, source));
+      cJSON_AddItemToObject(kj, "sms", val(m->sms, source));
+      cJSON_AddItemToObject(kj, "k_overhead", val(m->k_overhead, source));
+    }
     if (m->kind != BS_KM_TABLE) continue;
     cJSON *ts = cJSON_AddArrayToObject(kj, "tables");
     for (int t = 0; t < m->ntables; t++) {
@@ -501,6 +556,41 @@ static double kernel_bytes(const bs_compute *c, int eb) {
   }
 }
 
+/* Independent GEMMs in one op (one per head in the materialised plans): flops / (2 m n k), at least 1. */
+static double gemm_batch(const bs_compute *c, double flops) {
+  double mnk = 2.0 * (double)c->m * (double)c->n * (double)c->k;
+  if (!(mnk > 0) || !(flops > mnk)) return 1;
+  return floor(flops / mnk + 0.5);
+}
+
+/*
+ * Tile and wave quantization of an m x n output (batch of them) on `sms`
+ * units: useful tile area over the area the waves hold, m n batch / (waves
+ * sms tm tn), for the better of the two tile orientations.
+ */
+static double tiled_quant(const bs_kernel_model *km, double m, double n, double batch) {
+  double best = 0;
+  for (int o = 0; o < 2; o++) {
+    double tm = o ? km->tile_n : km->tile_m, tn = o ? km->tile_m : km->tile_n;
+    double tiles = batch * ceil(m / tm) * ceil(n / tn), waves = ceil(tiles / km->sms);
+    double q = m * n * batch / (waves * km->sms * tm * tn);
+    if (q > best) best = q;
+  }
+  return best;
+}
+
+/* The tiled GEMM model (format in profile.h). */
+static double tiled_time(const bs_profile *p, const bs_kernel_model *km, const bs_compute *c, int eb,
+                         double flops) {
+  double m = c->m > 0 ? (double)c->m : 1, n = c->n > 0 ? (double)c->n : 1, k = c->k > 0 ? (double)c->k : 1;
+  double batch = gemm_batch(c, flops);
+  double bytes = batch * (m * k + k * n + m * n) * eb;
+  double q = tiled_quant(km, m, n, batch) * k / (k + km->k_overhead);
+  double tb = bytes / (p->mem_bw_Bps * km->bw_efficiency);
+  double tf = flops / (p->peak_flops * km->peak_fraction * q);
+  return km->launch_s + (tb > tf ? tb : tf);
+}
+
 /* FLOPs of an attention block with every key visible. */
 static double attn_full_flops(const bs_compute *c) {
   const attn_params *a = &c->a;
@@ -531,6 +621,8 @@ double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype
     double tf = flops / (p->peak_flops * m->efficiency);
     return m->launch_s + (tb > tf ? tb : tf);
   }
+  case BS_KM_TILED:
+    return tiled_time(p, m, c, eb, flops);
   case BS_KM_MATERIALISED: {
     const attn_params *a = &c->a;
     double scores = (double)a->B * a->Zq * (double)a->Nq * (double)a->Nk * 4;

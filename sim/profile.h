@@ -38,6 +38,19 @@
  *       "model": "materialised", time = launch_s + flops / (peak * efficiency)
  *                                      + passes * score_bytes / mem_bw
  *       "launch_s", "efficiency", "passes": {...}
+ *     },
+ *     "gemm": {
+ *       "model": "tiled",        time = launch_s + max(bytes / (mem_bw * bw_efficiency),
+ *                                      flops / (peak * peak_fraction * q_tw * q_k))
+ *       "launch_s", "peak_fraction", "bw_efficiency": {...}     (0, 1]
+ *       "tile_m", "tile_n": {...}    output tile of one thread block (integers)
+ *       "sms": {...}                 tiles that run at once (one per SM)
+ *       "k_overhead": {...}          fixed per-tile cost in K elements (>= 0)
+ *       q_tw = m n batch / (waves * sms * tile_m * tile_n), waves =
+ *       ceil(tiles / sms), tiles = batch ceil(m / tile_m) ceil(n / tile_n):
+ *       tile padding and the last partial wave, the better of the two tile
+ *       orientations (tile_m x tile_n or tile_n x tile_m); q_k = k / (k +
+ *       k_overhead); batch = flops / (2 m n k) independent GEMMs (per head).
  *     }
  *     The bytes a roofline kernel moves come from its shape (sim/profile.c).
  *   },
@@ -61,7 +74,7 @@
 #define BS_PROF_MAX_POINTS 16
 #define BS_PROF_MAX_FACTORS 8
 
-typedef enum { BS_KM_NONE = 0, BS_KM_TABLE, BS_KM_ROOFLINE, BS_KM_MATERIALISED } bs_kmodel_kind;
+typedef enum { BS_KM_NONE = 0, BS_KM_TABLE, BS_KM_ROOFLINE, BS_KM_MATERIALISED, BS_KM_TILED } bs_kmodel_kind;
 
 typedef struct {
   int head_dim;
@@ -76,6 +89,12 @@ typedef struct {
   double launch_s;
   double efficiency;        /* roofline, materialised */
   double passes;            /* materialised: reads + writes of the score block */
+  /* tiled (GEMM): tile and wave quantization over `sms` units */
+  double peak_fraction;     /* of peak_flops reached by full tiles in full waves */
+  double bw_efficiency;     /* of mem_bw_Bps reached by the operand traffic */
+  int tile_m, tile_n;       /* output tile of one thread block */
+  int sms;                  /* tiles running at once (one per SM) */
+  double k_overhead;        /* fixed per-tile cost, in K elements */
   int ntables;
   bs_prof_table tables[BS_PROF_MAX_TABLES];
 } bs_kernel_model;

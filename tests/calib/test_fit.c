@@ -94,6 +94,45 @@ static void test_linear_recovers(void **state) {
   assert_true(fit.q.max_rel_resid < 0.02);
 }
 
+/* The GEMM model over attention-score shapes (k = 64, 128) and projection shapes (k = 512 .. 4096). */
+static void test_gemm_recovers(void **state) {
+  (void)state;
+  uint64_t seed = fresh_seed();
+  double launch = 2e-5 + 1e-4 * urand(), pf = 0.4 + 0.5 * urand(), k0 = 8 + 100 * urand(), peak = 2e11;
+  static const double shapes[][3] = {{256, 256, 64},     {1024, 1024, 64},   {2048, 2048, 128}, {256, 512, 512},
+                                     {512, 1024, 1024},  {1024, 2048, 2048}, {2048, 1024, 4096}, {256, 4096, 4096}};
+  double t1[8], k[8], t[8];
+  for (int i = 0; i < 8; i++) {
+    t1[i] = 2.0 * shapes[i][0] * shapes[i][1] * shapes[i][2] / peak;
+    k[i] = shapes[i][2];
+    t[i] = noisy(launch + t1[i] * (k[i] + k0) / (k[i] * pf), 0.003);
+  }
+  bs_fit_gemm fit;
+  char err[160];
+  assert_int_equal(bs_fit_gemm_k(t1, k, t, 8, &fit, err, sizeof err), 0);
+  NEAR(fit.peak_fraction, pf, 0.02, seed);
+  NEAR(fit.k_overhead, k0, 0.15, seed);
+  NEAR(fit.launch_s, launch, 0.3, seed);
+  assert_true(fit.q.max_rel_resid < 0.02);
+  NEAR(bs_fit_gemm_time(&fit, t1[7], k[7]), launch + t1[7] * (k[7] + k0) / (k[7] * pf), 0.01, seed);
+  /* No launch cost and no K dependence in the data: both terms are dropped, not fitted negative. */
+  for (int i = 0; i < 8; i++) t[i] = noisy(t1[i] / pf, 0.001);
+  assert_int_equal(bs_fit_gemm_k(t1, k, t, 8, &fit, err, sizeof err), 0);
+  assert_true(fit.launch_s >= 0 && fit.k_overhead >= 0);
+  NEAR(fit.peak_fraction, pf, 0.01, seed);
+}
+
+static void test_gemm_bad_input(void **state) {
+  (void)state;
+  double t1[3] = {1, 2, 3}, k[3] = {64, 0.5, 64}, t[3] = {1, 2, 3};
+  bs_fit_gemm fit;
+  char err[160] = "";
+  assert_int_equal(bs_fit_gemm_k(t1, k, t, 2, &fit, err, sizeof err), -1);
+  assert_non_null(strstr(err, "at least 3"));
+  assert_int_equal(bs_fit_gemm_k(t1, k, t, 3, &fit, err, sizeof err), -1);
+  assert_non_null(strstr(err, "point 1"));
+}
+
 /* Two ranges (an eager and a rendezvous protocol) with a jump at 16 KiB. */
 static void test_link_finds_break(void **state) {
   (void)state;
@@ -155,6 +194,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_saturating_recovers), cmocka_unit_test(test_saturating_bad_input),
       cmocka_unit_test(test_linear_recovers),     cmocka_unit_test(test_link_finds_break),
       cmocka_unit_test(test_link_single_range),   cmocka_unit_test(test_link_bad_input),
+      cmocka_unit_test(test_gemm_recovers),       cmocka_unit_test(test_gemm_bad_input),
   };
   if (argc > 1) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -11,7 +11,10 @@
  * 2. Benchmark (unless --quick): TFLOP/s of forward and backward, bf16, at
  *    N = 4k, 16k, 64k, d in {64, 128}, causal and not; a tile sweep at the
  *    headline size; decode bandwidth; next to the cuBLAS bf16 GEMM ceiling and
- *    a device-to-device copy measured in the same run.
+ *    a device-to-device copy measured in the same run, and cuBLAS bf16 GEMMs of
+ *    the projection shapes a transformer layer issues (rows "gemm_proj": n = m
+ *    tokens, d = k, heads = n outputs), for fitting the simulator's tiled GEMM
+ *    model (sim/profile.h: peak_fraction, tile and wave quantization, k_overhead).
  *
  * Exit: 0 all checks passed, 1 a check failed or a CUDA call failed, 2 usage,
  * 77 no CUDA device (ctest SKIP_RETURN_CODE). FLOP convention as the CPU
@@ -790,7 +793,7 @@ typedef struct {
   void *ws;
   cublasHandle_t blas;
   void *A, *Bm, *Cm;
-  int gemm_n;
+  int gemm_m, gemm_n, gemm_k; /* column-major C[m x n] = A[m x k] B[k x n] */
   size_t copy_bytes;
 } bench_bufs;
 
@@ -810,9 +813,9 @@ static int fn_decode(void *a) {
 static int fn_gemm(void *a) {
   bench_bufs *b = a;
   const float alpha = 1.0f, beta = 0.0f;
-  cublasStatus_t st = cublasGemmEx(b->blas, CUBLAS_OP_N, CUBLAS_OP_N, b->gemm_n, b->gemm_n,
-                                   b->gemm_n, &alpha, b->A, CUDA_R_16BF, b->gemm_n, b->Bm,
-                                   CUDA_R_16BF, b->gemm_n, &beta, b->Cm, CUDA_R_16BF, b->gemm_n,
+  cublasStatus_t st = cublasGemmEx(b->blas, CUBLAS_OP_N, CUBLAS_OP_N, b->gemm_m, b->gemm_n,
+                                   b->gemm_k, &alpha, b->A, CUDA_R_16BF, b->gemm_m, b->Bm,
+                                   CUDA_R_16BF, b->gemm_k, &beta, b->Cm, CUDA_R_16BF, b->gemm_m,
                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS) {
     fprintf(stderr, "bs_cuda_check: cublasGemmEx: status %d\n", (int)st);
@@ -885,6 +888,7 @@ static int alloc_attn(bench_bufs *b, const attn_params *p, uint64_t seed) {
 
 typedef struct {
   double gemm_tflops, copy_gbs;
+  double proj_min, proj_max;     /* TFLOP/s over the projection shapes (min over m >= 512) */
   double fwd16k, bwd16k;         /* default tiles, N = 16k, d = 128, non-causal */
   double best_fwd, best_bwd;     /* best over the tile sweep */
   int best_fwd_t[2], best_bwd_t[2];
@@ -949,19 +953,52 @@ static int run_bench(bench_ctx *bc, headline *hl) {
     fprintf(stderr, "bs_cuda_check: cublasCreate failed\n");
     return -1;
   }
-  b.gemm_n = 8192;
-  const size_t gn = (size_t)b.gemm_n * b.gemm_n;
-  CK(cudaMalloc(&b.A, gn * 2));
-  CK(cudaMalloc(&b.Bm, gn * 2));
-  CK(cudaMalloc(&b.Cm, gn * 2));
-  CKA(attn_cuda_fill_random(b.A, ATTN_BF16, (int64_t)gn, 11, 1.0f, 0));
-  CKA(attn_cuda_fill_random(b.Bm, ATTN_BF16, (int64_t)gn, 12, 1.0f, 0));
+  /* Projection shapes (m tokens, n outputs, k inputs) of LLaMA-2-7B (hidden 4096, QKV 12288,
+   * gate+up 22016, ffn 11008) at 512 .. 8192 tokens per GPU, the weight gradient (k = tokens),
+   * and m steps of 128 rows across wave boundaries at n = k = 4096. */
+  static const int proj[][3] = {
+      {512, 12288, 4096},  {512, 4096, 4096},   {512, 22016, 4096},  {512, 4096, 11008},
+      {2048, 12288, 4096}, {2048, 4096, 4096},  {2048, 22016, 4096}, {2048, 4096, 11008},
+      {8192, 12288, 4096}, {8192, 4096, 4096},  {8192, 22016, 4096}, {8192, 4096, 11008},
+      {4096, 4096, 512},   {4096, 4096, 2048},  {4096, 4096, 8192},  {1024, 4096, 4096},
+      {1152, 4096, 4096},  {1280, 4096, 4096},  {1408, 4096, 4096},  {1536, 4096, 4096},
+      {8320, 4096, 4096},  {8448, 4096, 4096},  {1, 12288, 4096},    {16, 12288, 4096}};
+  const int nproj = (int)(sizeof proj / sizeof proj[0]);
+  size_t na = (size_t)8192 * 8192, nb = na, nc = na;
+  for (int i = 0; i < nproj; i++) {
+    size_t a = (size_t)proj[i][0] * proj[i][2], bb = (size_t)proj[i][2] * proj[i][1];
+    size_t cc = (size_t)proj[i][0] * proj[i][1];
+    if (a > na) na = a;
+    if (bb > nb) nb = bb;
+    if (cc > nc) nc = cc;
+  }
+  CK(cudaMalloc(&b.A, na * 2));
+  CK(cudaMalloc(&b.Bm, nb * 2));
+  CK(cudaMalloc(&b.Cm, nc * 2));
+  CKA(attn_cuda_fill_random(b.A, ATTN_BF16, (int64_t)na, 11, 1.0f, 0));
+  CKA(attn_cuda_fill_random(b.Bm, ATTN_BF16, (int64_t)nb, 12, 1.0f, 0));
+  b.gemm_m = b.gemm_n = b.gemm_k = 8192;
+  const size_t gn = (size_t)8192 * 8192;
   double sec;
   int reps;
   if (time_median(fn_gemm, &b, &sec, &reps)) return -1;
-  double gflop = 2.0 * (double)gn * b.gemm_n;
+  double gflop = 2.0 * (double)gn * 8192;
   hl->gemm_tflops = gflop / sec * 1e-12;
-  bench_row(bc, "cublas_gemm", b.gemm_n, 0, 0, 1, 0, 0, sec, gflop, 0, reps);
+  bench_row(bc, "cublas_gemm", 8192, 0, 0, 1, 0, 0, sec, gflop, 0, reps);
+  hl->proj_min = hl->proj_max = 0;
+  for (int i = 0; i < nproj && !over_budget(bc); i++) {
+    b.gemm_m = proj[i][0];
+    b.gemm_n = proj[i][1];
+    b.gemm_k = proj[i][2];
+    if (time_median(fn_gemm, &b, &sec, &reps)) return -1;
+    double fl = 2.0 * proj[i][0] * (double)proj[i][1] * proj[i][2];
+    double bytes = 2.0 * ((double)proj[i][0] * proj[i][2] + (double)proj[i][2] * proj[i][1] +
+                          (double)proj[i][0] * proj[i][1]);
+    bench_row(bc, "gemm_proj", proj[i][0], proj[i][2], 0, proj[i][1], 0, 0, sec, fl, bytes, reps);
+    double tf = fl / sec * 1e-12;
+    if (proj[i][0] >= 512 && (hl->proj_min == 0 || tf < hl->proj_min)) hl->proj_min = tf;
+    if (tf > hl->proj_max) hl->proj_max = tf;
+  }
   b.copy_bytes = gn * 2;
   if (time_median(fn_copy, &b, &sec, &reps)) return -1;
   hl->copy_gbs = 2.0 * (double)b.copy_bytes / sec * 1e-9;
@@ -1176,6 +1213,9 @@ int main(int argc, char **argv) {
   if (bench && crc == 0) {
     n += snprintf(sum + n, sizeof sum - n, "cuBLAS bf16 GEMM 8192^3: %.1f TFLOP/s; d2d copy %.0f GB/s\n",
                   hl.gemm_tflops, hl.copy_gbs);
+    n += snprintf(sum + n, sizeof sum - n,
+                  "cuBLAS bf16 projection GEMMs (rows gemm_proj of bench.csv): %.1f .. %.1f TFLOP/s\n",
+                  hl.proj_min, hl.proj_max);
     n += snprintf(sum + n, sizeof sum - n,
                   "fwd N=16k d=128 bf16 non-causal: %.1f TFLOP/s default tiles, best %.1f (%dx%d); target >= 300\n",
                   hl.fwd16k, hl.best_fwd, hl.best_fwd_t[0], hl.best_fwd_t[1]);

@@ -29,7 +29,11 @@ static const char *base =
     "  \"attn_fwd\": {\"model\": \"table\", \"launch_s\": {\"value\": 1e-5, \"source\": \"s\"},\n"
     "    \"tables\": [{\"head_dim\": 128, \"mask\": \"full\", \"x\": [512, 4096], \"tflops\": [100, 180], \"source\": \"s\"}]},\n"
     "  \"attn_merge\": {\"model\": \"roofline\", \"launch_s\": {\"value\": 0, \"source\": \"s\"},\n"
-    "    \"efficiency\": {\"value\": 0.8, \"source\": \"s\"}}},\n"
+    "    \"efficiency\": {\"value\": 0.8, \"source\": \"s\"}},\n"
+    "  \"gemm\": {\"model\": \"tiled\", \"launch_s\": {\"value\": 2e-6, \"source\": \"s\"},\n"
+    "    \"peak_fraction\": {\"value\": 0.75, \"source\": \"s\"}, \"bw_efficiency\": {\"value\": 0.95, \"source\": \"s\"},\n"
+    "    \"tile_m\": {\"value\": 128, \"source\": \"s\"}, \"tile_n\": {\"value\": 256, \"source\": \"s\"},\n"
+    "    \"sms\": {\"value\": 132, \"source\": \"s\"}, \"k_overhead\": {\"value\": 16, \"source\": \"s\"}}},\n"
     " \"links\": {\"nvlink\": {\"bandwidth_Bps\": {\"value\": 2e11, \"source\": \"s\"},\n"
     "   \"latency_s\": {\"value\": 1e-6, \"source\": \"s\"},\n"
     "   \"factors\": [{\"min_bytes\": 0, \"bandwidth\": 0.9, \"latency\": 1.0}], \"source\": \"s\"}},\n"
@@ -91,12 +95,32 @@ static const bad_case cases[] = {
   {"\"network\": {", "\"network\": 7, \"n\": {", "network: must be an object"},
   {"\"crosstraffic\": 0", "\"crosstraffic\": \"no\"", "network.crosstraffic"},
   {"\"device\": {", "\"device\": [], \"d\": {", "device: missing"},
+  /* the tiled GEMM model: fractions in (0, 1], whole tile and SM counts, k_overhead >= 0, all required */
+  {"\"value\": 0.75", "\"value\": 0", "kernels.gemm.peak_fraction: must be in (0, 1]"},
+  {"\"value\": 0.75", "\"value\": 1.2", "kernels.gemm.peak_fraction: must be in (0, 1]"},
+  {"\"value\": 0.95", "\"value\": 1e999", "kernels.gemm.bw_efficiency: value is not a finite number"},
+  {"\"value\": 0.95", "\"value\": -0.5", "kernels.gemm.bw_efficiency: must be in (0, 1]"},
+  {"\"value\": 128", "\"value\": 0", "kernels.gemm.tile_m: must be a whole number in [1, 65536]"},
+  {"\"value\": 128", "\"value\": 127.5", "kernels.gemm.tile_m: must be a whole number in [1, 65536]"},
+  {"\"value\": 256", "\"value\": 1e6", "kernels.gemm.tile_n: must be a whole number in [1, 65536]"},
+  {"\"value\": 256", "\"value\": \"256\"", "kernels.gemm.tile_n: needs"},
+  {"\"value\": 132", "\"value\": 0", "kernels.gemm.sms: must be a whole number in [1, 1048576]"},
+  {"\"value\": 132", "\"value\": 13.2", "kernels.gemm.sms: must be a whole number"},
+  {"\"value\": 16", "\"value\": -16", "kernels.gemm.k_overhead: must be in [0, 2^40]"},
+  {"\"value\": 16", "\"value\": 1e999", "kernels.gemm.k_overhead: value is not a finite number"},
+  {"\"peak_fraction\": {\"value\": 0.75, \"source\": \"s\"}, ", "", "kernels.gemm.peak_fraction: missing"},
+  {"\"sms\": {\"value\": 132, \"source\": \"s\"}, ", "", "kernels.gemm.sms: missing"},
+  {", \"k_overhead\": {\"value\": 16, \"source\": \"s\"}", "", "kernels.gemm.k_overhead: missing"},
+  {"{\"value\": 132, \"source\": \"s\"}", "{\"value\": 132}", "kernels.gemm.sms: needs"},
+  {"\"attn_merge\": {\"model\": \"roofline\"", "\"attn_merge\": {\"model\": \"tiled\"",
+   "kernels.attn_merge.model: 'tiled' models GEMMs only"},
+  {"\"model\": \"tiled\"", "\"model\": \"tiles\"", "kernels.gemm.model: unknown 'tiles'"},
   /* duplicates and unknown names */
   {"\"attn_merge\":", "\"attn_fwd\":", "kernels.attn_fwd: given twice"},
   {"\"attn_merge\":", "\"attn_fwdd\":", "kernels.attn_fwdd: unknown kernel"},
   {"\"nvlink\":", "\"infiniband\":", "links.infiniband: unknown link class"},
   /* syntax */
-  {"\"host\"", "\"host\" \"host\"", ":14: not valid JSON"},
+  {"\"host\"", "\"host\" \"host\"", ":18: not valid JSON"},
   {"}}}\n", "}}\n", "not valid JSON"},
 };
 
@@ -128,6 +152,10 @@ static void test_base_loads(void **st) {
   const char *path = write_profile("base.json", base);
   if (bs_profile_load(path, &p, err, sizeof err)) fail_msg("the base profile does not load: %s", err);
   assert_true(p.kernel[BS_K_ATTN_FWD].kind == BS_KM_TABLE && p.link[BS_LINK_NVLINK].present);
+  const bs_kernel_model *g = &p.kernel[BS_K_GEMM];
+  assert_int_equal(g->kind, BS_KM_TILED);
+  assert_true(g->peak_fraction == 0.75 && g->bw_efficiency == 0.95 && g->k_overhead == 16 && g->launch_s == 2e-6);
+  assert_true(g->tile_m == 128 && g->tile_n == 256 && g->sms == 132);
   assert_int_equal(p.host_cores, 2);
 }
 
