@@ -157,25 +157,28 @@ int bs_dtree_vertex(int n, const int *node, int t, int me, bs_tree_vertex *v) {
   return 0;
 }
 
+/* What member m sends in both trees: in total, and to other nodes. */
+static void member_volume(const layout *L, int m, const int64_t half[2], int64_t *sent, int64_t *inter) {
+  *sent = *inter = 0;
+  for (int t = 0; t < 2; t++) {
+    bs_tree_vertex v;
+    vertex_of(L, t, m, &v);
+    int nb[BS_TREE_MAX_CHILDREN + 1], k = 0;
+    if (v.parent >= 0) nb[k++] = v.parent;
+    for (int c = 0; c < v.nchild; c++) nb[k++] = v.child[c];
+    for (int j = 0; j < k; j++) {
+      *sent += half[t];
+      if (L->idx[nb[j]] != L->idx[m]) *inter += half[t];
+    }
+  }
+}
+
 int bs_tree_member_bytes(int n, const int *node, int64_t bytes, int64_t *sent, int64_t *inter) {
   if (n < 1 || !node || !sent || !inter) return -1;
   layout L;
   if (layout_build(n, node, &L)) return -1;
   int64_t half[2] = {bytes / 2, bytes - bytes / 2};
-  for (int m = 0; m < n; m++) {
-    sent[m] = inter[m] = 0;
-    for (int t = 0; t < 2; t++) {
-      bs_tree_vertex v;
-      vertex_of(&L, t, m, &v);
-      int nb[BS_TREE_MAX_CHILDREN + 1], k = 0;
-      if (v.parent >= 0) nb[k++] = v.parent;
-      for (int c = 0; c < v.nchild; c++) nb[k++] = v.child[c];
-      for (int j = 0; j < k; j++) {
-        sent[m] += half[t];
-        if (L.idx[nb[j]] != L.idx[m]) inter[m] += half[t];
-      }
-    }
-  }
+  for (int m = 0; m < n; m++) member_volume(&L, m, half, &sent[m], &inter[m]);
   layout_free(&L);
   return 0;
 }
@@ -214,18 +217,9 @@ double bs_tree_allreduce_time(int n, const int *node, int64_t bytes, const bs_co
    * its intra-node and inter-node links work in parallel. */
   double busiest = 0;
   for (int m = 0; m < n; m++) {
-    double intra = 0, inter = 0;
-    for (int t = 0; t < 2; t++) {
-      bs_tree_vertex v;
-      vertex_of(&L, t, m, &v);
-      int nb[BS_TREE_MAX_CHILDREN + 1], k = 0;
-      if (v.parent >= 0) nb[k++] = v.parent;
-      for (int c = 0; c < v.nchild; c++) nb[k++] = v.child[c];
-      for (int j = 0; j < k; j++) {
-        if (L.idx[nb[j]] == L.idx[m]) intra += (double)half[t];
-        else inter += (double)half[t];
-      }
-    }
+    int64_t sent, out;
+    member_volume(&L, m, half, &sent, &out);
+    double intra = (double)(sent - out), inter = (double)out;
     double tm = intra > 0 ? intra / l->bw_intra : 0;
     if (inter > 0 && inter / l->bw_inter > tm) tm = inter / l->bw_inter;
     if (tm > busiest) busiest = tm;

@@ -10,6 +10,9 @@
  * fabric maps onto itself when shifted by F/ranks_per_node nodes
  * (bs_topo_fold_nodes), the ranks r and r mod F have identical timelines, so
  * only F actors are simulated on an F-rank platform, peers taken modulo F.
+ * Ring collectives count by their neighbours on every channel, tree
+ * allreduces over every rank (timed as a whole) by their size; a dgx fabric
+ * whose uplinks cannot limit a flow folds as a single leaf.
  * tests/sim checks the folded figures against the straightforward run.
  */
 #include "sim.h"
@@ -259,9 +262,9 @@ static void coll_account(rank_state *rs, int peer_rank, int64_t bytes) { account
 
 static sg_host_t host_of(const sim_ctx *c, int rank) { return c->rs[slot_of(c, rank)].host; }
 
-/* Route latency and bandwidth inside a node and between nodes, from the
- * group's first pair of members of each kind (absent kinds copy the other). */
-static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
+/* The group's first pair of members inside a node (p[0], p[1]) and across nodes (p[2], p[3]);
+ * an absent kind copies the other. Member indices. */
+static void group_pairs(const bs_group *g, const int *node, int p[4]) {
   int n = g->size, ia = -1, ib = -1, ea = -1, eb = -1;
   for (int m = 1; m < n && (ia < 0 || ea < 0); m++) {
     if (ia < 0 && node[m] == node[m - 1]) ia = m - 1, ib = m;
@@ -269,6 +272,15 @@ static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs
   }
   if (ia < 0) ia = ea, ib = eb;
   if (ea < 0) ea = ia, eb = ib;
+  p[0] = ia, p[1] = ib, p[2] = ea, p[3] = eb;
+}
+
+/* Route latency and bandwidth inside a node and between nodes, from the
+ * group's first pair of members of each kind. */
+static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
+  int p[4];
+  group_pairs(g, node, p);
+  int ia = p[0], ib = p[1], ea = p[2], eb = p[3];
   sg_host_t a = host_of(c, member(g, ia)), b = host_of(c, member(g, ib));
   l->lat_intra = sg_host_get_route_latency(a, b);
   l->bw_intra = sg_host_get_route_bandwidth(a, b);
@@ -445,15 +457,10 @@ static bs_coll_algo auto_algo(int n, const int *node, int64_t bytes, const bs_co
 /* The route figures of a generated dgx platform (sim/platform.h) for a group's first
  * intra-node and inter-node member pairs, as group_links reads them from SimGrid. */
 static int group_links_model(const bs_platform_spec *ps, const bs_group *g, const int *node, bs_coll_links *l) {
-  int n = g->size, ia = -1, ib = -1, ea = -1, eb = -1;
-  for (int m = 1; m < n && (ia < 0 || ea < 0); m++) {
-    if (ia < 0 && node[m] == node[m - 1]) ia = m - 1, ib = m;
-    if (ea < 0 && node[m] != node[0]) ea = 0, eb = m;
-  }
-  if (ia < 0) ia = ea, ib = eb;
-  if (ea < 0) ea = ia, eb = ib;
-  return bs_platform_route(ps, member(g, ia), member(g, ib), &l->lat_intra, &l->bw_intra) ||
-         bs_platform_route(ps, member(g, ea), member(g, eb), &l->lat_inter, &l->bw_inter);
+  int p[4];
+  group_pairs(g, node, p);
+  return bs_platform_route(ps, member(g, p[0]), member(g, p[1]), &l->lat_intra, &l->bw_intra) ||
+         bs_platform_route(ps, member(g, p[2]), member(g, p[3]), &l->lat_inter, &l->bw_inter);
 }
 
 /* A group of every rank: its tree allreduce, when not run as steps, is timed as a whole. */

@@ -7,10 +7,11 @@
  * topology), SEND/RECV are asynchronous communications on one mailbox per
  * ordered pair of ranks (messages between a pair must be received in the
  * order they were sent, as NCCL requires; tags and sizes are checked), WAIT
- * joins them, COLL runs NCCL's ring or double-binary-tree algorithm as
- * point-to-point steps (cfg->cluster.coll_algo; auto picks the faster modelled
- * one) or as an analytic alpha-beta time, ALLOC/FREE drive a per-GPU memory
- * counter.
+ * joins them, COLL runs NCCL's ring (one rail-aligned channel per NIC over
+ * whole dgx nodes) or double-binary-tree algorithm (cfg->cluster.coll_algo;
+ * auto picks the faster modelled one) as point-to-point steps, as one flow per
+ * hop, or as an analytic alpha-beta time (bs_coll_model), ALLOC/FREE drive a
+ * per-GPU memory counter.
  *
  * SimGrid can be initialised only once per process, so by default every call
  * runs the simulation in a forked child that sends the result back through a
