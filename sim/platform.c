@@ -126,12 +126,11 @@ int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, dou
   }
   *lat = 2 * t->link[BS_LINK_NIC].lat_s;
   *bw = t->link[BS_LINK_NIC].bw_Bps;
-  int la = na / L, lb = nb / L, leaves = (K + L - 1) / L;
+  int la = na / L, lb = nb / L;
   if (a % g == b % g && la == lb) return 0;
-  /* Through the core: both leaves' uplinks (ports x port bandwidth / oversubscription). */
+  /* Through the core: both leaves' uplinks. */
   for (int q = 0; q < 2; q++) {
-    int leaf = q ? lb : la, ports = leaf == leaves - 1 ? K - leaf * L : L;
-    double up = t->link[BS_LINK_FABRIC].bw_Bps * ports / t->oversub;
+    double up = bs_topo_uplink_bw(t, q ? lb : la);
     if (up < *bw) *bw = up;
   }
   *lat += 2 * t->link[BS_LINK_FABRIC].lat_s;

@@ -172,6 +172,12 @@ static void sb_edge(sbuf *b, const char *src, const char *dst, const char *link)
             src, dst, link);
 }
 
+double bs_topo_uplink_bw(const bs_topo_params *p, int leaf) {
+  int K = p->nodes, L = p->nodes_per_leaf, leaves = (K + L - 1) / L;
+  int ports = leaf == leaves - 1 ? K - leaf * L : L;
+  return p->link[BS_LINK_FABRIC].bw_Bps * ports / p->oversub;
+}
+
 static void gen_dgx(sbuf *b, const bs_topo_params *p) {
   int K = p->nodes, g = p->gpus_per_node, L = p->nodes_per_leaf;
   int leaves = (K + L - 1) / L;
@@ -199,9 +205,8 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
       /* One leaf's uplinks to the spine, aggregated into one link: ports x
        * port bandwidth / oversubscription (max-min sharing over parallel
        * links balanced perfectly, as ECMP aims to). */
-      int ports = (q == leaves - 1) ? K - q * L : L;
       bs_link_val up = p->link[BS_LINK_FABRIC];
-      up.bw_Bps = up.bw_Bps * ports / p->oversub;
+      up.bw_Bps = bs_topo_uplink_bw(p, q);
       snprintf(l, sizeof l, "fabric-r%d-l%d", i, q);
       sb_link(b, l, &up);
     }

@@ -69,6 +69,10 @@ int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, 
 /* Checks the parameters (counts positive, leaves divide, ...). */
 int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen);
 
+/* dgx generators: the bandwidth of leaf q's uplink to the spine (one rail), its switch
+ * ports aggregated: ports x the fabric port bandwidth / oversubscription. */
+double bs_topo_uplink_bw(const bs_topo_params *p, int leaf);
+
 /* The platform as SimGrid XML (malloc'd, NUL-terminated), or NULL with a message. */
 char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen);
 
