@@ -438,20 +438,25 @@ static int ring_peer(int C, int rpn, int n, int ch, int me, int dir) {
   return bs_ring_channel_peer(rpn, n / rpn, ch, me, dir);
 }
 
+/* A lockstep ring's alpha-beta time: every step as slow as the group's slowest link class
+ * (multi: the group spans nodes). */
+static double ring_lockstep_time(const bs_coll_links *l, int multi, int steps, int64_t chunk) {
+  double lat = multi && l->lat_inter > l->lat_intra ? l->lat_inter : l->lat_intra;
+  double bw = multi && l->bw_inter < l->bw_intra ? l->bw_inter : l->bw_intra;
+  return bs_ring_time(steps, chunk < 1 ? 1 : chunk, lat, bw);
+}
+
 /*
  * cluster.coll_algo = auto for an allreduce: NCCL's rule, the lower modelled
  * time (ANCHORS.md, NCCL tuning model). Every member decides alike: the ring
  * is timed at its slowest link class, not at a member's own next hop.
+ * *t_tree: the tree's modelled time (< 0: out of memory, then the ring).
  */
-static bs_coll_algo auto_algo(int n, const int *node, int64_t bytes, const bs_coll_links *l, int C) {
-  int multi = 0;
-  for (int i = 1; i < n && !multi; i++) multi = node[i] != node[0];
-  double rl = multi && l->lat_inter > l->lat_intra ? l->lat_inter : l->lat_intra;
-  double rb = multi && l->bw_inter < l->bw_intra ? l->bw_inter : l->bw_intra;
-  int64_t chunk = bytes / n / C;
-  double t_tree = bs_tree_allreduce_time(n, node, bytes, l);
-  if (t_tree < 0) return BS_COLL_ALGO_RING;
-  return t_tree < bs_ring_time(2 * (n - 1), chunk < 1 ? 1 : chunk, rl, rb) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
+static bs_coll_algo auto_algo(int n, const int *node, int multi, int64_t bytes, const bs_coll_links *l, int C,
+                              double *t_tree) {
+  *t_tree = bs_tree_allreduce_time(n, node, bytes, l);
+  if (*t_tree < 0) return BS_COLL_ALGO_RING;
+  return *t_tree < ring_lockstep_time(l, multi, 2 * (n - 1), bytes / n / C) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
 }
 
 /* The route figures of a generated dgx platform (sim/platform.h) for a group's first
@@ -530,6 +535,7 @@ static void coll_main(int argc, char **argv) {
   int C = steps < 0 ? 1 : ring_channels(c->rails, c->rpn, g);
   /* Only allreduce has a tree in NCCL; allgather and reduce-scatter are rings. */
   bs_coll_algo algo = job->kind == BS_COLL_ALLREDUCE ? c->cfg->cluster.coll_algo : BS_COLL_ALGO_RING;
+  double t_tree = -1;
   if (algo == BS_COLL_ALGO_AUTO) {
     /* On a generated dgx platform the fold pre-pass decides from the same route model
      * (rank_signature), so the routes SimGrid gives must be the modelled ones. */
@@ -545,30 +551,25 @@ static void coll_main(int argc, char **argv) {
       free(job);
       return;
     }
-    algo = auto_algo(n, node, job->bytes, &l, C);
+    algo = auto_algo(n, node, multi, job->bytes, &l, C, &t_tree);
   }
   bs_coll_model model = c->opts->coll_model;
   if (model == BS_COLL_MODEL_AUTO) model = multi ? BS_COLL_FLOW : BS_COLL_STEPS;
   char name[64];
-  if (algo == BS_COLL_ALGO_TREE && model != BS_COLL_STEPS && whole_tree(c->G, g)) {
-    /* Over every rank: the alpha-beta time, the same on every member (so it folds); the
-     * bytes of every member are added once, by rank 0, when the result is filled. */
-    if (rs->rank == 0 && wtree_add(c, job->bytes)) {
-      free(node);
-      free(job);
-      return;
-    }
-    double t_tree = bs_tree_allreduce_time(n, node, job->bytes, &l);
-    c->events++;
-    sg_actor_sleep_for(t_tree > 0 ? t_tree : 0);
-    free(node);
-    free(job);
-    return;
-  }
   if (algo == BS_COLL_ALGO_TREE) {
-    if (model == BS_COLL_ANALYTIC) {
-      double t_tree = bs_tree_allreduce_time(n, node, job->bytes, &l);
-      tree_account(rs, job, me, node);
+    /* Timed as a whole: analytic, or (flow) over every rank, the same on every member so that
+     * it folds; the bytes of an all-rank tree are added once, by rank 0, when the result is
+     * filled. Otherwise the tree's steps. */
+    int whole = model != BS_COLL_STEPS && whole_tree(c->G, g);
+    if (whole || model == BS_COLL_ANALYTIC) {
+      if (!whole) {
+        tree_account(rs, job, me, node);
+      } else if (rs->rank == 0 && wtree_add(c, job->bytes)) {
+        free(node);
+        free(job);
+        return;
+      }
+      if (t_tree < 0) t_tree = bs_tree_allreduce_time(n, node, job->bytes, &l);
       c->events++;
       sg_actor_sleep_for(t_tree > 0 ? t_tree : 0);
     } else {
@@ -634,13 +635,9 @@ static void coll_main(int argc, char **argv) {
     out[nch] = sg_mailbox_by_name(name);
     nch++;
   }
-  /* The lockstep ring's alpha-beta time: every step as slow as the ring's slowest link class. */
-  double lat = multi && l.lat_inter > l.lat_intra ? l.lat_inter : l.lat_intra;
-  double bw = multi && l.bw_inter < l.bw_intra ? l.bw_inter : l.bw_intra;
-  double t_ring = bs_ring_time(steps, part[0], lat, bw);
+  double t_ring = ring_lockstep_time(&l, multi, steps, part[0]);
   if (model == BS_COLL_ANALYTIC) {
-    for (int k = 0; k < nch; k++)
-      for (int s = 0; s < steps; s++) coll_account(rs, next[k], part[k]);
+    for (int k = 0; k < nch; k++) coll_account(rs, next[k], part[k] * steps);
     c->events++;
     sg_actor_sleep_for(t_ring);
     free(job);
@@ -653,7 +650,7 @@ static void coll_main(int argc, char **argv) {
     for (int k = 0; k < nch; k++) {
       cm[2 * k] = sg_mailbox_get_async(in[k], &rx[k]);
       cm[2 * k + 1] = sg_mailbox_put_async(out[k], &dummy_payload, part[k] * steps);
-      for (int s = 0; s < steps; s++) coll_account(rs, next[k], part[k]);
+      coll_account(rs, next[k], part[k] * steps);
       c->events++;
     }
     sg_comm_wait_all(cm, 2 * (size_t)nch);
@@ -1015,11 +1012,16 @@ static int prepass_algo(fold_env *env, bs_coll_algo algo, const bs_group *g, int
       return (int)env->memo[i].algo;
   int *node = malloc(sizeof *node * (size_t)g->size);
   if (!node) return -1;
-  for (int i = 0; i < g->size; i++) node[i] = member(g, i) / rpn;
+  int multi = 0;
+  for (int i = 0; i < g->size; i++) {
+    node[i] = member(g, i) / rpn;
+    multi |= node[i] != node[0];
+  }
   bs_coll_links l;
+  double t_tree;
   int r = -1;
   if (!group_links_model(env->ps, g, node, &l))
-    r = (int)auto_algo(g->size, node, bytes, &l, ring_channels(env->rails, rpn, g));
+    r = (int)auto_algo(g->size, node, multi, bytes, &l, ring_channels(env->rails, rpn, g), &t_tree);
   free(node);
   if (r >= 0 && env->n < 64) env->memo[env->n++] = (algo_memo){*g, bytes, (bs_coll_algo)r};
   return r;
