@@ -6,11 +6,10 @@ set -eu
 BURSTSIM=$1
 OUT=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
-LIB=$HERE/../lib
-mkdir -p "$OUT"
-rm -rf "$OUT/dat" && mkdir -p "$OUT/dat"
+# shellcheck source=experiments/lib/common.sh
+. "$HERE/../lib/common.sh"
 for s in prefill-tp prefill-ring prefill-burst train-tp train-burst; do
-  "$BURSTSIM" sim "$HERE/$s.ini" --csv "$OUT/$s.csv" > "$OUT/$s.txt" 2> "$OUT/$s.log"
+  sweep "$s" "$HERE/$s.ini"
 done
 for s in prefill-tp prefill-ring prefill-burst train-tp train-burst; do
   awk -v tag=pcie -f "$LIB/rows.awk" "$OUT/$s.csv"

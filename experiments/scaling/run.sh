@@ -7,16 +7,9 @@ set -eu
 BURSTSIM=$1
 OUT=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
-LIB=$HERE/../lib
-mkdir -p "$OUT"
-rm -rf "$OUT/dat" && mkdir -p "$OUT/dat"
+# shellcheck source=experiments/lib/common.sh
+. "$HERE/../lib/common.sh"
 
-# One sweep: NAME INI [--set ...]; invalid points (ulysses beyond the heads) are rows, not failures.
-sweep() {
-  name=$1
-  shift
-  "$BURSTSIM" sim "$@" --csv "$OUT/$name.csv" > "$OUT/$name.txt" 2> "$OUT/$name.log"
-}
 # DGX H100 at every length of the A100 sweeps (usp at 1024 GPUs does not fold: ~25 s a point here).
 H100="--set cluster.topology=dgx-h100 --set cluster.profile=h100-sxm"
 sweep a100-ring "$HERE/ring-family.ini"

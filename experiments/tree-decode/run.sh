@@ -6,11 +6,10 @@ set -eu
 BURSTSIM=$1
 OUT=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
-LIB=$HERE/../lib
-mkdir -p "$OUT"
-rm -rf "$OUT/dat" && mkdir -p "$OUT/dat"
-"$BURSTSIM" sim "$HERE/scenario.ini" --csv "$OUT/gqa.csv" > "$OUT/gqa.txt" 2> "$OUT/gqa.log"
-"$BURSTSIM" sim "$HERE/kv32.ini" --csv "$OUT/kv32.csv" > "$OUT/kv32.txt" 2> "$OUT/kv32.log"
+# shellcheck source=experiments/lib/common.sh
+. "$HERE/../lib/common.sh"
+sweep gqa "$HERE/scenario.ini"
+sweep kv32 "$HERE/kv32.ini"
 awk -v tag=h100 -f "$LIB/rows.awk" "$OUT/gqa.csv" "$OUT/kv32.csv" > "$OUT/points.tsv"
 awk -F'\t' -v d="$OUT/dat" -f "$LIB/fmt.awk" -f "$HERE/series.awk" "$OUT/points.tsv"
 gnuplot -e "d='$OUT/dat'; o='$OUT'" "$HERE/plot.gp"
