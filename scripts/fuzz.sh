@@ -2,7 +2,8 @@
 # Fuzzes the input parsers with libFuzzer (clang, from Debian) for a bounded
 # time each: scripts/fuzz.sh [SECONDS_PER_TARGET]. Seeds live in
 # tests/fuzz/corpus/TARGET; crashes are written to build-fuzz/crashes/ and
-# should each become a regression test. Prints executions and crashes found.
+# should each become a regression test. Prints executions, coverage and crashes found.
+# FUZZ_JOBS=N runs N targets at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
@@ -45,19 +46,36 @@ for f in tests/fuzz/fuzz_*.sources; do
   targets+=("$name")
 done
 
-status=0
-printf '%-10s %10s %8s %8s\n' target execs crashes seconds
-for t in "${targets[@]}"; do
-  corpus="$OUT/corpus-$t"; mkdir -p "$corpus"
-  log="$OUT/$t.log"
-  set +e
+# Targets run side by side (FUZZ_JOBS at a time, default 1), each for SECS seconds.
+JOBS=${FUZZ_JOBS:-1}
+run_target() {
+  local t=$1 corpus="$OUT/corpus-$1" log="$OUT/$1.log"
+  mkdir -p "$corpus"
   "$OUT/$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$OUT/crashes/$t-" "$corpus" "tests/fuzz/corpus/$t" >"$log" 2>&1
-  rc=$?
-  set -e
+  echo $? >"$OUT/$t.rc"
+}
+running=0
+for t in "${targets[@]}"; do
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait
+
+status=0
+# execs: inputs run; cov / ft: coverage points and features libFuzzer reached (its final DONE line);
+# crashes: crash, timeout (hang over 10 s) and out-of-memory artifacts.
+printf '%-10s %12s %6s %6s %8s %8s\n' target execs cov ft crashes seconds
+for t in "${targets[@]}"; do
+  log="$OUT/$t.log"
+  rc=$(cat "$OUT/$t.rc")
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true)
+  cov=$(echo "$done_line" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
+  ft=$(echo "$done_line" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
   crashes=$(ls "$OUT/crashes" | grep -c "^$t-" || true)
-  printf '%-10s %10s %8s %8s\n' "$t" "${execs:-0}" "$crashes" "$SECS"
-  if [ $rc -ne 0 ] || [ "$crashes" -ne 0 ]; then status=1; tail -30 "$log" >&2; fi
+  printf '%-10s %12s %6s %6s %8s %8s\n' "$t" "${execs:-0}" "${cov:--}" "${ft:--}" "$crashes" "$SECS"
+  if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then status=1; tail -30 "$log" >&2; fi
 done
 exit $status
