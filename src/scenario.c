@@ -280,6 +280,7 @@ typedef struct {
   char *err;
   size_t errlen;
   int failed;
+  int regular;          /* the scenario is a regular file: relative platform paths are next to it */
 } parse_state;
 
 static void entry_clear(entry *e) {
@@ -351,7 +352,7 @@ static int entry_fill(entry *e, const key_def *def, const char *value, const cha
  * MAX_FILE bytes and a NUL byte are errors naming the path (and the line of the
  * NUL); a UTF-8 byte order mark is dropped. *longest is the longest line.
  */
-static char *read_scenario(const char *path, size_t *longest, char *err, size_t errlen) {
+static char *read_scenario(const char *path, size_t *longest, int *regular, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -363,6 +364,7 @@ static char *read_scenario(const char *path, size_t *longest, char *err, size_t 
     fclose(f);
     return NULL;
   }
+  *regular = S_ISREG(sb.st_mode);
   size_t cap = 0, len = 0;
   char *text = NULL;
   for (;;) {
@@ -479,13 +481,14 @@ static int is_path_key(const key_def *def, const char **suffix) {
 /*
  * A file's cluster.topology = X.xml or cluster.profile = X.json with a
  * relative path names a file next to the scenario: prefix the scenario's
- * directory (nothing when the scenario is in the current directory).
+ * directory (nothing when the scenario is in the current directory, or is a
+ * pipe such as /dev/fd/N from a shell's process substitution).
  */
 static int resolve_paths(parse_state *st, entry *e, const char *where) {
   const char *suffix;
   if (!is_path_key(e->def, &suffix)) return 0;
   const char *slash = strrchr(st->path, '/');
-  if (!slash) return 0;
+  if (!slash || !st->regular) return 0;
   int dirlen = (int)(slash - st->path) + 1;
   for (int i = 0; i < e->nvalues; i++) {
     const char *v = e->values[i];
@@ -499,6 +502,7 @@ static int resolve_paths(parse_state *st, entry *e, const char *where) {
     }
     snprintf(r, total, "%.*s%s", dirlen, st->path, v);
     bs_config scratch;
+    bs_config_default(&scratch);
     char why[256];
     if (e->def->set(&scratch, r, why, sizeof why)) {
       snprintf(st->err, st->errlen, "%s: %s.%s: %s relative to the scenario's directory: %s", where,
@@ -667,7 +671,7 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
   st->err = err;
   st->errlen = errlen;
   size_t longest = 0;
-  st->text = read_scenario(path, &longest, err, errlen);
+  st->text = read_scenario(path, &longest, &st->regular, err, errlen);
   if (!st->text) {
     free(st);
     return -1;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "src/scenario.h"
@@ -479,6 +480,22 @@ static void test_relative_paths(void **st) {
   assert_int_equal(chdir(sub), 0);
   assert_int_equal(bs_scenario_load("rel.ini", NULL, 0, &s, err, sizeof err), 0);
   assert_int_equal(chdir(cwd), 0);
+  assert_string_equal(s.points[0].cluster.topology, "plat.xml");
+  bs_scenario_free(&s);
+  /* a pipe (process substitution's /dev/fd/N) has no directory of its own: the current one */
+  char fifo[700];
+  snprintf(fifo, sizeof fifo, "%s/pipe.ini", sub);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    FILE *w = fopen(fifo, "w");
+    if (w) fputs("[cluster]\ntopology = plat.xml\n", w);
+    _exit(w && fclose(w) == 0 ? 0 : 1);
+  }
+  assert_int_equal(bs_scenario_load(fifo, NULL, 0, &s, err, sizeof err), 0);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_string_equal(s.points[0].cluster.topology, "plat.xml");
   bs_scenario_free(&s);
   /* the joined path must still fit the field */
