@@ -112,23 +112,45 @@ static cJSON *error_json(const bs_validate_error *e) {
  * original file. Returns the number of grids (0 = a plain scenario), -1 on error.
  */
 #define MAX_GRIDS 16
+#define MAX_GRID_LINES 65536
 static int split_grids(const char *path, const char *wd, char paths[][600], char names[][64], char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, errlen, "%s: cannot open", path);
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     return -1;
   }
-  char **lines = NULL, buf[4096];
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    snprintf(err, errlen, "%s: is a directory, not a scenario file", path);
+    fclose(f);
+    return -1;
+  }
+  char **lines = NULL, *buf = NULL;
+  size_t bufcap = 0;
   int n = 0, cap = 0, ng = 0;
-  int grid_of[8192];
-  while (fgets(buf, sizeof buf, f) && n < 8192) {
+  static int grid_of[MAX_GRID_LINES];
+  errno = 0;
+  while (getline(&buf, &bufcap, f) >= 0) { /* whole lines: a grid file has no line length limit */
+    if (n == MAX_GRID_LINES) {
+      snprintf(err, errlen, "%s:%d: more than %d lines in a file with grids", path, n + 1, MAX_GRID_LINES);
+      ng = -1;
+      break;
+    }
     if (n == cap) {
       cap = cap ? 2 * cap : 256;
       char **l = realloc(lines, (size_t)cap * sizeof *l);
-      if (!l) break;
+      if (!l) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        ng = -1;
+        break;
+      }
       lines = l;
     }
-    lines[n] = strdup(buf);
+    if (!(lines[n] = strdup(buf))) {
+      snprintf(err, errlen, "%s: out of memory", path);
+      ng = -1;
+      break;
+    }
     const char *t = buf;
     while (*t == ' ' || *t == '\t') t++;
     if (!strncmp(t, "[grid", 5) && (t[5] == ']' || t[5] == ' ')) {
@@ -147,6 +169,11 @@ static int split_grids(const char *path, const char *wd, char paths[][600], char
     } else grid_of[n] = ng - 1; /* -1: common */
     n++;
   }
+  if (ng >= 0 && ferror(f)) {
+    snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
+    ng = -1;
+  }
+  free(buf);
   fclose(f);
   for (int g = 0; ng > 0 && g < ng; g++) {
     snprintf(paths[g], 600, "%s/grid-%d-%s.ini", wd, g + 1, names[g]);

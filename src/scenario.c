@@ -4,9 +4,11 @@
  * inih does the INI syntax; this file knows the keys. Every key may hold a
  * comma-separated list; lists sweep the cross product (the last key of the
  * table below varies fastest). Unknown sections and keys, duplicates, values
- * out of range and lines too long are errors that name FILE:LINE and the key.
- * Overrides from --set replace the file's value and are reported as
- * "--set[i]" when wrong.
+ * out of range, NUL bytes and files that cannot be read are errors that name
+ * FILE:LINE and the key. Overrides from --set replace the file's value and are
+ * reported as "--set[i]" when wrong. The file is read whole first, so a line
+ * may be as long as the file (at most MAX_FILE bytes) and inih is handed one
+ * whole line per call.
  */
 #include "scenario.h"
 
@@ -17,10 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_VALUES 64
 #define MAX_POINTS 100000
-#define MAX_LINE 4096
+#define MAX_FILE (16 << 20) /* bytes of a scenario file */
+#define SHOWN 48            /* characters of a value quoted in a message */
 
 typedef int (*setter)(bs_config *c, const char *v, char *why, size_t n);
 
@@ -34,8 +38,16 @@ typedef struct {
   const key_def *def;
   char *values[MAX_VALUES];
   int nvalues;
-  char where[600]; /* "file:line" or "--set[i]" */
+  char where[PATH_MAX + 32]; /* "file:line" or "--set[i]" */
 } entry;
+
+/* v for a message: at most SHOWN characters, "..." when cut, so the reason after it survives. */
+static const char *clip(const char *v, char buf[SHOWN + 4]) {
+  if (strlen(v) <= SHOWN) return v;
+  memcpy(buf, v, SHOWN);
+  strcpy(buf + SHOWN, "...");
+  return buf;
+}
 
 /* ---- value parsers -------------------------------------------------- */
 
@@ -48,9 +60,10 @@ static int parse_int64(const char *v, int64_t lo, int64_t hi, int suffixes, int6
     snprintf(why, n, "empty value");
     return -1;
   }
+  char cb[SHOWN + 4];
   long long x = strtoll(v, &end, 10);
   if (end == v || errno == ERANGE) {
-    snprintf(why, n, "'%s' is not an integer in range", v);
+    snprintf(why, n, "'%s' is not an integer in range", clip(v, cb));
     return -1;
   }
   int64_t mult = 1;
@@ -59,11 +72,11 @@ static int parse_int64(const char *v, int64_t lo, int64_t hi, int suffixes, int6
   else if (suffixes && (*end == 'G' || *end == 'g')) mult = 1024LL * 1024 * 1024, end++;
   while (isspace((unsigned char)*end)) end++;
   if (*end != '\0') {
-    snprintf(why, n, "'%s' is not an integer%s", v, suffixes ? " (suffixes K, M, G allowed)" : "");
+    snprintf(why, n, "'%s' is not an integer%s", clip(v, cb), suffixes ? " (suffixes K, M, G allowed)" : "");
     return -1;
   }
   if (x != 0 && (x > INT64_MAX / mult || x < INT64_MIN / mult)) {
-    snprintf(why, n, "'%s' overflows a 64-bit integer", v);
+    snprintf(why, n, "'%s' overflows a 64-bit integer", clip(v, cb));
     return -1;
   }
   int64_t r = (int64_t)x * mult;
@@ -81,7 +94,8 @@ static int parse_bool(const char *v, int *out, char *why, size_t n) {
     if (!strcasecmp(v, yes[i])) return *out = 1, 0;
     if (!strcasecmp(v, no[i])) return *out = 0, 0;
   }
-  snprintf(why, n, "'%s' is not a boolean (true/false, on/off)", v);
+  char cb[SHOWN + 4];
+  snprintf(why, n, "'%s' is not a boolean (true/false, on/off)", clip(v, cb));
   return -1;
 }
 
@@ -89,7 +103,8 @@ static int parse_bool(const char *v, int *out, char *why, size_t n) {
 static int parse_enum(const char *v, const char *const *names, char *why, size_t n) {
   for (int i = 0; names[i]; i++)
     if (!strcmp(v, names[i])) return i;
-  size_t off = (size_t)snprintf(why, n, "'%s' is not one of:", v);
+  char cb[SHOWN + 4];
+  size_t off = (size_t)snprintf(why, n, "'%s' is not one of:", clip(v, cb));
   for (int i = 0; names[i] && off < n; i++) off += (size_t)snprintf(why + off, n - off, " %s", names[i]);
   return -1;
 }
@@ -136,7 +151,8 @@ static const int64_t BIG = (int64_t)1 << 40; /* 1 Ti tokens: beyond any plan */
 
 static int set_preset(bs_config *c, const char *v, char *why, size_t n) {
   if (bs_model_preset(v, &c->model) == 0) return 0;
-  snprintf(why, n, "unknown preset '%s' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b)", v);
+  char cb[SHOWN + 4];
+  snprintf(why, n, "unknown preset '%s' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b)", clip(v, cb));
   return -1;
 }
 INT_SETTER(set_hidden, model.hidden, 1, 1 << 20, 0)
@@ -256,13 +272,15 @@ static int known_section(const char *s) {
 
 typedef struct {
   const char *path;
-  FILE *f;
+  char *text;           /* the whole file, NUL-terminated */
+  const char *next;     /* start of the next line to hand to inih */
   int line;             /* lines read so far = line of the last line handed to inih */
   entry entries[sizeof keys / sizeof keys[0]];
   int have[sizeof keys / sizeof keys[0]];
   char *err;
   size_t errlen;
   int failed;
+  int regular;          /* the scenario is a regular file: relative platform paths are next to it */
 } parse_state;
 
 static void entry_clear(entry *e) {
@@ -280,20 +298,19 @@ static char *trim(char *s) {
 /* Splits a comma list into e->values; checks each value with the key's setter. */
 static int entry_fill(entry *e, const key_def *def, const char *value, const char *where, char *err,
                       size_t errlen) {
-  char buf[MAX_LINE];
-  if (strlen(value) >= sizeof buf) {
-    snprintf(err, errlen, "%s: %s.%s: value too long", where, def->section, def->key);
-    return -1;
-  }
-  strcpy(buf, value);
   entry_clear(e);
   e->def = def;
   snprintf(e->where, sizeof e->where, "%s", where);
   int count = 0;
-  for (char *p = buf; *p; p++) count += (*p == ',');
+  for (const char *p = value; *p; p++) count += (*p == ',');
   if (count + 1 > MAX_VALUES) {
     snprintf(err, errlen, "%s: %s.%s: more than %d values in the list", where, def->section, def->key,
              MAX_VALUES);
+    return -1;
+  }
+  char *buf = strdup(value);
+  if (!buf) {
+    snprintf(err, errlen, "%s: out of memory", where);
     return -1;
   }
   /* Walk by hand (strtok would drop empty fields; "a,,b" is an error). */
@@ -307,78 +324,211 @@ static int entry_fill(entry *e, const key_def *def, const char *value, const cha
     bs_config_default(&scratch);
     if (*v == '\0') {
       snprintf(err, errlen, "%s: %s.%s: empty value in the list", where, def->section, def->key);
-      entry_clear(e);
-      return -1;
+      break;
     }
     if (def->set(&scratch, v, why, sizeof why)) {
       snprintf(err, errlen, "%s: %s.%s: %s", where, def->section, def->key, why);
-      entry_clear(e);
-      return -1;
+      break;
     }
     e->values[e->nvalues] = strdup(v);
     if (!e->values[e->nvalues]) {
       snprintf(err, errlen, "%s: out of memory", where);
-      entry_clear(e);
-      return -1;
+      break;
     }
     e->nvalues++;
-    if (!comma) break;
+    if (!comma) {
+      free(buf);
+      return 0;
+    }
     p = comma + 1;
   }
+  free(buf);
+  entry_clear(e);
+  return -1;
+}
+
+/*
+ * Reads the whole scenario file. A directory, a read error, a file over
+ * MAX_FILE bytes and a NUL byte are errors naming the path (and the line of the
+ * NUL); a UTF-8 byte order mark is dropped. *longest is the longest line.
+ */
+static char *read_scenario(const char *path, size_t *longest, int *regular, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  struct stat sb;
+  if (fstat(fileno(f), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    snprintf(err, errlen, "%s: is a directory, not a scenario file", path);
+    fclose(f);
+    return NULL;
+  }
+  *regular = S_ISREG(sb.st_mode);
+  size_t cap = 0, len = 0;
+  char *text = NULL;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      size_t ncap = cap ? 2 * cap : 8192;
+      if (ncap > (size_t)MAX_FILE + 4096 + 1) ncap = (size_t)MAX_FILE + 4096 + 1;
+      char *t = realloc(text, ncap);
+      if (!t) {
+        snprintf(err, errlen, "%s: out of memory reading the file", path);
+        goto fail;
+      }
+      text = t, cap = ncap;
+    }
+    errno = 0;
+    size_t got = fread(text + len, 1, 4096, f);
+    len += got;
+    if (len > (size_t)MAX_FILE) {
+      snprintf(err, errlen, "%s: larger than %d bytes: not a scenario file", path, MAX_FILE);
+      goto fail;
+    }
+    if (got < 4096) {
+      if (ferror(f)) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
+        goto fail;
+      }
+      break;
+    }
+  }
+  fclose(f);
+  text[len] = '\0';
+  const char *nul = memchr(text, '\0', len);
+  if (nul) {
+    int line = 1;
+    for (const char *p = text; p < nul; p++) line += (*p == '\n');
+    snprintf(err, errlen, "%s:%d: NUL byte in the line (not a text file?)", path, line);
+    free(text);
+    return NULL;
+  }
+  if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) memmove(text, text + 3, len - 2);
+  *longest = 0;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+    if (n > *longest) *longest = n;
+    p += n;
+  }
+  return text;
+fail:
+  free(text);
+  fclose(f);
+  return NULL;
+}
+
+/*
+ * A section line: its name must be known and nothing but a comment may follow
+ * the ']' (inih ignores the rest). Rewrites the line to "[name]" so inih sees
+ * the trimmed name. Returns -1 with the error set.
+ */
+static int check_section(parse_state *st, char *str) {
+  char *t = trim(str);
+  if (*t != '[') return 0;
+  char *close = strchr(t, ']');
+  if (!close) return 0; /* inih reports the syntax error */
+  char *rest = trim(close + 1);
+  if (*rest && *rest != ';' && *rest != '#') {
+    char cb[SHOWN + 4];
+    snprintf(st->err, st->errlen, "%s:%d: text after the section header: '%s'", st->path, st->line,
+             clip(rest, cb));
+    return -1;
+  }
+  *close = '\0';
+  char *name = trim(t + 1);
+  if (!known_section(name)) {
+    char cb[SHOWN + 4];
+    snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (model, workload, parallel, cluster, output)",
+             st->path, st->line, clip(name, cb));
+    return -1;
+  }
+  memmove(str + 1, name, strlen(name) + 1);
+  str[0] = '[';
+  strcat(str, "]\n");
   return 0;
 }
 
-/* inih reader: one line per call, counted, with long lines and unknown sections caught here. */
+/* inih reader: one whole line per call (num exceeds the longest line), counted; sections checked here. */
 static char *reader(char *str, int num, void *stream) {
   parse_state *st = stream;
-  if (st->failed) return NULL;
-  char line[MAX_LINE + 2];
-  if (!fgets(line, sizeof line, st->f)) return NULL;
+  if (st->failed || !*st->next) return NULL;
+  const char *nl = strchr(st->next, '\n');
+  size_t len = nl ? (size_t)(nl - st->next) + 1 : strlen(st->next);
   st->line++;
-  size_t len = strlen(line);
-  if (len == sizeof line - 1 && line[len - 1] != '\n') {
-    snprintf(st->err, st->errlen, "%s:%d: line longer than %d characters", st->path, st->line, MAX_LINE);
-    st->failed = 1;
-    return NULL;
-  }
-  if ((int)len >= num) {
+  if (len + 3 > (size_t)num) { /* cannot happen: the buffer is sized to the longest line */
     snprintf(st->err, st->errlen, "%s:%d: line longer than %d characters", st->path, st->line, num - 3);
     st->failed = 1;
     return NULL;
   }
-  char copy[MAX_LINE + 2];
-  strcpy(copy, line);
-  char *t = trim(copy);
-  if (*t == '[') {
-    char *close = strchr(t, ']');
-    if (close) {
-      *close = '\0';
-      char *name = trim(t + 1);
-      if (!known_section(name)) {
-        snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (model, workload, parallel, cluster, output)",
-                 st->path, st->line, name);
-        st->failed = 1;
-        return NULL;
-      }
-    }
+  memcpy(str, st->next, len);
+  str[len] = '\0';
+  st->next += len;
+  if (check_section(st, str)) {
+    st->failed = 1;
+    return NULL;
   }
-  memcpy(str, line, len + 1);
   return str;
+}
+
+static int is_path_key(const key_def *def, const char **suffix) {
+  if (strcmp(def->section, "cluster")) return 0;
+  if (!strcmp(def->key, "topology")) return *suffix = ".xml", 1;
+  if (!strcmp(def->key, "profile")) return *suffix = ".json", 1;
+  return 0;
+}
+
+/*
+ * A file's cluster.topology = X.xml or cluster.profile = X.json with a
+ * relative path names a file next to the scenario: prefix the scenario's
+ * directory (nothing when the scenario is in the current directory, or is a
+ * pipe such as /dev/fd/N from a shell's process substitution).
+ */
+static int resolve_paths(parse_state *st, entry *e, const char *where) {
+  const char *suffix;
+  if (!is_path_key(e->def, &suffix)) return 0;
+  const char *slash = strrchr(st->path, '/');
+  if (!slash || !st->regular) return 0;
+  int dirlen = (int)(slash - st->path) + 1;
+  for (int i = 0; i < e->nvalues; i++) {
+    const char *v = e->values[i];
+    size_t n = strlen(v), sl = strlen(suffix);
+    if (v[0] == '/' || n <= sl || strcmp(v + n - sl, suffix)) continue;
+    size_t total = (size_t)dirlen + n + 1;
+    char *r = malloc(total);
+    if (!r) {
+      snprintf(st->err, st->errlen, "%s: out of memory", where);
+      return -1;
+    }
+    snprintf(r, total, "%.*s%s", dirlen, st->path, v);
+    bs_config scratch;
+    bs_config_default(&scratch);
+    char why[256];
+    if (e->def->set(&scratch, r, why, sizeof why)) {
+      snprintf(st->err, st->errlen, "%s: %s.%s: %s relative to the scenario's directory: %s", where,
+               e->def->section, e->def->key, v, why);
+      free(r);
+      return -1;
+    }
+    free(e->values[i]);
+    e->values[i] = r;
+  }
+  return 0;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value) {
   parse_state *st = user;
   if (st->failed) return 0;
-  char where[600];
+  char where[PATH_MAX + 32], cb[SHOWN + 4];
   snprintf(where, sizeof where, "%s:%d", st->path, st->line);
   if (!*section) {
-    snprintf(st->err, st->errlen, "%s: key '%s' outside any section", where, name);
+    snprintf(st->err, st->errlen, "%s: key '%s' outside any section", where, clip(name, cb));
     st->failed = 1;
     return 0;
   }
   int k = find_key(section, name);
   if (k < 0) {
-    snprintf(st->err, st->errlen, "%s: %s.%s: unknown key", where, section, name);
+    snprintf(st->err, st->errlen, "%s: %s.%s: unknown key", where, section, clip(name, cb));
     st->failed = 1;
     return 0;
   }
@@ -388,7 +538,8 @@ static int handler(void *user, const char *section, const char *name, const char
     st->failed = 1;
     return 0;
   }
-  if (entry_fill(&st->entries[k], &keys[k], value, where, st->err, st->errlen)) {
+  if (entry_fill(&st->entries[k], &keys[k], value, where, st->err, st->errlen) ||
+      resolve_paths(st, &st->entries[k], where)) {
     st->failed = 1;
     return 0;
   }
@@ -397,18 +548,18 @@ static int handler(void *user, const char *section, const char *name, const char
 }
 
 static int apply_set(parse_state *st, const char *set, int idx) {
-  char where[64];
+  char where[64], cb[SHOWN + 4];
   snprintf(where, sizeof where, "--set[%d]", idx);
   const char *eq = strchr(set, '=');
   const char *dot = strchr(set, '.');
-  if (!eq || !dot || dot > eq) {
-    snprintf(st->err, st->errlen, "%s: '%s' is not section.key=value", where, set);
+  if (!eq || !dot || dot > eq || dot == set || eq == dot + 1) {
+    snprintf(st->err, st->errlen, "%s: '%s' is not section.key=value", where, clip(set, cb));
     return -1;
   }
   char section[64], key[64];
   size_t sl = (size_t)(dot - set), kl = (size_t)(eq - dot - 1);
-  if (sl == 0 || sl >= sizeof section || kl == 0 || kl >= sizeof key) {
-    snprintf(st->err, st->errlen, "%s: '%s' is not section.key=value", where, set);
+  if (sl >= sizeof section || kl >= sizeof key) {
+    snprintf(st->err, st->errlen, "%s: '%.*s': unknown key", where, SHOWN, set);
     return -1;
   }
   memcpy(section, set, sl);
@@ -421,20 +572,44 @@ static int apply_set(parse_state *st, const char *set, int idx) {
     snprintf(st->err, st->errlen, "%s: %s.%s: unknown key", where, sec, name);
     return -1;
   }
-  char value[MAX_LINE];
-  snprintf(value, sizeof value, "%s", eq + 1);
-  if (entry_fill(&st->entries[k], &keys[k], trim(value), where, st->err, st->errlen)) return -1;
+  if (entry_fill(&st->entries[k], &keys[k], eq + 1, where, st->err, st->errlen)) return -1;
   st->have[k] = 1;
   return 0;
 }
 
-/* Checks across keys of one point; names the key at fault. */
+/* The model shape keys a preset sets (all model keys but preset and dtype). */
+static int from_preset(int k) {
+  return !strcmp(keys[k].section, "model") && strcmp(keys[k].key, "preset") && strcmp(keys[k].key, "dtype");
+}
+
+/*
+ * Where a model shape value of point c came from, for a message: "model.heads
+ * at FILE:3", "model.preset = llama2-70b at FILE:2" or "the default
+ * model.preset = llama2-7b".
+ */
+static void origin(const parse_state *st, const bs_config *c, const char *key, char *buf, size_t n) {
+  int k = find_key("model", key), p = find_key("model", "preset");
+  if (st->have[k]) snprintf(buf, n, "model.%s at %s", key, st->entries[k].where);
+  else if (st->have[p]) snprintf(buf, n, "model.preset = %s at %s", c->model.preset, st->entries[p].where);
+  else snprintf(buf, n, "the default model.preset = %s", c->model.preset);
+}
+
+/* Checks across keys of one point; blames a key the user gave and says where the other value came from. */
 static int check_point(const parse_state *st, const bs_config *c, char *err, size_t errlen) {
   const bs_model *m = &c->model;
   if (m->heads % m->kv_heads != 0) {
-    int k = find_key("model", "kv_heads");
-    snprintf(err, errlen, "%s: model.kv_heads: %lld does not divide heads %lld",
-             st->have[k] ? st->entries[k].where : st->path, (long long)m->kv_heads, (long long)m->heads);
+    int kv = find_key("model", "kv_heads"), h = find_key("model", "heads"), p = find_key("model", "preset");
+    char o[PATH_MAX + 64];
+    if (st->have[kv] || !st->have[h]) {
+      origin(st, c, "heads", o, sizeof o);
+      snprintf(err, errlen, "%s: model.kv_heads: %lld does not divide heads %lld (%s)",
+               st->have[kv] ? st->entries[kv].where : st->have[p] ? st->entries[p].where : st->path,
+               (long long)m->kv_heads, (long long)m->heads, o);
+    } else {
+      origin(st, c, "kv_heads", o, sizeof o);
+      snprintf(err, errlen, "%s: model.heads: %lld is not a multiple of kv_heads %lld (%s; set model.kv_heads)",
+               st->entries[h].where, (long long)m->heads, (long long)m->kv_heads, o);
+    }
     return -1;
   }
   return 0;
@@ -442,11 +617,51 @@ static int check_point(const parse_state *st, const bs_config *c, char *err, siz
 
 static void state_free(parse_state *st) {
   for (int i = 0; i < NKEYS; i++) entry_clear(&st->entries[i]);
+  free(st->text);
+}
+
+/* inih with a heap line buffer of `size` bytes; the library's settings are restored after. */
+static int parse_lines(parse_state *st, size_t size) {
+  bool stack = ini_use_stack, realloc_ok = ini_allow_realloc, multi = ini_allow_multiline,
+       stop = ini_stop_on_first_error;
+  int max_line = ini_max_line, initial = ini_initial_alloc;
+  ini_use_stack = false; /* a buffer as long as the longest line, from the heap */
+  ini_allow_realloc = false;
+  ini_initial_alloc = ini_max_line = (int)size;
+  ini_allow_multiline = false;    /* an indented line is its own key, never a continuation */
+  ini_stop_on_first_error = true; /* report the first fault, not a consequence of it */
+  int rc = ini_parse_stream(reader, st, handler, st);
+  ini_use_stack = stack, ini_allow_realloc = realloc_ok, ini_allow_multiline = multi;
+  ini_stop_on_first_error = stop, ini_max_line = max_line, ini_initial_alloc = initial;
+  return rc;
+}
+
+/* "FILE (model.preset = X at FILE:L)" style places for model keys a preset or the default gave. */
+static char *default_where(const parse_state *st, int k) {
+  int p = find_key("model", "preset");
+  size_t n = strlen(st->path) + sizeof st->entries[p].where + 64;
+  char *w = malloc(n);
+  if (!w) return NULL;
+  if (!from_preset(k)) snprintf(w, n, "%s", st->path);
+  else if (st->have[p] && st->entries[p].nvalues == 1)
+    snprintf(w, n, "%s (from model.preset = %s)", st->entries[p].where, st->entries[p].values[0]);
+  else if (st->have[p]) snprintf(w, n, "%s (from model.preset)", st->entries[p].where);
+  else {
+    bs_config d;
+    bs_config_default(&d);
+    snprintf(w, n, "%s (from the default model.preset = %s)", st->path, d.model.preset);
+  }
+  return w;
 }
 
 int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out, char *err,
                      size_t errlen) {
   memset(out, 0, sizeof *out);
+  err[0] = '\0';
+  if (strlen(path) >= sizeof out->path) {
+    snprintf(err, errlen, "%.64s...: path longer than %zu characters", path, sizeof out->path - 1);
+    return -1;
+  }
   parse_state *st = calloc(1, sizeof *st);
   if (!st) {
     snprintf(err, errlen, "%s: out of memory", path);
@@ -455,22 +670,19 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
   st->path = path;
   st->err = err;
   st->errlen = errlen;
-  err[0] = '\0';
-  st->f = fopen(path, "r");
-  if (!st->f) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+  size_t longest = 0;
+  st->text = read_scenario(path, &longest, &st->regular, err, errlen);
+  if (!st->text) {
     free(st);
     return -1;
   }
-  ini_allow_multiline = false;    /* an indented line is its own key, never a continuation */
-  ini_stop_on_first_error = true; /* report the first fault, not a consequence of it */
-  int rc = ini_parse_stream(reader, st, handler, st);
-  fclose(st->f);
+  st->next = st->text;
+  int rc = parse_lines(st, longest + 3);
   if (!st->failed && rc > 0) {
     snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path, rc);
     st->failed = 1;
   } else if (!st->failed && rc < 0) {
-    snprintf(err, errlen, "%s: cannot parse (error %d)", path, rc);
+    snprintf(err, errlen, "%s: cannot parse (%s)", path, rc == -2 ? "out of memory" : "inih error");
     st->failed = 1;
   }
   for (int i = 0; !st->failed && i < nsets; i++)
@@ -487,7 +699,8 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
     if (!st->have[k]) continue;
     npoints *= st->entries[k].nvalues;
     if (npoints > MAX_POINTS) {
-      snprintf(err, errlen, "%s: the sweep has more than %d points", path, MAX_POINTS);
+      snprintf(err, errlen, "%s: %s.%s: its %d values make the sweep more than %d points", st->entries[k].where,
+               keys[k].section, keys[k].key, st->entries[k].nvalues, MAX_POINTS);
       state_free(st);
       free(st);
       return -1;
@@ -529,7 +742,7 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
   }
   out->where = calloc(NKEYS, sizeof *out->where);
   for (int k = 0; out->where && k < NKEYS; k++)
-    if (st->have[k] && !(out->where[k] = strdup(st->entries[k].where))) {
+    if (!(out->where[k] = st->have[k] ? strdup(st->entries[k].where) : default_where(st, k))) {
       for (int j = 0; j < k; j++) free(out->where[j]);
       free(out->where);
       out->where = NULL;
@@ -548,6 +761,7 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
   free(st);
   return 0;
 }
+
 
 void bs_scenario_free(bs_scenario *s) {
   for (int k = 0; s->where && k < NKEYS; k++) free(s->where[k]);

@@ -5,28 +5,33 @@
 #ifndef BURSTSIM_SCENARIO_H
 #define BURSTSIM_SCENARIO_H
 
+#include <limits.h>
 #include <stddef.h>
 #include "plans/config.h"
 
 typedef struct {
   bs_config *points;   /* the cross product, in a stable order */
   int npoints;
-  char path[512];
-  char **where;        /* per key of the table: "FILE:LINE" or "--set[i]" where given, else NULL */
+  char path[PATH_MAX];
+  char **where;        /* per key of the table: "FILE:LINE" or "--set[i]", or as bs_scenario_where */
 } bs_scenario;
 
 /*
  * Loads `path`, applying `nsets` overrides "section.key=value" (from --set).
  * On error returns -1 and writes "FILE:LINE: section.key: what is wrong" into
- * err; nothing is allocated then.
+ * err; nothing is allocated then. A relative cluster.topology FILE.xml or
+ * cluster.profile FILE.json given in the file is taken relative to the
+ * scenario's directory; one given by --set, relative to the current one.
  */
 int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
                      char *err, size_t errlen);
 void bs_scenario_free(bs_scenario *s);
 
 /*
- * Where "section.key" was given: "FILE:LINE" or "--set[i]", or the scenario's
- * path when the key took its default (errors found after loading, such as an
+ * Where "section.key" was given: "FILE:LINE" or "--set[i]"; for a model shape
+ * key a preset gave, "FILE:LINE (from model.preset = X)" (the preset's line)
+ * or "FILE (from the default model.preset = X)"; else the scenario's path
+ * when the key took its default (errors found after loading, such as an
  * unknown topology, name it so). NULL for a name that is not a key.
  */
 const char *bs_scenario_where(const bs_scenario *s, const char *section_key);

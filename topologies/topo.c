@@ -300,9 +300,10 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   sb_printf(&b, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
   sb_printf(&b, "<!-- burstsim topology %s: %d node(s) x %d GPU(s)", p->name, p->nodes, p->gpus_per_node);
   if (p->nodes_per_leaf) sb_printf(&b, ", %d nodes per leaf, oversubscription %g", p->nodes_per_leaf, p->oversub);
-  sb_printf(&b, ".\n     Rank r runs on host gpu<r>. Links named CLASS-... take bandwidth and latency\n"
+  sb_printf(&b, ".\n     %s Links named CLASS-... take bandwidth and latency\n"
                 "     from the profile when simulated (classes: nvlink nic fabric pcie hostbridge shm);\n"
-                "     the values written here are those of the profile given to the generator. -->\n");
+                "     the values written here are those of the profile given to the generator. -->\n",
+            host ? "Every rank runs on host cpu." : "Rank r runs on host gpu<r>.");
   sb_printf(&b, "<platform version=\"4.1\">\n  <zone id=\"%s\" routing=\"%s\">\n", p->name,
             host ? "Full" : "DijkstraCache");
   if (!strcmp(p->name, "dgx-a100") || !strcmp(p->name, "dgx-h100")) gen_dgx(&b, p);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "src/scenario.h"
@@ -145,7 +147,7 @@ static void test_bad_inputs(void **st) {
   memcpy(longline, "[cluster]\ntopology = ", 21);
   longline[sizeof longline - 2] = '\n';
   longline[sizeof longline - 1] = '\0';
-  expect_error(longline, NULL, 0, "bad.ini:2:", "line longer");
+  expect_error(longline, NULL, 0, "bad.ini:2: cluster.topology", "value longer than 255 characters");
   char many[1024] = "[parallel]\ngpus = 1";
   for (int i = 0; i < 70; i++) strcat(many, ",1");
   strcat(many, "\n");
@@ -275,7 +277,9 @@ static void test_where(void **st) {
   snprintf(want, sizeof want, "%s:4", p);
   assert_string_equal(bs_scenario_where(&s, "cluster.topology"), want);
   assert_string_equal(bs_scenario_where(&s, "cluster.profile"), "--set[0]");
-  assert_string_equal(bs_scenario_where(&s, "model.heads"), p);
+  snprintf(want, sizeof want, "%s (from the default model.preset = llama2-7b)", p);
+  assert_string_equal(bs_scenario_where(&s, "model.heads"), want);
+  assert_string_equal(bs_scenario_where(&s, "workload.seq_len"), p);
   assert_null(bs_scenario_where(&s, "cluster.torus"));
   bs_scenario_free(&s);
 }
@@ -288,6 +292,223 @@ static void test_missing_file(void **st) {
   snprintf(path, sizeof path, "%s/none.ini", dir);
   assert_int_equal(bs_scenario_load(path, NULL, 0, &s, err, sizeof err), -1);
   assert_non_null(strstr(err, "none.ini: cannot open"));
+}
+
+/* Bytes as a file (the text may hold NUL). */
+static const char *write_bytes(const char *name, const char *bytes, size_t n) {
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(bytes, 1, n, f), n);
+  fclose(f);
+  return path;
+}
+
+static void expect_load_error(const char *path, const char *n1, const char *n2) {
+  bs_scenario s;
+  char err[1024];
+  if (bs_scenario_load(path, NULL, 0, &s, err, sizeof err) == 0) fail_msg("accepted %s", path);
+  if (n1 && !strstr(err, n1)) fail_msg("error '%s' lacks '%s'", err, n1);
+  if (n2 && !strstr(err, n2)) fail_msg("error '%s' lacks '%s'", err, n2);
+  assert_null(s.points);
+}
+
+/* A directory or a file that fails to read is an error naming it, never an empty (default) scenario. */
+static void test_unreadable_scenario(void **st) {
+  (void)st;
+  char sub[600];
+  snprintf(sub, sizeof sub, "%s/a-directory.ini", dir);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  expect_load_error(sub, "a-directory.ini: is a directory", NULL);
+  /* a read error after a successful open (EIO at offset 0 of the process's own memory) */
+  if (access("/proc/self/mem", R_OK) == 0) expect_load_error("/proc/self/mem", "/proc/self/mem: cannot read", NULL);
+}
+
+/* Lines of any length up to the file limit: a 30-value list, a long comment, a long bad value. */
+static void test_long_lines(void **st) {
+  (void)st;
+  char text[8192] = "; ";
+  memset(text + 2, 'c', 5000);
+  strcpy(text + 5002, "\n[workload]\nseq_len = ");
+  for (int i = 1; i <= 30; i++) {
+    char v[32];
+    snprintf(v, sizeof v, "%s%d", i > 1 ? ",   " : "", 1024 * i);
+    strcat(text, v);
+  }
+  strcat(text, "\n");
+  assert_true(strlen(text) > 5000 + 200);
+  const char *p = write_file("long.ini", text);
+  bs_scenario s;
+  char err[1024];
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.npoints, 30);
+  assert_int_equal(s.points[29].work.seq_len, 30 * 1024);
+  bs_scenario_free(&s);
+  /* a long wrong value: the message keeps its reason (the value is shortened) */
+  static char big[20000];
+  int n = snprintf(big, sizeof big, "[parallel]\ngpus = ");
+  memset(big + n, '7', 10000);
+  strcpy(big + n + 10000, "x\n");
+  expect_error(big, NULL, 0, "bad.ini:2: parallel.gpus: '777", "...' is not an integer");
+  /* a long key */
+  n = snprintf(big, sizeof big, "[parallel]\n");
+  memset(big + n, 'k', 5000);
+  strcpy(big + n + 5000, " = 1\n");
+  expect_error(big, NULL, 0, "bad.ini:2: parallel.kkk", "...: unknown key");
+}
+
+/* --set values are never cut: a value after 4,095 characters of padding, and a long list. */
+static void test_set_long_values(void **st) {
+  (void)st;
+  static char set1[6000], set2[9000];
+  int n = snprintf(set1, sizeof set1, "workload.seq_len=");
+  memset(set1 + n, ' ', 4090);
+  strcpy(set1 + n + 4090, "65536");
+  n = snprintf(set2, sizeof set2, "parallel.gpus=");
+  for (int i = 0; i < 64; i++) {
+    memset(set2 + n, ' ', 100);
+    n += 100;
+    n += snprintf(set2 + n, sizeof set2 - (size_t)n, "%d%s", i + 1, i < 63 ? "," : "");
+  }
+  const char *p = write_file("set.ini", "[model]\n");
+  char *sets[] = {set1, set2};
+  bs_scenario s;
+  char err[1024];
+  assert_int_equal(bs_scenario_load(p, sets, 2, &s, err, sizeof err), 0);
+  assert_int_equal(s.npoints, 64);
+  assert_int_equal(s.points[0].work.seq_len, 65536);
+  assert_int_equal(s.points[63].par.gpus, 64);
+  bs_scenario_free(&s);
+  /* still too many values, or a long unknown key: errors naming --set[i] */
+  strcat(set2, ",65");
+  char *sets2[] = {set1, set2};
+  expect_error("[model]\n", sets2, 2, "--set[1]: parallel.gpus", "more than 64 values");
+  static char set3[300];
+  n = snprintf(set3, sizeof set3, "parallel.");
+  memset(set3 + n, 'k', 200);
+  strcpy(set3 + n + 200, "=1");
+  char *sets3[] = {set3};
+  expect_error("[model]\n", sets3, 1, "--set[0]: 'parallel.kkk", "unknown key");
+}
+
+/* NUL bytes, byte order marks, CRLF and section headers with extra text. */
+static void test_bytes_and_sections(void **st) {
+  (void)st;
+  static const char nul[] = "[parallel]\ngpus = 8\n; x\0y\nmethod = ring\n";
+  expect_load_error(write_bytes("nul.ini", nul, sizeof nul - 1), "nul.ini:3: NUL byte", NULL);
+  static const char nul2[] = "[parallel]\ngpus = 8\0 16\n";
+  expect_load_error(write_bytes("nul2.ini", nul2, sizeof nul2 - 1), "nul2.ini:2: NUL byte", NULL);
+  bs_scenario s;
+  char err[1024];
+  const char *p = write_file("bom.ini", "\xEF\xBB\xBF[parallel]\r\ngpus = 16\r\nmethod = ring ; a comment\r\n");
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.points[0].par.gpus, 16);
+  assert_int_equal(s.points[0].par.method, BS_RING);
+  bs_scenario_free(&s);
+  expect_error("\xEF\xBB\xBF[paralel]\ngpus = 8\n", NULL, 0, "bad.ini:1:", "unknown section [paralel]");
+  p = write_file("spaced.ini", "  [ parallel ]  ; comment\ngpus = 16\n[parallel]\nmethod = ring\n");
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.points[0].par.gpus, 16);
+  assert_int_equal(s.points[0].par.method, BS_RING);
+  bs_scenario_free(&s);
+  expect_error("[parallel] gpus = 16\n", NULL, 0, "bad.ini:1:", "text after the section header: 'gpus = 16'");
+  expect_error("[model]\n[]\ngpus = 16\n", NULL, 0, "bad.ini:2:", "unknown section []");
+  expect_error("[parallel]\ngpus = 8 # hash is no inline comment\n", NULL, 0, "bad.ini:2: parallel.gpus",
+               "not an integer");
+  expect_error("[parallel]\ngpus = 8,\n", NULL, 0, "bad.ini:2: parallel.gpus", "empty value");
+  expect_error("[workload]\nseq_len = 32KB\n", NULL, 0, "bad.ini:2: workload.seq_len", "not an integer");
+}
+
+/* A check on a value a preset gave names the preset's line and the user's key, never blames a key not given. */
+static void test_preset_blame(void **st) {
+  (void)st;
+  expect_error("[model]\npreset = llama2-70b\nheads = 12\n", NULL, 0,
+               "bad.ini:3: model.heads: 12 is not a multiple of kv_heads 8", "model.preset = llama2-70b at ");
+  expect_error("[model]\npreset = llama2-70b\nheads = 12\n", NULL, 0, "bad.ini:2;", "set model.kv_heads");
+  expect_error("[model]\npreset = llama2-70b\nkv_heads = 5\n", NULL, 0,
+               "bad.ini:3: model.kv_heads: 5 does not divide heads 64", "(model.preset = llama2-70b at ");
+  expect_error("[model]\nheads = 12\n", NULL, 0, "bad.ini:2: model.heads: 12 is not a multiple of kv_heads 32",
+               "the default model.preset = llama2-7b");
+  expect_error("[model]\nheads = 12\nkv_heads = 5\n", NULL, 0, "bad.ini:3: model.kv_heads: 5 does not divide heads 12",
+               "(model.heads at ");
+  char *sets[] = {"model.heads=12"};
+  expect_error("[model]\npreset = llama2-70b\n", sets, 1, "--set[0]: model.heads: 12 is not a multiple",
+               "model.preset = llama2-70b at ");
+  /* where a preset's key came from, for errors found after loading */
+  const char *p = write_file("preset.ini", "; c\n[model]\npreset = llama2-70b\n");
+  bs_scenario s;
+  char err[1024], want[700];
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  snprintf(want, sizeof want, "%s:3 (from model.preset = llama2-70b)", p);
+  assert_string_equal(bs_scenario_where(&s, "model.kv_heads"), want);
+  assert_string_equal(bs_scenario_where(&s, "model.dtype"), p);
+  bs_scenario_free(&s);
+}
+
+/* A relative platform or profile file in a scenario is next to the scenario; from --set, in the current directory. */
+static void test_relative_paths(void **st) {
+  (void)st;
+  char sub[600], path[700], want[800];
+  snprintf(sub, sizeof sub, "%s/scenarios", dir);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  snprintf(path, sizeof path, "%s/rel.ini", sub);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("[cluster]\ntopology = plat.xml, dgx-h100, /abs/p.xml, up/p.xml\nprofile = mine.json\n", f);
+  fclose(f);
+  bs_scenario s;
+  char err[1024];
+  assert_int_equal(bs_scenario_load(path, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.npoints, 4);
+  snprintf(want, sizeof want, "%s/plat.xml", sub);
+  assert_string_equal(s.points[0].cluster.topology, want);
+  assert_string_equal(s.points[1].cluster.topology, "dgx-h100");
+  assert_string_equal(s.points[2].cluster.topology, "/abs/p.xml");
+  snprintf(want, sizeof want, "%s/up/p.xml", sub);
+  assert_string_equal(s.points[3].cluster.topology, want);
+  snprintf(want, sizeof want, "%s/mine.json", sub);
+  assert_string_equal(s.points[0].cluster.profile, want);
+  bs_scenario_free(&s);
+  char *sets[] = {"cluster.topology=plat.xml"};
+  assert_int_equal(bs_scenario_load(path, sets, 1, &s, err, sizeof err), 0);
+  assert_string_equal(s.points[0].cluster.topology, "plat.xml");
+  bs_scenario_free(&s);
+  /* a scenario in the current directory keeps the name as written */
+  char cwd[600];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(sub), 0);
+  assert_int_equal(bs_scenario_load("rel.ini", NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(chdir(cwd), 0);
+  assert_string_equal(s.points[0].cluster.topology, "plat.xml");
+  bs_scenario_free(&s);
+  /* a pipe (process substitution's /dev/fd/N) has no directory of its own: the current one */
+  char fifo[700];
+  snprintf(fifo, sizeof fifo, "%s/pipe.ini", sub);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    FILE *w = fopen(fifo, "w");
+    if (w) fputs("[cluster]\ntopology = plat.xml\n", w);
+    _exit(w && fclose(w) == 0 ? 0 : 1);
+  }
+  assert_int_equal(bs_scenario_load(fifo, NULL, 0, &s, err, sizeof err), 0);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_string_equal(s.points[0].cluster.topology, "plat.xml");
+  bs_scenario_free(&s);
+  /* the joined path must still fit the field */
+  char name[300];
+  memset(name, 'n', 250);
+  strcpy(name + 250, ".xml");
+  char text[400];
+  snprintf(text, sizeof text, "[cluster]\ntopology = %s\n", name);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  expect_load_error(path, "rel.ini:2: cluster.topology", "relative to the scenario's directory");
 }
 
 static void test_sweep_limit(void **st) {
@@ -308,6 +529,9 @@ int main(void) {
     cmocka_unit_test(test_sweep_limit),
     cmocka_unit_test(test_every_key),      cmocka_unit_test(test_every_key_has_cases),
     cmocka_unit_test(test_where),
+    cmocka_unit_test(test_unreadable_scenario), cmocka_unit_test(test_long_lines),
+    cmocka_unit_test(test_set_long_values), cmocka_unit_test(test_bytes_and_sections),
+    cmocka_unit_test(test_preset_blame), cmocka_unit_test(test_relative_paths),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[300];

@@ -1,0 +1,21 @@
+#!/bin/sh
+# relative_platform.sh BURSTSIM — a scenario's relative `topology = FILE.xml` names the file next
+# to the scenario, whatever the current directory; one given by --set is taken relative to the
+# current directory.
+bs=$1
+fail() { echo "relative_platform: $*"; rm -rf "$d"; exit 1; }
+d=$(mktemp -d) || exit 1
+mkdir "$d/scen" "$d/elsewhere"
+"$bs" topo host --gpus 2 >"$d/scen/plat.xml" || fail "topo host exited $?"
+printf '[workload]\nseq_len = 4K\n[parallel]\nmethod = ring\ngpus = 2\n[cluster]\ntopology = plat.xml\nprofile = host\n' \
+  >"$d/scen/rel.ini"
+cd "$d/elsewhere" || fail "cd"
+"$bs" sim ../scen/rel.ini --out out.json >sim.log 2>&1 || { cat sim.log; fail "sim from another directory exited non-zero"; }
+grep -q '"topology":[[:space:]]*"../scen/plat.xml"' out.json || { cat out.json; fail "the result does not name ../scen/plat.xml"; }
+grep -q '"error":[[:space:]]*"[^"]' out.json && { cat out.json; fail "the point failed"; }
+grep -q '"step":[[:space:]]*[1-9]' out.json || { cat out.json; fail "the result has no step time"; }
+# through --set the same name is relative to the current directory, where there is no such file
+if "$bs" sim ../scen/rel.ini --set cluster.topology=plat.xml >set.log 2>&1; then fail "--set plat.xml found a file"; fi
+grep -q "plat.xml" set.log || { cat set.log; fail "the --set error does not name plat.xml"; }
+echo "relative_platform: the platform next to the scenario was used"
+rm -rf "$d"
