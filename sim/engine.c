@@ -1393,8 +1393,17 @@ static int fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
       snprintf(err, errlen, "comm_bytes.total: the bytes of all ranks pass 2^63 - 1 (the point is too large)");
       return -1;
     }
-    for (int r = 0; r < G; r++)
-      if (c->rs[slot_of(c, r)].sent + tsent[r] > maxsent) maxsent = c->rs[slot_of(c, r)].sent + tsent[r];
+    for (int r = 0; r < G && !bad; r++) {
+      int64_t sent, recvd;
+      const rank_state *rs = &c->rs[slot_of(c, r)];
+      bad = __builtin_add_overflow(rs->sent, tsent[r], &sent) || __builtin_add_overflow(rs->recvd, tsent[r], &recvd);
+      if (sent > maxsent) maxsent = sent;
+    }
+    if (bad) {
+      free(tsent);
+      snprintf(err, errlen, "comm_bytes.per_rank: a rank's bytes pass 2^63 - 1 (the point is too large)");
+      return -1;
+    }
   }
   out->time.step = step;
   out->time.fwd = fwd;
