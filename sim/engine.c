@@ -1726,11 +1726,21 @@ static int read_all(int fd, void *p, size_t n) {
   return 0;
 }
 
+/* The result names the profile the point ran with: --profile (as given) over the scenario's. */
+static void record_profile(bs_result *out, const bs_sim_opts *opts) {
+  if (opts && opts->profile)
+    snprintf(out->cfg.cluster.profile, sizeof out->cfg.cluster.profile, "%s", opts->profile);
+}
+
 int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
                size_t errlen) {
   bs_sim_opts d;
   if (!opts) { bs_sim_opts_default(&d); opts = &d; }
-  if (bs_sim_layers_apply(cfg, opts)) return bs_sim_run_layers(cfg, opts, out, err, errlen);
+  if (bs_sim_layers_apply(cfg, opts)) {
+    int rc = bs_sim_run_layers(cfg, opts, out, err, errlen);
+    record_profile(out, opts);
+    return rc;
+  }
   return bs_sim_run_source(cfg, opts, NULL, out, NULL, NULL, err, errlen);
 }
 
@@ -1746,6 +1756,7 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs
   if (nlinks_out) *nlinks_out = 0;
   if (opts.in_process) {
     int rc = simulate(cfg, &opts, source, out, links_out ? &links : NULL, &nlinks, err, errlen);
+    record_profile(out, &opts);
     if (links_out) {
       *links_out = links;
       *nlinks_out = nlinks;
@@ -1814,9 +1825,11 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs
       snprintf(err, errlen, "the simulation process ended (status %d) without a result",
                WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     snprintf(out->error, sizeof out->error, "%s", err);
+    record_profile(out, &opts);
     return -1;
   }
   *out = r;
+  record_profile(out, &opts);
   out->mode = "sim";
   out->ranks = ranks;
   out->nranks = ranks ? nr : 0;
