@@ -1,7 +1,8 @@
 /*
  * load.cpp — bs_sim_load_platform (load.h): simgrid_load_platform inside a
  * try block, so that a user's faulty platform file becomes an error message
- * naming the file and line SimGrid found fault with, not an abort.
+ * naming the file and line SimGrid found fault with, not an abort; and the
+ * forked simulation's handler for a failed C++ allocation.
  */
 #include "load.h"
 
@@ -10,6 +11,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 int bs_sim_load_platform(const char *path, char *err, size_t errlen) {
   try {
@@ -22,3 +24,5 @@ int bs_sim_load_platform(const char *path, char *err, size_t errlen) {
   }
   return -1;
 }
+
+void bs_sim_on_out_of_memory(void (*fn)(void)) { std::set_new_handler(fn); }

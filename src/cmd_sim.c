@@ -202,6 +202,7 @@ int cmd_sim(int argc, char **argv) {
     goto usage;
   }
   opts.profile = profile;
+  bs_sim_single_blas_thread(); /* before MPI or anything else starts a thread (sim.h) */
 
   bs_scenario sc;
   char err[1024];
@@ -243,6 +244,9 @@ int cmd_sim(int argc, char **argv) {
     }
     bs_sim_opts o = opts;
     o.trace_path = i == 0 ? trace : NULL;
+    char label[64];
+    snprintf(label, sizeof label, "point %d/%d", i + 1, sc.npoints);
+    o.label = label;
     char perr[512] = "";
     int prc = bs_sim_run(c, &o, &res[i], perr, sizeof perr);
     if (prc) {
