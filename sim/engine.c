@@ -1580,6 +1580,11 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
       plan_source(plan, &src);
     }
     if (sg_host_count() == 1) ctx.shared_host = 1;
+    if (bs_platform_check_loaded(ps.file, hosts, A, err, errlen)) {
+      free(hosts);
+      free(node);
+      goto done;
+    }
   }
   if (ctx.shared_host) {
     sg_host_t h0 = hosts[0];
@@ -1848,6 +1853,91 @@ static void watch_end(child_watch *w) {
   int sig = watch_signal;
   sigprocmask(SIG_SETMASK, &w->oldmask, NULL);
   if (sig) raise(sig);
+}
+
+int bs_sim_check_profile(const bs_config *cfg, const bs_sim_opts *opts, char *err, size_t errlen) {
+  bs_profile *prof = calloc(1, sizeof *prof);
+  if (!prof) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  const char *name = opts && opts->profile ? opts->profile : cfg->cluster.profile;
+  char why[512];
+  int rc = bs_profile_load(name, prof, why, sizeof why);
+  if (rc) snprintf(err, errlen, "%s: %s", opts && opts->profile ? "--profile" : "cluster.profile", why);
+  free(prof);
+  return rc;
+}
+
+/* In a forked child (SimGrid starts once per process): loads file and checks its links and gpu<i> routes. */
+static void check_platform_child(const char *file, int fd) {
+  char e[512] = "", lerr[400];
+  int sargc = 1;
+  char arg0[] = "burstsim-check";
+  char *sargv[] = {arg0, NULL};
+  simgrid_init(&sargc, sargv);
+  xbt_log_control_set("root.thresh:critical");
+  if (bs_sim_load_platform(file, lerr, sizeof lerr)) {
+    snprintf(e, sizeof e, "cluster.topology: %s", lerr);
+  } else {
+    size_t nh = sg_host_count();
+    void **hosts = calloc(nh + 1, sizeof *hosts);
+    int n = 0;
+    char name[32];
+    for (size_t i = 0; hosts && i < nh; i++) {
+      snprintf(name, sizeof name, "gpu%zu", i);
+      if (!(hosts[n] = sg_host_by_name(name))) break;
+      n++;
+    }
+    if (!hosts) snprintf(e, sizeof e, "out of memory");
+    else bs_platform_check_loaded(file, hosts, n, e, sizeof e);
+    free(hosts);
+  }
+  _exit(write_all(fd, e, sizeof e) ? 3 : 0);
+}
+
+int bs_sim_check_topology(const bs_config *cfg, char *err, size_t errlen) {
+  const char *topo = cfg->cluster.topology;
+  if (bs_platform_check_name(topo, err, errlen)) return -1;
+  if (bs_topo_is_generator(topo)) return 0;
+  int fds[2];
+  if (pipe(fds)) {
+    snprintf(err, errlen, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(err, errlen, "fork: %s", strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(CHILD_ORPHANED);
+    close(fds[0]);
+    check_platform_child(topo, fds[1]);
+  }
+  close(fds[1]);
+  char e[512];
+  int ok = read_all(fds[0], e, sizeof e) == 0;
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!ok) {
+    snprintf(err, errlen, "cluster.topology: %s: SimGrid could not load it (%s %d)", topo,
+             WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    return -1;
+  }
+  e[sizeof e - 1] = '\0';
+  if (e[0]) {
+    snprintf(err, errlen, "%s", e);
+    return -1;
+  }
+  return 0;
 }
 
 /* The arguments this process was started with (/proc/self/cmdline), NULL-terminated; NULL on failure. */

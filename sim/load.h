@@ -15,6 +15,8 @@ extern "C" {
 int bs_sim_load_platform(const char *path, char *err, size_t errlen);
 /* Makes a failed C++ allocation (SimGrid's) call fn, which must not return (std::set_new_handler). */
 void bs_sim_on_out_of_memory(void (*fn)(void));
+/* After loading: 1 when SimGrid has a route from host `from` to host `to` (sg_host_t), else 0. */
+int bs_sim_route_exists(const void *from, const void *to);
 #ifdef __cplusplus
 }
 #endif

@@ -110,6 +110,18 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
  */
 void bs_sim_single_blas_thread(void);
 
+/*
+ * The names a point gives, checked before any point runs (a sweep's typo is one
+ * error up front, not a failed row or one error per point):
+ * bs_sim_check_profile loads the profile (opts->profile over cfg's), errors
+ * start "--profile: " or "cluster.profile: "; bs_sim_check_topology accepts a
+ * generator, or loads a platform file in a forked SimGrid and checks its links
+ * and the routes between its gpu<i> hosts (platform.h), errors start
+ * "cluster.topology: ". Return 0 or -1 with the message in err.
+ */
+int bs_sim_check_profile(const bs_config *cfg, const bs_sim_opts *opts, char *err, size_t errlen);
+int bs_sim_check_topology(const bs_config *cfg, char *err, size_t errlen);
+
 /* Writes the platform XML the simulator would use for cfg (topology + profile). */
 char *bs_sim_platform_xml(const bs_config *cfg, const bs_sim_opts *opts, char *err, size_t errlen);
 
