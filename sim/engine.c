@@ -1433,6 +1433,28 @@ static int fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
   return 0;
 }
 
+/*
+ * The simulated times before they are reported: finite, >= 0 and at most
+ * BS_SIM_TIME_MAX (beyond it SimGrid's double clock no longer resolves a
+ * microsecond, and such a figure comes from a rate or bandwidth near zero).
+ */
+#define BS_SIM_TIME_MAX 1e18
+
+static int check_times(bs_result *out, char *err, size_t errlen) {
+  const struct {
+    const char *key;
+    double v;
+  } t[] = {{"time.step", out->time.step}, {"time.fwd", out->time.fwd}, {"time.bwd", out->time.bwd},
+           {"time.compute", out->time.compute}, {"time.comm_exposed", out->time.comm_exposed}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (!(t[i].v >= 0 && t[i].v <= BS_SIM_TIME_MAX)) {
+      snprintf(err, errlen, "%s: the simulated %g s is not a time the simulator can report (finite, at most %g s; "
+               "a rate or bandwidth near zero?)", t[i].key, t[i].v, BS_SIM_TIME_MAX);
+      return -1;
+    }
+  return 0;
+}
+
 /* The real op source: a plan from plans/. */
 static void *plan_iter_new_cb(void *ctx, int rank) { return bs_plan_iter_new(ctx, rank); }
 static int plan_next_cb(void *it, bs_op *op) { return bs_plan_next(it, op); }
@@ -1676,7 +1698,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     snprintf(err, errlen, "%s", ctx.error);
     goto done;
   }
-  if (fill_result(&ctx, out, err, errlen)) goto done;
+  if (fill_result(&ctx, out, err, errlen) || check_times(out, err, errlen)) goto done;
   if (!out->ranks) {
     snprintf(err, errlen, "out of memory for the per-rank results");
     goto done;
@@ -2007,6 +2029,11 @@ int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, ch
   if (!opts) { bs_sim_opts_default(&d); opts = &d; }
   if (bs_sim_layers_apply(cfg, opts)) {
     int rc = bs_sim_run_layers(cfg, opts, out, err, errlen);
+    if (rc == 0 && check_times(out, err, errlen)) {
+      bs_result_free(out);
+      snprintf(out->error, sizeof out->error, "%s", err);
+      rc = -1;
+    }
     record_profile(out, opts);
     return rc;
   }
