@@ -1911,9 +1911,14 @@ static void check_platform_child(const char *file, int fd) {
       if (!(hosts[n] = sg_host_by_name(name))) break;
       n++;
     }
-    if (!hosts) snprintf(e, sizeof e, "out of memory");
+    int *node = calloc(nh + 1, sizeof *node);
+    char herr[400];
+    if (!hosts || !node) snprintf(e, sizeof e, "out of memory");
+    else if (n > 0 && bs_platform_hosts(n, 1, hosts, node, herr, sizeof herr))
+      snprintf(e, sizeof e, "cluster.topology: %.200s: %.280s", file, herr);
     else bs_platform_check_loaded(file, hosts, n, e, sizeof e);
     free(hosts);
+    free(node);
   }
   _exit(write_all(fd, e, sizeof e) ? 3 : 0);
 }

@@ -13,6 +13,7 @@
 
 #include <simgrid/host.h>
 #include <simgrid/link.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,7 +158,13 @@ int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *er
     }
     hosts[i] = h;
     const char *nv = sg_host_get_property_value(h, "node");
-    node[i] = nv ? atoi(nv) : (rpn_fallback > 0 ? i / rpn_fallback : i);
+    char *end = NULL;
+    long v = nv ? strtol(nv, &end, 10) : 0;
+    if (nv && (end == nv || *end || v < 0 || v > INT32_MAX)) {
+      snprintf(err, errlen, "platform: host '%s': property node='%s' is not a whole number >= 0", sg_host_get_name(h), nv);
+      return -1;
+    }
+    node[i] = nv ? (int)v : (rpn_fallback > 0 ? i / rpn_fallback : i);
   }
   return 0;
 }
@@ -189,6 +196,7 @@ int bs_platform_check_file(const char *file, char *err, size_t errlen) {
 #define LINK_BW_MIN 1e3
 #define LINK_LAT_MAX 1.0
 #define ROUTE_CHECK_ALL 1024
+#define HOST_SPEED_MIN 1e6
 
 int bs_platform_check_loaded(const char *file, void *const *hosts, int n, char *err, size_t errlen) {
   size_t nl = sg_link_count();
@@ -207,6 +215,14 @@ int bs_platform_check_loaded(const char *file, void *const *hosts, int n, char *
     }
   }
   free(links);
+  for (int a = 0; a < n && !rc; a++) {
+    double sp = sg_host_get_speed(hosts[a]);
+    if (!(sp >= HOST_SPEED_MIN) || !isfinite(sp)) {
+      snprintf(err, errlen, "cluster.topology: %s: host '%s': speed %g flop/s is out of range (at least %g)", file,
+               sg_host_get_name(hosts[a]), sp, HOST_SPEED_MIN);
+      rc = -1;
+    }
+  }
   /* Every pair up to ROUTE_CHECK_ALL hosts; beyond, each host to and from the first and its neighbours. */
   for (int a = 0; a < n && !rc; a++)
     for (int b = 0; b < n && !rc; b++)
