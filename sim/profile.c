@@ -5,10 +5,12 @@
 #include "profile.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef BURSTSIM_SOURCE_DIR
@@ -26,15 +28,30 @@ void bs_profile_path(const char *name, char *out, size_t outlen) {
   else snprintf(out, outlen, "%s/calib/profiles/%s.json", BURSTSIM_SOURCE_DIR, name);
 }
 
+/* Profiles are a few kB; anything larger is not one (and is not read into memory whole). */
+#define PROFILE_MAX_BYTES (16L << 20)
+
 static char *read_file(const char *path, char *err, size_t errlen) {
+  struct stat st;
+  /* stat first: opening a FIFO would wait for a writer */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: cannot read profile: not a regular file", path);
+    return NULL;
+  }
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, errlen, "%s: cannot open profile", path);
+    snprintf(err, errlen, "%s: cannot open profile: %s", path, strerror(errno));
     return NULL;
   }
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
+  if (n > PROFILE_MAX_BYTES) {
+    fclose(f);
+    snprintf(err, errlen, "%s: cannot read profile: %ld bytes, more than the %ld a profile may have", path, n,
+             PROFILE_MAX_BYTES);
+    return NULL;
+  }
   char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
   if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) {
     free(s);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/profile.h"
@@ -219,11 +220,29 @@ static void test_unknown_and_empty(void **st) {
   assert_non_null(strstr(err, "not valid JSON"));
 }
 
+/* A directory or a FIFO named like a profile: an error at once (opening the FIFO waited for a writer). */
+static void test_not_regular(void **st) {
+  (void)st;
+  static bs_profile p;
+  char err[1024], path[128];
+  snprintf(path, sizeof path, "%s/dir.json", dir);
+  assert_int_equal(mkdir(path, 0700), 0);
+  assert_int_equal(bs_profile_load(path, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "dir.json: cannot read profile: not a regular file"));
+  rmdir(path);
+  snprintf(path, sizeof path, "%s/fifo.json", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  assert_int_equal(bs_profile_load(path, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "fifo.json: cannot read profile: not a regular file"));
+  unlink(path);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/bs_profile_input_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_base_loads),
+    cmocka_unit_test(test_not_regular),
     cmocka_unit_test(test_bad_table),
     cmocka_unit_test(test_unknown_and_empty),
   };
