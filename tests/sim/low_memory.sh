@@ -1,6 +1,6 @@
 #!/bin/sh
 # low_memory.sh BURSTSIM SCENARIO — `sim` under a low address-space limit (ulimit -v): a small
-# point still runs (the fork that isolates it once waited for ever on OpenBLAS's thread pool),
+# point still runs (OpenBLAS's fork handler would wait for ever on its starved thread pool),
 # and a point too large for the limit fails with "out of memory", a non-zero exit, in bounded time.
 bs=$1; scenario=$2
 out=$(mktemp)

@@ -220,7 +220,7 @@ static void test_unknown_and_empty(void **st) {
   assert_non_null(strstr(err, "not valid JSON"));
 }
 
-/* A directory or a FIFO named like a profile: an error at once (opening the FIFO waited for a writer). */
+/* A directory or a FIFO named like a profile: an error at once (opening a FIFO would wait for a writer). */
 static void test_not_regular(void **st) {
   (void)st;
   static bs_profile p;
