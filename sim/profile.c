@@ -227,8 +227,8 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
                where, ti);
       return -1;
     }
-    if (!(hd->valuedouble >= 1 && hd->valuedouble <= 1024)) {
-      snprintf(err, errlen, "%s: %s.tables[%d].head_dim: must be in [1, 1024]", path, where, ti);
+    if (!(hd->valuedouble >= 1 && hd->valuedouble <= 1024) || hd->valuedouble != floor(hd->valuedouble)) {
+      snprintf(err, errlen, "%s: %s.tables[%d].head_dim: must be a whole number in [1, 1024]", path, where, ti);
       return -1;
     }
     pt->head_dim = hd->valueint;
@@ -473,7 +473,7 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
     goto out;
   }
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-  if (!cJSON_IsNumber(fmt) || fmt->valueint != 1) {
+  if (!cJSON_IsNumber(fmt) || fmt->valuedouble != 1) { /* valueint would take 1.5 for 1 */
     snprintf(err, errlen, "%s: format: must be 1", path);
     goto out;
   }

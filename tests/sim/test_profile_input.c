@@ -73,6 +73,8 @@ static const bad_case cases[] = {
   {"\"value\": 2, \"source\"", "\"value\": 0, \"source\"", "host: speed_flops > 0 and cores >= 1"},
   {"\"value\": 2, \"source\"", "\"value\": 1e300, \"source\"", "host: speed_flops > 0 and cores >= 1"},
   {"\"format\": 1", "\"format\": 2", "format: must be 1"},
+  {"\"format\": 1", "\"format\": 1.5", "format: must be 1"},
+  {"\"head_dim\": 128", "\"head_dim\": 127.5", "kernels.attn_fwd.tables[0].head_dim: must be a whole number"},
   /* finite but outside the physical ranges (they would overflow the simulated clock or the byte counts) */
   {"\"value\": 2e11", "\"value\": 1e-300", "links.nvlink.bandwidth_Bps: 1e-300 is out of range [1000, 1e+14] B/s"},
   {"\"value\": 2e11", "\"value\": 1e15", "links.nvlink.bandwidth_Bps: 1e+15 is out of range"},
