@@ -1978,10 +1978,7 @@ static char **own_arguments(char **text) {
     n += got;
     if (n == cap) {
       char *nt = realloc(t, (cap *= 2) + 1);
-      if (!nt) {
-        free(t);
-        t = NULL;
-      }
+      if (!nt) free(t);
       t = nt;
     }
   }
