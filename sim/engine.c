@@ -20,7 +20,9 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1393,8 +1396,17 @@ static int fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
       snprintf(err, errlen, "comm_bytes.total: the bytes of all ranks pass 2^63 - 1 (the point is too large)");
       return -1;
     }
-    for (int r = 0; r < G; r++)
-      if (c->rs[slot_of(c, r)].sent + tsent[r] > maxsent) maxsent = c->rs[slot_of(c, r)].sent + tsent[r];
+    for (int r = 0; r < G && !bad; r++) {
+      int64_t sent, recvd;
+      const rank_state *rs = &c->rs[slot_of(c, r)];
+      bad = __builtin_add_overflow(rs->sent, tsent[r], &sent) || __builtin_add_overflow(rs->recvd, tsent[r], &recvd);
+      if (sent > maxsent) maxsent = sent;
+    }
+    if (bad) {
+      free(tsent);
+      snprintf(err, errlen, "comm_bytes.per_rank: a rank's bytes pass 2^63 - 1 (the point is too large)");
+      return -1;
+    }
   }
   out->time.step = step;
   out->time.fwd = fwd;
@@ -1418,6 +1430,28 @@ static int fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
     }
   free(tsent);
   out->sim_events = c->events;
+  return 0;
+}
+
+/*
+ * The simulated times before they are reported: finite, >= 0 and at most
+ * BS_SIM_TIME_MAX (beyond it SimGrid's double clock no longer resolves a
+ * microsecond, and such a figure comes from a rate or bandwidth near zero).
+ */
+#define BS_SIM_TIME_MAX 1e18
+
+static int check_times(bs_result *out, char *err, size_t errlen) {
+  const struct {
+    const char *key;
+    double v;
+  } t[] = {{"time.step", out->time.step}, {"time.fwd", out->time.fwd}, {"time.bwd", out->time.bwd},
+           {"time.compute", out->time.compute}, {"time.comm_exposed", out->time.comm_exposed}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (!(t[i].v >= 0 && t[i].v <= BS_SIM_TIME_MAX)) {
+      snprintf(err, errlen, "%s: the simulated %g s is not a time the simulator can report (finite, at most %g s; "
+               "a rate or bandwidth near zero?)", t[i].key, t[i].v, BS_SIM_TIME_MAX);
+      return -1;
+    }
   return 0;
 }
 
@@ -1568,6 +1602,11 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
       plan_source(plan, &src);
     }
     if (sg_host_count() == 1) ctx.shared_host = 1;
+    if (bs_platform_check_loaded(ps.file, hosts, A, err, errlen)) {
+      free(hosts);
+      free(node);
+      goto done;
+    }
   }
   if (ctx.shared_host) {
     sg_host_t h0 = hosts[0];
@@ -1659,7 +1698,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     snprintf(err, errlen, "%s", ctx.error);
     goto done;
   }
-  if (fill_result(&ctx, out, err, errlen)) goto done;
+  if (fill_result(&ctx, out, err, errlen) || check_times(out, err, errlen)) goto done;
   if (!out->ranks) {
     snprintf(err, errlen, "out of memory for the per-rank results");
     goto done;
@@ -1717,11 +1756,289 @@ static int read_all(int fd, void *p, size_t n) {
   return 0;
 }
 
+/* Exit codes of the child that are not a result. */
+#define CHILD_OUT_OF_MEMORY 4
+#define CHILD_ORPHANED 5
+
+/* In the child: an allocation SimGrid (C++) could not make ends the child with CHILD_OUT_OF_MEMORY. */
+static void child_out_of_memory(void) { _exit(CHILD_OUT_OF_MEMORY); }
+
+/*
+ * The child's stderr goes to a temporary file: when SimGrid aborts (xbt_die: a
+ * platform it cannot route, a stack it cannot allocate) its CRITICAL line
+ * becomes the point's error instead of a backtrace; anything else the child
+ * wrote is copied to stderr as it was.
+ */
+static int child_said(FILE *cap, char *said, size_t saidlen) {
+  char line[512];
+  if (!cap || fseek(cap, 0, SEEK_SET)) return 0;
+  while (fgets(line, sizeof line, cap)) {
+    const char *c = strstr(line, "/CRITICAL] ");
+    if (!c) continue;
+    c += strlen("/CRITICAL] ");
+    size_t n = strcspn(c, "\n");
+    snprintf(said, saidlen, "%.*s", (int)n, c);
+    return 1;
+  }
+  return 0;
+}
+
+static void child_replay(FILE *cap) {
+  char buf[4096];
+  size_t n;
+  if (!cap || fseek(cap, 0, SEEK_SET)) return;
+  while ((n = fread(buf, 1, sizeof buf, cap)) > 0) fwrite(buf, 1, n, stderr);
+  fflush(stderr);
+}
+
+/* "; the address-space limit (ulimit -v) is N MiB" when one is set, else "". */
+static const char *as_limit_note(void) {
+  static char note[96];
+  struct rlimit rl;
+  note[0] = '\0';
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    snprintf(note, sizeof note, " (the address-space limit, ulimit -v, is %llu MiB)",
+             (unsigned long long)(rl.rlim_cur >> 20));
+  return note;
+}
+
+/*
+ * The parent while its child simulates: SIGINT, SIGTERM and SIGHUP (unless
+ * ignored) are held, so that the parent first kills and reaps the child, then
+ * ends by the signal as it would have; when stderr is not a terminal, a line
+ * every BURSTSIM_LIVENESS_S seconds (10 by default; tests set it lower) says
+ * the point is still running.
+ */
+static volatile sig_atomic_t watch_signal;
+static void watch_on_signal(int sig) { watch_signal = sig; }
+
+static const int watch_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+
+typedef struct {
+  pid_t child;
+  struct sigaction old[3];
+  int installed[3];
+  sigset_t oldmask;
+} child_watch;
+
+static void watch_begin(child_watch *w, pid_t child) {
+  memset(w, 0, sizeof *w);
+  w->child = child;
+  watch_signal = 0;
+  sigset_t block;
+  sigemptyset(&block);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = watch_on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 3; i++) {
+    if (sigaction(watch_sigs[i], NULL, &w->old[i]) || w->old[i].sa_handler == SIG_IGN) continue;
+    if (sigaction(watch_sigs[i], &sa, NULL) == 0) {
+      w->installed[i] = 1;
+      sigaddset(&block, watch_sigs[i]);
+    }
+  }
+  sigprocmask(SIG_BLOCK, &block, &w->oldmask);
+}
+
+/* Waits until fd has data or the child ended; returns 0, or the signal that asked this process to stop. */
+static int watch_until_readable(child_watch *w, int fd, const char *label) {
+  const char *iv = getenv("BURSTSIM_LIVENESS_S");
+  long every = iv && *iv ? strtol(iv, NULL, 10) : 10;
+  if (every < 1 || every > 86400) every = 10;
+  int live = label && !isatty(2);
+  double t0 = now_wall(), next = t0 + (double)every;
+  for (;;) {
+    if (watch_signal) return watch_signal;
+    struct pollfd p = {fd, POLLIN, 0};
+    double left = next - now_wall();
+    struct timespec ts = {0, 0};
+    if (left > 0) {
+      ts.tv_sec = (time_t)left;
+      ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+    }
+    int n = ppoll(&p, 1, live ? &ts : NULL, &w->oldmask);
+    if (n > 0) return 0;
+    if (n < 0 && errno != EINTR) return 0; /* the reads that follow report it */
+    if (n == 0 && live) {
+      fprintf(stderr, "burstsim sim: %s still running (%.0f s)\n", label, now_wall() - t0);
+      fflush(stderr);
+      next += (double)every;
+    }
+  }
+}
+
+/* Puts the signal dispositions and mask back; a signal held meanwhile is delivered now. */
+static void watch_end(child_watch *w) {
+  for (int i = 0; i < 3; i++)
+    if (w->installed[i]) sigaction(watch_sigs[i], &w->old[i], NULL);
+  int sig = watch_signal;
+  sigprocmask(SIG_SETMASK, &w->oldmask, NULL);
+  if (sig) raise(sig);
+}
+
+int bs_sim_check_profile(const bs_config *cfg, const bs_sim_opts *opts, char *err, size_t errlen) {
+  bs_profile *prof = calloc(1, sizeof *prof);
+  if (!prof) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  const char *name = opts && opts->profile ? opts->profile : cfg->cluster.profile;
+  char why[512];
+  int rc = bs_profile_load(name, prof, why, sizeof why);
+  if (rc) snprintf(err, errlen, "%s: %s", opts && opts->profile ? "--profile" : "cluster.profile", why);
+  free(prof);
+  return rc;
+}
+
+/* In a forked child (SimGrid starts once per process): loads file and checks its links and gpu<i> routes. */
+static void check_platform_child(const char *file, int fd) {
+  char e[512] = "", lerr[400];
+  int sargc = 1;
+  char arg0[] = "burstsim-check";
+  char *sargv[] = {arg0, NULL};
+  simgrid_init(&sargc, sargv);
+  xbt_log_control_set("root.thresh:critical");
+  if (bs_sim_load_platform(file, lerr, sizeof lerr)) {
+    snprintf(e, sizeof e, "cluster.topology: %s", lerr);
+  } else {
+    size_t nh = sg_host_count();
+    void **hosts = calloc(nh + 1, sizeof *hosts);
+    int n = 0;
+    char name[32];
+    for (size_t i = 0; hosts && i < nh; i++) {
+      snprintf(name, sizeof name, "gpu%zu", i);
+      if (!(hosts[n] = sg_host_by_name(name))) break;
+      n++;
+    }
+    int *node = calloc(nh + 1, sizeof *node);
+    char herr[400];
+    if (!hosts || !node) snprintf(e, sizeof e, "out of memory");
+    else if (n > 0 && bs_platform_hosts(n, 1, hosts, node, herr, sizeof herr))
+      snprintf(e, sizeof e, "cluster.topology: %.200s: %.280s", file, herr);
+    else bs_platform_check_loaded(file, hosts, n, e, sizeof e);
+    free(hosts);
+    free(node);
+  }
+  _exit(write_all(fd, e, sizeof e) ? 3 : 0);
+}
+
+int bs_sim_check_topology(const bs_config *cfg, char *err, size_t errlen) {
+  const char *topo = cfg->cluster.topology;
+  if (bs_platform_check_name(topo, err, errlen)) return -1;
+  if (bs_topo_is_generator(topo)) return 0;
+  int fds[2];
+  if (pipe(fds)) {
+    snprintf(err, errlen, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(err, errlen, "fork: %s", strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(CHILD_ORPHANED);
+    close(fds[0]);
+    check_platform_child(topo, fds[1]);
+  }
+  close(fds[1]);
+  char e[512];
+  int ok = read_all(fds[0], e, sizeof e) == 0;
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!ok) {
+    snprintf(err, errlen, "cluster.topology: %s: SimGrid could not load it (%s %d)", topo,
+             WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    return -1;
+  }
+  e[sizeof e - 1] = '\0';
+  if (e[0]) {
+    snprintf(err, errlen, "%s", e);
+    return -1;
+  }
+  return 0;
+}
+
+/* The arguments this process was started with (/proc/self/cmdline), NULL-terminated; NULL on failure. */
+static char **own_arguments(char **text) {
+  FILE *f = fopen("/proc/self/cmdline", "rb");
+  if (!f) return NULL;
+  size_t n = 0, cap = 4096;
+  char *t = malloc(cap + 1);
+  size_t got;
+  while (t && (got = fread(t + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) {
+      char *nt = realloc(t, (cap *= 2) + 1);
+      if (!nt) free(t);
+      t = nt;
+    }
+  }
+  fclose(f);
+  if (!t || n == 0) {
+    free(t);
+    return NULL;
+  }
+  t[n] = '\0';
+  size_t argc = 0;
+  for (size_t i = 0; i < n; i++) argc += t[i] == '\0';
+  char **argv = calloc(argc + 2, sizeof *argv);
+  if (!argv) {
+    free(t);
+    return NULL;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n && k <= argc; i += strlen(t + i) + 1) argv[k++] = t + i;
+  *text = t;
+  return argv;
+}
+
+void bs_sim_single_blas_thread(void) {
+  const char *v = getenv("OPENBLAS_NUM_THREADS");
+  if (v && !strcmp(v, "1")) return;
+  char *text = NULL;
+  char **argv = own_arguments(&text);
+  if (!argv) return;
+  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0) {
+    fflush(stdout);
+    fflush(stderr);
+    execv("/proc/self/exe", argv);
+  }
+  /* Not possible: go on with the pool as it is (it only matters under a low ulimit -v). */
+  if (v) setenv("OPENBLAS_NUM_THREADS", v, 1);
+  else unsetenv("OPENBLAS_NUM_THREADS");
+  free(argv);
+  free(text);
+}
+
+/* The result names the profile the point ran with: --profile (as given) over the scenario's. */
+static void record_profile(bs_result *out, const bs_sim_opts *opts) {
+  if (opts && opts->profile)
+    snprintf(out->cfg.cluster.profile, sizeof out->cfg.cluster.profile, "%s", opts->profile);
+}
+
 int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
                size_t errlen) {
   bs_sim_opts d;
   if (!opts) { bs_sim_opts_default(&d); opts = &d; }
-  if (bs_sim_layers_apply(cfg, opts)) return bs_sim_run_layers(cfg, opts, out, err, errlen);
+  if (bs_sim_layers_apply(cfg, opts)) {
+    int rc = bs_sim_run_layers(cfg, opts, out, err, errlen);
+    if (rc == 0 && check_times(out, err, errlen)) {
+      bs_result_free(out);
+      snprintf(out->error, sizeof out->error, "%s", err);
+      rc = -1;
+    }
+    record_profile(out, opts);
+    return rc;
+  }
   return bs_sim_run_source(cfg, opts, NULL, out, NULL, NULL, err, errlen);
 }
 
@@ -1737,6 +2054,7 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs
   if (nlinks_out) *nlinks_out = 0;
   if (opts.in_process) {
     int rc = simulate(cfg, &opts, source, out, links_out ? &links : NULL, &nlinks, err, errlen);
+    record_profile(out, &opts);
     if (links_out) {
       *links_out = links;
       *nlinks_out = nlinks;
@@ -1750,15 +2068,24 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs
   }
   fflush(stdout);
   fflush(stderr);
+  pid_t parent = getpid();
+  FILE *cap = tmpfile(); /* the child's stderr (NULL: not captured) */
   pid_t pid = fork();
   if (pid < 0) {
+    int e = errno;
     close(fds[0]);
     close(fds[1]);
-    snprintf(err, errlen, "fork: %s", strerror(errno));
+    if (cap) fclose(cap);
+    if (e == ENOMEM || e == EAGAIN) snprintf(err, errlen, "out of memory: cannot fork the simulation process: %s%s", strerror(e), as_limit_note());
+    else snprintf(err, errlen, "fork: %s", strerror(e));
     return -1;
   }
   if (pid == 0) {
+    /* Dies with the parent, however it ends; the check closes the race with a parent gone before prctl. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent) _exit(CHILD_ORPHANED);
     close(fds[0]);
+    if (cap) dup2(fileno(cap), 2);
+    bs_sim_on_out_of_memory(child_out_of_memory);
     bs_result r;
     char e[512] = "";
     int rc = simulate(cfg, &opts, source, &r, links_out ? &links : NULL, &nlinks, e, sizeof e);
@@ -1773,12 +2100,15 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs
     _exit(ok ? 0 : 3); /* no atexit: SimGrid's teardown is not needed */
   }
   close(fds[1]);
+  child_watch w;
+  watch_begin(&w, pid);
+  int sig = watch_until_readable(&w, fds[0], opts.label);
   int rc = -1, nr = 0;
   char e[512];
   bs_result r;
-  int ok = read_all(fds[0], &rc, sizeof rc) == 0 && read_all(fds[0], e, sizeof e) == 0 &&
-           read_all(fds[0], &r, sizeof r) == 0 && read_all(fds[0], &nr, sizeof nr) == 0;
   bs_rank_result *ranks = NULL;
+  int ok = !sig && read_all(fds[0], &rc, sizeof rc) == 0 && read_all(fds[0], e, sizeof e) == 0 &&
+           read_all(fds[0], &r, sizeof r) == 0 && read_all(fds[0], &nr, sizeof nr) == 0;
   if (ok && nr > 0) {
     ranks = malloc(sizeof *ranks * (size_t)nr);
     ok = ranks && read_all(fds[0], ranks, sizeof *ranks * (size_t)nr) == 0;
@@ -1789,25 +2119,52 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs
     ok = links && read_all(fds[0], links, sizeof *links * (size_t)nlinks) == 0;
   }
   close(fds[0]);
+  if (sig) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  watch_end(&w); /* a signal that came meanwhile now ends this process as it would have */
   if (!ok) {
     free(ranks);
     free(links);
     memset(out, 0, sizeof *out);
     out->cfg = *cfg;
     out->mode = "sim";
-    if (WIFSIGNALED(status))
+    char said[256];
+    int has_said = child_said(cap, said, sizeof said);
+    int oom = (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_OUT_OF_MEMORY) ||
+              (has_said && (strstr(said, "alloc") || strstr(said, "Memory") || strstr(said, "memory")));
+    if (!has_said) child_replay(cap); /* its own words, whatever they were */
+    if (sig)
+      snprintf(err, errlen, "stopped by signal %d before the simulation ended", sig);
+    else if (oom)
+      snprintf(err, errlen, "out of memory: the simulation process could not allocate%s%s%s", has_said ? " (SimGrid: " : "",
+               has_said ? said : "", has_said ? ")" : "");
+    else if (has_said)
+      snprintf(err, errlen, "SimGrid stopped the simulation: %s", said);
+    else if (WIFSIGNALED(status) && as_limit_note()[0])
+      snprintf(err, errlen, "the simulation process died of signal %d, most likely out of memory", WTERMSIG(status));
+    else if (WIFSIGNALED(status))
       snprintf(err, errlen, "the simulation process died of signal %d (SimGrid aborted; see its "
                "message above)", WTERMSIG(status));
     else
       snprintf(err, errlen, "the simulation process ended (status %d) without a result",
                WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    if (oom || (WIFSIGNALED(status) && as_limit_note()[0])) {
+      size_t n = strlen(err);
+      snprintf(err + n, errlen > n ? errlen - n : 0, "%s", as_limit_note());
+    }
+    if (cap) fclose(cap);
     snprintf(out->error, sizeof out->error, "%s", err);
+    record_profile(out, &opts);
     return -1;
   }
+  if (cap) {
+    child_replay(cap);
+    fclose(cap);
+  }
   *out = r;
+  record_profile(out, &opts);
   out->mode = "sim";
   out->ranks = ranks;
   out->nranks = ranks ? nr : 0;

@@ -22,7 +22,35 @@ int bs_sim_layers_apply(const bs_config *cfg, const bs_sim_opts *opts) {
 }
 
 static double ext(double a, double b, int64_t k) { return a + (double)k * (b - a); }
-static int64_t exti(int64_t a, int64_t b, int64_t k) { return a + k * (b - a); }
+
+/* *x = a + k (b - a) for a byte count; -1 when it passes int64 (never a wrapped count). */
+static int exti(int64_t a, int64_t b, int64_t k, int64_t *x) {
+  int64_t d, kd;
+  return __builtin_sub_overflow(b, a, &d) || __builtin_mul_overflow(k, d, &kd) || __builtin_add_overflow(a, kd, x)
+             ? -1
+             : 0;
+}
+
+/* The byte counts of a result extended from a (LA layers) and b (LB layers, in *out) to k more. */
+static const char *ext_counts(const bs_result *a, bs_result *out, int64_t k) {
+  if (exti(a->comm.per_rank_max_sent, out->comm.per_rank_max_sent, k, &out->comm.per_rank_max_sent))
+    return "comm_bytes.per_rank_max_sent";
+  if (exti(a->comm.total, out->comm.total, k, &out->comm.total) ||
+      exti(a->comm.intra_node, out->comm.intra_node, k, &out->comm.intra_node) ||
+      exti(a->comm.inter_node, out->comm.inter_node, k, &out->comm.inter_node))
+    return "comm_bytes.total";
+  if (exti(a->mem.peak_bytes_max, out->mem.peak_bytes_max, k, &out->mem.peak_bytes_max)) return "memory.peak_bytes";
+  for (int c = 0; c < BS_MEM_CLASS_COUNT; c++)
+    if (exti(a->mem.breakdown[c], out->mem.breakdown[c], k, &out->mem.breakdown[c])) return "memory.breakdown";
+  for (int r = 0; r < out->nranks && a->ranks && r < a->nranks; r++) {
+    bs_rank_result *x = &out->ranks[r];
+    const bs_rank_result *y = &a->ranks[r];
+    if (exti(y->bytes_sent, x->bytes_sent, k, &x->bytes_sent) || exti(y->bytes_recv, x->bytes_recv, k, &x->bytes_recv))
+      return "comm_bytes.per_rank";
+    if (exti(y->peak_bytes, x->peak_bytes, k, &x->peak_bytes)) return "memory.peak_bytes";
+  }
+  return NULL;
+}
 
 int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen) {
   bs_sim_opts o = *opts;
@@ -55,12 +83,18 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
   out->time.bwd = ext(a.time.bwd, b.time.bwd, k);
   out->time.compute = ext(a.time.compute, b.time.compute, k);
   out->time.comm_exposed = ext(a.time.comm_exposed, b.time.comm_exposed, k);
-  out->comm.per_rank_max_sent = exti(a.comm.per_rank_max_sent, b.comm.per_rank_max_sent, k);
-  out->comm.total = exti(a.comm.total, b.comm.total, k);
-  out->comm.intra_node = exti(a.comm.intra_node, b.comm.intra_node, k);
-  out->comm.inter_node = exti(a.comm.inter_node, b.comm.inter_node, k);
-  out->mem.peak_bytes_max = exti(a.mem.peak_bytes_max, b.mem.peak_bytes_max, k);
-  for (int c = 0; c < BS_MEM_CLASS_COUNT; c++) out->mem.breakdown[c] = exti(a.mem.breakdown[c], b.mem.breakdown[c], k);
+  const char *over = ext_counts(&a, out, k);
+  if (over) {
+    bs_result_free(&a);
+    bs_result_free(out);
+    memset(out, 0, sizeof *out);
+    out->cfg = *cfg;
+    out->mode = "sim";
+    snprintf(err, errlen, "%s: the bytes of %lld layers pass 2^63 - 1 (the point is too large)", over,
+             (long long)cfg->model.layers);
+    snprintf(out->error, sizeof out->error, "%s", err);
+    return -1;
+  }
   out->mem.oom = out->mem.capacity_bytes > 0 && out->mem.peak_bytes_max > out->mem.capacity_bytes;
   for (int r = 0; r < out->nranks && a.ranks && r < a.nranks; r++) {
     bs_rank_result *x = &out->ranks[r];
@@ -70,9 +104,6 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
     x->bwd = ext(y->bwd, x->bwd, k);
     x->compute = ext(y->compute, x->compute, k);
     x->comm_exposed = ext(y->comm_exposed, x->comm_exposed, k);
-    x->bytes_sent = exti(y->bytes_sent, x->bytes_sent, k);
-    x->bytes_recv = exti(y->bytes_recv, x->bytes_recv, k);
-    x->peak_bytes = exti(y->peak_bytes, x->peak_bytes, k);
   }
   out->sim_wall_s = a.sim_wall_s + b.sim_wall_s;
   out->sim_events = a.sim_events + b.sim_events;

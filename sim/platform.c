@@ -5,9 +5,15 @@
  */
 #include "platform.h"
 #include "factors.h"
+#include "load.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sys/stat.h>
 
 #include <simgrid/host.h>
 #include <simgrid/link.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +28,7 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
     return -1;
   }
   if (!bs_topo_is_generator(topo)) {
-    size_t n = strlen(topo);
-    if (n < 5 || strcmp(topo + n - 4, ".xml")) {
-      snprintf(err, errlen, "cluster.topology: unknown '%s' (known: %s, or a FILE.xml)", topo,
-               bs_topo_generator_names());
-      return -1;
-    }
+    if (bs_platform_check_name(topo, err, errlen)) return -1;
     snprintf(ps->file, sizeof ps->file, "%s", topo);
     ps->ranks_per_node = cfg->par.ranks_per_node > 0 ? cfg->par.ranks_per_node : 1;
     return 0;
@@ -157,7 +158,79 @@ int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *er
     }
     hosts[i] = h;
     const char *nv = sg_host_get_property_value(h, "node");
-    node[i] = nv ? atoi(nv) : (rpn_fallback > 0 ? i / rpn_fallback : i);
+    char *end = NULL;
+    long v = nv ? strtol(nv, &end, 10) : 0;
+    if (nv && (end == nv || *end || v < 0 || v > INT32_MAX)) {
+      snprintf(err, errlen, "platform: host '%s': property node='%s' is not a whole number >= 0", sg_host_get_name(h), nv);
+      return -1;
+    }
+    node[i] = nv ? (int)v : (rpn_fallback > 0 ? i / rpn_fallback : i);
   }
   return 0;
+}
+
+int bs_platform_check_name(const char *topo, char *err, size_t errlen) {
+  if (bs_topo_is_generator(topo)) return 0;
+  size_t n = strlen(topo);
+  if (n < 5 || strcmp(topo + n - 4, ".xml")) {
+    snprintf(err, errlen, "cluster.topology: unknown '%s' (known: %s, or a FILE.xml)", topo, bs_topo_generator_names());
+    return -1;
+  }
+  return bs_platform_check_file(topo, err, errlen);
+}
+
+int bs_platform_check_file(const char *file, char *err, size_t errlen) {
+  struct stat st;
+  if (stat(file, &st)) {
+    snprintf(err, errlen, "cluster.topology: %s: cannot read the platform file: %s", file, strerror(errno));
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "cluster.topology: %s: not a regular file (a platform XML file is needed)", file);
+    return -1;
+  }
+  return 0;
+}
+
+/* Link speeds SimGrid can time: below 1 kB/s a transfer's end overflows its clock. */
+#define LINK_BW_MIN 1e3
+#define LINK_LAT_MAX 1.0
+#define ROUTE_CHECK_ALL 1024
+#define HOST_SPEED_MIN 1e6
+
+int bs_platform_check_loaded(const char *file, void *const *hosts, int n, char *err, size_t errlen) {
+  size_t nl = sg_link_count();
+  sg_link_t *links = sg_link_list();
+  int rc = 0;
+  for (size_t i = 0; i < nl && !rc; i++) {
+    double bw = sg_link_get_bandwidth(links[i]), lat = sg_link_get_latency(links[i]);
+    if (!(bw >= LINK_BW_MIN) || !isfinite(bw)) {
+      snprintf(err, errlen, "cluster.topology: %s: link '%s': bandwidth %g B/s is out of range (at least %g B/s)", file,
+               sg_link_get_name(links[i]), bw, LINK_BW_MIN);
+      rc = -1;
+    } else if (!(lat >= 0 && lat <= LINK_LAT_MAX)) {
+      snprintf(err, errlen, "cluster.topology: %s: link '%s': latency %g s is out of range [0, %g] s", file,
+               sg_link_get_name(links[i]), lat, LINK_LAT_MAX);
+      rc = -1;
+    }
+  }
+  free(links);
+  for (int a = 0; a < n && !rc; a++) {
+    double sp = sg_host_get_speed(hosts[a]);
+    if (!(sp >= HOST_SPEED_MIN) || !isfinite(sp)) {
+      snprintf(err, errlen, "cluster.topology: %s: host '%s': speed %g flop/s is out of range (at least %g)", file,
+               sg_host_get_name(hosts[a]), sp, HOST_SPEED_MIN);
+      rc = -1;
+    }
+  }
+  /* Every pair up to ROUTE_CHECK_ALL hosts; beyond, each host to and from the first and its neighbours. */
+  for (int a = 0; a < n && !rc; a++)
+    for (int b = 0; b < n && !rc; b++)
+      if ((n <= ROUTE_CHECK_ALL || a == 0 || b == 0 || b == a + 1 || a == b + 1) && hosts[a] != hosts[b] &&
+          !bs_sim_route_exists(hosts[a], hosts[b])) {
+        snprintf(err, errlen, "cluster.topology: %s: no route from %s to %s (ranks %d and %d)", file,
+                 sg_host_get_name(hosts[a]), sg_host_get_name(hosts[b]), a, b);
+        rc = -1;
+      }
+  return rc;
 }

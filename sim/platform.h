@@ -50,9 +50,30 @@ int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, dou
 
 /*
  * After loading: the host of each of `n` actors (gpu<i>, or the only host),
- * and each actor's node (the host's "node" property, else i / rpn_fallback).
- * Returns 0, or -1 with a message naming the missing host.
+ * and each actor's node (the host's "node" property, a whole number >= 0, else
+ * i / rpn_fallback). Returns 0, or -1 with a message naming the missing host or
+ * the bad property.
  */
 int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *err, size_t errlen);
+
+/* A topology name: a generator, or a FILE.xml that bs_platform_check_file accepts. 0 or -1 with a message. */
+int bs_platform_check_name(const char *topo, char *err, size_t errlen);
+
+/*
+ * A user platform file before SimGrid reads it: 0 when it is a readable regular
+ * file, or -1 with "cluster.topology: FILE: ..." (SimGrid's parser fails on a
+ * directory with no message).
+ */
+int bs_platform_check_file(const char *file, char *err, size_t errlen);
+
+/*
+ * After loading a user platform file: every link's bandwidth at least 1 kB/s and
+ * latency in [0, 1] s (finite), each of the n hosts at least 1e6 flop/s, and a
+ * route between every two of them (distinct ones; beyond 1024 hosts, each to and
+ * from the first and its neighbours); SimGrid would abort on a zero bandwidth or
+ * a missing route, and a bandwidth near 0 overflows its clock. Returns 0, or -1
+ * with "cluster.topology: FILE: link 'L': ..." or "...: no route from H1 to H2".
+ */
+int bs_platform_check_loaded(const char *file, void *const *hosts, int n, char *err, size_t errlen);
 
 #endif

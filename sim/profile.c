@@ -5,10 +5,12 @@
 #include "profile.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef BURSTSIM_SOURCE_DIR
@@ -26,15 +28,30 @@ void bs_profile_path(const char *name, char *out, size_t outlen) {
   else snprintf(out, outlen, "%s/calib/profiles/%s.json", BURSTSIM_SOURCE_DIR, name);
 }
 
+/* Profiles are a few kB; anything larger is not one (and is not read into memory whole). */
+#define PROFILE_MAX_BYTES (16L << 20)
+
 static char *read_file(const char *path, char *err, size_t errlen) {
+  struct stat st;
+  /* stat first: opening a FIFO would wait for a writer */
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: cannot read profile: not a regular file", path);
+    return NULL;
+  }
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, errlen, "%s: cannot open profile", path);
+    snprintf(err, errlen, "%s: cannot open profile: %s", path, strerror(errno));
     return NULL;
   }
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
+  if (n > PROFILE_MAX_BYTES) {
+    fclose(f);
+    snprintf(err, errlen, "%s: cannot read profile: %ld bytes, more than the %ld a profile may have", path, n,
+             PROFILE_MAX_BYTES);
+    return NULL;
+  }
   char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
   if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) {
     free(s);
@@ -71,6 +88,40 @@ static int get_val(const cJSON *obj, const char *key, double *out, int opt, cons
   return 0;
 }
 
+/*
+ * Physical ranges of profile values: anything outside is a typo or a unit slip,
+ * and would overflow SimGrid's clock (a bandwidth of 1e-300 B/s) or the int64
+ * byte counts. Bandwidths in B/s, latencies and launch times in s, rates in FLOP/s.
+ */
+#define BW_MIN 1e3          /* 1 kB/s */
+#define BW_MAX 1e14         /* 100 TB/s */
+#define LAT_MAX 1.0         /* 1 s */
+#define FLOPS_MIN 1e6
+#define FLOPS_MAX 1e17
+#define MEM_MIN 1e6         /* 1 MB */
+#define MEM_MAX 0x1p62      /* results hold it as an int64 byte count */
+#define FACTOR_MIN 1e-3     /* message-size factors scale a link's bandwidth or latency */
+#define FACTOR_MAX 1e3
+#define PASSES_MAX 1e3
+#define TCP_GAMMA_MAX 0x1p40
+#define FRACTION_MIN 1e-4   /* efficiencies and fractions of peak: (0, 1], at least 0.01 % */
+
+/* A value in [lo, hi]; the message names the key and the range. */
+static int in_range(double v, double lo, double hi, const char *unit, const char *path, const char *where,
+                    const char *key, char *err, size_t errlen) {
+  if (v >= lo && v <= hi) return 0;
+  snprintf(err, errlen, "%s: %s%s%s: %g is out of range [%g, %g]%s%s", path, where, *where ? "." : "", key, v, lo,
+           hi, *unit ? " " : "", unit);
+  return -1;
+}
+
+/* A required number in [lo, hi]. */
+static int get_range(const cJSON *obj, const char *key, double lo, double hi, const char *unit, double *out,
+                     const char *path, const char *where, char *err, size_t errlen) {
+  if (get_val(obj, key, out, 0, path, where, err, errlen)) return -1;
+  return in_range(*out, lo, hi, unit, path, where, key, err, errlen);
+}
+
 /* 1-based line of byte `at` in text (for JSON syntax errors). */
 static int line_of(const char *text, const char *at) {
   int line = 1;
@@ -92,7 +143,7 @@ static int get_fraction(const cJSON *obj, const char *key, double *out, const ch
     snprintf(err, errlen, "%s: %s.%s: must be in (0, 1]", path, where, key);
     return -1;
   }
-  return 0;
+  return in_range(*out, FRACTION_MIN, 1, "", path, where, key, err, errlen);
 }
 
 /* A whole number in [lo, hi]. */
@@ -146,24 +197,12 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
              where, model->valuestring);
     return -1;
   }
-  if (get_val(kj, "launch_s", &m->launch_s, 0, path, where, err, errlen)) return -1;
-  if (m->launch_s < 0) {
-    snprintf(err, errlen, "%s: %s.launch_s: must be >= 0", path, where);
-    return -1;
-  }
+  if (get_range(kj, "launch_s", 0, LAT_MAX, "s", &m->launch_s, path, where, err, errlen)) return -1;
   if (m->kind == BS_KM_ROOFLINE || m->kind == BS_KM_MATERIALISED) {
-    if (get_val(kj, "efficiency", &m->efficiency, 0, path, where, err, errlen)) return -1;
-    if (!(m->efficiency > 0 && m->efficiency <= 1)) {
-      snprintf(err, errlen, "%s: %s.efficiency: must be in (0, 1]", path, where);
-      return -1;
-    }
+    if (get_fraction(kj, "efficiency", &m->efficiency, path, where, err, errlen)) return -1;
   }
   if (m->kind == BS_KM_MATERIALISED) {
-    if (get_val(kj, "passes", &m->passes, 0, path, where, err, errlen)) return -1;
-    if (m->passes < 0) {
-      snprintf(err, errlen, "%s: %s.passes: must be >= 0", path, where);
-      return -1;
-    }
+    if (get_range(kj, "passes", 0, PASSES_MAX, "", &m->passes, path, where, err, errlen)) return -1;
   }
   if (m->kind == BS_KM_TILED) return parse_tiled(kj, m, path, where, err, errlen);
   if (m->kind != BS_KM_TABLE) return 0;
@@ -188,8 +227,8 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
                where, ti);
       return -1;
     }
-    if (!(hd->valuedouble >= 1 && hd->valuedouble <= 1024)) {
-      snprintf(err, errlen, "%s: %s.tables[%d].head_dim: must be in [1, 1024]", path, where, ti);
+    if (!(hd->valuedouble >= 1 && hd->valuedouble <= 1024) || hd->valuedouble != floor(hd->valuedouble)) {
+      snprintf(err, errlen, "%s: %s.tables[%d].head_dim: must be a whole number in [1, 1024]", path, where, ti);
       return -1;
     }
     pt->head_dim = hd->valueint;
@@ -215,6 +254,12 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
                  path, where, ti, i);
         return -1;
       }
+      char key[48];
+      snprintf(key, sizeof key, "tables[%d].tflops[%d]", ti, i);
+      if (in_range(yi->valuedouble, FLOPS_MIN / 1e12, FLOPS_MAX / 1e12, "TFLOP/s", path, where, key, err, errlen))
+        return -1;
+      snprintf(key, sizeof key, "tables[%d].x[%d]", ti, i);
+      if (in_range(xi->valuedouble, 1, 0x1p50, "tokens", path, where, key, err, errlen)) return -1;
       pt->x[i] = xi->valuedouble;
       pt->tflops[i] = yi->valuedouble;
     }
@@ -226,13 +271,9 @@ static int parse_link(const cJSON *lj, const char *cname, bs_prof_link *l, const
                       char *err, size_t errlen) {
   char where[64];
   snprintf(where, sizeof where, "links.%s", cname);
-  if (get_val(lj, "bandwidth_Bps", &l->bw_Bps, 0, path, where, err, errlen) ||
-      get_val(lj, "latency_s", &l->lat_s, 0, path, where, err, errlen))
+  if (get_range(lj, "bandwidth_Bps", BW_MIN, BW_MAX, "B/s", &l->bw_Bps, path, where, err, errlen) ||
+      get_range(lj, "latency_s", 0, LAT_MAX, "s", &l->lat_s, path, where, err, errlen))
     return -1;
-  if (!(l->bw_Bps > 0) || !(l->lat_s >= 0)) {
-    snprintf(err, errlen, "%s: %s: bandwidth must be > 0 and latency >= 0", path, where);
-    return -1;
-  }
   const cJSON *f = cJSON_GetObjectItemCaseSensitive(lj, "factors");
   l->nfactors = 0;
   if (f) {
@@ -255,6 +296,18 @@ static int parse_link(const cJSON *lj, const char *cname, bs_prof_link *l, const
                  path, where, l->nfactors);
         return -1;
       }
+      char key[40];
+      snprintf(key, sizeof key, "factors[%d].min_bytes", l->nfactors);
+      if (in_range(mb->valuedouble, 0, MEM_MAX, "bytes", path, where, key, err, errlen)) return -1;
+      snprintf(key, sizeof key, "factors[%d].bandwidth", l->nfactors);
+      if (in_range(bw->valuedouble, FACTOR_MIN, FACTOR_MAX, "", path, where, key, err, errlen) ||
+          in_range(l->bw_Bps * bw->valuedouble, BW_MIN, BW_MAX, "B/s (bandwidth_Bps * factor)", path, where, key, err,
+                   errlen))
+        return -1;
+      snprintf(key, sizeof key, "factors[%d].latency", l->nfactors);
+      if (in_range(lt->valuedouble, 0, FACTOR_MAX, "", path, where, key, err, errlen) ||
+          in_range(l->lat_s * lt->valuedouble, 0, LAT_MAX, "s (latency_s * factor)", path, where, key, err, errlen))
+        return -1;
       l->factors[l->nfactors++] = (bs_prof_factor){mb->valuedouble, bw->valuedouble, lt->valuedouble};
     }
   }
@@ -299,9 +352,94 @@ static int parse_network(const cJSON *net, bs_profile *p, const char *path, char
       snprintf(err, errlen, "%s: network.tcp_gamma: must be a finite number >= 0", path);
       return -1;
     }
+    if (in_range(tg->valuedouble, 0, TCP_GAMMA_MAX, "bytes", path, "network", "tcp_gamma", err, errlen)) return -1;
     p->tcp_gamma = tg->valuedouble;
   }
   return 0;
+}
+
+/*
+ * Duplicate keys: cJSON keeps both members of {"a": 1, "a": 2} and lookups see
+ * the first, so a second value would be silently ignored. This walks the text
+ * cJSON has accepted (strings, brackets and colons only) and fails on the
+ * first key seen twice in one object, naming its line and JSON path.
+ */
+typedef struct {
+  const char *s;
+  size_t n;
+} json_key;
+
+typedef struct {
+  int object;       /* 1: {...}, 0: [...] */
+  size_t first_key; /* keys[first_key..] belong to this object */
+  json_key cur;     /* object: the member being read; array: none */
+  int index;        /* array: the element being read */
+} json_frame;
+
+/* The path of the members open at depth < d ("kernels.attn_fwd.tables[0]"). */
+static void json_path(const json_frame *f, int d, char *out, size_t outlen) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (int i = 0; i < d && len < outlen; i++) {
+    if (f[i].object && f[i].cur.s)
+      len += (size_t)snprintf(out + len, outlen - len, "%s%.*s", len ? "." : "", (int)f[i].cur.n, f[i].cur.s);
+    else if (!f[i].object)
+      len += (size_t)snprintf(out + len, outlen - len, "[%d]", f[i].index);
+  }
+}
+
+static int check_duplicate_keys(const char *text, const char *path, char *err, size_t errlen) {
+  json_frame *st = NULL;
+  json_key *keys = NULL;
+  int depth = 0, cap = 0, rc = 0;
+  size_t nkeys = 0, kcap = 0;
+  for (const char *c = text; *c && !rc; c++) {
+    if (*c == '{' || *c == '[') {
+      if (depth == cap) {
+        json_frame *ns = realloc(st, sizeof *st * (size_t)(cap = cap ? 2 * cap : 16));
+        if (!ns) goto oom;
+        st = ns;
+      }
+      st[depth++] = (json_frame){*c == '{', nkeys, {NULL, 0}, 0};
+    } else if ((*c == '}' || *c == ']') && depth > 0) {
+      nkeys = st[--depth].first_key;
+    } else if (*c == ',' && depth > 0 && !st[depth - 1].object) {
+      st[depth - 1].index++;
+    } else if (*c == '"') {
+      const char *s = ++c;
+      while (*c && *c != '"') c += (*c == '\\' && c[1]) ? 2 : 1;
+      if (!*c) break;
+      json_key k = {s, (size_t)(c - s)};
+      const char *after = c + 1;
+      while (*after == ' ' || *after == '\t' || *after == '\n' || *after == '\r') after++;
+      if (*after != ':' || depth == 0 || !st[depth - 1].object) continue;
+      json_frame *f = &st[depth - 1];
+      for (size_t i = f->first_key; i < nkeys; i++)
+        if (keys[i].n == k.n && !memcmp(keys[i].s, k.s, k.n)) {
+          char where[256];
+          json_path(st, depth - 1, where, sizeof where);
+          snprintf(err, errlen, "%s:%d: %s%s%.*s: given twice (a key may appear once per object)", path,
+                   line_of(text, s), where, where[0] ? "." : "", (int)k.n, k.s);
+          rc = -1;
+          break;
+        }
+      if (nkeys == kcap) {
+        json_key *nk = realloc(keys, sizeof *keys * (kcap = kcap ? 2 * kcap : 64));
+        if (!nk) goto oom;
+        keys = nk;
+      }
+      keys[nkeys++] = k;
+      f->cur = k;
+    }
+  }
+  free(st);
+  free(keys);
+  return rc;
+oom:
+  free(st);
+  free(keys);
+  snprintf(err, errlen, "%s: out of memory", path);
+  return -1;
 }
 
 int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t errlen) {
@@ -327,13 +465,15 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
     free(text);
     goto out;
   }
+  int dup = check_duplicate_keys(text, path, err, errlen);
   free(text);
+  if (dup) goto out;
   if (!cJSON_IsObject(root)) {
     snprintf(err, errlen, "%s: not a JSON object", path);
     goto out;
   }
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
-  if (!cJSON_IsNumber(fmt) || fmt->valueint != 1) {
+  if (!cJSON_IsNumber(fmt) || fmt->valuedouble != 1) { /* valueint would take 1.5 for 1 */
     snprintf(err, errlen, "%s: format: must be 1", path);
     goto out;
   }
@@ -352,10 +492,14 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
     snprintf(err, errlen, "%s: device: memory_bytes, peak_flops and mem_bw_Bps must be > 0", path);
     goto out;
   }
-  if (!(p->memory_bytes < 0x1p62)) { /* results hold it as an int64 byte count */
+  if (!(p->memory_bytes < MEM_MAX)) { /* results hold it as an int64 byte count */
     snprintf(err, errlen, "%s: device.memory_bytes: %g is more than 2^62 bytes", path, p->memory_bytes);
     goto out;
   }
+  if (in_range(p->memory_bytes, MEM_MIN, MEM_MAX, "bytes", path, "device", "memory_bytes", err, errlen) ||
+      in_range(p->peak_flops, FLOPS_MIN, FLOPS_MAX, "FLOP/s", path, "device", "peak_flops", err, errlen) ||
+      in_range(p->mem_bw_Bps, BW_MIN, BW_MAX, "B/s", path, "device", "mem_bw_Bps", err, errlen))
+    goto out;
   const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
   if (!cJSON_IsObject(ks)) {
     snprintf(err, errlen, "%s: kernels: missing", path);
@@ -409,6 +553,7 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
       snprintf(err, errlen, "%s: host: speed_flops > 0 and cores >= 1 needed", path);
       goto out;
     }
+    if (in_range(p->host_speed, FLOPS_MIN, FLOPS_MAX, "FLOP/s", path, "host", "speed_flops", err, errlen)) goto out;
     p->host_cores = (int)cores;
   }
   rc = 0;

@@ -54,6 +54,8 @@ typedef struct {
   double oversub;           /* dgx topologies: 0 = generator default (1) */
   int in_process;           /* 1: run SimGrid in this process (once per process); 0: fork */
   bs_tristate layers;       /* model scope: simulate 3 and 4 layers and extend to L (AUTO, OFF) (layers.c) */
+  const char *label;        /* "point 3/8": names the point in the lines that say a long simulation is
+                               still running (stderr not a terminal; NULL: none) */
 } bs_sim_opts;
 
 void bs_sim_opts_default(bs_sim_opts *o);
@@ -92,6 +94,33 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts, const bs_si
  * bs_sim_run through it. bs_sim_run uses it by itself when it applies. */
 int bs_sim_layers_apply(const bs_config *cfg, const bs_sim_opts *opts);
 int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen);
+
+/*
+ * The forked simulation (the default) dies with its parent (PR_SET_PDEATHSIG);
+ * SIGINT, SIGTERM and SIGHUP to the parent kill and reap it first. An allocation
+ * it cannot make is reported as "out of memory" (with the ulimit -v in force).
+ *
+ * OpenBLAS, linked for `run`, starts a thread pool when the program loads and
+ * joins it in a fork handler; under a low address-space limit its threads never
+ * get their buffers and fork() waits for ever. The simulator calls no BLAS:
+ * bs_sim_single_blas_thread re-executes the program once with
+ * OPENBLAS_NUM_THREADS=1 (no pool) unless it is already set so; call it at the
+ * start of a command that forks simulations, before any thread is started.
+ * Returns only when no re-execution was needed or possible.
+ */
+void bs_sim_single_blas_thread(void);
+
+/*
+ * The names a point gives, checked before any point runs (a sweep's typo is one
+ * error up front, not a failed row or one error per point):
+ * bs_sim_check_profile loads the profile (opts->profile over cfg's), errors
+ * start "--profile: " or "cluster.profile: "; bs_sim_check_topology accepts a
+ * generator, or loads a platform file in a forked SimGrid and checks its links
+ * and the routes between its gpu<i> hosts (platform.h), errors start
+ * "cluster.topology: ". Return 0 or -1 with the message in err.
+ */
+int bs_sim_check_profile(const bs_config *cfg, const bs_sim_opts *opts, char *err, size_t errlen);
+int bs_sim_check_topology(const bs_config *cfg, char *err, size_t errlen);
 
 /* Writes the platform XML the simulator would use for cfg (topology + profile). */
 char *bs_sim_platform_xml(const bs_config *cfg, const bs_sim_opts *opts, char *err, size_t errlen);

@@ -105,6 +105,33 @@ static const char *key_where(const bs_scenario *sc, const char *err) {
   return w ? w : "";
 }
 
+/*
+ * Before the first point: every distinct profile and topology the points name
+ * loads (platform files in a forked SimGrid), so that a typo in a list or a bad
+ * --profile is one error, not a row among results or the same error per point.
+ */
+static int check_names(const bs_scenario *sc, const bs_sim_opts *opts) {
+  const char *r = getenv("OMPI_COMM_WORLD_RANK");
+  if (!r) r = getenv("PMI_RANK");
+  int quiet = r && atoi(r) != 0; /* under mpirun every rank checks; rank 0 says it */
+  char err[1024];
+  for (int i = 0; i < sc->npoints; i++) {
+    const bs_config *c = &sc->points[i];
+    int new_profile = !opts->profile || i == 0, new_topo = 1;
+    for (int j = 0; j < i && (new_profile || new_topo); j++) {
+      if (!opts->profile && !strcmp(sc->points[j].cluster.profile, c->cluster.profile)) new_profile = 0;
+      if (!strcmp(sc->points[j].cluster.topology, c->cluster.topology)) new_topo = 0;
+    }
+    if ((new_profile && bs_sim_check_profile(c, opts, err, sizeof err)) ||
+        (new_topo && bs_sim_check_topology(c, err, sizeof err))) {
+      const char *w = key_where(sc, err);
+      if (!quiet) fprintf(stderr, "burstsim sim: %s%s%s\n", w, w[0] ? ": " : "", err);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 int cmd_sim(int argc, char **argv) {
   const char *scenario = NULL, *out_json = NULL, *out_csv = NULL, *trace = NULL, *profile = NULL;
   char **sets = calloc((size_t)argc + 1, sizeof *sets);
@@ -202,6 +229,7 @@ int cmd_sim(int argc, char **argv) {
     goto usage;
   }
   opts.profile = profile;
+  bs_sim_single_blas_thread(); /* before MPI or anything else starts a thread (sim.h) */
 
   bs_scenario sc;
   char err[1024];
@@ -211,6 +239,10 @@ int cmd_sim(int argc, char **argv) {
     return 2;
   }
   free(sets);
+  if (check_names(&sc, &opts)) {
+    bs_scenario_free(&sc);
+    return 2;
+  }
   if (trace && sc.npoints > 1)
     fprintf(stderr, "burstsim sim: --trace: %d points; tracing the first only\n", sc.npoints);
   bs_result *res = calloc((size_t)sc.npoints, sizeof *res);
@@ -243,6 +275,9 @@ int cmd_sim(int argc, char **argv) {
     }
     bs_sim_opts o = opts;
     o.trace_path = i == 0 ? trace : NULL;
+    char label[64];
+    snprintf(label, sizeof label, "point %d/%d", i + 1, sc.npoints);
+    o.label = label;
     char perr[512] = "";
     int prc = bs_sim_run(c, &o, &res[i], perr, sizeof perr);
     if (prc) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/profile.h"
@@ -58,10 +59,10 @@ static const bad_case cases[] = {
   /* negative and out of range */
   {"\"value\": 8e10", "\"value\": -8e10", "memory_bytes"},
   {"\"value\": 8e10", "\"value\": 1e30", "device.memory_bytes: 1e+30 is more than 2^62"},
-  {"\"value\": 1e-5", "\"value\": -1e-5", "kernels.attn_fwd.launch_s: must be >= 0"},
+  {"\"value\": 1e-5", "\"value\": -1e-5", "kernels.attn_fwd.launch_s: -1e-05 is out of range [0, 1] s"},
   {"\"value\": 0.8", "\"value\": 1.5", "kernels.attn_merge.efficiency: must be in (0, 1]"},
-  {"\"value\": 2e11", "\"value\": -2e11", "links.nvlink: bandwidth must be > 0"},
-  {"\"value\": 1e-6", "\"value\": -1e-6", "links.nvlink: bandwidth must be > 0 and latency >= 0"},
+  {"\"value\": 2e11", "\"value\": -2e11", "links.nvlink.bandwidth_Bps: -2e+11 is out of range [1000, 1e+14] B/s"},
+  {"\"value\": 1e-6", "\"value\": -1e-6", "links.nvlink.latency_s: -1e-06 is out of range [0, 1] s"},
   {"\"head_dim\": 128", "\"head_dim\": 0", "kernels.attn_fwd.tables[0].head_dim"},
   {"\"head_dim\": 128", "\"head_dim\": 1e12", "kernels.attn_fwd.tables[0].head_dim"},
   {"[512, 4096]", "[4096, 512]", "kernels.attn_fwd.tables[0]: point 1"},
@@ -72,6 +73,34 @@ static const bad_case cases[] = {
   {"\"value\": 2, \"source\"", "\"value\": 0, \"source\"", "host: speed_flops > 0 and cores >= 1"},
   {"\"value\": 2, \"source\"", "\"value\": 1e300, \"source\"", "host: speed_flops > 0 and cores >= 1"},
   {"\"format\": 1", "\"format\": 2", "format: must be 1"},
+  {"\"format\": 1", "\"format\": 1.5", "format: must be 1"},
+  {"\"head_dim\": 128", "\"head_dim\": 127.5", "kernels.attn_fwd.tables[0].head_dim: must be a whole number"},
+  /* finite but outside the physical ranges (they would overflow the simulated clock or the byte counts) */
+  {"\"value\": 2e11", "\"value\": 1e-300", "links.nvlink.bandwidth_Bps: 1e-300 is out of range [1000, 1e+14] B/s"},
+  {"\"value\": 2e11", "\"value\": 1e15", "links.nvlink.bandwidth_Bps: 1e+15 is out of range"},
+  {"\"value\": 1e-6", "\"value\": 5", "links.nvlink.latency_s: 5 is out of range [0, 1] s"},
+  {"\"value\": 1e-5", "\"value\": 1e300", "kernels.attn_fwd.launch_s: 1e+300 is out of range"},
+  {"\"value\": 3e14", "\"value\": 1e300", "device.peak_flops: 1e+300 is out of range [1e+06, 1e+17] FLOP/s"},
+  {"\"value\": 3e14", "\"value\": 1e-300", "device.peak_flops: 1e-300 is out of range"},
+  {"\"value\": 2e12", "\"value\": 1e-300", "device.mem_bw_Bps: 1e-300 is out of range [1000, 1e+14] B/s"},
+  {"\"value\": 8e10", "\"value\": 10", "device.memory_bytes: 10 is out of range [1e+06, "},
+  {"[100, 180]", "[100, 1e300]", "kernels.attn_fwd.tables[0].tflops[1]: 1e+300 is out of range [1e-06, 100000] TFLOP/s"},
+  {"[100, 180]", "[1e-300, 180]", "kernels.attn_fwd.tables[0].tflops[0]: 1e-300 is out of range"},
+  {"[512, 4096]", "[512, 1e300]", "kernels.attn_fwd.tables[0].x[1]: 1e+300 is out of range"},
+  {"\"value\": 0.8", "\"value\": 1e-300", "kernels.attn_merge.efficiency: 1e-300 is out of range [0.0001, 1]"},
+  {"\"value\": 0.75", "\"value\": 1e-9", "kernels.gemm.peak_fraction: 1e-09 is out of range"},
+  {"\"bandwidth\": 0.9", "\"bandwidth\": 1e-300", "links.nvlink.factors[0].bandwidth: 1e-300 is out of range"},
+  {"\"bandwidth\": 0.9", "\"bandwidth\": 900", "links.nvlink.factors[0].bandwidth: 1.8e+14 is out of range"},
+  {"\"latency\": 1.0", "\"latency\": 1e300", "links.nvlink.factors[0].latency: 1e+300 is out of range"},
+  {"\"min_bytes\": 0", "\"min_bytes\": 1e300", "links.nvlink.factors[0].min_bytes: 1e+300 is out of range"},
+  {"\"tcp_gamma\": 0", "\"tcp_gamma\": 1e300", "network.tcp_gamma: 1e+300 is out of range"},
+  {"\"value\": 1e10", "\"value\": 1e300", "host.speed_flops: 1e+300 is out of range [1e+06, 1e+17] FLOP/s"},
+  /* a key twice in one object: cJSON keeps both and reads the first, so the second would be ignored */
+  {"\"name\": \"t\"", "\"format\": 1", ":1: format: given twice"},
+  {"\"peak_flops\": {\"value\": 3e14", "\"memory_bytes\": {\"value\": 3e14", ":3: device.memory_bytes: given twice"},
+  {"\"value\": 2e12", "\"value\": 2e12, \"value\": 1", ":4: device.mem_bw_Bps.value: given twice"},
+  {"\"latency\": 1.0", "\"bandwidth\": 1.0", ":16: links.nvlink.factors[0].bandwidth: given twice"},
+  {"\"mask\": \"full\"", "\"mask\": \"full\", \"mask\": \"causal\"", ":7: kernels.attn_fwd.tables[0].mask: given twice"},
   /* missing */
   {"\"format\": 1, ", "", "format: must be 1"},
   {"\"peak_flops\": {\"value\": 3e14, \"source\": \"s\"},", "", "device.peak_flops: missing"},
@@ -193,11 +222,29 @@ static void test_unknown_and_empty(void **st) {
   assert_non_null(strstr(err, "not valid JSON"));
 }
 
+/* A directory or a FIFO named like a profile: an error at once (opening a FIFO would wait for a writer). */
+static void test_not_regular(void **st) {
+  (void)st;
+  static bs_profile p;
+  char err[1024], path[128];
+  snprintf(path, sizeof path, "%s/dir.json", dir);
+  assert_int_equal(mkdir(path, 0700), 0);
+  assert_int_equal(bs_profile_load(path, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "dir.json: cannot read profile: not a regular file"));
+  rmdir(path);
+  snprintf(path, sizeof path, "%s/fifo.json", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  assert_int_equal(bs_profile_load(path, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "fifo.json: cannot read profile: not a regular file"));
+  unlink(path);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/bs_profile_input_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_base_loads),
+    cmocka_unit_test(test_not_regular),
     cmocka_unit_test(test_bad_table),
     cmocka_unit_test(test_unknown_and_empty),
   };

@@ -125,6 +125,33 @@ static void test_deadlock(void **state) {
   toy_teardown(&t);
 }
 
+/* A platform file with a link SimGrid cannot time (0 B/s, or near 0: its clock overflows) is an error naming
+ * the file and the link, through bs_sim_run itself (not only the command's check before the first point). */
+static void test_platform_link_range(void **state) {
+  (void)state;
+  const double bad[2] = {0, 1e-300};
+  for (int i = 0; i < 2; i++) {
+    toy_files t;
+    toy_setup_links(&t, 2, 2, LINK_LAT, bad[i]);
+    static toy_plan p;
+    memset(&p, 0, sizeof p);
+    p.ranks = 2;
+    toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 1, 1000);
+    toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 1, 1000);
+    for (int r = 0; r < 2; r++) {
+      int h = 0;
+      toy_wait(&p, r, 1, &h);
+    }
+    bs_result r;
+    char err[512] = "", want[64];
+    assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+    snprintf(want, sizeof want, "bandwidth %g B/s is out of range", bad[i]);
+    if (!strstr(err, want) || !strstr(err, t.xml) || !strstr(err, "link 'w0")) fail_msg("error: %s", err);
+    bs_result_free(&r);
+    toy_teardown(&t);
+  }
+}
+
 static void test_mismatched_tags(void **state) {
   (void)state;
   toy_files t;
@@ -778,6 +805,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_memory_peak_breakdown_oom),
       cmocka_unit_test(test_allreduce_ring),
       cmocka_unit_test(test_bad_config),
+      cmocka_unit_test(test_platform_link_range),
       cmocka_unit_test(test_shared_host_cpu),
       cmocka_unit_test(test_size_factors),
       cmocka_unit_test(test_profiles_load),
