@@ -14,7 +14,9 @@
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
+#include "runtime/digest.h"
 #include "runtime/runtime.h"
+#include "runtime/watchdog.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -240,6 +242,14 @@ static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime
   return 2;
 }
 
+/* MPI_Finalize, bounded: a rank that never reaches it must not hang the others. */
+static void finalize(int rank, double timeout) {
+  bs_test_stall(rank, "finalize");
+  bs_watchdog_arm("burstsim run", rank, "MPI shutdown (MPI_Finalize)", timeout);
+  MPI_Finalize();
+  bs_watchdog_disarm();
+}
+
 int cmd_run(int argc, char **argv) {
   bs_run_args A;
   char aerr[512];
@@ -264,21 +274,36 @@ int cmd_run(int argc, char **argv) {
   o.fault_step = A.fault_step;
   o.trace = trace != NULL;
   int provided;
+  /* A rank that never starts (stopped, or launched wrong) must not hang the others in MPI_Init. */
+  bs_watchdog_arm("burstsim run", -1, "MPI start-up (MPI_Init)", A.timeout);
+  bs_test_stall(bs_launcher_rank(), "init");
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   bs_scenario sc;
   char err[1024] = "";
-  if (bs_scenario_load(scen, sets, nsets, &sc, err, sizeof err)) {
-    if (rank == 0) fprintf(stderr, "burstsim run: %s\n", err);
-    MPI_Finalize();
+  bs_watchdog_arm("burstsim run", rank, "start-up (comparing the scenarios of the ranks)", A.timeout);
+  int bad = bs_scenario_load(scen, sets, nsets, &sc, err, sizeof err) != 0, anybad = bad;
+  MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (anybad) {
+    if (bad && rank == 0) fprintf(stderr, "burstsim run: %s\n", err);
+    else if (bad) fprintf(stderr, "burstsim run: rank %d: %s\n", rank, err);
+    if (!bad) bs_scenario_free(&sc);
+    finalize(rank, A.timeout);
     return 2;
   }
+  if (bs_points_same(MPI_COMM_WORLD, sc.points, sc.npoints, err, sizeof err)) {
+    if (rank == 0) fprintf(stderr, "burstsim run: %s: %s\n", scen, err);
+    bs_scenario_free(&sc);
+    finalize(rank, A.timeout);
+    return 2;
+  }
+  bs_watchdog_disarm();
   if (overlap) {
     int code = run_overlap(&sc, scen, &o, reps, out, rank, size);
     bs_scenario_free(&sc);
-    MPI_Finalize();
+    finalize(rank, A.timeout);
     return code;
   }
   bs_run_report *reps_out = calloc((size_t)sc.npoints, sizeof *reps_out);
@@ -328,6 +353,6 @@ int cmd_run(int argc, char **argv) {
   for (int i = 0; i < nrep; i++) bs_run_report_free(&reps_out[i]);
   free(reps_out);
   bs_scenario_free(&sc);
-  MPI_Finalize();
+  finalize(rank, A.timeout);
   return code;
 }
