@@ -665,6 +665,7 @@ static int collect_all(rt *t, bs_run_report *out);
 static int collect(rt *t, bs_run_report *out, char *err, size_t errlen) {
   bs_test_stall(t->rank, "gather");
   if (bs_arrive(t->world, "the result gather", t->timeout, 0, err, errlen)) return BS_RUN_EFATAL;
+  bs_test_stall(t->rank, "gathering");
   bs_watchdog_arm("burstsim run", t->rank, "the result gather", t->timeout);
   if (t->rank != 0) bs_watchdog_waiting("rank 0");
   int rc = collect_all(t, out);

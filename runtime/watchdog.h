@@ -34,8 +34,11 @@ int bs_launcher_rank(void);
 
 /*
  * Test hook: with BURSTSIM_TEST_STALL=RANK:PHASE in the environment, rank
- * RANK stops for good on reaching PHASE (init, start, verify, gather,
- * finalize), as a rank stopped by SIGSTOP would. Does nothing otherwise.
+ * RANK stops for good on reaching PHASE, as a rank stopped by SIGSTOP would:
+ * init (before MPI_Init), start (an execution's first barrier), verify
+ * (before the verify gather), gather (before the result gather), gathering
+ * (inside it, once every rank has arrived), finalize (before MPI_Finalize).
+ * Does nothing otherwise.
  */
 void bs_test_stall(int rank, const char *phase);
 

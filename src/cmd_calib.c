@@ -10,6 +10,8 @@
 #include "calib/calib.h"
 #include "cmd_args.h"
 #include "commands.h"
+#include "runtime/digest.h"
+#include "runtime/watchdog.h"
 
 static void calib_usage(FILE *f) {
   fprintf(f,
@@ -38,6 +40,7 @@ static void calib_usage(FILE *f) {
           "                   shm link class, to another node the nic class\n"
           "  --plots DIR      gnuplot data, script and PNGs of measured against fitted\n"
           "  --no-links, --no-kernels   skip a part\n"
+          "  --timeout S      seconds MPI start-up and the start-up check may block (default 120)\n"
           "\n"
           "Run it with the same mpirun options as the runs it should predict (as root:\n"
           "--allow-run-as-root; more ranks than cores: --oversubscribe; --bind-to none lets\n"
@@ -72,11 +75,24 @@ int cmd_calib(int argc, char **argv) {
   if (A.ranks_per_node) o.ranks_per_node = A.ranks_per_node;
   /* Fail on an unwritable output before minutes of measuring. */
   int rank = 0;
+  bs_watchdog_arm("burstsim calib", -1, "MPI start-up (MPI_Init)", A.timeout);
+  bs_test_stall(bs_launcher_rank(), "init");
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
     fprintf(stderr, "burstsim calib: MPI_Init failed\n");
     return 1;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  /* Ranks measuring different grids would deadlock in the first collective they do not share. */
+  int same[] = {o.quick, o.threads, o.fp32, o.bf16, o.primary_bf16, o.no_kernels, o.no_links, o.head_dim,
+                (int)(o.max_block >> 32), (int)o.max_block, o.ranks_per_node};
+  char derr[256];
+  bs_watchdog_arm("burstsim calib", rank, "start-up (comparing the options of the ranks)", A.timeout);
+  if (bs_bytes_same(MPI_COMM_WORLD, same, sizeof same, "set of calib options", derr, sizeof derr)) {
+    if (rank == 0) fprintf(stderr, "burstsim calib: %s\n", derr);
+    MPI_Finalize();
+    return 2;
+  }
+  bs_watchdog_disarm();
   int ok = 1;
   if (rank == 0) {
     FILE *f = fopen(out, "a");

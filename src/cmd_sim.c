@@ -16,6 +16,8 @@
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
+#include "runtime/digest.h"
+#include "runtime/watchdog.h"
 #include "sim/sim.h"
 
 static void sim_usage(FILE *f) {
@@ -71,6 +73,7 @@ static int gather_results(bs_result *res, int n, int rank, int size) {
         return -1;
     } else if (rank == 0) {
       int nr = 0;
+      bs_watchdog_waiting("rank %d's result of point %d", owner, i + 1);
       if (MPI_Recv(&res[i], (int)sizeof res[i], MPI_BYTE, owner, 2 * i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
           MPI_Recv(&nr, 1, MPI_INT, owner, 2 * i + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return -1;
@@ -88,6 +91,14 @@ static int gather_results(bs_result *res, int n, int rank, int size) {
     }
   }
   return 0;
+}
+
+/* MPI_Finalize, bounded like the other waits between ranks. */
+static void sim_finalize(int rank, double timeout) {
+  bs_test_stall(rank, "finalize");
+  bs_watchdog_arm("burstsim sim", rank, "MPI shutdown (MPI_Finalize)", timeout);
+  MPI_Finalize();
+  bs_watchdog_disarm();
 }
 
 /* Where the key an error starts with ("cluster.topology: ...") was given, or "". */
@@ -145,6 +156,8 @@ int cmd_sim(int argc, char **argv) {
   if (launched_by_mpirun()) {
     /* The forked SimGrid children never touch MPI. */
     setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0);
+    bs_watchdog_arm("burstsim sim", -1, "MPI start-up (MPI_Init)", A.timeout);
+    bs_test_stall(bs_launcher_rank(), "init");
     if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
       fprintf(stderr, "burstsim sim: MPI_Init failed\n");
       free(res);
@@ -153,6 +166,15 @@ int cmd_sim(int argc, char **argv) {
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+    bs_watchdog_arm("burstsim sim", mpi_rank, "start-up (comparing the scenarios of the ranks)", A.timeout);
+    if (bs_points_same(MPI_COMM_WORLD, sc.points, sc.npoints, err, sizeof err)) {
+      if (mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", scenario, err);
+      free(res);
+      bs_scenario_free(&sc);
+      sim_finalize(mpi_rank, A.timeout);
+      return 2;
+    }
+    bs_watchdog_disarm();
   }
   int tty = isatty(2) && mpi_rank == 0, failed = 0, invalid = 0;
   for (int i = 0; i < sc.npoints; i++) {
@@ -180,8 +202,19 @@ int cmd_sim(int argc, char **argv) {
   if (tty) fprintf(stderr, "\r%60s\r", "");
   if (mpi_size > 1) {
     int mine[2] = {failed, invalid}, total[2] = {0, 0};
+    /* Another rank may still be simulating: that wait is bounded only by --timeout; the gather itself always. */
+    bs_test_stall(mpi_rank, "gather");
+    if (bs_arrive(MPI_COMM_WORLD, "the result gather", A.timeout, A.timeout <= 0, err, sizeof err)) {
+      fprintf(stderr, "burstsim sim: rank %d: %s\n", mpi_rank, err);
+      fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    bs_test_stall(mpi_rank, "gathering");
+    bs_watchdog_arm("burstsim sim", mpi_rank, "the result gather", A.timeout);
+    if (mpi_rank != 0) bs_watchdog_waiting("rank 0");
     int bad = gather_results(res, sc.npoints, mpi_rank, mpi_size) != 0;
     MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    bs_watchdog_disarm();
     failed = total[0] + bad;
     invalid = total[1];
     if (bad) fprintf(stderr, "burstsim sim: rank %d: gathering the results failed\n", mpi_rank);
@@ -190,7 +223,7 @@ int cmd_sim(int argc, char **argv) {
       for (int i = 0; i < n; i++) bs_result_free(&res[i]);
       free(res);
       bs_scenario_free(&sc);
-      MPI_Finalize();
+      sim_finalize(mpi_rank, A.timeout);
       return failed ? 1 : invalid == n ? 2 : 0;
     }
   }
@@ -211,6 +244,6 @@ int cmd_sim(int argc, char **argv) {
   for (int i = 0; i < sc.npoints; i++) bs_result_free(&res[i]);
   free(res);
   bs_scenario_free(&sc);
-  if (mpi_size > 1) MPI_Finalize();
+  if (mpi_size > 1) sim_finalize(mpi_rank, A.timeout);
   return rc;
 }
