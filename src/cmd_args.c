@@ -164,8 +164,12 @@ int bs_validate_args_parse(int argc, char **argv, bs_validate_args *o, char *err
   bs_args_init(&a, argc, argv, 1, err, errlen);
   while (bs_args_next(&a)) {
     if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) { o->help = 1; return 0; }
-    if (FLAG("--set", BS_ARG_VALUE | BS_ARG_REPEAT)) CHECK(add_set(&a, o->sets, &o->nsets));
-    else if (FLAG("--profile", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->profile));
+    if (FLAG("--set", BS_ARG_VALUE | BS_ARG_REPEAT)) {
+      /* Each point's run is spawned with these on its command line (calib/validate.c). */
+      CHECK(o->nsets == BS_ARGS_VALIDATE_MAX_SETS ? bs_args_fail(&a, "--set: at most %d overrides for validate",
+                                                                  BS_ARGS_VALIDATE_MAX_SETS)
+                                                  : add_set(&a, o->sets, &o->nsets));
+    } else if (FLAG("--profile", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->profile));
     else if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
     else if (FLAG("--workdir", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->workdir));
     else if (FLAG("--full-calib", BS_ARG_SWITCH)) { CHECK(0); o->full_calib = 1; }

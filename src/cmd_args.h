@@ -16,6 +16,7 @@
 #define BS_ARGS_MAX_THREADS 1024  /* kernel threads per rank: beyond any machine's cores x 4 */
 #define BS_ARGS_MAX_TIMEOUT 604800.0 /* one week, in seconds */
 #define BS_ARGS_MAX_NP 16
+#define BS_ARGS_VALIDATE_MAX_SETS 32 /* validate passes them on to every spawned run */
 
 typedef struct {
   int help;

@@ -37,7 +37,7 @@ static void validate_usage(FILE *f) {
           "  --profile P     use this profile for every rank count (no calibration)\n"
           "  --out FILE      entries {config, measured, predicted, error} as JSON\n"
           "  --np G          only the points with G ranks, 1 .. 4096 (repeatable, up to 16 times)\n"
-          "  --set k=v       scenario override, as in burstsim sim / run\n"
+          "  --set k=v       scenario override, as in burstsim sim / run (up to 32)\n"
           "  --full-calib    the full calibration grid instead of --quick (minutes)\n"
           "  --warmup N      untimed executions before each measured run, 0 .. 100 (default 1)\n"
           "  --workdir DIR   where profiles, results and logs go, kept afterwards (default: a new\n"

@@ -15,7 +15,7 @@
 
 #include "src/cmd_args.h"
 
-#define MAXW 64
+#define MAXW 80
 
 /* Splits a space-separated command line into argv (words point into a static copy). */
 static int split(const char *line, char **argv) {
@@ -165,6 +165,9 @@ static void test_validate(void **state) {
   expect_bad("validate s.ini --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 "
              "--np 1 --np 1 --np 1 --np 1", "--np", "at most 16");
   expect_bad("validate --keep", "SCENARIO.ini is required", NULL);
+  char line[1024] = "validate s.ini";
+  for (int i = 0; i < 33; i++) strcat(line, " --set a.b=1");
+  expect_bad(line, "--set", "at most 32");
 }
 
 static void test_bench_topo(void **state) {
