@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <cblas.h>
 #include "runtime.h"
+#include "watchdog.h"
 #include "kernels/comm/comm_mpi.h"
 
 /* ---------------- inputs ---------------- */
@@ -347,7 +348,10 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
   bs_plan_iter *it = bs_plan_iter_new(p, t->rank);
   if (!it) { snprintf(err, errlen, "out of memory"); return BS_RUN_EFATAL; }
   reset_stats(t);
+  bs_test_stall(t->rank, "start");
+  bs_watchdog_arm("burstsim run", t->rank, "the start of an execution (barrier)", t->timeout);
   MPI_Barrier(t->world);
+  bs_watchdog_disarm();
   t->t_start = now_s();
   bs_op op;
   int rc = BS_RUN_OK, started = 0;
@@ -356,7 +360,9 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
       /* The inputs exist on every rank: start the clocks together (each rank
        * passes here exactly once, below if its program has no such op). */
       started = 1;
+      bs_watchdog_arm("burstsim run", t->rank, "the start of the clocks (barrier)", t->timeout);
       MPI_Barrier(t->world);
+      bs_watchdog_disarm();
       restart_clocks(t);
     }
     if (measured && t->opts->fault != BS_FAULT_NONE && t->rank == t->opts->fault_rank && op.step == t->opts->fault_step &&
@@ -553,7 +559,20 @@ static void compare(const bs_plan *p, const out_meta *m, const float *got, const
       }
 }
 
+static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen);
+
 static int verify(rt *t, bs_run_report *out, char *err, size_t errlen) {
+  bs_test_stall(t->rank, "verify");
+  if (bs_arrive(t->world, "the verify gather", t->timeout, 0, err, errlen)) return BS_RUN_EFATAL;
+  /* Other ranks wait here while rank 0 computes the single-rank reference: --timeout covers it too. */
+  bs_watchdog_arm("burstsim run", t->rank, "the verify gather", t->timeout);
+  if (t->rank != 0) bs_watchdog_waiting("rank 0 to take the outputs");
+  int rc = verify_gather(t, out, err, errlen);
+  bs_watchdog_disarm();
+  return rc;
+}
+
+static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
   const bs_plan *p = t->plan;
   int n_local = 0;
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++)
@@ -591,6 +610,7 @@ static int verify(rt *t, bs_run_report *out, char *err, size_t errlen) {
         m = (out_meta){t->buf[b].role, t->buf[b].shard, t->buf[b].bytes};
         data = t->buf[b].ptr;
       } else {
+        bs_watchdog_waiting("rank %d's outputs", src);
         MPI_Recv(&m, (int)sizeof m, MPI_BYTE, src, 900, t->world, MPI_STATUS_IGNORE);
         data = malloc((size_t)m.bytes);
         MPI_Recv(data, (int)m.bytes, MPI_BYTE, src, 901, t->world, MPI_STATUS_IGNORE);
@@ -639,7 +659,21 @@ typedef struct {
   int64_t peak_cls[BS_MEM_CLASS_COUNT];
 } rank_stats;
 
-static int collect(rt *t, bs_run_report *out) {
+static int collect_all(rt *t, bs_run_report *out);
+
+/* The result gather, bounded: rank 0 names a rank that never reaches it, the others time out on rank 0. */
+static int collect(rt *t, bs_run_report *out, char *err, size_t errlen) {
+  bs_test_stall(t->rank, "gather");
+  if (bs_arrive(t->world, "the result gather", t->timeout, 0, err, errlen)) return BS_RUN_EFATAL;
+  bs_test_stall(t->rank, "gathering");
+  bs_watchdog_arm("burstsim run", t->rank, "the result gather", t->timeout);
+  if (t->rank != 0) bs_watchdog_waiting("rank 0");
+  int rc = collect_all(t, out);
+  bs_watchdog_disarm();
+  return rc;
+}
+
+static int collect_all(rt *t, bs_run_report *out) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   rank_stats s = {t->wall - t->setup, t->fwd, t->bwd, t->compute, t->exposed, 0, 0, t->peak, (int64_t)ru.ru_maxrss * 1024, t->coll_sent, {0}};
@@ -755,7 +789,7 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
     rc = execute(t, w == opts->warmup, err, errlen);
     if (rc == BS_RUN_OK && w < opts->warmup) free_all(t);
   }
-  if (rc == BS_RUN_OK) collect(t, out);
+  if (rc == BS_RUN_OK) rc = collect(t, out, err, errlen);
   if (rc == BS_RUN_OK && opts->verify) rc = verify(t, out, err, errlen);
   free_all(t);
   if (rc != BS_RUN_EFATAL) bs_comm_free(t->comm);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "calib/bench_kernels.h"
+#include "cmd_args.h"
 #include "commands.h"
 #include "kernels/attn.h"
 #include "output.h"
@@ -26,12 +27,13 @@ static void bench_usage(FILE *f) {
           "  --backend cpu   the only backend in this build\n"
           "  --json FILE     also write the rows as a JSON list (\"-\" = stdout)\n"
           "  --quick         a small, fast subset (N in {256, 512}, d 64, 2 heads)\n"
-          "  --threads N     threads (default: all cores)\n"
-          "  --heads Z       heads (default 8, 2 with --quick)\n"
+          "  --threads N     threads, 1 .. %d (default: all cores)\n"
+          "  --heads Z       heads, 1 .. 1024 (default 8, 2 with --quick)\n"
           "\n"
           "FLOP: forward 4*B*Z*N^2*d (halved when causal), backward 2.5x forward,\n"
           "sgemm 2*Z*N^2*d. time: best of the repetitions. extra MiB: growth of the\n"
-          "peak RSS during one call.\n");
+          "peak RSS during one call.\n",
+          BS_ARGS_MAX_THREADS);
 }
 
 typedef struct {
@@ -79,58 +81,24 @@ static char *rows_json(const bs_bench_row *rows, int n) {
   return s;
 }
 
-static int parse_int(const char *opt, const char *s, int lo, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (!*s || *end || v < lo || v > 1 << 20) {
-    fprintf(stderr, "burstsim bench: %s expects an integer >= %d, got '%s'\n", opt, lo, s);
-    return -1;
-  }
-  *out = (int)v;
-  return 0;
-}
-
 int cmd_bench(int argc, char **argv) {
-  if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-    bench_usage(stdout);
-    return 0;
-  }
-  if (argc < 2 || strcmp(argv[1], "kernels")) {
-    fprintf(stderr, "burstsim bench: expected 'kernels'%s%s%s\n\n", argc >= 2 ? ", got '" : "",
-            argc >= 2 ? argv[1] : "", argc >= 2 ? "'" : "");
+  bs_bench_args A;
+  char aerr[512];
+  if (bs_bench_args_parse(argc, argv, &A, aerr, sizeof aerr)) {
+    fprintf(stderr, "burstsim bench: %s\n\n", aerr);
     bench_usage(stderr);
     return 2;
   }
-  const char *json = NULL, *backend = "cpu";
+  if (A.help) {
+    bench_usage(stdout);
+    return 0;
+  }
+  const char *json = A.json;
   bs_bench_opts o;
   memset(&o, 0, sizeof o);
-  for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    int has_val = i + 1 < argc;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      bench_usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--quick")) {
-      o.quick = 1;
-    } else if (!strcmp(a, "--json") && has_val) {
-      json = argv[++i];
-    } else if (!strcmp(a, "--backend") && has_val) {
-      backend = argv[++i];
-    } else if (!strcmp(a, "--threads") && has_val) {
-      if (parse_int(a, argv[++i], 1, &o.threads)) return 2;
-    } else if (!strcmp(a, "--heads") && has_val) {
-      if (parse_int(a, argv[++i], 1, &o.heads)) return 2;
-    } else {
-      fprintf(stderr, "burstsim bench kernels: unknown or incomplete option '%s'\n\n", a);
-      bench_usage(stderr);
-      return 2;
-    }
-  }
-  if (strcmp(backend, "cpu")) {
-    fprintf(stderr, "burstsim bench kernels: backend '%s' is not available in this build (cpu only)\n",
-            backend);
-    return 2;
-  }
+  o.quick = A.quick;
+  o.threads = A.threads;
+  o.heads = A.heads;
   table_ctx t = {json && !strcmp(json, "-") ? stderr : stdout};
   o.on_row = print_row;
   o.ctx = &t;

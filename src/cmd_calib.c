@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "calib/calib.h"
+#include "cmd_args.h"
 #include "commands.h"
+#include "runtime/digest.h"
+#include "runtime/watchdog.h"
 
 static void calib_usage(FILE *f) {
   fprintf(f,
@@ -29,113 +32,67 @@ static void calib_usage(FILE *f) {
           "  --dtype T        storage types to time (default both)\n"
           "  --primary T      the type whose tables the simulator reads (default: the only one\n"
           "                   timed, else bf16)\n"
-          "  --threads T      kernel threads per rank (default: online cores / G)\n"
-          "  --head-dim D     only head dimension D (default 64 and 128)\n"
-          "  --max-block N    attention blocks up to the first grid size >= N\n"
+          "  --threads T      kernel threads per rank, 1 .. %d (default: online cores / G)\n"
+          "  --head-dim D     only head dimension D, 1 .. 4096 (default 64 and 128)\n"
+          "  --max-block N    attention blocks up to the first grid size >= N, 1 .. 2^30\n"
           "  --ranks-per-node P  rank r sits on node r / P (default: ranks with the same host\n"
           "                   name share a node); ping-pong within rank 0's node gives the\n"
           "                   shm link class, to another node the nic class\n"
           "  --plots DIR      gnuplot data, script and PNGs of measured against fitted\n"
           "  --no-links, --no-kernels   skip a part\n"
+          "  --timeout S      seconds MPI start-up and the start-up check may block (default 120)\n"
           "\n"
           "Run it with the same mpirun options as the runs it should predict (as root:\n"
           "--allow-run-as-root; more ranks than cores: --oversubscribe; --bind-to none lets\n"
-          "a rank's threads use every core).\n");
-}
-
-static int type_arg(const char *v, int *fp32, int *bf16) {
-  *fp32 = *bf16 = 0;
-  if (!strcmp(v, "fp32")) *fp32 = 1;
-  else if (!strcmp(v, "bf16")) *bf16 = 1;
-  else if (!strcmp(v, "both")) *fp32 = *bf16 = 1;
-  else return -1;
-  return 0;
+          "a rank's threads use every core).\n",
+          BS_ARGS_MAX_THREADS);
 }
 
 int cmd_calib(int argc, char **argv) {
-  bs_calib_opts o;
-  bs_calib_opts_default(&o);
-  const char *out = NULL, *plots = NULL;
-  int primary = -1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has = i + 1 < argc;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      calib_usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--quick")) o.quick = 1;
-    else if (!strcmp(a, "--no-links")) o.no_links = 1;
-    else if (!strcmp(a, "--no-kernels")) o.no_kernels = 1;
-    else if (!strcmp(a, "--out") && has) out = argv[++i];
-    else if (!strcmp(a, "--plots") && has) plots = argv[++i];
-    else if (!strcmp(a, "--backend") && has) {
-      const char *b = argv[++i];
-      if (strcmp(b, "cpu")) {
-        fprintf(stderr, "burstsim calib: --backend %s: only 'cpu' is available in this build\n", b);
-        return 2;
-      }
-    } else if (!strcmp(a, "--dtype") && has) {
-      if (type_arg(argv[++i], &o.fp32, &o.bf16)) {
-        fprintf(stderr, "burstsim calib: --dtype %s: fp32, bf16 or both\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--primary") && has) {
-      const char *v = argv[++i];
-      if (strcmp(v, "fp32") && strcmp(v, "bf16")) {
-        fprintf(stderr, "burstsim calib: --primary %s: fp32 or bf16\n", v);
-        return 2;
-      }
-      primary = !strcmp(v, "bf16");
-    } else if ((!strcmp(a, "--head-dim") || !strcmp(a, "--max-block")) && has) {
-      char *end;
-      long long v = strtoll(argv[++i], &end, 10);
-      if (*end || v < 1 || v > (1LL << 30)) {
-        fprintf(stderr, "burstsim calib: %s %s: a positive integer\n", a, argv[i]);
-        return 2;
-      }
-      if (!strcmp(a, "--head-dim")) o.head_dim = (int)v;
-      else o.max_block = v;
-    } else if ((!strcmp(a, "--threads") || !strcmp(a, "--ranks-per-node")) && has) {
-      char *end;
-      long t = strtol(argv[++i], &end, 10);
-      if (*end || t < 1 || t > 4096) {
-        fprintf(stderr, "burstsim calib: %s %s: a positive integer\n", a, argv[i]);
-        return 2;
-      }
-      if (!strcmp(a, "--threads")) o.threads = (int)t;
-      else o.ranks_per_node = (int)t;
-    } else {
-      fprintf(stderr, "burstsim calib: unknown or incomplete option '%s'\n", a);
-      calib_usage(stderr);
-      return 2;
-    }
-  }
-  if (!out) {
-    fprintf(stderr, "burstsim calib: --out PROFILE.json is required\n");
+  bs_calib_args A;
+  char aerr[512];
+  if (bs_calib_args_parse(argc, argv, &A, aerr, sizeof aerr)) {
+    fprintf(stderr, "burstsim calib: %s\n", aerr);
     calib_usage(stderr);
     return 2;
   }
-  if (o.no_kernels && o.no_links) {
-    fprintf(stderr, "burstsim calib: --no-kernels and --no-links leave nothing to measure\n");
-    return 2;
+  if (A.help) {
+    calib_usage(stdout);
+    return 0;
   }
-  if (primary < 0) primary = (o.bf16 && !o.fp32) || (!o.fp32 && !o.bf16) ? 1 : 0;
-  if (primary && o.fp32 && !o.bf16) {
-    fprintf(stderr, "burstsim calib: --primary bf16 needs bf16 among --dtype\n");
-    return 2;
-  }
-  if (!primary && o.bf16 && !o.fp32) {
-    fprintf(stderr, "burstsim calib: --primary fp32 needs fp32 among --dtype\n");
-    return 2;
-  }
-  o.primary_bf16 = primary;
+  bs_calib_opts o;
+  bs_calib_opts_default(&o);
+  const char *out = A.out, *plots = A.plots;
+  o.quick = A.quick;
+  o.no_links = A.no_links;
+  o.no_kernels = A.no_kernels;
+  o.fp32 = A.fp32;
+  o.bf16 = A.bf16;
+  o.primary_bf16 = A.primary_bf16;
+  if (A.head_dim) o.head_dim = A.head_dim;
+  if (A.max_block) o.max_block = A.max_block;
+  if (A.threads) o.threads = A.threads;
+  if (A.ranks_per_node) o.ranks_per_node = A.ranks_per_node;
   /* Fail on an unwritable output before minutes of measuring. */
   int rank = 0;
+  bs_watchdog_arm("burstsim calib", -1, "MPI start-up (MPI_Init)", A.timeout);
+  bs_test_stall(bs_launcher_rank(), "init");
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
     fprintf(stderr, "burstsim calib: MPI_Init failed\n");
     return 1;
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  /* Ranks measuring different grids would deadlock in the first collective they do not share. */
+  int same[] = {o.quick, o.threads, o.fp32, o.bf16, o.primary_bf16, o.no_kernels, o.no_links, o.head_dim,
+                (int)(o.max_block >> 32), (int)o.max_block, o.ranks_per_node};
+  char derr[256];
+  bs_watchdog_arm("burstsim calib", rank, "start-up (comparing the options of the ranks)", A.timeout);
+  if (bs_bytes_same(MPI_COMM_WORLD, same, sizeof same, "set of calib options", derr, sizeof derr)) {
+    if (rank == 0) fprintf(stderr, "burstsim calib: %s\n", derr);
+    MPI_Finalize();
+    return 2;
+  }
+  bs_watchdog_disarm();
   int ok = 1;
   if (rank == 0) {
     FILE *f = fopen(out, "a");

@@ -10,10 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
+#include "cmd_args.h"
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
+#include "runtime/digest.h"
 #include "runtime/runtime.h"
+#include "runtime/watchdog.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -21,11 +24,18 @@ static void usage(FILE *f) {
           "                                [--trace FILE.json] [--verify] [--threads N] [--timeout S] [--warmup N]\n"
           "  Runs the scenario's plan for real on G MPI ranks with the CPU kernels.\n"
           "  --verify    gather outputs and gradients to rank 0 and compare with a single-rank reference\n"
-          "  --threads   kernel threads per rank (default: cores / ranks)\n"
-          "  --timeout   seconds any wait may block before the run is aborted (default 120)\n"
-          "  --warmup    untimed executions before the measured one (default 0)\n"
+          "  --threads   kernel threads per rank, 1 .. %d (default: cores / ranks; the bound is above any\n"
+          "              machine's cores and keeps the OpenMP runtime from failing to start the threads)\n"
+          "  --timeout   seconds any wait may block before the run is aborted, > 0 and at most a week\n"
+          "              (default 120); it also bounds MPI start-up, the start of each execution, the result\n"
+          "              gather and, with --verify, the gather of the outputs and rank 0's reference\n"
+          "  --warmup    untimed executions before the measured one, 0 .. 1000 (default 0)\n"
+          "  --tile      query rows per kernel call between progress polls, 1 .. 2^30 (default 256)\n"
           "  --overlap-bench [--reps R]  instead of the plan, time one burst forward ring step three ways:\n"
-          "              compute alone, K,V exchange alone, and both overlapped (issue 3 benchmark)\n");
+          "              compute alone, K,V exchange alone, and both overlapped (R: 1 .. 10^6)\n"
+          "  Every rank must be given the same scenario and --set options: the resolved scenarios are\n"
+          "  compared at start-up.\n",
+          BS_ARGS_MAX_THREADS);
 }
 
 /* "section.key: ..." -> the line of `key` inside [section] of the INI file (0 = not found). */
@@ -175,18 +185,6 @@ static int write_trace(const char *path, bs_run_report *reps, int n, char *err, 
   return rc;
 }
 
-static int parse_fault(const char *v, bs_runtime_opts *o) {
-  char kind[16];
-  int rank, step;
-  if (sscanf(v, "%15[a-z]:%d:%d", kind, &rank, &step) != 3) return -1;
-  if (!strcmp(kind, "exit")) o->fault = BS_FAULT_EXIT;
-  else if (!strcmp(kind, "stall")) o->fault = BS_FAULT_STALL;
-  else return -1;
-  o->fault_rank = rank;
-  o->fault_step = step;
-  return 0;
-}
-
 /* --overlap-bench: the first point with gpus = ranks, timed by bs_runtime_overlap_bench. */
 static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime_opts *o, int reps, const char *out, int rank,
                        int size) {
@@ -244,55 +242,68 @@ static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime
   return 2;
 }
 
+/* MPI_Finalize, bounded: a rank that never reaches it must not hang the others. */
+static void finalize(int rank, double timeout) {
+  bs_test_stall(rank, "finalize");
+  bs_watchdog_arm("burstsim run", rank, "MPI shutdown (MPI_Finalize)", timeout);
+  MPI_Finalize();
+  bs_watchdog_disarm();
+}
+
 int cmd_run(int argc, char **argv) {
-  const char *scen = NULL, *out = NULL, *trace = NULL;
-  char **sets = calloc((size_t)argc, sizeof *sets);
-  int nsets = 0, bad = 0, overlap = 0, reps = 0;
-  bs_runtime_opts o;
-  memset(&o, 0, sizeof o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int more = i + 1 < argc;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); free(sets); return 0; }
-    else if (!strcmp(a, "--set") && more) sets[nsets++] = argv[++i];
-    else if (!strcmp(a, "--out") && more) out = argv[++i];
-    else if (!strcmp(a, "--trace") && more) trace = argv[++i];
-    else if (!strcmp(a, "--verify")) o.verify = 1;
-    else if (!strcmp(a, "--overlap-bench")) overlap = 1;
-    else if (!strcmp(a, "--reps") && more) reps = atoi(argv[++i]);
-    else if (!strcmp(a, "--tile") && more) o.tile_rows = atoll(argv[++i]);
-    else if (!strcmp(a, "--threads") && more) o.threads = atoi(argv[++i]);
-    else if (!strcmp(a, "--timeout") && more) o.timeout_s = atof(argv[++i]);
-    else if (!strcmp(a, "--warmup") && more) o.warmup = atoi(argv[++i]);
-    else if (!strcmp(a, "--fault") && more) { if (parse_fault(argv[++i], &o)) bad = 1; } /* test hook: exit|stall:RANK:STEP */
-    else if (a[0] != '-' && !scen) scen = a;
-    else { fprintf(stderr, "burstsim run: unknown or incomplete option '%s'\n", a); bad = 1; }
-  }
-  if (bad || !scen) {
-    if (!scen && !bad) fprintf(stderr, "burstsim run: missing SCENARIO.ini\n");
+  bs_run_args A;
+  char aerr[512];
+  if (bs_run_args_parse(argc, argv, &A, aerr, sizeof aerr)) {
+    fprintf(stderr, "burstsim run: %s\n", aerr);
     usage(stderr);
-    free(sets);
     return 2;
   }
+  if (A.help) { usage(stdout); return 0; }
+  const char *scen = A.scenario, *out = A.out, *trace = A.trace;
+  char **sets = A.sets;
+  int nsets = A.nsets, overlap = A.overlap, reps = A.reps;
+  bs_runtime_opts o;
+  memset(&o, 0, sizeof o);
+  o.verify = A.verify;
+  o.tile_rows = A.tile;
+  o.threads = A.threads;
+  o.timeout_s = A.timeout;
+  o.warmup = A.warmup;
+  o.fault = A.fault == 1 ? BS_FAULT_EXIT : A.fault == 2 ? BS_FAULT_STALL : BS_FAULT_NONE;
+  o.fault_rank = A.fault_rank;
+  o.fault_step = A.fault_step;
   o.trace = trace != NULL;
   int provided;
+  /* A rank that never starts (stopped, or launched wrong) must not hang the others in MPI_Init. */
+  bs_watchdog_arm("burstsim run", -1, "MPI start-up (MPI_Init)", A.timeout);
+  bs_test_stall(bs_launcher_rank(), "init");
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   bs_scenario sc;
   char err[1024] = "";
-  if (bs_scenario_load(scen, sets, nsets, &sc, err, sizeof err)) {
-    if (rank == 0) fprintf(stderr, "burstsim run: %s\n", err);
-    free(sets);
-    MPI_Finalize();
+  bs_watchdog_arm("burstsim run", rank, "start-up (comparing the scenarios of the ranks)", A.timeout);
+  int bad = bs_scenario_load(scen, sets, nsets, &sc, err, sizeof err) != 0, anybad = bad;
+  MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (anybad) {
+    if (bad && rank == 0) fprintf(stderr, "burstsim run: %s\n", err);
+    else if (bad) fprintf(stderr, "burstsim run: rank %d: %s\n", rank, err);
+    if (!bad) bs_scenario_free(&sc);
+    finalize(rank, A.timeout);
     return 2;
   }
-  free(sets);
+  if (bs_points_same(MPI_COMM_WORLD, sc.points, sc.npoints, err, sizeof err)) {
+    if (rank == 0) fprintf(stderr, "burstsim run: %s: %s\n", scen, err);
+    bs_scenario_free(&sc);
+    finalize(rank, A.timeout);
+    return 2;
+  }
+  bs_watchdog_disarm();
   if (overlap) {
     int code = run_overlap(&sc, scen, &o, reps, out, rank, size);
     bs_scenario_free(&sc);
-    MPI_Finalize();
+    finalize(rank, A.timeout);
     return code;
   }
   bs_run_report *reps_out = calloc((size_t)sc.npoints, sizeof *reps_out);
@@ -342,6 +353,6 @@ int cmd_run(int argc, char **argv) {
   for (int i = 0; i < nrep; i++) bs_run_report_free(&reps_out[i]);
   free(reps_out);
   bs_scenario_free(&sc);
-  MPI_Finalize();
+  finalize(rank, A.timeout);
   return code;
 }

@@ -12,9 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd_args.h"
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
+#include "runtime/digest.h"
+#include "runtime/watchdog.h"
 #include "sim/sim.h"
 
 static void sim_usage(FILE *f) {
@@ -39,19 +42,14 @@ static void sim_usage(FILE *f) {
           "                     steps (a message per step), flow (a ring's volume per hop as\n"
           "                     one message), analytic (alpha-beta, no link sharing), or auto\n"
           "                     (steps inside a node, flow across nodes; the default)\n"
-          "  --nodes-per-leaf N dgx topologies: nodes under one leaf switch per rail (16)\n"
-          "  --oversub X        dgx topologies: leaf oversubscription (1)\n"
+          "  --nodes-per-leaf N dgx topologies: nodes under one leaf switch per rail, 1 .. 2^20 (16)\n"
+          "  --oversub X        dgx topologies: leaf oversubscription, 1 .. 10^6 (1)\n"
+          "  --timeout S        under mpirun -np K: seconds MPI start-up and the result gather may\n"
+          "                     block (default 120), and the most rank 0 waits for another rank to\n"
+          "                     finish its points (default: no bound, a point may take hours)\n"
           "\n"
           "Network model: CM02, no cross traffic, TCP-gamma 0 unless the profile says\n"
           "otherwise; the settings used are in each result (sim.network).\n");
-}
-
-static int need_arg(int i, int argc, const char *opt) {
-  if (i + 1 >= argc) {
-    fprintf(stderr, "burstsim sim: %s needs a value\n", opt);
-    return -1;
-  }
-  return 0;
 }
 
 /* Launched by mpirun with more than one rank? (Open MPI's environment, or PMI's.) */
@@ -75,6 +73,7 @@ static int gather_results(bs_result *res, int n, int rank, int size) {
         return -1;
     } else if (rank == 0) {
       int nr = 0;
+      bs_watchdog_waiting("rank %d's result of point %d", owner, i + 1);
       if (MPI_Recv(&res[i], (int)sizeof res[i], MPI_BYTE, owner, 2 * i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
           MPI_Recv(&nr, 1, MPI_INT, owner, 2 * i + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return -1;
@@ -92,6 +91,14 @@ static int gather_results(bs_result *res, int n, int rank, int size) {
     }
   }
   return 0;
+}
+
+/* MPI_Finalize, bounded like the other waits between ranks. */
+static void sim_finalize(int rank, double timeout) {
+  bs_test_stall(rank, "finalize");
+  bs_watchdog_arm("burstsim sim", rank, "MPI shutdown (MPI_Finalize)", timeout);
+  MPI_Finalize();
+  bs_watchdog_disarm();
 }
 
 /* Where the key an error starts with ("cluster.topology: ...") was given, or "". */
@@ -133,112 +140,38 @@ static int check_names(const bs_scenario *sc, const bs_sim_opts *opts) {
 }
 
 int cmd_sim(int argc, char **argv) {
-  const char *scenario = NULL, *out_json = NULL, *out_csv = NULL, *trace = NULL, *profile = NULL;
-  char **sets = calloc((size_t)argc + 1, sizeof *sets);
-  int nsets = 0;
+  bs_sim_args A;
+  char aerr[512];
+  if (bs_sim_args_parse(argc, argv, &A, aerr, sizeof aerr)) {
+    fprintf(stderr, "burstsim sim: %s\n", aerr);
+    sim_usage(stderr);
+    return 2;
+  }
+  if (A.help) {
+    sim_usage(stdout);
+    return 0;
+  }
+  const char *scenario = A.scenario, *out_json = A.out, *out_csv = A.csv, *trace = A.trace;
+  char **sets = A.sets;
+  int nsets = A.nsets;
   bs_sim_opts opts;
   bs_sim_opts_default(&opts);
-  if (!sets) {
-    fprintf(stderr, "burstsim sim: out of memory\n");
-    return 1;
-  }
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      sim_usage(stdout);
-      free(sets);
-      return 0;
-    } else if (!strcmp(a, "--set")) {
-      if (need_arg(i, argc, a)) goto usage;
-      sets[nsets++] = argv[++i];
-    } else if (!strncmp(a, "--set=", 6)) {
-      sets[nsets++] = argv[i] + 6;
-    } else if (!strcmp(a, "--profile")) {
-      if (need_arg(i, argc, a)) goto usage;
-      profile = argv[++i];
-    } else if (!strcmp(a, "--out")) {
-      if (need_arg(i, argc, a)) goto usage;
-      out_json = argv[++i];
-    } else if (!strcmp(a, "--csv")) {
-      if (need_arg(i, argc, a)) goto usage;
-      out_csv = argv[++i];
-    } else if (!strcmp(a, "--trace")) {
-      if (need_arg(i, argc, a)) goto usage;
-      trace = argv[++i];
-    } else if (!strcmp(a, "--fold")) {
-      if (need_arg(i, argc, a)) goto usage;
-      const char *v = argv[++i];
-      if (!strcmp(v, "auto")) opts.fold = BS_AUTO;
-      else if (!strcmp(v, "on")) opts.fold = BS_ON;
-      else if (!strcmp(v, "off")) opts.fold = BS_OFF;
-      else {
-        fprintf(stderr, "burstsim sim: --fold: '%s' is not auto, on or off\n", v);
-        goto usage;
-      }
-    } else if (!strcmp(a, "--layers")) {
-      if (need_arg(i, argc, a)) goto usage;
-      const char *v = argv[++i];
-      if (!strcmp(v, "auto")) opts.layers = BS_AUTO;
-      else if (!strcmp(v, "off")) opts.layers = BS_OFF;
-      else {
-        fprintf(stderr, "burstsim sim: --layers: '%s' is not auto or off\n", v);
-        goto usage;
-      }
-    } else if (!strcmp(a, "--coll")) {
-      if (need_arg(i, argc, a)) goto usage;
-      const char *v = argv[++i];
-      if (!strcmp(v, "steps")) opts.coll_model = BS_COLL_STEPS;
-      else if (!strcmp(v, "flow")) opts.coll_model = BS_COLL_FLOW;
-      else if (!strcmp(v, "analytic")) opts.coll_model = BS_COLL_ANALYTIC;
-      else if (!strcmp(v, "auto")) opts.coll_model = BS_COLL_MODEL_AUTO;
-      else {
-        fprintf(stderr, "burstsim sim: --coll: '%s' is not auto, steps, flow or analytic (the "
-                "algorithm is cluster.coll_algo)\n", v);
-        goto usage;
-      }
-    } else if (!strcmp(a, "--nodes-per-leaf")) {
-      if (need_arg(i, argc, a)) goto usage;
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > 1 << 20) {
-        fprintf(stderr, "burstsim sim: --nodes-per-leaf: '%s' is not a positive integer\n", argv[i]);
-        goto usage;
-      }
-      opts.nodes_per_leaf = (int)v;
-    } else if (!strcmp(a, "--oversub")) {
-      if (need_arg(i, argc, a)) goto usage;
-      char *end;
-      double v = strtod(argv[++i], &end);
-      if (*end || !(v >= 1) || !isfinite(v)) {
-        fprintf(stderr, "burstsim sim: --oversub: '%s' must be a number >= 1\n", argv[i]);
-        goto usage;
-      }
-      opts.oversub = v;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "burstsim sim: unknown option '%s'\n", a);
-      goto usage;
-    } else if (!scenario) {
-      scenario = a;
-    } else {
-      fprintf(stderr, "burstsim sim: one scenario file only ('%s' and '%s')\n", scenario, a);
-      goto usage;
-    }
-  }
-  if (!scenario) {
-    fprintf(stderr, "burstsim sim: no scenario file\n");
-    goto usage;
-  }
-  opts.profile = profile;
+  static const bs_tristate folds[] = {BS_AUTO, BS_ON, BS_OFF};
+  static const bs_coll_model colls[] = {BS_COLL_MODEL_AUTO, BS_COLL_STEPS, BS_COLL_FLOW, BS_COLL_ANALYTIC};
+  opts.fold = folds[A.fold];
+  opts.layers = A.layers ? BS_OFF : BS_AUTO;
+  opts.coll_model = colls[A.coll];
+  if (A.nodes_per_leaf) opts.nodes_per_leaf = A.nodes_per_leaf;
+  if (A.oversub) opts.oversub = A.oversub;
+  opts.profile = A.profile;
   bs_sim_single_blas_thread(); /* before MPI or anything else starts a thread (sim.h) */
 
   bs_scenario sc;
   char err[1024];
   if (bs_scenario_load(scenario, sets, nsets, &sc, err, sizeof err)) {
     fprintf(stderr, "burstsim sim: %s\n", err);
-    free(sets);
     return 2;
   }
-  free(sets);
   if (check_names(&sc, &opts)) {
     bs_scenario_free(&sc);
     return 2;
@@ -255,6 +188,8 @@ int cmd_sim(int argc, char **argv) {
   if (launched_by_mpirun()) {
     /* The forked SimGrid children never touch MPI. */
     setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0);
+    bs_watchdog_arm("burstsim sim", -1, "MPI start-up (MPI_Init)", A.timeout);
+    bs_test_stall(bs_launcher_rank(), "init");
     if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
       fprintf(stderr, "burstsim sim: MPI_Init failed\n");
       free(res);
@@ -263,6 +198,15 @@ int cmd_sim(int argc, char **argv) {
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+    bs_watchdog_arm("burstsim sim", mpi_rank, "start-up (comparing the scenarios of the ranks)", A.timeout);
+    if (bs_points_same(MPI_COMM_WORLD, sc.points, sc.npoints, err, sizeof err)) {
+      if (mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", scenario, err);
+      free(res);
+      bs_scenario_free(&sc);
+      sim_finalize(mpi_rank, A.timeout);
+      return 2;
+    }
+    bs_watchdog_disarm();
   }
   int tty = isatty(2) && mpi_rank == 0, failed = 0, invalid = 0;
   for (int i = 0; i < sc.npoints; i++) {
@@ -293,8 +237,19 @@ int cmd_sim(int argc, char **argv) {
   if (tty) fprintf(stderr, "\r%60s\r", "");
   if (mpi_size > 1) {
     int mine[2] = {failed, invalid}, total[2] = {0, 0};
+    /* Another rank may still be simulating: that wait is bounded only by --timeout; the gather itself always. */
+    bs_test_stall(mpi_rank, "gather");
+    if (bs_arrive(MPI_COMM_WORLD, "the result gather", A.timeout, A.timeout <= 0, err, sizeof err)) {
+      fprintf(stderr, "burstsim sim: rank %d: %s\n", mpi_rank, err);
+      fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    bs_test_stall(mpi_rank, "gathering");
+    bs_watchdog_arm("burstsim sim", mpi_rank, "the result gather", A.timeout);
+    if (mpi_rank != 0) bs_watchdog_waiting("rank 0");
     int bad = gather_results(res, sc.npoints, mpi_rank, mpi_size) != 0;
     MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    bs_watchdog_disarm();
     failed = total[0] + bad;
     invalid = total[1];
     if (bad) fprintf(stderr, "burstsim sim: rank %d: gathering the results failed\n", mpi_rank);
@@ -303,7 +258,7 @@ int cmd_sim(int argc, char **argv) {
       for (int i = 0; i < n; i++) bs_result_free(&res[i]);
       free(res);
       bs_scenario_free(&sc);
-      MPI_Finalize();
+      sim_finalize(mpi_rank, A.timeout);
       return failed ? 1 : invalid == n ? 2 : 0;
     }
   }
@@ -324,11 +279,6 @@ int cmd_sim(int argc, char **argv) {
   for (int i = 0; i < sc.npoints; i++) bs_result_free(&res[i]);
   free(res);
   bs_scenario_free(&sc);
-  if (mpi_size > 1) MPI_Finalize();
+  if (mpi_size > 1) sim_finalize(mpi_rank, A.timeout);
   return rc;
-
-usage:
-  free(sets);
-  sim_usage(stderr);
-  return 2;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd_args.h"
 #include "commands.h"
 #include "sim/profile.h"
 #include "topologies/topo.h"
@@ -22,11 +23,11 @@ static void topo_usage(FILE *f) {
           "one host, cpu, runs every rank (so does any platform with a single host).\n"
           "Links named CLASS-... take their values from the profile when simulated.\n"
           "\n"
-          "  --nodes N           nodes (default 1; host: ignored)\n"
-          "  --gpus G            ranks on the host (host topology only, default 2)\n"
+          "  --nodes N           nodes, 1 .. 2^20 (default 1; host: ignored)\n"
+          "  --gpus G            ranks on the host, 1 .. 2^20 (host topology only, default 2)\n"
           "  --profile P         profile name or JSON file\n"
-          "  --nodes-per-leaf L  dgx: nodes under one leaf switch of a rail (default 16)\n"
-          "  --oversub X         dgx: leaf oversubscription (default 1)\n",
+          "  --nodes-per-leaf L  dgx: nodes under one leaf switch of a rail, 1 .. 2^20 (default 16)\n"
+          "  --oversub X         dgx: leaf oversubscription, 1 .. 10^6 (default 1)\n",
           bs_topo_generator_names());
 }
 
@@ -37,67 +38,23 @@ static const char *default_profile(const char *topo) {
   return "a100-sxm4-80gb";
 }
 
-static int parse_pos(const char *s, long *v) {
-  char *end;
-  *v = strtol(s, &end, 10);
-  return (*end || *v < 1 || *v > 1 << 20) ? -1 : 0;
-}
-
 int cmd_topo(int argc, char **argv) {
-  const char *name = NULL, *profile = NULL;
-  long nodes = 1, leaf = 0, gpus = 0;
-  double oversub = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      topo_usage(stdout);
-      return 0;
-    }
-    int has = i + 1 < argc;
-    if ((!strcmp(a, "--nodes") || !strcmp(a, "--nodes-per-leaf") || !strcmp(a, "--gpus") ||
-         !strcmp(a, "--profile") || !strcmp(a, "--oversub")) && !has) {
-      fprintf(stderr, "burstsim topo: %s needs a value\n", a);
-      return 2;
-    }
-    if (!strcmp(a, "--nodes")) {
-      if (parse_pos(argv[++i], &nodes)) {
-        fprintf(stderr, "burstsim topo: --nodes: '%s' is not a positive integer\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--nodes-per-leaf")) {
-      if (parse_pos(argv[++i], &leaf)) {
-        fprintf(stderr, "burstsim topo: --nodes-per-leaf: '%s' is not a positive integer\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--gpus")) {
-      if (parse_pos(argv[++i], &gpus)) {
-        fprintf(stderr, "burstsim topo: --gpus: '%s' is not a positive integer\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--oversub")) {
-      char *end;
-      oversub = strtod(argv[++i], &end);
-      if (*end || !(oversub >= 1) || !isfinite(oversub)) {
-        fprintf(stderr, "burstsim topo: --oversub: '%s' must be a number >= 1\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(a, "--profile")) {
-      profile = argv[++i];
-    } else if (a[0] == '-') {
-      fprintf(stderr, "burstsim topo: unknown option '%s'\n", a);
-      topo_usage(stderr);
-      return 2;
-    } else if (!name) {
-      name = a;
-    } else {
-      fprintf(stderr, "burstsim topo: one topology name only\n");
-      return 2;
-    }
-  }
-  if (!name) {
-    fprintf(stderr, "burstsim topo: no topology name (one of %s)\n", bs_topo_generator_names());
+  bs_topo_args A;
+  char aerr[512];
+  if (bs_topo_args_parse(argc, argv, &A, aerr, sizeof aerr)) {
+    if (!A.name && !strcmp(aerr, "no topology name"))
+      fprintf(stderr, "burstsim topo: no topology name (one of %s)\n", bs_topo_generator_names());
+    else
+      fprintf(stderr, "burstsim topo: %s\n", aerr);
     return 2;
   }
+  if (A.help) {
+    topo_usage(stdout);
+    return 0;
+  }
+  const char *name = A.name, *profile = A.profile;
+  long nodes = A.nodes, leaf = A.nodes_per_leaf, gpus = A.gpus;
+  double oversub = A.oversub;
   char err[600];
   bs_topo_params p;
   if (bs_topo_defaults(name, (int)nodes, &p, err, sizeof err)) {

@@ -13,20 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include "calib/validate.h"
+#include "cmd_args.h"
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
 
-#define MAX_SETS 32
-#define MAX_NP 16
 
 static void validate_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim validate SCENARIO.ini [--profile P.json] [--out FILE.json] [--np G]...\n"
           "                         [--set section.key=value]... [--full-calib] [--warmup N]\n"
-          "                         [--workdir DIR] [--fail-factor F] [--fail-exact]\n"
+          "                         [--workdir DIR] [--keep] [--fail-factor F] [--fail-exact]\n"
           "\n"
           "Runs every point of the scenario for real (mpirun -np G burstsim run, on this\n"
           "machine) and in the simulator on the host topology, with a profile calibrated\n"
@@ -36,11 +36,13 @@ static void validate_usage(FILE *f) {
           "\n"
           "  --profile P     use this profile for every rank count (no calibration)\n"
           "  --out FILE      entries {config, measured, predicted, error} as JSON\n"
-          "  --np G          only the points with G ranks (repeatable)\n"
-          "  --set k=v       scenario override, as in burstsim sim / run\n"
+          "  --np G          only the points with G ranks, 1 .. 4096 (repeatable, up to 16 times)\n"
+          "  --set k=v       scenario override, as in burstsim sim / run (up to 32)\n"
           "  --full-calib    the full calibration grid instead of --quick (minutes)\n"
-          "  --warmup N      untimed executions before each measured run (default 1)\n"
-          "  --workdir DIR   where profiles, results and logs go (default: a new /tmp dir)\n"
+          "  --warmup N      untimed executions before each measured run, 0 .. 100 (default 1)\n"
+          "  --workdir DIR   where profiles, results and logs go, kept afterwards (default: a new\n"
+          "                  directory under $TMPDIR or /tmp, removed at the end, failed or not)\n"
+          "  --keep          keep that new directory (its path is printed)\n"
           "  --fail-factor F exit 1 unless bytes are exact, peak memory is within 2 %%, and\n"
           "                  the step error is within F x the targets (median 10 %%, max 25 %%)\n"
           "  --fail-exact    exit 1 unless every point ran, bytes are exact and peak memory is\n"
@@ -200,86 +202,77 @@ static void unmap_path(char *err, size_t errlen, const char *gridpath, const cha
   snprintf(err, errlen, "%.1000s", tmp);
 }
 
+/* Removes the work directory and what the jobs wrote in it (files only, links not followed). */
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path) ? -1 : 0;
+}
+
+static int remove_tree(const char *dir) { return nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static int validate_in(const bs_validate_args *A, const char *wd);
+
 int cmd_validate(int argc, char **argv) {
-  const char *scenario = NULL, *profile = NULL, *out = NULL, *workdir = NULL;
-  char *sets[MAX_SETS];
-  int nsets = 0, nps[MAX_NP], nnp = 0, full = 0, warmup = 1;
-  double fail_factor = 0;
-  int fail_exact = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has = i + 1 < argc;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      validate_usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--profile") && has) profile = argv[++i];
-    else if (!strcmp(a, "--out") && has) out = argv[++i];
-    else if (!strcmp(a, "--workdir") && has) workdir = argv[++i];
-    else if (!strcmp(a, "--full-calib")) full = 1;
-    else if (!strcmp(a, "--fail-exact")) fail_exact = 1;
-    else if (!strcmp(a, "--set") && has) {
-      if (nsets == MAX_SETS) {
-        fprintf(stderr, "burstsim validate: at most %d --set options\n", MAX_SETS);
-        return 2;
-      }
-      sets[nsets++] = argv[++i];
-    } else if ((!strcmp(a, "--np") || !strcmp(a, "--warmup") || !strcmp(a, "--fail-factor")) && has) {
-      char *end;
-      double v = strtod(argv[++i], &end);
-      int bad = *end || !(v >= 0) || v > 1e6;
-      if (!strcmp(a, "--np")) {
-        if (bad || v < 1 || v != floor(v) || nnp == MAX_NP) {
-          fprintf(stderr, "burstsim validate: --np %s: a positive rank count (at most %d of them)\n", argv[i], MAX_NP);
-          return 2;
-        }
-        nps[nnp++] = (int)v;
-      } else if (!strcmp(a, "--warmup")) {
-        if (bad || v != floor(v) || v > 100) {
-          fprintf(stderr, "burstsim validate: --warmup %s: 0 .. 100\n", argv[i]);
-          return 2;
-        }
-        warmup = (int)v;
-      } else {
-        if (bad || v <= 0) {
-          fprintf(stderr, "burstsim validate: --fail-factor %s: a positive number\n", argv[i]);
-          return 2;
-        }
-        fail_factor = v;
-      }
-    } else if (a[0] == '-' || scenario) {
-      fprintf(stderr, "burstsim validate: unknown or incomplete option '%s'\n", a);
-      validate_usage(stderr);
-      return 2;
-    } else scenario = a;
-  }
-  if (!scenario) {
-    fprintf(stderr, "burstsim validate: a SCENARIO.ini is required\n");
+  bs_validate_args A;
+  char aerr[512];
+  if (bs_validate_args_parse(argc, argv, &A, aerr, sizeof aerr)) {
+    fprintf(stderr, "burstsim validate: %s\n", aerr);
     validate_usage(stderr);
     return 2;
   }
-  char err[1024];
-  if (profile) {
-    FILE *f = fopen(profile, "r");
+  if (A.help) {
+    validate_usage(stdout);
+    return 0;
+  }
+  if (A.profile) {
+    FILE *f = fopen(A.profile, "r");
     if (!f) {
-      fprintf(stderr, "burstsim validate: --profile %s: cannot open\n", profile);
+      fprintf(stderr, "burstsim validate: --profile %s: cannot open\n", A.profile);
       return 2;
     }
     fclose(f);
   }
   char wd[512];
-  if (workdir) {
-    snprintf(wd, sizeof wd, "%s", workdir);
+  if (A.workdir) {
+    if (snprintf(wd, sizeof wd, "%s", A.workdir) >= (int)sizeof wd) {
+      fprintf(stderr, "burstsim validate: --workdir: longer than %zu bytes\n", sizeof wd - 1);
+      return 2;
+    }
     if (mkdir(wd, 0755) && errno != EEXIST) {
       fprintf(stderr, "burstsim validate: --workdir %s: %s\n", wd, strerror(errno));
       return 2;
     }
   } else {
-    snprintf(wd, sizeof wd, "/tmp/burstsim-validate-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp || strlen(tmp) > 400) tmp = "/tmp";
+    snprintf(wd, sizeof wd, "%s/burstsim-validate-XXXXXX", tmp);
     if (!mkdtemp(wd)) {
       fprintf(stderr, "burstsim validate: cannot create a work directory: %s\n", strerror(errno));
       return 1;
     }
   }
+  int rc = validate_in(&A, wd);
+  /* A directory of its own is removed, whatever the outcome, unless --keep; one given by --workdir stays. */
+  if (!A.workdir && !A.keep) {
+    if (remove_tree(wd)) {
+      fprintf(stderr, "burstsim validate: cannot remove the work directory %s: %s\n", wd, strerror(errno));
+      if (rc == 0) rc = 1;
+    }
+  } else {
+    fprintf(stderr, "burstsim validate: work directory kept: %s\n", wd);
+  }
+  return rc;
+}
+
+static int validate_in(const bs_validate_args *A, const char *wd) {
+  const char *scenario = A->scenario, *profile = A->profile, *out = A->out;
+  char **sets = (char **)A->sets;
+  int nsets = A->nsets, nnp = A->nnp, full = A->full_calib, warmup = A->warmup, fail_exact = A->fail_exact;
+  const int *nps = A->nps;
+  double fail_factor = A->fail_factor;
+  char err[1024];
   /* The grids: one scenario each (a plain file is one grid). */
   static char gpaths[MAX_GRIDS][600], gnames[MAX_GRIDS][64];
   int ngrids = split_grids(scenario, wd, gpaths, gnames, err, sizeof err);
