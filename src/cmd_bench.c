@@ -131,6 +131,14 @@ int cmd_bench(int argc, char **argv) {
             backend);
     return 2;
   }
+  if (json) { /* before minutes of measuring, creating nothing */
+    char cerr[1024];
+    const bs_path_role outs[] = {{"--json", json}};
+    if (bs_out_check_all(outs, 1, NULL, 0, cerr, sizeof cerr)) {
+      fprintf(stderr, "burstsim bench kernels: %s\n", cerr);
+      return 2;
+    }
+  }
   table_ctx t = {json && !strcmp(json, "-") ? stderr : stdout};
   o.on_row = print_row;
   o.ctx = &t;
@@ -159,12 +167,13 @@ int cmd_bench(int argc, char **argv) {
       size_t len = strlen(s);
       char *withnl = malloc(len + 2);
       if (!withnl) {
+        fprintf(stderr, "burstsim bench kernels: out of memory writing JSON\n");
         rc = 1;
       } else {
         memcpy(withnl, s, len);
         withnl[len] = '\n';
         withnl[len + 1] = 0;
-        if (bs_write_atomic(json, withnl, len + 1, err, sizeof err)) {
+        if (bs_write_file(json, withnl, len + 1, err, sizeof err)) {
           fprintf(stderr, "burstsim bench kernels: %s\n", err);
           rc = 1;
         }

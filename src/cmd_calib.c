@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/fileio.h"
 #include "calib/calib.h"
 #include "commands.h"
 
@@ -137,11 +138,16 @@ int cmd_calib(int argc, char **argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int ok = 1;
-  if (rank == 0) {
-    FILE *f = fopen(out, "a");
-    ok = f != NULL;
-    if (f) fclose(f);
-    if (!ok) fprintf(stderr, "burstsim calib: %s: cannot write\n", out);
+  if (rank == 0) { /* checked, not created: an interrupted calib leaves no file */
+    const bs_path_role outs[] = {{"--out", out}};
+    char cerr[1024];
+    if (bs_out_check_all(outs, 1, NULL, 0, cerr, sizeof cerr)) {
+      fprintf(stderr, "burstsim calib: %s\n", cerr);
+      ok = 0;
+    } else if (plots && bs_out_check_dir(plots, cerr, sizeof cerr)) {
+      fprintf(stderr, "burstsim calib: --plots %s\n", cerr);
+      ok = 0;
+    }
   }
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!ok) {

@@ -232,6 +232,22 @@ int cmd_sim(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
   }
+  /* Outputs are checked before the first point, so a bad path costs nothing. */
+  int out_ok = 1;
+  if (mpi_rank == 0) {
+    const bs_path_role outs[] = {{"--out", out_json}, {"--csv", out_csv}, {"--trace", trace}};
+    if (bs_output_precheck(outs, 3, scenario, &sc, profile, err, sizeof err)) {
+      fprintf(stderr, "burstsim sim: %s\n", err);
+      out_ok = 0;
+    }
+  }
+  if (mpi_size > 1) MPI_Bcast(&out_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!out_ok) {
+    free(res);
+    bs_scenario_free(&sc);
+    if (mpi_size > 1) MPI_Finalize();
+    return 2;
+  }
   int tty = isatty(2) && mpi_rank == 0, failed = 0, invalid = 0;
   for (int i = 0; i < sc.npoints; i++) {
     const bs_config *c = &sc.points[i];

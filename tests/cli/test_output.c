@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
 #include "src/output.h"
 
 static char dir[256];
@@ -108,8 +109,8 @@ static void test_atomic_failure(void **st) {
   assert_int_not_equal(stat(path, &sb), 0);
   /* an existing file is replaced whole, never appended to or truncated half-way */
   snprintf(path, sizeof path, "%s/keep.json", dir);
-  assert_int_equal(bs_write_atomic(path, "old", 3, err, sizeof err), 0);
-  assert_int_equal(bs_write_atomic(path, "newer", 5, err, sizeof err), 0);
+  assert_int_equal(bs_write_file(path, "old", 3, err, sizeof err), 0);
+  assert_int_equal(bs_write_file(path, "newer", 5, err, sizeof err), 0);
   char *text = slurp(path);
   assert_string_equal(text, "newer");
   free(text);
