@@ -174,7 +174,7 @@ int cmd_bench(int argc, char **argv) {
         withnl[len] = '\n';
         withnl[len + 1] = 0;
         if (bs_write_file(json, withnl, len + 1, err, sizeof err)) {
-          fprintf(stderr, "burstsim bench kernels: %s\n", err);
+          fprintf(stderr, "burstsim bench kernels: --json %s\n", err);
           rc = 1;
         }
         free(withnl);

@@ -342,11 +342,11 @@ int cmd_run(int argc, char **argv) {
     }
     for (int i = 0; res && i < nrep; i++) res[i] = reps_out[i].res;
     if (res && out && write_json(out, reps_out, res, nrep, err, sizeof err)) {
-      fprintf(stderr, "burstsim run: %s\n", err);
+      fprintf(stderr, "burstsim run: --out %s\n", err);
       code = 2;
     }
     if (res && trace && write_trace(trace, reps_out, nrep, err, sizeof err)) {
-      fprintf(stderr, "burstsim run: %s\n", err);
+      fprintf(stderr, "burstsim run: --trace %s\n", err);
       code = 2;
     }
     free(res);

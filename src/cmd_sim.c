@@ -295,11 +295,11 @@ int cmd_sim(int argc, char **argv) {
     fprintf(stderr, "burstsim sim: %d of %d points are not valid for their method or platform (see the table)\n",
             invalid, sc.npoints);
   if (out_json && bs_output_json(out_json, "sim", res, sc.npoints, err, sizeof err)) {
-    fprintf(stderr, "burstsim sim: %s\n", err);
+    fprintf(stderr, "burstsim sim: --out %s\n", err);
     rc = 1;
   }
   if (out_csv && bs_output_csv(out_csv, res, sc.npoints, err, sizeof err)) {
-    fprintf(stderr, "burstsim sim: %s\n", err);
+    fprintf(stderr, "burstsim sim: --csv %s\n", err);
     rc = 1;
   }
   for (int i = 0; i < sc.npoints; i++) bs_result_free(&res[i]);

@@ -480,7 +480,7 @@ int cmd_validate(int argc, char **argv) {
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text || bs_write_file(out, text, strlen(text), err, sizeof err)) {
-      fprintf(stderr, "burstsim validate: %s\n", text ? err : "out of memory");
+      fprintf(stderr, "burstsim validate: --out %s\n", text ? err : "out of memory");
       free(text);
       rc = 1;
       goto out;

@@ -72,7 +72,7 @@ sim_out_dev_null)
   run 0 "" "$bs" sim "$scen" --out /dev/null --csv /dev/null
   [ -c /dev/null ] || fail "/dev/null is no longer a character device" ;;
 sim_out_dev_full)
-  run 1 "/dev/full: write failed: No space left on device" "$bs" sim "$scen" --out /dev/full
+  run 1 "--out /dev/full: write failed: No space left on device" "$bs" sim "$scen" --out /dev/full
   [ -c /dev/full ] || fail "/dev/full is no longer a character device" ;;
 sim_stdout_full)
   timeout 300 "$bs" sim "$scen" >/dev/full 2>"$log"
