@@ -28,27 +28,6 @@ void bs_profile_path(const char *name, char *out, size_t outlen) {
   else snprintf(out, outlen, "%s/calib/profiles/%s.json", BURSTSIM_SOURCE_DIR, name);
 }
 
-static char *read_file(const char *path, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open profile", path);
-    return NULL;
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    fclose(f);
-    snprintf(err, errlen, "%s: cannot read profile", path);
-    return NULL;
-  }
-  s[n] = 0;
-  fclose(f);
-  return s;
-}
-
 /* A {"value": X, "source": "..."} number; required unless opt. */
 static int get_val(const cJSON *obj, const char *key, double *out, int opt, const char *path,
                    const char *where, char *err, size_t errlen) {
@@ -316,7 +295,7 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
              "FILE.json)", name_or_path, path);
     return -1;
   }
-  char *text = read_file(path, err, errlen);
+  char *text = bs_read_file(path, NULL, err, errlen);
   if (!text) return -1;
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
