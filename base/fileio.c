@@ -444,7 +444,11 @@ int bs_out_check_all(const bs_path_role *outs, int nout, const bs_path_role *ins
   char why[BS_PATH_MAX + 256];
   for (int i = 0; i < nout; i++) {
     const char *p = outs[i].path;
-    if (!p || !*p) continue;
+    if (!p) continue;
+    if (!*p) {
+      snprintf(err, errlen, "%s '': an empty path", outs[i].what);
+      return -1;
+    }
     if (bs_out_check(p, why, sizeof why)) {
       snprintf(err, errlen, "%s %s", outs[i].what, why);
       return -1;

@@ -54,7 +54,7 @@ int bs_out_check_dir(const char *path, char *err, size_t errlen);
 /* A path with what it is to the command: {"--out", path}, {"the scenario", path}. */
 typedef struct {
   const char *what;
-  const char *path; /* NULL or "" = not given */
+  const char *path; /* NULL = not given (an input may also be ""; an empty output is an error) */
 } bs_path_role;
 
 /* bs_out_check on every output, then refuses an output that is the same file as an input

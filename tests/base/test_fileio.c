@@ -207,6 +207,10 @@ static void test_inputs_and_duplicates(void **st) {
   const bs_path_role two_std[] = {{"--out", "-"}, {"--csv", "-"}};
   assert_int_equal(bs_out_check_all(two_std, 2, NULL, 0, err, sizeof err), -1);
   assert_non_null(strstr(err, "standard output"));
+  /* an empty output path is an error, not "no output" */
+  const bs_path_role empty[] = {{"--out", ""}};
+  assert_int_equal(bs_out_check_all(empty, 1, NULL, 0, err, sizeof err), -1);
+  assert_non_null(strstr(err, "--out '': an empty path"));
   /* distinct outputs, and devices shared by outputs, pass */
   const bs_path_role fine[] = {{"--out", out}, {"--csv", "/dev/null"}, {"--trace", "/dev/null"}, {"--x", NULL}};
   assert_int_equal(bs_out_check_all(fine, 4, ins, 1, err, sizeof err), 0);
