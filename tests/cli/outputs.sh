@@ -32,10 +32,15 @@ sim_out_is_scenario)
   ln -s s.ini alias.ini
   run 2 "--csv alias.ini: the same file as the scenario" "$bs" sim s.ini --csv alias.ini
   cmp -s s.ini before.ini || fail "the scenario was changed through a link" ;;
-sim_out_is_profile)
+sim_out_is_profile_or_platform)
   cp "$src/calib/profiles/a100-sxm4-80gb.json" p.json; cp p.json before.json
   run 2 "--trace p.json: the same file as --profile" "$bs" sim "$scen" --profile p.json --trace p.json
-  cmp -s p.json before.json || fail "the profile was changed" ;;
+  cmp -s p.json before.json || fail "the profile was changed"
+  run 2 "--out p.json: the same file as the profile" "$bs" sim "$scen" --set "cluster.profile=$work/p.json" --out p.json
+  cmp -s p.json before.json || fail "the scenario's profile was changed"
+  cp "$src/tests/sim/bad-platform.xml" plat.xml; cp plat.xml before.xml
+  run 2 "--csv plat.xml: the same file as the platform" "$bs" sim "$scen" --set "cluster.topology=$work/plat.xml" --csv plat.xml
+  cmp -s plat.xml before.xml || fail "the platform was changed" ;;
 sim_out_equals_csv)
   run 2 "--csv x: the same file as --out x" "$bs" sim "$scen" --out x --csv x
   [ ! -e x ] || fail "x was created"
