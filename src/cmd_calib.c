@@ -152,7 +152,7 @@ int cmd_calib(int argc, char **argv) {
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!ok) {
     MPI_Finalize();
-    return 1;
+    return 2; /* a bad --out or --plots: bad input, as for the other commands */
   }
   o.log = rank == 0 ? stdout : NULL;
   bs_calib_data d;

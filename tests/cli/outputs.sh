@@ -96,11 +96,11 @@ run_out_stdout_once)
   grep -q '"sent_to"' r.json || fail "r.json lacks the per-peer bytes" ;;
 calib_checked_first)
   echo x > file
-  run 1 "--plots file: exists and is not a directory" "$bs" calib --quick --out p.json --plots file
+  run 2 "--plots file: exists and is not a directory" "$bs" calib --quick --out p.json --plots file
   [ ! -e p.json ] || fail "p.json was created by the check"
-  run 1 "--out nodir/p.json: directory nodir" "$bs" calib --quick --out nodir/p.json
+  run 2 "--out nodir/p.json: directory nodir" "$bs" calib --quick --out nodir/p.json
   mkdir d
-  run 1 "--out d: is a directory" "$bs" calib --quick --out d ;;
+  run 2 "--out d: is a directory" "$bs" calib --quick --out d ;;
 validate_out_is_scenario)
   cp "$src/tests/calib/ci.ini" v.ini; cp v.ini before.ini
   run 2 "--out v.ini: the same file as the scenario" "$bs" validate v.ini --out v.ini
