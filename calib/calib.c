@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include "base/fileio.h"
 #include "calib/bench_kernels.h"
 #include "calib/fit.h"
 #include "sim/profile.h"
@@ -1365,36 +1366,6 @@ static cJSON *profile_check(const bs_calib_data *d, const bs_profile *p, int pri
   return c;
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
-
-static int write_text(const char *path, const char *text, char *err, size_t errlen) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "w");
-  int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-  if (f && fclose(f)) ok = 0;
-  if (!ok || rename(tmp, path)) {
-    remove(tmp);
-    snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
 /* gnuplot data, script and PNGs: per kernel GFLOP/s (or GB/s) against size, per link time against bytes. */
 static int write_plots(const bs_calib_data *d, const bs_profile *p, const bs_calib_opts *o, const char *dir,
                        char *err, size_t errlen) {
@@ -1404,16 +1375,15 @@ static int write_plots(const bs_calib_data *d, const bs_profile *p, const bs_cal
   }
   char path[1100];
   snprintf(path, sizeof path, "%s/plots.gp", dir);
-  FILE *gp = fopen(path, "w");
-  if (!gp) {
-    snprintf(err, errlen, "%s: cannot write", path);
-    return -1;
-  }
+  bs_outfile *gpo = bs_out_open(path, err, errlen);
+  if (!gpo) return -1;
+  FILE *gp = bs_out_stream(gpo);
   fprintf(gp, "# burstsim calib: measured (points) against the profile's model (lines). Run: gnuplot plots.gp\n"
               "set terminal pngcairo size 1000,650\nset logscale x 2\nset key outside right\nset grid\n");
   int primary = o->primary_bf16 ? 1 : 0;
   for (int kernel = 0; kernel < BS_K_COUNT; kernel++) {
     snprintf(path, sizeof path, "%s/kernel_%s.dat", dir, bs_kernel_name((bs_kernel)kernel));
+    bs_outfile *fo = NULL;
     FILE *f = NULL;
     char last[48] = "";
     int blocks = 0;
@@ -1421,10 +1391,12 @@ static int write_plots(const bs_calib_data *d, const bs_profile *p, const bs_cal
     for (int i = 0; i < d->nk; i++) {
       const bs_calib_kpoint *k = &d->k[i];
       if (k->kernel != kernel || (k->bf16 != primary && kernel <= BS_K_ATTN_DELTA)) continue;
-      if (!f && !(f = fopen(path, "w"))) {
-        fclose(gp);
-        snprintf(err, errlen, "%s: cannot write", path);
-        return -1;
+      if (!f) {
+        if (!(fo = bs_out_open(path, err, errlen))) {
+          bs_out_abort(gpo);
+          return -1;
+        }
+        f = bs_out_stream(fo);
       }
       if (strcmp(last, k->series)) {
         if (blocks >= 16) break;
@@ -1439,7 +1411,10 @@ static int write_plots(const bs_calib_data *d, const bs_profile *p, const bs_cal
       fprintf(f, "%g %g %g %g %g\n", size, k->t_eff, mt, work / k->t_eff / 1e9, mt > 0 ? work / mt / 1e9 : 0);
     }
     if (!f) continue;
-    fclose(f);
+    if (bs_out_commit(fo, err, errlen)) {
+      bs_out_abort(gpo);
+      return -1;
+    }
     fprintf(gp, "set output 'kernel_%s.png'\nset title '%s: measured vs profile (whole-CPU-equivalent, %d rank(s))'\n"
                 "set xlabel '%s'\nset ylabel '%s'\nplot ",
             bs_kernel_name((bs_kernel)kernel), bs_kernel_name((bs_kernel)kernel), d->ranks,
@@ -1454,12 +1429,12 @@ static int write_plots(const bs_calib_data *d, const bs_profile *p, const bs_cal
   if (d->nl) {
     static const char *tests[] = {"pingpong", "bidir", "ring", "allreduce", "allgather", "reduce_scatter", "alltoall"};
     snprintf(path, sizeof path, "%s/links.dat", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-      fclose(gp);
-      snprintf(err, errlen, "%s: cannot write", path);
+    bs_outfile *fo = bs_out_open(path, err, errlen);
+    if (!fo) {
+      bs_out_abort(gpo);
       return -1;
     }
+    FILE *f = bs_out_stream(fo);
     const bs_prof_link *shm = &p->link[BS_LINK_SHM];
     for (int t = 0; t < 7; t++) {
       fprintf(f, "%s# %s: bytes measured_s model_s (pingpong, ring: the shm link of the profile)\n", t ? "\n\n" : "", tests[t]);
@@ -1471,7 +1446,10 @@ static int write_plots(const bs_calib_data *d, const bs_profile *p, const bs_cal
         fprintf(f, "%lld %g %g\n", (long long)l->bytes, l->t_med, mt);
       }
     }
-    fclose(f);
+    if (bs_out_commit(fo, err, errlen)) {
+      bs_out_abort(gpo);
+      return -1;
+    }
     fprintf(gp, "set output 'links.png'\nset logscale xy\nset title 'links (%d ranks): measured (points), shm link model (lines)'\n"
                 "set xlabel 'bytes'\nset ylabel 'seconds'\nplot ", d->ranks);
     for (int t = 0; t < 7; t++)
@@ -1480,7 +1458,7 @@ static int write_plots(const bs_calib_data *d, const bs_profile *p, const bs_cal
     fprintf(gp, ", \\\n     'links.dat' index 0 using 1:3 with lines lc 1 title 'pingpong model', "
                 "'links.dat' index 2 using 1:3 with lines lc 3 title 'ring model'\n");
   }
-  fclose(gp);
+  if (bs_out_commit(gpo, err, errlen)) return -1;
   char cmd[1300];
   snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot plots.gp", dir);
   int rc = system(cmd);
@@ -1499,6 +1477,7 @@ int bs_calib_write_profile(const bs_calib_data *d, const bs_calib_opts *o, const
   int rc = -1;
   char *text = NULL;
   cJSON *root = NULL;
+  bs_outfile *po = NULL;
   if (!p || !fits || !links_fit) {
     snprintf(err, errlen, "calib: out of memory");
     goto out;
@@ -1513,11 +1492,9 @@ int bs_calib_write_profile(const bs_calib_data *d, const bs_calib_opts *o, const
   char source[400];
   snprintf(source, sizeof source, "burstsim calib %s on %s (%d rank(s) x %d thread(s)); fits and raw measurements in this file",
            d->date, d->cpu_model, d->ranks, d->threads);
-  if (bs_profile_save(p, path, source, err, errlen)) goto out;
-  text = slurp(path);
-  root = text ? cJSON_Parse(text) : NULL;
+  root = bs_profile_to_json(p, source);
   if (!root) {
-    snprintf(err, errlen, "%s: cannot read back the profile just written", path);
+    snprintf(err, errlen, "calib: out of memory");
     goto out;
   }
   /* Table types ("dtype", ignored by the loader: the simulator reads the first table per head_dim and mask). */
@@ -1576,15 +1553,32 @@ int bs_calib_write_profile(const bs_calib_data *d, const bs_calib_opts *o, const
   links_fit = NULL;
   cJSON_AddItemToObject(root, "profile_check", profile_check(d, p, o->primary_bf16 ? 1 : 0));
   cJSON_AddItemToObject(root, "measurements", measurements_json(d));
-  free(text);
   text = cJSON_Print(root);
-  if (!text || write_text(path, text, err, errlen)) goto out;
-  /* What was written must load. */
-  bs_profile check;
-  if (bs_profile_load(path, &check, err, errlen)) goto out;
+  if (!text) {
+    snprintf(err, errlen, "calib: out of memory");
+    goto out;
+  }
+  /* The profile replaces PATH last: only once it loads back and the plots are written. */
+  if (!(po = bs_out_open(path, err, errlen))) goto out;
+  if (fputs(text, bs_out_stream(po)) < 0 || fputc('\n', bs_out_stream(po)) == EOF ||
+      fflush(bs_out_stream(po))) {
+    snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    goto out;
+  }
+  const char *written = bs_out_temp_path(po);
+  if (written) { /* a device or FIFO is written in place and cannot be read back */
+    bs_profile check;
+    char lerr[512];
+    if (bs_profile_load(written, &check, lerr, sizeof lerr)) {
+      snprintf(err, errlen, "%s: the profile does not load back (%s); not written", path, lerr);
+      goto out;
+    }
+  }
   if (plots_dir && write_plots(d, p, o, plots_dir, err, errlen)) goto out;
-  rc = 0;
+  rc = bs_out_commit(po, err, errlen);
+  po = NULL;
 out:
+  bs_out_abort(po);
   free(text);
   cJSON_Delete(root);
   cJSON_Delete(fits);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "base/fileio.h"
 #include "sim/sim.h"
 
 #define MAX_ARGS 96
@@ -177,23 +178,8 @@ static const char *phase_name_i(int i) { return bs_phase_name((bs_phase)i); }
 int bs_validate_read_results(const char *path, bs_result **out, int *n, char *err, size_t errlen) {
   *out = NULL;
   *n = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open the results", path);
-    return -1;
-  }
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
-  if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-    free(text);
-    fclose(f);
-    snprintf(err, errlen, "%s: cannot read the results", path);
-    return -1;
-  }
-  fclose(f);
-  text[len] = 0;
+  char *text = bs_read_file(path, NULL, err, errlen);
+  if (!text) return -1;
   cJSON *root = cJSON_Parse(text);
   free(text);
   const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "results");

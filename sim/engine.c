@@ -43,6 +43,7 @@
 #include <xbt/dynar.h>
 #include <xbt/log.h>
 
+#include "base/fileio.h"
 #include "plans/plan.h"
 #include "sim/coll_shape.h"
 #include "sim/load.h"
@@ -151,6 +152,7 @@ typedef struct sim_ctx {
   int64_t events;
   int nfinished;
   char error[512];
+  bs_outfile *trace_out;    /* --trace: replaces the file only when the point succeeds */
   FILE *trace;
   int trace_first;
   /* per-link statistics */
@@ -213,9 +215,14 @@ static void decode_msg(void *p, int *tag, int64_t *bytes_low) {
 static void trace_event(sim_ctx *c, const char *name, int rank, int node, double t0, double t1,
                         const char *cat) {
   if (!c->trace) return;
+  double ts = t0 * 1e6, dur = (t1 - t0) * 1e6;
+  if (!isfinite(ts) || !isfinite(dur)) { /* JSON has no inf or nan: the point fails, no file */
+    set_error(c, "%s: rank %d's %s at %g s for %g s is not a finite time; no trace written",
+              c->opts->trace_path, rank, name, t0, t1 - t0);
+    return;
+  }
   fprintf(c->trace, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
-          "\"ts\":%.3f,\"dur\":%.3f}", c->trace_first ? "\n" : ",\n", name, cat, node, rank,
-          t0 * 1e6, (t1 - t0) * 1e6);
+          "\"ts\":%.3f,\"dur\":%.3f}", c->trace_first ? "\n" : ",\n", name, cat, node, rank, ts, dur);
   c->trace_first = 0;
 }
 
@@ -1628,13 +1635,15 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     free(ll);
   }
   if (opts->trace_path) {
-    ctx.trace = fopen(opts->trace_path, "w");
-    if (!ctx.trace) {
+    char oerr[512];
+    ctx.trace_out = bs_out_open(opts->trace_path, oerr, sizeof oerr);
+    if (!ctx.trace_out) {
       free(hosts);
       free(node);
-      snprintf(err, errlen, "%s: cannot write the trace: %s", opts->trace_path, strerror(errno));
+      snprintf(err, errlen, "cannot write the trace: %s", oerr);
       goto done;
     }
+    ctx.trace = bs_out_stream(ctx.trace_out);
     fprintf(ctx.trace, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
   }
   for (int s = 0; s < A; s++) {
@@ -1663,12 +1672,6 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   }
   simgrid_run();
 
-  if (ctx.trace) {
-    fprintf(ctx.trace, "\n]}\n");
-    if (fclose(ctx.trace) && !ctx.error[0])
-      set_error(&ctx, "%s: cannot write the trace", opts->trace_path);
-    ctx.trace = NULL;
-  }
   if (!ctx.error[0] && ctx.nfinished < A) {
     /* SimGrid returns normally after "Deadlock detected": say who is stuck. */
     char list[360] = "";
@@ -1699,6 +1702,17 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     goto done;
   }
   if (fill_result(&ctx, out, err, errlen) || check_times(out, err, errlen)) goto done;
+  if (ctx.trace_out) { /* complete and the point valid: only now does the trace replace the file */
+    fprintf(ctx.trace, "\n]}\n");
+    ctx.trace = NULL;
+    char oerr[512];
+    int wrc = bs_out_commit(ctx.trace_out, oerr, sizeof oerr);
+    ctx.trace_out = NULL;
+    if (wrc) {
+      snprintf(err, errlen, "cannot write the trace: %s", oerr);
+      goto done;
+    }
+  }
   if (!out->ranks) {
     snprintf(err, errlen, "out of memory for the per-rank results");
     goto done;
@@ -1711,7 +1725,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   }
   rc = 0;
 done:
-  if (ctx.trace) fclose(ctx.trace);
+  bs_out_abort(ctx.trace_out);
   if (ctx.rs)
     for (int s = 0; s < ctx.A; s++)
       if (ctx.rs[s].it) ctx.src->iter_free(ctx.rs[s].it);

@@ -4,6 +4,8 @@
  */
 #include "profile.h"
 
+#include "base/fileio.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -569,8 +571,7 @@ static cJSON *val(double v, const char *source) {
   return o;
 }
 
-int bs_profile_save(const bs_profile *p, const char *path, const char *source, char *err,
-                    size_t errlen) {
+cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddNumberToObject(root, "format", 1);
   cJSON_AddStringToObject(root, "name", p->name);
@@ -638,21 +639,26 @@ int bs_profile_save(const bs_profile *p, const char *path, const char *source, c
     cJSON_AddItemToObject(h, "speed_flops", val(p->host_speed, source));
     cJSON_AddItemToObject(h, "cores", val(p->host_cores, source));
   }
-  char *text = cJSON_Print(root);
+  return root;
+}
+
+int bs_profile_save(const bs_profile *p, const char *path, const char *source, char *err,
+                    size_t errlen) {
+  cJSON *root = bs_profile_to_json(p, source);
+  char *text = root ? cJSON_Print(root) : NULL;
   cJSON_Delete(root);
-  if (!text) {
+  size_t n = text ? strlen(text) : 0;
+  char *withnl = text ? realloc(text, n + 2) : NULL;
+  if (!withnl) {
+    free(text);
     snprintf(err, errlen, "%s: out of memory", path);
     return -1;
   }
-  FILE *f = fopen(path, "w");
-  int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-  if (f && fclose(f)) ok = 0;
-  free(text);
-  if (!ok) {
-    snprintf(err, errlen, "%s: cannot write profile", path);
-    return -1;
-  }
-  return 0;
+  withnl[n] = '\n';
+  withnl[n + 1] = '\0';
+  int rc = bs_write_file(path, withnl, n + 1, err, errlen);
+  free(withnl);
+  return rc;
 }
 
 /* Useful TFLOP/s of a table at x: linear in log2(x), clamped at the ends. */

@@ -131,7 +131,12 @@ void bs_profile_path(const char *name, char *out, size_t outlen);
 /* Reads and checks a profile. Returns 0, or -1 with "FILE: key: what" in err. */
 int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t errlen);
 
-/* Writes p as JSON with the given source string on every value (calibration). */
+/* p as a profile JSON object with the given source string on every value (the caller deletes it). */
+struct cJSON;
+struct cJSON *bs_profile_to_json(const bs_profile *p, const char *source);
+
+/* Writes p as JSON with the given source string on every value (calibration), through
+ * base/fileio.h: the old file stays whole until the new one is complete. */
 int bs_profile_save(const bs_profile *p, const char *path, const char *source,
                     char *err, size_t errlen);
 

@@ -99,6 +99,14 @@ int cmd_bench(int argc, char **argv) {
   o.quick = A.quick;
   o.threads = A.threads;
   o.heads = A.heads;
+  if (json) { /* before minutes of measuring, creating nothing */
+    char cerr[1024];
+    const bs_path_role outs[] = {{"--json", json}};
+    if (bs_out_check_all(outs, 1, NULL, 0, cerr, sizeof cerr)) {
+      fprintf(stderr, "burstsim bench kernels: %s\n", cerr);
+      return 2;
+    }
+  }
   table_ctx t = {json && !strcmp(json, "-") ? stderr : stdout};
   o.on_row = print_row;
   o.ctx = &t;
@@ -127,13 +135,14 @@ int cmd_bench(int argc, char **argv) {
       size_t len = strlen(s);
       char *withnl = malloc(len + 2);
       if (!withnl) {
+        fprintf(stderr, "burstsim bench kernels: out of memory writing JSON\n");
         rc = 1;
       } else {
         memcpy(withnl, s, len);
         withnl[len] = '\n';
         withnl[len + 1] = 0;
-        if (bs_write_atomic(json, withnl, len + 1, err, sizeof err)) {
-          fprintf(stderr, "burstsim bench kernels: %s\n", err);
+        if (bs_write_file(json, withnl, len + 1, err, sizeof err)) {
+          fprintf(stderr, "burstsim bench kernels: --json %s\n", err);
           rc = 1;
         }
         free(withnl);

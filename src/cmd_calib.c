@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/fileio.h"
 #include "calib/calib.h"
 #include "cmd_args.h"
 #include "commands.h"
@@ -94,16 +95,21 @@ int cmd_calib(int argc, char **argv) {
   }
   bs_watchdog_disarm();
   int ok = 1;
-  if (rank == 0) {
-    FILE *f = fopen(out, "a");
-    ok = f != NULL;
-    if (f) fclose(f);
-    if (!ok) fprintf(stderr, "burstsim calib: %s: cannot write\n", out);
+  if (rank == 0) { /* checked, not created: an interrupted calib leaves no file */
+    const bs_path_role outs[] = {{"--out", out}};
+    char cerr[1024];
+    if (bs_out_check_all(outs, 1, NULL, 0, cerr, sizeof cerr)) {
+      fprintf(stderr, "burstsim calib: %s\n", cerr);
+      ok = 0;
+    } else if (plots && bs_out_check_dir(plots, cerr, sizeof cerr)) {
+      fprintf(stderr, "burstsim calib: --plots %s\n", cerr);
+      ok = 0;
+    }
   }
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (!ok) {
     MPI_Finalize();
-    return 1;
+    return 2; /* a bad --out or --plots: bad input, as for the other commands */
   }
   o.log = rank == 0 ? stdout : NULL;
   bs_calib_data d;

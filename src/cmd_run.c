@@ -6,6 +6,7 @@
  * every rank) and optionally a Chrome trace-event timeline, one track per rank.
  */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,20 +91,9 @@ static void print_table(const bs_run_report *rep) {
   printf("\n");
 }
 
-/* Adds bytes per peer, threads and the verification to the JSON written by bs_output_json. */
-static int augment_json(const char *path, bs_run_report *reps, int n, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f) { snprintf(err, errlen, "%s: cannot reopen", path); return -1; }
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)len + 1);
-  size_t got = text ? fread(text, 1, (size_t)len, f) : 0;
-  fclose(f);
-  if (!text || got != (size_t)len) { free(text); snprintf(err, errlen, "%s: cannot read back", path); return -1; }
-  text[len] = 0;
-  cJSON *root = cJSON_Parse(text);
-  free(text);
+/* The result JSON with bytes per peer, threads and the verification added, written once. */
+static int write_json(const char *path, bs_run_report *reps, const bs_result *res, int n, char *err, size_t errlen) {
+  cJSON *root = bs_output_json_tree("run", res, n);
   cJSON *arr = root ? cJSON_GetObjectItem(root, "results") : NULL;
   for (int i = 0; arr && i < n && i < cJSON_GetArraySize(arr); i++) {
     cJSON *res = cJSON_GetArrayItem(arr, i), *ranks = cJSON_GetObjectItem(res, "ranks");
@@ -130,11 +120,8 @@ static int augment_json(const char *path, bs_run_report *reps, int n, char *err,
         if (rep->verify_err[k] >= 0) cJSON_AddNumberToObject(v, bs_role_name((bs_role)k), rep->verify_err[k]);
     }
   }
-  char *out = root ? cJSON_Print(root) : NULL;
+  int rc = bs_output_json_write(path, root, err, errlen);
   cJSON_Delete(root);
-  if (!out) { snprintf(err, errlen, "%s: cannot re-format", path); return -1; }
-  int rc = bs_write_atomic(path, out, strlen(out), err, errlen);
-  free(out);
   return rc;
 }
 
@@ -166,6 +153,13 @@ static int write_trace(const char *path, bs_run_report *reps, int n, char *err, 
       cJSON_AddStringToObject(o, "name", event_name(e));
       cJSON_AddStringToObject(o, "cat", bs_op_kind_name((bs_op_kind)e->kind));
       cJSON_AddStringToObject(o, "ph", "X");
+      if (!isfinite(e->t0 * 1e6) || !isfinite((e->t1 - e->t0) * 1e6)) { /* JSON has no inf or nan */
+        cJSON_Delete(o);
+        cJSON_Delete(root);
+        snprintf(err, errlen, "%s: rank %d's event %lld has a time that is not finite; no trace written", path,
+                 e->rank, (long long)j);
+        return -1;
+      }
       cJSON_AddNumberToObject(o, "ts", e->t0 * 1e6);
       cJSON_AddNumberToObject(o, "dur", (e->t1 - e->t0) * 1e6);
       cJSON_AddNumberToObject(o, "pid", i);
@@ -180,7 +174,7 @@ static int write_trace(const char *path, bs_run_report *reps, int n, char *err, 
   char *text = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
   if (!text) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
-  int rc = bs_write_atomic(path, text, strlen(text), err, errlen);
+  int rc = bs_write_file(path, text, strlen(text), err, errlen);
   free(text);
   return rc;
 }
@@ -228,7 +222,7 @@ static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime
         cJSON_AddNumberToObject(j, "ratio", r.ratio);
         char *text = cJSON_Print(j);
         cJSON_Delete(j);
-        if (!text || bs_write_atomic(out, text, strlen(text), err, sizeof err)) {
+        if (!text || bs_write_file(out, text, strlen(text), err, sizeof err)) {
           fprintf(stderr, "burstsim run: %s\n", text ? err : "out of memory");
           free(text);
           return 2;
@@ -300,6 +294,20 @@ int cmd_run(int argc, char **argv) {
     return 2;
   }
   bs_watchdog_disarm();
+  int out_ok = 1; /* outputs checked before the first point, creating nothing */
+  if (rank == 0) {
+    const bs_path_role outs[] = {{"--out", out}, {"--trace", trace}};
+    if (bs_output_precheck(outs, 2, scen, NULL, NULL, err, sizeof err)) {
+      fprintf(stderr, "burstsim run: %s\n", err);
+      out_ok = 0;
+    }
+  }
+  MPI_Bcast(&out_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!out_ok) {
+    bs_scenario_free(&sc);
+    finalize(rank, A.timeout);
+    return 2;
+  }
   if (overlap) {
     int code = run_overlap(&sc, scen, &o, reps, out, rank, size);
     bs_scenario_free(&sc);
@@ -339,13 +347,17 @@ int cmd_run(int argc, char **argv) {
   }
   if (rank == 0 && nrep > 0 && code != 2) {
     bs_result *res = calloc((size_t)nrep, sizeof *res);
-    for (int i = 0; i < nrep; i++) res[i] = reps_out[i].res;
-    if (out && (bs_output_json(out, "run", res, nrep, err, sizeof err) || augment_json(out, reps_out, nrep, err, sizeof err))) {
-      fprintf(stderr, "burstsim run: %s\n", err);
+    if (!res) {
+      fprintf(stderr, "burstsim run: out of memory for the results\n");
       code = 2;
     }
-    if (trace && write_trace(trace, reps_out, nrep, err, sizeof err)) {
-      fprintf(stderr, "burstsim run: %s\n", err);
+    for (int i = 0; res && i < nrep; i++) res[i] = reps_out[i].res;
+    if (res && out && write_json(out, reps_out, res, nrep, err, sizeof err)) {
+      fprintf(stderr, "burstsim run: --out %s\n", err);
+      code = 2;
+    }
+    if (res && trace && write_trace(trace, reps_out, nrep, err, sizeof err)) {
+      fprintf(stderr, "burstsim run: --trace %s\n", err);
       code = 2;
     }
     free(res);

@@ -208,6 +208,22 @@ int cmd_sim(int argc, char **argv) {
     }
     bs_watchdog_disarm();
   }
+  /* Outputs are checked before the first point, so a bad path costs nothing. */
+  int out_ok = 1;
+  if (mpi_rank == 0) {
+    const bs_path_role outs[] = {{"--out", out_json}, {"--csv", out_csv}, {"--trace", trace}};
+    if (bs_output_precheck(outs, 3, scenario, &sc, profile, err, sizeof err)) {
+      fprintf(stderr, "burstsim sim: %s\n", err);
+      out_ok = 0;
+    }
+  }
+  if (mpi_size > 1) MPI_Bcast(&out_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!out_ok) {
+    free(res);
+    bs_scenario_free(&sc);
+    if (mpi_size > 1) MPI_Finalize();
+    return 2;
+  }
   int tty = isatty(2) && mpi_rank == 0, failed = 0, invalid = 0;
   for (int i = 0; i < sc.npoints; i++) {
     const bs_config *c = &sc.points[i];
@@ -269,11 +285,11 @@ int cmd_sim(int argc, char **argv) {
     fprintf(stderr, "burstsim sim: %d of %d points are not valid for their method or platform (see the table)\n",
             invalid, sc.npoints);
   if (out_json && bs_output_json(out_json, "sim", res, sc.npoints, err, sizeof err)) {
-    fprintf(stderr, "burstsim sim: %s\n", err);
+    fprintf(stderr, "burstsim sim: --out %s\n", err);
     rc = 1;
   }
   if (out_csv && bs_output_csv(out_csv, res, sc.npoints, err, sizeof err)) {
-    fprintf(stderr, "burstsim sim: %s\n", err);
+    fprintf(stderr, "burstsim sim: --csv %s\n", err);
     rc = 1;
   }
   for (int i = 0; i < sc.npoints; i++) bs_result_free(&res[i]);

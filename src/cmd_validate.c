@@ -63,32 +63,12 @@ static void fmt_err(char *buf, size_t n, double e) {
   else snprintf(buf, n, "%+6.1f%%", e);
 }
 
-/* A result object of the DESIGN.md contract, through the shared writer (output.c). */
-static cJSON *result_objects(const char *mode, const bs_result *r, int n, const char *tmp, char *err, size_t errlen) {
-  if (bs_output_json(tmp, mode, r, n, err, errlen)) return NULL;
-  FILE *f = fopen(tmp, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot read back", tmp);
-    return NULL;
-  }
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = len >= 0 ? malloc((size_t)len + 1) : NULL;
-  size_t got = s ? fread(s, 1, (size_t)len, f) : 0;
-  fclose(f);
-  remove(tmp);
-  if (!s || got != (size_t)len) {
-    free(s);
-    snprintf(err, errlen, "%s: cannot read back", tmp);
-    return NULL;
-  }
-  s[len] = 0;
-  cJSON *root = cJSON_Parse(s);
-  free(s);
+/* The result objects of the DESIGN.md contract, built by the shared writer (output.c). */
+static cJSON *result_objects(const char *mode, const bs_result *r, int n, char *err, size_t errlen) {
+  cJSON *root = bs_output_json_tree(mode, r, n);
   cJSON *rs = root ? cJSON_DetachItemFromObjectCaseSensitive(root, "results") : NULL;
   cJSON_Delete(root);
-  if (!rs) snprintf(err, errlen, "%s: no results", tmp);
+  if (!rs) snprintf(err, errlen, "out of memory formatting the results");
   return rs;
 }
 
@@ -179,14 +159,19 @@ static int split_grids(const char *path, const char *wd, char paths[][600], char
   fclose(f);
   for (int g = 0; ng > 0 && g < ng; g++) {
     snprintf(paths[g], 600, "%s/grid-%d-%s.ini", wd, g + 1, names[g]);
-    FILE *o = fopen(paths[g], "w");
+    char oerr[700];
+    bs_outfile *o = bs_out_open(paths[g], oerr, sizeof oerr);
     if (!o) {
-      snprintf(err, errlen, "%.500s: cannot write", paths[g]);
+      snprintf(err, errlen, "%.1000s", oerr);
       ng = -1;
       break;
     }
-    for (int i = 0; i < n; i++) fputs(grid_of[i] == -1 || grid_of[i] == g ? lines[i] : "\n", o);
-    fclose(o);
+    for (int i = 0; i < n; i++) fputs(grid_of[i] == -1 || grid_of[i] == g ? lines[i] : "\n", bs_out_stream(o));
+    if (bs_out_commit(o, oerr, sizeof oerr)) {
+      snprintf(err, errlen, "%.1000s", oerr);
+      ng = -1;
+      break;
+    }
   }
   for (int i = 0; i < n; i++) free(lines[i]);
   free(lines);
@@ -233,6 +218,13 @@ int cmd_validate(int argc, char **argv) {
       return 2;
     }
     fclose(f);
+  }
+  { /* the output is checked before any work, creating nothing */
+    const bs_path_role outs[] = {{"--out", out}};
+    if (bs_output_precheck(outs, 1, scenario, NULL, profile, err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
+      return 2;
+    }
   }
   char wd[512];
   if (A.workdir) {
@@ -295,6 +287,12 @@ static int validate_in(const bs_validate_args *A, const char *wd) {
       return 2;
     }
     total += scs[g].npoints;
+    const bs_path_role outs[] = {{"--out", out}};
+    if (bs_output_precheck(outs, 1, NULL, &scs[g], profile, err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
+      for (int k = 0; k <= g; k++) bs_scenario_free(&scs[k]);
+      return 2;
+    }
   }
   /* Rank counts, in order of first appearance. */
   int gs[64], ng = 0;
@@ -462,10 +460,8 @@ static int validate_in(const bs_validate_args *A, const char *wd) {
     rc = 1;
   }
   if (out) {
-    char tmp[700];
-    snprintf(tmp, sizeof tmp, "%s/results-tmp.json", wd);
-    cJSON *mj = result_objects("run", meas, np, tmp, err, sizeof err);
-    cJSON *pj = mj ? result_objects("sim", pred, np, tmp, err, sizeof err) : NULL;
+    cJSON *mj = result_objects("run", meas, np, err, sizeof err);
+    cJSON *pj = mj ? result_objects("sim", pred, np, err, sizeof err) : NULL;
     if (!mj || !pj) {
       fprintf(stderr, "burstsim validate: %s\n", err);
       cJSON_Delete(mj);
@@ -503,8 +499,8 @@ static int validate_in(const bs_validate_args *A, const char *wd) {
     cJSON_Delete(pj);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
-    if (!text || bs_write_atomic(out, text, strlen(text), err, sizeof err)) {
-      fprintf(stderr, "burstsim validate: %s\n", text ? err : "out of memory");
+    if (!text || bs_write_file(out, text, strlen(text), err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: --out %s\n", text ? err : "out of memory");
       free(text);
       rc = 1;
       goto out;

@@ -1,6 +1,7 @@
 /*
  * main.c — the `burstsim` command: dispatches to a subcommand.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "commands.h"
@@ -28,6 +29,16 @@ static void usage(FILE *f) {
   fprintf(f, "  burstsim --version\n\nEvery subcommand takes --help.\n");
 }
 
+/* A table or JSON that did not reach standard output (a full disk) is a failure too. */
+static int finish(int rc) {
+  errno = 0;
+  if (fflush(stdout) || ferror(stdout)) {
+    fprintf(stderr, "burstsim: standard output: write failed: %s\n", strerror(errno ? errno : EIO));
+    return rc ? rc : 1;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -42,7 +53,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (size_t i = 0; i < NCOMMANDS; i++)
-    if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], commands[i].name)) return finish(commands[i].fn(argc - 1, argv + 1));
   fprintf(stderr, "burstsim: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

@@ -1,42 +1,42 @@
 /*
  * output.c — results out, in the shapes DESIGN.md promises: the result JSON
- * (cJSON), a CSV row per point, and the human table on stdout. Every file is
- * written to PATH.tmp.PID and renamed into place, so a reader never sees half.
+ * (cJSON), a CSV row per point (RFC 4180), and the human table on stdout. Files
+ * are written by base/fileio (temporary file and rename), so a reader never sees half.
  */
 #include "output.h"
 
+#include "base/fileio.h"
+#include "sim/profile.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int bs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen) {
-  if (!strcmp(path, "-")) {
-    if (fwrite(data, 1, len, stdout) != len || fflush(stdout)) {
-      snprintf(err, errlen, "stdout: write failed: %s", strerror(errno));
-      return -1;
-    }
-    return 0;
-  }
-  char tmp[4200];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-    snprintf(err, errlen, "%s: path too long", path);
-    return -1;
-  }
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-    return -1;
-  }
-  int ok = fwrite(data, 1, len, f) == len;
-  ok = (fflush(f) == 0) && ok;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
-    unlink(tmp);
-    return -1;
+/* The file a profile name or path reads ("" when none). */
+static void profile_file(const char *name, char *out, size_t n) {
+  out[0] = '\0';
+  if (name && *name) bs_profile_path(name, out, n);
+}
+
+int bs_output_precheck(const bs_path_role *outs, int nout, const char *scenario_path, const bs_scenario *sc,
+                       const char *profile, char *err, size_t errlen) {
+  char prof[1024];
+  profile_file(profile, prof, sizeof prof);
+  const bs_path_role ins[] = {{"the scenario", scenario_path}, {"--profile", prof}};
+  if (bs_out_check_all(outs, nout, ins, 2, err, errlen)) return -1;
+  for (int i = 0; sc && i < sc->npoints; i++) {
+    const bs_cluster *c = &sc->points[i].cluster, *prev = i ? &sc->points[i - 1].cluster : NULL;
+    if (prev && !strcmp(c->profile, prev->profile) && !strcmp(c->topology, prev->topology)) continue;
+    char pp[1024] = "";
+    if (!profile) profile_file(c->profile, pp, sizeof pp);
+    size_t tl = strlen(c->topology);
+    const char *xml = tl > 4 && !strcmp(c->topology + tl - 4, ".xml") ? c->topology : NULL;
+    const bs_path_role pin[] = {{"the profile", pp}, {"the platform", xml}};
+    if (bs_out_check_all(outs, nout, pin, 2, err, errlen)) return -1;
   }
   return 0;
 }
@@ -123,16 +123,18 @@ static cJSON *result_json(const bs_result *r) {
   return o;
 }
 
-int bs_output_json(const char *path, const char *mode, const bs_result *r, int n, char *err,
-                   size_t errlen) {
+cJSON *bs_output_json_tree(const char *mode, const bs_result *r, int n) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "tool", "burstsim");
   cJSON_AddStringToObject(root, "version", BURSTSIM_VERSION);
   cJSON_AddStringToObject(root, "mode", mode);
   cJSON *arr = cJSON_AddArrayToObject(root, "results");
   for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, result_json(&r[i]));
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
+  return root;
+}
+
+int bs_output_json_write(const char *path, const cJSON *root, char *err, size_t errlen) {
+  char *text = root ? cJSON_Print(root) : NULL;
   if (!text) {
     snprintf(err, errlen, "%s: out of memory while formatting JSON", path);
     return -1;
@@ -146,8 +148,16 @@ int bs_output_json(const char *path, const char *mode, const bs_result *r, int n
   }
   withnl[len] = '\n';
   withnl[len + 1] = '\0';
-  int rc = bs_write_atomic(path, withnl, len + 1, err, errlen);
+  int rc = bs_write_file(path, withnl, len + 1, err, errlen);
   free(withnl);
+  return rc;
+}
+
+int bs_output_json(const char *path, const char *mode, const bs_result *r, int n, char *err,
+                   size_t errlen) {
+  cJSON *root = bs_output_json_tree(mode, r, n);
+  int rc = bs_output_json_write(path, root, err, errlen);
+  cJSON_Delete(root);
   return rc;
 }
 
@@ -185,6 +195,26 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
   }
 }
 
+/* One CSV field per RFC 4180: quoted, with quotes doubled, when it holds a comma, quote, CR or
+ * LF (always when `always`). */
+static void sb_field(sbuf *b, const char *v, int always) {
+  if (!always && !strpbrk(v, ",\"\r\n")) {
+    sb_printf(b, "%s", v);
+    return;
+  }
+  sb_printf(b, "\"");
+  for (const char *p = v; *p;) {
+    size_t n = strcspn(p, "\"");
+    sb_printf(b, "%.*s", (int)n, p);
+    p += n;
+    if (*p == '"') {
+      sb_printf(b, "\"\"");
+      p++;
+    }
+  }
+  sb_printf(b, "\"");
+}
+
 int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t errlen) {
   sbuf b = {0};
   sb_printf(&b,
@@ -195,40 +225,50 @@ int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t
   for (int i = 0; i < n; i++) {
     const bs_result *x = &r[i];
     const bs_config *c = &x->cfg;
-    sb_printf(&b, "%s,%d,%lld,%lld,%s,%s,%d,%s,%s,%d,%s,%d,v%d,%d,%s,%lld,%lld,%lld,%s,%s,", bs_method_name(c->par.method),
+    sb_printf(&b, "%s,%d,%lld,%lld,%s,%s,%d,%s,%s,%d,%s,%d,v%d,%d,%s,%lld,%lld,%lld,", bs_method_name(c->par.method),
               c->par.gpus, (long long)c->work.seq_len, (long long)c->work.batch, bs_phase_name(c->work.phase),
               bs_scope_name(c->work.scope), c->work.causal, bs_layout_name(c->par.layout),
               c->par.double_ring == BS_AUTO ? "auto" : c->par.double_ring ? "on" : "off", c->par.lao,
               c->par.bwd_opt ? "optimized" : "plain", c->par.ulysses_degree, c->par.tp_variant, c->par.zero,
               bs_dtype_name(c->model.dtype), (long long)c->model.heads, (long long)c->model.kv_heads,
-              (long long)c->model.head_dim, c->cluster.topology, c->cluster.profile);
-    sb_printf(&b, "%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.6g,%lld,\"%s\"\n", x->time.step,
+              (long long)c->model.head_dim);
+    sb_field(&b, c->cluster.topology, 0);
+    sb_printf(&b, ",");
+    sb_field(&b, c->cluster.profile, 0);
+    sb_printf(&b, ",%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.6g,%lld,", x->time.step,
               x->time.fwd, x->time.bwd, x->time.compute, x->time.comm_exposed,
               (long long)x->comm.per_rank_max_sent, (long long)x->comm.total, (long long)x->comm.intra_node,
               (long long)x->comm.inter_node, (long long)x->mem.peak_bytes_max, (long long)x->mem.capacity_bytes,
-              x->mem.oom, x->sim_wall_s, (long long)x->sim_events, x->error);
+              x->mem.oom, x->sim_wall_s, (long long)x->sim_events);
+    sb_field(&b, x->error, 1);
+    sb_printf(&b, "\n");
   }
   if (b.oom) {
     free(b.s);
     snprintf(err, errlen, "%s: out of memory", path);
     return -1;
   }
-  int rc = bs_write_atomic(path, b.s, b.len, err, errlen);
+  int rc = bs_write_file(path, b.s, b.len, err, errlen);
   free(b.s);
   return rc;
 }
 
+/* Figures keep their unit at any magnitude: beyond the fixed-point range they switch to
+ * exponent form ("1.6e+301 s") rather than growing past the buffer and losing the unit. */
 static void human_bytes(char *dst, size_t n, double v) {
-  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int i = 0;
-  while (v >= 1024 && i < 4) v /= 1024, i++;
-  snprintf(dst, n, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+  while (v >= 1024 && i < 6) v /= 1024, i++;
+  if (!isfinite(v) || v >= 1e6) snprintf(dst, n, "%.3g %s", v, u[i]);
+  else snprintf(dst, n, i ? "%.2f %s" : "%.0f %s", v, u[i]);
 }
 
 static void human_time(char *dst, size_t n, double s) {
-  if (s >= 1) snprintf(dst, n, "%.3f s", s);
+  if (!isfinite(s) || s < 0 || s >= 1e6) snprintf(dst, n, "%.3g s", s);
+  else if (s >= 1) snprintf(dst, n, "%.3f s", s);
   else if (s >= 1e-3) snprintf(dst, n, "%.3f ms", s * 1e3);
-  else snprintf(dst, n, "%.1f us", s * 1e6);
+  else if (s >= 1e-7 || s == 0) snprintf(dst, n, "%.1f us", s * 1e6);
+  else snprintf(dst, n, "%.3g us", s * 1e6);
 }
 
 void bs_output_table(FILE *f, const bs_result *r, int n) {
@@ -245,7 +285,7 @@ void bs_output_table(FILE *f, const bs_result *r, int n) {
       fprintf(f, "%-12s %6d %9s  error: %s\n", bs_method_name(c->par.method), c->par.gpus, seq, x->error);
       continue;
     }
-    char st[32], fw[32], bw[32], in[32], out[32];
+    char st[48], fw[48], bw[48], in[48], out[48], peak[48];
     human_time(st, sizeof st, x->time.step);
     human_time(fw, sizeof fw, x->time.fwd);
     human_time(bw, sizeof bw, x->time.bwd);
@@ -253,7 +293,9 @@ void bs_output_table(FILE *f, const bs_result *r, int n) {
     human_bytes(in, sizeof in, (double)x->comm.intra_node / g);
     human_bytes(out, sizeof out, (double)x->comm.inter_node / g);
     double exposed = x->time.step > 0 ? 100.0 * x->time.comm_exposed / x->time.step : 0;
-    fprintf(f, "%-12s %6d %9s %11s %11s %11s %7.1f%% %11s %11s %9.2f %4s\n", bs_method_name(c->par.method), c->par.gpus,
-            seq, st, fw, bw, exposed, in, out, (double)x->mem.peak_bytes_max / (1024.0 * 1024 * 1024), x->mem.oom ? "OOM" : "");
+    double gib = (double)x->mem.peak_bytes_max / (1024.0 * 1024 * 1024);
+    snprintf(peak, sizeof peak, gib < 1e6 ? "%.2f" : "%.3g", gib);
+    fprintf(f, "%-12s %6d %9s %11s %11s %11s %7.1f%% %11s %11s %9s %4s\n", bs_method_name(c->par.method), c->par.gpus,
+            seq, st, fw, bw, exposed, in, out, peak, x->mem.oom ? "OOM" : "");
   }
 }

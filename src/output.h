@@ -1,23 +1,34 @@
 /*
  * output.h — results out: the result JSON of DESIGN.md, CSV for sweeps and the
- * stdout table. Files are written to a temporary name and renamed, so nothing
- * is ever left half-written.
+ * stdout table. Files are written through base/fileio.h, so nothing is ever
+ * left half-written.
  */
 #ifndef BURSTSIM_OUTPUT_H
 #define BURSTSIM_OUTPUT_H
 
 #include <stdio.h>
 #include <stddef.h>
+#include "base/fileio.h"
 #include "plans/result.h"
+#include "scenario.h"
 
 /* {"tool","version","mode","results":[...]} to path ("-" = stdout). */
 int bs_output_json(const char *path, const char *mode, const bs_result *r, int n,
                    char *err, size_t errlen);
+/* The same document as a cJSON tree (for a command that adds to it; the caller deletes it),
+ * and the writer of such a tree (one file write; "-" = stdout). */
+struct cJSON;
+struct cJSON *bs_output_json_tree(const char *mode, const bs_result *r, int n);
+int bs_output_json_write(const char *path, const struct cJSON *root, char *err, size_t errlen);
 int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t errlen);
 /* The human table: method, GPUs, seq, step, fwd, bwd, exposed %, bytes, peak GiB, OOM. */
 void bs_output_table(FILE *f, const bs_result *r, int n);
 
-/* Writes `len` bytes of `data` to path via a temporary file and rename(). */
-int bs_write_atomic(const char *path, const char *data, size_t len, char *err, size_t errlen);
+/* Checks a command's outputs before any work, creating nothing (bs_out_check_all): each
+ * writable, none the same file as an input (the scenario file, the --profile file, every
+ * point's profile and platform XML; sc and profile may be NULL) or as another output.
+ * 0, or -1 with "FLAG PATH: why" in err. */
+int bs_output_precheck(const bs_path_role *outs, int nout, const char *scenario_path, const bs_scenario *sc,
+                       const char *profile, char *err, size_t errlen);
 
 #endif

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fileio.h"
 #include "src/output.h"
 
 static char dir[256];
@@ -108,8 +109,8 @@ static void test_atomic_failure(void **st) {
   assert_int_not_equal(stat(path, &sb), 0);
   /* an existing file is replaced whole, never appended to or truncated half-way */
   snprintf(path, sizeof path, "%s/keep.json", dir);
-  assert_int_equal(bs_write_atomic(path, "old", 3, err, sizeof err), 0);
-  assert_int_equal(bs_write_atomic(path, "newer", 5, err, sizeof err), 0);
+  assert_int_equal(bs_write_file(path, "old", 3, err, sizeof err), 0);
+  assert_int_equal(bs_write_file(path, "newer", 5, err, sizeof err), 0);
   char *text = slurp(path);
   assert_string_equal(text, "newer");
   free(text);
@@ -131,6 +132,114 @@ static void test_table(void **st) {
   free(buf);
 }
 
+
+/* RFC 4180 parser for the test: the fields of every record of text. */
+typedef struct {
+  char f[64][512];
+  int n;
+} csv_row;
+
+static int csv_parse(const char *text, csv_row *rows, int maxrows) {
+  int nr = 0;
+  const char *p = text;
+  while (*p && nr < maxrows) {
+    csv_row *r = &rows[nr++];
+    r->n = 0;
+    for (;;) {
+      char *out = r->f[r->n];
+      size_t k = 0;
+      if (*p == '"') {
+        p++;
+        for (;;) {
+          if (!*p) return -1; /* unterminated quote */
+          if (*p == '"' && p[1] == '"') { if (k < 511) out[k++] = '"'; p += 2; continue; }
+          if (*p == '"') { p++; break; }
+          if (k < 511) out[k++] = *p;
+          p++;
+        }
+        if (*p != ',' && *p != '\n' && *p) return -1; /* text after a closing quote */
+      } else {
+        while (*p && *p != ',' && *p != '\n') {
+          if (*p == '"' || *p == '\r') return -1; /* a bare quote or CR must have been quoted */
+          if (k < 511) out[k++] = *p;
+          p++;
+        }
+      }
+      out[k] = '\0';
+      r->n++;
+      if (*p == ',') { p++; continue; }
+      if (*p == '\n') p++;
+      break;
+    }
+  }
+  return nr;
+}
+
+/* Error messages and names holding commas, quotes, CR and LF come back field for field. */
+static void test_csv_rfc4180(void **st) {
+  (void)st;
+  bs_result r[2] = {sample(BS_BURST, 8), sample(BS_RING, 16)};
+  const char *msg = "profile \"x,y\": line 1\nline 2\r\nend, \"quoted\"";
+  snprintf(r[1].error, sizeof r[1].error, "%s", msg);
+  snprintf(r[1].cfg.cluster.profile, sizeof r[1].cfg.cluster.profile, "my,\"odd\" profile.json");
+  snprintf(r[0].cfg.cluster.topology, sizeof r[0].cfg.cluster.topology, "a\nb.xml");
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/q.csv", dir);
+  assert_int_equal(bs_output_csv(path, r, 2, err, sizeof err), 0);
+  char *text = slurp(path);
+  assert_non_null(text);
+  static csv_row rows[4];
+  assert_int_equal(csv_parse(text, rows, 4), 3);
+  int ncol = rows[0].n;
+  assert_string_equal(rows[0].f[ncol - 1], "error");
+  int topo = -1, prof = -1;
+  for (int i = 0; i < ncol; i++) {
+    if (!strcmp(rows[0].f[i], "topology")) topo = i;
+    if (!strcmp(rows[0].f[i], "profile")) prof = i;
+  }
+  assert_true(topo >= 0 && prof >= 0);
+  assert_int_equal(rows[1].n, ncol);
+  assert_int_equal(rows[2].n, ncol);
+  assert_string_equal(rows[2].f[ncol - 1], msg);
+  assert_string_equal(rows[2].f[prof], "my,\"odd\" profile.json");
+  assert_string_equal(rows[1].f[topo], "a\nb.xml");
+  assert_string_equal(rows[1].f[ncol - 1], "");
+  assert_string_equal(rows[2].f[0], "ring");
+  free(text);
+}
+
+/* Every figure keeps its unit at any magnitude; nothing is cut. */
+static void test_table_magnitudes(void **st) {
+  (void)st;
+  bs_result r[2] = {sample(BS_BURST, 8), sample(BS_RING, 8)};
+  r[0].time.step = 1.6e301;
+  r[0].time.fwd = 1.6e301;
+  r[0].time.bwd = 2.5e-12;
+  r[0].time.comm_exposed = 0;
+  r[0].comm.intra_node = INT64_MAX;
+  r[0].mem.peak_bytes_max = INT64_MAX;
+  r[1].time.step = 1234567.0;
+  r[1].time.fwd = 5e-8;
+  r[1].time.bwd = 0;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  bs_output_table(f, r, 2);
+  fclose(f);
+  assert_non_null(strstr(buf, "1.6e+301 s"));
+  assert_non_null(strstr(buf, "2.5e-06 us"));
+  assert_non_null(strstr(buf, "1.23e+06 s"));
+  assert_non_null(strstr(buf, "0.05 us"));
+  assert_non_null(strstr(buf, "0.0 us"));
+  assert_non_null(strstr(buf, "EiB")); /* INT64_MAX / 8 bytes per rank */
+  assert_non_null(strstr(buf, "8.59e+09")); /* peak GiB of INT64_MAX bytes */
+  /* every data line ends with its last column, not cut half-way */
+  int lines = 0;
+  for (char *p = buf; *p; p++) lines += *p == '\n';
+  assert_int_equal(lines, 3);
+  free(buf);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/bs_output_XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -139,6 +248,8 @@ int main(void) {
     cmocka_unit_test(test_csv),
     cmocka_unit_test(test_atomic_failure),
     cmocka_unit_test(test_table),
+    cmocka_unit_test(test_csv_rfc4180),
+    cmocka_unit_test(test_table_magnitudes),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[300];

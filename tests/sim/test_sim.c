@@ -94,6 +94,82 @@ static void test_overlap_compute_bound(void **state) {
   overlap_case(1000000, 50000000, 5); /* comm 0.2 ms, compute 50 ms */
 }
 
+/* p on t with --trace to path: the simulation's return code. */
+static int run_toy_traced(toy_plan *p, const toy_files *t, const char *path, bs_result *r, char *err, size_t errlen) {
+  bs_config c;
+  toy_config(&c, t, p->ranks);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.trace_path = path;
+  bs_sim_source s = toy_source(p);
+  return bs_sim_run_source(&c, &o, &s, r, NULL, NULL, err, errlen);
+}
+
+static void assert_file_is(const char *path, const char *want) {
+  FILE *f = fopen(path, "rb");
+  if (!want) {
+    if (f) fail_msg("%s exists after a failed point", path);
+    return;
+  }
+  assert_non_null(f);
+  char buf[64] = "";
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  assert_string_equal(buf, want);
+}
+
+/* A point that fails (a deadlock; a time too large for the trace) leaves no trace file, and an
+ * existing one as it was. */
+static void test_trace_none_on_failure(void **state) {
+  (void)state;
+  char path[256];
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  snprintf(path, sizeof path, "%s/bs-trace-fail-%d.json", dir, (int)getpid());
+  unlink(path);
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  for (int r = 0; r < 2; r++) { /* one copy traced, then both wait for a message nobody sends */
+    toy_copy(&p, r, 1000);
+    toy_p2p(&p, r, BS_OP_RECV, 0, 1 - r, 1, 1000);
+    int h = 0;
+    toy_wait(&p, r, 1, &h);
+  }
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy_traced(&p, &t, path, &r, err, sizeof err), -1);
+  assert_non_null(strstr(err, "deadlock"));
+  bs_result_free(&r);
+  assert_file_is(path, NULL);
+  write_text(path, "old trace");
+  assert_int_equal(run_toy_traced(&p, &t, path, &r, err, sizeof err), -1);
+  bs_result_free(&r);
+  assert_file_is(path, "old trace");
+  toy_teardown(&t);
+  unlink(path);
+
+  /* links so slow that a message takes more than the trace's microseconds can hold */
+  toy_setup_links(&t, 2, 2, 3e-6, 1e-300);
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  for (int r = 0; r < 2; r++) {
+    toy_p2p(&p, r, BS_OP_SEND, 0, 1 - r, 1, 1000);
+    toy_p2p(&p, r, BS_OP_RECV, 1, 1 - r, 1, 1000);
+    int h[2] = {0, 1};
+    toy_wait(&p, r, 2, h);
+  }
+  err[0] = '\0';
+  assert_int_equal(run_toy_traced(&p, &t, path, &r, err, sizeof err), -1);
+  /* the trace's own check, or an earlier refusal of the link */
+  if (!strstr(err, "not a finite time")) assert_non_null(strstr(err, "bandwidth"));
+  bs_result_free(&r);
+  assert_file_is(path, NULL);
+  toy_teardown(&t);
+}
+
 static void test_overlap_comm_bound(void **state) {
   (void)state;
   overlap_case(500000000, 1000000, 5); /* comm 100 ms, compute 1 ms */
@@ -815,6 +891,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_fold_matches_full),
       cmocka_unit_test(test_fold_refuses_asymmetric),
       cmocka_unit_test(test_trace_json),
+      cmocka_unit_test(test_trace_none_on_failure),
   };
   return cmocka_run_group_tests(all, NULL, NULL);
 }

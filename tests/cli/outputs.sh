@@ -1,0 +1,115 @@
+#!/bin/sh
+# outputs.sh CASE BURSTSIM SRCDIR [MPIEXEC] — one hostile output path per case, through the real
+# command: the exit code, the message, and what is on disk afterwards (the file written, or the
+# old file or nothing). Every command writes through base/fileio, so each writer gets a case.
+case_=$1; bs=$2; src=$3; mpiexec=${4:-mpirun}
+work=$(mktemp -d "${TMPDIR:-/tmp}/bs-outputs-XXXXXX") || exit 1
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+cd "$work" || exit 1
+scen=$src/tests/sim/small.ini
+log=$work/log
+
+fail() { echo "outputs.sh $case_: $*"; echo "--- output:"; cat "$log"; exit 1; }
+# run RC PATTERN CMD...: CMD must exit with RC and print PATTERN (stdout or stderr).
+run() {
+  want=$1; pattern=$2; shift 2
+  timeout 300 "$@" >"$log" 2>&1
+  rc=$?
+  [ "$rc" -eq "$want" ] || fail "exit $rc, expected $want"
+  [ -z "$pattern" ] || grep -q -- "$pattern" "$log" || fail "output lacks '$pattern'"
+}
+# A complete result JSON: its first and last lines and the tool name.
+is_json() {
+  [ "$(head -c 1 "$1")" = "{" ] && [ "$(tail -n 1 "$1")" = "}" ] && grep -q '"tool":[[:space:]]*"burstsim"' "$1"
+}
+mpi() { "$mpiexec" --allow-run-as-root --oversubscribe --mca btl self,vader "$@"; }
+
+case $case_ in
+sim_out_is_scenario)
+  cp "$scen" s.ini; cp s.ini before.ini
+  run 2 "--out s.ini: the same file as the scenario" "$bs" sim s.ini --out s.ini
+  cmp -s s.ini before.ini || fail "the scenario was changed"
+  ln -s s.ini alias.ini
+  run 2 "--csv alias.ini: the same file as the scenario" "$bs" sim s.ini --csv alias.ini
+  cmp -s s.ini before.ini || fail "the scenario was changed through a link" ;;
+sim_out_is_profile_or_platform)
+  cp "$src/calib/profiles/a100-sxm4-80gb.json" p.json; cp p.json before.json
+  run 2 "--trace p.json: the same file as --profile" "$bs" sim "$scen" --profile p.json --trace p.json
+  cmp -s p.json before.json || fail "the profile was changed"
+  run 2 "--out p.json: the same file as the profile" "$bs" sim "$scen" --set "cluster.profile=$work/p.json" --out p.json
+  cmp -s p.json before.json || fail "the scenario's profile was changed"
+  cp "$src/tests/sim/bad-platform.xml" plat.xml; cp plat.xml before.xml
+  run 2 "--csv plat.xml: the same file as the platform" "$bs" sim "$scen" --set "cluster.topology=$work/plat.xml" --csv plat.xml
+  cmp -s plat.xml before.xml || fail "the platform was changed" ;;
+sim_out_equals_csv)
+  run 2 "--csv x: the same file as --out x" "$bs" sim "$scen" --out x --csv x
+  [ ! -e x ] || fail "x was created"
+  run 2 "--csv -: --out writes standard output too" "$bs" sim "$scen" --out - --csv - ;;
+sim_out_directory)
+  mkdir d
+  run 2 "--out d: is a directory" "$bs" sim "$scen" --out d
+  [ -d d ] || fail "d is no longer a directory" ;;
+sim_out_read_only)
+  echo old > ro.json; chmod 444 ro.json
+  run 2 "--out ro.json: the file is read-only; not replaced" "$bs" sim "$scen" --out ro.json
+  [ "$(cat ro.json)" = old ] || fail "ro.json was replaced" ;;
+sim_out_checked_first)
+  # the check comes before the simulation: no table, nothing created
+  run 2 "--csv nodir/x.csv: directory nodir" "$bs" sim "$scen" --csv nodir/x.csv
+  ! grep -q "^ring " "$log" || fail "the points ran before the output was checked"
+  [ ! -e nodir ] || fail "nodir was created" ;;
+sim_out_symlink)
+  echo old > target.json; chmod 640 target.json; ln -s target.json link.json
+  run 0 "" "$bs" sim "$scen" --out link.json
+  [ -L link.json ] || fail "link.json is no longer a symlink"
+  is_json target.json || fail "target.json is not the result JSON"
+  [ "$(stat -c %a target.json)" = 640 ] || fail "target.json lost its permission bits"
+  [ -z "$(ls -A | grep '\.tmp-')" ] || fail "a temporary file was left" ;;
+sim_out_fifo)
+  mkfifo pipe
+  cat pipe > got.json &
+  reader=$!
+  run 0 "" "$bs" sim "$scen" --out pipe
+  wait $reader
+  [ -p pipe ] || fail "pipe is no longer a FIFO"
+  is_json got.json || fail "the reader did not get the result JSON" ;;
+sim_out_dev_null)
+  run 0 "" "$bs" sim "$scen" --out /dev/null --csv /dev/null
+  [ -c /dev/null ] || fail "/dev/null is no longer a character device" ;;
+sim_out_dev_full)
+  run 1 "--out /dev/full: write failed: No space left on device" "$bs" sim "$scen" --out /dev/full
+  [ -c /dev/full ] || fail "/dev/full is no longer a character device" ;;
+sim_stdout_full)
+  timeout 300 "$bs" sim "$scen" >/dev/full 2>"$log"
+  rc=$?
+  [ "$rc" -eq 1 ] || fail "exit $rc with the table lost, expected 1"
+  grep -q "standard output: write failed" "$log" || fail "no message for the lost table" ;;
+run_out_directory)
+  mkdir d
+  run 2 "--trace d: is a directory" "$mpiexec" --allow-run-as-root --oversubscribe --mca btl self,vader -np 2 "$bs" run "$src/tests/runtime/small.ini" --trace d
+  ! grep -q "^rank" "$log" || fail "the run went ahead before the output was checked" ;;
+run_out_stdout_once)
+  mpi -np 2 "$bs" run "$src/tests/runtime/small.ini" --out - >"$log" 2>&1 || fail "the run failed"
+  [ "$(grep -c '"tool":' "$log")" -eq 1 ] || fail "the JSON was not written exactly once to stdout"
+  mpi -np 2 "$bs" run "$src/tests/runtime/small.ini" --out r.json >"$log" 2>&1 || fail "the run failed"
+  is_json r.json || fail "r.json is not the result JSON"
+  grep -q '"sent_to"' r.json || fail "r.json lacks the per-peer bytes" ;;
+calib_checked_first)
+  echo x > file
+  run 2 "--plots file: exists and is not a directory" "$bs" calib --quick --out p.json --plots file
+  [ ! -e p.json ] || fail "p.json was created by the check"
+  run 2 "--out nodir/p.json: directory nodir" "$bs" calib --quick --out nodir/p.json
+  mkdir d
+  run 2 "--out d: is a directory" "$bs" calib --quick --out d ;;
+validate_out_is_scenario)
+  cp "$src/tests/calib/ci.ini" v.ini; cp v.ini before.ini
+  run 2 "--out v.ini: the same file as the scenario" "$bs" validate v.ini --out v.ini
+  cmp -s v.ini before.ini || fail "the scenario was changed" ;;
+bench_json_directory)
+  mkdir d
+  run 2 "--json d: is a directory" "$bs" bench kernels --quick --json d
+  ! grep -q "^ *attn" "$log" || fail "the benchmark ran before the output was checked" ;;
+*)
+  echo "outputs.sh: unknown case '$case_'"; exit 2 ;;
+esac
+echo "outputs.sh $case_: ok"
