@@ -212,7 +212,7 @@ int cmd_sim(int argc, char **argv) {
   int out_ok = 1;
   if (mpi_rank == 0) {
     const bs_path_role outs[] = {{"--out", out_json}, {"--csv", out_csv}, {"--trace", trace}};
-    if (bs_output_precheck(outs, 3, scenario, &sc, profile, err, sizeof err)) {
+    if (bs_output_precheck(outs, 3, scenario, &sc, A.profile, err, sizeof err)) {
       fprintf(stderr, "burstsim sim: %s\n", err);
       out_ok = 0;
     }
@@ -221,7 +221,7 @@ int cmd_sim(int argc, char **argv) {
   if (!out_ok) {
     free(res);
     bs_scenario_free(&sc);
-    if (mpi_size > 1) MPI_Finalize();
+    if (mpi_size > 1) sim_finalize(mpi_rank, A.timeout);
     return 2;
   }
   int tty = isatty(2) && mpi_rank == 0, failed = 0, invalid = 0;

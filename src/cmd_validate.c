@@ -220,8 +220,9 @@ int cmd_validate(int argc, char **argv) {
     fclose(f);
   }
   { /* the output is checked before any work, creating nothing */
-    const bs_path_role outs[] = {{"--out", out}};
-    if (bs_output_precheck(outs, 1, scenario, NULL, profile, err, sizeof err)) {
+    char err[1024];
+    const bs_path_role outs[] = {{"--out", A.out}};
+    if (bs_output_precheck(outs, 1, A.scenario, NULL, A.profile, err, sizeof err)) {
       fprintf(stderr, "burstsim validate: %s\n", err);
       return 2;
     }
