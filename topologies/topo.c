@@ -161,9 +161,10 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
 }
 
 static void sb_link(sbuf *b, const char *id, const bs_link_val *v) {
-  /* %.17g keeps the value exact through the XML round trip. */
+  /* %.15g keeps the value through the XML round trip; adding 0.0 turns a latency of -0 (which
+   * passes every >= 0 check) into 0, so no value is written with a minus sign. */
   sb_printf(b, "    <link id=\"%s\" bandwidth=\"%.15gBps\" latency=\"%.15gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-            id, v->bw_Bps, v->lat_s);
+            id, v->bw_Bps + 0.0, v->lat_s + 0.0);
 }
 
 /* A graph edge: a route between two netpoints through one split-duplex link. */
