@@ -74,7 +74,7 @@ for t in "${targets[@]}"; do
   done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 || true)
   cov=$(echo "$done_line" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
   ft=$(echo "$done_line" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
-  crashes=$(ls "$OUT/crashes" | grep -c "^$t-" || true)
+  crashes=$(ls "$OUT/crashes" | grep -cE "^$t-(crash|timeout|oom|leak)-" || true) # not slow-unit-
   printf '%-10s %12s %6s %6s %8s %8s\n' "$t" "${execs:-0}" "${cov:--}" "${ft:--}" "$crashes" "$SECS"
   if [ "$rc" -ne 0 ] || [ "$crashes" -ne 0 ]; then status=1; tail -30 "$log" >&2; fi
 done
