@@ -669,7 +669,7 @@ static int link_op(void *vctx) {
   }
 }
 
-/* nccl-tests: algbw = size / time; busbw = algbw x factor (doc/PERFORMANCE.md, ANCHORS.md "NCCL"). */
+/* nccl-tests: algbw = size / time; busbw = algbw x factor (doc/PERFORMANCE.md, nccl-tests). */
 static void bandwidths(int test, int64_t bytes, int n, double t, double *algbw, double *busbw) {
   double size = (double)bytes;
   if (test == T_ALLGATHER) size = (double)bytes * n; /* nccl-tests size: the gathered buffer */

@@ -32,7 +32,7 @@ int bs_validate_run(const bs_validate_opts *o, int G, const char *scenario, char
                     const char *results_out, char *err, size_t errlen);
 
 /*
- * Reads a result JSON written by `burstsim run` / `sim` (DESIGN.md contract)
+ * Reads a result JSON written by `burstsim run` / `sim` (result contract of docs/design.md)
  * into *out (n entries, malloc'd; free each with bs_result_free, then free).
  * Only the fields compared here are filled: method, gpus, seq_len, causal,
  * layout, phase, lao, bwd_comm in cfg; times, bytes, memory, error.

@@ -1,6 +1,6 @@
 /*
  * result.h — what an executor (runtime or sim) reports for one config. The
- * field names mirror the result JSON of DESIGN.md; src/output.c writes them.
+ * field names mirror the result JSON of docs/design.md; src/output.c writes them.
  */
 #ifndef BURSTSIM_RESULT_H
 #define BURSTSIM_RESULT_H

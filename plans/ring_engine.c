@@ -6,7 +6,7 @@
  * With a double ring (P ranks per node, M nodes) the inner ring runs over the
  * node and an outer ring over nodes carries the next node-block during the
  * whole inner round, so intra- and inter-node links are busy at once
- * (LoongTrain arXiv 2406.18485, ANCHORS.md "Double ring").
+ * (LoongTrain arXiv 2406.18485, double ring).
  *
  * Backward packet ring: a packet (burst: Q, dO, D or O, lse, dQ; ring: K, V,
  * dK, dV) visits every rank. Read-only parts are posted before the step's

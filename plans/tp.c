@@ -4,7 +4,7 @@
  * of the B x N x H block output after attention in the forward (and one of
  * the input gradient in the backward); V3 (sequence parallel) replaces each
  * all-reduce by an all-gather before and a reduce-scatter after (BurstAttention
- * paper baselines; ANCHORS.md "Megatron TP"). The activations those
+ * paper baselines; Megatron-LM, arXiv 1909.08053). The activations those
  * collectives carry are the projections' inputs/outputs that attention scope
  * leaves out, so their buffers carry no checked values.
  */

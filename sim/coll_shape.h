@@ -12,7 +12,7 @@
  *          pipelined in chunks.
  *   ring   NCCL's ring (the engine expands it: 2(n-1) steps for allreduce).
  *   auto   the lower of the two modelled (alpha-beta) times, which is how NCCL
- *          chooses: ANCHORS.md, NCCL tuning model line ("No fixed size
+ *          chooses: NCCL src/graph/tuning.cc line ("No fixed size
  *          thresholds: the lowest modelled time picks the algorithm").
  *
  * The alpha-beta times here are also the simulator's analytic option.
@@ -90,7 +90,7 @@ double bs_ring_time(int steps, int64_t chunk, double lat, double bw);
  * Rail-aligned ring channels. On a rail-optimized fabric (one NIC per GPU,
  * NIC i of every node on rail i) NCCL runs several rings at once, each
  * leaving a node through a different NIC, so that a collective over whole
- * nodes keeps every NIC busy (ANCHORS.md: multi-node DGX A100 allreduce
+ * nodes keeps every NIC busy (github.com/NVIDIA/nccl/issues/812: multi-node DGX A100 allreduce
  * busbw about 192 GB/s = 8 HDR NICs). The shape used here, for a group of
  * nn >= 2 whole nodes of P members each (member me = node j * P + local i):
  * channel ch (0..P-1) enters an even node at local index ch and leaves it at

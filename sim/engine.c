@@ -458,7 +458,7 @@ static double ring_lockstep_time(const bs_coll_links *l, int multi, int steps, i
 
 /*
  * cluster.coll_algo = auto for an allreduce: NCCL's rule, the lower modelled
- * time (ANCHORS.md, NCCL tuning model). Every member decides alike: the ring
+ * time (NCCL src/graph/tuning.cc). Every member decides alike: the ring
  * is timed at its slowest link class, not at a member's own next hop.
  * *t_tree: the tree's modelled time (< 0: out of memory, then the ring).
  */
@@ -1527,7 +1527,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
     if (!xml || write_temp(xml, xml_path, sizeof xml_path, err, errlen)) goto done;
   }
 
-  /* SimGrid: settings chosen on purpose (ANCHORS.md SimGrid facts) and recorded. */
+  /* SimGrid: settings chosen on purpose (SimGrid 3.32 configuration docs) and recorded. */
   const char *model = opts->net_model ? opts->net_model : prof->net_model;
   int cross = opts->crosstraffic >= 0 ? opts->crosstraffic : prof->crosstraffic;
   double gamma = opts->tcp_gamma >= 0 ? opts->tcp_gamma : prof->tcp_gamma;

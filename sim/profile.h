@@ -4,7 +4,7 @@
  * figures; `burstsim calib` writes measured ones in the same format).
  *
  * FORMAT (version 1). Every number is an object {"value": X, "source": "..."}
- * where source cites an ANCHORS.md line, says "(derived) <arithmetic>", or for
+ * where source cites a public source (paper, datasheet, issue, URL), says "(derived) <arithmetic>", or for
  * calibrated profiles names the measurement. Tables carry one "source" each.
  *
  * {

@@ -63,7 +63,7 @@ static void fmt_err(char *buf, size_t n, double e) {
   else snprintf(buf, n, "%+6.1f%%", e);
 }
 
-/* The result objects of the DESIGN.md contract, built by the shared writer (output.c). */
+/* The result objects of the result contract of docs/design.md, built by the shared writer (output.c). */
 static cJSON *result_objects(const char *mode, const bs_result *r, int n, char *err, size_t errlen) {
   cJSON *root = bs_output_json_tree(mode, r, n);
   cJSON *rs = root ? cJSON_DetachItemFromObjectCaseSensitive(root, "results") : NULL;

@@ -1,5 +1,5 @@
 /*
- * output.c — results out, in the shapes DESIGN.md promises: the result JSON
+ * output.c — results out, in the shapes docs/design.md describes: the result JSON
  * (cJSON), a CSV row per point (RFC 4180), and the human table on stdout. Files
  * are written by base/fileio (temporary file and rename), so a reader never sees half.
  */

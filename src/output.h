@@ -1,5 +1,5 @@
 /*
- * output.h — results out: the result JSON of DESIGN.md, CSV for sweeps and the
+ * output.h — results out: the result JSON of docs/design.md, CSV for sweeps and the
  * stdout table. Files are written through base/fileio.h, so nothing is ever
  * left half-written.
  */

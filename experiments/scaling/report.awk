@@ -89,7 +89,7 @@ END {
   print ""
   printf "Exposed communication is the time a GPU sits blocked in a wait (messages, collectives, or a slower peer), the largest over the ranks. At 1M tokens burst's share goes from %.1f %% at 32 DGX A100 GPUs to %.1f %% at 1024, ring's from %.1f %% to %.1f %%, usp's from %.1f %% to %.1f %%. ",
     X[key("a100", "burst", 32, n1)], X[b], X[key("a100", "ring", 32, n1)], X[r], X[key("a100", "usp", 32, n1)], X[u]
-  printf "On DGX H100 (989 against 312 dense BF16 TFLOP/s, NDR 400 against HDR 200 Gb/s NICs: ANCHORS.md) the same points expose %.1f %% to %.1f %% (burst) and %.1f %% to %.1f %% (ring).",
+  printf "On DGX H100 (989 against 312 dense BF16 TFLOP/s, NDR 400 against HDR 200 Gb/s NICs: NVIDIA datasheets) the same points expose %.1f %% to %.1f %% (burst) and %.1f %% to %.1f %% (ring).",
     X[key("h100", "burst", 32, n1)], X[hb], X[key("h100", "ring", 32, n1)], X[key("h100", "ring", 1024, n1)]
   first = 0
   for (g = 32; g <= 1024; g *= 2) if (!first && ok(key("a100", "burst", g, n1)) && X[key("a100", "burst", g, n1)] > 10) first = g

@@ -1,5 +1,5 @@
 /*
- * test_output.c — the result JSON keeps the DESIGN.md contract, CSV has one
+ * test_output.c — the result JSON keeps the result contract of docs/design.md, CSV has one
  * row per point, and writes are atomic (a failed write leaves nothing behind).
  */
 #include <setjmp.h>

@@ -1,7 +1,7 @@
 /*
  * test_plans.c — plan-level tests: every rank's program is executed
  * abstractly (plan_walk) and the bytes each rank sends are compared with the
- * ANCHORS.md volumes, written out here independently of the plan code.
+ * published volumes, written out here independently of the plan code.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -49,13 +49,13 @@ static void walk_ok(const bs_config *c, int rpn, walk_result *w) {
   bs_plan_free(p);
 }
 
-/* ANCHORS.md, methods table, BurstAttention forward: "K,V ring: 2·B·Z·(N/G)·d elements per step, G−1 steps". */
+/* BurstAttention (arXiv 2403.09347), forward: "K,V ring: 2·B·Z·(N/G)·d elements per step, G−1 steps". */
 static int64_t kv_ring_bytes(const bs_config *c) {
   int64_t G = c->par.gpus, n = c->work.seq_len / G;
   return (G - 1) * 2 * c->work.batch * c->model.kv_heads * n * c->model.head_dim * bs_dtype_bytes(c->model.dtype);
 }
 
-/* ANCHORS.md, BurstAttention backward: "Q, dQ, dO ring plus D and lse (fp32, B·Z·N/G each) per step ...
+/* BurstAttention (arXiv 2403.09347), backward: "Q, dQ, dO ring plus D and lse (fp32, B·Z·N/G each) per step ...
  * dQ returns to its owner at the end": Q, dO, D, lse move G−1 times, dQ (fp32) G times.
  * Plain backward: O (fp32) instead of D. */
 static int64_t burst_bwd_bytes(const bs_config *c, int plain) {
@@ -66,7 +66,7 @@ static int64_t burst_bwd_bytes(const bs_config *c, int plain) {
   return (G - 1) * (q + dout + (plain ? o : rows) + rows) + G * dq;
 }
 
-/* ANCHORS.md, ring-flash-attention backward: "K,V ring again plus dK,dV ring (dK,dV in fp32)";
+/* ring-flash-attention (github.com/zhuzilin/ring-flash-attention), backward: "K,V ring again plus dK,dV ring (dK,dV in fp32)";
  * K, V move G−1 times, dK, dV G times (the last hop returns them to their owner). */
 static int64_t ring_bwd_bytes(const bs_config *c) {
   int64_t G = c->par.gpus, n = c->work.seq_len / G, B = c->work.batch, Zk = c->model.kv_heads, d = c->model.head_dim;
@@ -104,7 +104,7 @@ static void test_burst_ring_bytes(void **state) {
         }
 }
 
-/* FLOPs: forward 4·B·N²·Z·d, halved (exactly: N(N+1)/2 pairs) if causal (ANCHORS.md FLOP convention);
+/* FLOPs: forward 4·B·N²·Z·d, halved (exactly: N(N+1)/2 pairs) if causal (FLOP convention of the flash-attention benchmarks);
  * every layout must add up to the same total, zigzag must balance exactly. */
 static void test_flops_and_skipping(void **state) {
   (void)state;
@@ -200,7 +200,7 @@ static void test_visible_pairs(void **state) {
   }
 }
 
-/* The all-to-all and collective methods against ANCHORS.md (methods table):
+/* The all-to-all and collective methods against the published volumes of each method (BurstAttention arXiv 2403.09347, DeepSpeed-Ulysses arXiv 2309.14509, USP arXiv 2405.07719, Megatron-LM, Tree Attention arXiv 2408.04093):
  * Ulysses "all-to-all Q,K,V ..., all-to-all O", each moving (G−1)/G of the tensor, backward mirrored
  * (dO in, dQ, dK, dV out, gradients fp32); USP: the same inside groups of U plus a K,V ring across G/U groups;
  * Megatron V1 "2 all-reduces of B·N·H per layer forward" (one per block: attention here), an all-reduce moving

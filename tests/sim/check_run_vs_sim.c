@@ -1,10 +1,10 @@
 /*
  * check_run_vs_sim.c — the runtime and the simulator against each other and
- * against ANCHORS.md, for one scenario point: reads the result JSON of a real
+ * against the published volumes, for one scenario point: reads the result JSON of a real
  * run (`mpirun ... burstsim run --out R.json`) and of a simulation of the same
  * point (`burstsim sim --out S.json`) and checks, rank by rank, that
  *   - the bytes each rank sent are equal in both,
- *   - they equal the ANCHORS.md volume of the method, written out here from
+ *   - they equal the published volume of the method, written out here from
  *     the point's shapes (independently of plans/),
  *   - the simulated peak memory equals the runtime allocator's peak.
  * Collective bytes follow the ring convention on both sides (the runtime
@@ -92,11 +92,11 @@ static int read_point(cJSON *r, point *p) {
   return p->G >= 1 && p->N % p->G == 0 ? 0 : -1;
 }
 
-/* ANCHORS.md, methods table, BurstAttention forward: "K,V ring: 2·B·Z·(N/G)·d elements per step, G−1 steps"
+/* BurstAttention (arXiv 2403.09347), forward: "K,V ring: 2·B·Z·(N/G)·d elements per step, G−1 steps"
  * (Z the key/value heads); RingAttention forward the same. */
 static int64_t kv_ring(const point *p, int64_t G, int64_t n) { return (G - 1) * 2 * p->B * p->Zk * n * p->d * p->es; }
 
-/* Bytes a rank sends for the point per ANCHORS.md; -1 when this checker has no formula. */
+/* Bytes a rank sends for the point per the published volumes; -1 when this checker has no formula. */
 static int64_t anchors_bytes(const point *p) {
   int64_t G = p->G, n = p->N / G, B = p->B, Z = p->Z, Zk = p->Zk, d = p->d, es = p->es;
   int train = !strcmp(p->phase, "train"), decode = !strcmp(p->phase, "decode");
@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
   }
   int64_t want = anchors_bytes(&p);
   if (want < 0) {
-    fprintf(stderr, "no ANCHORS.md formula for %s %s here\n", p.method, p.phase);
+    fprintf(stderr, "no published formula for %s %s here\n", p.method, p.phase);
     fails++;
   }
   cJSON *rr = cJSON_GetObjectItem(run, "ranks"), *sr = cJSON_GetObjectItem(sim, "ranks");
@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
         continue;
       }
       int ok = rb == sb && sb == want && rp == sp && rp > 0;
-      printf("%s %s G=%lld rank %d: sent run %lld sim %lld ANCHORS.md %lld; peak run %lld sim %lld  %s\n",
+      printf("%s %s G=%lld rank %d: sent run %lld sim %lld formula %lld; peak run %lld sim %lld  %s\n",
              p.method, p.phase, (long long)p.G, i, (long long)rb, (long long)sb, (long long)want, (long long)rp,
              (long long)sp, ok ? "ok" : "MISMATCH");
       fails += !ok;

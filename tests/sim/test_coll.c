@@ -94,7 +94,7 @@ static void test_dtree_members(void **state) {
     }
     assert_int_equal(roots, 1);
     assert_int_equal(edges, N - 1);
-    /* ANCHORS.md, NCCL tuning model: (ppn−1) intra hops plus log2(nNodes) inter hops. */
+    /* NCCL src/graph/tuning.cc: (ppn−1) intra hops plus log2(nNodes) inter hops. */
     assert_int_equal(depth, (PPN - 1) + ceil_log2(3));
   }
   bs_tree_vertex v;
@@ -396,7 +396,7 @@ static void test_ring_flow_shares_links(void **state) {
 /* A ring allreduce over 2 and 3 DGX A100 nodes: 8 channels, one per NIC. Steps, flow and
  * analytic agree with the lockstep formula 2(n-1)(2 lat_nic + S/n/8 / bw_nic) (no other
  * traffic), bytes are the ring's, and the bus bandwidth of a 4 GiB allreduce is within 5 %
- * of ANCHORS.md's multi-node DGX A100 figure (8 HDR NICs: about 192 GB/s, nccl #812). */
+ * of the multi-node DGX A100 figure of github.com/NVIDIA/nccl/issues/812 (8 HDR NICs: about 192 GB/s, nccl #812). */
 static void test_ring_channels_dgx(void **state) {
   (void)state;
   const double lat = 2 * 7e-6, bw = 24e9; /* a100-sxm4-80gb: NIC link latency and bandwidth */

@@ -172,7 +172,7 @@ static void test_cited_figures(void **st) {
   static bs_profile p;
   char err[512];
   static const struct { const char *name; int64_t m, n, k; double tflops; } cases[] = {
-    {"h200", 8192, 8192, 8192, 770.0},             /* ANCHORS.md line 55, low end */
+    {"h200", 8192, 8192, 8192, 770.0},             /* H200 SXM measurement (cuBLAS bf16 8192^3 GEMM 770-798 TFLOP/s, device-to-device copy 4.3 TB/s), low end */
     {"h100-sxm", 8192, 8192, 8192, 770.0},         /* the same figure, derived for the H100 */
     {"a100-sxm4-80gb", 1024, 10240, 5120, 271.2},  /* stas00/ml-engineering MAMF table */
     {"a100-pcie-40gb", 2048, 5120, 6144, 252.9},   /* same table */

@@ -3,7 +3,7 @@
  * no cross traffic, TCP-gamma 0: exact arithmetic), its error paths
  * (deadlock, mismatched messages, bad plans), the memory model, the shipped
  * profiles and generators, the fold shortcut against the straightforward run,
- * and the burst/ring bytes against the ANCHORS.md formulas.
+ * and the burst/ring bytes against the published volume formulas.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -449,7 +449,7 @@ static void test_profiles_load(void **state) {
     double t4 = bs_profile_kernel_time(&p, &c, BS_BF16, err, sizeof err);
     assert_true(t1 > 0 && t4 >= 0.0 && t4 <= 16 * t1 * (1 + 1e-12));
   }
-  /* The table value itself: A100 d=128 non-causal at 1k = 173 TFLOP/s (ANCHORS.md line 60). */
+  /* The table value itself: A100 d=128 non-causal at 1k = 173 TFLOP/s (FlashAttention-2 benchmark figures, github.com/Dao-AILab/flash-attention README). */
   assert_int_equal(bs_profile_load("a100-sxm4-80gb", &p, err, sizeof err), 0);
   bs_compute c;
   memset(&c, 0, sizeof c);
@@ -600,7 +600,7 @@ static void burst_config(bs_config *c, int gpus, int64_t seq, int double_ring) {
   c->par.double_ring = double_ring ? BS_ON : BS_OFF;
 }
 
-/* ANCHORS.md methods table: forward K,V ring 2·B·Z·(N/G)·d elements per step, G−1 steps;
+/* BurstAttention (arXiv 2403.09347) and ring attention volumes: forward K,V ring 2·B·Z·(N/G)·d elements per step, G−1 steps;
  * backward Q, dO, D, lse (fp32) move G−1 times, dQ (fp32) G−1 hops plus its return. */
 static int64_t burst_bytes_formula(const bs_config *c) {
   int64_t G = c->par.gpus, n = c->work.seq_len / G, B = c->work.batch, d = c->model.head_dim;
@@ -623,7 +623,7 @@ static void test_burst_bytes_anchors(void **state) {
     }
     int64_t want = burst_bytes_formula(&c);
     if (r.comm.per_rank_max_sent != want)
-      fprintf(stderr, "double_ring %d: sim %lld bytes per rank, ANCHORS.md formula %lld\n", dr,
+      fprintf(stderr, "double_ring %d: sim %lld bytes per rank, published formula %lld\n", dr,
               (long long)r.comm.per_rank_max_sent, (long long)want);
     assert_int_equal(r.comm.per_rank_max_sent, want);
     assert_int_equal(r.comm.total, 16 * want);
