@@ -350,6 +350,13 @@ static int segs_fit(const double *x, const double *t, int n, int k, const int *b
     seg[s].bw_Bps = 1.0 / c1;
     total += c;
   }
+  /* Every range within BS_FIT_FACTOR_SPAN of the bulk range's bandwidth, or no split. */
+  for (int s = 0; s + 1 < k; s++) {
+    double r = seg[s].bw_Bps / seg[k - 1].bw_Bps;
+    if (!(r >= 1.0 / BS_FIT_FACTOR_SPAN && r <= BS_FIT_FACTOR_SPAN)) return -1;
+  }
+  for (int s = 1; s < k && seg[0].lat_s > 0; s++)
+    if (!(seg[s].lat_s <= seg[0].lat_s * BS_FIT_FACTOR_SPAN)) return -1;
   *chi2 = total;
   return 0;
 }

@@ -82,6 +82,11 @@ int bs_fit_gemm_k(const double *t1, const double *k, const double *t, int n, bs_
 
 #define BS_FIT_MAX_SEGS 3
 
+/* A split is kept only when every range's bandwidth lies within this factor of the bulk
+ * (last) range's, and every latency within it of the first range's: beyond it a range is noise (one slow outlier, a flat run), not a protocol,
+ * and profiles refuse such SimGrid factors. */
+#define BS_FIT_FACTOR_SPAN 1e3
+
 typedef struct {
   double min_bytes;       /* the segment covers sizes >= min_bytes (first: 0) */
   double lat_s;           /* intercept, >= 0 */

@@ -180,6 +180,33 @@ static void test_link_single_range(void **state) {
   NEAR(fit.seg[0].lat_s, lat, 0.05, seed);
 }
 
+/* Loaded hosts: the first, smallest messages crawl (10 ms where microseconds are due).
+ * The best split would make a range a thousand times slower than the bulk, a SimGrid factor
+ * no profile accepts; the fit keeps only splits whose factors a profile loads. */
+static void test_link_outlier_no_wild_factor(void **state) {
+  (void)state;
+  uint64_t seed = fresh_seed();
+  double lat = 2e-5 + 1e-5 * urand(), bw = 2e9 + 2e9 * urand();
+  double b[12], t[12];
+  for (int i = 0; i < 12; i++) {
+    b[i] = 1024.0 * pow(2.0, i);
+    t[i] = noisy(lat + b[i] / bw, 0.01);
+  }
+  for (int i = 0; i < 3; i++) t[i] = 1e-2 * (1 + 0.5 * i) * (1 + 0.2 * urand()); /* 1-4 KiB in 10-24 ms */
+  bs_fit_link fit;
+  char err[160];
+  assert_int_equal(bs_fit_link_piecewise(b, t, 12, 3, 3, &fit, err, sizeof err), 0);
+  for (int s = 0; s < fit.nseg; s++) {
+    double r = fit.seg[s].bw_Bps / fit.seg[fit.nseg - 1].bw_Bps;
+    double l = fit.seg[0].lat_s > 0 ? fit.seg[s].lat_s / fit.seg[0].lat_s : 1;
+    if (!(r >= 1 / BS_FIT_FACTOR_SPAN && r <= BS_FIT_FACTOR_SPAN && l <= BS_FIT_FACTOR_SPAN)) {
+      print_error("range %d of %d (seed %llu): bandwidth factor %g, latency factor %g\n", s, fit.nseg,
+                  (unsigned long long)seed, r, l);
+      fail();
+    }
+  }
+}
+
 static void test_link_bad_input(void **state) {
   (void)state;
   double b[4] = {8, 4, 16, 32}, t[4] = {1, 1, 1, 1};
@@ -195,6 +222,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_linear_recovers),     cmocka_unit_test(test_link_finds_break),
       cmocka_unit_test(test_link_single_range),   cmocka_unit_test(test_link_bad_input),
       cmocka_unit_test(test_gemm_recovers),       cmocka_unit_test(test_gemm_bad_input),
+      cmocka_unit_test(test_link_outlier_no_wild_factor),
   };
   if (argc > 1) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
