@@ -55,6 +55,7 @@ static int spawn(char *const argv[], const char *logpath, char *err, size_t errl
       dup2(fd, 2);
       close(fd);
     }
+    bs_sim_blas_threads_restore(); /* the runs get the user's BLAS threads, not the sim's one */
     execvp(argv[0], argv);
     fprintf(stderr, "cannot execute %s: %s\n", argv[0], strerror(errno));
     _exit(127);

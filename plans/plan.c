@@ -5,6 +5,8 @@
  * one (query shard x key shard) attention as chunk-pair kernels.
  */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "plan_impl.h"
 
@@ -92,12 +94,13 @@ static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 /* Pairs (a, b) with a - b = m: f(m) = min(nq, nk + m) - max(0, m), linear between breakpoints. */
 static int64_t fpairs(int64_t nq, int64_t nk, int64_t m) { return imin(nq, nk + m) - imax(0, m); }
 
-static int64_t sum_linear(int64_t nq, int64_t nk, int64_t u, int64_t v) {
-  return v < u ? 0 : (fpairs(nq, nk, u) + fpairs(nq, nk, v)) * (v - u + 1) / 2;
+/* In 128 bits: a block of 2^32 tokens has 2^64 pairs. */
+static __int128 sum_linear(int64_t nq, int64_t nk, int64_t u, int64_t v) {
+  return v < u ? 0 : ((__int128)fpairs(nq, nk, u) + fpairs(nq, nk, v)) * ((__int128)v - u + 1) / 2;
 }
 
 /* Sum of f over [lo, hi]: f is linear on (-inf, c1), [c1, c2), [c2, inf). */
-static int64_t sum_pairs(int64_t nq, int64_t nk, int64_t lo, int64_t hi) {
+static __int128 sum_pairs(int64_t nq, int64_t nk, int64_t lo, int64_t hi) {
   int64_t c1 = imin(0, nq - nk), c2 = imax(0, nq - nk);
   return sum_linear(nq, nk, lo, imin(hi, c1 - 1)) +
          sum_linear(nq, nk, imax(lo, c1), imin(hi, c2 - 1)) +
@@ -115,7 +118,8 @@ int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64
   lo = imax(lo, ceildiv(xlo - delta, stride));
   hi = imin(hi, floordiv(xhi - delta, stride));
   if (lo > hi) return 0;
-  return sum_pairs(nq, nk, lo, hi);
+  __int128 n = sum_pairs(nq, nk, lo, hi);
+  return n > INT64_MAX ? -1 : (int64_t)n;
 }
 
 int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
@@ -268,6 +272,11 @@ int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t h
         pairs = plan_visible_pairs(q0, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride, causal, window);
       else
         pairs = qb[x].len * kb[y].len; /* not produced by any plan; never skipped */
+      if (pairs < 0) {
+        plan_iter_fail(it, "workload.seq_len: a block of %lld x %lld tokens has more than 2^63 - 1 visible "
+                       "query-key pairs (the point is too large)", (long long)qb[x].len, (long long)kb[y].len);
+        return emitted;
+      }
       if (pairs == 0) continue;
       attn_params a = plan_attn_params(p, hq, hkv, qb[x].len, kb[y].len);
       a.mask.q_pos0 = q0;
@@ -451,6 +460,21 @@ void bs_plan_iter_free(bs_plan_iter *it) {
   free(it);
 }
 int bs_plan_iter_error(const bs_plan_iter *it) { return it->err; }
+
+const char *bs_plan_iter_errmsg(const bs_plan_iter *it) {
+  if (!it->err) return NULL;
+  return it->errmsg[0] ? it->errmsg : "the plan iterator failed (internal error: op queue or ids exhausted)";
+}
+
+void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) {
+  if (!it->err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(it->errmsg, sizeof it->errmsg, fmt, ap);
+    va_end(ap);
+  }
+  it->err = 1;
+}
 
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
   while (it->qn == 0) {

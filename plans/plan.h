@@ -207,12 +207,14 @@ const char *bs_role_name(bs_role r);
 
 /* Visible (query, key) pairs between query positions q0 + a*stride (a < nq)
  * and key positions k0 + b*stride (b < nk) under causal / window masking:
- * the count behind FLOPs and fully-masked-block skipping. */
+ * the count behind FLOPs and fully-masked-block skipping; -1 past 2^63 - 1. */
 int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
                          int causal, int64_t window);
 
 /* Non-zero when the iterator stopped on a broken internal invariant (a plan
  * bug: op queue or id space exhausted) rather than at the program's end. */
 int bs_plan_iter_error(const bs_plan_iter *it);
+/* Why it stopped (a point too large, or the internal error above); NULL when it did not. */
+const char *bs_plan_iter_errmsg(const bs_plan_iter *it);
 
 #endif

@@ -117,7 +117,8 @@ struct bs_plan_iter {
   int seg, k;                /* program segment and its step counter */
   int done;
   int32_t step;              /* step stamped on emitted ops */
-  int err;                   /* an internal invariant broke (queue or ids exhausted) */
+  int err;                   /* an internal invariant broke (queue or ids exhausted), or errmsg */
+  char errmsg[192];          /* why the plan cannot go on (a point too large), when set */
   ring_fwd rf;
   ring_bwd rb;
   a2a_xfer xf[4];
@@ -147,9 +148,12 @@ static inline bs_ref R(int32_t buf, int64_t off) { bs_ref r = {buf, off}; return
 /* Shapes. */
 bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t head0, int32_t heads);
 attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t nq, int64_t nk);
-/* Visible (query, key) pairs of two blocks of positions with the same stride. */
+/* Visible (query, key) pairs of two blocks of positions with the same stride;
+ * -1 when the count passes 2^63 - 1 (blocks of billions of tokens). */
 int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
                            int causal, int64_t window);
+/* Stops the iterator with a message (printf-style) that bs_plan_iter_errmsg returns. */
+void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Attention of a query shard against a key shard, split into chunk pairs with
  * fully masked pairs skipped. kind: 0 fwd, 1 bwd. init: per query chunk flag

@@ -490,7 +490,7 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
     }
   }
   if (rc == BS_RUN_OK && bs_plan_iter_error(it)) {
-    snprintf(err, errlen, "the plan iterator failed (internal error)");
+    snprintf(err, errlen, "%s", bs_plan_iter_errmsg(it));
     rc = BS_RUN_EFATAL;
   }
   if (!started && rc == BS_RUN_OK) MPI_Barrier(t->world);

@@ -950,6 +950,11 @@ static void rank_main(int argc, char **argv) {
     rs->op_index++;
   }
   if (rc || c->error[0]) return;
+  const char *why = c->src->iter_error ? c->src->iter_error(rs->it) : NULL;
+  if (why) {
+    set_error(c, "rank %d: %s", rs->rank, why);
+    return;
+  }
   for (int hd = 0; hd < MAX_HANDLES; hd++)
     if (rs->h[hd].kind != H_FREE) {
       const handle *h = &rs->h[hd];
@@ -1154,6 +1159,12 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
       h = mix(h, (uint64_t)op.u.phase.fwd_bwd * 2 + (uint64_t)op.u.phase.begin);
       break;
     }
+  }
+  const char *why = src->iter_error ? src->iter_error(it) : NULL;
+  if (why) {
+    snprintf(err, errlen, "rank %d: %s", rank, why);
+    src->iter_free(it);
+    return -1;
   }
   src->iter_free(it);
   ri->sig = h;
@@ -1466,6 +1477,7 @@ static int check_times(bs_result *out, char *err, size_t errlen) {
 static void *plan_iter_new_cb(void *ctx, int rank) { return bs_plan_iter_new(ctx, rank); }
 static int plan_next_cb(void *it, bs_op *op) { return bs_plan_next(it, op); }
 static void plan_iter_free_cb(void *it) { bs_plan_iter_free(it); }
+static const char *plan_iter_error_cb(void *it) { return bs_plan_iter_errmsg(it); }
 
 static void plan_source(bs_plan *plan, bs_sim_source *src) {
   src->ctx = plan;
@@ -1473,6 +1485,7 @@ static void plan_source(bs_plan *plan, bs_sim_source *src) {
   src->iter_new = plan_iter_new_cb;
   src->next = plan_next_cb;
   src->iter_free = plan_iter_free_cb;
+  src->iter_error = plan_iter_error_cb;
 }
 
 static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *given,
@@ -1981,6 +1994,9 @@ int bs_sim_check_topology(const bs_config *cfg, char *err, size_t errlen) {
   return 0;
 }
 
+/* OPENBLAS_NUM_THREADS as the user set it ("" = unset), kept across the re-execution. */
+#define BLAS_GIVEN "BURSTSIM_OPENBLAS_NUM_THREADS_GIVEN"
+
 /* The arguments this process was started with (/proc/self/cmdline), NULL-terminated; NULL on failure. */
 static char **own_arguments(char **text) {
   FILE *f = fopen("/proc/self/cmdline", "rb");
@@ -2021,7 +2037,8 @@ void bs_sim_single_blas_thread(void) {
   char *text = NULL;
   char **argv = own_arguments(&text);
   if (!argv) return;
-  if (setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0) {
+  /* What the user gave, for the programs this one starts (bs_sim_blas_threads_restore). */
+  if (setenv(BLAS_GIVEN, v ? v : "", 1) == 0 && setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0) {
     fflush(stdout);
     fflush(stderr);
     execv("/proc/self/exe", argv);
@@ -2029,8 +2046,17 @@ void bs_sim_single_blas_thread(void) {
   /* Not possible: go on with the pool as it is (it only matters under a low ulimit -v). */
   if (v) setenv("OPENBLAS_NUM_THREADS", v, 1);
   else unsetenv("OPENBLAS_NUM_THREADS");
+  unsetenv(BLAS_GIVEN);
   free(argv);
   free(text);
+}
+
+void bs_sim_blas_threads_restore(void) {
+  const char *g = getenv(BLAS_GIVEN);
+  if (!g) return;
+  if (*g) setenv("OPENBLAS_NUM_THREADS", g, 1);
+  else unsetenv("OPENBLAS_NUM_THREADS");
+  unsetenv(BLAS_GIVEN);
 }
 
 /* The result names the profile the point ran with: --profile (as given) over the scenario's. */

@@ -81,6 +81,7 @@ typedef struct {
   void *(*iter_new)(void *ctx, int rank);
   int (*next)(void *it, bs_op *op);           /* 1 and the op, or 0 at the end */
   void (*iter_free)(void *it);
+  const char *(*iter_error)(void *it);        /* optional: why next() ended early, or NULL */
 } bs_sim_source;
 
 /*
@@ -109,6 +110,10 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
  * Returns only when no re-execution was needed or possible.
  */
 void bs_sim_single_blas_thread(void);
+/* In a child about to execute another program (mpirun): OPENBLAS_NUM_THREADS
+ * back to what the user set before bs_sim_single_blas_thread, so real runs keep
+ * their BLAS threads. */
+void bs_sim_blas_threads_restore(void);
 
 /*
  * The names a point gives, checked before any point runs (a sweep's typo is one

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
+#include "sim/sim.h"
 
 
 static void validate_usage(FILE *f) {
@@ -211,6 +212,8 @@ int cmd_validate(int argc, char **argv) {
     validate_usage(stdout);
     return 0;
   }
+  /* The predictions fork simulations: no OpenBLAS pool here; mpirun gets the user's setting back. */
+  bs_sim_single_blas_thread();
   if (A.profile) {
     FILE *f = fopen(A.profile, "r");
     if (!f) {

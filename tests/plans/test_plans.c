@@ -198,6 +198,12 @@ static void test_visible_pairs(void **state) {
               (long long)window, (long long)got, (long long)brute);
     assert_int_equal(got, brute);
   }
+  /* Large blocks, by formula: full n^2, causal n(n+1)/2; past 2^63 - 1 the count is -1, not wrapped. */
+  const int64_t n31 = (int64_t)1 << 31, n32 = (int64_t)1 << 32, c = 3 * ((int64_t)1 << 30);
+  assert_true(bs_visible_pairs(0, n31, 0, n31, 1, 0, 0) == n31 * n31);
+  assert_true(bs_visible_pairs(0, c, 0, c, 1, 1, 0) == (c / 2) * (c + 1));
+  assert_true(bs_visible_pairs(0, n32, 0, n32, 1, 0, 0) == -1);
+  assert_true(bs_visible_pairs(0, 3 * n31, 0, 3 * n31, 1, 1, 0) == -1);
 }
 
 /* The all-to-all and collective methods against the published volumes of each method (BurstAttention arXiv 2403.09347, DeepSpeed-Ulysses arXiv 2309.14509, USP arXiv 2405.07719, Megatron-LM, Tree Attention arXiv 2408.04093):
