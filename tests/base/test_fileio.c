@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -298,7 +299,7 @@ static int cleanup(void **st) {
   return system(cmd) == 0 ? 0 : 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   const char *tmp = getenv("TMPDIR");
   snprintf(dir, sizeof dir, "%s/bs_fileio_XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(dir)) return 1;
@@ -310,5 +311,5 @@ int main(void) {
       cmocka_unit_test(test_signal_mid_write),      cmocka_unit_test(test_stdout),
       cmocka_unit_test(test_check_dir),
   };
-  return cmocka_run_group_tests(tests, NULL, cleanup);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, cleanup);
 }

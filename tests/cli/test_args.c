@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,10 +192,10 @@ static void test_bench_topo(void **state) {
   expect_bad("topo a b", "one topology name only", NULL);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_run),      cmocka_unit_test(test_sim),        cmocka_unit_test(test_calib),
     cmocka_unit_test(test_validate), cmocka_unit_test(test_bench_topo),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,7 +241,7 @@ static void test_table_magnitudes(void **st) {
   free(buf);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_output_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
@@ -251,7 +252,7 @@ int main(void) {
     cmocka_unit_test(test_csv_rfc4180),
     cmocka_unit_test(test_table_magnitudes),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -519,7 +520,7 @@ static void test_sweep_limit(void **st) {
                NULL, 0, "more than 100000 points", NULL);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_scenario_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
@@ -533,7 +534,7 @@ int main(void) {
     cmocka_unit_test(test_set_long_values), cmocka_unit_test(test_bytes_and_sections),
     cmocka_unit_test(test_preset_blame), cmocka_unit_test(test_relative_paths),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

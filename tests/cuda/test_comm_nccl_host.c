@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include "kernels/comm/comm_nccl.h"
 
 static int have_device(void) {
@@ -65,11 +66,11 @@ static void test_local_create_and_free(void **state) {
   for (int r = 0; r < 3; r++) bs_comm_nccl_free(c[r]);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_local_arguments),
       cmocka_unit_test(test_no_device_is_a_clear_error),
       cmocka_unit_test(test_local_create_and_free),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

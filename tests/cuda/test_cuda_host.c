@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include "kernels/cuda/attn_cuda.h"
 #include "kernels/cuda/attn_cuda_internal.h"
 
@@ -387,7 +388,7 @@ static void test_decode_sizing(void **state) {
   assert_int_equal(attn_cuda_decode_workspace_bytes(&p, 4), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_check_accepts_and_rejects),
       cmocka_unit_test(test_plan_forward_mma_geometry),
@@ -401,5 +402,5 @@ int main(void) {
       cmocka_unit_test(test_no_device_launch_fails_cleanly),
       cmocka_unit_test(test_decode_sizing),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

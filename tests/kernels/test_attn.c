@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include "kernels/attn.h"
 #include "kernels/cpu/attn_internal.h"
 
@@ -916,9 +917,8 @@ static void test_bf16_rounding(void **state) {
   assert_true(!strcmp(v, "scalar") || !strcmp(v, "avx2") || !strcmp(v, "avx512"));
 }
 
-/* argv[1], if given, runs only the tests whose name matches it (cmocka filter). */
+/* Arguments, if any, name the tests to run; a name no test has fails (tests/run_named.h). */
 int main(int argc, char **argv) {
-  if (argc > 1) cmocka_set_test_filter(argv[1]);
   const char *env = getenv("BURSTSIM_SEED");
   base_seed = env ? strtoull(env, NULL, 10) : (unsigned long long)time(NULL);
   printf("test_attn: seed %llu (replay with BURSTSIM_SEED=%llu)\n", base_seed, base_seed);
@@ -943,5 +943,5 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_finite_difference),
       cmocka_unit_test(test_deterministic),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

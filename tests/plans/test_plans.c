@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include "plans/plan.h"
 #include "plan_walk.h"
 
@@ -346,7 +347,7 @@ static void test_lazy_large(void **state) {
   bs_plan_free(p);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_burst_ring_bytes),
     cmocka_unit_test(test_flops_and_skipping),
@@ -356,5 +357,5 @@ int main(void) {
     cmocka_unit_test(test_bad_input),
     cmocka_unit_test(test_lazy_large),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

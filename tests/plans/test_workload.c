@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include "plans/plan.h"
 #include "plans/workload.h"
 
@@ -281,7 +282,7 @@ static void test_inference(void **st) {
   assert_non_null(strstr(err, "workload.recompute"));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_layer_flops),
     cmocka_unit_test(test_model_flops_recompute),
@@ -289,5 +290,5 @@ int main(void) {
     cmocka_unit_test(test_zero),
     cmocka_unit_test(test_inference),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

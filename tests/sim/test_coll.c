@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -424,7 +425,6 @@ static void test_ring_channels_dgx(void **state) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtree_shape),
       cmocka_unit_test(test_dtree_members),
@@ -436,5 +436,5 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_ring_channels_dgx),
       cmocka_unit_test(test_ring_flow_shares_links),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

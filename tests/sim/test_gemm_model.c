@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -227,7 +228,6 @@ static void test_roofline_kept(void **st) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_exact_wave),      cmocka_unit_test(test_wasted_wave),
     cmocka_unit_test(test_tile_padding),    cmocka_unit_test(test_orientation),
@@ -236,5 +236,5 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_cited_figures),   cmocka_unit_test(test_round_trip),
     cmocka_unit_test(test_roofline_kept),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 #include "sim/sim.h"
 
 static bs_config model_cfg(bs_method m, int G, int zero, int recompute) {
@@ -120,10 +121,9 @@ static void test_fold_ring_collectives(void **st) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest all[] = {
     cmocka_unit_test(test_layer_shortcut),
     cmocka_unit_test(test_fold_ring_collectives),
   };
-  return cmocka_run_group_tests(all, NULL, NULL);
+  return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }

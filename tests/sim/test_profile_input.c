@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,7 +240,7 @@ static void test_not_regular(void **st) {
   unlink(path);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_profile_input_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
@@ -248,7 +249,7 @@ int main(void) {
     cmocka_unit_test(test_bad_table),
     cmocka_unit_test(test_unknown_and_empty),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

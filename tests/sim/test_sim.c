@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/run_named.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -868,7 +869,6 @@ static void test_fold_refuses_asymmetric(void **state) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1) cmocka_set_test_filter(argv[1]);
   const struct CMUnitTest all[] = {
       cmocka_unit_test(test_ring_step_exact),
       cmocka_unit_test(test_overlap_compute_bound),
@@ -893,5 +893,5 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_trace_json),
       cmocka_unit_test(test_trace_none_on_failure),
   };
-  return cmocka_run_group_tests(all, NULL, NULL);
+  return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }

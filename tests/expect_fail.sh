@@ -1,7 +1,9 @@
 #!/bin/sh
-# expect_fail.sh BOUND_S PATTERN CMD... — passes when CMD fails (non-zero exit, not killed by
-# the outer bound) within BOUND_S seconds and its output contains PATTERN: the fault tests'
-# "a clear error in bounded time, never a hang". With EXPECT_RC set, the exit status must be that.
+# expect_fail.sh BOUND_S PATTERN CMD... — the one idiom for "this command fails with this message in
+# this time": passes when CMD exits non-zero (not killed by the outer bound) within BOUND_S seconds
+# and its output (stdout and stderr) matches PATTERN (a grep basic regular expression). With
+# EXPECT_RC set, the exit status must be exactly that. A failure that is a hang, a success, another
+# exit status or another message fails the test, naming which.
 bound=$1; pattern=$2; shift 2
 out=$(mktemp)
 start=$(date +%s)
