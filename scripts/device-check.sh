@@ -75,6 +75,11 @@ mkdir -p "$BUILD"
 CUDA_INC=$(dirname "$(dirname "$(command -v nvcc)")")/include
 NVFLAGS=(-O3 -std=c++17 "$ARCH" -lineinfo -Xptxas=-v -Werror=all-warnings -Xcompiler=-Wall,-Wextra -I"$ROOT")
 CFLAGS=(-O2 -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -I"$ROOT" -I"$CUDA_INC")
+# bs_cuda_check's sources (tests/cuda/CMakeLists.txt lists the same).
+CHECK_SRC="bs_cuda_check cuda_check_host cuda_check_ref cuda_check_cases cuda_check_bench"
+compile_tests() {
+  for f in "$@"; do cc "${CFLAGS[@]}" -c "$ROOT/tests/cuda/$f.c" -o "$BUILD/$f.o" 2>&1 || return 1; done
+}
 echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
 (
   echo "== build for sm_${CAP} at $(date -u) =="
@@ -85,7 +90,7 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
   done
   # The communicator in its local mode only: no NCCL or MPI needed there.
   cc "${CFLAGS[@]}" -c "$ROOT/kernels/cuda/attn_cuda_host.c" -o "$BUILD/attn_cuda_host.o" 2>&1 &&
-    cc "${CFLAGS[@]}" -c "$ROOT/tests/cuda/bs_cuda_check.c" -o "$BUILD/bs_cuda_check.o" 2>&1 &&
+    compile_tests $CHECK_SRC &&
     cc "${CFLAGS[@]}" -DBS_COMM_NCCL_LOCAL_ONLY -c "$ROOT/kernels/comm/comm_nccl.c" -o "$BUILD/comm_nccl.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/tests/cuda/bs_comm_check.c" -o "$BUILD/bs_comm_check.o" 2>&1
   rc=$?
@@ -96,7 +101,8 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
   done
   if [ $rc -eq 0 ]; then
     nvcc "$ARCH" -o "$BUILD/bs_cuda_check" "$BUILD"/attn_cuda_host.o "$BUILD"/attn_cuda_simple.o \
-      "$BUILD"/attn_cuda_fwd_mma.o "$BUILD"/attn_cuda_bwd_mma.o "$BUILD"/bs_cuda_check.o -lcublas -lm 2>&1 || rc=1
+      "$BUILD"/attn_cuda_fwd_mma.o "$BUILD"/attn_cuda_bwd_mma.o $(for f in $CHECK_SRC; do echo "$BUILD/$f.o"; done) \
+      -lcublas -lm 2>&1 || rc=1
     nvcc "$ARCH" -o "$BUILD/bs_comm_check" "$BUILD"/comm_nccl.o "$BUILD"/comm_cuda_ops.o \
       "$BUILD"/bs_comm_check.o -lpthread -lm 2>&1 || rc=1
   fi
