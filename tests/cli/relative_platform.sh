@@ -3,6 +3,7 @@
 # to the scenario, whatever the current directory; one given by --set is taken relative to the
 # current directory.
 bs=$1
+expect_fail=$(cd "$(dirname "$0")/.." && pwd)/expect_fail.sh
 fail() { echo "relative_platform: $*"; rm -rf "$d"; exit 1; }
 d=$(mktemp -d) || exit 1
 mkdir "$d/scen" "$d/elsewhere"
@@ -15,7 +16,7 @@ grep -q '"topology":[[:space:]]*"../scen/plat.xml"' out.json || { cat out.json; 
 grep -q '"error":[[:space:]]*"[^"]' out.json && { cat out.json; fail "the point failed"; }
 grep -q '"step":[[:space:]]*[1-9]' out.json || { cat out.json; fail "the result has no step time"; }
 # through --set the same name is relative to the current directory, where there is no such file
-if "$bs" sim ../scen/rel.ini --set cluster.topology=plat.xml >set.log 2>&1; then fail "--set plat.xml found a file"; fi
-grep -q "plat.xml" set.log || { cat set.log; fail "the --set error does not name plat.xml"; }
+EXPECT_RC=2 sh "$expect_fail" 60 "cluster.topology: plat.xml: cannot read the platform file" \
+  "$bs" sim ../scen/rel.ini --set cluster.topology=plat.xml || fail "--set plat.xml did not fail with exit 2 naming plat.xml"
 echo "relative_platform: the platform next to the scenario was used"
 rm -rf "$d"

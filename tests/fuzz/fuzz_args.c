@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "src/cmd_args.h"
+#include "tests/fuzz/fuzz_target.h"
 
 #define MAX_WORDS 64
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "sim/platform.h"
+#include "tests/fuzz/fuzz_target.h"
 
 #define MAX_RANKS_XML 4096 /* larger platforms are valid but slow to print per input */
 

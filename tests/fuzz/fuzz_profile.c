@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sim/profile.h"
+#include "tests/fuzz/fuzz_target.h"
 
 static void check_times(const bs_profile *p) {
   static const int64_t lens[] = {1, 512, 4096, 1 << 20};

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "src/scenario.h"
+#include "tests/fuzz/fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static char path[64];

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/fuzz_target.h"
 
 static int replay(const char *path) {
   FILE *f = fopen(path, "rb");
