@@ -346,13 +346,15 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
     return fail(err, errlen, m);
   }
   if (c->work.phase < BS_TRAIN || c->work.phase > BS_DECODE) return fail(err, errlen, "workload.phase: unknown phase");
+  const plan_method *pm = plan_method_of(c->par.method);
+  if (!pm) return fail(err, errlen, "parallel.method: unknown method");
   if (c->work.phase == BS_DECODE) {
-    if (c->par.method != BS_TREE && c->par.method != BS_RING) {
+    if (!pm->decode) {
       snprintf(m, sizeof m, "workload.phase: decode needs method tree or ring, not %s", bs_method_name(c->par.method));
       return fail(err, errlen, m);
     }
     if (c->work.decode_tokens < 1) return fail(err, errlen, "workload.decode_tokens: must be at least 1");
-  } else if (c->par.method == BS_TREE) {
+  } else if (pm->decode == 2) {
     return fail(err, errlen, "parallel.method: tree is a decode method (set workload.phase = decode)");
   }
   return 0;
@@ -381,7 +383,8 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   int rpn = ranks_per_node > 0 ? ranks_per_node : p->G;
   int want = cfg->par.double_ring == BS_ON ||
              (cfg->par.double_ring == BS_AUTO && rpn > 1 && rpn < p->G && p->G % rpn == 0);
-  if (want && (cfg->par.method == BS_BURST || cfg->par.method == BS_RING) && !p->decode) {
+  const plan_method *pm = plan_method_of(cfg->par.method);
+  if (want && pm->double_ring && !p->decode) {
     if (p->G % rpn != 0) {
       char m[256];
       snprintf(m, sizeof m, "parallel.double_ring: ranks_per_node %d does not divide gpus %d", rpn, p->G);
@@ -391,16 +394,10 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
     p->P = rpn < p->G ? rpn : p->G;
     p->M = p->G / p->P;
   }
-  int rc;
-  switch (cfg->par.method) {
-  case BS_BURST: case BS_RING: rc = plan_check_ring(p, err, errlen); break;
-  case BS_RING_LI2021: rc = plan_check_li2021(p, err, errlen); break;
-  case BS_ULYSSES: case BS_USP: rc = plan_check_ulysses(p, err, errlen); break;
-  case BS_TP: rc = plan_check_tp(p, err, errlen); break;
-  case BS_TREE: rc = plan_check_tree(p, err, errlen); break;
-  default: rc = fail(err, errlen, "parallel.method: unknown method");
+  if (pm->check(p, err, errlen)) {
+    free(p);
+    return -1;
   }
-  if (rc) { free(p); return -1; }
   if (cfg->work.scope != BS_SCOPE_ATTENTION) {
     bs_config ac = *cfg;
     ac.work.scope = BS_SCOPE_ATTENTION;
@@ -448,7 +445,9 @@ bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
   it->p = p;
   it->rank = rank;
   it->step = -1;
-  if (p->attn && !(it->wl = plan_wl_new(it))) {
+  it->state = calloc(1, plan_method_of(p->cfg.par.method)->state_size);
+  if (!it->state || (p->attn && !(it->wl = plan_wl_new(it)))) {
+    free(it->state);
     free(it);
     return NULL;
   }
@@ -456,7 +455,10 @@ bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
 }
 
 void bs_plan_iter_free(bs_plan_iter *it) {
-  if (it) plan_wl_free(it->wl);
+  if (it) {
+    plan_wl_free(it->wl);
+    free(it->state);
+  }
   free(it);
 }
 int bs_plan_iter_error(const bs_plan_iter *it) { return it->err; }
@@ -479,20 +481,7 @@ void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) {
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
   while (it->qn == 0) {
     if (it->done || it->err) return 0;
-    int more;
-    if (it->wl) {
-      if (!plan_gen_workload(it)) it->done = 1;
-      continue;
-    }
-    switch (it->p->cfg.par.method) {
-    case BS_BURST: more = plan_gen_burst(it); break;
-    case BS_RING: more = plan_gen_ring(it); break;
-    case BS_RING_LI2021: more = plan_gen_li2021(it); break;
-    case BS_ULYSSES: case BS_USP: more = plan_gen_ulysses(it); break;
-    case BS_TP: more = plan_gen_tp(it); break;
-    case BS_TREE: more = plan_gen_tree(it); break;
-    default: more = 0;
-    }
+    int more = it->wl ? plan_gen_workload(it) : plan_method_of(it->p->cfg.par.method)->gen(it, it->state);
     if (!more) it->done = 1;
   }
   if (it->err) return 0;
