@@ -144,4 +144,5 @@ static int gen_li2021(bs_plan_iter *it, void *state) {
 
 const plan_method plan_method_li2021 = {
   .check = check_li2021, .gen = gen_li2021, .state_size = sizeof(li_state), .double_ring = 0, .decode = 0,
+  .ring = 1, .a2a = 0,
 };

@@ -86,40 +86,10 @@ static int shard_blks(const bs_shard *s, blk b[2]) {
 
 /* ---------- visible pairs ---------- */
 
-static int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
-static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* Pairs (a, b) with a - b = m: f(m) = min(nq, nk + m) - max(0, m), linear between breakpoints. */
-static int64_t fpairs(int64_t nq, int64_t nk, int64_t m) { return imin(nq, nk + m) - imax(0, m); }
-
-/* In 128 bits: a block of 2^32 tokens has 2^64 pairs. */
-static __int128 sum_linear(int64_t nq, int64_t nk, int64_t u, int64_t v) {
-  return v < u ? 0 : ((__int128)fpairs(nq, nk, u) + fpairs(nq, nk, v)) * ((__int128)v - u + 1) / 2;
-}
-
-/* Sum of f over [lo, hi]: f is linear on (-inf, c1), [c1, c2), [c2, inf). */
-static __int128 sum_pairs(int64_t nq, int64_t nk, int64_t lo, int64_t hi) {
-  int64_t c1 = imin(0, nq - nk), c2 = imax(0, nq - nk);
-  return sum_linear(nq, nk, lo, imin(hi, c1 - 1)) +
-         sum_linear(nq, nk, imax(lo, c1), imin(hi, c2 - 1)) +
-         sum_linear(nq, nk, imax(lo, c2), hi);
-}
-
 int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
                            int causal, int64_t window) {
-  if (nq <= 0 || nk <= 0) return 0;
-  int64_t delta = q0 - k0, lo = -(nk - 1), hi = nq - 1;
-  /* allowed differences x = delta + stride*m in [xlo, xhi] */
-  int64_t big = (int64_t)1 << 60;
-  int64_t xlo = causal ? 0 : (window > 0 ? -(window - 1) : -big);
-  int64_t xhi = window > 0 ? window - 1 : big;
-  lo = imax(lo, ceildiv(xlo - delta, stride));
-  hi = imin(hi, floordiv(xhi - delta, stride));
-  if (lo > hi) return 0;
-  __int128 n = sum_pairs(nq, nk, lo, hi);
-  return n > INT64_MAX ? -1 : (int64_t)n;
+  attn_mask m = {q0, stride, k0, stride, causal, window};
+  return attn_mask_pairs(&m, nq, nk);
 }
 
 int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
@@ -360,6 +330,45 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
   return 0;
 }
 
+/*
+ * The decisions a plan takes from the request: a double ring (inner rings of
+ * the ranks of a node, an outer ring over nodes) when asked, or on auto when
+ * the ranks span whole nodes; the ring sizes; the all-to-all groups.
+ */
+static int decide(const bs_config *cfg, int ranks_per_node, bs_decision *d, char *err, size_t errlen) {
+  const plan_method *pm = plan_method_of(cfg->par.method);
+  int G = cfg->par.gpus, rpn = ranks_per_node > 0 ? ranks_per_node : G;
+  int U = pm && pm->a2a == 2 ? cfg->par.ulysses_degree : G;
+  memset(d, 0, sizeof *d);
+  if (!pm || G < 1) return fail(err, errlen, "parallel.method: unknown method");
+  d->ring_inner = d->ring_outer = d->ulysses_degree = 1;
+  if (pm->a2a) d->ulysses_degree = U;
+  if (pm->ring == 1) d->ring_inner = G;
+  if (pm->ring == 2 && U >= 1 && G % U == 0) d->ring_inner = G / U;
+  int want = cfg->par.double_ring == BS_ON ||
+             (cfg->par.double_ring == BS_AUTO && rpn > 1 && rpn < G && G % rpn == 0);
+  if (want && pm->double_ring && cfg->work.phase != BS_DECODE) {
+    if (G % rpn != 0) {
+      char m[256];
+      snprintf(m, sizeof m, "parallel.double_ring: ranks_per_node %d does not divide gpus %d", rpn, G);
+      return fail(err, errlen, m);
+    }
+    d->ring_inner = rpn < G ? rpn : G;
+    d->ring_outer = G / d->ring_inner;
+    d->double_ring = d->ring_outer > 1;
+  }
+  d->valid = 1;
+  return 0;
+}
+
+int bs_plan_decide(const bs_config *cfg, int ranks_per_node, bs_decision *d) {
+  return decide(cfg, ranks_per_node, d, NULL, 0);
+}
+
+void bs_plan_decision(const bs_plan *p, bs_decision *d) {
+  decide(&p->cfg, p->rpn, d, NULL, 0);
+}
+
 int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char *err, size_t errlen) {
   *out = NULL;
   if (check_common(cfg, err, errlen)) return -1;
@@ -378,22 +387,15 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   p->es = bs_dtype_bytes(cfg->model.dtype);
   p->elem = cfg->model.dtype == BS_FP32 ? BS_ELEM_F32 : (cfg->model.dtype == BS_FP16 ? BS_ELEM_F16 : BS_ELEM_BF16);
   p->adt = cfg->model.dtype == BS_FP32 ? ATTN_FP32 : ATTN_BF16;
-  p->P = p->G;
-  p->M = 1;
-  int rpn = ranks_per_node > 0 ? ranks_per_node : p->G;
-  int want = cfg->par.double_ring == BS_ON ||
-             (cfg->par.double_ring == BS_AUTO && rpn > 1 && rpn < p->G && p->G % rpn == 0);
-  const plan_method *pm = plan_method_of(cfg->par.method);
-  if (want && pm->double_ring && !p->decode) {
-    if (p->G % rpn != 0) {
-      char m[256];
-      snprintf(m, sizeof m, "parallel.double_ring: ranks_per_node %d does not divide gpus %d", rpn, p->G);
-      free(p);
-      return fail(err, errlen, m);
-    }
-    p->P = rpn < p->G ? rpn : p->G;
-    p->M = p->G / p->P;
+  bs_decision d;
+  if (decide(cfg, ranks_per_node, &d, err, errlen)) {
+    free(p);
+    return -1;
   }
+  p->rpn = ranks_per_node;
+  p->P = d.ring_outer > 1 ? d.ring_inner : p->G;
+  p->M = d.ring_outer;
+  const plan_method *pm = plan_method_of(cfg->par.method);
   if (pm->check(p, err, errlen)) {
     free(p);
     return -1;

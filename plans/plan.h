@@ -189,6 +189,12 @@ int64_t bs_shard_index(const bs_shard *s, int64_t B, int64_t b, int64_t h, int64
 
 /* Ranks of the double ring's inner group (1 = no double ring), for reports. */
 int bs_plan_inner_ranks(const bs_plan *p);
+/* What a plan for cfg on nodes of ranks_per_node ranks (<= 0: one node)
+ * decides: double ring, ring sizes, all-to-all groups. 0, or -1 (invalid
+ * values in cfg: d->valid = 0). Executors record it in their result. */
+int bs_plan_decide(const bs_config *cfg, int ranks_per_node, bs_decision *d);
+/* The decision a plan took. */
+void bs_plan_decision(const bs_plan *p, bs_decision *d);
 
 /* The single-rank computation the plan distributes: global shapes and mask
  * (decode: Nq = decode_tokens at positions seq_len..). For references. */

@@ -23,6 +23,7 @@ struct bs_plan {
   bs_config cfg;
   int G;                     /* ranks */
   int P, M;                  /* double ring: inner size P, outer size M (P = G, M = 1 without) */
+  int rpn;                   /* ranks per node the plan was made for (<= 0: one node) */
   int64_t B, Zq, Zkv, d, N;  /* global shapes */
   int64_t nq_dec;            /* decode: query tokens */
   int es;                    /* bytes per stored element (q, k, v, dout) */
@@ -30,7 +31,6 @@ struct bs_plan {
   attn_dtype adt;
   int bwd;                   /* phase train */
   int decode;
-  int U, R;                  /* usp: ulysses degree, ring groups */
   struct bs_plan *attn;      /* layer / model scope: the attention plan every layer runs (workload.c) */
   int in_layer;              /* this attention plan runs inside a layer: tp leaves its block
                                 collectives to the layer's projections */
@@ -149,6 +149,8 @@ typedef struct {
   int (*gen)(bs_plan_iter *it, void *state);
   size_t state_size;
   int double_ring;           /* the K,V ring may run as a double ring (inner P x outer M) */
+  int ring;                  /* its K,V ring: 0 none, 1 over all ranks, 2 across the all-to-all groups */
+  int a2a;                   /* its all-to-alls: 0 none, 1 over all ranks, 2 in groups of ulysses_degree */
   int decode;                /* phase decode: 0 refused, 1 allowed, 2 the only phase */
 } plan_method;
 

@@ -32,4 +32,5 @@ static int gen_ring(bs_plan_iter *it, void *state) { return ring_seq_gen(it, sta
 
 const plan_method plan_method_ring = {
   .check = plan_check_ring, .gen = gen_ring, .state_size = sizeof(ring_seq), .double_ring = 1, .decode = 1,
+  .ring = 1, .a2a = 0,
 };

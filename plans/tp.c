@@ -138,4 +138,5 @@ static int gen_tp(bs_plan_iter *it, void *state) {
 
 const plan_method plan_method_tp = {
   .check = check_tp, .gen = gen_tp, .state_size = sizeof(tp_state), .double_ring = 0, .decode = 0,
+  .ring = 0, .a2a = 0,
 };

@@ -88,4 +88,5 @@ static int gen_tree(bs_plan_iter *it, void *state) {
 
 const plan_method plan_method_tree = {
   .check = check_tree, .gen = gen_tree, .state_size = sizeof(tree_state), .double_ring = 0, .decode = 2,
+  .ring = 0, .a2a = 0,
 };

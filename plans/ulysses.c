@@ -354,9 +354,11 @@ static int gen_ulysses(bs_plan_iter *it, void *state) {
 
 const plan_method plan_method_ulysses = {
   .check = check_ulysses, .gen = gen_ulysses, .state_size = sizeof(uly_state), .double_ring = 0, .decode = 0,
+  .ring = 0, .a2a = 1,
 };
 
 /* usp runs ulysses' generator: its groups and ring follow parallel.ulysses_degree. */
 const plan_method plan_method_usp = {
   .check = check_ulysses, .gen = gen_ulysses, .state_size = sizeof(uly_state), .double_ring = 0, .decode = 0,
+  .ring = 2, .a2a = 2,
 };
