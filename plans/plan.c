@@ -1,8 +1,10 @@
 /*
- * plan.c — the machinery every plan shares: validation and creation, the
- * per-rank iterator with its small op queue, buffer and handle ids, shards,
- * the visible-pair count behind FLOPs and block skipping, and the emission of
- * one (query shard x key shard) attention as chunk-pair kernels.
+ * plan.c — the machinery every plan shares: the common checks, the decision
+ * (double ring, ring sizes, all-to-all groups) and creation through the
+ * method table, the per-rank iterator with its small op queue, buffer and
+ * handle ids, shards, and the emission of one (query shard x key shard)
+ * attention as chunk-pair kernels, fully masked pairs skipped and FLOPs counted
+ * from the visible pairs of kernels/mask.h.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -84,7 +86,7 @@ static int shard_blks(const bs_shard *s, blk b[2]) {
   return 1;
 }
 
-/* ---------- visible pairs ---------- */
+/* ---------- visible pairs (the geometry is kernels/mask.h) ---------- */
 
 int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
                            int causal, int64_t window) {

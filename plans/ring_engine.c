@@ -14,6 +14,10 @@
  * summed with the running sum on its way; at the end they return to their owner.
  * With a double ring the backward runs in rounds like the forward: the outer
  * ring brings each round's first packet and carries the node's sums on.
+ *
+ * Sequence-sharded ring methods (ring_seq): role buffers, both rings over all
+ * ranks and the segments around them; burst and ring run them whole, li2021
+ * its backward only.
  */
 #include "plan_impl.h"
 

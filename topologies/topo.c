@@ -2,7 +2,8 @@
  * topo.c — the platform generators of topo.h. Each writes one SimGrid zone
  * with Dijkstra routing (cached) whose graph is the physical wiring: GPUs,
  * switches as routers, one link per cable and direction class. Users can read
- * the XML, edit it and hand it back as `topology = FILE.xml`.
+ * the XML, edit it and hand it back as `topology = FILE.xml`. The table of
+ * generators (names, default profiles, wiring) is the one list of their names.
  */
 #include "topo.h"
 
