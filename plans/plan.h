@@ -86,7 +86,7 @@ typedef struct {
   double flops;            /* useful FLOPs (unmasked), for the profile and reports */
   bs_ref in[BS_OP_IN];
   bs_ref out[BS_OP_OUT];
-  /* --- added by the plans engineer (see the block at the end of this file) --- */
+  /* what the runtime computes and how (see the block at the end of this file) */
   int ew;                  /* ELEMWISE: a bs_elemwise saying what the runtime computes */
   int gemm;                /* GEMM: a bs_gemm_kind */
   int64_t ld;              /* GEMM / SOFTMAX: leading dimension (columns) of the score matrix */
@@ -108,7 +108,7 @@ typedef struct {
     struct { int32_t n; int32_t handles[BS_MAX_WAIT]; } wait;
     struct { int fwd_bwd; /* 0 fwd, 1 bwd */ int begin; /* 1 begin, 0 end */ } phase;
   } u;
-  int32_t step;            /* added: ring step / stage the op belongs to (-1 = none), for messages */
+  int32_t step;            /* ring step / stage the op belongs to (-1 = none), for messages */
 } bs_op;
 
 typedef struct bs_plan bs_plan;

@@ -11,7 +11,7 @@
  *     "nic-...", "fabric-...", "pcie-...", "hostbridge-...", "shm-...") gets
  *     its bandwidth and latency from the profile when the simulator loads it;
  *     other links keep what the file says.
- * Speeds written here are only defaults: the profile decides (issue 4).
+ * Speeds written here are only defaults: the profile decides.
  */
 #ifndef BURSTSIM_TOPO_H
 #define BURSTSIM_TOPO_H
