@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "mask.h"
 
 typedef enum { ATTN_FP32 = 0, ATTN_BF16 = 1 } attn_dtype;
 
@@ -25,18 +26,8 @@ enum {
   ATTN_EDTYPE = -4    /* storage type not supported by this backend */
 };
 
-/*
- * Mask from global token positions. Query row i sits at q_pos0 + i*q_stride,
- * key row j at k_pos0 + j*k_stride (stride 1 for contiguous blocks, G for the
- * striped layout). causal: key allowed iff k_pos <= q_pos. window > 0: also
- * requires q_pos - k_pos < window (causal) or |q_pos - k_pos| < window (not).
- */
-typedef struct {
-  int64_t q_pos0, q_stride;
-  int64_t k_pos0, k_stride;
-  int causal;
-  int64_t window;
-} attn_mask;
+/* attn_mask: which (query, key) pairs a call sees, from global token
+ * positions; mask.h holds it with the geometry every backend and the plans use. */
 
 typedef struct {
   int B, Zq, Zkv;     /* batch, query heads, key/value heads */

@@ -1,5 +1,7 @@
 /*
- * config.c — names, defaults and model presets for bs_config. Pure data.
+ * config.c — names, defaults and model presets for bs_config: the one table
+ * of method names and the one of presets (scenario keys and messages read
+ * them from here). Pure data.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,10 @@ int bs_model_preset(const char *name, bs_model *m) {
     return 0;
   }
   return -1;
+}
+
+const char *bs_model_preset_name(int i) {
+  return i >= 0 && (size_t)i < sizeof presets / sizeof presets[0] ? presets[i].name : NULL;
 }
 
 void bs_config_default(bs_config *c) {

@@ -68,6 +68,7 @@ typedef struct {
 /* Bytes per element of a storage type. */
 static inline int bs_dtype_bytes(bs_dtype t) { return t == BS_FP32 ? 4 : 2; }
 
+/* The names, one table each (config.c): the scenario keys parse them, messages list them. */
 const char *bs_method_name(bs_method m);
 const char *bs_layout_name(bs_layout l);
 const char *bs_phase_name(bs_phase p);
@@ -80,5 +81,7 @@ void bs_config_default(bs_config *c);
 
 /* Model presets; returns 0 on success, -1 for an unknown name. */
 int bs_model_preset(const char *name, bs_model *m);
+/* The i-th model preset's name (i from 0), or NULL past the last: for messages. */
+const char *bs_model_preset_name(int i);
 
 #endif

@@ -1,8 +1,10 @@
 /*
- * plan.c — the machinery every plan shares: validation and creation, the
- * per-rank iterator with its small op queue, buffer and handle ids, shards,
- * the visible-pair count behind FLOPs and block skipping, and the emission of
- * one (query shard x key shard) attention as chunk-pair kernels.
+ * plan.c — the machinery every plan shares: the common checks, the decision
+ * (double ring, ring sizes, all-to-all groups) and creation through the
+ * method table, the per-rank iterator with its small op queue, buffer and
+ * handle ids, shards, and the emission of one (query shard x key shard)
+ * attention as chunk-pair kernels, fully masked pairs skipped and FLOPs counted
+ * from the visible pairs of kernels/mask.h.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -84,42 +86,12 @@ static int shard_blks(const bs_shard *s, blk b[2]) {
   return 1;
 }
 
-/* ---------- visible pairs ---------- */
-
-static int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
-static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* Pairs (a, b) with a - b = m: f(m) = min(nq, nk + m) - max(0, m), linear between breakpoints. */
-static int64_t fpairs(int64_t nq, int64_t nk, int64_t m) { return imin(nq, nk + m) - imax(0, m); }
-
-/* In 128 bits: a block of 2^32 tokens has 2^64 pairs. */
-static __int128 sum_linear(int64_t nq, int64_t nk, int64_t u, int64_t v) {
-  return v < u ? 0 : ((__int128)fpairs(nq, nk, u) + fpairs(nq, nk, v)) * ((__int128)v - u + 1) / 2;
-}
-
-/* Sum of f over [lo, hi]: f is linear on (-inf, c1), [c1, c2), [c2, inf). */
-static __int128 sum_pairs(int64_t nq, int64_t nk, int64_t lo, int64_t hi) {
-  int64_t c1 = imin(0, nq - nk), c2 = imax(0, nq - nk);
-  return sum_linear(nq, nk, lo, imin(hi, c1 - 1)) +
-         sum_linear(nq, nk, imax(lo, c1), imin(hi, c2 - 1)) +
-         sum_linear(nq, nk, imax(lo, c2), hi);
-}
+/* ---------- visible pairs (the geometry is kernels/mask.h) ---------- */
 
 int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
                            int causal, int64_t window) {
-  if (nq <= 0 || nk <= 0) return 0;
-  int64_t delta = q0 - k0, lo = -(nk - 1), hi = nq - 1;
-  /* allowed differences x = delta + stride*m in [xlo, xhi] */
-  int64_t big = (int64_t)1 << 60;
-  int64_t xlo = causal ? 0 : (window > 0 ? -(window - 1) : -big);
-  int64_t xhi = window > 0 ? window - 1 : big;
-  lo = imax(lo, ceildiv(xlo - delta, stride));
-  hi = imin(hi, floordiv(xhi - delta, stride));
-  if (lo > hi) return 0;
-  __int128 n = sum_pairs(nq, nk, lo, hi);
-  return n > INT64_MAX ? -1 : (int64_t)n;
+  attn_mask m = {q0, stride, k0, stride, causal, window};
+  return attn_mask_pairs(&m, nq, nk);
 }
 
 int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
@@ -346,16 +318,57 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
     return fail(err, errlen, m);
   }
   if (c->work.phase < BS_TRAIN || c->work.phase > BS_DECODE) return fail(err, errlen, "workload.phase: unknown phase");
+  const plan_method *pm = plan_method_of(c->par.method);
+  if (!pm) return fail(err, errlen, "parallel.method: unknown method");
   if (c->work.phase == BS_DECODE) {
-    if (c->par.method != BS_TREE && c->par.method != BS_RING) {
+    if (!pm->decode) {
       snprintf(m, sizeof m, "workload.phase: decode needs method tree or ring, not %s", bs_method_name(c->par.method));
       return fail(err, errlen, m);
     }
     if (c->work.decode_tokens < 1) return fail(err, errlen, "workload.decode_tokens: must be at least 1");
-  } else if (c->par.method == BS_TREE) {
+  } else if (pm->decode == 2) {
     return fail(err, errlen, "parallel.method: tree is a decode method (set workload.phase = decode)");
   }
   return 0;
+}
+
+/*
+ * The decisions a plan takes from the request: a double ring (inner rings of
+ * the ranks of a node, an outer ring over nodes) when asked, or on auto when
+ * the ranks span whole nodes; the ring sizes; the all-to-all groups.
+ */
+static int decide(const bs_config *cfg, int ranks_per_node, bs_decision *d, char *err, size_t errlen) {
+  const plan_method *pm = plan_method_of(cfg->par.method);
+  int G = cfg->par.gpus, rpn = ranks_per_node > 0 ? ranks_per_node : G;
+  int U = pm && pm->a2a == 2 ? cfg->par.ulysses_degree : G;
+  memset(d, 0, sizeof *d);
+  if (!pm || G < 1) return fail(err, errlen, "parallel.method: unknown method");
+  d->ring_inner = d->ring_outer = d->ulysses_degree = 1;
+  if (pm->a2a) d->ulysses_degree = U;
+  if (pm->ring == 1) d->ring_inner = G;
+  if (pm->ring == 2 && U >= 1 && G % U == 0) d->ring_inner = G / U;
+  int want = cfg->par.double_ring == BS_ON ||
+             (cfg->par.double_ring == BS_AUTO && rpn > 1 && rpn < G && G % rpn == 0);
+  if (want && pm->double_ring && cfg->work.phase != BS_DECODE) {
+    if (G % rpn != 0) {
+      char m[256];
+      snprintf(m, sizeof m, "parallel.double_ring: ranks_per_node %d does not divide gpus %d", rpn, G);
+      return fail(err, errlen, m);
+    }
+    d->ring_inner = rpn < G ? rpn : G;
+    d->ring_outer = G / d->ring_inner;
+    d->double_ring = d->ring_outer > 1;
+  }
+  d->valid = 1;
+  return 0;
+}
+
+int bs_plan_decide(const bs_config *cfg, int ranks_per_node, bs_decision *d) {
+  return decide(cfg, ranks_per_node, d, NULL, 0);
+}
+
+void bs_plan_decision(const bs_plan *p, bs_decision *d) {
+  decide(&p->cfg, p->rpn, d, NULL, 0);
 }
 
 int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char *err, size_t errlen) {
@@ -376,31 +389,19 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   p->es = bs_dtype_bytes(cfg->model.dtype);
   p->elem = cfg->model.dtype == BS_FP32 ? BS_ELEM_F32 : (cfg->model.dtype == BS_FP16 ? BS_ELEM_F16 : BS_ELEM_BF16);
   p->adt = cfg->model.dtype == BS_FP32 ? ATTN_FP32 : ATTN_BF16;
-  p->P = p->G;
-  p->M = 1;
-  int rpn = ranks_per_node > 0 ? ranks_per_node : p->G;
-  int want = cfg->par.double_ring == BS_ON ||
-             (cfg->par.double_ring == BS_AUTO && rpn > 1 && rpn < p->G && p->G % rpn == 0);
-  if (want && (cfg->par.method == BS_BURST || cfg->par.method == BS_RING) && !p->decode) {
-    if (p->G % rpn != 0) {
-      char m[256];
-      snprintf(m, sizeof m, "parallel.double_ring: ranks_per_node %d does not divide gpus %d", rpn, p->G);
-      free(p);
-      return fail(err, errlen, m);
-    }
-    p->P = rpn < p->G ? rpn : p->G;
-    p->M = p->G / p->P;
+  bs_decision d;
+  if (decide(cfg, ranks_per_node, &d, err, errlen)) {
+    free(p);
+    return -1;
   }
-  int rc;
-  switch (cfg->par.method) {
-  case BS_BURST: case BS_RING: rc = plan_check_ring(p, err, errlen); break;
-  case BS_RING_LI2021: rc = plan_check_li2021(p, err, errlen); break;
-  case BS_ULYSSES: case BS_USP: rc = plan_check_ulysses(p, err, errlen); break;
-  case BS_TP: rc = plan_check_tp(p, err, errlen); break;
-  case BS_TREE: rc = plan_check_tree(p, err, errlen); break;
-  default: rc = fail(err, errlen, "parallel.method: unknown method");
+  p->rpn = ranks_per_node;
+  p->P = d.ring_outer > 1 ? d.ring_inner : p->G;
+  p->M = d.ring_outer;
+  const plan_method *pm = plan_method_of(cfg->par.method);
+  if (pm->check(p, err, errlen)) {
+    free(p);
+    return -1;
   }
-  if (rc) { free(p); return -1; }
   if (cfg->work.scope != BS_SCOPE_ATTENTION) {
     bs_config ac = *cfg;
     ac.work.scope = BS_SCOPE_ATTENTION;
@@ -448,7 +449,9 @@ bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
   it->p = p;
   it->rank = rank;
   it->step = -1;
-  if (p->attn && !(it->wl = plan_wl_new(it))) {
+  it->state = calloc(1, plan_method_of(p->cfg.par.method)->state_size);
+  if (!it->state || (p->attn && !(it->wl = plan_wl_new(it)))) {
+    free(it->state);
     free(it);
     return NULL;
   }
@@ -456,7 +459,10 @@ bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
 }
 
 void bs_plan_iter_free(bs_plan_iter *it) {
-  if (it) plan_wl_free(it->wl);
+  if (it) {
+    plan_wl_free(it->wl);
+    free(it->state);
+  }
   free(it);
 }
 int bs_plan_iter_error(const bs_plan_iter *it) { return it->err; }
@@ -479,20 +485,7 @@ void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) {
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
   while (it->qn == 0) {
     if (it->done || it->err) return 0;
-    int more;
-    if (it->wl) {
-      if (!plan_gen_workload(it)) it->done = 1;
-      continue;
-    }
-    switch (it->p->cfg.par.method) {
-    case BS_BURST: more = plan_gen_burst(it); break;
-    case BS_RING: more = plan_gen_ring(it); break;
-    case BS_RING_LI2021: more = plan_gen_li2021(it); break;
-    case BS_ULYSSES: case BS_USP: more = plan_gen_ulysses(it); break;
-    case BS_TP: more = plan_gen_tp(it); break;
-    case BS_TREE: more = plan_gen_tree(it); break;
-    default: more = 0;
-    }
+    int more = it->wl ? plan_gen_workload(it) : plan_method_of(it->p->cfg.par.method)->gen(it, it->state);
     if (!more) it->done = 1;
   }
   if (it->err) return 0;

@@ -86,7 +86,7 @@ typedef struct {
   double flops;            /* useful FLOPs (unmasked), for the profile and reports */
   bs_ref in[BS_OP_IN];
   bs_ref out[BS_OP_OUT];
-  /* --- added by the plans engineer (see the block at the end of this file) --- */
+  /* what the runtime computes and how (see the block at the end of this file) */
   int ew;                  /* ELEMWISE: a bs_elemwise saying what the runtime computes */
   int gemm;                /* GEMM: a bs_gemm_kind */
   int64_t ld;              /* GEMM / SOFTMAX: leading dimension (columns) of the score matrix */
@@ -108,7 +108,7 @@ typedef struct {
     struct { int32_t n; int32_t handles[BS_MAX_WAIT]; } wait;
     struct { int fwd_bwd; /* 0 fwd, 1 bwd */ int begin; /* 1 begin, 0 end */ } phase;
   } u;
-  int32_t step;            /* added: ring step / stage the op belongs to (-1 = none), for messages */
+  int32_t step;            /* ring step / stage the op belongs to (-1 = none), for messages */
 } bs_op;
 
 typedef struct bs_plan bs_plan;
@@ -189,6 +189,12 @@ int64_t bs_shard_index(const bs_shard *s, int64_t B, int64_t b, int64_t h, int64
 
 /* Ranks of the double ring's inner group (1 = no double ring), for reports. */
 int bs_plan_inner_ranks(const bs_plan *p);
+/* What a plan for cfg on nodes of ranks_per_node ranks (<= 0: one node)
+ * decides: double ring, ring sizes, all-to-all groups. 0, or -1 (invalid
+ * values in cfg: d->valid = 0). Executors record it in their result. */
+int bs_plan_decide(const bs_config *cfg, int ranks_per_node, bs_decision *d);
+/* The decision a plan took. */
+void bs_plan_decision(const bs_plan *p, bs_decision *d);
 
 /* The single-rank computation the plan distributes: global shapes and mask
  * (decode: Nq = decode_tokens at positions seq_len..). For references. */

@@ -1,8 +1,9 @@
 /*
  * plan_impl.h — what the per-method plan files share and nobody else sees:
- * the plan and iterator structs, the small op queue, id allocators, and the
- * ring engines (forward K,V ring, backward packet ring) that burst, ring,
- * usp and ring decode are built from. Pure computation, no I/O.
+ * the plan and iterator structs, the method table's row, the small op queue,
+ * id allocators, and the ring engines (forward K,V ring, backward packet ring,
+ * the sequence-sharded ring methods) that burst, ring, li2021, usp and ring
+ * decode are built from. Pure computation, no I/O.
  */
 #ifndef BURSTSIM_PLAN_IMPL_H
 #define BURSTSIM_PLAN_IMPL_H
@@ -22,6 +23,7 @@ struct bs_plan {
   bs_config cfg;
   int G;                     /* ranks */
   int P, M;                  /* double ring: inner size P, outer size M (P = G, M = 1 without) */
+  int rpn;                   /* ranks per node the plan was made for (<= 0: one node) */
   int64_t B, Zq, Zkv, d, N;  /* global shapes */
   int64_t nq_dec;            /* decode: query tokens */
   int es;                    /* bytes per stored element (q, k, v, dout) */
@@ -29,7 +31,6 @@ struct bs_plan {
   attn_dtype adt;
   int bwd;                   /* phase train */
   int decode;
-  int U, R;                  /* usp: ulysses degree, ring groups */
   struct bs_plan *attn;      /* layer / model scope: the attention plan every layer runs (workload.c) */
   int in_layer;              /* this attention plan runs inside a layer: tp leaves its block
                                 collectives to the layer's projections */
@@ -101,11 +102,22 @@ typedef struct {
   int64_t Z, w, eb;          /* heads in total, row width, bytes per element */
 } a2a_xfer;
 
-/* Indices into bs_plan_iter.buf for the buffers methods keep across segments. */
-enum {
-  B_Q = 0, B_K, B_V, B_O, B_LSE, B_DOUT, B_DQ, B_DK, B_DV, B_DELTA, B_TDELTA, B_SCORES,
-  B_X0, B_X1, B_X2, B_X3, B_X4, B_X5, B_X6, B_X7, B_X8, B_X9, B_X10, B_X11
-};
+/*
+ * The state of the sequence-sharded ring methods (burst, ring, and the
+ * backward li2021 borrows): role buffers, the two ring engines, and where the
+ * forward and the backward are in their segments. The backward keeps its own
+ * position so a method with a forward of its own can run it afterwards.
+ */
+typedef struct {
+  int32_t q, k, v, o, lse, dout, dq, dk, dv;
+  int32_t delta;             /* rowsum(dO * O) of this rank's queries (-1: none) */
+  int32_t tdelta;            /* burst plain: delta of the visiting packet (-1: none) */
+  int32_t scores;            /* lao off, li2021: score workspace (-1: none) */
+  ring_fwd rf;
+  ring_bwd rb;
+  int seg, at;               /* forward: segment and ring step */
+  int bseg, bat;             /* backward: segment and ring step */
+} ring_seq;
 
 #define QCAP 256
 struct bs_plan_iter {
@@ -114,20 +126,40 @@ struct bs_plan_iter {
   bs_op q[QCAP];
   int qh, qn;
   uint64_t bufs_used, handles_used;
-  int seg, k;                /* program segment and its step counter */
   int done;
   int32_t step;              /* step stamped on emitted ops */
   int err;                   /* an internal invariant broke (queue or ids exhausted), or errmsg */
   char errmsg[192];          /* why the plan cannot go on (a point too large), when set */
-  ring_fwd rf;
-  ring_bwd rb;
-  a2a_xfer xf[4];
-  int32_t buf[24];           /* method-specific buffer ids */
-  int32_t h[16];             /* method-specific handles */
-  int64_t x[8];              /* method-specific numbers */
+  void *state;               /* the method's generator state (plan_method.state_size bytes, zeroed) */
   bs_op sink;                /* target of pushes past a full queue (then err is set) */
   struct bs_wl *wl;          /* layer / model scope: the workload generator (workload.c) */
 };
+
+/*
+ * One row of the method table (methods.c): everything bs_plan_create and
+ * bs_plan_next need to know about a method. Each method file defines its row
+ * next to its generator; the generator's state type stays private to it.
+ */
+typedef struct {
+  /* Validation against the plan's shapes, before anything is allocated:
+   * 0, or -1 with "section.key: what is wrong" in err. */
+  int (*check)(const bs_plan *p, char *err, size_t errlen);
+  /* Emits the next segment's ops into the queue; returns 0 when done.
+   * state: state_size bytes, zeroed when the iterator is made. */
+  int (*gen)(bs_plan_iter *it, void *state);
+  size_t state_size;
+  int double_ring;           /* the K,V ring may run as a double ring (inner P x outer M) */
+  int ring;                  /* its K,V ring: 0 none, 1 over all ranks, 2 across the all-to-all groups */
+  int a2a;                   /* its all-to-alls: 0 none, 1 over all ranks, 2 in groups of ulysses_degree */
+  int decode;                /* phase decode: 0 refused, 1 allowed, 2 the only phase */
+} plan_method;
+
+/* The row of method m, or NULL for a value outside bs_method. */
+const plan_method *plan_method_of(bs_method m);
+/* Shape checks of the sequence-sharded rings, shared by burst's and ring's rows (ring.c). */
+int plan_check_ring(const bs_plan *p, char *err, size_t errlen);
+extern const plan_method plan_method_burst, plan_method_ring, plan_method_li2021,
+    plan_method_ulysses, plan_method_usp, plan_method_tp, plan_method_tree;
 
 /* Queue and ids. */
 bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind);
@@ -165,34 +197,26 @@ int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t h
                    const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, const attn_bufs *b,
                    int init[2]);
 
-/* Forward ring engine. Set fields of it->rf, call ring_fwd_begin (ALLOCs the
+/* Forward ring engine. Set the fields of r, call ring_fwd_begin (ALLOCs the
  * comm buffers), then ring_fwd_step for s = 0 .. S-1 (returns 0 past the end),
  * then ring_fwd_end (FREEs). */
-void ring_fwd_begin(bs_plan_iter *it);
-int ring_fwd_step(bs_plan_iter *it, int s);
-void ring_fwd_end(bs_plan_iter *it);
+void ring_fwd_begin(bs_plan_iter *it, ring_fwd *r);
+int ring_fwd_step(bs_plan_iter *it, ring_fwd *r, int s);
+void ring_fwd_end(bs_plan_iter *it, ring_fwd *r);
 int ring_rank(int32_t first, int32_t stride, int P, int M, int a, int i);
 
-/* Backward packet ring (burst: q-side packet; ring: kv-side packet). */
-void ring_bwd_begin(bs_plan_iter *it);
-int ring_bwd_step(bs_plan_iter *it, int s);
-void ring_bwd_end(bs_plan_iter *it);
+/* Backward packet ring (burst: q-side packet; ring: kv-side packet), used the same way. */
+void ring_bwd_begin(bs_plan_iter *it, ring_bwd *r);
+int ring_bwd_step(bs_plan_iter *it, ring_bwd *r, int s);
+void ring_bwd_end(bs_plan_iter *it, ring_bwd *r);
 
-/* Forward shared by burst and ring: PHASE begin, role ALLOCs, ring set-up. */
-void plan_seq_fwd_begin(bs_plan_iter *it, int unfused);
-/* Backward role buffers shared by burst and ring (DOUT, DQ, DK, DV). */
-void plan_seq_bwd_roles(bs_plan_iter *it);
-
-/* Per-method generators: emit the next segment's ops; return 0 when done. */
-int plan_gen_burst(bs_plan_iter *it);
-int plan_gen_ring(bs_plan_iter *it);    /* ring, and ring decode */
-/* Forward ring then backward ring: kind 0 burst packet, 1 ring packet. */
-int plan_gen_seq(bs_plan_iter *it, int kind, int plain, int unfused);
-void plan_seq_bwd_ring(bs_plan_iter *it, int kind, int plain, int unfused);
-int plan_gen_li2021(bs_plan_iter *it);
-int plan_gen_ulysses(bs_plan_iter *it); /* ulysses and usp */
-int plan_gen_tp(bs_plan_iter *it);
-int plan_gen_tree(bs_plan_iter *it);
+/* Sequence-sharded ring methods (ring_engine.c). kind 0: burst (the query
+ * packet travels in the backward), 1: ring (the key/value packet travels).
+ * plain: burst rings O and computes D on arrival. unfused: the score block is
+ * materialised. ring_seq_gen runs the forward ring then, in phase train, the
+ * backward; ring_seq_bwd runs only the backward (li2021, after its own forward). */
+int ring_seq_gen(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused);
+int ring_seq_bwd(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused);
 
 /* Layer and model scope (workload.c): checks, the attention sub-plan, the
  * generator around it, and its per-iterator state. */
@@ -200,12 +224,5 @@ int plan_check_workload(const bs_plan *p, char *err, size_t errlen);
 struct bs_wl *plan_wl_new(bs_plan_iter *it);
 void plan_wl_free(struct bs_wl *w);
 int plan_gen_workload(bs_plan_iter *it);
-
-/* Per-method validation (before anything is allocated). */
-int plan_check_ring(const bs_plan *p, char *err, size_t errlen);
-int plan_check_li2021(const bs_plan *p, char *err, size_t errlen);
-int plan_check_ulysses(const bs_plan *p, char *err, size_t errlen);
-int plan_check_tp(const bs_plan *p, char *err, size_t errlen);
-int plan_check_tree(const bs_plan *p, char *err, size_t errlen);
 
 #endif

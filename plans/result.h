@@ -51,6 +51,14 @@ typedef struct {
   int64_t peak_bytes;
 } bs_rank_result;
 
+/* What the plan decided from the request (the result JSON's "plan" object). */
+typedef struct {
+  int valid;               /* 0: not recorded (the point failed before a plan was made) */
+  int double_ring;         /* the K,V ring runs as a double ring (ring_outer > 1) */
+  int ring_inner, ring_outer; /* ring sizes P x M: ranks per inner ring, inner rings; 1 x 1: no ring */
+  int ulysses_degree;      /* ranks per all-to-all group (ulysses: all, usp: the degree); 1: none */
+} bs_decision;
+
 typedef struct {
   bs_config cfg;
   const char *mode;        /* "sim" or "run" */
@@ -62,10 +70,10 @@ typedef struct {
   int nranks;
   bs_rank_result *ranks;   /* nranks entries, owned by the result (may be NULL) */
   char error[256];         /* "" on success */
-  /* added by sim (issue 4): */
   char sim_network[320];   /* sim: network model settings used, link classes, fold decision */
   int sim_actors;          /* sim: ranks simulated as SimGrid actors (< nranks when folded) */
   int64_t sim_rss_bytes;   /* sim: peak RSS of the simulating process */
+  bs_decision decision;    /* what the plan decided (double ring, ring sizes, all-to-all groups) */
 } bs_result;
 
 void bs_result_free(bs_result *r);

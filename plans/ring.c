@@ -4,7 +4,7 @@
  * backward rings K, V again together with dK, dV (fp32), which return to their
  * owner at the end, while Q, dO, lse, D and dQ stay local. In phase decode the
  * query tokens are replicated and the KV shards travel the ring (Tree
- * Attention arXiv 2408.04093 §6.3). Also validates the ring-shaped methods.
+ * Attention arXiv 2408.04093 §6.3). Its checks serve burst too.
  */
 #include "plan_impl.h"
 
@@ -28,4 +28,9 @@ int plan_check_ring(const bs_plan *p, char *err, size_t errlen) {
   return 0;
 }
 
-int plan_gen_ring(bs_plan_iter *it) { return plan_gen_seq(it, 1, 0, 0); }
+static int gen_ring(bs_plan_iter *it, void *state) { return ring_seq_gen(it, state, 1, 0, 0); }
+
+const plan_method plan_method_ring = {
+  .check = plan_check_ring, .gen = gen_ring, .state_size = sizeof(ring_seq), .double_ring = 1, .decode = 1,
+  .ring = 1, .a2a = 0,
+};

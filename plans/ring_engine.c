@@ -14,6 +14,10 @@
  * summed with the running sum on its way; at the end they return to their owner.
  * With a double ring the backward runs in rounds like the forward: the outer
  * ring brings each round's first packet and carries the node's sums on.
+ *
+ * Sequence-sharded ring methods (ring_seq): role buffers, both rings over all
+ * ranks and the segments around them; burst and ring run them whole, li2021
+ * its backward only.
  */
 #include "plan_impl.h"
 
@@ -26,8 +30,7 @@ int ring_rank(int32_t first, int32_t stride, int P, int M, int a, int i) {
 
 /* ---------------- forward ---------------- */
 
-void ring_fwd_begin(bs_plan_iter *it) {
-  ring_fwd *r = &it->rf;
+void ring_fwd_begin(bs_plan_iter *it, ring_fwd *r) {
   int S = r->P * r->M;
   for (int j = 0; j < 2; j++) {
     r->kb[j] = r->vb[j] = r->okb[j] = r->ovb[j] = -1;
@@ -45,8 +48,7 @@ void ring_fwd_begin(bs_plan_iter *it) {
   r->active = 1;
 }
 
-int ring_fwd_step(bs_plan_iter *it, int s) {
-  ring_fwd *r = &it->rf;
+int ring_fwd_step(bs_plan_iter *it, ring_fwd *r, int s) {
   int S = r->P * r->M;
   if (s >= S) return 0;
   it->step = s;
@@ -90,8 +92,7 @@ int ring_fwd_step(bs_plan_iter *it, int s) {
   return 1;
 }
 
-void ring_fwd_end(bs_plan_iter *it) {
-  ring_fwd *r = &it->rf;
+void ring_fwd_end(bs_plan_iter *it, ring_fwd *r) {
   it->step = -1;
   for (int j = 0; j < 2; j++) {
     plan_free(it, r->kb[j]);
@@ -104,8 +105,7 @@ void ring_fwd_end(bs_plan_iter *it) {
 
 /* ---------------- backward ---------------- */
 
-void ring_bwd_begin(bs_plan_iter *it) {
-  ring_bwd *r = &it->rb;
+void ring_bwd_begin(bs_plan_iter *it, ring_bwd *r) {
   int S = r->P * r->M;
   for (int j = 0; j < r->nparts; j++) {
     pkt_part *pp = &r->part[j];
@@ -153,8 +153,7 @@ static int32_t find_part(const ring_bwd *r, int msg, int s) {
 }
 
 /* The step's compute on the packet from ring position `origin`, into this step's partials. */
-static void packet_compute(bs_plan_iter *it, int s, int origin) {
-  ring_bwd *r = &it->rb;
+static void packet_compute(bs_plan_iter *it, ring_bwd *r, int s, int origin) {
   const bs_plan *p = it->p;
   bs_shard ts = r->tmpl;
   ts.part = origin;
@@ -208,7 +207,7 @@ static void ew_add(bs_plan_iter *it, int32_t dst, int32_t src, int64_t bytes) {
   c->out[0] = R(dst, 0);
 }
 
-static int ring_bwd_step_double(bs_plan_iter *it, int s);
+static int ring_bwd_step_double(bs_plan_iter *it, ring_bwd *r, int s);
 
 /* Rank at position x of the backward's flat ring (single ring: M = 1 or P = 1). */
 static int flat_rank(const ring_bwd *r, int x) { return r->first + r->stride * md(x, r->P * r->M); }
@@ -222,11 +221,10 @@ static int flat_rank(const ring_bwd *r, int x) { return r->first + r->stride * m
  * send joined only at the end of the next step. So no gradient transfer waits on
  * a compute, and none is on the critical path but the last.
  */
-int ring_bwd_step(bs_plan_iter *it, int s) {
-  ring_bwd *r = &it->rb;
+int ring_bwd_step(bs_plan_iter *it, ring_bwd *r, int s) {
   int S = r->P * r->M;
   if (s >= S) return 0;
-  if (dbl(r)) return ring_bwd_step_double(it, s);
+  if (dbl(r)) return ring_bwd_step_double(it, r, s);
   it->step = s;
   const int x = r->a * r->P + r->i, next = flat_rank(r, x + 1), prev = flat_rank(r, x - 1);
   r->n_pre = 0;
@@ -253,7 +251,7 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
       for (int j = 0; j < r->nparts; j++)
         if (r->part[j].acc) ew_zero(it, cur_buf(r, &r->part[j], s), r->part[j].bytes);
   }
-  packet_compute(it, s, md(x - s, S));
+  packet_compute(it, r, s, md(x - s, S));
   if (S == 1) return 1;
   /* Join the received sums (and the read-only traffic), add them to the partials. */
   plan_wait(it, r->h_pre, r->n_pre);
@@ -300,8 +298,7 @@ int ring_bwd_step(bs_plan_iter *it, int s) {
  * f = 1 from round 1 on: after the last round every sum then sits on its owner's
  * rail, one node away, so every message of the backward is rail-aligned.
  */
-static int ring_bwd_step_double(bs_plan_iter *it, int s) {
-  ring_bwd *r = &it->rb;
+static int ring_bwd_step_double(bs_plan_iter *it, ring_bwd *r, int s) {
   const int P = r->P, M = r->M, o = s / P, t = s % P;
   const int f = o > 0;                        /* rotation offset of round o */
   const int fwd_at = o == 0 ? 1 : 0;          /* step of round o whose packet goes to the next node */
@@ -360,7 +357,7 @@ static int ring_bwd_step_double(bs_plan_iter *it, int s) {
   if (s >= 2)
     for (int j = 0; j < r->nparts; j++)
       if (r->part[j].acc) ew_zero(it, cur_buf(r, &r->part[j], s), r->part[j].bytes);
-  packet_compute(it, s, md(r->a - o, M) * P + md(r->i - t - f, P));
+  packet_compute(it, r, s, md(r->a - o, M) * P + md(r->i - t - f, P));
   plan_wait(it, r->h_pre, r->n_pre);
   r->n_pre = 0;
   if (t > 0)
@@ -417,8 +414,7 @@ static int ring_bwd_step_double(bs_plan_iter *it, int s) {
   return 1;
 }
 
-void ring_bwd_end(bs_plan_iter *it) {
-  ring_bwd *r = &it->rb;
+void ring_bwd_end(bs_plan_iter *it, ring_bwd *r) {
   it->step = -1;
   for (int j = 0; j < r->nparts; j++) {
     pkt_part *pp = &r->part[j];
@@ -431,4 +427,191 @@ void ring_bwd_end(bs_plan_iter *it) {
     plan_free(it, pp->sout);
   }
   r->active = 0;
+}
+
+/* ---------------- the sequence-sharded ring methods ---------------- */
+
+static bs_shard q_shard(const bs_plan *p, int rank) {
+  if (p->decode) return plan_shard(BS_CONTIGUOUS, 0, 1, p->nq_dec, 0, (int32_t)p->Zq);
+  return plan_shard(p->cfg.par.layout, rank, p->G, p->N, 0, (int32_t)p->Zq);
+}
+
+/* The forward ring over all G ranks (a double ring when the plan chose one). */
+static void seq_fwd_ring(bs_plan_iter *it, ring_seq *s, const bs_shard *qs) {
+  const bs_plan *p = it->p;
+  ring_fwd *rf = &s->rf;
+  rf->first = 0;
+  rf->stride = 1;
+  rf->P = p->P;
+  rf->M = p->M;
+  rf->a = it->rank / p->P;
+  rf->i = it->rank % p->P;
+  rf->hq = p->Zq;
+  rf->hkv = p->Zkv;
+  rf->qs = *qs;
+  rf->qpos_off = p->decode ? p->N : 0;
+  rf->ks = plan_shard(p->cfg.par.layout, 0, p->G, p->N, 0, (int32_t)p->Zkv);
+  rf->q = s->q;
+  rf->o = s->o;
+  rf->lse = s->lse;
+  rf->k0 = s->k;
+  rf->v0 = s->v;
+  rf->scores = s->scores;
+  rf->kv_bytes = p->B * p->Zkv * (p->N / p->G) * p->d * p->es;
+  ring_fwd_begin(it, rf);
+}
+
+/* Forward begin: PHASE, the role ALLOCs, the score workspace (unfused), the ring. */
+static void seq_fwd_begin(bs_plan_iter *it, ring_seq *s, int unfused) {
+  const bs_plan *p = it->p;
+  int r = it->rank;
+  int64_t n = p->N / p->G;
+  bs_shard qs = q_shard(p, r);
+  bs_shard ks = plan_shard(p->cfg.par.layout, r, p->G, p->N, 0, (int32_t)p->Zkv);
+  int64_t nq = bs_shard_tokens(&qs);
+  plan_phase(it, 0, 1);
+  s->q = plan_alloc(it, p->B * p->Zq * nq * p->d * p->es, BS_MEM_INPUT, BS_ROLE_Q, &qs, p->elem);
+  s->k = plan_alloc(it, p->B * p->Zkv * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_K, &ks, p->elem);
+  s->v = plan_alloc(it, p->B * p->Zkv * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_V, &ks, p->elem);
+  s->o = plan_alloc(it, p->B * p->Zq * nq * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &qs, BS_ELEM_F32);
+  s->lse = plan_alloc(it, p->B * p->Zq * nq * 4, BS_MEM_OUTPUT, BS_ROLE_LSE, &qs, BS_ELEM_F32);
+  s->scores = -1;
+  if (unfused) {
+    int64_t qlen = qs.layout == BS_ZIGZAG ? nq / 2 : nq, klen = ks.layout == BS_ZIGZAG ? n / 2 : n;
+    s->scores = plan_alloc(it, p->B * p->Zq * qlen * klen * 4, BS_MEM_SCORES, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  }
+  seq_fwd_ring(it, s, &qs);
+}
+
+/* Backward role buffers: DOUT, DQ, DK, DV. */
+static void seq_bwd_roles(bs_plan_iter *it, ring_seq *s) {
+  const bs_plan *p = it->p;
+  int64_t n = p->N / p->G;
+  bs_shard qs = q_shard(p, it->rank);
+  bs_shard ks = plan_shard(p->cfg.par.layout, it->rank, p->G, p->N, 0, (int32_t)p->Zkv);
+  s->dout = plan_alloc(it, p->B * p->Zq * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, &qs, p->elem);
+  s->dq = plan_alloc(it, p->B * p->Zq * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &qs, BS_ELEM_F32);
+  s->dk = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &ks, BS_ELEM_F32);
+  s->dv = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &ks, BS_ELEM_F32);
+}
+
+/* delta = rowsum(dO * O) of this rank's queries, into a new WORKSPACE buffer. */
+static void seq_local_delta(bs_plan_iter *it, ring_seq *s) {
+  const bs_plan *p = it->p;
+  int64_t n = p->N / p->G;
+  s->delta = plan_alloc(it, p->B * p->Zq * n * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
+  c->a = plan_attn_params(p, p->Zq, p->Zkv, n, n);
+  c->elems = p->B * p->Zq * n * p->d;
+  c->flops = 2.0 * (double)c->elems;
+  c->in[0] = R(s->o, 0);
+  c->in[1] = R(s->dout, 0);
+  c->out[0] = R(s->delta, 0);
+}
+
+static void add_part(ring_bwd *rb, int msg, int32_t local, int64_t bytes, int acc, int32_t ret_buf, int ret_msg) {
+  pkt_part *pp = &rb->part[rb->nparts++];
+  memset(pp, 0, sizeof *pp);
+  pp->msg = msg;
+  pp->local = local;
+  pp->bytes = bytes;
+  pp->acc = acc;
+  pp->ret_buf = ret_buf;
+  pp->ret_msg = ret_msg;
+}
+
+/* The backward ring over all G ranks: the stationary side's buffers and the travelling packet. */
+static void seq_bwd_ring(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused) {
+  const bs_plan *p = it->p;
+  int r = it->rank;
+  int64_t n = p->N / p->G;
+  ring_bwd *rb = &s->rb;
+  memset(rb, 0, sizeof *rb);
+  rb->first = 0;
+  rb->stride = 1;
+  rb->P = p->P;
+  rb->M = p->M;
+  rb->a = r / p->P;
+  rb->i = r % p->P;
+  rb->hq = p->Zq;
+  rb->hkv = p->Zkv;
+  rb->kind = kind;
+  rb->plain = plain;
+  rb->unfused = unfused;
+  bs_shard qs = plan_shard(p->cfg.par.layout, r, p->G, p->N, 0, (int32_t)p->Zq);
+  bs_shard ks = plan_shard(p->cfg.par.layout, r, p->G, p->N, 0, (int32_t)p->Zkv);
+  rb->q = s->q; rb->k = s->k; rb->v = s->v; rb->o = s->o;
+  rb->dout = s->dout; rb->lse = s->lse; rb->delta = s->delta;
+  rb->dq = s->dq; rb->dk = s->dk; rb->dv = s->dv;
+  rb->tmp_delta = s->tdelta;
+  rb->scores = s->scores;
+  int64_t qb = p->B * p->Zq * n * p->d, kb = p->B * p->Zkv * n * p->d, rows = p->B * p->Zq * n;
+  if (kind == 0) {
+    rb->my = ks;
+    rb->tmpl = qs;
+    add_part(rb, MSG_Q, s->q, qb * p->es, 0, -1, 0);
+    add_part(rb, MSG_DO, s->dout, qb * p->es, 0, -1, 0);
+    if (plain) add_part(rb, MSG_O, s->o, qb * 4, 0, -1, 0);
+    else add_part(rb, MSG_D, s->delta, rows * 4, 0, -1, 0);
+    add_part(rb, MSG_LSE, s->lse, rows * 4, 0, -1, 0);
+    add_part(rb, MSG_DQ, -1, qb * 4, 1, s->dq, MSG_RET_DQ);
+  } else {
+    rb->my = qs;
+    rb->tmpl = ks;
+    add_part(rb, MSG_K, s->k, kb * p->es, 0, -1, 0);
+    add_part(rb, MSG_V, s->v, kb * p->es, 0, -1, 0);
+    add_part(rb, MSG_DK, -1, kb * 4, 1, s->dk, MSG_RET_DK);
+    add_part(rb, MSG_DV, -1, kb * 4, 1, s->dv, MSG_RET_DV);
+  }
+  ring_bwd_begin(it, rb);
+}
+
+int ring_seq_bwd(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused) {
+  const bs_plan *p = it->p;
+  switch (s->bseg) {
+  case 0:
+    plan_phase(it, 1, 1);
+    seq_bwd_roles(it, s);
+    s->delta = s->tdelta = -1;
+    if (kind == 1 || !plain) seq_local_delta(it, s);
+    if (kind == 0 && plain) {
+      int64_t n = p->N / p->G;
+      s->tdelta = plan_alloc(it, p->B * p->Zq * n * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+    }
+    seq_bwd_ring(it, s, kind, plain, unfused);
+    s->bseg = 1;
+    s->bat = 0;
+    return 1;
+  case 1:
+    if (ring_bwd_step(it, &s->rb, s->bat)) { s->bat++; return 1; }
+    ring_bwd_end(it, &s->rb);
+    plan_free(it, s->delta);
+    plan_free(it, s->tdelta);
+    plan_free(it, s->scores);
+    plan_phase(it, 1, 0);
+    s->bseg = 2;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+int ring_seq_gen(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused) {
+  const bs_plan *p = it->p;
+  switch (s->seg) {
+  case 0:
+    seq_fwd_begin(it, s, unfused);
+    s->seg = 1;
+    s->at = 0;
+    return 1;
+  case 1:
+    if (ring_fwd_step(it, &s->rf, s->at)) { s->at++; return 1; }
+    ring_fwd_end(it, &s->rf);
+    if (!p->bwd) { plan_free(it, s->scores); s->scores = -1; }
+    plan_phase(it, 0, 0);
+    s->seg = 2;
+    return 1;
+  default:
+    return p->bwd ? ring_seq_bwd(it, s, kind, plain, unfused) : 0;
+  }
 }

@@ -10,7 +10,7 @@
  */
 #include "plan_impl.h"
 
-int plan_check_tp(const bs_plan *p, char *err, size_t errlen) {
+static int check_tp(const bs_plan *p, char *err, size_t errlen) {
   if (p->cfg.par.tp_variant != 1 && p->cfg.par.tp_variant != 3) {
     snprintf(err, errlen, "parallel.tp_variant: %d is not v1 or v3", p->cfg.par.tp_variant);
     return -1;
@@ -59,60 +59,84 @@ static void block_comm(bs_plan_iter *it, int before) {
   plan_free(it, x);
 }
 
-int plan_gen_tp(bs_plan_iter *it) {
+/* Role buffers held from the forward into the backward. */
+typedef struct {
+  int32_t q, k, v, o, lse, dout, dq, dk, dv;
+  int seg;
+} tp_state;
+
+/* The forward: block collectives around local attention over this rank's heads. */
+static void tp_fwd(bs_plan_iter *it, tp_state *s, int64_t hq, int64_t hkv, const bs_shard *qs, const bs_shard *ks) {
   const bs_plan *p = it->p;
-  int64_t hq = p->Zq / p->G, hkv = p->Zkv / p->G, N = p->N;
-  bs_shard qs = plan_shard(BS_CONTIGUOUS, 0, 1, N, (int32_t)(it->rank * hq), (int32_t)hq);
-  bs_shard ks = plan_shard(BS_CONTIGUOUS, 0, 1, N, (int32_t)(it->rank * hkv), (int32_t)hkv);
+  int64_t N = p->N;
   int init[2] = {0, 0};
-  switch (it->seg) {
-  case 0: {
-    plan_phase(it, 0, 1);
-    it->step = 0;
-    block_comm(it, 1);
-    it->buf[B_Q] = plan_alloc(it, p->B * hq * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_Q, &qs, p->elem);
-    it->buf[B_K] = plan_alloc(it, p->B * hkv * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_K, &ks, p->elem);
-    it->buf[B_V] = plan_alloc(it, p->B * hkv * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_V, &ks, p->elem);
-    it->buf[B_O] = plan_alloc(it, p->B * hq * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &qs, BS_ELEM_F32);
-    it->buf[B_LSE] = plan_alloc(it, p->B * hq * N * 4, BS_MEM_OUTPUT, BS_ROLE_LSE, &qs, BS_ELEM_F32);
-    attn_bufs b = {it->buf[B_Q], it->buf[B_K], it->buf[B_V], it->buf[B_O], it->buf[B_LSE], -1, -1, -1, -1, -1, -1};
-    plan_emit_attn(it, 0, 0, hq, hkv, &qs, 0, &ks, &b, init);
-    it->step = 1;
-    block_comm(it, 0);
-    it->step = -1;
-    plan_phase(it, 0, 0);
-    it->seg = 1;
+  plan_phase(it, 0, 1);
+  it->step = 0;
+  block_comm(it, 1);
+  s->q = plan_alloc(it, p->B * hq * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_Q, qs, p->elem);
+  s->k = plan_alloc(it, p->B * hkv * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_K, ks, p->elem);
+  s->v = plan_alloc(it, p->B * hkv * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_V, ks, p->elem);
+  s->o = plan_alloc(it, p->B * hq * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, qs, BS_ELEM_F32);
+  s->lse = plan_alloc(it, p->B * hq * N * 4, BS_MEM_OUTPUT, BS_ROLE_LSE, qs, BS_ELEM_F32);
+  attn_bufs b = {s->q, s->k, s->v, s->o, s->lse, -1, -1, -1, -1, -1, -1};
+  plan_emit_attn(it, 0, 0, hq, hkv, qs, 0, ks, &b, init);
+  it->step = 1;
+  block_comm(it, 0);
+  it->step = -1;
+  plan_phase(it, 0, 0);
+}
+
+/* The backward: the same collectives, delta, local attention backward. */
+static void tp_bwd(bs_plan_iter *it, tp_state *s, int64_t hq, int64_t hkv, const bs_shard *qs, const bs_shard *ks) {
+  const bs_plan *p = it->p;
+  int64_t N = p->N;
+  int init[2] = {0, 0};
+  plan_phase(it, 1, 1);
+  it->step = 0;
+  block_comm(it, 1);
+  s->dout = plan_alloc(it, p->B * hq * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, qs, p->elem);
+  s->dq = plan_alloc(it, p->B * hq * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, qs, BS_ELEM_F32);
+  s->dk = plan_alloc(it, p->B * hkv * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, ks, BS_ELEM_F32);
+  s->dv = plan_alloc(it, p->B * hkv * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, ks, BS_ELEM_F32);
+  int32_t delta = plan_alloc(it, p->B * hq * N * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
+  c->a = plan_attn_params(p, hq, hkv, N, N);
+  c->elems = p->B * hq * N * p->d;
+  c->flops = 2.0 * (double)c->elems;
+  c->in[0] = R(s->o, 0);
+  c->in[1] = R(s->dout, 0);
+  c->out[0] = R(delta, 0);
+  attn_bufs b = {s->q, s->k, s->v, -1, s->lse, s->dout, delta, s->dq, s->dk, s->dv, -1};
+  plan_emit_attn(it, 1, 0, hq, hkv, qs, 0, ks, &b, init);
+  plan_free(it, delta);
+  it->step = 1;
+  block_comm(it, 0);
+  it->step = -1;
+  plan_phase(it, 1, 0);
+}
+
+static int gen_tp(bs_plan_iter *it, void *state) {
+  const bs_plan *p = it->p;
+  tp_state *s = state;
+  int64_t hq = p->Zq / p->G, hkv = p->Zkv / p->G;
+  bs_shard qs = plan_shard(BS_CONTIGUOUS, 0, 1, p->N, (int32_t)(it->rank * hq), (int32_t)hq);
+  bs_shard ks = plan_shard(BS_CONTIGUOUS, 0, 1, p->N, (int32_t)(it->rank * hkv), (int32_t)hkv);
+  switch (s->seg) {
+  case 0:
+    tp_fwd(it, s, hq, hkv, &qs, &ks);
+    s->seg = 1;
     return 1;
-  }
-  case 1: {
+  case 1:
     if (!p->bwd) return 0;
-    plan_phase(it, 1, 1);
-    it->step = 0;
-    block_comm(it, 1);
-    it->buf[B_DOUT] = plan_alloc(it, p->B * hq * N * p->d * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, &qs, p->elem);
-    it->buf[B_DQ] = plan_alloc(it, p->B * hq * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &qs, BS_ELEM_F32);
-    it->buf[B_DK] = plan_alloc(it, p->B * hkv * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &ks, BS_ELEM_F32);
-    it->buf[B_DV] = plan_alloc(it, p->B * hkv * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &ks, BS_ELEM_F32);
-    int32_t delta = plan_alloc(it, p->B * hq * N * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-    bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
-    c->a = plan_attn_params(p, hq, hkv, N, N);
-    c->elems = p->B * hq * N * p->d;
-    c->flops = 2.0 * (double)c->elems;
-    c->in[0] = R(it->buf[B_O], 0);
-    c->in[1] = R(it->buf[B_DOUT], 0);
-    c->out[0] = R(delta, 0);
-    attn_bufs b = {it->buf[B_Q], it->buf[B_K], it->buf[B_V], -1, it->buf[B_LSE], it->buf[B_DOUT], delta,
-                   it->buf[B_DQ], it->buf[B_DK], it->buf[B_DV], -1};
-    plan_emit_attn(it, 1, 0, hq, hkv, &qs, 0, &ks, &b, init);
-    plan_free(it, delta);
-    it->step = 1;
-    block_comm(it, 0);
-    it->step = -1;
-    plan_phase(it, 1, 0);
-    it->seg = 2;
+    tp_bwd(it, s, hq, hkv, &qs, &ks);
+    s->seg = 2;
     return 1;
-  }
   default:
     return 0;
   }
 }
+
+const plan_method plan_method_tp = {
+  .check = check_tp, .gen = gen_tp, .state_size = sizeof(tp_state), .double_ring = 0, .decode = 0,
+  .ring = 0, .a2a = 0,
+};

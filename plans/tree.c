@@ -7,7 +7,7 @@
  */
 #include "plan_impl.h"
 
-int plan_check_tree(const bs_plan *p, char *err, size_t errlen) {
+static int check_tree(const bs_plan *p, char *err, size_t errlen) {
   if (p->cfg.par.layout != BS_CONTIGUOUS) {
     snprintf(err, errlen, "parallel.layout: tree shards the KV cache contiguously; %s is not supported",
              bs_layout_name(p->cfg.par.layout));
@@ -20,10 +20,14 @@ int plan_check_tree(const bs_plan *p, char *err, size_t errlen) {
   return 0;
 }
 
-int plan_gen_tree(bs_plan_iter *it) {
+/* The whole decode step is one segment. */
+typedef struct { int done; } tree_state;
+
+static int gen_tree(bs_plan_iter *it, void *state) {
   const bs_plan *p = it->p;
-  if (it->seg > 0) return 0;
-  it->seg = 1;
+  tree_state *s = state;
+  if (s->done) return 0;
+  s->done = 1;
   int r = it->rank;
   int64_t n = p->N / p->G, t = p->nq_dec, rows = p->B * p->Zq * t;
   bs_shard qs = plan_shard(BS_CONTIGUOUS, 0, 1, t, 0, (int32_t)p->Zq);
@@ -81,3 +85,8 @@ int plan_gen_tree(bs_plan_iter *it) {
   plan_phase(it, 0, 0);
   return 1;
 }
+
+const plan_method plan_method_tree = {
+  .check = check_tree, .gen = gen_tree, .state_size = sizeof(tree_state), .double_ring = 0, .decode = 2,
+  .ring = 0, .a2a = 0,
+};

@@ -10,7 +10,7 @@
 
 static int deg(const bs_plan *p) { return p->cfg.par.method == BS_USP ? p->cfg.par.ulysses_degree : p->G; }
 
-int plan_check_ulysses(const bs_plan *p, char *err, size_t errlen) {
+static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
   const char *m = bs_method_name(p->cfg.par.method);
   int U = deg(p);
   if (p->cfg.par.layout != BS_CONTIGUOUS) {
@@ -107,170 +107,258 @@ static void h2s_finish(bs_plan_iter *it, a2a_xfer *x) {
   }
 }
 
-static void wait_xfers(bs_plan_iter *it, int n) {
+static void wait_xfers(bs_plan_iter *it, const a2a_xfer *xf, int n) {
   int32_t hs[4];
   int nh = 0;
   for (int j = 0; j < n; j++)
-    if (it->xf[j].h >= 0) hs[nh++] = it->xf[j].h;
+    if (xf[j].h >= 0) hs[nh++] = xf[j].h;
   if (nh) plan_wait(it, hs, nh);
 }
 
-/* Buffers: B_X0 qh, B_X1 kh, B_X2 vh, B_X3 oh, B_X4 doh, B_X5 dqh, B_X6 dkh, B_X7 dvh, B_X8 delta_h. */
-enum { QH = B_X0, KH, VH, OH, DOH, DQH, DKH, DVH, DELH };
+/* What a rank holds from the forward into the backward. */
+typedef struct {
+  int32_t qkv[3];            /* sequence-sharded q, k, v (role buffers) */
+  int32_t qkvh[3];           /* head-sharded q, k, v (the role buffers themselves when U = 1) */
+  int32_t o, lse, oh;        /* o (role), lse (head-sharded role), head-sharded o */
+  int32_t dout, doh, delh;   /* dO (role), head-sharded dO, head-sharded delta */
+  int32_t dqkv[3], dqkvh[3]; /* dq, dk, dv: role buffers, head-sharded */
+  a2a_xfer xf[3];
+  ring_fwd rf;               /* usp: the K,V ring across groups */
+  ring_bwd rb;
+  int seg, k;                /* segment and ring step */
+} uly_state;
 
-static int is_tmp(const bs_plan_iter *it, int idx, int role_idx) { return it->buf[idx] != it->buf[role_idx]; }
+/* The shapes of a rank: U ranks per all-to-all group, R_ groups (usp ring). */
+typedef struct {
+  int U, R_, gi, ui, ring;   /* ring: usp with more than one group */
+  int64_t n, hq, hkv, Ng;    /* tokens per rank, heads per rank after the all-to-all, tokens of a group */
+  bs_shard qseq, kseq;       /* sequence-sharded role shards */
+  bs_shard qh, kh;           /* head-sharded shards */
+} uly_geo;
 
-int plan_gen_ulysses(bs_plan_iter *it) {
+static uly_geo geometry(const bs_plan_iter *it) {
   const bs_plan *p = it->p;
-  int U = deg(p), R_ = p->G / U, r = it->rank, gi = r / U, ui = r % U, usp = p->cfg.par.method == BS_USP;
-  int64_t n = p->N / p->G, hq = p->Zq / U, hkv = p->Zkv / U, Ng = n * U;
-  bs_shard qseq = plan_shard(BS_CONTIGUOUS, r, p->G, p->N, 0, (int32_t)p->Zq);
-  bs_shard kseq = plan_shard(BS_CONTIGUOUS, r, p->G, p->N, 0, (int32_t)p->Zkv);
-  bs_shard qh = plan_shard(BS_CONTIGUOUS, gi, R_, p->N, (int32_t)(ui * hq), (int32_t)hq);
-  bs_shard kh = plan_shard(BS_CONTIGUOUS, gi, R_, p->N, (int32_t)(ui * hkv), (int32_t)hkv);
+  uly_geo g;
+  int r = it->rank;
+  g.U = deg(p);
+  g.R_ = p->G / g.U;
+  g.gi = r / g.U;
+  g.ui = r % g.U;
+  g.ring = p->cfg.par.method == BS_USP && g.R_ > 1;
+  g.n = p->N / p->G;
+  g.hq = p->Zq / g.U;
+  g.hkv = p->Zkv / g.U;
+  g.Ng = g.n * g.U;
+  g.qseq = plan_shard(BS_CONTIGUOUS, r, p->G, p->N, 0, (int32_t)p->Zq);
+  g.kseq = plan_shard(BS_CONTIGUOUS, r, p->G, p->N, 0, (int32_t)p->Zkv);
+  g.qh = plan_shard(BS_CONTIGUOUS, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hq), (int32_t)g.hq);
+  g.kh = plan_shard(BS_CONTIGUOUS, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hkv), (int32_t)g.hkv);
+  return g;
+}
+
+/* usp: the forward K,V ring over the R_ groups (rank ui of every group). */
+static void fwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
+  const bs_plan *p = it->p;
+  ring_fwd *rf = &s->rf;
+  rf->first = g->ui; rf->stride = g->U; rf->P = g->R_; rf->M = 1; rf->a = 0; rf->i = g->gi;
+  rf->hq = g->hq; rf->hkv = g->hkv; rf->qs = g->qh; rf->qpos_off = 0;
+  rf->ks = plan_shard(BS_CONTIGUOUS, 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
+  rf->q = s->qkvh[0]; rf->o = s->oh; rf->lse = s->lse;
+  rf->k0 = s->qkvh[1]; rf->v0 = s->qkvh[2]; rf->scores = -1;
+  rf->kv_bytes = p->B * g->hkv * g->Ng * p->d * p->es;
+  ring_fwd_begin(it, rf);
+}
+
+/* Forward begin: q, k, v to head-sharded, then local attention (returns 0) or
+ * the usp ring's set-up (returns 1: ring steps follow). */
+static int fwd_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
+  const bs_plan *p = it->p;
   int init[2] = {0, 0};
-  switch (it->seg) {
-  case 0: {
-    plan_phase(it, 0, 1);
-    it->step = 0;
-    it->buf[B_Q] = plan_alloc(it, p->B * p->Zq * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_Q, &qseq, p->elem);
-    it->buf[B_K] = plan_alloc(it, p->B * p->Zkv * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_K, &kseq, p->elem);
-    it->buf[B_V] = plan_alloc(it, p->B * p->Zkv * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_V, &kseq, p->elem);
-    s2h_post(it, &it->xf[0], it->buf[B_Q], p->Zq, p->d, p->es);
-    s2h_post(it, &it->xf[1], it->buf[B_K], p->Zkv, p->d, p->es);
-    s2h_post(it, &it->xf[2], it->buf[B_V], p->Zkv, p->d, p->es);
-    wait_xfers(it, 3);
-    for (int j = 0; j < 3; j++) {
-      s2h_finish(it, &it->xf[j], BS_MEM_ACTIVATIONS);
-      it->buf[QH + j] = it->xf[j].dst;
-    }
-    it->buf[B_LSE] = plan_alloc(it, p->B * hq * Ng * 4, BS_MEM_OUTPUT, BS_ROLE_LSE, &qh, BS_ELEM_F32);
-    if (U == 1) it->buf[OH] = it->buf[B_O] = plan_alloc(it, p->B * hq * Ng * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &qseq, BS_ELEM_F32);
-    else it->buf[OH] = plan_alloc(it, p->B * hq * Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-    if (!usp || R_ == 1) {
-      it->step = 1;
-      attn_bufs b = {it->buf[QH], it->buf[KH], it->buf[VH], it->buf[OH], it->buf[B_LSE], -1, -1, -1, -1, -1, -1};
-      plan_emit_attn(it, 0, 0, hq, hkv, &qh, 0, &kh, &b, init);
-      it->seg = 2;
-      return 1;
-    }
-    ring_fwd *rf = &it->rf;
-    rf->first = ui; rf->stride = U; rf->P = R_; rf->M = 1; rf->a = 0; rf->i = gi;
-    rf->hq = hq; rf->hkv = hkv; rf->qs = qh; rf->qpos_off = 0;
-    rf->ks = plan_shard(BS_CONTIGUOUS, 0, R_, p->N, (int32_t)(ui * hkv), (int32_t)hkv);
-    rf->q = it->buf[QH]; rf->o = it->buf[OH]; rf->lse = it->buf[B_LSE];
-    rf->k0 = it->buf[KH]; rf->v0 = it->buf[VH]; rf->scores = -1;
-    rf->kv_bytes = p->B * hkv * Ng * p->d * p->es;
-    ring_fwd_begin(it);
-    it->seg = 1;
-    it->k = 0;
-    return 1;
+  plan_phase(it, 0, 1);
+  it->step = 0;
+  s->qkv[0] = plan_alloc(it, p->B * p->Zq * g->n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_Q, &g->qseq, p->elem);
+  s->qkv[1] = plan_alloc(it, p->B * p->Zkv * g->n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_K, &g->kseq, p->elem);
+  s->qkv[2] = plan_alloc(it, p->B * p->Zkv * g->n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_V, &g->kseq, p->elem);
+  s2h_post(it, &s->xf[0], s->qkv[0], p->Zq, p->d, p->es);
+  s2h_post(it, &s->xf[1], s->qkv[1], p->Zkv, p->d, p->es);
+  s2h_post(it, &s->xf[2], s->qkv[2], p->Zkv, p->d, p->es);
+  wait_xfers(it, s->xf, 3);
+  for (int j = 0; j < 3; j++) {
+    s2h_finish(it, &s->xf[j], BS_MEM_ACTIVATIONS);
+    s->qkvh[j] = s->xf[j].dst;
   }
+  s->lse = plan_alloc(it, p->B * g->hq * g->Ng * 4, BS_MEM_OUTPUT, BS_ROLE_LSE, &g->qh, BS_ELEM_F32);
+  if (g->U == 1) s->oh = s->o = plan_alloc(it, p->B * g->hq * g->Ng * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &g->qseq, BS_ELEM_F32);
+  else s->oh = plan_alloc(it, p->B * g->hq * g->Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  if (!g->ring) {
+    it->step = 1;
+    attn_bufs b = {s->qkvh[0], s->qkvh[1], s->qkvh[2], s->oh, s->lse, -1, -1, -1, -1, -1, -1};
+    plan_emit_attn(it, 0, 0, g->hq, g->hkv, &g->qh, 0, &g->kh, &b, init);
+    return 0;
+  }
+  fwd_ring_begin(it, s, g);
+  return 1;
+}
+
+/* Forward end: o back to sequence-sharded; in prefill the head-sharded copies go. */
+static void fwd_end(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
+  const bs_plan *p = it->p;
+  it->step = 1000;
+  if (g->U > 1) {
+    s->o = plan_alloc(it, p->B * p->Zq * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &g->qseq, BS_ELEM_F32);
+    h2s_post(it, &s->xf[0], s->oh, s->o, p->Zq, p->d, 4);
+    wait_xfers(it, s->xf, 1);
+    h2s_finish(it, &s->xf[0]);
+  }
+  if (!p->bwd) {
+    for (int j = 0; j < 3; j++)
+      if (s->qkvh[j] != s->qkv[j]) plan_free(it, s->qkvh[j]);
+    if (g->U > 1) plan_free(it, s->oh);
+  }
+  it->step = -1;
+  plan_phase(it, 0, 0);
+}
+
+/* A packet part of the usp backward ring (read-only K, V or accumulated dK, dV). */
+static pkt_part ring_part(int msg, int32_t local, int64_t bytes, int acc, int32_t ret_buf, int ret_msg) {
+  pkt_part pp = {.msg = msg, .local = local, .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1,
+                 .bytes = bytes, .acc = acc, .ret_buf = ret_buf, .ret_msg = ret_msg};
+  return pp;
+}
+
+/* usp: the backward K,V ring over the groups (ring-flash-attention style). */
+static void bwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
+  const bs_plan *p = it->p;
+  ring_bwd *rb = &s->rb;
+  memset(rb, 0, sizeof *rb);
+  rb->first = g->ui; rb->stride = g->U; rb->P = g->R_; rb->M = 1; rb->a = 0; rb->i = g->gi;
+  rb->hq = g->hq; rb->hkv = g->hkv; rb->kind = 1;
+  rb->my = g->qh;
+  rb->tmpl = plan_shard(BS_CONTIGUOUS, 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
+  rb->q = s->qkvh[0]; rb->dout = s->doh; rb->lse = s->lse; rb->delta = s->delh;
+  rb->dq = s->dqkvh[0]; rb->o = -1; rb->scores = -1; rb->tmp_delta = -1;
+  int64_t kvb = p->B * g->hkv * g->Ng * p->d;
+  rb->part[0] = ring_part(MSG_K, s->qkvh[1], kvb * p->es, 0, -1, 0);
+  rb->part[1] = ring_part(MSG_V, s->qkvh[2], kvb * p->es, 0, -1, 0);
+  rb->part[2] = ring_part(MSG_DK, -1, kvb * 4, 1, s->dqkvh[1], MSG_RET_DK);
+  rb->part[3] = ring_part(MSG_DV, -1, kvb * 4, 1, s->dqkvh[2], MSG_RET_DV);
+  rb->nparts = 4;
+  ring_bwd_begin(it, rb);
+}
+
+/* The head-sharded dQ, dK, dV (the role buffers themselves when U = 1). */
+static void bwd_grads(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
+  const bs_plan *p = it->p;
+  if (g->U == 1) {
+    s->dqkvh[0] = s->dqkv[0] = plan_alloc(it, p->B * p->Zq * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &g->qseq, BS_ELEM_F32);
+    s->dqkvh[1] = s->dqkv[1] = plan_alloc(it, p->B * p->Zkv * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &g->kseq, BS_ELEM_F32);
+    s->dqkvh[2] = s->dqkv[2] = plan_alloc(it, p->B * p->Zkv * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &g->kseq, BS_ELEM_F32);
+  } else {
+    s->dqkvh[0] = plan_alloc(it, p->B * g->hq * g->Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+    s->dqkvh[1] = plan_alloc(it, p->B * g->hkv * g->Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+    s->dqkvh[2] = plan_alloc(it, p->B * g->hkv * g->Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  }
+}
+
+/* Backward begin: dO to head-sharded, delta, the gradients, then local
+ * attention backward (returns 0) or the usp ring's set-up (returns 1). */
+static int bwd_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
+  const bs_plan *p = it->p;
+  int init[2] = {0, 0};
+  plan_phase(it, 1, 1);
+  it->step = 0;
+  s->dout = plan_alloc(it, p->B * p->Zq * g->n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, &g->qseq, p->elem);
+  s2h_post(it, &s->xf[0], s->dout, p->Zq, p->d, p->es);
+  wait_xfers(it, s->xf, 1);
+  s2h_finish(it, &s->xf[0], BS_MEM_ACTIVATIONS);
+  s->doh = s->xf[0].dst;
+  s->delh = plan_alloc(it, p->B * g->hq * g->Ng * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
+  c->a = plan_attn_params(p, g->hq, g->hkv, g->Ng, g->Ng);
+  c->elems = p->B * g->hq * g->Ng * p->d;
+  c->flops = 2.0 * (double)c->elems;
+  c->in[0] = R(s->oh, 0);
+  c->in[1] = R(s->doh, 0);
+  c->out[0] = R(s->delh, 0);
+  bwd_grads(it, s, g);
+  if (!g->ring) {
+    it->step = 1;
+    attn_bufs b = {s->qkvh[0], s->qkvh[1], s->qkvh[2], -1, s->lse, s->doh, s->delh,
+                   s->dqkvh[0], s->dqkvh[1], s->dqkvh[2], -1};
+    plan_emit_attn(it, 1, 0, g->hq, g->hkv, &g->qh, 0, &g->kh, &b, init);
+    return 0;
+  }
+  bwd_ring_begin(it, s, g);
+  return 1;
+}
+
+/* Backward end: dQ, dK, dV back to sequence-sharded; the head-sharded copies go. */
+static void bwd_end(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
+  const bs_plan *p = it->p;
+  it->step = 1000;
+  if (g->U > 1) {
+    s->dqkv[0] = plan_alloc(it, p->B * p->Zq * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &g->qseq, BS_ELEM_F32);
+    s->dqkv[1] = plan_alloc(it, p->B * p->Zkv * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &g->kseq, BS_ELEM_F32);
+    s->dqkv[2] = plan_alloc(it, p->B * p->Zkv * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &g->kseq, BS_ELEM_F32);
+    h2s_post(it, &s->xf[0], s->dqkvh[0], s->dqkv[0], p->Zq, p->d, 4);
+    h2s_post(it, &s->xf[1], s->dqkvh[1], s->dqkv[1], p->Zkv, p->d, 4);
+    h2s_post(it, &s->xf[2], s->dqkvh[2], s->dqkv[2], p->Zkv, p->d, 4);
+    wait_xfers(it, s->xf, 3);
+    for (int j = 0; j < 3; j++) h2s_finish(it, &s->xf[j]);
+    for (int j = 0; j < 3; j++) plan_free(it, s->dqkvh[j]);
+    for (int j = 0; j < 3; j++) plan_free(it, s->qkvh[j]);
+    plan_free(it, s->oh);
+    plan_free(it, s->doh);
+  }
+  plan_free(it, s->delh);
+  it->step = -1;
+  plan_phase(it, 1, 0);
+}
+
+/* Segments: 0 forward begin, 1 usp forward ring, 2 forward end, 3 backward
+ * begin, 4 usp backward ring, 5 backward end. */
+static int gen_ulysses(bs_plan_iter *it, void *state) {
+  uly_state *s = state;
+  uly_geo g = geometry(it);
+  switch (s->seg) {
+  case 0:
+    s->seg = fwd_begin(it, s, &g) ? 1 : 2;
+    s->k = 0;
+    return 1;
   case 1:
-    if (ring_fwd_step(it, it->k)) { it->k++; return 1; }
-    ring_fwd_end(it);
-    it->seg = 2;
+    if (ring_fwd_step(it, &s->rf, s->k)) { s->k++; return 1; }
+    ring_fwd_end(it, &s->rf);
+    s->seg = 2;
     return 1;
   case 2:
-    it->step = 1000;
-    if (U > 1) {
-      it->buf[B_O] = plan_alloc(it, p->B * p->Zq * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &qseq, BS_ELEM_F32);
-      h2s_post(it, &it->xf[0], it->buf[OH], it->buf[B_O], p->Zq, p->d, 4);
-      wait_xfers(it, 1);
-      h2s_finish(it, &it->xf[0]);
-    }
-    if (!p->bwd) {
-      for (int j = QH; j <= VH; j++)
-        if (is_tmp(it, j, B_Q + (j - QH))) plan_free(it, it->buf[j]);
-      if (U > 1) plan_free(it, it->buf[OH]);
-    }
-    it->step = -1;
-    plan_phase(it, 0, 0);
-    it->seg = p->bwd ? 3 : 9;
+    fwd_end(it, s, &g);
+    s->seg = it->p->bwd ? 3 : 6;
     return 1;
-  case 3: {
-    plan_phase(it, 1, 1);
-    it->step = 0;
-    it->buf[B_DOUT] = plan_alloc(it, p->B * p->Zq * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, &qseq, p->elem);
-    s2h_post(it, &it->xf[0], it->buf[B_DOUT], p->Zq, p->d, p->es);
-    wait_xfers(it, 1);
-    s2h_finish(it, &it->xf[0], BS_MEM_ACTIVATIONS);
-    it->buf[DOH] = it->xf[0].dst;
-    it->buf[DELH] = plan_alloc(it, p->B * hq * Ng * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-    bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
-    c->a = plan_attn_params(p, hq, hkv, Ng, Ng);
-    c->elems = p->B * hq * Ng * p->d;
-    c->flops = 2.0 * (double)c->elems;
-    c->in[0] = R(it->buf[OH], 0);
-    c->in[1] = R(it->buf[DOH], 0);
-    c->out[0] = R(it->buf[DELH], 0);
-    if (U == 1) {
-      it->buf[DQH] = it->buf[B_DQ] = plan_alloc(it, p->B * p->Zq * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &qseq, BS_ELEM_F32);
-      it->buf[DKH] = it->buf[B_DK] = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &kseq, BS_ELEM_F32);
-      it->buf[DVH] = it->buf[B_DV] = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &kseq, BS_ELEM_F32);
-    } else {
-      it->buf[DQH] = plan_alloc(it, p->B * hq * Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-      it->buf[DKH] = plan_alloc(it, p->B * hkv * Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-      it->buf[DVH] = plan_alloc(it, p->B * hkv * Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-    }
-    if (!usp || R_ == 1) {
-      it->step = 1;
-      attn_bufs b = {it->buf[QH], it->buf[KH], it->buf[VH], -1, it->buf[B_LSE], it->buf[DOH], it->buf[DELH],
-                     it->buf[DQH], it->buf[DKH], it->buf[DVH], -1};
-      plan_emit_attn(it, 1, 0, hq, hkv, &qh, 0, &kh, &b, init);
-      it->seg = 5;
-      return 1;
-    }
-    ring_bwd *rb = &it->rb;
-    memset(rb, 0, sizeof *rb);
-    rb->first = ui; rb->stride = U; rb->P = R_; rb->M = 1; rb->a = 0; rb->i = gi;
-    rb->hq = hq; rb->hkv = hkv; rb->kind = 1;
-    rb->my = qh;
-    rb->tmpl = plan_shard(BS_CONTIGUOUS, 0, R_, p->N, (int32_t)(ui * hkv), (int32_t)hkv);
-    rb->q = it->buf[QH]; rb->dout = it->buf[DOH]; rb->lse = it->buf[B_LSE]; rb->delta = it->buf[DELH];
-    rb->dq = it->buf[DQH]; rb->o = -1; rb->scores = -1; rb->tmp_delta = -1;
-    int64_t kvb = p->B * hkv * Ng * p->d;
-    pkt_part parts[4] = {
-        {.msg = MSG_K, .local = it->buf[KH], .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1, .bytes = kvb * p->es, .acc = 0, .ret_buf = -1},
-        {.msg = MSG_V, .local = it->buf[VH], .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1, .bytes = kvb * p->es, .acc = 0, .ret_buf = -1},
-        {.msg = MSG_DK, .local = -1, .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1, .bytes = kvb * 4, .acc = 1, .ret_buf = it->buf[DKH],
-         .ret_msg = MSG_RET_DK},
-        {.msg = MSG_DV, .local = -1, .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1, .bytes = kvb * 4, .acc = 1, .ret_buf = it->buf[DVH],
-         .ret_msg = MSG_RET_DV}};
-    memcpy(rb->part, parts, sizeof parts);
-    rb->nparts = 4;
-    ring_bwd_begin(it);
-    it->seg = 4;
-    it->k = 0;
+  case 3:
+    s->seg = bwd_begin(it, s, &g) ? 4 : 5;
+    s->k = 0;
     return 1;
-  }
   case 4:
-    if (ring_bwd_step(it, it->k)) { it->k++; return 1; }
-    ring_bwd_end(it);
-    it->seg = 5;
+    if (ring_bwd_step(it, &s->rb, s->k)) { s->k++; return 1; }
+    ring_bwd_end(it, &s->rb);
+    s->seg = 5;
     return 1;
   case 5:
-    it->step = 1000;
-    if (U > 1) {
-      it->buf[B_DQ] = plan_alloc(it, p->B * p->Zq * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &qseq, BS_ELEM_F32);
-      it->buf[B_DK] = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &kseq, BS_ELEM_F32);
-      it->buf[B_DV] = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &kseq, BS_ELEM_F32);
-      h2s_post(it, &it->xf[0], it->buf[DQH], it->buf[B_DQ], p->Zq, p->d, 4);
-      h2s_post(it, &it->xf[1], it->buf[DKH], it->buf[B_DK], p->Zkv, p->d, 4);
-      h2s_post(it, &it->xf[2], it->buf[DVH], it->buf[B_DV], p->Zkv, p->d, 4);
-      wait_xfers(it, 3);
-      for (int j = 0; j < 3; j++) h2s_finish(it, &it->xf[j]);
-      for (int j = DQH; j <= DVH; j++) plan_free(it, it->buf[j]);
-      for (int j = QH; j <= VH; j++) plan_free(it, it->buf[j]);
-      plan_free(it, it->buf[OH]);
-      plan_free(it, it->buf[DOH]);
-    }
-    plan_free(it, it->buf[DELH]);
-    it->step = -1;
-    plan_phase(it, 1, 0);
-    it->seg = 9;
+    bwd_end(it, s, &g);
+    s->seg = 6;
     return 1;
   default:
     return 0;
   }
 }
+
+const plan_method plan_method_ulysses = {
+  .check = check_ulysses, .gen = gen_ulysses, .state_size = sizeof(uly_state), .double_ring = 0, .decode = 0,
+  .ring = 0, .a2a = 1,
+};
+
+/* usp runs ulysses' generator: its groups and ring follow parallel.ulysses_degree. */
+const plan_method plan_method_usp = {
+  .check = check_ulysses, .gen = gen_ulysses, .state_size = sizeof(uly_state), .double_ring = 0, .decode = 0,
+  .ring = 2, .a2a = 2,
+};

@@ -1,9 +1,9 @@
 /*
  * usp.c — USP (Unified Sequence Parallelism, feifeibear/long-context-attention):
  * Ulysses all-to-all inside groups of parallel.ulysses_degree ranks, a ring
- * across the groups. The generator is shared with ulysses (ulysses.c, which
- * also validates both); this file holds what only USP needs: the ring
- * group of a rank, for reports and tests.
+ * across the groups. The generator, the checks and the method-table row are
+ * ulysses' (ulysses.c defines both rows); this file holds what only USP needs:
+ * the ring group of a rank, for reports and tests.
  */
 #include "plan_impl.h"
 

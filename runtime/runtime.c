@@ -705,6 +705,7 @@ static int collect_all(rt *t, bs_run_report *out) {
   }
   bs_result *r = &out->res;
   r->cfg = *t->cfg;
+  bs_plan_decision(t->plan, &r->decision);
   r->mode = "run";
   if (!root) {
     r->nranks = 1;

@@ -1738,6 +1738,7 @@ static int simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_
   }
   rc = 0;
 done:
+  if (ctx.rpn > 0) bs_plan_decide(cfg, ctx.rpn, &out->decision);
   bs_out_abort(ctx.trace_out);
   if (ctx.rs)
     for (int s = 0; s < ctx.A; s++)

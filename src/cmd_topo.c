@@ -31,13 +31,6 @@ static void topo_usage(FILE *f) {
           bs_topo_generator_names());
 }
 
-static const char *default_profile(const char *topo) {
-  if (!strcmp(topo, "dgx-h100")) return "h100-sxm";
-  if (!strcmp(topo, "a100-pcie-node")) return "a100-pcie-40gb";
-  if (!strcmp(topo, "host")) return "host";
-  return "a100-sxm4-80gb";
-}
-
 int cmd_topo(int argc, char **argv) {
   bs_topo_args A;
   char aerr[512];
@@ -69,7 +62,7 @@ int cmd_topo(int argc, char **argv) {
     fprintf(stderr, "burstsim topo: out of memory\n");
     return 1;
   }
-  if (bs_profile_load(profile ? profile : default_profile(name), prof, err, sizeof err)) {
+  if (bs_profile_load(profile ? profile : bs_topo_default_profile(name), prof, err, sizeof err)) {
     fprintf(stderr, "burstsim topo: %s\n", err);
     free(prof);
     return 2;

@@ -72,9 +72,21 @@ static void add_config(cJSON *o, const bs_config *c) {
   cJSON_AddStringToObject(o, "coll_algo", bs_coll_algo_name(c->cluster.coll_algo));
 }
 
+/* What the plan decided from the request, when the executor recorded it: the
+ * double ring and the ring sizes (inner P x outer M), the all-to-all group. */
+static void add_decision(cJSON *o, const bs_decision *d) {
+  if (!d->valid) return;
+  cJSON *j = cJSON_AddObjectToObject(o, "plan");
+  cJSON_AddBoolToObject(j, "double_ring", d->double_ring);
+  cJSON_AddNumberToObject(j, "ring_inner", d->ring_inner);
+  cJSON_AddNumberToObject(j, "ring_outer", d->ring_outer);
+  cJSON_AddNumberToObject(j, "ulysses_degree", d->ulysses_degree);
+}
+
 static cJSON *result_json(const bs_result *r) {
   cJSON *o = cJSON_CreateObject();
   add_config(o, &r->cfg);
+  add_decision(o, &r->decision);
   if (r->error[0]) cJSON_AddStringToObject(o, "error", r->error);
   cJSON *t = cJSON_AddObjectToObject(o, "time_s");
   cJSON_AddNumberToObject(t, "step", r->time.step);

@@ -11,6 +11,7 @@
  * whole line per call.
  */
 #include "scenario.h"
+#include "topologies/topo.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -152,7 +153,10 @@ static const int64_t BIG = (int64_t)1 << 40; /* 1 Ti tokens: beyond any plan */
 static int set_preset(bs_config *c, const char *v, char *why, size_t n) {
   if (bs_model_preset(v, &c->model) == 0) return 0;
   char cb[SHOWN + 4];
-  snprintf(why, n, "unknown preset '%s' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b)", clip(v, cb));
+  size_t off = (size_t)snprintf(why, n, "unknown preset '%s' (", clip(v, cb));
+  for (int i = 0; bs_model_preset_name(i) && off < n; i++)
+    off += (size_t)snprintf(why + off, n - off, "%s%s", i ? ", " : "", bs_model_preset_name(i));
+  if (off < n) snprintf(why + off, n - off, ")");
   return -1;
 }
 INT_SETTER(set_hidden, model.hidden, 1, 1 << 20, 0)
@@ -179,8 +183,15 @@ static int set_seed(bs_config *c, const char *v, char *why, size_t n) {
   return 0;
 }
 
-ENUM_SETTER(set_method, par.method, bs_method, "burst", "ring", "ring-li2021", "ulysses", "usp", "tp",
-            "tree")
+static int set_method(bs_config *c, const char *v, char *why, size_t n) {
+  const char *names[BS_METHOD_COUNT + 1];
+  for (int m = 0; m < BS_METHOD_COUNT; m++) names[m] = bs_method_name((bs_method)m);
+  names[BS_METHOD_COUNT] = NULL;
+  int i = parse_enum(v, names, why, n);
+  if (i < 0) return -1;
+  c->par.method = (bs_method)i;
+  return 0;
+}
 INT_SETTER(set_gpus, par.gpus, 1, 1 << 20, 0)
 ENUM_SETTER(set_layout, par.layout, bs_layout, "contiguous", "zigzag", "striped")
 static int set_double_ring(bs_config *c, const char *v, char *why, size_t n) {
@@ -221,7 +232,7 @@ BOOL_SETTER(set_trace, trace)
 
 /* Table order is application order: model.preset must come before the model keys. */
 static const key_def keys[] = {
-  {"model", "preset", set_preset, "llama2-7b | llama2-13b | llama2-70b | llama3.1-8b"},
+  {"model", "preset", set_preset, "a name of bs_model_preset_name"},
   {"model", "hidden", set_hidden, "model width"},
   {"model", "heads", set_heads, "query heads"},
   {"model", "kv_heads", set_kv_heads, "key/value heads (GQA)"},
@@ -239,7 +250,7 @@ static const key_def keys[] = {
   {"workload", "decode_tokens", set_decode_tokens, "query tokens per decode step"},
   {"workload", "recompute", set_recompute, "activation recomputation"},
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
-  {"parallel", "method", set_method, "burst | ring | ring-li2021 | ulysses | usp | tp | tree"},
+  {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
   {"parallel", "layout", set_layout, "contiguous | zigzag | striped"},
   {"parallel", "double_ring", set_double_ring, "auto | on | off"},
@@ -249,8 +260,8 @@ static const key_def keys[] = {
   {"parallel", "tp_variant", set_tp_variant, "v1 | v3"},
   {"parallel", "zero", set_zero, "0 | 1 | 2 | 3"},
   {"parallel", "ranks_per_node", set_ranks_per_node, "ranks per node in real runs"},
-  {"cluster", "topology", set_topology, "dgx-a100 | a100-pcie-node | dgx-h100 | host | FILE.xml"},
-  {"cluster", "profile", set_profile, "a100-sxm4-80gb | a100-pcie-40gb | h100-sxm | h200 | host | FILE.json"},
+  {"cluster", "topology", set_topology, "a generator of bs_topo_generator_names | FILE.xml"},
+  {"cluster", "profile", set_profile, "a profile of calib/profiles | FILE.json (default: the topology's)"},
   {"cluster", "nodes", set_nodes, "nodes, 0 = from gpus"},
   {"cluster", "coll_algo", set_coll_algo, "ring | tree | auto (sim: how an allreduce is shaped)"},
   {"output", "trace", set_trace, "on | off"},
@@ -615,6 +626,14 @@ static int check_point(const parse_state *st, const bs_config *c, char *err, siz
   return 0;
 }
 
+/* A point that names no profile takes its topology's (bs_topo_default_profile):
+ * sim and topo then agree; a FILE.xml keeps the default profile. */
+static void topology_profile(const parse_state *st, bs_config *c) {
+  const char *profile = bs_topo_default_profile(c->cluster.topology);
+  if (!st->have[find_key("cluster", "profile")] && profile)
+    snprintf(c->cluster.profile, sizeof c->cluster.profile, "%s", profile);
+}
+
 static void state_free(parse_state *st) {
   for (int i = 0; i < NKEYS; i++) entry_clear(&st->entries[i]);
   free(st->text);
@@ -728,6 +747,7 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
         return -1;
       }
     }
+    topology_profile(st, c);
     if (check_point(st, c, err, errlen)) {
       free(pts);
       state_free(st);

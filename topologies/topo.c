@@ -2,7 +2,8 @@
  * topo.c — the platform generators of topo.h. Each writes one SimGrid zone
  * with Dijkstra routing (cached) whose graph is the physical wiring: GPUs,
  * switches as routers, one link per cable and direction class. Users can read
- * the XML, edit it and hand it back as `topology = FILE.xml`.
+ * the XML, edit it and hand it back as `topology = FILE.xml`. The table of
+ * generators (names, default profiles, wiring) is the one list of their names.
  */
 #include "topo.h"
 
@@ -27,16 +28,46 @@ int bs_link_class_of(const char *link_name) {
   return -1;
 }
 
-static const char *generators[] = {"dgx-a100", "a100-pcie-node", "dgx-h100", "host"};
+/*
+ * The generators, one row each: name, the profile `topo` prints with and `sim`
+ * simulates with when none is named, the wiring, and the placeholder speeds a
+ * printed file carries (bytes/s per direction: NVLink, NIC, fabric port).
+ * X-macro so that the name list of messages is built from the same rows.
+ */
+typedef enum { GEN_DGX, GEN_PCIE, GEN_HOST } gen_kind;
+#define GENERATORS(X, SEP)                                                  \
+  X("dgx-a100", "a100-sxm4-80gb", GEN_DGX, 230e9, 24e9, 24e9) SEP           \
+  X("a100-pcie-node", "a100-pcie-40gb", GEN_PCIE, 230e9, 75e9, 24e9) SEP    \
+  X("dgx-h100", "h100-sxm", GEN_DGX, 370e9, 48e9, 48e9) SEP                 \
+  X("host", "host", GEN_HOST, 230e9, 24e9, 24e9)
+
+typedef struct {
+  const char *name, *profile;
+  gen_kind kind;
+  double nvlink_bw, nic_bw, fabric_bw;
+} generator;
+
+#define GEN_ROW(name, profile, kind, nvlink, nic, fabric) {name, profile, kind, nvlink, nic, fabric}
+#define GEN_NAME(name, profile, kind, nvlink, nic, fabric) name
+#define GEN_COMMA ,
+#define GEN_LIST_SEP ", "
+static const generator generators[] = {GENERATORS(GEN_ROW, GEN_COMMA)};
 #define NGEN (sizeof generators / sizeof generators[0])
 
-int bs_topo_is_generator(const char *name) {
+static const generator *find_gen(const char *name) {
   for (size_t i = 0; i < NGEN; i++)
-    if (!strcmp(name, generators[i])) return 1;
-  return 0;
+    if (!strcmp(name, generators[i].name)) return &generators[i];
+  return NULL;
 }
 
-const char *bs_topo_generator_names(void) { return "dgx-a100, a100-pcie-node, dgx-h100, host"; }
+int bs_topo_is_generator(const char *name) { return find_gen(name) != NULL; }
+
+const char *bs_topo_generator_names(void) { return GENERATORS(GEN_NAME, GEN_LIST_SEP); }
+
+const char *bs_topo_default_profile(const char *name) {
+  const generator *g = find_gen(name);
+  return g ? g->profile : NULL;
+}
 
 static void set_link(bs_topo_params *p, bs_link_class c, double bw, double lat) {
   p->link[c].bw_Bps = bw;
@@ -45,7 +76,8 @@ static void set_link(bs_topo_params *p, bs_link_class c, double bw, double lat) 
 
 int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
-  if (!bs_topo_is_generator(name)) {
+  const generator *g = find_gen(name);
+  if (!g) {
     snprintf(err, errlen, "unknown topology '%s' (known: %s, or a FILE.xml)", name,
              bs_topo_generator_names());
     return -1;
@@ -56,26 +88,21 @@ int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, 
   p->oversub = 1.0;
   /* Placeholders only (a profile sets the real values when the engine loads
    * the platform); they keep a printed file valid on its own. They are the
-   * default profile's figures: see calib/profiles/a100-sxm4-80gb.json. */
-  set_link(p, BS_LINK_NVLINK, 230e9, 1.7e-6);
-  set_link(p, BS_LINK_NIC, 24e9, 7e-6);
-  set_link(p, BS_LINK_FABRIC, 24e9, 0);
+   * default profile's figures: see calib/profiles/a100-sxm4-80gb.json, and
+   * h100-sxm.json for dgx-h100's NVLink, NIC and fabric. */
+  set_link(p, BS_LINK_NVLINK, g->nvlink_bw, 1.7e-6);
+  set_link(p, BS_LINK_NIC, g->nic_bw, 7e-6);
+  set_link(p, BS_LINK_FABRIC, g->fabric_bw, 0);
   set_link(p, BS_LINK_PCIE, 24e9, 1.7e-6);
   set_link(p, BS_LINK_HOSTBRIDGE, 24e9, 0);
   set_link(p, BS_LINK_SHM, 8e9, 1e-6);
-  if (!strcmp(name, "dgx-a100") || !strcmp(name, "dgx-h100")) {
+  if (g->kind == GEN_DGX) {
     /* A leaf switch of 16 nodes per rail: a design choice of this generator
      * (a parameter), not a published figure. 128 nodes = 8 leaves per rail. */
     p->nodes_per_leaf = 16;
-    if (!strcmp(name, "dgx-h100")) {
-      set_link(p, BS_LINK_NVLINK, 370e9, 1.7e-6);
-      set_link(p, BS_LINK_NIC, 48e9, 7e-6);
-      set_link(p, BS_LINK_FABRIC, 48e9, 0);
-    }
-  } else if (!strcmp(name, "a100-pcie-node")) {
+  } else if (g->kind == GEN_PCIE) {
     p->gpus_per_pcie_switch = 4;
-    set_link(p, BS_LINK_NIC, 75e9, 7e-6);
-  } else { /* host */
+  } else {
     p->nodes = 1;
     p->gpus_per_node = 2;
     p->host_cores = 2;
@@ -85,7 +112,8 @@ int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, 
 }
 
 int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
-  if (!bs_topo_is_generator(p->name)) {
+  const generator *g = find_gen(p->name);
+  if (!g) {
     snprintf(err, errlen, "unknown topology '%s'", p->name);
     return -1;
   }
@@ -99,20 +127,18 @@ int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
              p->name, p->nodes, p->gpus_per_node);
     return -1;
   }
-  int dgx = !strcmp(p->name, "dgx-a100") || !strcmp(p->name, "dgx-h100");
-  if (dgx && (p->nodes_per_leaf < 1 || !(p->oversub >= 1.0) || !isfinite(p->oversub))) {
+  if (g->kind == GEN_DGX && (p->nodes_per_leaf < 1 || !(p->oversub >= 1.0) || !isfinite(p->oversub))) {
     snprintf(err, errlen, "topology %s: nodes_per_leaf (%d) must be >= 1 and oversubscription "
              "(%g) >= 1", p->name, p->nodes_per_leaf, p->oversub);
     return -1;
   }
-  if (!strcmp(p->name, "a100-pcie-node") &&
-      (p->gpus_per_pcie_switch < 1 || p->gpus_per_node % p->gpus_per_pcie_switch)) {
-    snprintf(err, errlen, "topology a100-pcie-node: %d GPUs per PCIe switch must divide %d GPUs",
+  if (g->kind == GEN_PCIE && (p->gpus_per_pcie_switch < 1 || p->gpus_per_node % p->gpus_per_pcie_switch)) {
+    snprintf(err, errlen, "topology %s: %d GPUs per PCIe switch must divide %d GPUs", p->name,
              p->gpus_per_pcie_switch, p->gpus_per_node);
     return -1;
   }
-  if (!strcmp(p->name, "host") && (p->nodes != 1 || !(p->host_speed > 0) || !isfinite(p->host_speed))) {
-    snprintf(err, errlen, "topology host: exactly one node and a positive CPU speed");
+  if (g->kind == GEN_HOST && (p->nodes != 1 || !(p->host_speed > 0) || !isfinite(p->host_speed))) {
+    snprintf(err, errlen, "topology %s: exactly one node and a positive CPU speed", p->name);
     return -1;
   }
   for (int c = 0; c < BS_LINK_CLASS_COUNT; c++)
@@ -297,7 +323,8 @@ static void gen_host(sbuf *b, const bs_topo_params *p) {
 char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   if (bs_topo_check(p, err, errlen)) return NULL;
   sbuf b = {0};
-  int host = !strcmp(p->name, "host");
+  gen_kind kind = find_gen(p->name)->kind; /* checked above */
+  int host = kind == GEN_HOST;
   sb_printf(&b, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
   sb_printf(&b, "<!-- burstsim topology %s: %d node(s) x %d GPU(s)", p->name, p->nodes, p->gpus_per_node);
   if (p->nodes_per_leaf) sb_printf(&b, ", %d nodes per leaf, oversubscription %g", p->nodes_per_leaf, p->oversub);
@@ -307,8 +334,8 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
             host ? "Every rank runs on host cpu." : "Rank r runs on host gpu<r>.");
   sb_printf(&b, "<platform version=\"4.1\">\n  <zone id=\"%s\" routing=\"%s\">\n", p->name,
             host ? "Full" : "DijkstraCache");
-  if (!strcmp(p->name, "dgx-a100") || !strcmp(p->name, "dgx-h100")) gen_dgx(&b, p);
-  else if (!strcmp(p->name, "a100-pcie-node")) gen_pcie(&b, p);
+  if (kind == GEN_DGX) gen_dgx(&b, p);
+  else if (kind == GEN_PCIE) gen_pcie(&b, p);
   else gen_host(&b, p);
   sb_printf(&b, "  </zone>\n</platform>\n");
   if (b.failed) {
@@ -319,18 +346,24 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   return b.s;
 }
 
+static int is_dgx(const char *name) {
+  const generator *g = find_gen(name);
+  return g && g->kind == GEN_DGX;
+}
+
 int bs_topo_fold_quotient(const bs_topo_params *p, int max_node_offset) {
-  if (strncmp(p->name, "dgx-", 4)) return 0;
+  if (!is_dgx(p->name)) return 0;
   int K = p->nodes, L = p->nodes_per_leaf, D = max_node_offset;
   if (L < 2 || L >= K || K % L || D < 1 || D >= L / 2 + L % 2) return 0; /* 2D >= L, no overflow */
   return L;
 }
 
 int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset) {
-  if (!bs_topo_is_generator(p->name) || !strcmp(p->name, "host")) return 0;
+  const generator *g = find_gen(p->name);
+  if (!g || g->kind == GEN_HOST) return 0;
   int K = p->nodes, D = max_node_offset < 0 ? 0 : max_node_offset;
   /* Leaves matter only when a rail has more than one (dgx generators). */
-  int leafy = strncmp(p->name, "dgx-", 4) == 0 && p->nodes_per_leaf < K;
+  int leafy = g->kind == GEN_DGX && p->nodes_per_leaf < K;
   int L = leafy ? p->nodes_per_leaf : 1;
   for (int m = 2; (long)m * L < K; m++) {
     int M = m * L;

@@ -11,7 +11,7 @@
  *     "nic-...", "fabric-...", "pcie-...", "hostbridge-...", "shm-...") gets
  *     its bandwidth and latency from the profile when the simulator loads it;
  *     other links keep what the file says.
- * Speeds written here are only defaults: the profile decides (issue 4).
+ * Speeds written here are only defaults: the profile decides.
  */
 #ifndef BURSTSIM_TOPO_H
 #define BURSTSIM_TOPO_H
@@ -58,6 +58,9 @@ typedef struct {
 int bs_topo_is_generator(const char *name);
 /* Comma-separated generator names, for messages and --help. */
 const char *bs_topo_generator_names(void);
+/* The profile a generator is simulated and printed with when none is named
+ * (dgx-h100: h100-sxm), or NULL for a name that is no generator (a FILE.xml). */
+const char *bs_topo_default_profile(const char *name);
 
 /*
  * Defaults for a generator with `nodes` nodes (host: `nodes` is ignored and

@@ -165,7 +165,7 @@ static void mask_tile(const attn_mask *mk, int64_t i0, int64_t ni, int64_t j0, i
                       float *st, int64_t ld, float fill) {
   for (int64_t i = 0; i < ni; i++) {
     int64_t lo, hi;
-    attn_visible_run(mk, mk->q_pos0 + (i0 + i) * mk->q_stride, j0, nk, &lo, &hi);
+    attn_mask_visible_run(mk, mk->q_pos0 + (i0 + i) * mk->q_stride, j0, nk, &lo, &hi);
     if (lo > hi) lo = nk, hi = nk - 1; /* nothing visible: mask all */
     for (int64_t j = 0; j < lo && j < nk; j++) st[j * ld + i] = fill;
     for (int64_t j = hi + 1 > 0 ? hi + 1 : 0; j < nk; j++) st[j * ld + i] = fill;
@@ -262,8 +262,8 @@ static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const 
   memset(o_part, 0, (size_t)ni * d * sizeof(float));
   for (int64_t jt = j0; jt < j0 + nj; jt += t.tk) {
     int64_t nk = j0 + nj - jt < t.tk ? j0 + nj - jt : t.tk;
-    int cls = attn_tile_class(&p->mask, i0, ni < cyc ? ni : cyc, jt, nk);
-    if (cls == TILE_NONE) continue;
+    int cls = attn_mask_tile_class(&p->mask, i0, ni < cyc ? ni : cyc, jt, nk);
+    if (cls == ATTN_TILE_NONE) continue;
     const float *kt = (const float *)k + (kbase + jt) * d, *vt = (const float *)v + (kbase + jt) * d;
     if (p->dtype != ATTN_FP32) {
       attn_load_f32(w->kt, k, p->dtype, (kbase + jt) * d, (size_t)nk * d);
@@ -278,11 +278,11 @@ static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const 
       for (; j + 4 <= nk; j += 4) _mm_storeu_ps(si + j, dot4(qi, kt + j * d, d, d));
       for (; j < nk; j++) si[j] = dot1(qi, kt + j * d, d);
     }
-    if (cls == TILE_PARTIAL)
+    if (cls == ATTN_TILE_PARTIAL)
       for (int64_t i = 0; i < ni; i++) {
         int64_t qp = p->mask.q_pos0 + (i0 + i % cyc) * p->mask.q_stride;
         for (int64_t j = 0; j < nk; j++)
-          if (!attn_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
+          if (!attn_mask_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
             s[i * t.tk + j] = -INFINITY;
       }
     for (int64_t i = 0; i < ni; i++) {
@@ -369,7 +369,7 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
   }
   for (int64_t jt = j0; jt < j0 + nj; jt += t.tk) {
     int64_t nk = j0 + nj - jt < t.tk ? j0 + nj - jt : t.tk;
-    if (attn_tile_class(&p->mask, i0, ni, jt, nk) == TILE_NONE) continue;
+    if (attn_mask_tile_class(&p->mask, i0, ni, jt, nk) == ATTN_TILE_NONE) continue;
     /* Copy the tile with a padded row stride: walking down a column of V at a
      * stride of d floats (a power of two) would use only a few L1 sets. */
     const float *kt = w.kt, *vt = w.vt;
@@ -379,11 +379,11 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
     }
     for (int64_t sb = 0; sb < nsb; sb++) {
       int64_t s0 = sb * QB, sn = ni - s0 < QB ? ni - s0 : QB;
-      int cls = attn_tile_class(&p->mask, i0 + s0, sn, jt, nk);
-      if (cls == TILE_NONE) continue;
+      int cls = attn_mask_tile_class(&p->mask, i0 + s0, sn, jt, nk);
+      if (cls == ATTN_TILE_NONE) continue;
       float *qp = w.qp + sb * d * QB, *ot = w.ot + sb * d * QB;
       gemm_rows_x_lanes(nk, d, kt, ldp, 1, qp, w.st, QB, 0);
-      if (cls == TILE_PARTIAL) mask_tile(&p->mask, i0 + s0, sn, jt, nk, w.st, QB, -INFINITY);
+      if (cls == ATTN_TILE_PARTIAL) mask_tile(&p->mask, i0 + s0, sn, jt, nk, w.st, QB, -INFINITY);
       softmax_update(nk, d, w.st, w.m + sb * QB, w.l + sb * QB, ot);
       /* O^T[c][:] += sum_j V[j][c] P^T[j][:]: rows are c (stride 1), x runs over j (stride d). */
       gemm_rows_x_lanes(d, nk, vt, 1, ldp, w.st, ot, QB, 1);
@@ -468,7 +468,7 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
       const size_t rbase = ((size_t)b * p->Zq + hq) * p->Nq;
       for (int64_t it = 0; it < p->Nq; it += LW) {
         int64_t ni = p->Nq - it < LW ? p->Nq - it : LW;
-        if (attn_tile_class(&p->mask, it, ni, jt, nk) == TILE_NONE) continue;
+        if (attn_mask_tile_class(&p->mask, it, ni, jt, nk) == ATTN_TILE_NONE) continue;
         int64_t nsb = (ni + QB - 1) / QB, np = nsb * QB;
         /* Pack Q, dO row-major (zero padded) and as lane panels; lse in base 2. */
         for (int64_t i = 0; i < np; i++) {
@@ -492,8 +492,8 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
         for (int64_t sb = 0; sb < nsb; sb++) {
           int64_t s0 = sb * QB, sn = ni - s0 < QB ? ni - s0 : QB;
           float *ps = pt + s0, *ds = dst + s0;
-          int cls = attn_tile_class(&p->mask, it + s0, sn, jt, nk);
-          if (cls == TILE_NONE) {
+          int cls = attn_mask_tile_class(&p->mask, it + s0, sn, jt, nk);
+          if (cls == ATTN_TILE_NONE) {
             for (int64_t j = 0; j < nk; j++) {
               memset(ps + j * LW, 0, QB * sizeof(float));
               memset(ds + j * LW, 0, QB * sizeof(float));
@@ -502,7 +502,7 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
           }
           gemm_rows_x_lanes(nk, d, kt, ldp, 1, qp + sb * d * QB, ps, LW, 0); /* S^T, base 2 */
           gemm_rows_x_lanes(nk, d, vt, ldp, 1, gp + sb * d * QB, ds, LW, 0); /* dP^T */
-          if (cls == TILE_PARTIAL) mask_tile(&p->mask, it + s0, sn, jt, nk, ps, LW, -INFINITY);
+          if (cls == ATTN_TILE_PARTIAL) mask_tile(&p->mask, it + s0, sn, jt, nk, ps, LW, -INFINITY);
           __m256 la = _mm256_loadu_ps(l2 + s0), lb = _mm256_loadu_ps(l2 + s0 + 8);
           __m256 da = _mm256_loadu_ps(dl + s0), db = _mm256_loadu_ps(dl + s0 + 8);
           for (int64_t j = 0; j < nk; j++) {

@@ -122,7 +122,7 @@ static fwd_ws fwd_ws_carve(const attn_params *p, attn_tiles t, float *ws) {
 static void mask_tile(const attn_mask *mk, int64_t i0, int64_t ni, int64_t j0, int64_t nk, float *st) {
   for (int64_t i = 0; i < ni; i++) {
     int64_t lo, hi;
-    attn_visible_run(mk, mk->q_pos0 + (i0 + i) * mk->q_stride, j0, nk, &lo, &hi);
+    attn_mask_visible_run(mk, mk->q_pos0 + (i0 + i) * mk->q_stride, j0, nk, &lo, &hi);
     if (lo > hi) lo = nk, hi = nk - 1; /* nothing visible: mask all */
     for (int64_t j = 0; j < lo && j < nk; j++) st[j * QB + i] = -INFINITY;
     for (int64_t j = hi + 1 > 0 ? hi + 1 : 0; j < nk; j++) st[j * QB + i] = -INFINITY;
@@ -186,7 +186,7 @@ static void avx512_fwd_block(const attn_params *p, attn_tiles t, const void *q, 
   }
   for (int64_t jt = j0; jt < j0 + nj; jt += t.tk) {
     int64_t nk = j0 + nj - jt < t.tk ? j0 + nj - jt : t.tk;
-    if (attn_tile_class(&p->mask, i0, ni, jt, nk) == TILE_NONE) continue;
+    if (attn_mask_tile_class(&p->mask, i0, ni, jt, nk) == ATTN_TILE_NONE) continue;
     /* Padded row stride: a V column at a stride of d floats would use few L1 sets. */
     for (int64_t j = 0; j < nk; j++) {
       attn_load_f32(w.kt + j * ldp, k, p->dtype, (kbase + jt + j) * d, (size_t)d);
@@ -194,11 +194,11 @@ static void avx512_fwd_block(const attn_params *p, attn_tiles t, const void *q, 
     }
     for (int64_t sb = 0; sb < nsb; sb++) {
       int64_t s0 = sb * QB, sn = ni - s0 < QB ? ni - s0 : QB;
-      int cls = attn_tile_class(&p->mask, i0 + s0, sn, jt, nk);
-      if (cls == TILE_NONE) continue;
+      int cls = attn_mask_tile_class(&p->mask, i0 + s0, sn, jt, nk);
+      if (cls == ATTN_TILE_NONE) continue;
       float *qp = w.qp + sb * d * QB, *ot = w.ot + sb * d * QB;
       gemm_rows_x_lanes(nk, d, w.kt, ldp, 1, qp, w.st, QB, 0);
-      if (cls == TILE_PARTIAL) mask_tile(&p->mask, i0 + s0, sn, jt, nk, w.st);
+      if (cls == ATTN_TILE_PARTIAL) mask_tile(&p->mask, i0 + s0, sn, jt, nk, w.st);
       softmax_update(nk, d, w.st, w.m + sb * QB, w.l + sb * QB, ot);
       /* O^T[c][:] += sum_j V[j][c] P^T[j][:]: rows are c (stride 1), x runs over j. */
       gemm_rows_x_lanes(d, nk, w.vt, 1, ldp, w.st, ot, QB, 1);

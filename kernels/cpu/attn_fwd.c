@@ -105,7 +105,7 @@ int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v, 
       float *dst_o = nsplit > 1 ? part_o + (size_t)w * R * d : my_o;
       float *dst_l = nsplit > 1 ? part_l + (size_t)w * R : my_l;
       int64_t mrows = fp.grouped ? p->Nq : ni; /* the positions the rows take */
-      if (attn_tile_class(&p->mask, i0, mrows, j0, j1 - j0) == TILE_NONE) {
+      if (attn_mask_tile_class(&p->mask, i0, mrows, j0, j1 - j0) == ATTN_TILE_NONE) {
         memset(dst_o, 0, (size_t)ni * d * sizeof(float));
         for (int64_t i = 0; i < ni; i++) dst_l[i] = -INFINITY;
       } else if (fp.grouped) {

@@ -1,7 +1,7 @@
 /*
  * attn_internal.h — what the CPU attention files share and nobody else sees:
- * mask tests, tile classification, bf16 row loading, the thread count, and the
- * per-variant block kernels (scalar C, AVX2+FMA, AVX-512) the drivers call.
+ * bf16 row loading, the thread count, and the per-variant block kernels
+ * (scalar C, AVX2+FMA, AVX-512) the drivers call.
  *
  * Conventions inside kernels/cpu: scores are kept in base 2 (the softmax scale
  * is multiplied by log2(e) once), so exp becomes exp2; lse leaves in natural
@@ -19,71 +19,7 @@
 #define ATTN_LOG2E 1.4426950408889634f
 #define ATTN_LN2 0.6931471805599453f
 
-/* Is key position kp visible from query position qp under mask m? */
-static inline int attn_visible(const attn_mask *m, int64_t qp, int64_t kp) {
-  if (m->causal) {
-    if (kp > qp) return 0;
-    if (m->window > 0 && qp - kp >= m->window) return 0;
-  } else if (m->window > 0) {
-    int64_t dist = qp > kp ? qp - kp : kp - qp;
-    if (dist >= m->window) return 0;
-  }
-  return 1;
-}
-
-static inline int64_t attn_floordiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-/*
- * The keys visible from query position qp among key rows [j0, j0 + nk) form
- * one run: rows j0 + [*lo, *hi] (empty when *lo > *hi). Same rule as
- * attn_visible, solved for the key row since positions grow with it.
- */
-static inline void attn_visible_run(const attn_mask *m, int64_t qp, int64_t j0, int64_t nk,
-                                    int64_t *lo, int64_t *hi) {
-  int64_t a = 0, b = nk - 1, ks = m->k_stride, k0 = m->k_pos0;
-  if (m->causal) {
-    int64_t h = attn_floordiv(qp - k0, ks) - j0; /* kp <= qp */
-    if (h < b) b = h;
-  }
-  if (m->window > 0) {
-    int64_t l = attn_floordiv(qp - m->window - k0, ks) - j0 + 1; /* kp > qp - window */
-    if (l > a) a = l;
-    if (!m->causal) {
-      int64_t h = attn_floordiv(qp + m->window - 1 - k0, ks) - j0; /* kp < qp + window */
-      if (h < b) b = h;
-    }
-  }
-  *lo = a;
-  *hi = b;
-}
-
-enum { TILE_NONE = 0, TILE_FULL = 1, TILE_PARTIAL = 2 };
-
-/*
- * Classifies query rows [i0, i0+ni) against key rows [j0, j0+nj): no pair
- * visible, every pair visible, or mixed (then the caller masks per element).
- * Positions grow with the row index (strides >= 1), so the extremes of the
- * two intervals decide; "mixed" is the safe answer when in doubt.
- */
-static inline int attn_tile_class(const attn_mask *m, int64_t i0, int64_t ni, int64_t j0,
-                                  int64_t nj) {
-  int64_t qlo = m->q_pos0 + i0 * m->q_stride, qhi = m->q_pos0 + (i0 + ni - 1) * m->q_stride;
-  int64_t klo = m->k_pos0 + j0 * m->k_stride, khi = m->k_pos0 + (j0 + nj - 1) * m->k_stride;
-  if (m->causal) {
-    if (klo > qhi) return TILE_NONE;
-    if (m->window > 0 && qlo - khi >= m->window) return TILE_NONE;
-    if (khi <= qlo && (m->window <= 0 || qhi - klo < m->window)) return TILE_FULL;
-    return TILE_PARTIAL;
-  }
-  if (m->window <= 0) return TILE_FULL;
-  if (klo - qhi >= m->window || qlo - khi >= m->window) return TILE_NONE;
-  int64_t far = qhi - klo > khi - qlo ? qhi - klo : khi - qlo;
-  if (far < m->window) return TILE_FULL;
-  return TILE_PARTIAL;
-}
+/* The mask geometry (attn_mask_visible, attn_mask_visible_run, attn_mask_tile_class) is kernels/mask.h. */
 
 /* Copies n elements starting at element offset off of src (fp32 or bf16) to fp32 dst. */
 static inline void attn_load_f32(float *dst, const void *src, attn_dtype dt, size_t off, size_t n) {

@@ -30,8 +30,8 @@ static void scalar_fwd_block(const attn_params *p, attn_tiles t, const void *q, 
   }
   for (int64_t jt = j0; jt < j0 + nj; jt += t.tk) {
     int64_t nk = j0 + nj - jt < t.tk ? j0 + nj - jt : t.tk;
-    int cls = attn_tile_class(&p->mask, i0, ni, jt, nk);
-    if (cls == TILE_NONE) continue;
+    int cls = attn_mask_tile_class(&p->mask, i0, ni, jt, nk);
+    if (cls == ATTN_TILE_NONE) continue;
     attn_load_f32(kt, k, p->dtype, (kbase + jt) * d, (size_t)nk * d);
     attn_load_f32(vt, v, p->dtype, (kbase + jt) * d, (size_t)nk * d);
     for (int64_t i = 0; i < ni; i++) {
@@ -41,8 +41,8 @@ static void scalar_fwd_block(const attn_params *p, attn_tiles t, const void *q, 
       for (int64_t j = 0; j < nk; j++) {
         float acc = 0.0f;
         for (int c = 0; c < d; c++) acc += qt[i * d + c] * kt[j * d + c];
-        if (cls == TILE_PARTIAL &&
-            !attn_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
+        if (cls == ATTN_TILE_PARTIAL &&
+            !attn_mask_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
           acc = -INFINITY;
         srow[j] = acc;
         if (acc > mx) mx = acc;
@@ -100,8 +100,8 @@ static void scalar_bwd_block(const attn_params *p, attn_tiles t, const void *q, 
       size_t rbase = ((size_t)b * p->Zq + hq) * p->Nq;
       for (int64_t it = 0; it < p->Nq; it += t.tq) {
         int64_t ni = p->Nq - it < t.tq ? p->Nq - it : t.tq;
-        int cls = attn_tile_class(&p->mask, it, ni, jt, nk);
-        if (cls == TILE_NONE) continue;
+        int cls = attn_mask_tile_class(&p->mask, it, ni, jt, nk);
+        if (cls == ATTN_TILE_NONE) continue;
         attn_load_f32(qt, q, p->dtype, (rbase + it) * d, (size_t)ni * d);
         attn_load_f32(gt, dout, p->dtype, (rbase + it) * d, (size_t)ni * d);
         for (int64_t i = 0; i < ni; i++) {
@@ -111,8 +111,8 @@ static void scalar_bwd_block(const attn_params *p, attn_tiles t, const void *q, 
           float *dqrow = dq_base + (rbase + it + i) * d;
           const float *qi = qt + i * d, *gi = gt + i * d;
           for (int64_t j = 0; j < nk; j++) {
-            if (cls == TILE_PARTIAL &&
-                !attn_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
+            if (cls == ATTN_TILE_PARTIAL &&
+                !attn_mask_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
               continue;
             const float *kj = kt + j * d, *vj = vt + j * d;
             float s = 0.0f, dp = 0.0f;

@@ -58,7 +58,7 @@ static void head_f32(const attn_params *p, const void *q, const void *k, const v
 /* Masks row i of a score block (base-2 scores) to -inf where not visible. */
 static void mask_row(const attn_params *p, int64_t i, float *srow) {
   int64_t qp = p->mask.q_pos0 + i * p->mask.q_stride, lo, hi;
-  attn_visible_run(&p->mask, qp, 0, p->Nk, &lo, &hi);
+  attn_mask_visible_run(&p->mask, qp, 0, p->Nk, &lo, &hi);
   if (lo > hi) lo = p->Nk, hi = p->Nk - 1;
   for (int64_t j = 0; j < lo && j < p->Nk; j++) srow[j] = -INFINITY;
   for (int64_t j = hi + 1 > 0 ? hi + 1 : 0; j < p->Nk; j++) srow[j] = -INFINITY;

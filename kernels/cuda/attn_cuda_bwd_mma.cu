@@ -28,7 +28,7 @@ struct bwd_cfg {
 
 template <typename T, int D, int BM, int NW>
 __global__ void __launch_bounds__(NW * 32)
-    bwd_mma_kernel(attn_params p, attn_cuda_maskv m, const T *__restrict__ q,
+    bwd_mma_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
                    const T *__restrict__ k, const T *__restrict__ v,
                    const T *__restrict__ dout, const float *__restrict__ lse,
                    const float *__restrict__ delta, float *__restrict__ dq,
@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(NW * 32)
   const T *vh = v + bhk * p.Nk * D;
 
   int64_t ilo, ihi;
-  attn_cuda_query_range(&m, j0, nj, p.Nq, &ilo, &ihi);
+  attn_mask_query_range(&m, j0, nj, p.Nq, &ilo, &ihi);
   const int64_t it_begin = ilo / BM;
   const int64_t it_end = ihi > ilo ? (ihi + BM - 1) / BM : it_begin;
   const int64_t nqt = it_end - it_begin;
@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(NW * 32)
 
     /* P^T, masked to exactly 0 where a pair is not visible. */
     const bool full = (j0 + BN <= p.Nk) && (i0 + BM <= p.Nq) &&
-                      attn_cuda_tile_full(&m, i0, ni, j0, BN);
+                      attn_mask_tile_full(&m, i0, ni, j0, BN);
 #pragma unroll
     for (int nb = 0; nb < QB; nb++)
 #pragma unroll
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(NW * 32)
           const int64_t j = j0 + wkey + g + ((c & 2) ? 8 : 0);
           const int64_t i = i0 + qc;
           const bool ok = i < p.Nq && j < p.Nk &&
-                          attn_cuda_visible(&m, m.q_pos0 + i * m.q_stride,
+                          attn_mask_visible(&m, m.q_pos0 + i * m.q_stride,
                                             m.k_pos0 + j * m.k_stride);
           if (!ok) pv = 0.0f;
         }
@@ -300,7 +300,7 @@ static int launch_bwd(const attn_params *p, const attn_cuda_launch *L, const voi
   }
   auto kern = bwd_mma_kernel<T, D, BM, NW>;
   ATTN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
-  attn_cuda_maskv m = attn_cuda_mask_of(p);
+  attn_mask m = attn_cuda_mask_of(p);
   kern<<<(unsigned)L->blocks, C::NT, C::SMEM, s>>>(*p, m, (const T *)q, (const T *)k,
                                                    (const T *)v, (const T *)dout, lse, delta,
                                                    dq, dk, dv);

@@ -24,7 +24,7 @@ struct fwd_cfg {
 
 template <typename T, int D, int MT, int BN>
 __global__ void __launch_bounds__(FWD_WARPS * 32)
-    fwd_mma_kernel(attn_params p, attn_cuda_maskv m, const T *__restrict__ q,
+    fwd_mma_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
                    const T *__restrict__ k, const T *__restrict__ v, float *__restrict__ o,
                    float *__restrict__ lse, int accumulate) {
   using C = fwd_cfg<T, D, MT, BN>;
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
   const T *vh = v + (b * p.Zkv + hk) * p.Nk * D;
 
   int64_t jlo, jhi;
-  attn_cuda_key_range(&m, i0, ni, p.Nk, &jlo, &jhi);
+  attn_mask_key_range(&m, i0, ni, p.Nk, &jlo, &jhi);
   const int64_t t_begin = jlo / BN;
   const int64_t t_end = jhi > jlo ? (jhi + BN - 1) / BN : t_begin;
 
@@ -123,7 +123,7 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
     }
 
     /* Scale into base 2 and mask. */
-    const bool full = (j0 + BN <= p.Nk) && attn_cuda_tile_full(&m, i0, ni, j0, BN);
+    const bool full = (j0 + BN <= p.Nk) && attn_mask_tile_full(&m, i0, ni, j0, BN);
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
             const int64_t i = i0 + wrow + mt * 16 + g + ((c & 2) ? 8 : 0);
             const int64_t j = j0 + nb * 8 + 2 * t4 + (c & 1);
             const bool ok = i < p.Nq && j < p.Nk &&
-                            attn_cuda_visible(&m, m.q_pos0 + i * m.q_stride,
+                            attn_mask_visible(&m, m.q_pos0 + i * m.q_stride,
                                               m.k_pos0 + j * m.k_stride);
             if (!ok) x = -CUDART_INF_F;
           }
@@ -252,7 +252,7 @@ static int launch_fwd(const attn_params *p, const attn_cuda_launch *L, const voi
   }
   auto kern = fwd_mma_kernel<T, D, MT, BN>;
   ATTN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
-  attn_cuda_maskv m = attn_cuda_mask_of(p);
+  attn_mask m = attn_cuda_mask_of(p);
   kern<<<(unsigned)L->blocks, C::NT, C::SMEM, s>>>(*p, m, (const T *)q, (const T *)k,
                                                    (const T *)v, o, lse, accumulate);
   ATTN_CUDA_LAUNCHED("fwd_mma_kernel");

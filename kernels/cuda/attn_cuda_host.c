@@ -21,8 +21,8 @@ size_t attn_cuda_elem_bytes(attn_dtype dt) {
   return 0;
 }
 
-attn_cuda_maskv attn_cuda_mask_of(const attn_params *p) {
-  attn_cuda_maskv m;
+attn_mask attn_cuda_mask_of(const attn_params *p) {
+  attn_mask m;
   m.q_pos0 = p->mask.q_pos0;
   m.q_stride = p->mask.q_stride;
   m.k_pos0 = p->mask.k_pos0;

@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 #include "kernels/cuda/attn_cuda.h"
-#include "kernels/cuda/attn_cuda_mask.h"
+#include "kernels/mask.h"
 
 /* Runs a CUDA runtime call; on failure prints file:line, the call and
  * cudaGetErrorString, and returns ATTN_ECUDA from the enclosing function. */
@@ -40,7 +40,7 @@ extern "C" {
 /* Storage element size in bytes (0 for an unknown dtype). */
 size_t attn_cuda_elem_bytes(attn_dtype dt);
 /* Fills the by-value mask the kernels take. */
-attn_cuda_maskv attn_cuda_mask_of(const attn_params *p);
+attn_mask attn_cuda_mask_of(const attn_params *p);
 /* 1 when every non-NULL pointer given is 16-byte aligned. */
 int attn_cuda_aligned16(int n, const void *const *ptrs);
 

@@ -30,7 +30,7 @@ __device__ __forceinline__ row3 split_row(int64_t r, int Z, int64_t N) {
 
 template <typename T>
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    fwd_simple_kernel(attn_params p, attn_cuda_maskv m, const T *__restrict__ q,
+    fwd_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
                       const T *__restrict__ k, const T *__restrict__ v, float *__restrict__ o,
                       float *__restrict__ lse, int accumulate) {
   const int lane = threadIdx.x & 31;
@@ -52,11 +52,11 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
     acc[u] = 0.0f;
   }
   int64_t jlo, jhi;
-  attn_cuda_key_range(&m, x.i, 1, p.Nk, &jlo, &jhi);
+  attn_mask_key_range(&m, x.i, 1, p.Nk, &jlo, &jhi);
   const int64_t qp = m.q_pos0 + x.i * m.q_stride;
   float mx = -CUDART_INF_F, l = 0.0f;
   for (int64_t j = jlo; j < jhi; j++) {
-    if (!attn_cuda_visible(&m, qp, m.k_pos0 + j * m.k_stride)) continue; /* warp-uniform */
+    if (!attn_mask_visible(&m, qp, m.k_pos0 + j * m.k_stride)) continue; /* warp-uniform */
     const T *kr = kbase + j * d;
     float s = 0.0f;
 #pragma unroll
@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
 /* dQ: one warp per query row; walks the keys it may see. */
 template <typename T>
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    bwd_dq_simple_kernel(attn_params p, attn_cuda_maskv m, const T *__restrict__ q,
+    bwd_dq_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
                          const T *__restrict__ k, const T *__restrict__ v,
                          const T *__restrict__ dout, const float *__restrict__ lse,
                          const float *__restrict__ delta, float *__restrict__ dq) {
@@ -126,10 +126,10 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
     acc[u] = 0.0f;
   }
   int64_t jlo, jhi;
-  attn_cuda_key_range(&m, x.i, 1, p.Nk, &jlo, &jhi);
+  attn_mask_key_range(&m, x.i, 1, p.Nk, &jlo, &jhi);
   const int64_t qp = m.q_pos0 + x.i * m.q_stride;
   for (int64_t j = jlo; j < jhi; j++) {
-    if (!attn_cuda_visible(&m, qp, m.k_pos0 + j * m.k_stride)) continue;
+    if (!attn_mask_visible(&m, qp, m.k_pos0 + j * m.k_stride)) continue;
     const T *kr = kbase + j * d, *vr = vbase + j * d;
     float s = 0.0f, dp = 0.0f;
 #pragma unroll
@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
  * query rows that may see it. Each warp owns its rows: no atomics. */
 template <typename T>
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    bwd_dkdv_simple_kernel(attn_params p, attn_cuda_maskv m, const T *__restrict__ q,
+    bwd_dkdv_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
                            const T *__restrict__ k, const T *__restrict__ v,
                            const T *__restrict__ dout, const float *__restrict__ lse,
                            const float *__restrict__ delta, float *__restrict__ dk,
@@ -184,13 +184,13 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
     av[u] = 0.0f;
   }
   int64_t ilo, ihi;
-  attn_cuda_query_range(&m, x.i, 1, p.Nq, &ilo, &ihi);
+  attn_mask_query_range(&m, x.i, 1, p.Nq, &ilo, &ihi);
   const int64_t kp = m.k_pos0 + x.i * m.k_stride;
   for (int hh = 0; hh < group; hh++) {
     const int64_t h = x.z * group + hh;
     const int64_t qrow0 = (x.b * p.Zq + h) * p.Nq;
     for (int64_t i = ilo; i < ihi; i++) {
-      if (!attn_cuda_visible(&m, m.q_pos0 + i * m.q_stride, kp)) continue;
+      if (!attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, kp)) continue;
       const int64_t r = qrow0 + i;
       const float lrow = lse[r];
       if (lrow == -CUDART_INF_F) continue;
@@ -299,7 +299,7 @@ struct decode_smem {
  * its share of the keys; writes a normalised partial (O, lse) per row. */
 template <typename T>
 __global__ void __launch_bounds__(DECODE_WARPS * 32)
-    decode_partial_kernel(attn_params p, attn_cuda_maskv m, int splits, const T *__restrict__ q,
+    decode_partial_kernel(attn_params p, attn_mask m, int splits, const T *__restrict__ q,
                           const T *__restrict__ k, const T *__restrict__ v,
                           float *__restrict__ part_o, float *__restrict__ part_lse) {
 #ifdef ATTN_CUDA_EMU
@@ -326,7 +326,7 @@ __global__ void __launch_bounds__(DECODE_WARPS * 32)
   }
   __syncthreads();
   int64_t jlo, jhi;
-  attn_cuda_key_range(&m, 0, p.Nq, p.Nk, &jlo, &jhi);
+  attn_mask_key_range(&m, 0, p.Nq, p.Nk, &jlo, &jhi);
   const int64_t span = jhi > jlo ? jhi - jlo : 0;
   const int64_t chunk = (span + splits - 1) / splits;
   int64_t j0 = jlo + (int64_t)split * chunk, j1 = j0 + chunk;
@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(DECODE_WARPS * 32)
         if (c < d) s += sq[r][c] * kr[u];
       }
       s = warp_sum(s);
-      if (!attn_cuda_visible(&m, m.q_pos0 + r * m.q_stride, kp)) continue;
+      if (!attn_mask_visible(&m, m.q_pos0 + r * m.q_stride, kp)) continue;
       float mnew = fmaxf(mx[r], s);
       float corr = exp2f(mx[r] - mnew), pj = exp2f(s - mnew);
       l[r] = l[r] * corr + pj;
@@ -444,7 +444,7 @@ extern "C" int attn_cuda_launch_fwd_simple(const attn_params *p, const attn_cuda
                                            const void *q, const void *k, const void *v,
                                            float *o, float *lse, int accumulate,
                                            cudaStream_t s) {
-  attn_cuda_maskv m = attn_cuda_mask_of(p);
+  attn_mask m = attn_cuda_mask_of(p);
   dim3 grid((unsigned)L->blocks), block(SIMPLE_WARPS * 32);
   if (p->dtype == ATTN_BF16)
     fwd_simple_kernel<__nv_bfloat16><<<grid, block, 0, s>>>(
@@ -464,7 +464,7 @@ template <typename T>
 static int bwd_simple_t(const attn_params *p, const void *q, const void *k, const void *v,
                         const void *dout, const float *lse, const float *delta, float *dq,
                         float *dk, float *dv, cudaStream_t s) {
-  attn_cuda_maskv m = attn_cuda_mask_of(p);
+  attn_mask m = attn_cuda_mask_of(p);
   dim3 block(SIMPLE_WARPS * 32);
   const int64_t qrows = (int64_t)p->B * p->Zq * p->Nq, krows = (int64_t)p->B * p->Zkv * p->Nk;
   bwd_dq_simple_kernel<T><<<blocks_for_rows(qrows), block, 0, s>>>(
@@ -535,7 +535,7 @@ template <typename T>
 static int decode_t(const attn_params *p, int splits, const void *q, const void *k,
                     const void *v, float *part_o, float *part_lse, float *o, float *lse,
                     int accumulate, cudaStream_t s) {
-  attn_cuda_maskv m = attn_cuda_mask_of(p);
+  attn_mask m = attn_cuda_mask_of(p);
   const int64_t heads = (int64_t)p->B * p->Zq;
   decode_partial_kernel<T><<<(unsigned)(heads * splits), DECODE_WARPS * 32, sizeof(decode_smem), s>>>(
       *p, m, splits, (const T *)q, (const T *)k, (const T *)v, part_o, part_lse);

@@ -520,6 +520,40 @@ static void test_sweep_limit(void **st) {
                NULL, 0, "more than 100000 points", NULL);
 }
 
+/* The names come from their tables: every method and preset parses, and the
+ * messages list them all; a point without a profile takes its topology's. */
+static void test_name_tables(void **st) {
+  (void)st;
+  expect_error("[parallel]\nmethod = flash\n", NULL, 0, "'flash' is not one of: burst ring ring-li2021 ulysses usp tp tree",
+               NULL);
+  expect_error("[model]\npreset = gpt5\n", NULL, 0,
+               "unknown preset 'gpt5' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b)", NULL);
+  char text[256], err[512];
+  bs_scenario s;
+  for (int m = 0; m < BS_METHOD_COUNT; m++) {
+    snprintf(text, sizeof text, "[parallel]\nmethod = %s\n", bs_method_name((bs_method)m));
+    assert_int_equal(bs_scenario_load(write_file("m.ini", text), NULL, 0, &s, err, sizeof err), 0);
+    assert_int_equal(s.points[0].par.method, m);
+    bs_scenario_free(&s);
+  }
+  for (int i = 0; bs_model_preset_name(i); i++) {
+    snprintf(text, sizeof text, "[model]\npreset = %s\n", bs_model_preset_name(i));
+    assert_int_equal(bs_scenario_load(write_file("p.ini", text), NULL, 0, &s, err, sizeof err), 0);
+    assert_string_equal(s.points[0].model.preset, bs_model_preset_name(i));
+    bs_scenario_free(&s);
+  }
+  const char *p = write_file("t.ini", "[cluster]\ntopology = dgx-a100, dgx-h100, a100-pcie-node, host, mine.xml\n");
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.npoints, 5);
+  const char *want[] = {"a100-sxm4-80gb", "h100-sxm", "a100-pcie-40gb", "host", "a100-sxm4-80gb"};
+  for (int i = 0; i < 5; i++) assert_string_equal(s.points[i].cluster.profile, want[i]);
+  bs_scenario_free(&s);
+  char *set[] = {"cluster.profile=h200"};
+  assert_int_equal(bs_scenario_load(p, set, 1, &s, err, sizeof err), 0);
+  for (int i = 0; i < 5; i++) assert_string_equal(s.points[i].cluster.profile, "h200");
+  bs_scenario_free(&s);
+}
+
 int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_scenario_XXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -533,6 +567,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_unreadable_scenario), cmocka_unit_test(test_long_lines),
     cmocka_unit_test(test_set_long_values), cmocka_unit_test(test_bytes_and_sections),
     cmocka_unit_test(test_preset_blame), cmocka_unit_test(test_relative_paths),
+    cmocka_unit_test(test_name_tables),
   };
   int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[300];

@@ -170,8 +170,8 @@ std::vector<T> slice_keys(const std::vector<T> &x, const attn_params &p, int64_t
 
 /* The by-value mask the kernels take (as attn_cuda_mask_of; kept here so the
  * test links none of the launchers). */
-attn_cuda_maskv mask_of(const attn_params &p) {
-  attn_cuda_maskv m;
+attn_mask mask_of(const attn_params &p) {
+  attn_mask m;
   m.q_pos0 = p.mask.q_pos0;
   m.q_stride = p.mask.q_stride;
   m.k_pos0 = p.mask.k_pos0;
@@ -185,7 +185,7 @@ template <typename T, int D, int MT, int BN>
 void run_fwd(const attn_params &p, const T *q, const T *k, const T *v, float *o, float *lse,
              int acc, int defer) {
   using C = fwd_cfg<T, D, MT, BN>;
-  const attn_cuda_maskv m = mask_of(p);
+  const attn_mask m = mask_of(p);
   const unsigned blocks = (unsigned)(((p.Nq + C::BM - 1) / C::BM) * p.B * p.Zq);
   emu_run_grid([&]() { fwd_mma_kernel<T, D, MT, BN>(p, m, q, k, v, o, lse, acc); }, blocks, C::NT,
                C::SMEM, defer);
@@ -195,7 +195,7 @@ template <typename T, int D, int BM, int NW>
 void run_bwd(const attn_params &p, const T *q, const T *k, const T *v, const T *g, const float *lse,
              const float *delta, float *dq, float *dk, float *dv, int defer) {
   using C = bwd_cfg<T, D, BM, NW>;
-  const attn_cuda_maskv m = mask_of(p);
+  const attn_mask m = mask_of(p);
   const unsigned blocks = (unsigned)(((p.Nk + C::BN - 1) / C::BN) * p.B * p.Zkv);
   emu_run_grid([&]() { bwd_mma_kernel<T, D, BM, NW>(p, m, q, k, v, g, lse, delta, dq, dk, dv); },
                blocks, C::NT, C::SMEM, defer);
@@ -308,7 +308,7 @@ void check_simple(tally &t, const shape &s, int d, attn_dtype dt, uint64_t seed)
   for (size_t i = 0; i < nk; i++) r.dv[i] = dv0[i] = (float)normal(&rs);
   reference(p, qf, kf, vf, gf, r);
   const double bound = dt == ATTN_FP32 ? 1e-5 : dt == ATTN_BF16 ? 1e-2 : 2.5e-3;
-  const attn_cuda_maskv m = mask_of(p);
+  const attn_mask m = mask_of(p);
   const unsigned qblocks = (unsigned)((rows + SIMPLE_WARPS - 1) / SIMPLE_WARPS);
   const unsigned kblocks = (unsigned)(((size_t)p.B * p.Zkv * p.Nk + SIMPLE_WARPS - 1) / SIMPLE_WARPS);
   bool bad = false;
@@ -322,7 +322,7 @@ void check_simple(tally &t, const shape &s, int d, attn_dtype dt, uint64_t seed)
   std::vector<T> k1 = slice_keys(k, p, 0, n1), v1 = slice_keys(v, p, 0, n1);
   std::vector<T> k2 = slice_keys(k, p, n1, n2), v2 = slice_keys(v, p, n1, n2);
   std::vector<float> o(nq, NAN), lse(rows, NAN);
-  const attn_cuda_maskv m1 = mask_of(p1), m2 = mask_of(p2);
+  const attn_mask m1 = mask_of(p1), m2 = mask_of(p2);
   emu_run_grid([&]() { fwd_simple_kernel<T>(p1, m1, q.data(), k1.data(), v1.data(), o.data(), lse.data(), 0); },
                qblocks, SIMPLE_WARPS * 32, 0, 0);
   emu_run_grid([&]() { fwd_simple_kernel<T>(p2, m2, q.data(), k2.data(), v2.data(), o.data(), lse.data(), 1); },
@@ -398,11 +398,11 @@ void check_simple(tally &t, const shape &s, int d, attn_dtype dt, uint64_t seed)
     pd2.mask.k_pos0 = pd.mask.k_pos0 + n1 * pd.mask.k_stride;
     const int splits = 5;
     std::vector<float> part_o(drows * splits * d), part_l(drows * splits), od(dn, NAN), ld(drows, NAN);
-    const attn_cuda_maskv md1 = mask_of(pd1), md2 = mask_of(pd2);
+    const attn_mask md1 = mask_of(pd1), md2 = mask_of(pd2);
     const unsigned dblocks = (unsigned)(pd.B * pd.Zq * splits), rblocks = (unsigned)((drows + 3) / 4);
     for (int half = 0; half < 2; half++) {
       const attn_params &ph = half ? pd2 : pd1;
-      const attn_cuda_maskv &mh = half ? md2 : md1;
+      const attn_mask &mh = half ? md2 : md1;
       const T *kh = half ? k2.data() : k1.data();
       const T *vh = half ? v2.data() : v1.data();
       std::fill(part_o.begin(), part_o.end(), NAN);

@@ -210,7 +210,7 @@ static uint64_t rnd(uint64_t *s) {
   return *s;
 }
 
-static void random_mask(uint64_t *s, attn_cuda_maskv *m) {
+static void random_mask(uint64_t *s, attn_mask *m) {
   m->causal = (int)(rnd(s) % 2);
   m->window = rnd(s) % 3 == 0 ? 0 : (int64_t)(rnd(s) % 60) + 1;
   m->q_stride = (int64_t)(rnd(s) % 4) + 1;
@@ -223,17 +223,17 @@ static void test_mask_ranges_brute_force(void **state) {
   (void)state;
   uint64_t seed = (uint64_t)time(NULL) | 1u, s = seed;
   for (int trial = 0; trial < 3000; trial++) {
-    attn_cuda_maskv m;
+    attn_mask m;
     random_mask(&s, &m);
     const int64_t nq = (int64_t)(rnd(&s) % 90) + 1, nk = (int64_t)(rnd(&s) % 90) + 1;
     const int64_t i0 = (int64_t)(rnd(&s) % (uint64_t)nq);
     const int64_t ni = (int64_t)(rnd(&s) % (uint64_t)(nq - i0)) + 1;
     int64_t jlo, jhi;
-    attn_cuda_key_range(&m, i0, ni, nk, &jlo, &jhi);
+    attn_mask_key_range(&m, i0, ni, nk, &jlo, &jhi);
     int64_t vmin = nk, vmax = -1;
     for (int64_t i = i0; i < i0 + ni; i++)
       for (int64_t j = 0; j < nk; j++)
-        if (attn_cuda_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) {
+        if (attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) {
           if (j < vmin) vmin = j;
           if (j > vmax) vmax = j;
         }
@@ -255,11 +255,11 @@ static void test_mask_ranges_brute_force(void **state) {
     const int64_t j0 = (int64_t)(rnd(&s) % (uint64_t)nk);
     const int64_t nj = (int64_t)(rnd(&s) % (uint64_t)(nk - j0)) + 1;
     int64_t ilo, ihi;
-    attn_cuda_query_range(&m, j0, nj, nq, &ilo, &ihi);
+    attn_mask_query_range(&m, j0, nj, nq, &ilo, &ihi);
     int64_t qmin = nq, qmax = -1;
     for (int64_t j = j0; j < j0 + nj; j++)
       for (int64_t i = 0; i < nq; i++)
-        if (attn_cuda_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) {
+        if (attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) {
           if (i < qmin) qmin = i;
           if (i > qmax) qmax = i;
         }
@@ -274,10 +274,10 @@ static void test_mask_ranges_brute_force(void **state) {
     /* tile_full is never wrong when it says "all visible". */
     const int64_t tj = (int64_t)(rnd(&s) % (uint64_t)nk);
     const int64_t tn = (int64_t)(rnd(&s) % (uint64_t)(nk - tj)) + 1;
-    if (attn_cuda_tile_full(&m, i0, ni, tj, tn)) {
+    if (attn_mask_tile_full(&m, i0, ni, tj, tn)) {
       for (int64_t i = i0; i < i0 + ni; i++)
         for (int64_t j = tj; j < tj + tn; j++)
-          if (!attn_cuda_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) {
+          if (!attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) {
             fprintf(stderr, "seed %llu trial %d: tile_full wrong at (%lld,%lld)\n",
                     (unsigned long long)seed, trial, (long long)i, (long long)j);
             fail();
@@ -285,15 +285,15 @@ static void test_mask_ranges_brute_force(void **state) {
     }
   }
   /* A full mask is recognised as such. */
-  attn_cuda_maskv full = {0, 1, 0, 1, 0, 0};
-  assert_true(attn_cuda_tile_full(&full, 0, 64, 0, 64));
+  attn_mask full = {0, 1, 0, 1, 0, 0};
+  assert_true(attn_mask_tile_full(&full, 0, 64, 0, 64));
 }
 
 static void test_floordiv(void **state) {
   (void)state;
   for (int64_t a = -50; a <= 50; a++)
     for (int64_t b = 1; b <= 7; b++) {
-      int64_t f = attn_cuda_floordiv(a, b);
+      int64_t f = attn_mask_floordiv(a, b);
       assert_true(f * b <= a && a < (f + 1) * b);
     }
 }

@@ -889,17 +889,49 @@ static void test_mask_runs(void **state) {
     int any = 0, all = 1;
     for (int64_t i = i0; i < i0 + ni; i++) {
       int64_t qp = m.q_pos0 + i * m.q_stride, lo, hi;
-      attn_visible_run(&m, qp, j0, nj, &lo, &hi);
+      attn_mask_visible_run(&m, qp, j0, nj, &lo, &hi);
       for (int64_t j = 0; j < nj; j++) {
-        int vis = attn_visible(&m, qp, m.k_pos0 + (j0 + j) * m.k_stride);
+        int vis = attn_mask_visible(&m, qp, m.k_pos0 + (j0 + j) * m.k_stride);
         if (vis != (j >= lo && j <= hi)) failf("visible run wrong (case %d, row %lld, key %lld)", t, (long long)i, (long long)j);
         any |= vis;
         all &= vis;
       }
     }
-    int cls = attn_tile_class(&m, i0, ni, j0, nj);
-    if (cls == TILE_NONE && any) failf("tile class NONE but a key is visible (case %d)", t);
-    if (cls == TILE_FULL && !all) failf("tile class FULL but a key is masked (case %d)", t);
+    int cls = attn_mask_tile_class(&m, i0, ni, j0, nj);
+    if (cls == ATTN_TILE_NONE && any) failf("tile class NONE but a key is visible (case %d)", t);
+    if (cls == ATTN_TILE_FULL && !all) failf("tile class FULL but a key is masked (case %d)", t);
+    if (attn_mask_tile_full(&m, i0, ni, j0, nj) != (cls == ATTN_TILE_FULL)) failf("tile_full disagrees (case %d)", t);
+  }
+}
+
+/* Key and query ranges hold every visible pair; the pair count of two blocks
+ * (the plans' FLOPs and skipping) equals brute force. */
+static void test_mask_ranges_and_pairs(void **state) {
+  (void)state;
+  rng r = rng_for("maskpairs");
+  for (int t = 0; t < 3000; t++) {
+    attn_mask m;
+    m.causal = (int)(rng_next(&r) % 2);
+    m.window = (int64_t)(rng_next(&r) % 3 == 0 ? 0 : rng_next(&r) % 25);
+    m.q_stride = 1 + (int64_t)(rng_next(&r) % 5);
+    m.k_stride = rng_next(&r) % 2 ? m.q_stride : 1 + (int64_t)(rng_next(&r) % 5);
+    m.q_pos0 = (int64_t)(rng_next(&r) % 100) - 50;
+    m.k_pos0 = (int64_t)(rng_next(&r) % 100) - 50;
+    int64_t nq = 1 + (int64_t)(rng_next(&r) % 30), nk = 1 + (int64_t)(rng_next(&r) % 30), pairs = 0;
+    for (int64_t i = 0; i < nq; i++) {
+      int64_t jlo, jhi;
+      attn_mask_key_range(&m, i, 1, nk, &jlo, &jhi);
+      for (int64_t j = 0; j < nk; j++) {
+        if (!attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) continue;
+        pairs++;
+        int64_t ilo, ihi;
+        attn_mask_query_range(&m, j, 1, nq, &ilo, &ihi);
+        if (j < jlo || j >= jhi) failf("key range misses a visible key (case %d)", t);
+        if (i < ilo || i >= ihi) failf("query range misses a visible query (case %d)", t);
+      }
+    }
+    if (m.q_stride == m.k_stride && attn_mask_pairs(&m, nq, nk) != pairs)
+      failf("pairs %lld, brute force %lld (case %d)", (long long)attn_mask_pairs(&m, nq, nk), (long long)pairs, t);
   }
 }
 
@@ -926,6 +958,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_bf16_rounding),
       cmocka_unit_test(test_mask_runs),
+      cmocka_unit_test(test_mask_ranges_and_pairs),
       cmocka_unit_test(test_full_mask),
       cmocka_unit_test(test_odd_sizes),
       cmocka_unit_test(test_decode_long_keys),

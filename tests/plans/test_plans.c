@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include "tests/run_named.h"
 #include "plans/plan.h"
+#include "plans/plan_impl.h"
 #include "plan_walk.h"
 
 static bs_config small_cfg(bs_method m, int G, int64_t N, int causal, bs_layout l, bs_phase ph) {
@@ -347,8 +348,71 @@ static void test_lazy_large(void **state) {
   bs_plan_free(p);
 }
 
+/* Every method has a complete row in the method table, and plans for each run to the end. */
+static void test_method_table(void **state) {
+  (void)state;
+  assert_null(plan_method_of(BS_METHOD_COUNT));
+  assert_null(plan_method_of((bs_method)-1));
+  for (int m = 0; m < BS_METHOD_COUNT; m++) {
+    const plan_method *pm = plan_method_of((bs_method)m);
+    assert_non_null(pm);
+    assert_non_null(pm->check);
+    assert_non_null(pm->gen);
+    assert_true(pm->state_size > 0);
+    bs_config c = small_cfg((bs_method)m, 2, 64, 1, BS_CONTIGUOUS, pm->decode == 2 ? BS_DECODE : BS_TRAIN);
+    c.par.ulysses_degree = 2;
+    walk_result w;
+    walk_ok(&c, 2, &w);
+  }
+}
+
+/* The decision a plan reports: the double ring and its sizes, the all-to-all group. */
+static void expect_decision(bs_method m, bs_phase ph, bs_tristate dr, int ud, int rpn, int dbl, int inner, int outer,
+                            int ulysses) {
+  bs_config c = small_cfg(m, 8, 256, 1, BS_CONTIGUOUS, ph);
+  c.model.heads = c.model.kv_heads = 8;
+  c.par.double_ring = dr;
+  c.par.ulysses_degree = ud;
+  bs_decision d;
+  assert_int_equal(bs_plan_decide(&c, rpn, &d), 0);
+  assert_int_equal(d.valid, 1);
+  assert_int_equal(d.double_ring, dbl);
+  assert_int_equal(d.ring_inner, inner);
+  assert_int_equal(d.ring_outer, outer);
+  assert_int_equal(d.ulysses_degree, ulysses);
+  bs_plan *p;
+  char err[256];
+  assert_int_equal(bs_plan_create(&c, rpn, &p, err, sizeof err), 0);
+  bs_decision e;
+  bs_plan_decision(p, &e);
+  assert_memory_equal(&d, &e, sizeof d);
+  assert_int_equal(bs_plan_inner_ranks(p), dbl ? inner : 1);
+  bs_plan_free(p);
+}
+
+static void test_decision(void **state) {
+  (void)state;
+  expect_decision(BS_BURST, BS_TRAIN, BS_AUTO, 8, 4, 1, 4, 2, 1);
+  expect_decision(BS_BURST, BS_TRAIN, BS_OFF, 8, 4, 0, 8, 1, 1);
+  expect_decision(BS_BURST, BS_TRAIN, BS_AUTO, 8, 8, 0, 8, 1, 1);
+  expect_decision(BS_RING, BS_PREFILL, BS_ON, 8, 2, 1, 2, 4, 1);
+  expect_decision(BS_RING, BS_DECODE, BS_ON, 8, 2, 0, 8, 1, 1);
+  expect_decision(BS_RING_LI2021, BS_TRAIN, BS_AUTO, 8, 4, 0, 8, 1, 1);
+  expect_decision(BS_ULYSSES, BS_TRAIN, BS_AUTO, 2, 4, 0, 1, 1, 8);
+  expect_decision(BS_USP, BS_TRAIN, BS_AUTO, 2, 4, 0, 4, 1, 2);
+  expect_decision(BS_TP, BS_TRAIN, BS_AUTO, 8, 4, 0, 1, 1, 1);
+  expect_decision(BS_TREE, BS_DECODE, BS_AUTO, 8, 4, 0, 1, 1, 1);
+  bs_config c = small_cfg(BS_BURST, 8, 256, 1, BS_CONTIGUOUS, BS_TRAIN);
+  c.par.double_ring = BS_ON;
+  bs_decision d;
+  assert_int_equal(bs_plan_decide(&c, 3, &d), -1); /* 3 does not divide 8 */
+  assert_int_equal(d.valid, 0);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_method_table),
+    cmocka_unit_test(test_decision),
     cmocka_unit_test(test_burst_ring_bytes),
     cmocka_unit_test(test_flops_and_skipping),
     cmocka_unit_test(test_double_ring),
