@@ -11,12 +11,7 @@
 #include <unistd.h>
 #include "runtime.h"
 #include "kernels/comm/comm_mpi.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "base/clock.h"
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -83,9 +78,9 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
   int next = (rank + 1) % G, prev = (rank - 1 + G) % G;
   double timeout = opts->timeout_s > 0 ? opts->timeout_s : 120.0;
   /* a first untimed compute sizes the repetitions (about 3 s per mode, at least 3) */
-  double t0 = now_s();
+  double t0 = bs_now_s();
   if (compute_block(&a, tile, q, k, v, o, lse, es, NULL)) { snprintf(err, errlen, "attn_fwd failed"); rc = BS_RUN_EFATAL; goto out; }
-  double tc = now_s() - t0, tmax;
+  double tc = bs_now_s() - t0, tmax;
   MPI_Allreduce(&tc, &tmax, 1, MPI_DOUBLE, MPI_MAX, world);
   if (reps <= 0) reps = tmax > 0 ? (int)(3.0 / tmax) : 1000;
   if (reps < 3) reps = 3;
@@ -96,7 +91,7 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
     for (int m = 0; m < 3 && rc == BS_RUN_OK; m++) { /* 0 compute, 1 comm, 2 overlapped: interleaved against drift */
       int req[4];
       MPI_Barrier(world);
-      t0 = now_s();
+      t0 = bs_now_s();
       if (m >= 1) {
         if (bs_comm_irecv(comm, kr, kvb, prev, 1, &req[0], err, errlen) || bs_comm_irecv(comm, vr, kvb, prev, 2, &req[1], err, errlen) ||
             bs_comm_isend(comm, k, kvb, next, 1, &req[2], err, errlen) || bs_comm_isend(comm, v, kvb, next, 2, &req[3], err, errlen)) {
@@ -116,7 +111,7 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
             rc = BS_RUN_EFATAL;
             break;
           }
-      ts[m][r] = now_s() - t0;
+      ts[m][r] = bs_now_s() - t0;
     }
   if (rc == BS_RUN_OK) {
     double med[3], mx[3];

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include "comm_mpi.h"
+#include "base/clock.h"
 
 #define MAX_GROUPS 64
 
@@ -26,12 +27,6 @@ struct bs_comm {
   group_comm groups[MAX_GROUPS];
   int ngroups;
 };
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int bs_comm_mpi_create(MPI_Comm world, bs_comm **out, char *err, size_t errlen) {
   *out = NULL;
@@ -196,7 +191,7 @@ int bs_comm_test(bs_comm *c, int req, int *done) {
 }
 
 int bs_comm_wait(bs_comm *c, int req, double timeout_s) {
-  double deadline = now_s() + timeout_s;
+  double deadline = bs_now_s() + timeout_s;
   int spins = 0;
   for (;;) {
     int done;
@@ -204,7 +199,7 @@ int bs_comm_wait(bs_comm *c, int req, double timeout_s) {
     if (done) return BS_COMM_OK;
     if (++spins >= 64) {
       spins = 0;
-      if (now_s() > deadline) return BS_COMM_TIMEOUT;
+      if (bs_now_s() > deadline) return BS_COMM_TIMEOUT;
       /* oversubscribed ranks: give the core to the peer we are waiting for */
       struct timespec ts = {0, 2000};
       nanosleep(&ts, NULL);

@@ -19,6 +19,7 @@
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
 #include <mpi.h>
 #include <nccl.h>
+#include "base/clock.h"
 #endif
 
 #define MAX_GROUPS 64
@@ -29,12 +30,6 @@ static void seterr(char *err, size_t len, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err, len, fmt, ap);
   va_end(ap);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* A request: up to two parts (a ring step has a send and a receive), each
@@ -926,7 +921,7 @@ int bs_comm_nccl_test(bs_comm_nccl *c, int req, int *done) {
 
 int bs_comm_nccl_wait(bs_comm_nccl *c, int req, double timeout_s) {
   if (!c) return BS_COMM_ERR;
-  const double deadline = now_s() + timeout_s;
+  const double deadline = bs_now_s() + timeout_s;
   for (;;) {
     int done = 0;
     int rc = bs_comm_nccl_test(c, req, &done);
@@ -942,7 +937,7 @@ int bs_comm_nccl_wait(bs_comm_nccl *c, int req, double timeout_s) {
       }
     }
 #endif
-    if (now_s() > deadline) return BS_COMM_TIMEOUT;
+    if (bs_now_s() > deadline) return BS_COMM_TIMEOUT;
     struct timespec ts = {0, 20000};
     nanosleep(&ts, NULL);
   }
