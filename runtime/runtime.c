@@ -187,15 +187,155 @@ static void restart_clocks(rt *t) {
   t->setup = t->phase_setup0[0] = t->phase_setup0[1] = 0;
 }
 
+static int op_alloc(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  rbuf *rb = &t->buf[op->u.alloc.buf];
+  free(rb->ptr);
+  rb->ptr = calloc(1, (size_t)op->u.alloc.bytes);
+  if (!rb->ptr) {
+    snprintf(err, errlen, "step %d: cannot allocate %lld bytes (%s)", op->step, (long long)op->u.alloc.bytes,
+             bs_mem_class_name(op->u.alloc.cls));
+    return BS_RUN_EFATAL;
+  }
+  rb->bytes = op->u.alloc.bytes;
+  rb->cls = op->u.alloc.cls;
+  rb->role = op->u.alloc.role;
+  rb->shard = op->u.alloc.shard;
+  if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT)
+    fill_input(t->plan, t->cfg->seed, rb->role, &rb->shard, rb->ptr, t->bf16);
+  t->setup += bs_now_s() - t0;
+  t->live += rb->bytes;
+  t->live_cls[rb->cls] += rb->bytes;
+  if (t->live > t->peak) {
+    t->peak = t->live;
+    memcpy(t->peak_cls, t->live_cls, sizeof t->peak_cls);
+  }
+  return BS_RUN_OK;
+}
+
+static void op_free(rt *t, const bs_op *op) {
+  rbuf *rb = &t->buf[op->u.free.buf];
+  t->live -= rb->bytes;
+  t->live_cls[rb->cls] -= rb->bytes;
+  free(rb->ptr);
+  rb->ptr = NULL;
+}
+
+static int op_compute(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int rc = run_compute(t, op, err, errlen);
+  double t1 = bs_now_s();
+  t->compute += t1 - t0;
+  record(t, op, op->u.compute.kernel, -1, 0, t0, t1);
+  return rc;
+}
+
+static int op_p2p(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int h = op->handle, peer = op->u.p2p.peer;
+  int crc = op->kind == BS_OP_SEND
+                ? bs_comm_isend(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen)
+                : bs_comm_irecv(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen);
+  if (crc) return BS_RUN_EFATAL;
+  t->hi[h] = (hinfo){op->kind, peer, op->u.p2p.tag, op->step, op->u.p2p.bytes, 0};
+  if (op->kind == BS_OP_SEND) t->sent_to[peer] += op->u.p2p.bytes;
+  else t->recv_from[peer] += op->u.p2p.bytes;
+  record(t, op, 0, peer, op->u.p2p.bytes, t0, bs_now_s());
+  return BS_RUN_OK;
+}
+
+static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int h = op->handle;
+  bs_comm_group g = {op->u.coll.group.first, op->u.coll.group.stride, op->u.coll.group.size};
+  bs_comm_type ty = op->u.coll.elem == BS_ELEM_F32 ? BS_COMM_F32 : BS_COMM_BYTES;
+  if ((op->u.coll.kind == BS_COLL_ALLREDUCE || op->u.coll.kind == BS_COLL_REDUCE_SCATTER) && ty != BS_COMM_F32) {
+    snprintf(err, errlen, "step %d: %s of 16-bit data is not supported by the MPI backend", op->step,
+             bs_coll_name(op->u.coll.kind));
+    return BS_RUN_EFATAL;
+  }
+  int crc = bs_comm_icoll(t->comm, (bs_comm_coll)op->u.coll.kind, (bs_comm_red)op->u.coll.red, ty, g,
+                          at(t, op->u.coll.send), at(t, op->u.coll.recv), op->u.coll.bytes, &t->req[h], err, errlen);
+  if (crc) return BS_RUN_EFATAL;
+  t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op->step, op->u.coll.bytes, op->u.coll.kind};
+  int64_t s = bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g.size);
+  t->coll_sent += s;
+  t->coll_recv += s;
+  record(t, op, op->u.coll.kind, -1, op->u.coll.bytes, t0, bs_now_s());
+  return BS_RUN_OK;
+}
+
+static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int rc = BS_RUN_OK;
+  for (int j = 0; j < op->u.wait.n && rc == BS_RUN_OK; j++) {
+    int h = op->u.wait.handles[j];
+    int w = bs_comm_wait(t->comm, t->req[h], t->timeout);
+    if (w == BS_COMM_TIMEOUT) {
+      char tmp[160];
+      snprintf(err, errlen, "rank %d, step %d: no answer within %.1f s waiting for %s; a peer died or stalled", t->rank,
+               op->step, t->timeout, peer_what(&t->hi[h], tmp, sizeof tmp));
+      rc = BS_RUN_EFATAL;
+    } else if (w != BS_COMM_OK) {
+      snprintf(err, errlen, "rank %d, step %d: MPI wait failed", t->rank, op->step);
+      rc = BS_RUN_EFATAL;
+    }
+  }
+  double t1 = bs_now_s();
+  t->exposed += t1 - t0;
+  record(t, op, 0, -1, 0, t0, t1);
+  return rc;
+}
+
+static void op_phase(rt *t, const bs_op *op, double t0) {
+  int ph = op->u.phase.fwd_bwd ? 1 : 0;
+  if (op->u.phase.begin) {
+    t->phase_t0[ph] = t0;
+    t->phase_setup0[ph] = t->setup;
+  } else {
+    double dt = t0 - t->phase_t0[ph] - (t->setup - t->phase_setup0[ph]);
+    if (ph) t->bwd += dt;
+    else t->fwd += dt;
+  }
+}
+
+static int run_op(rt *t, const bs_op *op, char *err, size_t errlen) {
+  double t0 = bs_now_s();
+  switch (op->kind) {
+  case BS_OP_ALLOC: return op_alloc(t, op, t0, err, errlen);
+  case BS_OP_FREE: op_free(t, op); return BS_RUN_OK;
+  case BS_OP_COMPUTE: return op_compute(t, op, t0, err, errlen);
+  case BS_OP_SEND: case BS_OP_RECV: return op_p2p(t, op, t0, err, errlen);
+  case BS_OP_COLL: return op_coll(t, op, t0, err, errlen);
+  case BS_OP_WAIT: return op_wait(t, op, t0, err, errlen);
+  case BS_OP_PHASE: op_phase(t, op, t0); return BS_RUN_OK;
+  default:
+    snprintf(err, errlen, "step %d: unknown op kind %d", op->step, (int)op->kind);
+    return BS_RUN_EFATAL;
+  }
+}
+
+/* Test hook: the chosen rank exits or stalls at the chosen step of the measured execution. */
+static void maybe_fault(rt *t, const bs_op *op, int measured) {
+  if (!measured || t->opts->fault == BS_FAULT_NONE || t->rank != t->opts->fault_rank || op->step != t->opts->fault_step ||
+      t->faulted)
+    return;
+  t->faulted = 1;
+  fprintf(stderr, "burstsim run: rank %d: fault injection: %s at step %d\n", t->rank,
+          t->opts->fault == BS_FAULT_EXIT ? "exiting" : "stalling", op->step);
+  fflush(stderr);
+  if (t->opts->fault == BS_FAULT_EXIT) _exit(17);
+  for (;;) sleep(1);
+}
+
+/* A barrier under the watchdog, so that a rank that never arrives ends the job with a message. */
+static void guarded_barrier(rt *t, const char *what) {
+  bs_watchdog_arm("burstsim run", t->rank, what, t->timeout);
+  MPI_Barrier(t->world);
+  bs_watchdog_disarm();
+}
+
 static int execute(rt *t, int measured, char *err, size_t errlen) {
-  const bs_plan *p = t->plan;
-  bs_plan_iter *it = bs_plan_iter_new(p, t->rank);
+  bs_plan_iter *it = bs_plan_iter_new(t->plan, t->rank);
   if (!it) { snprintf(err, errlen, "out of memory"); return BS_RUN_EFATAL; }
   reset_stats(t);
   bs_test_stall(t->rank, "start");
-  bs_watchdog_arm("burstsim run", t->rank, "the start of an execution (barrier)", t->timeout);
-  MPI_Barrier(t->world);
-  bs_watchdog_disarm();
+  guarded_barrier(t, "the start of an execution (barrier)");
   t->t_start = bs_now_s();
   bs_op op;
   int rc = BS_RUN_OK, started = 0;
@@ -204,131 +344,11 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
       /* The inputs exist on every rank: start the clocks together (each rank
        * passes here exactly once, below if its program has no such op). */
       started = 1;
-      bs_watchdog_arm("burstsim run", t->rank, "the start of the clocks (barrier)", t->timeout);
-      MPI_Barrier(t->world);
-      bs_watchdog_disarm();
+      guarded_barrier(t, "the start of the clocks (barrier)");
       restart_clocks(t);
     }
-    if (measured && t->opts->fault != BS_FAULT_NONE && t->rank == t->opts->fault_rank && op.step == t->opts->fault_step &&
-        !t->faulted) {
-      t->faulted = 1;
-      fprintf(stderr, "burstsim run: rank %d: fault injection: %s at step %d\n", t->rank,
-              t->opts->fault == BS_FAULT_EXIT ? "exiting" : "stalling", op.step);
-      fflush(stderr);
-      if (t->opts->fault == BS_FAULT_EXIT) _exit(17);
-      for (;;) sleep(1);
-    }
-    double t0 = bs_now_s();
-    switch (op.kind) {
-    case BS_OP_ALLOC: {
-      int b = op.u.alloc.buf;
-      rbuf *rb = &t->buf[b];
-      free(rb->ptr);
-      rb->ptr = calloc(1, (size_t)op.u.alloc.bytes);
-      if (!rb->ptr) {
-        snprintf(err, errlen, "step %d: cannot allocate %lld bytes (%s)", op.step, (long long)op.u.alloc.bytes,
-                 bs_mem_class_name(op.u.alloc.cls));
-        rc = BS_RUN_EFATAL;
-        break;
-      }
-      rb->bytes = op.u.alloc.bytes;
-      rb->cls = op.u.alloc.cls;
-      rb->role = op.u.alloc.role;
-      rb->shard = op.u.alloc.shard;
-      if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT)
-        fill_input(p, t->cfg->seed, rb->role, &rb->shard, rb->ptr, t->bf16);
-      t->setup += bs_now_s() - t0;
-      t->live += rb->bytes;
-      t->live_cls[rb->cls] += rb->bytes;
-      if (t->live > t->peak) {
-        t->peak = t->live;
-        memcpy(t->peak_cls, t->live_cls, sizeof t->peak_cls);
-      }
-      break;
-    }
-    case BS_OP_FREE: {
-      rbuf *rb = &t->buf[op.u.free.buf];
-      t->live -= rb->bytes;
-      t->live_cls[rb->cls] -= rb->bytes;
-      free(rb->ptr);
-      rb->ptr = NULL;
-      break;
-    }
-    case BS_OP_COMPUTE: {
-      bs_kernel k = op.u.compute.kernel;
-      rc = run_compute(t, &op, err, errlen);
-      double t1 = bs_now_s();
-      t->compute += t1 - t0;
-      record(t, &op, k, -1, 0, t0, t1);
-      break;
-    }
-    case BS_OP_SEND: case BS_OP_RECV: {
-      int h = op.handle, peer = op.u.p2p.peer;
-      int crc = op.kind == BS_OP_SEND
-                    ? bs_comm_isend(t->comm, at(t, op.u.p2p.buf), op.u.p2p.bytes, peer, op.u.p2p.tag, &t->req[h], err, errlen)
-                    : bs_comm_irecv(t->comm, at(t, op.u.p2p.buf), op.u.p2p.bytes, peer, op.u.p2p.tag, &t->req[h], err, errlen);
-      if (crc) { rc = BS_RUN_EFATAL; break; }
-      t->hi[h] = (hinfo){op.kind, peer, op.u.p2p.tag, op.step, op.u.p2p.bytes, 0};
-      if (op.kind == BS_OP_SEND) t->sent_to[peer] += op.u.p2p.bytes;
-      else t->recv_from[peer] += op.u.p2p.bytes;
-      record(t, &op, 0, peer, op.u.p2p.bytes, t0, bs_now_s());
-      break;
-    }
-    case BS_OP_COLL: {
-      int h = op.handle;
-      bs_comm_group g = {op.u.coll.group.first, op.u.coll.group.stride, op.u.coll.group.size};
-      bs_comm_type ty = op.u.coll.elem == BS_ELEM_F32 ? BS_COMM_F32 : BS_COMM_BYTES;
-      if ((op.u.coll.kind == BS_COLL_ALLREDUCE || op.u.coll.kind == BS_COLL_REDUCE_SCATTER) && ty != BS_COMM_F32) {
-        snprintf(err, errlen, "step %d: %s of 16-bit data is not supported by the MPI backend", op.step,
-                 bs_coll_name(op.u.coll.kind));
-        rc = BS_RUN_EFATAL;
-        break;
-      }
-      int crc = bs_comm_icoll(t->comm, (bs_comm_coll)op.u.coll.kind, (bs_comm_red)op.u.coll.red, ty, g, at(t, op.u.coll.send),
-                              at(t, op.u.coll.recv), op.u.coll.bytes, &t->req[h], err, errlen);
-      if (crc) { rc = BS_RUN_EFATAL; break; }
-      t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op.step, op.u.coll.bytes, op.u.coll.kind};
-      int64_t s = bs_coll_bytes_sent(op.u.coll.kind, op.u.coll.bytes, g.size);
-      t->coll_sent += s;
-      t->coll_recv += s;
-      record(t, &op, op.u.coll.kind, -1, op.u.coll.bytes, t0, bs_now_s());
-      break;
-    }
-    case BS_OP_WAIT: {
-      for (int j = 0; j < op.u.wait.n && rc == BS_RUN_OK; j++) {
-        int h = op.u.wait.handles[j];
-        int w = bs_comm_wait(t->comm, t->req[h], t->timeout);
-        if (w == BS_COMM_TIMEOUT) {
-          char tmp[160];
-          snprintf(err, errlen, "rank %d, step %d: no answer within %.1f s waiting for %s; a peer died or stalled", t->rank,
-                   op.step, t->timeout, peer_what(&t->hi[h], tmp, sizeof tmp));
-          rc = BS_RUN_EFATAL;
-        } else if (w != BS_COMM_OK) {
-          snprintf(err, errlen, "rank %d, step %d: MPI wait failed", t->rank, op.step);
-          rc = BS_RUN_EFATAL;
-        }
-      }
-      double t1 = bs_now_s();
-      t->exposed += t1 - t0;
-      record(t, &op, 0, -1, 0, t0, t1);
-      break;
-    }
-    case BS_OP_PHASE: {
-      int ph = op.u.phase.fwd_bwd ? 1 : 0;
-      if (op.u.phase.begin) {
-        t->phase_t0[ph] = t0;
-        t->phase_setup0[ph] = t->setup;
-      } else {
-        double dt = t0 - t->phase_t0[ph] - (t->setup - t->phase_setup0[ph]);
-        if (ph) t->bwd += dt;
-        else t->fwd += dt;
-      }
-      break;
-    }
-    default:
-      snprintf(err, errlen, "step %d: unknown op kind %d", op.step, (int)op.kind);
-      rc = BS_RUN_EFATAL;
-    }
+    maybe_fault(t, &op, measured);
+    rc = run_op(t, &op, err, errlen);
   }
   if (rc == BS_RUN_OK && bs_plan_iter_error(it)) {
     snprintf(err, errlen, "%s", bs_plan_iter_errmsg(it));
