@@ -1073,3 +1073,43 @@ void bs_comm_nccl_free(bs_comm_nccl *c) {
   destroy_handle(c);
   free(c);
 }
+
+/* ---------------- the comm.h backend table ---------------- */
+
+static int nc_rank(const void *self) { return bs_comm_nccl_rank(self); }
+static int nc_size(const void *self) { return bs_comm_nccl_size(self); }
+static int nc_pending(const void *self) { return bs_comm_nccl_pending(self); }
+static int nc_isend(void *self, const void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
+  return bs_comm_nccl_isend(self, buf, bytes, peer, tag, req, err, errlen);
+}
+static int nc_irecv(void *self, void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
+  return bs_comm_nccl_irecv(self, buf, bytes, peer, tag, req, err, errlen);
+}
+static int nc_icoll(void *self, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g, const void *send,
+                    void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
+  return bs_comm_nccl_icoll(self, kind, red, type, g, send, recv, bytes, req, err, errlen);
+}
+static int nc_test(void *self, int req, int *done) { return bs_comm_nccl_test(self, req, done); }
+static int nc_wait(void *self, int req, double timeout_s) { return bs_comm_nccl_wait(self, req, timeout_s); }
+static void nc_progress(void *self) { bs_comm_nccl_progress(self); }
+static void nc_abort(void *self, int code) { bs_comm_nccl_abort(self, code); }
+static void nc_free(void *self) { bs_comm_nccl_free(self); }
+
+static const bs_comm_ops nccl_ops = {
+    .name = "nccl",
+    .rank = nc_rank,
+    .size = nc_size,
+    .isend = nc_isend,
+    .irecv = nc_irecv,
+    .icoll = nc_icoll,
+    .test = nc_test,
+    .wait = nc_wait,
+    .progress = nc_progress,
+    .pending = nc_pending,
+    .abort = nc_abort,
+    .free = nc_free,
+};
+
+int bs_comm_nccl_as_comm(bs_comm_nccl *c, bs_comm **out, char *err, size_t errlen) {
+  return bs_comm_wrap(&nccl_ops, c, out, err, errlen);
+}
