@@ -1,13 +1,13 @@
 /*
  * runtime.c — the real executor of plans (see runtime.h). Each rank walks its
- * op stream: ALLOC/FREE through a counting allocator, COMPUTE through the CPU
- * kernels split into (head, row-tile) calls with a communicator progress poll
- * between tiles (large Open MPI transfers only move while the library is
- * entered, so this is what makes overlap real), SEND/RECV/COLL posted
- * non-blocking, WAIT with a deadline. Inputs are a pure function of the seed
- * and the global (tensor, batch, head, token, column) index, so every rank
- * count sees the same global tensors and rank 0 can rebuild them for the
- * single-rank reference.
+ * op stream, one handler per op kind: ALLOC/FREE through a counting
+ * allocator, COMPUTE through the shared executor (compute.h) on the CPU
+ * backend with a communicator progress poll between tiles (large Open MPI
+ * transfers only move while the library is entered, so this is what makes
+ * overlap real), SEND/RECV/COLL posted non-blocking, WAIT with a deadline.
+ * Inputs are a pure function of the seed and the global (tensor, batch, head,
+ * token, column) index, so every rank count sees the same global tensors and
+ * rank 0 can rebuild them for the single-rank reference.
  */
 #include <math.h>
 #include <stdio.h>
