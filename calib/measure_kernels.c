@@ -16,6 +16,8 @@
 #include "plans/plan.h"
 #include "runtime/compute.h"
 
+/* ------------------------------------------------------------ buffers */
+
 static void fill_random(float *x, size_t n, uint64_t seed) {
   for (size_t i = 0; i < n; i++) {
     uint64_t z = (seed + i) * 0x9e3779b97f4a7c15ull;
@@ -269,7 +271,7 @@ static void log_kpoint(FILE *f, const bs_calib_kpoint *k, int ranks) {
   fflush(f);
 }
 
-/* ------------------------------------------------------------- kernels */
+/* ------------------------------------------------------------- series */
 
 static double attn_flops(int bwd, int64_t nq, int64_t nk, int d, int causal) {
   int64_t pairs = bs_visible_pairs(nk - nq, nq, 0, nk, 1, causal, 0);

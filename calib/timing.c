@@ -31,7 +31,6 @@ static void quiet_barrier(MPI_Comm comm) {
   }
 }
 
-
 bs_calib_policy bs_calib_policy_of(int quick) {
   bs_calib_policy p = {1, quick ? 3 : 5, quick ? 7 : 25, quick ? 0.25 : 1.0, 0.0};
   return p;
