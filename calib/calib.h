@@ -3,6 +3,15 @@
  * and of the links between ranks (through the communicator of comm.h), then
  * GSL fits (fit.h) turned into a profile the simulator reads (sim/profile.h).
  *
+ * The files: calib.c runs it end to end (placement, machine, peaks, then the
+ * benchmarks; the profile written once); timing.c times anything on all ranks
+ * at once (measure.h); measure_kernels.c times every kernel through the
+ * runtime's COMPUTE executor (runtime/compute.h), so the profile measures the
+ * calls a run makes; measure_links.c times the communicator; profile_build.c
+ * builds the profile as one cJSON tree (profile_build.h); plots.c draws it
+ * against the measurements. bench_kernels.c serves `burstsim bench`, fit.c
+ * the fits, validate.c `burstsim validate`.
+ *
  * Measuring is collective over an MPI communicator: every rank runs the same
  * kernel at the same time (threads per rank = online cores / ranks, as the
  * runtime does), so oversubscription and shared caches are part of what is
@@ -88,11 +97,11 @@ int bs_calib_measure(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data *out, 
 void bs_calib_data_free(bs_calib_data *d);
 
 /*
- * Fits the measurements and writes the profile JSON to path (format of
- * sim/profile.h, plus "machine", "date", "calibration", "fits" and the raw
- * "measurements", which the loader ignores). plots_dir: when not NULL,
- * gnuplot data, script and PNGs (measured against fitted) go there.
- * Returns 0, or -1 with a message.
+ * Fits the measurements and writes the profile JSON to path: the tree of
+ * bs_calib_profile_json (profile_build.h), written once, and only after it
+ * loads back through the simulator's profile loader and the plots are done.
+ * plots_dir: when not NULL, gnuplot data, script and PNGs (measured against
+ * fitted) go there. Returns 0, or -1 with a message.
  */
 int bs_calib_write_profile(const bs_calib_data *d, const bs_calib_opts *o, const char *path,
                            const char *plots_dir, char *err, size_t errlen);

@@ -10,36 +10,35 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime.h"
+#include "runtime/compute.h"
 #include "kernels/comm/comm_mpi.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "base/clock.h"
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
-/* Attention of the local block in (head, row-tile) calls, polling the communicator between them. */
+static void progress(void *comm) { bs_comm_progress(comm); }
+
+/* Attention of the local block, executed as a run executes it (compute.h): (head, row-tile) calls,
+ * polling the communicator between them when one is given. */
 static int compute_block(const attn_params *a, int64_t tile, const void *q, const void *k, const void *v, float *o, float *lse,
-                         size_t es, bs_comm *comm) {
-  int grp = a->Zq / a->Zkv;
-  for (int64_t b = 0; b < a->B; b++)
-    for (int64_t h = 0; h < a->Zq; h++)
-      for (int64_t r0 = 0; r0 < a->Nq; r0 += tile) {
-        attn_params s = *a;
-        s.B = 1; s.Zq = 1; s.Zkv = 1;
-        s.Nq = a->Nq - r0 < tile ? a->Nq - r0 : tile;
-        int64_t qoff = ((b * a->Zq + h) * a->Nq + r0) * a->d, koff = (b * a->Zkv + h / grp) * a->Nk * a->d;
-        int rc = attn_fwd(&s, (const char *)q + qoff * es, (const char *)k + koff * es, (const char *)v + koff * es, o + qoff,
-                          lse + (b * a->Zq + h) * a->Nq + r0, 0);
-        if (rc) return rc;
-        if (comm) bs_comm_progress(comm);
-      }
-  return 0;
+                         bs_comm *comm) {
+  bs_compute c;
+  bs_compute_bufs b;
+  memset(&c, 0, sizeof c);
+  memset(&b, 0, sizeof b);
+  c.kernel = BS_K_ATTN_FWD;
+  c.a = *a;
+  b.in[0] = (void *)q;
+  b.in[1] = (void *)k;
+  b.in[2] = (void *)v;
+  b.out[0] = o;
+  b.out[1] = lse;
+  bs_compute_ctx x = {bs_kernel_backend_cpu(), a->threads, tile, a->dtype == ATTN_BF16, 0, comm ? progress : NULL, comm};
+  char err[160];
+  return bs_compute_run(&x, &c, &b, err, sizeof err);
 }
 
 int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, int reps,
@@ -58,7 +57,7 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
   size_t es = cfg->model.dtype == BS_FP32 ? 4 : 2;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = opts->threads > 0 ? opts->threads : (int)(cores / G > 0 ? cores / G : 1);
-  int64_t tile = opts->tile_rows > 0 ? opts->tile_rows : 256;
+  int64_t tile = opts->tile_rows > 0 ? opts->tile_rows : BS_COMPUTE_TILE_ROWS;
   attn_params a;
   memset(&a, 0, sizeof a);
   a.B = (int)B; a.Zq = (int)Z; a.Zkv = (int)Zk; a.Nq = n; a.Nk = n; a.d = (int)d;
@@ -83,9 +82,9 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
   int next = (rank + 1) % G, prev = (rank - 1 + G) % G;
   double timeout = opts->timeout_s > 0 ? opts->timeout_s : 120.0;
   /* a first untimed compute sizes the repetitions (about 3 s per mode, at least 3) */
-  double t0 = now_s();
-  if (compute_block(&a, tile, q, k, v, o, lse, es, NULL)) { snprintf(err, errlen, "attn_fwd failed"); rc = BS_RUN_EFATAL; goto out; }
-  double tc = now_s() - t0, tmax;
+  double t0 = bs_now_s();
+  if (compute_block(&a, tile, q, k, v, o, lse, NULL)) { snprintf(err, errlen, "attn_fwd failed"); rc = BS_RUN_EFATAL; goto out; }
+  double tc = bs_now_s() - t0, tmax;
   MPI_Allreduce(&tc, &tmax, 1, MPI_DOUBLE, MPI_MAX, world);
   if (reps <= 0) reps = tmax > 0 ? (int)(3.0 / tmax) : 1000;
   if (reps < 3) reps = 3;
@@ -96,7 +95,7 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
     for (int m = 0; m < 3 && rc == BS_RUN_OK; m++) { /* 0 compute, 1 comm, 2 overlapped: interleaved against drift */
       int req[4];
       MPI_Barrier(world);
-      t0 = now_s();
+      t0 = bs_now_s();
       if (m >= 1) {
         if (bs_comm_irecv(comm, kr, kvb, prev, 1, &req[0], err, errlen) || bs_comm_irecv(comm, vr, kvb, prev, 2, &req[1], err, errlen) ||
             bs_comm_isend(comm, k, kvb, next, 1, &req[2], err, errlen) || bs_comm_isend(comm, v, kvb, next, 2, &req[3], err, errlen)) {
@@ -104,7 +103,7 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
           break;
         }
       }
-      if (m != 1 && compute_block(&a, tile, q, k, v, o, lse, es, m == 2 ? comm : NULL)) {
+      if (m != 1 && compute_block(&a, tile, q, k, v, o, lse, m == 2 ? comm : NULL)) {
         snprintf(err, errlen, "attn_fwd failed");
         rc = BS_RUN_EFATAL;
         break;
@@ -116,7 +115,7 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
             rc = BS_RUN_EFATAL;
             break;
           }
-      ts[m][r] = now_s() - t0;
+      ts[m][r] = bs_now_s() - t0;
     }
   if (rc == BS_RUN_OK) {
     double med[3], mx[3];

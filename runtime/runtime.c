@@ -1,13 +1,13 @@
 /*
  * runtime.c — the real executor of plans (see runtime.h). Each rank walks its
- * op stream: ALLOC/FREE through a counting allocator, COMPUTE through the CPU
- * kernels split into (head, row-tile) calls with a communicator progress poll
- * between tiles (large Open MPI transfers only move while the library is
- * entered, so this is what makes overlap real), SEND/RECV/COLL posted
- * non-blocking, WAIT with a deadline. Inputs are a pure function of the seed
- * and the global (tensor, batch, head, token, column) index, so every rank
- * count sees the same global tensors and rank 0 can rebuild them for the
- * single-rank reference.
+ * op stream, one handler per op kind: ALLOC/FREE through a counting
+ * allocator, COMPUTE through the shared executor (compute.h) on the CPU
+ * backend with a communicator progress poll between tiles (large Open MPI
+ * transfers only move while the library is entered, so this is what makes
+ * overlap real), SEND/RECV/COLL posted non-blocking, WAIT with a deadline.
+ * Inputs are a pure function of the seed and the global (tensor, batch, head,
+ * token, column) index, so every rank count sees the same global tensors and
+ * rank 0 can rebuild them for the single-rank reference.
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,10 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
-#include <cblas.h>
 #include "runtime.h"
+#include "runtime/compute.h"
 #include "watchdog.h"
 #include "kernels/comm/comm_mpi.h"
+#include "base/clock.h"
 
 /* ---------------- inputs ---------------- */
 
@@ -109,12 +110,6 @@ typedef struct {
   int faulted;
 } rt;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void record(rt *t, const bs_op *op, int detail, int peer, int64_t bytes, double t0, double t1) {
   if (!t->opts->trace) return;
   if (t->nev == t->cap_ev) {
@@ -135,177 +130,26 @@ static void record(rt *t, const bs_op *op, int detail, int peer, int64_t bytes, 
   e->t1 = t1 - t->t_start;
 }
 
-static char *at(rt *t, bs_ref r) { return r.buf >= 0 && t->buf[r.buf].ptr ? (char *)t->buf[r.buf].ptr + r.off : NULL; }
+static char *at(rt *t, bs_ref r) {
+  return r.buf >= 0 && r.buf < BS_PLAN_MAX_BUFS && t->buf[r.buf].ptr ? (char *)t->buf[r.buf].ptr + r.off : NULL;
+}
 
 /* ---------------- kernels ---------------- */
 
-static int kerr(char *err, size_t errlen, const bs_op *op, const char *what, int rc) {
-  snprintf(err, errlen, "step %d: %s: %s", op->step, what, attn_strerror(rc));
-  return BS_RUN_EFATAL;
-}
+static void progress(void *comm) { bs_comm_progress(comm); }
 
-/* Attention fwd / bwd, as (batch, head, row tile) calls with progress polls between them. */
-static int run_attn(rt *t, const bs_op *op, char *err, size_t errlen) {
+/* One COMPUTE op through the shared executor (compute.h) on the CPU backend. */
+static int run_compute(rt *t, const bs_op *op, char *err, size_t errlen) {
   const bs_compute *c = &op->u.compute;
-  attn_params a = c->a;
-  a.threads = t->threads;
-  int rc = attn_check(&a);
-  if (rc) return kerr(err, errlen, op, bs_kernel_name(c->kernel), rc);
-  size_t es = a.dtype == ATTN_BF16 ? 2 : 4;
-  int grp = a.Zq / a.Zkv;
+  bs_compute_bufs b;
+  memset(&b, 0, sizeof b);
+  for (int i = 0; i < BS_OP_IN; i++) b.in[i] = at(t, c->in[i]);
+  for (int i = 0; i < BS_OP_OUT; i++) b.out[i] = at(t, c->out[i]);
   int bwd = c->kernel == BS_K_ATTN_BWD || c->kernel == BS_K_ATTN_BWD_UNFUSED;
-  int unfused = c->kernel == BS_K_ATTN_FWD_UNFUSED || c->kernel == BS_K_ATTN_BWD_UNFUSED;
-  char *q = at(t, c->in[0]), *k = at(t, c->in[1]), *v = at(t, c->in[2]);
-  float *ws = NULL;
-  int64_t ws_bytes = 0;
-  if (unfused) {
-    bs_ref w = c->in[bwd ? 7 : 3];
-    ws = (float *)at(t, w);
-    ws_bytes = w.buf >= 0 ? t->buf[w.buf].bytes - w.off : 0;
-  }
-  for (int64_t b = 0; b < a.B; b++)
-    for (int64_t h = 0; h < a.Zq; h++)
-      for (int64_t r0 = 0; r0 < a.Nq; r0 += t->tile) {
-        attn_params s = a;
-        s.B = 1;
-        s.Zq = 1;
-        s.Zkv = 1;
-        s.Nq = a.Nq - r0 < t->tile ? a.Nq - r0 : t->tile;
-        s.mask.q_pos0 = a.mask.q_pos0 + r0 * a.mask.q_stride;
-        int64_t qoff = ((b * a.Zq + h) * a.Nq + r0) * a.d, koff = (b * a.Zkv + h / grp) * a.Nk * a.d;
-        int64_t loff = (b * a.Zq + h) * a.Nq + r0;
-        float *w = unfused && ws && (int64_t)attn_unfused_workspace_bytes(&s) <= ws_bytes ? ws : NULL;
-        if (!bwd) {
-          float *o = (float *)at(t, c->out[0]) + qoff, *lse = (float *)at(t, c->out[1]) + loff;
-          rc = unfused ? attn_fwd_unfused(&s, q + qoff * es, k + koff * es, v + koff * es, o, lse, c->accumulate, w)
-                       : attn_fwd(&s, q + qoff * es, k + koff * es, v + koff * es, o, lse, c->accumulate);
-        } else {
-          const float *o = c->in[3].buf >= 0 ? (const float *)at(t, c->in[3]) + qoff : NULL;
-          const float *lse = (const float *)at(t, c->in[5]) + loff;
-          const float *delta = c->in[6].buf >= 0 ? (const float *)at(t, c->in[6]) + loff : NULL;
-          float *dq = (float *)at(t, c->out[0]) + qoff;
-          float *dk = (float *)at(t, c->out[1]) + koff, *dv = (float *)at(t, c->out[2]) + koff;
-          char *dout = at(t, c->in[4]) + qoff * es;
-          rc = unfused ? attn_bwd_unfused(&s, q + qoff * es, k + koff * es, v + koff * es, o, dout, lse, delta, dq, dk, dv, w)
-                       : attn_bwd(&s, q + qoff * es, k + koff * es, v + koff * es, o, dout, lse, delta, dq, dk, dv);
-        }
-        if (rc) return kerr(err, errlen, op, bs_kernel_name(c->kernel), rc);
-        bs_comm_progress(t->comm);
-      }
-  return BS_RUN_OK;
-}
-
-/* Row-wise softmax of an explicit score matrix (li2021), masked by positions. */
-static void softmax_rows(const bs_compute *c, float *S, float *lse) {
-  const attn_params *a = &c->a;
-  int64_t rows = (int64_t)a->B * a->Zq * a->Nq, ld = c->ld;
-  for (int64_t r = 0; r < rows; r++) {
-    float *s = S + r * ld;
-    int64_t qp = a->mask.q_pos0 + (r % a->Nq) * a->mask.q_stride;
-    float m = -INFINITY;
-    for (int64_t j = 0; j < ld; j++) {
-      int64_t kp = a->mask.k_pos0 + j * a->mask.k_stride, dlt = qp - kp;
-      int ok = a->mask.causal ? dlt >= 0 : 1;
-      if (a->mask.window > 0) ok = ok && (a->mask.causal ? dlt < a->mask.window : llabs(dlt) < a->mask.window);
-      if (!ok) s[j] = -INFINITY;
-      if (s[j] > m) m = s[j];
-    }
-    double sum = 0;
-    for (int64_t j = 0; j < ld; j++) {
-      float e = m == -INFINITY ? 0.0f : expf(s[j] - m);
-      s[j] = e;
-      sum += e;
-    }
-    for (int64_t j = 0; j < ld; j++) s[j] = sum > 0 ? (float)(s[j] / sum) : 0.0f;
-    lse[r] = sum > 0 ? m + (float)log(sum) : -INFINITY;
-  }
-}
-
-static int run_other(rt *t, const bs_op *op, char *err, size_t errlen) {
-  const bs_compute *c = &op->u.compute;
-  const attn_params *a = &c->a;
-  switch (c->kernel) {
-  case BS_K_ATTN_DELTA: {
-    attn_params p = *a;
-    p.threads = t->threads;
-    int rc = attn_delta(&p, (const float *)at(t, c->in[0]), at(t, c->in[1]), (float *)at(t, c->out[0]));
-    return rc ? kerr(err, errlen, op, "attn_delta", rc) : BS_RUN_OK;
-  }
-  case BS_K_ATTN_MERGE: {
-    int64_t rows = c->elems / a->d;
-    int rc = attn_merge(rows, a->d, (float *)at(t, c->out[0]), (float *)at(t, c->out[1]),
-                        (const float *)at(t, c->in[0]), (const float *)at(t, c->in[1]));
-    return rc ? kerr(err, errlen, op, "attn_merge", rc) : BS_RUN_OK;
-  }
-  case BS_K_COPY: {
-    const char *src = at(t, c->in[0]);
-    char *dst = at(t, c->out[0]);
-    if (c->t_a <= 0 || c->t_b <= 0) { memcpy(dst, src, (size_t)c->elems); return BS_RUN_OK; }
-    for (int64_t i = 0; i < c->t_a; i++)
-      for (int64_t j = 0; j < c->t_b; j++)
-        memcpy(dst + (j * c->t_a + i) * c->t_chunk, src + (i * c->t_b + j) * c->t_chunk, (size_t)c->t_chunk);
-    bs_comm_progress(t->comm);
-    return BS_RUN_OK;
-  }
-  case BS_K_ELEMWISE: {
-    int64_t d = a->d > 0 ? a->d : 1, rows = c->elems / d;
-    if (c->ew == BS_EW_TREE_RESCALE) {
-      const float *o = (const float *)at(t, c->in[0]), *lse = (const float *)at(t, c->in[1]), *m = (const float *)at(t, c->in[2]);
-      float *num = (float *)at(t, c->out[0]), *den = (float *)at(t, c->out[1]);
-      for (int64_t r = 0; r < rows; r++) {
-        float w = lse[r] == -INFINITY ? 0.0f : expf(lse[r] - m[r]);
-        den[r] = w;
-        for (int64_t x = 0; x < d; x++) num[r * d + x] = o[r * d + x] * w;
-      }
-    } else if (c->ew == BS_EW_TREE_FINAL) {
-      const float *num = (const float *)at(t, c->in[0]), *den = (const float *)at(t, c->in[1]), *m = (const float *)at(t, c->in[2]);
-      float *o = (float *)at(t, c->out[0]), *lse = (float *)at(t, c->out[1]);
-      for (int64_t r = 0; r < rows; r++) {
-        for (int64_t x = 0; x < d; x++) o[r * d + x] = den[r] > 0 ? num[r * d + x] / den[r] : 0.0f;
-        lse[r] = den[r] > 0 ? m[r] + logf(den[r]) : -INFINITY;
-      }
-    } else if (c->ew == BS_EW_SOFTMAX) {
-      softmax_rows(c, (float *)at(t, c->out[0]), (float *)at(t, c->out[1]));
-    } else if (c->ew == BS_EW_ZERO) {
-      memset(at(t, c->out[0]), 0, (size_t)c->elems * sizeof(float));
-    } else if (c->ew == BS_EW_ADD) {
-      float *dst = (float *)at(t, c->out[0]);
-      const float *src = (const float *)at(t, c->in[0]);
-      for (int64_t e = 0; e < c->elems; e++) dst[e] += src[e];
-    } /* BS_EW_GENERIC: modelled work, nothing to compute */
-    return BS_RUN_OK;
-  }
-  case BS_K_GEMM: {
-    if (c->gemm == BS_GEMM_GENERIC) return BS_RUN_OK;
-    if (t->bf16) {
-      snprintf(err, errlen, "step %d: the explicit-score GEMM runs in fp32 only", op->step);
-      return BS_RUN_EFATAL;
-    }
-    int grp = a->Zq / a->Zkv;
-    for (int64_t b = 0; b < a->B; b++)
-      for (int64_t h = 0; h < a->Zq; h++) {
-        int64_t kvh = b * a->Zkv + h / grp, qh = b * a->Zq + h;
-        if (c->gemm == BS_GEMM_QK) {
-          const float *q = (const float *)at(t, c->in[0]) + qh * a->Nq * a->d;
-          const float *k = (const float *)at(t, c->in[1]) + kvh * a->Nk * a->d;
-          float *S = (float *)at(t, c->out[0]) + qh * a->Nq * c->ld + c->col0;
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)a->Nq, (int)a->Nk, a->d, a->scale, q, a->d, k, a->d,
-                      0.0f, S, (int)c->ld);
-        } else {
-          const float *P = (const float *)at(t, c->in[0]) + qh * a->Nq * c->ld + c->col0;
-          const float *v = (const float *)at(t, c->in[1]) + kvh * a->Nk * a->d;
-          float *o = (float *)at(t, c->out[0]) + qh * a->Nq * a->d;
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)a->Nq, a->d, (int)a->Nk, 1.0f, P, (int)c->ld, v, a->d,
-                      1.0f, o, a->d);
-        }
-        bs_comm_progress(t->comm);
-      }
-    return BS_RUN_OK;
-  }
-  default:
-    snprintf(err, errlen, "step %d: kernel %s is not supported by the CPU runtime", op->step, bs_kernel_name(c->kernel));
-    return BS_RUN_EFATAL;
-  }
+  bs_ref w = c->in[bwd ? 7 : 3];
+  b.ws_bytes = w.buf >= 0 && w.buf < BS_PLAN_MAX_BUFS ? t->buf[w.buf].bytes - w.off : 0;
+  bs_compute_ctx x = {bs_kernel_backend_cpu(), t->threads, t->tile, t->bf16, op->step, progress, t->comm};
+  return bs_compute_run(&x, c, &b, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
 }
 
 /* ---------------- one execution of the plan ---------------- */
@@ -337,22 +181,162 @@ static const char *peer_what(const hinfo *h, char *tmp, size_t n) {
 
 /* Time zero of a measurement: phases already open restart now; set-up so far is forgotten. */
 static void restart_clocks(rt *t) {
-  double now = now_s();
+  double now = bs_now_s();
   t->t_start = now;
   t->phase_t0[0] = t->phase_t0[1] = now;
   t->setup = t->phase_setup0[0] = t->phase_setup0[1] = 0;
 }
 
+static int op_alloc(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  rbuf *rb = &t->buf[op->u.alloc.buf];
+  free(rb->ptr);
+  rb->ptr = calloc(1, (size_t)op->u.alloc.bytes);
+  if (!rb->ptr) {
+    snprintf(err, errlen, "step %d: cannot allocate %lld bytes (%s)", op->step, (long long)op->u.alloc.bytes,
+             bs_mem_class_name(op->u.alloc.cls));
+    return BS_RUN_EFATAL;
+  }
+  rb->bytes = op->u.alloc.bytes;
+  rb->cls = op->u.alloc.cls;
+  rb->role = op->u.alloc.role;
+  rb->shard = op->u.alloc.shard;
+  if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT)
+    fill_input(t->plan, t->cfg->seed, rb->role, &rb->shard, rb->ptr, t->bf16);
+  t->setup += bs_now_s() - t0;
+  t->live += rb->bytes;
+  t->live_cls[rb->cls] += rb->bytes;
+  if (t->live > t->peak) {
+    t->peak = t->live;
+    memcpy(t->peak_cls, t->live_cls, sizeof t->peak_cls);
+  }
+  return BS_RUN_OK;
+}
+
+static void op_free(rt *t, const bs_op *op) {
+  rbuf *rb = &t->buf[op->u.free.buf];
+  t->live -= rb->bytes;
+  t->live_cls[rb->cls] -= rb->bytes;
+  free(rb->ptr);
+  rb->ptr = NULL;
+}
+
+static int op_compute(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int rc = run_compute(t, op, err, errlen);
+  double t1 = bs_now_s();
+  t->compute += t1 - t0;
+  record(t, op, op->u.compute.kernel, -1, 0, t0, t1);
+  return rc;
+}
+
+static int op_p2p(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int h = op->handle, peer = op->u.p2p.peer;
+  int crc = op->kind == BS_OP_SEND
+                ? bs_comm_isend(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen)
+                : bs_comm_irecv(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen);
+  if (crc) return BS_RUN_EFATAL;
+  t->hi[h] = (hinfo){op->kind, peer, op->u.p2p.tag, op->step, op->u.p2p.bytes, 0};
+  if (op->kind == BS_OP_SEND) t->sent_to[peer] += op->u.p2p.bytes;
+  else t->recv_from[peer] += op->u.p2p.bytes;
+  record(t, op, 0, peer, op->u.p2p.bytes, t0, bs_now_s());
+  return BS_RUN_OK;
+}
+
+static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int h = op->handle;
+  bs_comm_group g = {op->u.coll.group.first, op->u.coll.group.stride, op->u.coll.group.size};
+  bs_comm_type ty = op->u.coll.elem == BS_ELEM_F32 ? BS_COMM_F32 : BS_COMM_BYTES;
+  if ((op->u.coll.kind == BS_COLL_ALLREDUCE || op->u.coll.kind == BS_COLL_REDUCE_SCATTER) && ty != BS_COMM_F32) {
+    snprintf(err, errlen, "step %d: %s of 16-bit data is not supported by the MPI backend", op->step,
+             bs_coll_name(op->u.coll.kind));
+    return BS_RUN_EFATAL;
+  }
+  int crc = bs_comm_icoll(t->comm, (bs_comm_coll)op->u.coll.kind, (bs_comm_red)op->u.coll.red, ty, g,
+                          at(t, op->u.coll.send), at(t, op->u.coll.recv), op->u.coll.bytes, &t->req[h], err, errlen);
+  if (crc) return BS_RUN_EFATAL;
+  t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op->step, op->u.coll.bytes, op->u.coll.kind};
+  int64_t s = bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g.size);
+  t->coll_sent += s;
+  t->coll_recv += s;
+  record(t, op, op->u.coll.kind, -1, op->u.coll.bytes, t0, bs_now_s());
+  return BS_RUN_OK;
+}
+
+static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int rc = BS_RUN_OK;
+  for (int j = 0; j < op->u.wait.n && rc == BS_RUN_OK; j++) {
+    int h = op->u.wait.handles[j];
+    int w = bs_comm_wait(t->comm, t->req[h], t->timeout);
+    if (w == BS_COMM_TIMEOUT) {
+      char tmp[160];
+      snprintf(err, errlen, "rank %d, step %d: no answer within %.1f s waiting for %s; a peer died or stalled", t->rank,
+               op->step, t->timeout, peer_what(&t->hi[h], tmp, sizeof tmp));
+      rc = BS_RUN_EFATAL;
+    } else if (w != BS_COMM_OK) {
+      snprintf(err, errlen, "rank %d, step %d: MPI wait failed", t->rank, op->step);
+      rc = BS_RUN_EFATAL;
+    }
+  }
+  double t1 = bs_now_s();
+  t->exposed += t1 - t0;
+  record(t, op, 0, -1, 0, t0, t1);
+  return rc;
+}
+
+static void op_phase(rt *t, const bs_op *op, double t0) {
+  int ph = op->u.phase.fwd_bwd ? 1 : 0;
+  if (op->u.phase.begin) {
+    t->phase_t0[ph] = t0;
+    t->phase_setup0[ph] = t->setup;
+  } else {
+    double dt = t0 - t->phase_t0[ph] - (t->setup - t->phase_setup0[ph]);
+    if (ph) t->bwd += dt;
+    else t->fwd += dt;
+  }
+}
+
+static int run_op(rt *t, const bs_op *op, char *err, size_t errlen) {
+  double t0 = bs_now_s();
+  switch (op->kind) {
+  case BS_OP_ALLOC: return op_alloc(t, op, t0, err, errlen);
+  case BS_OP_FREE: op_free(t, op); return BS_RUN_OK;
+  case BS_OP_COMPUTE: return op_compute(t, op, t0, err, errlen);
+  case BS_OP_SEND: case BS_OP_RECV: return op_p2p(t, op, t0, err, errlen);
+  case BS_OP_COLL: return op_coll(t, op, t0, err, errlen);
+  case BS_OP_WAIT: return op_wait(t, op, t0, err, errlen);
+  case BS_OP_PHASE: op_phase(t, op, t0); return BS_RUN_OK;
+  default:
+    snprintf(err, errlen, "step %d: unknown op kind %d", op->step, (int)op->kind);
+    return BS_RUN_EFATAL;
+  }
+}
+
+/* Test hook: the chosen rank exits or stalls at the chosen step of the measured execution. */
+static void maybe_fault(rt *t, const bs_op *op, int measured) {
+  if (!measured || t->opts->fault == BS_FAULT_NONE || t->rank != t->opts->fault_rank || op->step != t->opts->fault_step ||
+      t->faulted)
+    return;
+  t->faulted = 1;
+  fprintf(stderr, "burstsim run: rank %d: fault injection: %s at step %d\n", t->rank,
+          t->opts->fault == BS_FAULT_EXIT ? "exiting" : "stalling", op->step);
+  fflush(stderr);
+  if (t->opts->fault == BS_FAULT_EXIT) _exit(17);
+  for (;;) sleep(1);
+}
+
+/* A barrier under the watchdog, so that a rank that never arrives ends the job with a message. */
+static void guarded_barrier(rt *t, const char *what) {
+  bs_watchdog_arm("burstsim run", t->rank, what, t->timeout);
+  MPI_Barrier(t->world);
+  bs_watchdog_disarm();
+}
+
 static int execute(rt *t, int measured, char *err, size_t errlen) {
-  const bs_plan *p = t->plan;
-  bs_plan_iter *it = bs_plan_iter_new(p, t->rank);
+  bs_plan_iter *it = bs_plan_iter_new(t->plan, t->rank);
   if (!it) { snprintf(err, errlen, "out of memory"); return BS_RUN_EFATAL; }
   reset_stats(t);
   bs_test_stall(t->rank, "start");
-  bs_watchdog_arm("burstsim run", t->rank, "the start of an execution (barrier)", t->timeout);
-  MPI_Barrier(t->world);
-  bs_watchdog_disarm();
-  t->t_start = now_s();
+  guarded_barrier(t, "the start of an execution (barrier)");
+  t->t_start = bs_now_s();
   bs_op op;
   int rc = BS_RUN_OK, started = 0;
   while (rc == BS_RUN_OK && bs_plan_next(it, &op)) {
@@ -360,141 +344,18 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
       /* The inputs exist on every rank: start the clocks together (each rank
        * passes here exactly once, below if its program has no such op). */
       started = 1;
-      bs_watchdog_arm("burstsim run", t->rank, "the start of the clocks (barrier)", t->timeout);
-      MPI_Barrier(t->world);
-      bs_watchdog_disarm();
+      guarded_barrier(t, "the start of the clocks (barrier)");
       restart_clocks(t);
     }
-    if (measured && t->opts->fault != BS_FAULT_NONE && t->rank == t->opts->fault_rank && op.step == t->opts->fault_step &&
-        !t->faulted) {
-      t->faulted = 1;
-      fprintf(stderr, "burstsim run: rank %d: fault injection: %s at step %d\n", t->rank,
-              t->opts->fault == BS_FAULT_EXIT ? "exiting" : "stalling", op.step);
-      fflush(stderr);
-      if (t->opts->fault == BS_FAULT_EXIT) _exit(17);
-      for (;;) sleep(1);
-    }
-    double t0 = now_s();
-    switch (op.kind) {
-    case BS_OP_ALLOC: {
-      int b = op.u.alloc.buf;
-      rbuf *rb = &t->buf[b];
-      free(rb->ptr);
-      rb->ptr = calloc(1, (size_t)op.u.alloc.bytes);
-      if (!rb->ptr) {
-        snprintf(err, errlen, "step %d: cannot allocate %lld bytes (%s)", op.step, (long long)op.u.alloc.bytes,
-                 bs_mem_class_name(op.u.alloc.cls));
-        rc = BS_RUN_EFATAL;
-        break;
-      }
-      rb->bytes = op.u.alloc.bytes;
-      rb->cls = op.u.alloc.cls;
-      rb->role = op.u.alloc.role;
-      rb->shard = op.u.alloc.shard;
-      if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT)
-        fill_input(p, t->cfg->seed, rb->role, &rb->shard, rb->ptr, t->bf16);
-      t->setup += now_s() - t0;
-      t->live += rb->bytes;
-      t->live_cls[rb->cls] += rb->bytes;
-      if (t->live > t->peak) {
-        t->peak = t->live;
-        memcpy(t->peak_cls, t->live_cls, sizeof t->peak_cls);
-      }
-      break;
-    }
-    case BS_OP_FREE: {
-      rbuf *rb = &t->buf[op.u.free.buf];
-      t->live -= rb->bytes;
-      t->live_cls[rb->cls] -= rb->bytes;
-      free(rb->ptr);
-      rb->ptr = NULL;
-      break;
-    }
-    case BS_OP_COMPUTE: {
-      bs_kernel k = op.u.compute.kernel;
-      if (k == BS_K_ATTN_FWD || k == BS_K_ATTN_FWD_UNFUSED || k == BS_K_ATTN_BWD || k == BS_K_ATTN_BWD_UNFUSED)
-        rc = run_attn(t, &op, err, errlen);
-      else
-        rc = run_other(t, &op, err, errlen);
-      double t1 = now_s();
-      t->compute += t1 - t0;
-      record(t, &op, k, -1, 0, t0, t1);
-      break;
-    }
-    case BS_OP_SEND: case BS_OP_RECV: {
-      int h = op.handle, peer = op.u.p2p.peer;
-      int crc = op.kind == BS_OP_SEND
-                    ? bs_comm_isend(t->comm, at(t, op.u.p2p.buf), op.u.p2p.bytes, peer, op.u.p2p.tag, &t->req[h], err, errlen)
-                    : bs_comm_irecv(t->comm, at(t, op.u.p2p.buf), op.u.p2p.bytes, peer, op.u.p2p.tag, &t->req[h], err, errlen);
-      if (crc) { rc = BS_RUN_EFATAL; break; }
-      t->hi[h] = (hinfo){op.kind, peer, op.u.p2p.tag, op.step, op.u.p2p.bytes, 0};
-      if (op.kind == BS_OP_SEND) t->sent_to[peer] += op.u.p2p.bytes;
-      else t->recv_from[peer] += op.u.p2p.bytes;
-      record(t, &op, 0, peer, op.u.p2p.bytes, t0, now_s());
-      break;
-    }
-    case BS_OP_COLL: {
-      int h = op.handle;
-      bs_comm_group g = {op.u.coll.group.first, op.u.coll.group.stride, op.u.coll.group.size};
-      bs_comm_type ty = op.u.coll.elem == BS_ELEM_F32 ? BS_COMM_F32 : BS_COMM_BYTES;
-      if ((op.u.coll.kind == BS_COLL_ALLREDUCE || op.u.coll.kind == BS_COLL_REDUCE_SCATTER) && ty != BS_COMM_F32) {
-        snprintf(err, errlen, "step %d: %s of 16-bit data is not supported by the MPI backend", op.step,
-                 bs_coll_name(op.u.coll.kind));
-        rc = BS_RUN_EFATAL;
-        break;
-      }
-      int crc = bs_comm_icoll(t->comm, (bs_comm_coll)op.u.coll.kind, (bs_comm_red)op.u.coll.red, ty, g, at(t, op.u.coll.send),
-                              at(t, op.u.coll.recv), op.u.coll.bytes, &t->req[h], err, errlen);
-      if (crc) { rc = BS_RUN_EFATAL; break; }
-      t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op.step, op.u.coll.bytes, op.u.coll.kind};
-      int64_t s = bs_coll_bytes_sent(op.u.coll.kind, op.u.coll.bytes, g.size);
-      t->coll_sent += s;
-      t->coll_recv += s;
-      record(t, &op, op.u.coll.kind, -1, op.u.coll.bytes, t0, now_s());
-      break;
-    }
-    case BS_OP_WAIT: {
-      for (int j = 0; j < op.u.wait.n && rc == BS_RUN_OK; j++) {
-        int h = op.u.wait.handles[j];
-        int w = bs_comm_wait(t->comm, t->req[h], t->timeout);
-        if (w == BS_COMM_TIMEOUT) {
-          char tmp[160];
-          snprintf(err, errlen, "rank %d, step %d: no answer within %.1f s waiting for %s; a peer died or stalled", t->rank,
-                   op.step, t->timeout, peer_what(&t->hi[h], tmp, sizeof tmp));
-          rc = BS_RUN_EFATAL;
-        } else if (w != BS_COMM_OK) {
-          snprintf(err, errlen, "rank %d, step %d: MPI wait failed", t->rank, op.step);
-          rc = BS_RUN_EFATAL;
-        }
-      }
-      double t1 = now_s();
-      t->exposed += t1 - t0;
-      record(t, &op, 0, -1, 0, t0, t1);
-      break;
-    }
-    case BS_OP_PHASE: {
-      int ph = op.u.phase.fwd_bwd ? 1 : 0;
-      if (op.u.phase.begin) {
-        t->phase_t0[ph] = t0;
-        t->phase_setup0[ph] = t->setup;
-      } else {
-        double dt = t0 - t->phase_t0[ph] - (t->setup - t->phase_setup0[ph]);
-        if (ph) t->bwd += dt;
-        else t->fwd += dt;
-      }
-      break;
-    }
-    default:
-      snprintf(err, errlen, "step %d: unknown op kind %d", op.step, (int)op.kind);
-      rc = BS_RUN_EFATAL;
-    }
+    maybe_fault(t, &op, measured);
+    rc = run_op(t, &op, err, errlen);
   }
   if (rc == BS_RUN_OK && bs_plan_iter_error(it)) {
     snprintf(err, errlen, "%s", bs_plan_iter_errmsg(it));
     rc = BS_RUN_EFATAL;
   }
   if (!started && rc == BS_RUN_OK) MPI_Barrier(t->world);
-  t->wall = now_s() - t->t_start;
+  t->wall = bs_now_s() - t->t_start;
   bs_plan_iter_free(it);
   return rc;
 }
@@ -781,7 +642,7 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   t->threads = opts->threads > 0 ? opts->threads : (int)(cores / G > 0 ? cores / G : 1);
   out->threads = t->threads;
-  t->tile = opts->tile_rows > 0 ? opts->tile_rows : 256;
+  t->tile = opts->tile_rows > 0 ? opts->tile_rows : BS_COMPUTE_TILE_ROWS;
   t->timeout = opts->timeout_s > 0 ? opts->timeout_s : 120.0;
   t->sent_to = calloc((size_t)G, sizeof(int64_t));
   t->recv_from = calloc((size_t)G, sizeof(int64_t));

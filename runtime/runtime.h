@@ -1,7 +1,8 @@
 /*
  * runtime.h — executes a plan for real: every rank runs its op stream with
- * the CPU attention kernels (kernels/attn.h) and the communicator
- * (kernels/comm/comm.h, Open MPI), measuring time per phase, time blocked on
+ * the CPU kernels (COMPUTE ops through runtime/compute.h, the executor the
+ * calibration times too) and the communicator (kernels/comm/comm.h, Open
+ * MPI), measuring time per phase, time blocked on
  * communication, bytes per peer and the plan allocator's peak. A
  * verification mode gathers the outputs to rank 0 and compares them with a
  * single-rank reference computed by the same kernels on the whole sequence.
@@ -22,7 +23,7 @@ typedef struct {
   int threads;             /* kernel threads per rank; 0 = online cores / ranks (at least 1) */
   double timeout_s;        /* deadline of every wait; 0 = 120 s */
   int trace;               /* record one event per op */
-  int64_t tile_rows;       /* query rows per kernel call between progress polls; 0 = 256 */
+  int64_t tile_rows;       /* query rows per kernel call between progress polls; 0 = BS_COMPUTE_TILE_ROWS (256) */
   int ranks_per_node;      /* 0 = cfg.par.ranks_per_node */
   bs_fault_kind fault;     /* test hook: rank fault_rank exits / stalls at fault_step */
   int fault_rank, fault_step;
@@ -65,7 +66,7 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
 void bs_run_report_free(bs_run_report *r);
 
 /*
- * Overlap benchmark (issue 3, "Performance"): one steady-state ring step of
+ * Overlap benchmark: one steady-state ring step of
  * burst's forward on every rank — the K,V block exchange with the ring
  * neighbours and the attention of the local queries against a full block —
  * timed three ways in the same run: compute alone, communication alone, and

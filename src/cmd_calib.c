@@ -1,6 +1,6 @@
 /*
  * cmd_calib.c — `mpirun -np G burstsim calib`: parses options, runs the
- * microbenchmarks of calib/calib.c on every rank and has rank 0 write the
+ * microbenchmarks of calib/ on every rank and has rank 0 write the
  * profile (and the plots). Measuring and fitting live in calib/.
  */
 #include <mpi.h>

@@ -96,10 +96,10 @@ static int write_json(const char *path, bs_run_report *reps, const bs_result *re
   cJSON *root = bs_output_json_tree("run", res, n);
   cJSON *arr = root ? cJSON_GetObjectItem(root, "results") : NULL;
   for (int i = 0; arr && i < n && i < cJSON_GetArraySize(arr); i++) {
-    cJSON *res = cJSON_GetArrayItem(arr, i), *ranks = cJSON_GetObjectItem(res, "ranks");
+    cJSON *rj = cJSON_GetArrayItem(arr, i), *ranks = cJSON_GetObjectItem(rj, "ranks");
     const bs_run_report *rep = &reps[i];
     int G = rep->res.nranks;
-    cJSON_AddNumberToObject(res, "threads_per_rank", rep->threads);
+    cJSON_AddNumberToObject(rj, "threads_per_rank", rep->threads);
     for (int q = 0; ranks && q < G && q < cJSON_GetArraySize(ranks); q++) {
       cJSON *e = cJSON_GetArrayItem(ranks, q);
       cJSON *to = cJSON_AddArrayToObject(e, "sent_to"), *from = cJSON_AddArrayToObject(e, "recv_from");
@@ -113,7 +113,7 @@ static int write_json(const char *path, bs_run_report *reps, const bs_result *re
         cJSON_AddNumberToObject(bd, bs_mem_class_name((bs_mem_class)c), (double)rep->peak_cls[q][c]);
     }
     if (rep->verify_tol > 0) {
-      cJSON *v = cJSON_AddObjectToObject(res, "verify");
+      cJSON *v = cJSON_AddObjectToObject(rj, "verify");
       cJSON_AddNumberToObject(v, "bound", rep->verify_tol);
       cJSON_AddBoolToObject(v, "pass", rep->verified);
       for (int k = BS_ROLE_O; k <= BS_ROLE_DV; k++)

@@ -262,265 +262,347 @@ int cmd_validate(int argc, char **argv) {
   return rc;
 }
 
-static int validate_in(const bs_validate_args *A, const char *wd) {
-  const char *scenario = A->scenario, *profile = A->profile, *out = A->out;
-  char **sets = (char **)A->sets;
-  int nsets = A->nsets, nnp = A->nnp, full = A->full_calib, warmup = A->warmup, fail_exact = A->fail_exact;
-  const int *nps = A->nps;
-  double fail_factor = A->fail_factor;
+/* Everything one validation holds: the grids, the rank counts, and per point config, results and profile. */
+typedef struct {
+  const bs_validate_args *A;
+  bs_validate_opts vo;
+  char gpaths[MAX_GRIDS][600], gnames[MAX_GRIDS][64];
+  bs_scenario scs[MAX_GRIDS];
+  int ngrids, total;
+  int gs[64], ng;              /* rank counts, in order of first appearance */
+  bs_config *cfgs;
+  bs_result *meas, *pred;
+  bs_validate_error *errs;
+  char (*profs)[600];
+  int np;                      /* points measured so far */
+} vstate;
+
+/* The figures the targets are judged on. */
+typedef struct {
+  int nok, nbytes_ok, nmem_ok;
+  double med, mx;              /* step |error| median and maximum, % */
+  int exact, met;
+} vsummary;
+
+/* The grids (a plain file is one grid) as scenarios, the output checked against each. Returns 0 or 2. */
+static int load_grids(vstate *st, const char *wd) {
+  const bs_validate_args *A = st->A;
   char err[1024];
-  /* The grids: one scenario each (a plain file is one grid). */
-  static char gpaths[MAX_GRIDS][600], gnames[MAX_GRIDS][64];
-  int ngrids = split_grids(scenario, wd, gpaths, gnames, err, sizeof err);
+  int ngrids = split_grids(A->scenario, wd, st->gpaths, st->gnames, err, sizeof err);
   if (ngrids < 0) {
     fprintf(stderr, "burstsim validate: %s\n", err);
     return 2;
   }
   if (ngrids == 0) {
     ngrids = 1;
-    snprintf(gpaths[0], sizeof gpaths[0], "%s", scenario);
-    snprintf(gnames[0], sizeof gnames[0], "%s", "scenario");
+    snprintf(st->gpaths[0], sizeof st->gpaths[0], "%s", A->scenario);
+    snprintf(st->gnames[0], sizeof st->gnames[0], "%s", "scenario");
   }
-  bs_scenario scs[MAX_GRIDS];
-  int total = 0;
   for (int g = 0; g < ngrids; g++) {
-    if (bs_scenario_load(gpaths[g], sets, nsets, &scs[g], err, sizeof err)) {
-      if (strcmp(gpaths[g], scenario)) unmap_path(err, sizeof err, gpaths[g], scenario, gnames[g]);
+    if (bs_scenario_load(st->gpaths[g], (char **)A->sets, A->nsets, &st->scs[g], err, sizeof err)) {
+      if (strcmp(st->gpaths[g], A->scenario)) unmap_path(err, sizeof err, st->gpaths[g], A->scenario, st->gnames[g]);
       fprintf(stderr, "burstsim validate: %s\n", err);
-      for (int k = 0; k < g; k++) bs_scenario_free(&scs[k]);
+      st->ngrids = g;
       return 2;
     }
-    total += scs[g].npoints;
-    const bs_path_role outs[] = {{"--out", out}};
-    if (bs_output_precheck(outs, 1, NULL, &scs[g], profile, err, sizeof err)) {
+    st->ngrids = g + 1;
+    st->total += st->scs[g].npoints;
+    const bs_path_role outs[] = {{"--out", A->out}};
+    if (bs_output_precheck(outs, 1, NULL, &st->scs[g], A->profile, err, sizeof err)) {
       fprintf(stderr, "burstsim validate: %s\n", err);
-      for (int k = 0; k <= g; k++) bs_scenario_free(&scs[k]);
       return 2;
     }
   }
-  /* Rank counts, in order of first appearance. */
-  int gs[64], ng = 0;
-  for (int g = 0; g < ngrids; g++)
-    for (int i = 0; i < scs[g].npoints; i++) {
-      int G = scs[g].points[i].par.gpus, seen = 0, wanted = nnp == 0;
-      for (int j = 0; j < nnp; j++) wanted |= nps[j] == G;
-      for (int j = 0; j < ng; j++) seen |= gs[j] == G;
-      if (wanted && !seen && ng < 64) gs[ng++] = G;
+  return 0;
+}
+
+/* The rank counts to validate, in order of first appearance, restricted to --np when given. */
+static void rank_counts(vstate *st) {
+  for (int g = 0; g < st->ngrids; g++)
+    for (int i = 0; i < st->scs[g].npoints; i++) {
+      int G = st->scs[g].points[i].par.gpus, seen = 0, wanted = st->A->nnp == 0;
+      for (int j = 0; j < st->A->nnp; j++) wanted |= st->A->nps[j] == G;
+      for (int j = 0; j < st->ng; j++) seen |= st->gs[j] == G;
+      if (wanted && !seen && st->ng < 64) st->gs[st->ng++] = G;
     }
-  bs_validate_opts vo = {NULL, NULL, wd, full, warmup, stderr};
-  int np = 0, cap = total > 0 ? total : 1;
-  bs_config *cfgs = calloc((size_t)cap, sizeof *cfgs);
-  bs_result *meas = calloc((size_t)cap, sizeof *meas), *pred = calloc((size_t)cap, sizeof *pred);
-  bs_validate_error *errs = calloc((size_t)cap, sizeof *errs);
-  char (*profs)[600] = calloc((size_t)cap, sizeof *profs);
-  int rc = 1;
-  if (!ng) {
-    fprintf(stderr, "burstsim validate: %s: no point with the rank count(s) given by --np\n", scenario);
-    rc = 2;
-    goto out;
+}
+
+/* The profile for rank count G: --profile, or a calibration for its points' storage types, head
+ * dimension and largest block. Returns 0, or 1 with a message printed. */
+static int profile_for(vstate *st, int G, char *prof, size_t len) {
+  if (st->A->profile) {
+    snprintf(prof, len, "%s", st->A->profile);
+    return 0;
   }
-  if (!cfgs || !meas || !pred || !errs || !profs) {
-    fprintf(stderr, "burstsim validate: out of memory\n");
-    goto out;
-  }
-  for (int gi = 0; gi < ng; gi++) {
-    int G = gs[gi];
-    char prof[600], results[700];
-    if (profile) snprintf(prof, sizeof prof, "%s", profile);
-    else {
-      /* Calibrate for the points of this rank count: their storage types, head dimension, largest block. */
-      int f32 = 0, b16 = 0, hd = -1;
-      int64_t mb = 0;
-      for (int g = 0; g < ngrids; g++)
-        for (int i = 0; i < scs[g].npoints; i++) {
-          const bs_config *c = &scs[g].points[i];
-          if (c->par.gpus != G) continue;
-          if (c->model.dtype == BS_FP32) f32 = 1;
-          else b16 = 1;
-          hd = hd == -1 || hd == c->model.head_dim ? (int)c->model.head_dim : 0;
-          int64_t blk = c->work.seq_len / G / (c->par.layout == BS_ZIGZAG ? 2 : 1);
-          if (c->par.method == BS_ULYSSES || c->par.method == BS_USP) blk = c->work.seq_len;
-          if (blk > mb) mb = blk;
-        }
-      const char *dt = f32 && b16 ? "both" : b16 ? "bf16" : "fp32";
-      snprintf(prof, sizeof prof, "%s/profile-g%d.json", wd, G);
-      if (bs_validate_calibrate(&vo, G, dt, hd > 0 ? hd : 0, mb, prof, err, sizeof err)) {
-        fprintf(stderr, "burstsim validate: %s\n", err);
-        goto out;
-      }
+  int f32 = 0, b16 = 0, hd = -1;
+  int64_t mb = 0;
+  for (int g = 0; g < st->ngrids; g++)
+    for (int i = 0; i < st->scs[g].npoints; i++) {
+      const bs_config *c = &st->scs[g].points[i];
+      if (c->par.gpus != G) continue;
+      if (c->model.dtype == BS_FP32) f32 = 1;
+      else b16 = 1;
+      hd = hd == -1 || hd == c->model.head_dim ? (int)c->model.head_dim : 0;
+      int64_t blk = c->work.seq_len / G / (c->par.layout == BS_ZIGZAG ? 2 : 1);
+      if (c->par.method == BS_ULYSSES || c->par.method == BS_USP) blk = c->work.seq_len;
+      if (blk > mb) mb = blk;
     }
-    for (int g = 0; g < ngrids; g++) {
-      const bs_scenario *sc = &scs[g];
-      int any = 0;
-      for (int i = 0; i < sc->npoints; i++) any |= sc->points[i].par.gpus == G;
-      if (!any) continue;
-      snprintf(results, sizeof results, "%s/run-g%d-%d.json", wd, G, g + 1);
-      if (bs_validate_run(&vo, G, gpaths[g], sets, nsets, results, err, sizeof err)) {
-        fprintf(stderr, "burstsim validate: %s\n", err);
-        goto out;
-      }
-      bs_result *rr = NULL;
-      int nr = 0;
-      if (bs_validate_read_results(results, &rr, &nr, err, sizeof err)) {
-        fprintf(stderr, "burstsim validate: %s\n", err);
-        goto out;
-      }
-      int j = 0, bad = 0;
-      for (int i = 0; i < sc->npoints && !bad; i++) {
-        const bs_config *c = &sc->points[i];
-        if (c->par.gpus != G) continue;
-        if (j >= nr || !bs_validate_same_point(c, &rr[j])) {
-          fprintf(stderr, "burstsim validate: %s: result %d does not match point %d of grid %s (%s, G=%d)\n", results, j,
-                  i, gnames[g], bs_method_name(c->par.method), G);
-          bad = 1;
-          break;
-        }
-        cfgs[np] = *c;
-        meas[np] = rr[j];
-        meas[np].cfg = *c;
-        meas[np].mode = "run";
-        memset(&rr[j], 0, sizeof rr[j]);
-        snprintf(profs[np], sizeof profs[np], "%s", prof);
-        j++;
-        np++;
-      }
-      for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
-      free(rr);
-      if (bad) goto out;
-    }
+  const char *dt = f32 && b16 ? "both" : b16 ? "bf16" : "fp32";
+  snprintf(prof, len, "%s/profile-g%d.json", st->vo.workdir, G);
+  char err[1024];
+  if (bs_validate_calibrate(&st->vo, G, dt, hd > 0 ? hd : 0, mb, prof, err, sizeof err)) {
+    fprintf(stderr, "burstsim validate: %s\n", err);
+    return 1;
   }
-  /* Predictions (the simulator forks per point: cheap next to the runs). */
-  for (int i = 0; i < np; i++) {
-    if (meas[i].error[0]) {
-      pred[i].cfg = cfgs[i];
-      snprintf(pred[i].error, sizeof pred[i].error, "not simulated: the run failed");
+  return 0;
+}
+
+/* Runs grid g's points of rank count G for real and keeps their results. Returns 0, or 1 with a message. */
+static int run_grid(vstate *st, int G, int g, const char *prof) {
+  const bs_scenario *sc = &st->scs[g];
+  int any = 0;
+  for (int i = 0; i < sc->npoints; i++) any |= sc->points[i].par.gpus == G;
+  if (!any) return 0;
+  char results[700], err[1024];
+  snprintf(results, sizeof results, "%s/run-g%d-%d.json", st->vo.workdir, G, g + 1);
+  if (bs_validate_run(&st->vo, G, st->gpaths[g], (char **)st->A->sets, st->A->nsets, results, err, sizeof err)) {
+    fprintf(stderr, "burstsim validate: %s\n", err);
+    return 1;
+  }
+  bs_result *rr = NULL;
+  int nr = 0;
+  if (bs_validate_read_results(results, &rr, &nr, err, sizeof err)) {
+    fprintf(stderr, "burstsim validate: %s\n", err);
+    return 1;
+  }
+  int j = 0, bad = 0;
+  for (int i = 0; i < sc->npoints && !bad; i++) {
+    const bs_config *c = &sc->points[i];
+    if (c->par.gpus != G) continue;
+    if (j >= nr || !bs_validate_same_point(c, &rr[j])) {
+      fprintf(stderr, "burstsim validate: %s: result %d does not match point %d of grid %s (%s, G=%d)\n", results, j, i,
+              st->gnames[g], bs_method_name(c->par.method), G);
+      bad = 1;
+      break;
+    }
+    int np = st->np;
+    st->cfgs[np] = *c;
+    st->meas[np] = rr[j];
+    st->meas[np].cfg = *c;
+    st->meas[np].mode = "run";
+    memset(&rr[j], 0, sizeof rr[j]);
+    snprintf(st->profs[np], sizeof st->profs[np], "%s", prof);
+    j++;
+    st->np++;
+  }
+  for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
+  free(rr);
+  return bad;
+}
+
+/* Predictions (the simulator forks per point: cheap next to the runs) and their errors. */
+static void predict_all(vstate *st) {
+  for (int i = 0; i < st->np; i++) {
+    bs_result *pred = &st->pred[i];
+    if (st->meas[i].error[0]) {
+      pred->cfg = st->cfgs[i];
+      snprintf(pred->error, sizeof pred->error, "not simulated: the run failed");
       continue;
     }
     char e[512];
-    if (bs_validate_predict(&cfgs[i], profs[i], &pred[i], e, sizeof e)) {
-      snprintf(pred[i].error, sizeof pred[i].error, "%.250s", e);
-      pred[i].cfg = cfgs[i];
+    if (bs_validate_predict(&st->cfgs[i], st->profs[i], pred, e, sizeof e)) {
+      snprintf(pred->error, sizeof pred->error, "%.250s", e);
+      pred->cfg = st->cfgs[i];
     }
-    pred[i].mode = "sim";
-    bs_validate_compare(&meas[i], &pred[i], &errs[i]);
+    pred->mode = "sim";
+    bs_validate_compare(&st->meas[i], pred, &st->errs[i]);
   }
-  /* The table. */
-  printf("# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n", scenario, np);
+}
+
+/* One line of the table: a point's measured and predicted figures, or its error. */
+static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step, int *nstep) {
+  const bs_config *c = &st->cfgs[i];
+  const bs_result *meas = &st->meas[i], *pred = &st->pred[i];
+  char variant[16] = "-", seq[32];
+  if (c->par.method == BS_BURST) snprintf(variant, sizeof variant, "%s%s", c->par.bwd_opt ? "opt" : "plain", c->par.lao ? "" : "-nolao");
+  if (c->work.seq_len % 1024 == 0) snprintf(seq, sizeof seq, "%lldK", (long long)(c->work.seq_len / 1024));
+  else snprintf(seq, sizeof seq, "%lld", (long long)c->work.seq_len);
+  if (meas->error[0] || pred->error[0]) {
+    printf("%-6s %-7s %2d %6s %-6s %-4s %-5s  error: %s\n", bs_method_name(c->par.method), variant, c->par.gpus, seq,
+           bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase),
+           meas->error[0] ? meas->error : pred->error);
+    return;
+  }
+  sm->nok++;
+  const bs_validate_error *e = &st->errs[i];
+  char es[4][16], ep[16], eb[16];
+  fmt_err(es[0], 16, e->step);
+  fmt_err(es[1], 16, e->fwd);
+  fmt_err(es[2], 16, e->bwd);
+  fmt_err(es[3], 16, e->comm_exposed);
+  fmt_err(ep, 16, e->peak);
+  snprintf(eb, sizeof eb, "%lld", (long long)meas->comm.total);
+  printf("%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s\n", bs_method_name(c->par.method),
+         variant, c->par.gpus, seq, bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full",
+         bs_phase_name(c->work.phase), meas->time.step, pred->time.step, es[0], es[1], es[2], es[3], eb,
+         e->bytes_exact ? "yes" : "NO", ep);
+  if (!isnan(e->step) && *nstep < 1024) abs_step[(*nstep)++] = fabs(e->step);
+  sm->nbytes_ok += e->bytes_exact;
+  sm->nmem_ok += !isnan(e->peak) && fabs(e->peak) <= 2.0;
+}
+
+/* The table of measured against predicted, and the summary line judged against the targets. */
+static vsummary print_table(const vstate *st) {
+  vsummary sm;
+  memset(&sm, 0, sizeof sm);
+  printf("# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n", st->A->scenario,
+         st->np);
   printf("%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s\n", "method", "variant", "G", "N",
          "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact", "peak");
   double abs_step[1024];
-  int nstep = 0, nbytes_ok = 0, nmem_ok = 0, nok = 0;
-  for (int i = 0; i < np; i++) {
-    const bs_config *c = &cfgs[i];
-    char variant[16] = "-", seq[32];
-    if (c->par.method == BS_BURST) snprintf(variant, sizeof variant, "%s%s", c->par.bwd_opt ? "opt" : "plain", c->par.lao ? "" : "-nolao");
-    if (c->work.seq_len % 1024 == 0) snprintf(seq, sizeof seq, "%lldK", (long long)(c->work.seq_len / 1024));
-    else snprintf(seq, sizeof seq, "%lld", (long long)c->work.seq_len);
-    if (meas[i].error[0] || pred[i].error[0]) {
-      printf("%-6s %-7s %2d %6s %-6s %-4s %-5s  error: %s\n", bs_method_name(c->par.method), variant, c->par.gpus, seq,
-             bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase),
-             meas[i].error[0] ? meas[i].error : pred[i].error);
-      continue;
-    }
-    nok++;
-    const bs_validate_error *e = &errs[i];
-    char es[4][16], ep[16], eb[16];
-    fmt_err(es[0], 16, e->step);
-    fmt_err(es[1], 16, e->fwd);
-    fmt_err(es[2], 16, e->bwd);
-    fmt_err(es[3], 16, e->comm_exposed);
-    fmt_err(ep, 16, e->peak);
-    snprintf(eb, sizeof eb, "%lld", (long long)meas[i].comm.total);
-    printf("%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s\n", bs_method_name(c->par.method),
-           variant, c->par.gpus, seq, bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full",
-           bs_phase_name(c->work.phase), meas[i].time.step, pred[i].time.step, es[0], es[1], es[2], es[3], eb,
-           e->bytes_exact ? "yes" : "NO", ep);
-    if (!isnan(e->step) && nstep < 1024) abs_step[nstep++] = fabs(e->step);
-    nbytes_ok += e->bytes_exact;
-    nmem_ok += !isnan(e->peak) && fabs(e->peak) <= 2.0;
-  }
-  double med = 0, mx = 0;
+  int nstep = 0;
+  for (int i = 0; i < st->np; i++) print_point(st, i, &sm, abs_step, &nstep);
   if (nstep) {
     qsort(abs_step, (size_t)nstep, sizeof abs_step[0], cmp_double);
-    med = nstep % 2 ? abs_step[nstep / 2] : 0.5 * (abs_step[nstep / 2 - 1] + abs_step[nstep / 2]);
-    mx = abs_step[nstep - 1];
+    sm.med = nstep % 2 ? abs_step[nstep / 2] : 0.5 * (abs_step[nstep / 2 - 1] + abs_step[nstep / 2]);
+    sm.mx = abs_step[nstep - 1];
   }
   /* Every point ran, bytes exact and memory within 2 % everywhere. */
-  int exact = nok == np && nbytes_ok == nok && nmem_ok == nok;
-  int met = exact && med <= 10.0 && mx <= 25.0;
+  sm.exact = sm.nok == st->np && sm.nbytes_ok == sm.nok && sm.nmem_ok == sm.nok;
+  sm.met = sm.exact && sm.med <= 10.0 && sm.mx <= 25.0;
   printf("#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
          "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
-         nok, np, nbytes_ok, nok, nmem_ok, nok, med, mx, met ? "met" : "NOT met");
-  rc = 0;
-  if (fail_factor > 0) {
-    int ok = exact && med <= 10.0 * fail_factor && mx <= 25.0 * fail_factor;
+         sm.nok, st->np, sm.nbytes_ok, sm.nok, sm.nmem_ok, sm.nok, sm.med, sm.mx, sm.met ? "met" : "NOT met");
+  return sm;
+}
+
+/* The exit code --fail-factor and --fail-exact ask for. */
+static int judge(const bs_validate_args *A, const vsummary *sm) {
+  int rc = 0;
+  if (A->fail_factor > 0) {
+    int ok = sm->exact && sm->med <= 10.0 * A->fail_factor && sm->mx <= 25.0 * A->fail_factor;
     if (!ok) {
-      fprintf(stderr, "burstsim validate: outside %.3gx the targets (or a point failed)\n", fail_factor);
+      fprintf(stderr, "burstsim validate: outside %.3gx the targets (or a point failed)\n", A->fail_factor);
       rc = 1;
     }
   }
-  if (fail_exact && !exact) {
+  if (A->fail_exact && !sm->exact) {
     fprintf(stderr, "burstsim validate: a point failed, or bytes or peak memory do not match\n");
     rc = 1;
   }
-  if (out) {
-    cJSON *mj = result_objects("run", meas, np, err, sizeof err);
-    cJSON *pj = mj ? result_objects("sim", pred, np, err, sizeof err) : NULL;
-    if (!mj || !pj) {
-      fprintf(stderr, "burstsim validate: %s\n", err);
-      cJSON_Delete(mj);
-      rc = 1;
-      goto out;
-    }
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "tool", "burstsim");
-    cJSON_AddStringToObject(root, "version", BURSTSIM_VERSION);
-    cJSON_AddStringToObject(root, "mode", "validate");
-    cJSON_AddStringToObject(root, "scenario", scenario);
-    cJSON *entries = cJSON_AddArrayToObject(root, "entries");
-    for (int i = 0; i < np; i++) {
-      cJSON *m = cJSON_DetachItemFromArray(mj, 0), *p = cJSON_DetachItemFromArray(pj, 0);
-      cJSON *cfg = cJSON_Duplicate(m, 1);
-      static const char *drop[] = {"time_s", "comm_bytes", "memory", "ranks", "sim", "error", "threads_per_rank"};
-      for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++) cJSON_DeleteItemFromObjectCaseSensitive(cfg, drop[k]);
-      cJSON_ReplaceItemInObjectCaseSensitive(cfg, "profile", cJSON_CreateString(profs[i]));
-      cJSON *e = cJSON_CreateObject();
-      cJSON_AddItemToObject(e, "config", cfg);
-      cJSON_AddItemToObject(e, "measured", m);
-      cJSON_AddItemToObject(e, "predicted", p);
-      cJSON_AddItemToObject(e, "error", meas[i].error[0] || pred[i].error[0] ? cJSON_CreateNull() : error_json(&errs[i]));
-      cJSON_AddItemToArray(entries, e);
-    }
-    cJSON *s = cJSON_AddObjectToObject(root, "summary");
-    cJSON_AddNumberToObject(s, "points", np);
-    cJSON_AddNumberToObject(s, "ran", nok);
-    cJSON_AddNumberToObject(s, "bytes_exact", nbytes_ok);
-    cJSON_AddNumberToObject(s, "peak_within_2pct", nmem_ok);
-    cJSON_AddNumberToObject(s, "step_abs_error_median_pct", med);
-    cJSON_AddNumberToObject(s, "step_abs_error_max_pct", mx);
-    cJSON_AddBoolToObject(s, "targets_met", met);
+  return rc;
+}
+
+/* --out: entries {config, measured, predicted, error} and the summary. Returns 0, or 1 with a message. */
+static int write_entries(const vstate *st, const vsummary *sm) {
+  char err[1024];
+  cJSON *mj = result_objects("run", st->meas, st->np, err, sizeof err);
+  cJSON *pj = mj ? result_objects("sim", st->pred, st->np, err, sizeof err) : NULL;
+  if (!mj || !pj) {
+    fprintf(stderr, "burstsim validate: %s\n", err);
     cJSON_Delete(mj);
-    cJSON_Delete(pj);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text || bs_write_file(out, text, strlen(text), err, sizeof err)) {
-      fprintf(stderr, "burstsim validate: --out %s\n", text ? err : "out of memory");
-      free(text);
-      rc = 1;
-      goto out;
-    }
+    return 1;
+  }
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "tool", "burstsim");
+  cJSON_AddStringToObject(root, "version", BURSTSIM_VERSION);
+  cJSON_AddStringToObject(root, "mode", "validate");
+  cJSON_AddStringToObject(root, "scenario", st->A->scenario);
+  cJSON *entries = cJSON_AddArrayToObject(root, "entries");
+  for (int i = 0; i < st->np; i++) {
+    cJSON *m = cJSON_DetachItemFromArray(mj, 0), *p = cJSON_DetachItemFromArray(pj, 0);
+    cJSON *cfg = cJSON_Duplicate(m, 1);
+    static const char *drop[] = {"time_s", "comm_bytes", "memory", "ranks", "sim", "error", "threads_per_rank"};
+    for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++) cJSON_DeleteItemFromObjectCaseSensitive(cfg, drop[k]);
+    cJSON_ReplaceItemInObjectCaseSensitive(cfg, "profile", cJSON_CreateString(st->profs[i]));
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddItemToObject(e, "config", cfg);
+    cJSON_AddItemToObject(e, "measured", m);
+    cJSON_AddItemToObject(e, "predicted", p);
+    cJSON_AddItemToObject(e, "error",
+                          st->meas[i].error[0] || st->pred[i].error[0] ? cJSON_CreateNull() : error_json(&st->errs[i]));
+    cJSON_AddItemToArray(entries, e);
+  }
+  cJSON *s = cJSON_AddObjectToObject(root, "summary");
+  cJSON_AddNumberToObject(s, "points", st->np);
+  cJSON_AddNumberToObject(s, "ran", sm->nok);
+  cJSON_AddNumberToObject(s, "bytes_exact", sm->nbytes_ok);
+  cJSON_AddNumberToObject(s, "peak_within_2pct", sm->nmem_ok);
+  cJSON_AddNumberToObject(s, "step_abs_error_median_pct", sm->med);
+  cJSON_AddNumberToObject(s, "step_abs_error_max_pct", sm->mx);
+  cJSON_AddBoolToObject(s, "targets_met", sm->met);
+  cJSON_Delete(mj);
+  cJSON_Delete(pj);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  if (!text || bs_write_file(st->A->out, text, strlen(text), err, sizeof err)) {
+    fprintf(stderr, "burstsim validate: --out %s\n", text ? err : "out of memory");
     free(text);
+    return 1;
   }
+  free(text);
+  return 0;
+}
+
+/* Measures every point: per rank count, a profile, then each grid's run. Returns 0, or 1 with a message. */
+static int measure_all(vstate *st) {
+  for (int gi = 0; gi < st->ng; gi++) {
+    int G = st->gs[gi];
+    char prof[600];
+    if (profile_for(st, G, prof, sizeof prof)) return 1;
+    for (int g = 0; g < st->ngrids; g++)
+      if (run_grid(st, G, g, prof)) return 1;
+  }
+  return 0;
+}
+
+static void vstate_free(vstate *st) {
+  for (int i = 0; st->meas && st->pred && i < st->np; i++) {
+    bs_result_free(&st->meas[i]);
+    bs_result_free(&st->pred[i]);
+  }
+  free(st->cfgs);
+  free(st->meas);
+  free(st->pred);
+  free(st->errs);
+  free(st->profs);
+  for (int g = 0; g < st->ngrids; g++) bs_scenario_free(&st->scs[g]);
+  free(st);
+}
+
+static int validate_in(const bs_validate_args *A, const char *wd) {
+  vstate *st = calloc(1, sizeof *st);
+  if (!st) {
+    fprintf(stderr, "burstsim validate: out of memory\n");
+    return 1;
+  }
+  st->A = A;
+  st->vo = (bs_validate_opts){NULL, NULL, wd, A->full_calib, A->warmup, stderr};
+  int rc = load_grids(st, wd);
+  if (rc) goto out;
+  rank_counts(st);
+  int cap = st->total > 0 ? st->total : 1;
+  st->cfgs = calloc((size_t)cap, sizeof *st->cfgs);
+  st->meas = calloc((size_t)cap, sizeof *st->meas);
+  st->pred = calloc((size_t)cap, sizeof *st->pred);
+  st->errs = calloc((size_t)cap, sizeof *st->errs);
+  st->profs = calloc((size_t)cap, sizeof *st->profs);
+  rc = 1;
+  if (!st->ng) {
+    fprintf(stderr, "burstsim validate: %s: no point with the rank count(s) given by --np\n", A->scenario);
+    rc = 2;
+    goto out;
+  }
+  if (!st->cfgs || !st->meas || !st->pred || !st->errs || !st->profs) {
+    fprintf(stderr, "burstsim validate: out of memory\n");
+    goto out;
+  }
+  if (measure_all(st)) goto out;
+  predict_all(st);
+  vsummary sm = print_table(st);
+  rc = judge(A, &sm);
+  if (A->out && write_entries(st, &sm)) rc = 1;
 out:
-  for (int i = 0; meas && pred && i < np; i++) {
-    bs_result_free(&meas[i]);
-    bs_result_free(&pred[i]);
-  }
-  free(cfgs);
-  free(meas);
-  free(pred);
-  free(errs);
-  free(profs);
-  for (int g = 0; g < ngrids; g++) bs_scenario_free(&scs[g]);
+  vstate_free(st);
   return rc;
 }

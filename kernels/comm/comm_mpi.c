@@ -12,12 +12,13 @@
 #include <string.h>
 #include <time.h>
 #include "comm_mpi.h"
+#include "base/clock.h"
 
 #define MAX_GROUPS 64
 
 typedef struct { bs_comm_group g; MPI_Comm comm; } group_comm;
 
-struct bs_comm {
+typedef struct {
   MPI_Comm world;
   int rank, size;
   MPI_Request *req;
@@ -25,17 +26,13 @@ struct bs_comm {
   int nreq, cap, pending;
   group_comm groups[MAX_GROUPS];
   int ngroups;
-};
+} mpi_comm;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static const bs_comm_ops mc_ops;
 
 int bs_comm_mpi_create(MPI_Comm world, bs_comm **out, char *err, size_t errlen) {
   *out = NULL;
-  bs_comm *c = calloc(1, sizeof *c);
+  mpi_comm *c = calloc(1, sizeof *c);
   if (!c) { snprintf(err, errlen, "comm: out of memory"); return BS_COMM_ERR; }
   if (MPI_Comm_dup(world, &c->world) != MPI_SUCCESS) {
     free(c);
@@ -44,15 +41,14 @@ int bs_comm_mpi_create(MPI_Comm world, bs_comm **out, char *err, size_t errlen) 
   }
   MPI_Comm_rank(c->world, &c->rank);
   MPI_Comm_size(c->world, &c->size);
-  *out = c;
-  return BS_COMM_OK;
+  return bs_comm_wrap(&mc_ops, c, out, err, errlen);
 }
 
-int bs_comm_rank(const bs_comm *c) { return c->rank; }
-int bs_comm_size(const bs_comm *c) { return c->size; }
-int bs_comm_pending(const bs_comm *c) { return c->pending; }
+static int mc_rank(const void *self) { return ((const mpi_comm *)self)->rank; }
+static int mc_size(const void *self) { return ((const mpi_comm *)self)->size; }
+static int mc_pending(const void *self) { return ((const mpi_comm *)self)->pending; }
 
-static int new_slot(bs_comm *c) {
+static int new_slot(mpi_comm *c) {
   for (int i = 0; i < c->nreq; i++)
     if (!c->busy[i]) { c->busy[i] = 1; return i; }
   if (c->nreq == c->cap) {
@@ -78,7 +74,7 @@ static int check_count(int64_t n, char *err, size_t errlen) {
   return BS_COMM_OK;
 }
 
-static int p2p(bs_comm *c, int send, void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
+static int p2p(mpi_comm *c, int send, void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
   if (check_count(bytes, err, errlen)) return BS_COMM_ERR;
   if (peer < 0 || peer >= c->size) {
     snprintf(err, errlen, "comm: peer %d outside 0..%d", peer, c->size - 1);
@@ -97,14 +93,14 @@ static int p2p(bs_comm *c, int send, void *buf, int64_t bytes, int peer, int tag
   return BS_COMM_OK;
 }
 
-int bs_comm_isend(bs_comm *c, const void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
-  return p2p(c, 1, (void *)buf, bytes, peer, tag, req, err, errlen);
+static int mc_isend(void *self, const void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
+  return p2p(self, 1, (void *)buf, bytes, peer, tag, req, err, errlen);
 }
-int bs_comm_irecv(bs_comm *c, void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
-  return p2p(c, 0, buf, bytes, peer, tag, req, err, errlen);
+static int mc_irecv(void *self, void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
+  return p2p(self, 0, buf, bytes, peer, tag, req, err, errlen);
 }
 
-static MPI_Comm group_comm_of(bs_comm *c, bs_comm_group g, char *err, size_t errlen) {
+static MPI_Comm group_comm_of(mpi_comm *c, bs_comm_group g, char *err, size_t errlen) {
   for (int i = 0; i < c->ngroups; i++)
     if (c->groups[i].g.first == g.first && c->groups[i].g.stride == g.stride && c->groups[i].g.size == g.size)
       return c->groups[i].comm;
@@ -131,8 +127,9 @@ static MPI_Comm group_comm_of(bs_comm *c, bs_comm_group g, char *err, size_t err
   return nc;
 }
 
-int bs_comm_icoll(bs_comm *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
-                  const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
+static int mc_icoll(void *self, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
+                     const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
+  mpi_comm *c = self;
   if (g.size < 1 || g.stride < 1 || g.first < 0 || g.first + (int64_t)(g.size - 1) * g.stride >= c->size ||
       c->rank < g.first || (c->rank - g.first) % g.stride != 0 || (c->rank - g.first) / g.stride >= g.size) {
     snprintf(err, errlen, "comm: rank %d is not in group %d+%d*i (%d ranks)", c->rank, g.first, g.stride, g.size);
@@ -181,7 +178,8 @@ int bs_comm_icoll(bs_comm *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type t
   return BS_COMM_OK;
 }
 
-int bs_comm_test(bs_comm *c, int req, int *done) {
+static int mc_test(void *self, int req, int *done) {
+  mpi_comm *c = self;
   *done = 0;
   if (req < 0 || req >= c->nreq || !c->busy[req]) return BS_COMM_ERR;
   if (c->req[req] != MPI_REQUEST_NULL) {
@@ -195,16 +193,16 @@ int bs_comm_test(bs_comm *c, int req, int *done) {
   return BS_COMM_OK;
 }
 
-int bs_comm_wait(bs_comm *c, int req, double timeout_s) {
-  double deadline = now_s() + timeout_s;
+static int mc_wait(void *self, int req, double timeout_s) {
+  double deadline = bs_now_s() + timeout_s;
   int spins = 0;
   for (;;) {
     int done;
-    if (bs_comm_test(c, req, &done)) return BS_COMM_ERR;
+    if (mc_test(self, req, &done)) return BS_COMM_ERR;
     if (done) return BS_COMM_OK;
     if (++spins >= 64) {
       spins = 0;
-      if (now_s() > deadline) return BS_COMM_TIMEOUT;
+      if (bs_now_s() > deadline) return BS_COMM_TIMEOUT;
       /* oversubscribed ranks: give the core to the peer we are waiting for */
       struct timespec ts = {0, 2000};
       nanosleep(&ts, NULL);
@@ -212,7 +210,8 @@ int bs_comm_wait(bs_comm *c, int req, double timeout_s) {
   }
 }
 
-void bs_comm_progress(bs_comm *c) {
+static void mc_progress(void *self) {
+  mpi_comm *c = self;
   if (c->pending == 0) return;
   int flag;
   /* Each MPI_Test enters the progress engine: large transfers advance here. */
@@ -223,9 +222,13 @@ void bs_comm_progress(bs_comm *c) {
     }
 }
 
-void bs_comm_abort(bs_comm *c, int code) { MPI_Abort(c ? c->world : MPI_COMM_WORLD, code); }
+static void mc_abort(void *self, int code) {
+  mpi_comm *c = self;
+  MPI_Abort(c ? c->world : MPI_COMM_WORLD, code);
+}
 
-void bs_comm_free(bs_comm *c) {
+static void mc_free(void *self) {
+  mpi_comm *c = self;
   if (!c) return;
   for (int i = 0; i < c->ngroups; i++) MPI_Comm_free(&c->groups[i].comm);
   MPI_Comm_free(&c->world);
@@ -233,3 +236,18 @@ void bs_comm_free(bs_comm *c) {
   free(c->busy);
   free(c);
 }
+
+static const bs_comm_ops mc_ops = {
+    .name = "mpi",
+    .rank = mc_rank,
+    .size = mc_size,
+    .isend = mc_isend,
+    .irecv = mc_irecv,
+    .icoll = mc_icoll,
+    .test = mc_test,
+    .wait = mc_wait,
+    .progress = mc_progress,
+    .pending = mc_pending,
+    .abort = mc_abort,
+    .free = mc_free,
+};

@@ -19,6 +19,7 @@
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
 #include <mpi.h>
 #include <nccl.h>
+#include "base/clock.h"
 #endif
 
 #define MAX_GROUPS 64
@@ -29,12 +30,6 @@ static void seterr(char *err, size_t len, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err, len, fmt, ap);
   va_end(ap);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* A request: up to two parts (a ring step has a send and a receive), each
@@ -926,7 +921,7 @@ int bs_comm_nccl_test(bs_comm_nccl *c, int req, int *done) {
 
 int bs_comm_nccl_wait(bs_comm_nccl *c, int req, double timeout_s) {
   if (!c) return BS_COMM_ERR;
-  const double deadline = now_s() + timeout_s;
+  const double deadline = bs_now_s() + timeout_s;
   for (;;) {
     int done = 0;
     int rc = bs_comm_nccl_test(c, req, &done);
@@ -942,7 +937,7 @@ int bs_comm_nccl_wait(bs_comm_nccl *c, int req, double timeout_s) {
       }
     }
 #endif
-    if (now_s() > deadline) return BS_COMM_TIMEOUT;
+    if (bs_now_s() > deadline) return BS_COMM_TIMEOUT;
     struct timespec ts = {0, 20000};
     nanosleep(&ts, NULL);
   }
@@ -1077,4 +1072,44 @@ void bs_comm_nccl_free(bs_comm_nccl *c) {
 #endif
   destroy_handle(c);
   free(c);
+}
+
+/* ---------------- the comm.h backend table ---------------- */
+
+static int nc_rank(const void *self) { return bs_comm_nccl_rank(self); }
+static int nc_size(const void *self) { return bs_comm_nccl_size(self); }
+static int nc_pending(const void *self) { return bs_comm_nccl_pending(self); }
+static int nc_isend(void *self, const void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
+  return bs_comm_nccl_isend(self, buf, bytes, peer, tag, req, err, errlen);
+}
+static int nc_irecv(void *self, void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
+  return bs_comm_nccl_irecv(self, buf, bytes, peer, tag, req, err, errlen);
+}
+static int nc_icoll(void *self, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g, const void *send,
+                    void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
+  return bs_comm_nccl_icoll(self, kind, red, type, g, send, recv, bytes, req, err, errlen);
+}
+static int nc_test(void *self, int req, int *done) { return bs_comm_nccl_test(self, req, done); }
+static int nc_wait(void *self, int req, double timeout_s) { return bs_comm_nccl_wait(self, req, timeout_s); }
+static void nc_progress(void *self) { bs_comm_nccl_progress(self); }
+static void nc_abort(void *self, int code) { bs_comm_nccl_abort(self, code); }
+static void nc_free(void *self) { bs_comm_nccl_free(self); }
+
+static const bs_comm_ops nccl_ops = {
+    .name = "nccl",
+    .rank = nc_rank,
+    .size = nc_size,
+    .isend = nc_isend,
+    .irecv = nc_irecv,
+    .icoll = nc_icoll,
+    .test = nc_test,
+    .wait = nc_wait,
+    .progress = nc_progress,
+    .pending = nc_pending,
+    .abort = nc_abort,
+    .free = nc_free,
+};
+
+int bs_comm_nccl_as_comm(bs_comm_nccl *c, bs_comm **out, char *err, size_t errlen) {
+  return bs_comm_wrap(&nccl_ops, c, out, err, errlen);
 }

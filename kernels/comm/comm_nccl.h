@@ -1,8 +1,8 @@
 /*
  * comm_nccl.h — the GPU communicator: the calls of comm.h with the same
  * signatures and meaning, on DEVICE buffers, under the prefix bs_comm_nccl_
- * (comm.h's functions are plain functions of the MPI backend, so a second
- * backend cannot reuse their names; a dispatching comm.h can forward to these).
+ * (bs_comm_nccl_as_comm makes one a comm.h communicator, whose calls forward
+ * to these through the backend table).
  *
  * Two modes:
  *  - NCCL (bs_comm_nccl_create): one rank per process and GPU; the
@@ -85,6 +85,10 @@ int bs_comm_nccl_stream_wait(bs_comm_nccl *c, int req, cudaStream_t compute, cha
 
 void bs_comm_nccl_abort(bs_comm_nccl *c, int code);
 void bs_comm_nccl_free(bs_comm_nccl *c);
+
+/* c as a comm.h communicator (device buffers; stream helpers stay on c). bs_comm_free(*out) frees c,
+ * and so does a failure here. */
+int bs_comm_nccl_as_comm(bs_comm_nccl *c, bs_comm **out, char *err, size_t errlen);
 
 /* fp32 element-wise dst = dst (+ or max) src on a stream (the local mode's
  * reductions; kernels/cuda/comm_cuda_ops.cu). */

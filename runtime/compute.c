@@ -1,0 +1,173 @@
+/*
+ * compute.c — see compute.h. Attention runs as (batch, head, row tile)
+ * calls: large Open MPI transfers only move while the library is entered,
+ * so the progress poll between tiles is what lets a run's communication
+ * overlap its compute.
+ */
+#include "runtime/compute.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int kerr(const bs_compute_ctx *x, const char *what, int rc, char *err, size_t errlen) {
+  snprintf(err, errlen, "step %d: %s: %s", x->step, what, x->be->strerror(rc));
+  return -1;
+}
+
+static void poll(const bs_compute_ctx *x) {
+  if (x->progress) x->progress(x->progress_arg);
+}
+
+static int unsupported(const bs_compute_ctx *x, const bs_compute *c, char *err, size_t errlen) {
+  snprintf(err, errlen, "step %d: kernel %s is not supported by the CPU runtime", x->step, bs_kernel_name(c->kernel));
+  return -1;
+}
+
+/* One (batch, head, row tile) call of attention forward or backward; offsets in elements. */
+static int attn_tile(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b, const attn_params *s,
+                     int64_t qoff, int64_t koff, int64_t loff, float *ws) {
+  const bs_kernel_backend *be = x->be;
+  size_t es = s->dtype == ATTN_BF16 ? 2 : 4;
+  const char *q = (const char *)b->in[0] + qoff * es, *k = (const char *)b->in[1] + koff * es;
+  const char *v = (const char *)b->in[2] + koff * es;
+  switch (c->kernel) {
+  case BS_K_ATTN_FWD:
+  case BS_K_ATTN_FWD_UNFUSED: {
+    float *o = (float *)b->out[0] + qoff, *lse = (float *)b->out[1] + loff;
+    return c->kernel == BS_K_ATTN_FWD_UNFUSED ? be->fwd_unfused(s, q, k, v, o, lse, c->accumulate, ws)
+                                              : be->fwd(s, q, k, v, o, lse, c->accumulate);
+  }
+  default: {
+    const float *o = b->in[3] ? (const float *)b->in[3] + qoff : NULL;
+    const float *lse = (const float *)b->in[5] + loff;
+    const float *delta = b->in[6] ? (const float *)b->in[6] + loff : NULL;
+    float *dq = (float *)b->out[0] + qoff, *dk = (float *)b->out[1] + koff, *dv = (float *)b->out[2] + koff;
+    const char *dout = (const char *)b->in[4] + qoff * es;
+    return c->kernel == BS_K_ATTN_BWD_UNFUSED ? be->bwd_unfused(s, q, k, v, o, dout, lse, delta, dq, dk, dv, ws)
+                                              : be->bwd(s, q, k, v, o, dout, lse, delta, dq, dk, dv);
+  }
+  }
+}
+
+/* Attention forward / backward, as (batch, head, row tile) calls with progress polls between them. */
+static int run_attn(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b, char *err, size_t errlen) {
+  attn_params a = c->a;
+  a.threads = x->threads;
+  int rc = x->be->check(&a);
+  if (rc) return kerr(x, bs_kernel_name(c->kernel), rc, err, errlen);
+  int grp = a.Zq / a.Zkv;
+  int bwd = c->kernel == BS_K_ATTN_BWD || c->kernel == BS_K_ATTN_BWD_UNFUSED;
+  int unfused = c->kernel == BS_K_ATTN_FWD_UNFUSED || c->kernel == BS_K_ATTN_BWD_UNFUSED;
+  int have = bwd ? (unfused ? x->be->bwd_unfused != NULL : x->be->bwd != NULL)
+                 : (unfused ? x->be->fwd_unfused != NULL : x->be->fwd != NULL);
+  if (!have) return unsupported(x, c, err, errlen);
+  float *ws = unfused ? (float *)b->in[bwd ? 7 : 3] : NULL;
+  for (int64_t bb = 0; bb < a.B; bb++)
+    for (int64_t h = 0; h < a.Zq; h++)
+      for (int64_t r0 = 0; r0 < a.Nq; r0 += x->tile_rows) {
+        attn_params s = a;
+        s.B = 1;
+        s.Zq = 1;
+        s.Zkv = 1;
+        s.Nq = a.Nq - r0 < x->tile_rows ? a.Nq - r0 : x->tile_rows;
+        s.mask.q_pos0 = a.mask.q_pos0 + r0 * a.mask.q_stride;
+        int64_t qoff = ((bb * a.Zq + h) * a.Nq + r0) * a.d, koff = (bb * a.Zkv + h / grp) * a.Nk * a.d;
+        int64_t loff = (bb * a.Zq + h) * a.Nq + r0;
+        float *w = unfused && ws && (int64_t)x->be->fwd_unfused_workspace(&s) <= b->ws_bytes ? ws : NULL;
+        rc = attn_tile(x, c, b, &s, qoff, koff, loff, w);
+        if (rc) return kerr(x, bs_kernel_name(c->kernel), rc, err, errlen);
+        poll(x);
+      }
+  return 0;
+}
+
+static int run_copy(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b) {
+  const char *src = b->in[0];
+  char *dst = b->out[0];
+  if (c->t_a <= 0 || c->t_b <= 0) return x->be->copy(dst, src, (size_t)c->elems);
+  int rc = 0;
+  for (int64_t i = 0; i < c->t_a && !rc; i++)
+    for (int64_t j = 0; j < c->t_b && !rc; j++)
+      rc = x->be->copy(dst + (j * c->t_a + i) * c->t_chunk, src + (i * c->t_b + j) * c->t_chunk, (size_t)c->t_chunk);
+  poll(x);
+  return rc;
+}
+
+static int run_elemwise(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b) {
+  const bs_kernel_backend *be = x->be;
+  int64_t d = c->a.d > 0 ? c->a.d : 1, rows = c->elems / d;
+  switch (c->ew) {
+  case BS_EW_TREE_RESCALE:
+    return be->rescale(rows, d, b->in[0], b->in[1], b->in[2], b->out[0], b->out[1]);
+  case BS_EW_TREE_FINAL:
+    return be->finalize(rows, d, b->in[0], b->in[1], b->in[2], b->out[0], b->out[1]);
+  case BS_EW_SOFTMAX:
+    return be->softmax(&c->a, c->ld, b->out[0], b->out[1]);
+  case BS_EW_ZERO:
+    return be->zero(b->out[0], (size_t)c->elems * sizeof(float));
+  case BS_EW_ADD:
+    return be->add(c->elems, b->out[0], b->in[0]);
+  default: /* BS_EW_GENERIC: modelled work, nothing to compute */
+    return 0;
+  }
+}
+
+/* The explicit score matrix of li2021: S = scale q k^T, or o += P v, per (batch, head). */
+static int run_gemm(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b, char *err, size_t errlen) {
+  const attn_params *a = &c->a;
+  if (c->gemm == BS_GEMM_GENERIC) return 0;
+  if (x->bf16) {
+    snprintf(err, errlen, "step %d: the explicit-score GEMM runs in fp32 only", x->step);
+    return -1;
+  }
+  int grp = a->Zq / a->Zkv;
+  for (int64_t bb = 0; bb < a->B; bb++)
+    for (int64_t h = 0; h < a->Zq; h++) {
+      int64_t kvh = bb * a->Zkv + h / grp, qh = bb * a->Zq + h;
+      if (c->gemm == BS_GEMM_QK) {
+        const float *q = (const float *)b->in[0] + qh * a->Nq * a->d;
+        const float *k = (const float *)b->in[1] + kvh * a->Nk * a->d;
+        float *S = (float *)b->out[0] + qh * a->Nq * c->ld + c->col0;
+        x->be->gemm(1, a->Nq, a->Nk, a->d, a->scale, q, a->d, k, a->d, 0.0f, S, c->ld);
+      } else {
+        const float *P = (const float *)b->in[0] + qh * a->Nq * c->ld + c->col0;
+        const float *v = (const float *)b->in[1] + kvh * a->Nk * a->d;
+        float *o = (float *)b->out[0] + qh * a->Nq * a->d;
+        x->be->gemm(0, a->Nq, a->d, a->Nk, 1.0f, P, c->ld, v, a->d, 1.0f, o, a->d);
+      }
+      poll(x);
+    }
+  return 0;
+}
+
+int bs_compute_run(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b, char *err, size_t errlen) {
+  switch (c->kernel) {
+  case BS_K_ATTN_FWD:
+  case BS_K_ATTN_FWD_UNFUSED:
+  case BS_K_ATTN_BWD:
+  case BS_K_ATTN_BWD_UNFUSED:
+    return run_attn(x, c, b, err, errlen);
+  case BS_K_ATTN_DELTA: {
+    attn_params p = c->a;
+    p.threads = x->threads;
+    int rc = x->be->delta(&p, b->in[0], b->in[1], b->out[0]);
+    return rc ? kerr(x, "attn_delta", rc, err, errlen) : 0;
+  }
+  case BS_K_ATTN_MERGE: {
+    int rc = x->be->merge(c->elems / c->a.d, c->a.d, b->out[0], b->out[1], b->in[0], b->in[1]);
+    return rc ? kerr(x, "attn_merge", rc, err, errlen) : 0;
+  }
+  case BS_K_COPY: {
+    int rc = run_copy(x, c, b);
+    return rc ? kerr(x, "copy", rc, err, errlen) : 0;
+  }
+  case BS_K_ELEMWISE: {
+    int rc = run_elemwise(x, c, b);
+    return rc ? kerr(x, "elementwise", rc, err, errlen) : 0;
+  }
+  case BS_K_GEMM:
+    return run_gemm(x, c, b, err, errlen);
+  default:
+    return unsupported(x, c, err, errlen);
+  }
+}
