@@ -62,13 +62,13 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
   bs_result a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  int rc = bs_sim_run(&ca, &o, &a, err, errlen);
+  int rc = bs_sim_run_source(&ca, &o, NULL, &a, NULL, NULL, err, errlen);
   if (rc) {
     *out = a;
     out->cfg = *cfg;
     return rc;
   }
-  rc = bs_sim_run(&cb, &o, &b, err, errlen);
+  rc = bs_sim_run_source(&cb, &o, NULL, &b, NULL, NULL, err, errlen);
   if (rc) {
     bs_result_free(&a);
     *out = b;
