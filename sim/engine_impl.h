@@ -15,6 +15,9 @@
  *   result.c   the figures of a finished point
  *   trace.c    the Chrome trace and the per-link statistics
  *   ctx.c      the first error, byte counters, the wall clock
+ *
+ * Beside them, opts.c holds the options' defaults and blas_threads.c the
+ * re-execution without an OpenBLAS pool (sim.h).
  */
 #ifndef BURSTSIM_SIM_ENGINE_IMPL_H
 #define BURSTSIM_SIM_ENGINE_IMPL_H

@@ -1,23 +1,13 @@
 /*
  * run.c — the front of the simulator (sim.h): bs_sim_run puts the layer
  * shortcut (layers.c) on top of the point simulation (isolate.c, engine.c)
- * when it applies, and runs the point as it is otherwise; the options'
- * defaults; the platform XML the simulator would use.
+ * when it applies, and runs the point as it is otherwise; and the platform
+ * XML the simulator would use.
  */
 #include "sim/engine_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-void bs_sim_opts_default(bs_sim_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->fold = BS_AUTO;
-  o->coll_model = BS_COLL_MODEL_AUTO;
-  o->layers = BS_AUTO;
-  o->crosstraffic = -1;
-  o->tcp_gamma = -1;
-}
 
 int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
                size_t errlen) {
