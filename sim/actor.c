@@ -9,7 +9,7 @@
  * the profile's modelled duration, or executes on the shared CPU of the host
  * topology. Where a rank waits is kept, so that a deadlock names it.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 
 #include <stdio.h>
 #include <string.h>

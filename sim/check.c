@@ -5,7 +5,7 @@
  * is loaded in a forked child (isolate.c), since SimGrid starts once per
  * process.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@ int bs_sim_check_profile(const bs_config *cfg, const bs_sim_opts *opts, char *er
 }
 
 /* In the forked child: loads file, checks its links and gpu<i> routes, writes the message ("" when sound). */
-static void check_platform_child(const char *file, int fd) {
+__attribute__((noreturn)) static void check_platform_child(const char *file, int fd) {
   char e[512] = "", lerr[400];
   int sargc = 1;
   char arg0[] = "burstsim-check";

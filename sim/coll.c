@@ -15,7 +15,7 @@
  * Groups are written in real ranks; mailboxes are named by actor slots, so a
  * folded run folds them.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 #include "sim/coll_algo.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
  * the byte counters that refuse to wrap, and the wall clock the point's own
  * cost is measured with.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  *
  * SimGrid starts once per process: isolate.c runs this in a forked child.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 
 #include <errno.h>
 #include <stdio.h>

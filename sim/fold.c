@@ -10,7 +10,7 @@
  * whose uplinks cannot limit a flow folds as a single leaf.
  * tests/sim checks the folded figures against the straightforward run.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 #include "sim/coll_algo.h"
 
 #include <pthread.h>

@@ -9,7 +9,7 @@
  * and SIGHUP, to kill and reap the child before it ends by the signal, and
  * says every BURSTSIM_LIVENESS_S seconds that a long point is still running.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -217,8 +217,9 @@ typedef struct {
 } answer;
 
 /* In the child: simulates and writes the answer; never returns. */
-static void child_simulate(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *source,
-                           int want_links, FILE *cap, int fd) {
+__attribute__((noreturn)) static void child_simulate(const bs_config *cfg, const bs_sim_opts *opts,
+                                                     const bs_sim_source *source, int want_links, FILE *cap,
+                                                     int fd) {
   if (cap) dup2(fileno(cap), 2);
   bs_sim_on_out_of_memory(child_out_of_memory);
   bs_result r;

@@ -7,7 +7,7 @@
  * total that passes int64 or a time the simulator cannot resolve is an error,
  * never a wrapped or meaningless figure.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 #include "sim/coll_shape.h"
 
 #include <stdio.h>

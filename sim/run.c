@@ -4,7 +4,7 @@
  * when it applies, and runs the point as it is otherwise; and the platform
  * XML the simulator would use.
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * statistics tests and tools ask for (bytes and busy time on every link a
  * message was routed over).
  */
-#include "sim/engine_impl.h"
+#include "sim/point.h"
 
 #include <math.h>
 #include <stdint.h>

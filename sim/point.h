@@ -1,5 +1,5 @@
 /*
- * engine_impl.h — what the files of one point's simulation share and nobody
+ * point.h — what the files of one point's simulation share and nobody
  * outside sim/ sees: the point's state (sim_ctx), each simulated rank's state
  * (rank_state), the map between real ranks and the actors of a fold, and the
  * functions one part of the point calls in another. Calls go one way only:
@@ -19,8 +19,8 @@
  * Beside them, opts.c holds the options' defaults and blas_threads.c the
  * re-execution without an OpenBLAS pool (sim.h).
  */
-#ifndef BURSTSIM_SIM_ENGINE_IMPL_H
-#define BURSTSIM_SIM_ENGINE_IMPL_H
+#ifndef BURSTSIM_SIM_POINT_H
+#define BURSTSIM_SIM_POINT_H
 
 #include <stdint.h>
 #include <stdio.h>
