@@ -7,8 +7,11 @@
  * model do (its gradient collective overlapping the next layer's backward),
  * and so that the memory peak has settled where it stays for deeper models
  * (with recompute and ZeRO-3 it moves between 2 and 3 layers).
- * tests/sim/test_layers.c checks it against the straightforward run of a
- * deeper model (within 0.1 %); opts->layers = BS_OFF simulates every layer.
+ * It sits on top of the point simulation: bs_sim_run (run.c) comes here when
+ * it applies, and the two reduced models run as plain points
+ * (bs_sim_run_source). tests/sim/test_layers.c checks it against the
+ * straightforward run of a deeper model (within 0.1 %); opts->layers =
+ * BS_OFF simulates every layer.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,13 +65,13 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
   bs_result a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  int rc = bs_sim_run(&ca, &o, &a, err, errlen);
+  int rc = bs_sim_run_source(&ca, &o, NULL, &a, NULL, NULL, err, errlen);
   if (rc) {
     *out = a;
     out->cfg = *cfg;
     return rc;
   }
-  rc = bs_sim_run(&cb, &o, &b, err, errlen);
+  rc = bs_sim_run_source(&cb, &o, NULL, &b, NULL, NULL, err, errlen);
   if (rc) {
     bs_result_free(&a);
     *out = b;

@@ -7,7 +7,6 @@
 #include "base/fileio.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,36 +32,34 @@ void bs_profile_path(const char *name, char *out, size_t outlen) {
 /* Profiles are a few kB; anything larger is not one (and is not read into memory whole). */
 #define PROFILE_MAX_BYTES (16L << 20)
 
-static char *read_file(const char *path, char *err, size_t errlen) {
+/*
+ * The profile's text, read by bs_read_file: only a regular file (stat first:
+ * opening a FIFO would wait for a writer) of at most PROFILE_MAX_BYTES, with
+ * messages that say it is the profile that could not be read.
+ */
+static char *read_profile(const char *path, char *err, size_t errlen) {
   struct stat st;
-  /* stat first: opening a FIFO would wait for a writer */
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+  int known = stat(path, &st) == 0; /* if not, bs_read_file says why it does not open */
+  if (known && !S_ISREG(st.st_mode)) {
     snprintf(err, errlen, "%s: cannot read profile: not a regular file", path);
     return NULL;
   }
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open profile: %s", path, strerror(errno));
+  if (known && st.st_size > PROFILE_MAX_BYTES) {
+    snprintf(err, errlen, "%s: cannot read profile: %ld bytes, more than the %ld a profile may have", path,
+             (long)st.st_size, PROFILE_MAX_BYTES);
     return NULL;
   }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  if (n > PROFILE_MAX_BYTES) {
-    fclose(f);
-    snprintf(err, errlen, "%s: cannot read profile: %ld bytes, more than the %ld a profile may have", path, n,
-             PROFILE_MAX_BYTES);
-    return NULL;
+  char why[2048];
+  char *s = bs_read_file(path, NULL, why, sizeof why);
+  if (!s) {
+    /* bs_read_file says "PATH: cannot open: WHY" when the file does not open; any other failure is a read's */
+    static const char unopened[] = ": cannot open: ";
+    size_t pl = strlen(path);
+    if (!strncmp(why, path, pl) && !strncmp(why + pl, unopened, sizeof unopened - 1))
+      snprintf(err, errlen, "%s: cannot open profile: %s", path, why + pl + sizeof unopened - 1);
+    else
+      snprintf(err, errlen, "%s: cannot read profile", path);
   }
-  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (!s || fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    fclose(f);
-    snprintf(err, errlen, "%s: cannot read profile", path);
-    return NULL;
-  }
-  s[n] = 0;
-  fclose(f);
   return s;
 }
 
@@ -454,7 +451,7 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
              "FILE.json)", name_or_path, path);
     return -1;
   }
-  char *text = read_file(path, err, errlen);
+  char *text = read_profile(path, err, errlen);
   if (!text) return -1;
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithOpts(text, &end, 1);

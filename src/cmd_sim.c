@@ -139,162 +139,200 @@ static int check_names(const bs_scenario *sc, const bs_sim_opts *opts) {
   return 0;
 }
 
-int cmd_sim(int argc, char **argv) {
+/* One `burstsim sim` invocation across its steps. */
+typedef struct {
   bs_sim_args A;
-  char aerr[512];
-  if (bs_sim_args_parse(argc, argv, &A, aerr, sizeof aerr)) {
-    fprintf(stderr, "burstsim sim: %s\n", aerr);
-    sim_usage(stderr);
-    return 2;
-  }
-  if (A.help) {
-    sim_usage(stdout);
-    return 0;
-  }
-  const char *scenario = A.scenario, *out_json = A.out, *out_csv = A.csv, *trace = A.trace;
-  char **sets = A.sets;
-  int nsets = A.nsets;
   bs_sim_opts opts;
-  bs_sim_opts_default(&opts);
+  bs_scenario sc;
+  bs_result *res;           /* one per point */
+  int mpi_rank, mpi_size;
+  int failed, invalid;      /* points whose simulation failed / that are not valid */
+} sweep;
+
+static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
   static const bs_tristate folds[] = {BS_AUTO, BS_ON, BS_OFF};
   static const bs_coll_model colls[] = {BS_COLL_MODEL_AUTO, BS_COLL_STEPS, BS_COLL_FLOW, BS_COLL_ANALYTIC};
-  opts.fold = folds[A.fold];
-  opts.layers = A.layers ? BS_OFF : BS_AUTO;
-  opts.coll_model = colls[A.coll];
-  if (A.nodes_per_leaf) opts.nodes_per_leaf = A.nodes_per_leaf;
-  if (A.oversub) opts.oversub = A.oversub;
-  opts.profile = A.profile;
-  bs_sim_single_blas_thread(); /* before MPI or anything else starts a thread (sim.h) */
+  bs_sim_opts_default(opts);
+  opts->fold = folds[A->fold];
+  opts->layers = A->layers ? BS_OFF : BS_AUTO;
+  opts->coll_model = colls[A->coll];
+  if (A->nodes_per_leaf) opts->nodes_per_leaf = A->nodes_per_leaf;
+  if (A->oversub) opts->oversub = A->oversub;
+  opts->profile = A->profile;
+}
 
-  bs_scenario sc;
+/* Under mpirun: MPI started and every rank holding the same points. 0, or the exit code. */
+static int mpi_start(sweep *w) {
   char err[1024];
-  if (bs_scenario_load(scenario, sets, nsets, &sc, err, sizeof err)) {
-    fprintf(stderr, "burstsim sim: %s\n", err);
-    return 2;
-  }
-  if (check_names(&sc, &opts)) {
-    bs_scenario_free(&sc);
-    return 2;
-  }
-  if (trace && sc.npoints > 1)
-    fprintf(stderr, "burstsim sim: --trace: %d points; tracing the first only\n", sc.npoints);
-  bs_result *res = calloc((size_t)sc.npoints, sizeof *res);
-  if (!res) {
-    fprintf(stderr, "burstsim sim: out of memory\n");
-    bs_scenario_free(&sc);
+  /* The forked SimGrid children never touch MPI. */
+  setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0);
+  bs_watchdog_arm("burstsim sim", -1, "MPI start-up (MPI_Init)", w->A.timeout);
+  bs_test_stall(bs_launcher_rank(), "init");
+  if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+    fprintf(stderr, "burstsim sim: MPI_Init failed\n");
     return 1;
   }
-  int mpi_rank = 0, mpi_size = 1;
-  if (launched_by_mpirun()) {
-    /* The forked SimGrid children never touch MPI. */
-    setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0);
-    bs_watchdog_arm("burstsim sim", -1, "MPI start-up (MPI_Init)", A.timeout);
-    bs_test_stall(bs_launcher_rank(), "init");
-    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
-      fprintf(stderr, "burstsim sim: MPI_Init failed\n");
-      free(res);
-      bs_scenario_free(&sc);
-      return 1;
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
-    bs_watchdog_arm("burstsim sim", mpi_rank, "start-up (comparing the scenarios of the ranks)", A.timeout);
-    if (bs_points_same(MPI_COMM_WORLD, sc.points, sc.npoints, err, sizeof err)) {
-      if (mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", scenario, err);
-      free(res);
-      bs_scenario_free(&sc);
-      sim_finalize(mpi_rank, A.timeout);
-      return 2;
-    }
-    bs_watchdog_disarm();
+  MPI_Comm_rank(MPI_COMM_WORLD, &w->mpi_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &w->mpi_size);
+  bs_watchdog_arm("burstsim sim", w->mpi_rank, "start-up (comparing the scenarios of the ranks)", w->A.timeout);
+  if (bs_points_same(MPI_COMM_WORLD, w->sc.points, w->sc.npoints, err, sizeof err)) {
+    if (w->mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", w->A.scenario, err);
+    sim_finalize(w->mpi_rank, w->A.timeout);
+    return 2;
   }
-  /* Outputs are checked before the first point, so a bad path costs nothing. */
+  bs_watchdog_disarm();
+  return 0;
+}
+
+/* Outputs are checked before the first point (by rank 0, for all), so a bad path costs nothing. 0 or -1. */
+static int check_outputs(const sweep *w) {
+  char err[1024];
   int out_ok = 1;
-  if (mpi_rank == 0) {
-    const bs_path_role outs[] = {{"--out", out_json}, {"--csv", out_csv}, {"--trace", trace}};
-    if (bs_output_precheck(outs, 3, scenario, &sc, A.profile, err, sizeof err)) {
+  if (w->mpi_rank == 0) {
+    const bs_path_role outs[] = {{"--out", w->A.out}, {"--csv", w->A.csv}, {"--trace", w->A.trace}};
+    if (bs_output_precheck(outs, 3, w->A.scenario, &w->sc, w->A.profile, err, sizeof err)) {
       fprintf(stderr, "burstsim sim: %s\n", err);
       out_ok = 0;
     }
   }
-  if (mpi_size > 1) MPI_Bcast(&out_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (!out_ok) {
-    free(res);
-    bs_scenario_free(&sc);
-    if (mpi_size > 1) sim_finalize(mpi_rank, A.timeout);
-    return 2;
-  }
-  int tty = isatty(2) && mpi_rank == 0, failed = 0, invalid = 0;
-  for (int i = 0; i < sc.npoints; i++) {
-    const bs_config *c = &sc.points[i];
-    if (i % mpi_size != mpi_rank) continue;
+  if (w->mpi_size > 1) MPI_Bcast(&out_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return out_ok ? 0 : -1;
+}
+
+/* Simulates this rank's points (point i belongs to rank i % size); a failed or invalid point is
+ * reported and counted, not fatal. */
+static void run_points(sweep *w) {
+  const bs_scenario *sc = &w->sc;
+  int tty = isatty(2) && w->mpi_rank == 0;
+  for (int i = 0; i < sc->npoints; i++) {
+    const bs_config *c = &sc->points[i];
+    if (i % w->mpi_size != w->mpi_rank) continue;
     if (tty) {
-      fprintf(stderr, "\r[%3d/%d] %s %d GPUs %lld tokens ...", i + 1, sc.npoints,
+      fprintf(stderr, "\r[%3d/%d] %s %d GPUs %lld tokens ...", i + 1, sc->npoints,
               bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len);
       fflush(stderr);
     }
-    bs_sim_opts o = opts;
-    o.trace_path = i == 0 ? trace : NULL;
+    bs_sim_opts o = w->opts;
+    o.trace_path = i == 0 ? w->A.trace : NULL;
     char label[64];
-    snprintf(label, sizeof label, "point %d/%d", i + 1, sc.npoints);
+    snprintf(label, sizeof label, "point %d/%d", i + 1, sc->npoints);
     o.label = label;
     char perr[512] = "";
-    int prc = bs_sim_run(c, &o, &res[i], perr, sizeof perr);
+    int prc = bs_sim_run(c, &o, &w->res[i], perr, sizeof perr);
     if (prc) {
-      if (prc == -2) invalid++; /* a point the method or platform cannot run: reported, not fatal */
-      else failed++;
-      if (!res[i].error[0]) snprintf(res[i].error, sizeof res[i].error, "%.255s", perr);
+      if (prc == -2) w->invalid++; /* a point the method or platform cannot run: reported, not fatal */
+      else w->failed++;
+      if (!w->res[i].error[0]) snprintf(w->res[i].error, sizeof w->res[i].error, "%.255s", perr);
       if (tty) fprintf(stderr, "\n");
       fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s%s%s\n", i + 1,
               bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len,
-              key_where(&sc, perr), key_where(&sc, perr)[0] ? ": " : "", perr);
+              key_where(sc, perr), key_where(sc, perr)[0] ? ": " : "", perr);
     }
   }
   if (tty) fprintf(stderr, "\r%60s\r", "");
-  if (mpi_size > 1) {
-    int mine[2] = {failed, invalid}, total[2] = {0, 0};
-    /* Another rank may still be simulating: that wait is bounded only by --timeout; the gather itself always. */
-    bs_test_stall(mpi_rank, "gather");
-    if (bs_arrive(MPI_COMM_WORLD, "the result gather", A.timeout, A.timeout <= 0, err, sizeof err)) {
-      fprintf(stderr, "burstsim sim: rank %d: %s\n", mpi_rank, err);
-      fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 3);
-    }
-    bs_test_stall(mpi_rank, "gathering");
-    bs_watchdog_arm("burstsim sim", mpi_rank, "the result gather", A.timeout);
-    if (mpi_rank != 0) bs_watchdog_waiting("rank 0");
-    int bad = gather_results(res, sc.npoints, mpi_rank, mpi_size) != 0;
-    MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    bs_watchdog_disarm();
-    failed = total[0] + bad;
-    invalid = total[1];
-    if (bad) fprintf(stderr, "burstsim sim: rank %d: gathering the results failed\n", mpi_rank);
-    if (mpi_rank != 0) {
-      int n = sc.npoints;
-      for (int i = 0; i < n; i++) bs_result_free(&res[i]);
-      free(res);
-      bs_scenario_free(&sc);
-      sim_finalize(mpi_rank, A.timeout);
-      return failed ? 1 : invalid == n ? 2 : 0;
-    }
+}
+
+/* Under mpirun: rank 0 gathers every point's result and the counts of all ranks. */
+static void gather_points(sweep *w) {
+  char err[1024];
+  int mine[2] = {w->failed, w->invalid}, total[2] = {0, 0};
+  /* Another rank may still be simulating: that wait is bounded only by --timeout; the gather itself always. */
+  bs_test_stall(w->mpi_rank, "gather");
+  if (bs_arrive(MPI_COMM_WORLD, "the result gather", w->A.timeout, w->A.timeout <= 0, err, sizeof err)) {
+    fprintf(stderr, "burstsim sim: rank %d: %s\n", w->mpi_rank, err);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
   }
-  bs_output_table(stdout, res, sc.npoints);
-  /* 1: a simulation failed; 2: no point was valid; 0 otherwise (invalid points are in the table). */
-  int rc = failed ? 1 : invalid == sc.npoints ? 2 : 0;
-  if (invalid && !failed)
+  bs_test_stall(w->mpi_rank, "gathering");
+  bs_watchdog_arm("burstsim sim", w->mpi_rank, "the result gather", w->A.timeout);
+  if (w->mpi_rank != 0) bs_watchdog_waiting("rank 0");
+  int bad = gather_results(w->res, w->sc.npoints, w->mpi_rank, w->mpi_size) != 0;
+  MPI_Allreduce(mine, total, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  bs_watchdog_disarm();
+  w->failed = total[0] + bad;
+  w->invalid = total[1];
+  if (bad) fprintf(stderr, "burstsim sim: rank %d: gathering the results failed\n", w->mpi_rank);
+}
+
+/* The table, the JSON and the CSV of every point; the exit code: 1 when a simulation failed or an
+ * output could not be written, 2 when no point was valid, 0 otherwise (invalid points are in the table). */
+static int write_outputs(const sweep *w) {
+  char err[1024];
+  int n = w->sc.npoints;
+  bs_output_table(stdout, w->res, n);
+  int rc = w->failed ? 1 : w->invalid == n ? 2 : 0;
+  if (w->invalid && !w->failed)
     fprintf(stderr, "burstsim sim: %d of %d points are not valid for their method or platform (see the table)\n",
-            invalid, sc.npoints);
-  if (out_json && bs_output_json(out_json, "sim", res, sc.npoints, err, sizeof err)) {
+            w->invalid, n);
+  if (w->A.out && bs_output_json(w->A.out, "sim", w->res, n, err, sizeof err)) {
     fprintf(stderr, "burstsim sim: --out %s\n", err);
     rc = 1;
   }
-  if (out_csv && bs_output_csv(out_csv, res, sc.npoints, err, sizeof err)) {
+  if (w->A.csv && bs_output_csv(w->A.csv, w->res, n, err, sizeof err)) {
     fprintf(stderr, "burstsim sim: --csv %s\n", err);
     rc = 1;
   }
-  for (int i = 0; i < sc.npoints; i++) bs_result_free(&res[i]);
-  free(res);
-  bs_scenario_free(&sc);
-  if (mpi_size > 1) sim_finalize(mpi_rank, A.timeout);
+  return rc;
+}
+
+/* Frees the results and the scenario; under mpirun, MPI ends here. */
+static void sweep_end(sweep *w) {
+  for (int i = 0; i < w->sc.npoints; i++) bs_result_free(&w->res[i]);
+  free(w->res);
+  bs_scenario_free(&w->sc);
+  if (w->mpi_size > 1) sim_finalize(w->mpi_rank, w->A.timeout);
+}
+
+int cmd_sim(int argc, char **argv) {
+  sweep w;
+  memset(&w, 0, sizeof w);
+  w.mpi_size = 1;
+  char aerr[512], err[1024];
+  if (bs_sim_args_parse(argc, argv, &w.A, aerr, sizeof aerr)) {
+    fprintf(stderr, "burstsim sim: %s\n", aerr);
+    sim_usage(stderr);
+    return 2;
+  }
+  if (w.A.help) {
+    sim_usage(stdout);
+    return 0;
+  }
+  opts_from_args(&w.A, &w.opts);
+  bs_sim_single_blas_thread(); /* before MPI or anything else starts a thread (sim.h) */
+  if (bs_scenario_load(w.A.scenario, w.A.sets, w.A.nsets, &w.sc, err, sizeof err)) {
+    fprintf(stderr, "burstsim sim: %s\n", err);
+    return 2;
+  }
+  if (check_names(&w.sc, &w.opts)) {
+    bs_scenario_free(&w.sc);
+    return 2;
+  }
+  if (w.A.trace && w.sc.npoints > 1)
+    fprintf(stderr, "burstsim sim: --trace: %d points; tracing the first only\n", w.sc.npoints);
+  w.res = calloc((size_t)w.sc.npoints, sizeof *w.res);
+  if (!w.res) {
+    fprintf(stderr, "burstsim sim: out of memory\n");
+    bs_scenario_free(&w.sc);
+    return 1;
+  }
+  int rc = launched_by_mpirun() ? mpi_start(&w) : 0;
+  if (!rc && check_outputs(&w)) {
+    if (w.mpi_size > 1) sim_finalize(w.mpi_rank, w.A.timeout);
+    rc = 2;
+  }
+  if (rc) {
+    free(w.res);
+    bs_scenario_free(&w.sc);
+    return rc;
+  }
+  run_points(&w);
+  if (w.mpi_size > 1) gather_points(&w);
+  if (w.mpi_rank != 0) {
+    int n = w.sc.npoints;
+    rc = w.failed ? 1 : w.invalid == n ? 2 : 0;
+  } else {
+    rc = write_outputs(&w);
+  }
+  sweep_end(&w);
   return rc;
 }

@@ -1,0 +1,366 @@
+/*
+ * actor.c — the rank actor: one SimGrid actor per simulated rank iterates its
+ * rank's plan and turns every op into SimGrid activity. ALLOC/FREE drive the
+ * rank's memory counter (peak and its breakdown by class); SEND/RECV are
+ * asynchronous communications on one mailbox per ordered pair of actors, whose
+ * payload carries the tag and size so that a RECV checks what it got (messages
+ * between a pair must match in order, tag and size, as NCCL requires); COLL
+ * starts the collective's actor (coll.c); WAIT joins them; COMPUTE sleeps for
+ * the profile's modelled duration, or executes on the shared CPU of the host
+ * topology. Where a rank waits is kept, so that a deadlock names it.
+ */
+#include "sim/point.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/exec.h>
+#include <simgrid/mailbox.h>
+
+static sg_mailbox_t mailbox(rank_state *rs, int peer_slot, int dir) {
+  for (int i = 0; i < rs->nmbc; i++)
+    if (rs->mbc[i].peer == peer_slot && rs->mbc[i].dir == dir) return rs->mbc[i].mb;
+  char name[48];
+  int src = dir ? peer_slot : rs->slot, dst = dir ? rs->slot : peer_slot;
+  snprintf(name, sizeof name, "p%d:%d", src, dst);
+  sg_mailbox_t mb = sg_mailbox_by_name(name);
+  if (rs->nmbc < MAX_PEERS) rs->mbc[rs->nmbc++] = (mbcache){peer_slot, dir, mb};
+  return mb;
+}
+
+/* The payload of a message: its tag and size, never NULL. */
+static void *encode_msg(int tag, int64_t bytes) {
+  uint64_t v = (1ull << 63) | ((uint64_t)(uint32_t)tag << 31) | ((uint64_t)bytes & 0x7fffffffull);
+  return (void *)(uintptr_t)v;
+}
+static void decode_msg(void *p, int *tag, int64_t *bytes_low) {
+  uint64_t v = (uint64_t)(uintptr_t)p;
+  *tag = (int)(uint32_t)((v >> 31) & 0xffffffffull);
+  *bytes_low = (int64_t)(v & 0x7fffffffull);
+}
+
+static int do_alloc(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int b = op->u.alloc.buf;
+  if (b < 0 || b >= MAX_BUFS || rs->buf[b].used || op->u.alloc.bytes < 0 ||
+      op->u.alloc.cls < 0 || op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
+    sim_error(c, "rank %d op #%lld: ALLOC of buffer %d (%lld bytes, class %d) is invalid or the "
+              "buffer is already allocated", rs->rank, (long long)rs->op_index, b,
+              (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
+    return -1;
+  }
+  rs->buf[b] = (membuf){1, op->u.alloc.bytes, op->u.alloc.cls};
+  sim_add_bytes(rs, &rs->mem_cur, op->u.alloc.bytes, "memory in use");
+  sim_add_bytes(rs, &rs->cls_cur[op->u.alloc.cls], op->u.alloc.bytes, "memory in use");
+  if (rs->mem_cur > rs->mem_peak) {
+    rs->mem_peak = rs->mem_cur;
+    memcpy(rs->cls_at_peak, rs->cls_cur, sizeof rs->cls_cur);
+  }
+  return 0;
+}
+
+static int do_free(rank_state *rs, const bs_op *op) {
+  int b = op->u.free.buf;
+  if (b < 0 || b >= MAX_BUFS || !rs->buf[b].used) {
+    sim_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->rank,
+              (long long)rs->op_index, b);
+    return -1;
+  }
+  rs->mem_cur -= rs->buf[b].bytes;
+  rs->cls_cur[rs->buf[b].cls] -= rs->buf[b].bytes;
+  rs->buf[b].used = 0;
+  return 0;
+}
+
+static int do_p2p(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int hd = op->handle, peer = op->u.p2p.peer;
+  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
+    sim_error(c, "rank %d op #%lld: %s uses handle %d that is invalid or still in use", rs->rank,
+              (long long)rs->op_index, bs_op_kind_name(op->kind), hd);
+    return -1;
+  }
+  if (peer < 0 || peer >= c->G || peer == rs->rank || op->u.p2p.bytes < 0) {
+    sim_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->rank,
+              (long long)rs->op_index, bs_op_kind_name(op->kind), peer, c->G,
+              (long long)op->u.p2p.bytes);
+    return -1;
+  }
+  handle *h = &rs->h[hd];
+  h->peer = peer;
+  h->tag = op->u.p2p.tag;
+  h->bytes = op->u.p2p.bytes;
+  h->t_post = simgrid_get_clock();
+  h->op_index = rs->op_index;
+  h->step = op->step;
+  int ps = slot_of(c, peer);
+  if (op->kind == BS_OP_SEND) {
+    h->kind = H_SEND;
+    h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), h->bytes);
+    sim_account_sent(rs, peer, h->bytes);
+    c->events++;
+  } else {
+    h->kind = H_RECV;
+    h->rx = NULL;
+    h->comm = sg_mailbox_get_async(mailbox(rs, ps, 1), &h->rx);
+    sim_add_bytes(rs, &rs->recvd, h->bytes, "bytes received");
+  }
+  return 0;
+}
+
+static int do_coll(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int hd = op->handle;
+  const bs_group *g = &op->u.coll.group;
+  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
+    sim_error(c, "rank %d op #%lld: COLL uses handle %d that is invalid or still in use", rs->rank,
+              (long long)rs->op_index, hd);
+    return -1;
+  }
+  if (g->size < 1 || g->first < 0 || g->first + (int64_t)g->stride * (g->size - 1) >= c->G ||
+      (g->size > 1 && g->stride < 1) || op->u.coll.bytes < 0) {
+    sim_error(c, "rank %d op #%lld: COLL group {first %d, stride %d, size %d} or %lld bytes out of "
+              "range for %d ranks", rs->rank, (long long)rs->op_index, g->first, g->stride,
+              g->size, (long long)op->u.coll.bytes, c->G);
+    return -1;
+  }
+  sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, g, op->u.coll.bytes);
+  if (!a) return -1;
+  handle *h = &rs->h[hd];
+  h->kind = H_COLL;
+  h->coll = a;
+  h->t_post = simgrid_get_clock();
+  h->op_index = rs->op_index;
+  return 0;
+}
+
+static int check_recv(rank_state *rs, const handle *h) {
+  int tag;
+  int64_t low;
+  decode_msg(h->rx, &tag, &low);
+  if (tag != h->tag || low != (h->bytes & 0x7fffffff)) {
+    /* the payload carries the size's low 31 bits: exact for every message below 2 GiB */
+    char got[64];
+    if (h->bytes < 0x80000000ll) snprintf(got, sizeof got, "%lld bytes", (long long)low);
+    else snprintf(got, sizeof got, "a size of %lld mod 2^31 bytes", (long long)low);
+    sim_error(rs->ctx, "rank %d op #%lld (step %d): RECV from rank %d expected tag %d (step %d) and "
+              "%lld bytes, but the next message from rank %d has tag %d (step %d) and %s: sends and "
+              "receives between two ranks must match in order, tag and size", rs->rank,
+              (long long)h->op_index, h->step, h->peer, h->tag, h->tag & 2047, (long long)h->bytes,
+              h->peer, tag, tag & 2047, got);
+    return -1;
+  }
+  return 0;
+}
+
+/* Where the rank blocks, for a deadlock's message: the first point-to-point handle of the WAIT. */
+static void note_blocked(rank_state *rs, int n, const int *which, int nc) {
+  rs->blk_kind = 1;
+  rs->blk_op = rs->op_index;
+  rs->blk_n = n;
+  rs->blk_peer = -1;
+  if (nc) {
+    const handle *h0 = &rs->h[which[0]];
+    rs->blk_send = h0->kind == H_SEND;
+    rs->blk_peer = h0->peer;
+    rs->blk_tag = h0->tag;
+    rs->blk_step = h0->step;
+    rs->blk_post_op = h0->op_index;
+  }
+}
+
+/* The communications of a WAIT one at a time, to know when each finished (links, trace). */
+static void wait_each(rank_state *rs, sg_comm_t *comms, int *which, int nc) {
+  sim_ctx *c = rs->ctx;
+  int left = nc;
+  while (left > 0) {
+    ssize_t k = sg_comm_wait_any(comms, (size_t)left);
+    if (k < 0) break;
+    handle *h = &rs->h[which[k]];
+    double t = simgrid_get_clock();
+    if (h->kind == H_SEND) {
+      sg_host_t dst = c->rs[slot_of(c, h->peer)].host;
+      sim_link_account(c, rs->host, dst, h->bytes, t - h->t_post);
+      char nm[48];
+      snprintf(nm, sizeof nm, "send to %d", h->peer);
+      sim_trace_event(c, nm, rs->rank, rs->node, h->t_post, t, "comm");
+    }
+    comms[k] = comms[left - 1];
+    which[k] = which[left - 1];
+    which[left - 1] = (int)(h - rs->h);
+    left--;
+  }
+}
+
+static int do_wait(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int n = op->u.wait.n;
+  if (n < 0 || n > BS_MAX_WAIT) {
+    sim_error(c, "rank %d op #%lld: WAIT on %d handles", rs->rank, (long long)rs->op_index, n);
+    return -1;
+  }
+  sg_comm_t comms[BS_MAX_WAIT];
+  int which[BS_MAX_WAIT], nc = 0;
+  double t0 = simgrid_get_clock();
+  for (int i = 0; i < n; i++) {
+    int hd = op->u.wait.handles[i];
+    if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind == H_FREE) {
+      sim_error(c, "rank %d op #%lld: WAIT on handle %d that no pending operation created",
+                rs->rank, (long long)rs->op_index, hd);
+      return -1;
+    }
+    if (rs->h[hd].kind == H_COLL) continue;
+    which[nc] = hd;
+    comms[nc++] = rs->h[hd].comm;
+  }
+  note_blocked(rs, n, which, nc);
+  if (c->nlinks || c->trace) wait_each(rs, comms, which, nc);
+  else if (nc) sg_comm_wait_all(comms, (size_t)nc);
+  for (int i = 0; i < n; i++) {
+    int hd = op->u.wait.handles[i];
+    handle *h = &rs->h[hd];
+    if (h->kind == H_COLL) {
+      rs->blk_kind = 2;
+      rs->blk_post_op = h->op_index;
+      sg_actor_join(h->coll, -1);
+      sg_actor_unref(h->coll);
+    } else if (h->kind == H_RECV && check_recv(rs, h)) {
+      h->kind = H_FREE;
+      return -1;
+    }
+    h->kind = H_FREE;
+  }
+  rs->blk_kind = 0;
+  double t1 = simgrid_get_clock();
+  rs->exposed += t1 - t0;
+  if (t1 > t0) sim_trace_event(c, "wait", rs->rank, rs->node, t0, t1, "wait");
+  return 0;
+}
+
+static int do_compute(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  char err[256];
+  double d = bs_profile_kernel_time(c->prof, &op->u.compute, c->cfg->model.dtype, err, sizeof err);
+  if (d < 0) {
+    sim_error(c, "rank %d op #%lld: %s", rs->rank, (long long)rs->op_index, err);
+    return -1;
+  }
+  double t0 = simgrid_get_clock();
+  c->events++;
+  if (c->shared_host) {
+    /* Profile times are per rank with every rank busy, scaled to the whole CPU
+     * (calib: t_eff = t / ranks), so d x host_speed is the work. A rank with T
+     * threads never runs on more than T of the C cores, even when the others
+     * wait: its execution is bounded at T / C of the host. */
+    sg_exec_t e = sg_actor_exec_init(d * c->host_speed);
+    sg_exec_set_bound(e, c->exec_bound);
+    sg_exec_start(e);
+    sg_exec_wait(e);
+  } else {
+    sg_actor_sleep_for(d);
+  }
+  double t1 = simgrid_get_clock();
+  rs->compute += t1 - t0;
+  sim_trace_event(c, bs_kernel_name(op->u.compute.kernel), rs->rank, rs->node, t0, t1, "compute");
+  return 0;
+}
+
+static void do_phase(rank_state *rs, const bs_op *op) {
+  double t = simgrid_get_clock();
+  if (op->u.phase.fwd_bwd == 0) {
+    if (op->u.phase.begin) rs->fwd_begin = t;
+    else rs->fwd += t - rs->fwd_begin;
+  } else {
+    if (op->u.phase.begin) rs->bwd_begin = t;
+    else rs->bwd += t - rs->bwd_begin;
+  }
+}
+
+static int do_op(rank_state *rs, const bs_op *op) {
+  switch (op->kind) {
+  case BS_OP_ALLOC: return do_alloc(rs, op);
+  case BS_OP_FREE: return do_free(rs, op);
+  case BS_OP_COMPUTE: return do_compute(rs, op);
+  case BS_OP_SEND:
+  case BS_OP_RECV: return do_p2p(rs, op);
+  case BS_OP_COLL: return do_coll(rs, op);
+  case BS_OP_WAIT: return do_wait(rs, op);
+  case BS_OP_PHASE: do_phase(rs, op); return 0;
+  default:
+    sim_error(rs->ctx, "rank %d op #%lld: unknown op kind %d", rs->rank, (long long)rs->op_index, (int)op->kind);
+    return -1;
+  }
+}
+
+/* At the plan's end: the source ended it without an error and every handle was waited. */
+static int check_end(rank_state *rs) {
+  sim_ctx *c = rs->ctx;
+  const char *why = c->src->iter_error ? c->src->iter_error(rs->it) : NULL;
+  if (why) {
+    sim_error(c, "rank %d: %s", rs->rank, why);
+    return -1;
+  }
+  for (int hd = 0; hd < MAX_HANDLES; hd++)
+    if (rs->h[hd].kind != H_FREE) {
+      const handle *h = &rs->h[hd];
+      sim_error(c, "rank %d: the plan ended with handle %d (op #%lld, %s rank %d tag %d) never "
+                "waited", rs->rank, hd, (long long)h->op_index,
+                h->kind == H_SEND ? "SEND to" : h->kind == H_RECV ? "RECV from" : "COLL with",
+                h->peer, h->tag);
+      return -1;
+    }
+  return 0;
+}
+
+static void rank_main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  rank_state *rs = sg_actor_self_get_data();
+  sim_ctx *c = rs->ctx;
+  bs_op op;
+  int rc = 0;
+  while (!rc && !c->error[0] && c->src->next(rs->it, &op)) {
+    rc = do_op(rs, &op);
+    rs->op_index++;
+  }
+  if (rc || c->error[0] || check_end(rs)) return;
+  rs->end = simgrid_get_clock();
+  rs->finished = 1;
+  c->nfinished++;
+}
+
+void sim_start_ranks(sim_ctx *c) {
+  for (int s = 0; s < c->A; s++) {
+    char name[24];
+    snprintf(name, sizeof name, "rank%d", s);
+    sg_actor_t a = sg_actor_init(name, c->rs[s].host);
+    sg_actor_set_data(a, &c->rs[s]);
+    sg_actor_start_(a, rank_main, 0, NULL);
+  }
+}
+
+void sim_deadlock_error(sim_ctx *c) {
+  char list[360] = "";
+  int shown = 0;
+  size_t len = 0;
+  for (int s = 0; s < c->A && shown < 3 && len < sizeof list; s++)
+    if (!c->rs[s].finished) {
+      const rank_state *rs = &c->rs[s];
+      char at[224];
+      if (rs->blk_kind == 1 && rs->blk_peer >= 0)
+        snprintf(at, sizeof at, "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld "
+                 "(step %d)", (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from",
+                 rs->blk_peer, rs->blk_tag, (long long)rs->blk_post_op, rs->blk_step);
+      else if (rs->blk_kind)
+        snprintf(at, sizeof at, "op #%lld WAIT on a collective posted at op #%lld",
+                 (long long)rs->blk_op, (long long)rs->blk_post_op);
+      else
+        snprintf(at, sizeof at, "op #%lld", (long long)rs->op_index);
+      len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%srank %d at %s",
+                              shown ? "; " : "", rs->rank, at);
+      shown++;
+    }
+  sim_error(c, "deadlock: %d of %d simulated ranks never finished (%s)", c->A - c->nfinished, c->A, list);
+}

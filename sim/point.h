@@ -1,0 +1,241 @@
+/*
+ * point.h — what the files of one point's simulation share and nobody
+ * outside sim/ sees: the point's state (sim_ctx), each simulated rank's state
+ * (rank_state), the map between real ranks and the actors of a fold, and the
+ * functions one part of the point calls in another. Calls go one way only:
+ *
+ *   run.c      bs_sim_run: the layer shortcut (layers.c) or one point (isolate.c)
+ *   isolate.c  the forked child a point runs in, its pipe, signals and failures
+ *   check.c    the profile and topology names, checked before any point runs
+ *   engine.c   one point: profile, platform, fold, SimGrid, actors, result
+ *   fold.c     the pre-pass that proves which ranks share a timeline
+ *   actor.c    the rank actor: a rank's ops as SimGrid activity
+ *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
+ *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
+ *   result.c   the figures of a finished point
+ *   trace.c    the Chrome trace and the per-link statistics
+ *   ctx.c      the first error, byte counters, the wall clock
+ *
+ * Beside them, opts.c holds the options' defaults and blas_threads.c the
+ * re-execution without an OpenBLAS pool (sim.h).
+ */
+#ifndef BURSTSIM_SIM_POINT_H
+#define BURSTSIM_SIM_POINT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <simgrid/forward.h>
+
+#include "base/fileio.h"
+#include "plans/plan.h"
+#include "sim/platform.h"
+#include "sim/profile.h"
+#include "sim/sim.h"
+
+#define MAX_HANDLES 256
+#define MAX_BUFS 1024
+#define MAX_PEERS 64
+
+/* ------------------------------------------------------------------ */
+/* State                                                               */
+/* ------------------------------------------------------------------ */
+
+struct sim_ctx;
+
+typedef enum { H_FREE = 0, H_SEND, H_RECV, H_COLL } hkind;
+
+typedef struct {
+  hkind kind;
+  sg_comm_t comm;           /* SEND / RECV */
+  sg_actor_t coll;          /* COLL helper actor (referenced) */
+  int peer, tag;
+  int64_t bytes;
+  void *rx;                 /* RECV: the payload lands here */
+  double t_post;
+  int64_t op_index;
+  int step;                 /* the op's ring step / stage (-1: none), for messages */
+} handle;
+
+typedef struct {
+  int used;
+  int64_t bytes;
+  bs_mem_class cls;
+} membuf;
+
+typedef struct {
+  int peer;                 /* slot of the peer */
+  int dir;                  /* 0 send (me -> peer), 1 recv (peer -> me) */
+  sg_mailbox_t mb;
+} mbcache;
+
+typedef struct rank_state {
+  struct sim_ctx *ctx;
+  int slot;                 /* actor index (mailbox names, host gpu<slot>) */
+  int rank;                 /* the real rank whose program it executes */
+  sg_host_t host;
+  int node;
+  void *it;
+  handle h[MAX_HANDLES];
+  membuf buf[MAX_BUFS];
+  int64_t mem_cur, mem_peak;
+  int64_t cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
+  mbcache mbc[MAX_PEERS];
+  int nmbc;
+  int coll_seq;
+  double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
+  int64_t sent, recvd, intra, inter;
+  int64_t op_index;
+  int finished;
+  /* where the rank is blocked (formatted only if it deadlocks) */
+  int blk_kind;             /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
+  int64_t blk_op, blk_post_op;
+  int blk_n, blk_send, blk_peer, blk_tag, blk_step;
+} rank_state;
+
+typedef struct sim_ctx {
+  const bs_config *cfg;
+  const bs_sim_opts *opts;
+  const bs_profile *prof;
+  const bs_sim_source *src;
+  int G;                    /* real ranks */
+  int A;                    /* actors (= G, or M * Pf when folded) */
+  int rpn;                  /* real ranks per node (P) */
+  int M, Pf;                /* folded: nodes and ranks per node simulated */
+  int shared_host;
+  int rails;                /* a generated dgx fabric: ring collectives run a channel per rail */
+  const bs_platform_spec *ps; /* generated dgx platform: its route model (fold pre-pass, auto) */
+  double host_speed;
+  double exec_bound;        /* shared host: the most flop/s one rank's threads can use */
+  rank_state *rs;
+  int64_t events;
+  int nfinished;
+  char error[512];
+  bs_outfile *trace_out;    /* --trace: replaces the file only when the point succeeds */
+  FILE *trace;
+  int trace_first;
+  /* per-link statistics */
+  bs_link_stat *links;
+  int nlinks;
+  /* tree allreduces over all ranks timed as alpha-beta: their bytes, per (bytes), counted once */
+  struct { int64_t bytes, count; } wtree[16];
+  int nwtree;
+} sim_ctx;
+
+/* The actor that executes a real rank's timeline (itself, or its fold image). */
+static inline int slot_of(const sim_ctx *c, int rank) {
+  if (c->A == c->G) return rank;
+  int node = rank / c->rpn, idx = rank % c->rpn;
+  return (node % c->M) * c->Pf + idx % c->Pf;
+}
+/* The real rank an actor executes. */
+static inline int real_of(const sim_ctx *c, int slot) {
+  if (c->A == c->G) return slot;
+  return (slot / c->Pf) * c->rpn + slot % c->Pf;
+}
+/* Node of a real rank (folding preserves node offsets, see bs_topo_fold_nodes). */
+static inline int node_of_rank(const sim_ctx *c, int rank) {
+  if (c->A == c->G) return c->rs[rank].node;
+  return rank / c->rpn;
+}
+static inline sg_host_t host_of(const sim_ctx *c, int rank) { return c->rs[slot_of(c, rank)].host; }
+
+/* ------------------------------------------------------------------ */
+/* ctx.c                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Records the point's error; the first one is the cause and is kept. */
+void sim_error(sim_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* *acc += b for a byte counter; past int64 it is an error, never a wrapped count. */
+void sim_add_bytes(rank_state *rs, int64_t *acc, int64_t b, const char *what);
+/* Bytes sent to peer_rank: the rank's total and its intra- or inter-node share. */
+void sim_account_sent(rank_state *rs, int peer_rank, int64_t bytes);
+/* Seconds on a monotonic clock (wall time of a point, liveness lines). */
+double sim_wall_now(void);
+
+/* ------------------------------------------------------------------ */
+/* trace.c                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Opens the --trace output and writes its head; 0, or -1 with "cannot write the trace: ..." in err. */
+int sim_trace_open(sim_ctx *c, const char *path, char *err, size_t errlen);
+/* One complete event [t0, t1] of a rank (nothing without a trace). */
+void sim_trace_event(sim_ctx *c, const char *name, int rank, int node, double t0, double t1, const char *cat);
+/* Ends the trace and lets it replace its file (a valid point only); 0 or -1 with a message. */
+int sim_trace_commit(sim_ctx *c, char *err, size_t errlen);
+/* Gives the trace up: its file stays as it was. */
+void sim_trace_abort(sim_ctx *c);
+/* Numbers every loaded link for the per-link statistics (c->links, c->nlinks). */
+void sim_links_attach(sim_ctx *c);
+/* A finished message's bytes and duration on every link of its route. */
+void sim_link_account(sim_ctx *c, sg_host_t src, sg_host_t dst, int64_t bytes, double dur);
+
+/* ------------------------------------------------------------------ */
+/* actor.c, coll.c                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Starts one actor per simulated rank (c->rs filled, SimGrid loaded). */
+void sim_start_ranks(sim_ctx *c);
+/* After simgrid_run with ranks unfinished: the error that names who is stuck and where. */
+void sim_deadlock_error(sim_ctx *c);
+/* Starts the actor that runs rank rs's part of a collective (joined by its WAIT);
+ * NULL (with the error recorded) when out of memory. */
+sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes);
+
+/* ------------------------------------------------------------------ */
+/* fold.c                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The fold: M of K nodes and Pf of P ranks per node whose actors stand for all
+ * (*wrap_out > 0: the leaf-wrapped quotient). Returns 0 (maybe M = K and Pf = P:
+ * no fold) or -1 on error. why: a sentence for the result.
+ */
+int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
+                    const bs_platform_spec *ps, const bs_sim_source *src, int *M_out, int *Pf_out,
+                    int *wrap_out, char *why, size_t whylen, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ */
+/* result.c                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Fills out from the ranks' states; -1 with a message when a total passes int64. */
+int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen);
+/* The times of a result are ones the simulator can report; 0, or -1 with a message. */
+int sim_check_times(const bs_result *out, char *err, size_t errlen);
+/* The result names the profile the point ran with: --profile (as given) over the scenario's. */
+void sim_record_profile(bs_result *out, const bs_sim_opts *opts);
+
+/* ------------------------------------------------------------------ */
+/* engine.c                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Simulates one point in this process (SimGrid starts once per process): the
+ * return values of bs_sim_run; out->error holds the message of a failure. */
+int sim_point(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *given, bs_result *out,
+              bs_link_stat **links_out, int *nlinks_out, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ */
+/* isolate.c                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Exit codes of a child that are not a result. */
+#define CHILD_OUT_OF_MEMORY 4
+#define CHILD_ORPHANED 5
+
+/* A forked child that dies with this process, and the pipe it writes its answer to. */
+typedef struct {
+  pid_t pid;                /* in the parent: the child */
+  int fd;                   /* in the parent: the read end; in the child: the write end */
+  int fork_errno;           /* a failed fork's errno (0: the pipe failed) */
+} sim_child;
+
+/* Starts the child: 1 in the child, 0 in the parent, -1 with "pipe: ..." or "fork: ..." in err. */
+int sim_child_start(sim_child *ch, char *err, size_t errlen);
+/* Reaps the child; its wait status. */
+int sim_child_reap(pid_t pid);
+/* Whole writes and reads on a pipe (EINTR retried); 0 or -1. */
+int sim_write_all(int fd, const void *p, size_t n);
+int sim_read_all(int fd, void *p, size_t n);
+
+#endif
