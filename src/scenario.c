@@ -250,7 +250,7 @@ static const key_def keys[] = {
   {"parallel", "zero", set_zero, "0 | 1 | 2 | 3"},
   {"parallel", "ranks_per_node", set_ranks_per_node, "ranks per node in real runs"},
   {"cluster", "topology", set_topology, "dgx-a100 | a100-pcie-node | dgx-h100 | host | FILE.xml"},
-  {"cluster", "profile", set_profile, "a100-sxm4-80gb | a100-pcie-40gb | h100-sxm | h200 | host | FILE.json"},
+  {"cluster", "profile", set_profile, "a100-sxm4-80gb | a100-pcie-40gb | a800-sxm4-80gb | h100-sxm | h100-sxm-96gb | h800-sxm5 | h200 | host | FILE.json"},
   {"cluster", "nodes", set_nodes, "nodes, 0 = from gpus"},
   {"cluster", "coll_algo", set_coll_algo, "ring | tree | auto (sim: how an allreduce is shaped)"},
   {"output", "trace", set_trace, "on | off"},
