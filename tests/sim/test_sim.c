@@ -427,7 +427,7 @@ static attn_params block_params(int heads, int64_t n, int d) {
 
 static void test_profiles_load(void **state) {
   (void)state;
-  const char *names[] = {"a100-sxm4-80gb", "a100-pcie-40gb", "h100-sxm", "h200", "host"};
+  const char *names[] = {"a100-sxm4-80gb", "a100-pcie-40gb", "a800-sxm4-80gb", "h100-sxm", "h100-sxm-96gb", "h800-sxm5", "h200", "host"};
   static bs_profile p;
   char err[512];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
