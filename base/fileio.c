@@ -23,10 +23,10 @@ typedef enum { OUT_STDOUT, OUT_REPLACE, OUT_INPLACE } out_kind;
 struct bs_outfile {
   FILE *f;
   out_kind kind;
-  int slot;                  /* temp registry slot, -1 = none */
-  char path[BS_PATH_MAX];    /* as the user gave it, for messages */
-  char target[BS_PATH_MAX];  /* the file replaced (symlinks followed) */
-  char tmp[BS_PATH_MAX];     /* the temporary file (OUT_REPLACE) */
+  int slot;                 /* temp registry slot, -1 = none */
+  char path[BS_PATH_MAX];   /* as the user gave it, for messages */
+  char target[BS_PATH_MAX]; /* the file replaced (symlinks followed) */
+  char tmp[BS_PATH_MAX];    /* the temporary file (OUT_REPLACE) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -129,7 +129,7 @@ static int follow_links(const char *path, char *out, size_t n, char *err, size_t
     char next[BS_PATH_MAX], dir[BS_PATH_MAX];
     dir_of(cur, dir, sizeof dir);
     int w = link[0] == '/' || !strchr(cur, '/') ? snprintf(next, sizeof next, "%s", link)
-                                                  : snprintf(next, sizeof next, "%s/%s", dir, link);
+                                                : snprintf(next, sizeof next, "%s/%s", dir, link);
     if (w >= (int)sizeof next) {
       snprintf(err, errlen, "%s: the link's target is too long", path);
       return -1;
@@ -189,7 +189,9 @@ static int classify(const char *path, out_kind *kind, char *target, size_t tlen,
     }
     if (!S_ISREG(st->st_mode)) {
       snprintf(err, errlen, "%s: not a regular file, character device or FIFO (%s); not written", path,
-               S_ISSOCK(st->st_mode) ? "a socket" : S_ISBLK(st->st_mode) ? "a block device" : "another type");
+               S_ISSOCK(st->st_mode)  ? "a socket"
+               : S_ISBLK(st->st_mode) ? "a block device"
+                                      : "another type");
       return -1;
     }
     if (!(st->st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) || access(path, W_OK)) {
@@ -267,8 +269,8 @@ static int open_temp(bs_outfile *o, const struct stat *st, int exists, char *err
   const char *dot = strrchr(base, '.');
   if (!dot || dot == base) dot = base + strlen(base);
   for (int tries = 0; tries < 100; tries++) {
-    int w = snprintf(o->tmp, sizeof o->tmp, "%s/.%.*s.tmp-%ld-%u%s", dir, (int)(dot - base), base,
-                     (long)getpid(), counter++, dot);
+    int w = snprintf(o->tmp, sizeof o->tmp, "%s/.%.*s.tmp-%ld-%u%s", dir, (int)(dot - base), base, (long)getpid(),
+                     counter++, dot);
     if (w >= (int)sizeof o->tmp) {
       snprintf(err, errlen, "%s: path too long", o->path);
       return -1;
@@ -439,8 +441,7 @@ static int same_file(const file_id *a, const file_id *b) {
   return !strcmp(a->name, b->name);
 }
 
-int bs_out_check_all(const bs_path_role *outs, int nout, const bs_path_role *ins, int nin, char *err,
-                     size_t errlen) {
+int bs_out_check_all(const bs_path_role *outs, int nout, const bs_path_role *ins, int nin, char *err, size_t errlen) {
   char why[BS_PATH_MAX + 256];
   for (int i = 0; i < nout; i++) {
     const char *p = outs[i].path;
@@ -486,8 +487,8 @@ int bs_out_check_all(const bs_path_role *outs, int nout, const bs_path_role *ins
       file_id b;
       identify(q, &b);
       if (same_file(&a, &b)) {
-        snprintf(err, errlen, "%s %s: the same file as %s %s (an input); not overwritten", outs[i].what, p,
-                 ins[j].what, q);
+        snprintf(err, errlen, "%s %s: the same file as %s %s (an input); not overwritten", outs[i].what, p, ins[j].what,
+                 q);
         return -1;
       }
     }

@@ -61,8 +61,7 @@ typedef struct {
  * or as another output (by device and inode when the file exists, by its resolved name when
  * it does not; devices and FIFOs may be shared by outputs). Two outputs on "-" are refused.
  * 0, or -1 with "WHAT PATH: why" in err. */
-int bs_out_check_all(const bs_path_role *outs, int nout, const bs_path_role *ins, int nin, char *err,
-                     size_t errlen);
+int bs_out_check_all(const bs_path_role *outs, int nout, const bs_path_role *ins, int nin, char *err, size_t errlen);
 
 /* Reads a whole file (regular file or FIFO; a directory is an error) and NUL-terminates it.
  * *len (when not NULL) gets its length. NULL with "PATH: why" in err. */

@@ -37,7 +37,7 @@ double bs_bench_flops(const char *kernel, int B, int Z, int64_t n, int d, int ca
 #include <immintrin.h>
 __attribute__((target("avx2,fma"))) static double fma_loop_avx2(long iters, double *flops) {
   const __m256 m = _mm256_set1_ps(0.99999994f), c = _mm256_set1_ps(1e-7f);
-#define DECL(i) __m256 a##i = _mm256_set1_ps(1.0f + (i) * 1e-3f);
+#define DECL(i) __m256 a##i = _mm256_set1_ps(1.0f + (i)*1e-3f);
   FMA_CHAINS(DECL)
 #undef DECL
   for (long it = 0; it < iters; it++) {
@@ -57,7 +57,7 @@ __attribute__((target("avx2,fma"))) static double fma_loop_avx2(long iters, doub
 
 __attribute__((target("avx512f"))) static double fma_loop_avx512(long iters, double *flops) {
   const __m512 m = _mm512_set1_ps(0.99999994f), c = _mm512_set1_ps(1e-7f);
-#define DECL(i) __m512 a##i = _mm512_set1_ps(1.0f + (i) * 1e-3f);
+#define DECL(i) __m512 a##i = _mm512_set1_ps(1.0f + (i)*1e-3f);
   FMA_CHAINS(DECL)
 #undef DECL
   for (long it = 0; it < iters; it++) {
@@ -205,8 +205,7 @@ static int bufs_alloc(bench_bufs *b, int Z, int64_t n, int d, int threads) {
   b->dv = calloc(b->nk, 4);
   b->lse = calloc(rows, 4);
   b->delta = calloc(rows, 4);
-  if (!b->q || !b->k || !b->v || !b->o || !b->dout || !b->dq || !b->dk || !b->dv || !b->lse ||
-      !b->delta) {
+  if (!b->q || !b->k || !b->v || !b->o || !b->dout || !b->dq || !b->dk || !b->dv || !b->lse || !b->delta) {
     bufs_free(b);
     return -1;
   }
@@ -230,24 +229,22 @@ static const char *const kernel_names[] = {"fwd", "bwd", "unfused_fwd", "sgemm"}
 static int call_kernel(int kind, bench_bufs *b, float *ws) {
   attn_params *p = &b->p;
   switch (kind) {
-    case K_FWD: return attn_fwd(p, b->q, b->k, b->v, b->o, b->lse, 0);
-    case K_BWD:
-      return attn_bwd(p, b->q, b->k, b->v, NULL, b->dout, b->lse, b->delta, b->dq, b->dk, b->dv);
-    case K_UNFUSED: return attn_fwd_unfused(p, b->q, b->k, b->v, b->o, b->lse, 0, ws);
-    default: {
-      /* The score GEMM of every head: S = Q K^T, n x n x d. */
-      int n = (int)p->Nq, d = p->d;
-      for (int h = 0; h < p->Zq; h++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, b->q + (size_t)h * n * d,
-                    d, b->k + (size_t)h * n * d, d, 0.0f, ws, n);
-      return 0;
-    }
+  case K_FWD: return attn_fwd(p, b->q, b->k, b->v, b->o, b->lse, 0);
+  case K_BWD: return attn_bwd(p, b->q, b->k, b->v, NULL, b->dout, b->lse, b->delta, b->dq, b->dk, b->dv);
+  case K_UNFUSED: return attn_fwd_unfused(p, b->q, b->k, b->v, b->o, b->lse, 0, ws);
+  default: {
+    /* The score GEMM of every head: S = Q K^T, n x n x d. */
+    int n = (int)p->Nq, d = p->d;
+    for (int h = 0; h < p->Zq; h++)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, d, 1.0f, b->q + (size_t)h * n * d, d,
+                  b->k + (size_t)h * n * d, d, 0.0f, ws, n);
+    return 0;
+  }
   }
 }
 
 /* Times one kernel on b: rss from the first call, then the best of repetitions. */
-static int bench_one(int kind, bench_bufs *b, double budget_s, bs_bench_row *row, char *err,
-                     size_t errlen) {
+static int bench_one(int kind, bench_bufs *b, double budget_s, bs_bench_row *row, char *err, size_t errlen) {
   float *ws = NULL;
   int blas_threads = openblas_get_num_threads();
   if (kind == K_SGEMM) {
@@ -280,8 +277,8 @@ static int bench_one(int kind, bench_bufs *b, double budget_s, bs_bench_row *row
   return 0;
 }
 
-int bs_bench_kernels(const bs_bench_opts *o, bs_bench_row **rows_out, int *nrows, double *peak_out,
-                     const char **isa, char *err, size_t errlen) {
+int bs_bench_kernels(const bs_bench_opts *o, bs_bench_row **rows_out, int *nrows, double *peak_out, const char **isa,
+                     char *err, size_t errlen) {
   static const int64_t full_n[] = {1024, 4096, 16384}, quick_n[] = {256, 512};
   static const int full_d[] = {64, 128}, quick_d[] = {64};
   const int64_t *ns = o->quick ? quick_n : full_n;
@@ -306,15 +303,13 @@ int bs_bench_kernels(const bs_bench_opts *o, bs_bench_row **rows_out, int *nrows
         free(rows);
         return -1;
       }
-      static const int plan[][2] = {{K_SGEMM, 0}, {K_UNFUSED, 0}, {K_FWD, 0},
-                                    {K_FWD, 1},   {K_BWD, 0},     {K_BWD, 1}};
+      static const int plan[][2] = {{K_SGEMM, 0}, {K_UNFUSED, 0}, {K_FWD, 0}, {K_FWD, 1}, {K_BWD, 0}, {K_BWD, 1}};
       for (size_t s = 0; s < sizeof plan / sizeof plan[0]; s++) {
         int kind = plan[s][0], causal = plan[s][1];
         b.p.mask.causal = causal;
         if (kind == K_BWD) {
           /* lse and delta of the full forward of this mask. */
-          if (attn_fwd(&b.p, b.q, b.k, b.v, b.o, b.lse, 0) ||
-              attn_delta(&b.p, b.o, b.dout, b.delta)) {
+          if (attn_fwd(&b.p, b.q, b.k, b.v, b.o, b.lse, 0) || attn_delta(&b.p, b.o, b.dout, b.delta)) {
             snprintf(err, errlen, "bench: forward for the backward failed");
             bufs_free(&b);
             free(rows);

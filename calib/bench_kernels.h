@@ -11,22 +11,22 @@
 #include <stdint.h>
 
 typedef struct {
-  char kernel[16];     /* "fwd", "bwd", "unfused_fwd", "sgemm" */
-  int B, Z;            /* batch, heads */
-  int64_t n;           /* sequence length (query rows = key rows) */
-  int d;               /* head dimension */
+  char kernel[16]; /* "fwd", "bwd", "unfused_fwd", "sgemm" */
+  int B, Z;        /* batch, heads */
+  int64_t n;       /* sequence length (query rows = key rows) */
+  int d;           /* head dimension */
   int causal;
-  double seconds;      /* best of the repetitions */
-  double gflops;       /* FLOP convention below / seconds / 1e9 */
-  double peak_gflops;  /* the FMA peak measured next to this row, in this run */
+  double seconds;     /* best of the repetitions */
+  double gflops;      /* FLOP convention below / seconds / 1e9 */
+  double peak_gflops; /* the FMA peak measured next to this row, in this run */
   double peak_fraction;
-  int64_t rss_bytes;   /* growth of the peak RSS during one call (extra memory) */
+  int64_t rss_bytes; /* growth of the peak RSS during one call (extra memory) */
 } bs_bench_row;
 
 typedef struct {
-  int quick;    /* a small, fast subset (smoke tests) */
-  int threads;  /* 0 = all cores */
-  int heads;    /* 0 = 8 (2 when quick) */
+  int quick;   /* a small, fast subset (smoke tests) */
+  int threads; /* 0 = all cores */
+  int heads;   /* 0 = 8 (2 when quick) */
   /* Called after each row when not NULL (progress). */
   void (*on_row)(const bs_bench_row *row, void *ctx);
   void *ctx;
@@ -45,7 +45,7 @@ double bs_bench_fma_peak(int threads, const char **isa);
  * Runs the benchmark; *rows is malloc'ed (free it); *peak is the best FMA peak
  * seen during the run. Returns 0, or -1 with err set.
  */
-int bs_bench_kernels(const bs_bench_opts *o, bs_bench_row **rows, int *nrows, double *peak,
-                     const char **isa, char *err, size_t errlen);
+int bs_bench_kernels(const bs_bench_opts *o, bs_bench_row **rows, int *nrows, double *peak, const char **isa, char *err,
+                     size_t errlen);
 
 #endif

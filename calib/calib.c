@@ -38,7 +38,8 @@ void bs_calib_data_free(bs_calib_data *d) {
 
 static void machine_info(bs_calib_data *d) {
   struct utsname u;
-  if (uname(&u) == 0) snprintf(d->machine, sizeof d->machine, "%s %s %s %s", u.sysname, u.nodename, u.release, u.machine);
+  if (uname(&u) == 0)
+    snprintf(d->machine, sizeof d->machine, "%s %s %s %s", u.sysname, u.nodename, u.release, u.machine);
   FILE *f = fopen("/proc/cpuinfo", "r");
   snprintf(d->cpu_model, sizeof d->cpu_model, "unknown");
   if (f) {
@@ -159,8 +160,9 @@ int bs_calib_measure(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data *d, ch
     free(c.b);
   }
   if (o->log)
-    fprintf(o->log, "# burstsim calib: %d rank(s), %d core(s), %d thread(s) per rank, kernel path %s\n"
-                    "# FMA peak (all ranks at once): %.1f GFLOP/s; memcpy (read + write): %.2f GB/s\n",
+    fprintf(o->log,
+            "# burstsim calib: %d rank(s), %d core(s), %d thread(s) per rank, kernel path %s\n"
+            "# FMA peak (all ranks at once): %.1f GFLOP/s; memcpy (read + write): %.2f GB/s\n",
             d->ranks, d->cores, d->threads, d->kernel_path, d->fma_peak / 1e9, d->copy_Bps / 1e9);
   if (!o->no_kernels && bs_calib_measure_kernels(comm, o, d, err, errlen)) return -1;
   if (!o->no_links && bs_calib_measure_links(comm, o, d, err, errlen)) return -1;
@@ -198,8 +200,7 @@ int bs_calib_write_profile(const bs_calib_data *d, const bs_calib_opts *o, const
   }
   /* The profile replaces PATH last: only once it loads back and the plots are written. */
   if (!(po = bs_out_open(path, err, errlen))) goto out;
-  if (fputs(text, bs_out_stream(po)) < 0 || fputc('\n', bs_out_stream(po)) == EOF ||
-      fflush(bs_out_stream(po))) {
+  if (fputs(text, bs_out_stream(po)) < 0 || fputc('\n', bs_out_stream(po)) == EOF || fflush(bs_out_stream(po))) {
     snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
     goto out;
   }

@@ -32,41 +32,42 @@
 #include <stdio.h>
 
 typedef struct {
-  int quick;           /* small grid, few repetitions (well under a minute) */
-  int threads;         /* kernel threads per rank; 0 = online cores / ranks (at least 1) */
-  int fp32, bf16;      /* storage types to measure (both 0: both) */
-  int primary_bf16;    /* which type's tables the simulator reads (it ignores "dtype") */
+  int quick;        /* small grid, few repetitions (well under a minute) */
+  int threads;      /* kernel threads per rank; 0 = online cores / ranks (at least 1) */
+  int fp32, bf16;   /* storage types to measure (both 0: both) */
+  int primary_bf16; /* which type's tables the simulator reads (it ignores "dtype") */
   int no_kernels, no_links;
-  int head_dim;        /* > 0: only this head dimension (default 64 and 128) */
-  int64_t max_block;   /* > 0: attention blocks up to the first size >= this (default: the grid, within the time budget) */
-  int ranks_per_node;  /* > 0: rank r sits on node r / ranks_per_node; 0: nodes from the host names */
-  FILE *log;           /* rank 0: progress and nccl-tests-style tables (NULL = quiet) */
+  int head_dim; /* > 0: only this head dimension (default 64 and 128) */
+  int64_t
+    max_block; /* > 0: attention blocks up to the first size >= this (default: the grid, within the time budget) */
+  int ranks_per_node; /* > 0: rank r sits on node r / ranks_per_node; 0: nodes from the host names */
+  FILE *log;          /* rank 0: progress and nccl-tests-style tables (NULL = quiet) */
 } bs_calib_opts;
 
 void bs_calib_opts_default(bs_calib_opts *o);
 
 /* One kernel measurement. */
 typedef struct {
-  int kernel;          /* bs_kernel */
-  char series[48];     /* e.g. "d64/full/fp32/block", "d128/full/bf16/decode" */
+  int kernel;      /* bs_kernel */
+  char series[48]; /* e.g. "d64/full/fp32/block", "d128/full/bf16/decode" */
   int d, causal, bf16, decode;
-  int64_t nq, nk;      /* attention: rows of the query and key block (one head); gemm: m = nq, n = nk,
+  int64_t nq, nk;             /* attention: rows of the query and key block (one head); gemm: m = nq, n = nk,
                           k = d (series "d64/fp32", ...: the score shape n x n x d; "proj/k4096/fp32",
                           ...: the projection shapes of a transformer layer) */
-  int64_t elems;       /* delta, merge, elemwise: rows * d; copy: bytes */
-  double flops;        /* useful FLOPs, the plans' convention */
-  double x;            /* attention: sqrt(nq * nk), the profile tables' axis */
+  int64_t elems;              /* delta, merge, elemwise: rows * d; copy: bytes */
+  double flops;               /* useful FLOPs, the plans' convention */
+  double x;                   /* attention: sqrt(nq * nk), the profile tables' axis */
   double t_med, t_min, t_max; /* seconds, all ranks busy (slowest rank per repetition) */
-  double t_eff;        /* t_med / ranks: the profile's whole-CPU-equivalent time */
+  double t_eff;               /* t_med / ranks: the profile's whole-CPU-equivalent time */
   int reps;
 } bs_calib_kpoint;
 
 /* One link / collective measurement. */
 typedef struct {
-  char test[16];       /* pingpong, bidir, ring, allreduce, allgather, reduce_scatter, alltoall */
-  char cls[8];         /* pingpong, bidir: "intra" (both ranks on one node) or "inter"; "" otherwise */
+  char test[16]; /* pingpong, bidir, ring, allreduce, allgather, reduce_scatter, alltoall */
+  char cls[8];   /* pingpong, bidir: "intra" (both ranks on one node) or "inter"; "" otherwise */
   int ranks;
-  int64_t bytes;       /* message bytes (collectives: the comm.h convention) */
+  int64_t bytes; /* message bytes (collectives: the comm.h convention) */
   double t_med, t_min, t_max;
   double algbw, busbw; /* bytes / s, nccl-tests conventions */
   int reps;
@@ -78,12 +79,12 @@ typedef struct {
   bs_calib_lpoint *l;
   int nl, capl;
   int ranks, threads, cores, quick;
-  int nodes;           /* nodes the ranks sit on */
-  int peer_intra;      /* the rank rank 0 ping-pongs with on its own node (-1: none) */
-  int peer_inter;      /* ... on another node (-1: one node) */
-  double fma_peak;     /* FLOP/s of the whole CPU, FMA loop on all ranks at once */
-  double copy_Bps;     /* memcpy bytes (read + write) / s of the whole CPU */
-  int64_t mem_total;   /* bytes of RAM */
+  int nodes;         /* nodes the ranks sit on */
+  int peer_intra;    /* the rank rank 0 ping-pongs with on its own node (-1: none) */
+  int peer_inter;    /* ... on another node (-1: one node) */
+  double fma_peak;   /* FLOP/s of the whole CPU, FMA loop on all ranks at once */
+  double copy_Bps;   /* memcpy bytes (read + write) / s of the whole CPU */
+  int64_t mem_total; /* bytes of RAM */
   char isa[16], kernel_path[16];
   char machine[400], cpu_model[128], date[40];
   double wall_s;
@@ -103,7 +104,7 @@ void bs_calib_data_free(bs_calib_data *d);
  * plots_dir: when not NULL, gnuplot data, script and PNGs (measured against
  * fitted) go there. Returns 0, or -1 with a message.
  */
-int bs_calib_write_profile(const bs_calib_data *d, const bs_calib_opts *o, const char *path,
-                           const char *plots_dir, char *err, size_t errlen);
+int bs_calib_write_profile(const bs_calib_data *d, const bs_calib_opts *o, const char *path, const char *plots_dir,
+                           char *err, size_t errlen);
 
 #endif

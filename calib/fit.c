@@ -43,9 +43,7 @@ void bs_fit_quality_of(const double *model, const double *measured, int n, bs_fi
 
 double bs_fit_sat_rate(const bs_fit_sat *f, double x) { return f->rmax * x / (x + f->xh); }
 
-double bs_fit_sat_time(const bs_fit_sat *f, double x, double flops) {
-  return f->t0 + flops / bs_fit_sat_rate(f, x);
-}
+double bs_fit_sat_time(const bs_fit_sat *f, double x, double flops) { return f->t0 + flops / bs_fit_sat_rate(f, x); }
 
 typedef struct {
   const double *x, *flops, *t;
@@ -117,8 +115,8 @@ static void sat_start(const sat_data *d, double *t0, double *rmax, double *xh) {
   if (!(*xh > 0)) *xh = 1.0;
 }
 
-int bs_fit_saturating(const double *x, const double *flops, const double *t, int n, bs_fit_sat *out,
-                      char *err, size_t errlen) {
+int bs_fit_saturating(const double *x, const double *flops, const double *t, int n, bs_fit_sat *out, char *err,
+                      size_t errlen) {
   memset(out, 0, sizeof *out);
   if (n < 3) {
     snprintf(err, errlen, "saturating fit: %d points, at least 3 needed", n);
@@ -338,8 +336,7 @@ double bs_fit_link_time(const bs_fit_link *f, double bytes) {
 }
 
 /* Total chi2 of segments split at breaks b[0..k-2] (indices of each later segment's first point). */
-static int segs_fit(const double *x, const double *t, int n, int k, const int *b, bs_fit_seg *seg,
-                    double *chi2) {
+static int segs_fit(const double *x, const double *t, int n, int k, const int *b, bs_fit_seg *seg, double *chi2) {
   double total = 0;
   for (int s = 0; s < k; s++) {
     int lo = s ? b[s - 1] : 0, hi = s + 1 < k ? b[s] : n;
@@ -361,8 +358,8 @@ static int segs_fit(const double *x, const double *t, int n, int k, const int *b
   return 0;
 }
 
-int bs_fit_link_piecewise(const double *bytes, const double *t, int n, int max_segs, int min_pts,
-                          bs_fit_link *out, char *err, size_t errlen) {
+int bs_fit_link_piecewise(const double *bytes, const double *t, int n, int max_segs, int min_pts, bs_fit_link *out,
+                          char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   if (min_pts <= 0) min_pts = 3;
   if (max_segs < 1 || max_segs > BS_FIT_MAX_SEGS) max_segs = BS_FIT_MAX_SEGS;

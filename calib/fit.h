@@ -28,18 +28,18 @@
 #include <stddef.h>
 
 typedef struct {
-  double r2;              /* 1 - SS_res / SS_tot on the times */
-  double max_rel_resid;   /* max |model - measured| / measured */
+  double r2;            /* 1 - SS_res / SS_tot on the times */
+  double max_rel_resid; /* max |model - measured| / measured */
   double rms_rel_resid;
-  int n;                  /* points used */
+  int n; /* points used */
 } bs_fit_quality;
 
 typedef struct {
-  double t0;              /* seconds, >= 0 */
-  double rmax;            /* FLOP/s reached at large x */
-  double xh;              /* x at which half of rmax is reached, >= 0 */
+  double t0;   /* seconds, >= 0 */
+  double rmax; /* FLOP/s reached at large x */
+  double xh;   /* x at which half of rmax is reached, >= 0 */
   int iterations;
-  int status;             /* GSL status of the solver (0 = converged) */
+  int status; /* GSL status of the solver (0 = converged) */
   bs_fit_quality q;
 } bs_fit_sat;
 
@@ -51,11 +51,11 @@ double bs_fit_sat_rate(const bs_fit_sat *f, double x);
  * Fits the saturating model to n >= 3 points (x > 0, flops > 0, t > 0).
  * Returns 0, or -1 with a message (too few points, bad values, solver failure).
  */
-int bs_fit_saturating(const double *x, const double *flops, const double *t, int n, bs_fit_sat *out,
-                      char *err, size_t errlen);
+int bs_fit_saturating(const double *x, const double *flops, const double *t, int n, bs_fit_sat *out, char *err,
+                      size_t errlen);
 
 typedef struct {
-  double c0, c1;          /* time = c0 + c1 * u */
+  double c0, c1; /* time = c0 + c1 * u */
   bs_fit_quality q;
 } bs_fit_lin;
 
@@ -63,9 +63,9 @@ typedef struct {
 int bs_fit_linear(const double *u, const double *t, int n, bs_fit_lin *out, char *err, size_t errlen);
 
 typedef struct {
-  double launch_s;        /* >= 0 */
-  double peak_fraction;   /* 1 / c1, as fitted (may exceed 1: the caller decides) */
-  double k_overhead;      /* >= 0, K elements */
+  double launch_s;      /* >= 0 */
+  double peak_fraction; /* 1 / c1, as fitted (may exceed 1: the caller decides) */
+  double k_overhead;    /* >= 0, K elements */
   bs_fit_quality q;
 } bs_fit_gemm;
 
@@ -88,9 +88,9 @@ int bs_fit_gemm_k(const double *t1, const double *k, const double *t, int n, bs_
 #define BS_FIT_FACTOR_SPAN 1e3
 
 typedef struct {
-  double min_bytes;       /* the segment covers sizes >= min_bytes (first: 0) */
-  double lat_s;           /* intercept, >= 0 */
-  double bw_Bps;          /* 1 / slope */
+  double min_bytes; /* the segment covers sizes >= min_bytes (first: 0) */
+  double lat_s;     /* intercept, >= 0 */
+  double bw_Bps;    /* 1 / slope */
 } bs_fit_seg;
 
 typedef struct {
@@ -107,8 +107,8 @@ double bs_fit_link_time(const bs_fit_link *f, double bytes);
  * (sizes increasing). Each segment needs at least min_pts points (0 = 3).
  * max_segs (1..3) bounds the number of ranges.
  */
-int bs_fit_link_piecewise(const double *bytes, const double *t, int n, int max_segs, int min_pts,
-                          bs_fit_link *out, char *err, size_t errlen);
+int bs_fit_link_piecewise(const double *bytes, const double *t, int n, int max_segs, int min_pts, bs_fit_link *out,
+                          char *err, size_t errlen);
 
 /* Quality of arbitrary model times against measured ones. */
 void bs_fit_quality_of(const double *model, const double *measured, int n, bs_fit_quality *q);

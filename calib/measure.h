@@ -15,7 +15,7 @@
 typedef struct {
   int warmup, min_reps, max_reps;
   double budget_s;
-  double min_call_s;        /* kernels: shorter calls are repeated within a repetition (0 = never) */
+  double min_call_s; /* kernels: shorter calls are repeated within a repetition (0 = never) */
 } bs_calib_policy;
 
 bs_calib_policy bs_calib_policy_of(int quick);
@@ -27,8 +27,8 @@ typedef int (*bs_calib_fn)(void *ctx);
  * call, slowest rank's time). Fills med/min/max/reps. Returns 0, or -1 when
  * fn failed on some rank.
  */
-int bs_calib_time(MPI_Comm comm, const bs_calib_policy *p, bs_calib_fn fn, void *ctx, double *med, double *mn, double *mx,
-                  int *reps);
+int bs_calib_time(MPI_Comm comm, const bs_calib_policy *p, bs_calib_fn fn, void *ctx, double *med, double *mn,
+                  double *mx, int *reps);
 
 /* Every rank must agree that an allocation worked before anyone times anything: the minimum of ok. */
 int bs_calib_all_ok(MPI_Comm comm, int ok);

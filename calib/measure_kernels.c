@@ -29,7 +29,7 @@ static void fill_random(float *x, size_t n, uint64_t seed) {
 
 /* q, k, v, dout stored in the kernel's type; everything else fp32. */
 typedef struct {
-  attn_params p;            /* one head, the whole block */
+  attn_params p; /* one head, the whole block */
   int unfused;
   void *q, *k, *v, *dout;
   float *o, *lse, *dq, *dk, *dv, *delta, *ws;
@@ -153,9 +153,9 @@ static int attn_op(void *vctx) {
 /* ------------------------------------------------------- other kernels */
 
 typedef struct {
-  int kind;                 /* bs_kernel */
+  int kind; /* bs_kernel */
   int64_t rows, d, bytes, n;
-  int64_t gm, gn, gk;       /* GEMM of a projection shape: [gm x gk] x [gk x gn] (0: the score shape n x n x d) */
+  int64_t gm, gn, gk; /* GEMM of a projection shape: [gm x gk] x [gk x gn] (0: the score shape n x n x d) */
   int threads, bf16;
   float *a, *b, *c, *e, *f;
   void *dout;
@@ -238,7 +238,10 @@ static void misc_free(misc_call *m) {
 static int misc_alloc(misc_call *m) {
   size_t big, small = (size_t)m->rows, na, nb, nc;
   switch (m->kind) {
-  case BS_K_COPY: big = (size_t)m->bytes / sizeof(float) + 1; small = 1; break;
+  case BS_K_COPY:
+    big = (size_t)m->bytes / sizeof(float) + 1;
+    small = 1;
+    break;
   case BS_K_GEMM: big = (size_t)m->n * (size_t)(m->n > m->d ? m->n : m->d); break;
   default: big = (size_t)m->rows * m->d;
   }
@@ -265,9 +268,9 @@ static int misc_alloc(misc_call *m) {
 
 static void log_kpoint(FILE *f, const bs_calib_kpoint *k, int ranks) {
   if (!f) return;
-  fprintf(f, "%17s %-22s %7lld %7lld %10.3f %10.3f %10.3f %9.2f %5d\n", bs_kernel_name((bs_kernel)k->kernel),
-          k->series, (long long)k->nq, (long long)(k->nk ? k->nk : k->elems), k->t_med * 1e3, k->t_min * 1e3,
-          k->t_max * 1e3, k->t_med > 0 ? k->flops * ranks / k->t_med / 1e9 : 0.0, k->reps);
+  fprintf(f, "%17s %-22s %7lld %7lld %10.3f %10.3f %10.3f %9.2f %5d\n", bs_kernel_name((bs_kernel)k->kernel), k->series,
+          (long long)k->nq, (long long)(k->nk ? k->nk : k->elems), k->t_med * 1e3, k->t_min * 1e3, k->t_max * 1e3,
+          k->t_med > 0 ? k->flops * ranks / k->t_med / 1e9 : 0.0, k->reps);
   fflush(f);
 }
 
@@ -283,7 +286,7 @@ typedef struct {
   const bs_calib_opts *o;
   bs_calib_data *d;
   bs_calib_policy pol;
-  double point_budget_s;   /* skip a point whose estimated batch time exceeds this */
+  double point_budget_s; /* skip a point whose estimated batch time exceeds this */
 } kctx;
 
 /* One attention series (kernel, d, mask, type, block or decode); sizes grow until the budget. */
@@ -381,9 +384,7 @@ static int misc_series(kctx *c, int kernel, int d, int bf16, const int64_t *size
       k->elems = sizes[i] * d;
       k->flops = 2.0 * (double)k->elems;
       break;
-    default:
-      k->nq = sizes[i];
-      k->elems = sizes[i] * d;
+    default: k->nq = sizes[i]; k->elems = sizes[i] * d;
     }
     int rc = bs_calib_time(c->comm, &c->pol, misc_op, &m, &k->t_med, &k->t_min, &k->t_max, &k->reps);
     misc_free(&m);
@@ -461,12 +462,13 @@ int bs_calib_measure_kernels(MPI_Comm comm, const bs_calib_opts *o, bs_calib_dat
   static const int64_t gemm_full[] = {256, 512, 1024, 2048};
   static const int64_t gemm_quick[] = {256, 512, 1024};
   /* Projection shapes, m (tokens) x k (in) x n (out): 36 GFLOP quick, 320 GFLOP full, per rank. */
-  static const int64_t proj_quick[][3] = {{256, 512, 512}, {512, 1024, 1024}, {1024, 2048, 2048}, {2048, 4096, 1024},
-                                          {256, 4096, 4096}};
-  static const int64_t proj_full[][3] = {{256, 512, 512},   {512, 1024, 1024},   {1024, 2048, 2048},
+  static const int64_t proj_quick[][3] = {
+    {256, 512, 512}, {512, 1024, 1024}, {1024, 2048, 2048}, {2048, 4096, 1024}, {256, 4096, 4096}};
+  static const int64_t proj_full[][3] = {{256, 512, 512},    {512, 1024, 1024},   {1024, 2048, 2048},
                                          {2048, 4096, 1024}, {256, 4096, 4096},   {1024, 4096, 4096},
                                          {2048, 4096, 4096}, {1024, 4096, 11008}, {1024, 11008, 4096}};
-#define PICK(a, b) (o->quick ? (b) : (a)), (o->quick ? (int)(sizeof(b) / sizeof(b)[0]) : (int)(sizeof(a) / sizeof(a)[0]))
+#define PICK(a, b) \
+  (o->quick ? (b) : (a)), (o->quick ? (int)(sizeof(b) / sizeof(b)[0]) : (int)(sizeof(a) / sizeof(a)[0]))
   int types[2], nt = 0;
   int want32 = o->fp32 || !o->bf16, want16 = o->bf16 || !o->fp32;
   if (want32) types[nt++] = 0;

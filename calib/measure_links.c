@@ -18,14 +18,14 @@ typedef struct {
   int rank, size;
   char *sbuf, *rbuf;
   int64_t bytes;
-  int test;                 /* 0 pingpong, 1 bidir, 2 ring, 3.. collectives */
+  int test; /* 0 pingpong, 1 bidir, 2 ring, 3.. collectives */
   double timeout;
-  int peer;                 /* pingpong, bidir: rank 0's partner */
+  int peer; /* pingpong, bidir: rank 0's partner */
 } link_call;
 
 enum { T_PINGPONG = 0, T_BIDIR, T_RING, T_ALLREDUCE, T_ALLGATHER, T_REDUCE_SCATTER, T_ALLTOALL, T_COUNT };
-static const char *const test_names[T_COUNT] = {"pingpong", "bidir", "ring", "allreduce", "allgather",
-                                                "reduce_scatter", "alltoall"};
+static const char *const test_names[T_COUNT] = {"pingpong",  "bidir",          "ring",    "allreduce",
+                                                "allgather", "reduce_scatter", "alltoall"};
 
 static int wait_req(link_call *l, int req) { return bs_comm_wait(l->comm, req, l->timeout) == BS_COMM_OK ? 0 : -1; }
 
@@ -133,8 +133,8 @@ int bs_calib_measure_links(MPI_Comm mpi, const bs_calib_opts *o, bs_calib_data *
     else snprintf(over, sizeof over, "%d ranks on %d node(s)", d->ranks, d->nodes);
     if (o->log)
       fprintf(o->log, "#\n# %s over %s%s\n#%13s %12s %12s %12s %12s %12s %5s\n", test_names[test], over,
-              test == T_PINGPONG ? " (time = one way: round trip / 2)" : "", "size(B)",
-              "time(us)", "min(us)", "max(us)", "algbw(GB/s)", "busbw(GB/s)", "reps");
+              test == T_PINGPONG ? " (time = one way: round trip / 2)" : "", "size(B)", "time(us)", "min(us)",
+              "max(us)", "algbw(GB/s)", "busbw(GB/s)", "reps");
     for (int64_t b = lo; b <= max_bytes && !rc; b *= step) {
       int64_t bytes = b;
       if (test == T_ALLGATHER && bytes * d->ranks > cap) break;
@@ -165,7 +165,8 @@ int bs_calib_measure_links(MPI_Comm mpi, const bs_calib_opts *o, bs_calib_data *
       bandwidths(test, bytes, p->ranks, p->t_med, &p->algbw, &p->busbw);
       if (o->log)
         fprintf(o->log, "%14lld %12.2f %12.2f %12.2f %12.3f %12.3f %5d\n", (long long)bytes, p->t_med * 1e6,
-                p->t_min * 1e6, p->t_max * 1e6, p->algbw / 1e9, p->busbw / 1e9, p->reps), fflush(o->log);
+                p->t_min * 1e6, p->t_max * 1e6, p->algbw / 1e9, p->busbw / 1e9, p->reps),
+          fflush(o->log);
     }
   }
   free(sbuf);

@@ -25,8 +25,9 @@ int bs_calib_write_plots(const bs_calib_data *d, const bs_profile *p, const bs_c
   bs_outfile *gpo = bs_out_open(path, err, errlen);
   if (!gpo) return -1;
   FILE *gp = bs_out_stream(gpo);
-  fprintf(gp, "# burstsim calib: measured (points) against the profile's model (lines). Run: gnuplot plots.gp\n"
-              "set terminal pngcairo size 1000,650\nset logscale x 2\nset key outside right\nset grid\n");
+  fprintf(gp,
+          "# burstsim calib: measured (points) against the profile's model (lines). Run: gnuplot plots.gp\n"
+          "set terminal pngcairo size 1000,650\nset logscale x 2\nset key outside right\nset grid\n");
   int primary = o->primary_bf16 ? 1 : 0;
   for (int kernel = 0; kernel < BS_K_COUNT; kernel++) {
     snprintf(path, sizeof path, "%s/kernel_%s.dat", dir, bs_kernel_name((bs_kernel)kernel));
@@ -62,14 +63,18 @@ int bs_calib_write_plots(const bs_calib_data *d, const bs_profile *p, const bs_c
       bs_out_abort(gpo);
       return -1;
     }
-    fprintf(gp, "set output 'kernel_%s.png'\nset title '%s: measured vs profile (whole-CPU-equivalent, %d rank(s))'\n"
-                "set xlabel '%s'\nset ylabel '%s'\nplot ",
+    fprintf(gp,
+            "set output 'kernel_%s.png'\nset title '%s: measured vs profile (whole-CPU-equivalent, %d rank(s))'\n"
+            "set xlabel '%s'\nset ylabel '%s'\nplot ",
             bs_kernel_name((bs_kernel)kernel), bs_kernel_name((bs_kernel)kernel), d->ranks,
-            kernel <= BS_K_ATTN_BWD_UNFUSED ? "x = sqrt(nq * nk)" : kernel == BS_K_COPY ? "bytes" : "rows / n",
+            kernel <= BS_K_ATTN_BWD_UNFUSED ? "x = sqrt(nq * nk)"
+            : kernel == BS_K_COPY           ? "bytes"
+                                            : "rows / n",
             kernel == BS_K_COPY || kernel == BS_K_ELEMWISE || kernel == BS_K_ATTN_MERGE ? "G elements/s" : "GFLOP/s");
     for (int b = 0; b < blocks; b++)
-      fprintf(gp, "%s'kernel_%s.dat' index %d using 1:4 with points pt 7 lc %d title '%s measured', "
-                  "'' index %d using 1:5 with lines lc %d title '%s model'",
+      fprintf(gp,
+              "%s'kernel_%s.dat' index %d using 1:4 with points pt 7 lc %d title '%s measured', "
+              "'' index %d using 1:5 with lines lc %d title '%s model'",
               b ? ", \\\n     " : "", bs_kernel_name((bs_kernel)kernel), b, b + 1, titles[b], b, b + 1, titles[b]);
     fprintf(gp, "\n");
   }
@@ -84,7 +89,8 @@ int bs_calib_write_plots(const bs_calib_data *d, const bs_profile *p, const bs_c
     FILE *f = bs_out_stream(fo);
     const bs_prof_link *shm = &p->link[BS_LINK_SHM];
     for (int t = 0; t < 7; t++) {
-      fprintf(f, "%s# %s: bytes measured_s model_s (pingpong, ring: the shm link of the profile)\n", t ? "\n\n" : "", tests[t]);
+      fprintf(f, "%s# %s: bytes measured_s model_s (pingpong, ring: the shm link of the profile)\n", t ? "\n\n" : "",
+              tests[t]);
       for (int i = 0; i < d->nl; i++) {
         const bs_calib_lpoint *l = &d->l[i];
         if (strcmp(l->test, tests[t]) || !strcmp(l->cls, "inter")) continue;
@@ -97,13 +103,17 @@ int bs_calib_write_plots(const bs_calib_data *d, const bs_profile *p, const bs_c
       bs_out_abort(gpo);
       return -1;
     }
-    fprintf(gp, "set output 'links.png'\nset logscale xy\nset title 'links (%d ranks): measured (points), shm link model (lines)'\n"
-                "set xlabel 'bytes'\nset ylabel 'seconds'\nplot ", d->ranks);
+    fprintf(gp,
+            "set output 'links.png'\nset logscale xy\nset title 'links (%d ranks): measured (points), shm link model "
+            "(lines)'\n"
+            "set xlabel 'bytes'\nset ylabel 'seconds'\nplot ",
+            d->ranks);
     for (int t = 0; t < 7; t++)
-      fprintf(gp, "%s'links.dat' index %d using 1:2 with points pt 7 lc %d title '%s'%s", t ? ", \\\n     " : "", t, t + 1,
-              tests[t], t <= 2 ? "" : "");
-    fprintf(gp, ", \\\n     'links.dat' index 0 using 1:3 with lines lc 1 title 'pingpong model', "
-                "'links.dat' index 2 using 1:3 with lines lc 3 title 'ring model'\n");
+      fprintf(gp, "%s'links.dat' index %d using 1:2 with points pt 7 lc %d title '%s'%s", t ? ", \\\n     " : "", t,
+              t + 1, tests[t], t <= 2 ? "" : "");
+    fprintf(gp,
+            ", \\\n     'links.dat' index 0 using 1:3 with lines lc 1 title 'pingpong model', "
+            "'links.dat' index 2 using 1:3 with lines lc 3 title 'ring model'\n");
   }
   if (bs_out_commit(gpo, err, errlen)) return -1;
   char cmd[1300];

@@ -98,9 +98,11 @@ static int attn_table(const bs_calib_data *d, int kernel, int dd, int causal, in
     cJSON_AddStringToObject(fj, "dtype", dn);
     num_obj(fj, "x_min", s->x[0]);
     num_obj(fj, "x_max", s->x[s->n - 1]);
-    cJSON_AddStringToObject(fj, "table_from", have ? "fit" : "measured rates (fit residual above 10 % or too few points)");
+    cJSON_AddStringToObject(fj, "table_from",
+                            have ? "fit" : "measured rates (fit residual above 10 % or too few points)");
     if (fitted) {
-      cJSON_AddStringToObject(fj, "model", "t = t0 + flops / (rmax * x / (x + xh)), gsl_multifit_nlinear on relative residuals");
+      cJSON_AddStringToObject(fj, "model",
+                              "t = t0 + flops / (rmax * x / (x + xh)), gsl_multifit_nlinear on relative residuals");
       num_obj(fj, "t0_s", f->t0);
       num_obj(fj, "rmax_flops", f->rmax);
       num_obj(fj, "xh", f->xh);
@@ -228,13 +230,15 @@ static int gemm_fit(const bs_calib_data *d, bs_profile *p, cJSON *fits) {
     const bs_calib_kpoint *k = &d->k[i];
     if (k->kernel != BS_K_GEMM) continue;
     double bytes = ((double)k->nq * k->d + (double)k->d * (k->nk > 0 ? k->nk : k->nq) +
-                    (double)k->nq * (k->nk > 0 ? k->nk : k->nq)) * 4;
+                    (double)k->nq * (k->nk > 0 ? k->nk : k->nq)) *
+                   4;
     bytes_bound += bytes / p->mem_bw_Bps > bs_fit_gemm_time(&f, k->flops / p->peak_flops, k->d) - f.launch_s;
   }
   cJSON *fj = cJSON_CreateObject();
-  cJSON_AddStringToObject(fj, "model", "tiled, no tile or wave quantization on a CPU (tile 1 x 1, sms 1): t = launch_s + "
-                                       "flops (k + k_overhead) / (k peak_flops peak_fraction), gsl_multifit_wlinear on "
-                                       "relative residuals over the score (k = d) and projection GEMMs");
+  cJSON_AddStringToObject(fj, "model",
+                          "tiled, no tile or wave quantization on a CPU (tile 1 x 1, sms 1): t = launch_s + "
+                          "flops (k + k_overhead) / (k peak_flops peak_fraction), gsl_multifit_wlinear on "
+                          "relative residuals over the score (k = d) and projection GEMMs");
   num_obj(fj, "launch_s", f.launch_s);
   num_obj(fj, "peak_fraction_fitted", f.peak_fraction);
   num_obj(fj, "k_overhead", f.k_overhead);
@@ -275,8 +279,8 @@ static void link_fit_json(cJSON *o, const bs_fit_link *f) {
  * size range (GSL piecewise fit), as SimGrid-style factors relative to the bulk range.
  * Writes the fit under fitj[name] when fitj is given. 0 = done, 1 = no such points, -1 = error.
  */
-static int link_from_pingpong(const bs_calib_data *d, const char *cls, bs_prof_link *lk, bs_fit_link *out,
-                              cJSON *fitj, const char *name, char *err, size_t errlen) {
+static int link_from_pingpong(const bs_calib_data *d, const char *cls, bs_prof_link *lk, bs_fit_link *out, cJSON *fitj,
+                              const char *name, char *err, size_t errlen) {
   double b[64], t[64];
   int n = link_points(d, "pingpong", cls, b, t);
   if (n == 0) return 1;
@@ -297,8 +301,11 @@ static int link_from_pingpong(const bs_calib_data *d, const char *cls, bs_prof_l
   if (out) *out = pp;
   if (fitj) {
     cJSON *pj = cJSON_CreateObject();
-    cJSON_AddStringToObject(pj, "model", "pingpong one way: t = latency + bytes / bandwidth per size range; a break only where one range misses a point by > 5 % and the split cuts chi2 fourfold");
-    cJSON_AddStringToObject(pj, "ranks", !strcmp(cls, "intra") ? "rank 0 and a rank of its node" : "rank 0 and a rank of another node");
+    cJSON_AddStringToObject(pj, "model",
+                            "pingpong one way: t = latency + bytes / bandwidth per size range; a break only where one "
+                            "range misses a point by > 5 % and the split cuts chi2 fourfold");
+    cJSON_AddStringToObject(
+      pj, "ranks", !strcmp(cls, "intra") ? "rank 0 and a rank of its node" : "rank 0 and a rank of another node");
     link_fit_json(pj, &pp);
     cJSON_AddItemToObject(fitj, name, pj);
   }
@@ -316,7 +323,8 @@ static void attn_models(const bs_calib_data *d, int primary, bs_profile *p, cJSO
       for (int dd = 64; dd <= 128; dd *= 2)
         for (int causal = 0; causal < 2; causal++) {
           if (m->ntables >= BS_PROF_MAX_TABLES) break;
-          if (attn_table(d, kernel, dd, causal, bf16, &m->tables[m->ntables], kf)) types->table_bf16[kernel][m->ntables++] = bf16;
+          if (attn_table(d, kernel, dd, causal, bf16, &m->tables[m->ntables], kf))
+            types->table_bf16[kernel][m->ntables++] = bf16;
         }
     }
     if (m->ntables) {
@@ -344,7 +352,8 @@ static void other_models(const bs_calib_data *d, int primary, bs_profile *p, cJS
     int kernel = roofline_kernels[r];
     if (!roofline_fit(d, p, kernel, primary, &f)) continue;
     cJSON *fj = cJSON_CreateObject();
-    cJSON_AddStringToObject(fj, "model", "t = launch_s + T1 / efficiency, T1 = the roofline time at efficiency 1 (weighted linear fit)");
+    cJSON_AddStringToObject(
+      fj, "model", "t = launch_s + T1 / efficiency, T1 = the roofline time at efficiency 1 (weighted linear fit)");
     num_obj(fj, "launch_s", f.c0);
     num_obj(fj, "efficiency_fitted", 1.0 / f.c1);
     cJSON_AddItemToObject(fj, "quality", quality_json(&f.q));
@@ -381,15 +390,19 @@ static int link_models(const bs_calib_data *d, bs_profile *p, cJSON *links_fit, 
     if (d->nodes == 1 && ring_ok) agg = d->ranks / ring.c1;
     shm->bw_Bps = agg;
     cJSON *rj = cJSON_CreateObject();
-    cJSON_AddStringToObject(rj, "model", d->nodes == 1 ? "ring step of all ranks (>= 1 MiB): t = c0 + bytes / flow_bw; shm link bandwidth = ranks x flow_bw (one link shared by every flow)"
-                                                       : "ring step of all ranks over several nodes (>= 1 MiB): recorded; shm bandwidth from the intra-node ping-pong");
+    cJSON_AddStringToObject(rj, "model",
+                            d->nodes == 1 ? "ring step of all ranks (>= 1 MiB): t = c0 + bytes / flow_bw; shm link "
+                                            "bandwidth = ranks x flow_bw (one link shared by every flow)"
+                                          : "ring step of all ranks over several nodes (>= 1 MiB): recorded; shm "
+                                            "bandwidth from the intra-node ping-pong");
     num_obj(rj, "flow_bw_Bps", ring_ok ? 1.0 / ring.c1 : 0);
     num_obj(rj, "link_bw_Bps", agg);
     if (ring_ok) cJSON_AddItemToObject(rj, "quality", quality_json(&ring.q));
     cJSON_AddItemToObject(links_fit, "ring", rj);
-    cJSON_AddStringToObject(links_fit, "factors_note",
-                            "factors[] = SimGrid SMPI-style pieces from the ping-pong segments, relative to the bulk piece; "
-                            "the simulator applies the last piece (bulk) to every message, with latency_s = the eager latency");
+    cJSON_AddStringToObject(
+      links_fit, "factors_note",
+      "factors[] = SimGrid SMPI-style pieces from the ping-pong segments, relative to the bulk piece; "
+      "the simulator applies the last piece (bulk) to every message, with latency_s = the eager latency");
     /* Collectives: recorded fits (the simulator runs them as point-to-point steps over the shm link). */
     static const char *colls[] = {"bidir", "allreduce", "allgather", "reduce_scatter", "alltoall"};
     for (int c = 0; c < 5; c++) {
@@ -406,17 +419,18 @@ static int link_models(const bs_calib_data *d, bs_profile *p, cJSON *links_fit, 
     /* One rank, or no second rank on rank 0's node: keep the shipped host profile's shm link. */
     bs_profile shipped;
     char e[256];
-    if (bs_profile_load("host", &shipped, e, sizeof e) == 0 && shipped.link[BS_LINK_SHM].present) *shm = shipped.link[BS_LINK_SHM];
+    if (bs_profile_load("host", &shipped, e, sizeof e) == 0 && shipped.link[BS_LINK_SHM].present)
+      *shm = shipped.link[BS_LINK_SHM];
     else {
       shm->present = 1;
       shm->bw_Bps = 1e9;
       shm->lat_s = 1e-6;
     }
-    cJSON_AddStringToObject(links_fit, "note", "no two ranks on one node: shm not measured, copied from the shipped host profile");
+    cJSON_AddStringToObject(links_fit, "note",
+                            "no two ranks on one node: shm not measured, copied from the shipped host profile");
   }
   return 0;
 }
-
 
 static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const char *name, bs_profile *p, cJSON *fits,
                          cJSON *links_fit, table_types *types, char *err, size_t errlen) {
@@ -543,9 +557,10 @@ static void calibration_json(cJSON *root, const bs_calib_data *d, const bs_calib
   num_obj(cj, "fma_peak_flops", d->fma_peak);
   num_obj(cj, "memcpy_Bps", d->copy_Bps);
   cJSON_AddStringToObject(cj, "primary_dtype", o->primary_bf16 ? "bf16" : "fp32");
-  cJSON_AddStringToObject(cj, "time_convention",
-                          "kernel times: median over repetitions of the slowest rank, all ranks running the kernel at once, "
-                          "divided by the number of ranks");
+  cJSON_AddStringToObject(
+    cj, "time_convention",
+    "kernel times: median over repetitions of the slowest rank, all ranks running the kernel at once, "
+    "divided by the number of ranks");
 }
 
 cJSON *bs_calib_profile_json(const bs_calib_data *d, const bs_calib_opts *o, const char *name, bs_profile *p, char *err,
@@ -564,8 +579,9 @@ cJSON *bs_calib_profile_json(const bs_calib_data *d, const bs_calib_opts *o, con
     goto fail;
   }
   char source[400];
-  snprintf(source, sizeof source, "burstsim calib %s on %s (%d rank(s) x %d thread(s)); fits and raw measurements in this file",
-           d->date, d->cpu_model, d->ranks, d->threads);
+  snprintf(source, sizeof source,
+           "burstsim calib %s on %s (%d rank(s) x %d thread(s)); fits and raw measurements in this file", d->date,
+           d->cpu_model, d->ranks, d->threads);
   root = bs_profile_to_json(p, source);
   if (!root) {
     snprintf(err, errlen, "calib: out of memory");
@@ -573,9 +589,10 @@ cJSON *bs_calib_profile_json(const bs_calib_data *d, const bs_calib_opts *o, con
   }
   tag_tables(root, fits, p, types);
   cJSON_ReplaceItemInObject(root, "name", cJSON_CreateString(name));
-  cJSON_AddStringToObject(root, "description",
-                          "Measured by burstsim calib on this machine for the host topology: every rank an actor on one shared "
-                          "CPU; kernel times are whole-CPU-equivalent (time with all ranks busy / ranks)");
+  cJSON_AddStringToObject(
+    root, "description",
+    "Measured by burstsim calib on this machine for the host topology: every rank an actor on one shared "
+    "CPU; kernel times are whole-CPU-equivalent (time with all ranks busy / ranks)");
   machine_json(root, d);
   calibration_json(root, d, o);
   cJSON_AddItemToObject(root, "fits", fits);

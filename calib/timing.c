@@ -36,8 +36,8 @@ bs_calib_policy bs_calib_policy_of(int quick) {
   return p;
 }
 
-int bs_calib_time(MPI_Comm comm, const bs_calib_policy *p, bs_calib_fn fn, void *ctx, double *med, double *mn, double *mx,
-                  int *reps) {
+int bs_calib_time(MPI_Comm comm, const bs_calib_policy *p, bs_calib_fn fn, void *ctx, double *med, double *mn,
+                  double *mx, int *reps) {
   double t[64];
   int n = 0, bad = 0;
   double w0 = bs_now_s();

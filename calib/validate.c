@@ -116,7 +116,8 @@ int bs_validate_calibrate(const bs_validate_opts *o, int G, const char *dtype, i
   argv[n++] = (char *)profile_out;
   argv[n] = NULL;
   snprintf(logpath, sizeof logpath, "%s/calib-g%d.log", o->workdir, G);
-  if (o->log) fprintf(o->log, "validate: calibrating on %d rank(s)%s (log %s)\n", G, o->full_calib ? "" : ", quick", logpath);
+  if (o->log)
+    fprintf(o->log, "validate: calibrating on %d rank(s)%s (log %s)\n", G, o->full_calib ? "" : ", quick", logpath);
   return finish(spawn(argv, logpath, err, errlen), "burstsim calib", G, logpath, err, errlen);
 }
 

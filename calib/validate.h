@@ -14,12 +14,12 @@
 #include "plans/result.h"
 
 typedef struct {
-  const char *exe;          /* the burstsim binary to spawn (NULL: this process's executable) */
-  const char *mpirun;       /* NULL: "mpirun" from PATH */
-  const char *workdir;      /* profiles, results and logs of the spawned jobs */
-  int full_calib;           /* 0: burstsim calib --quick */
-  int warmup;               /* untimed executions before the measured one (burstsim run --warmup) */
-  FILE *log;                /* progress (NULL = quiet) */
+  const char *exe;     /* the burstsim binary to spawn (NULL: this process's executable) */
+  const char *mpirun;  /* NULL: "mpirun" from PATH */
+  const char *workdir; /* profiles, results and logs of the spawned jobs */
+  int full_calib;      /* 0: burstsim calib --quick */
+  int warmup;          /* untimed executions before the measured one (burstsim run --warmup) */
+  FILE *log;           /* progress (NULL = quiet) */
 } bs_validate_opts;
 
 /* Spawns `mpirun -np G burstsim calib [--quick] --dtype D [--head-dim H] [--max-block B] --out PROFILE`
@@ -45,8 +45,8 @@ int bs_validate_predict(const bs_config *cfg, const char *profile, bs_result *ou
 /* Signed errors in percent ((predicted - measured) / measured); bytes: exact equality. */
 typedef struct {
   double step, fwd, bwd, comm_exposed, peak;
-  int bytes_exact;          /* per-rank max sent and total both equal */
-  double bytes;             /* % on the total */
+  int bytes_exact; /* per-rank max sent and total both equal */
+  double bytes;    /* % on the total */
 } bs_validate_error;
 
 void bs_validate_compare(const bs_result *measured, const bs_result *predicted, bs_validate_error *e);

@@ -20,20 +20,20 @@ typedef enum { ATTN_FP32 = 0, ATTN_BF16 = 1 } attn_dtype;
 /* Error codes (0 = success). */
 enum {
   ATTN_OK = 0,
-  ATTN_EINVAL = -1,   /* a size is zero or negative, or Zq % Zkv != 0 */
-  ATTN_ENULL = -2,    /* a required buffer is NULL */
-  ATTN_ENOMEM = -3,   /* workspace allocation failed */
-  ATTN_EDTYPE = -4    /* storage type not supported by this backend */
+  ATTN_EINVAL = -1, /* a size is zero or negative, or Zq % Zkv != 0 */
+  ATTN_ENULL = -2,  /* a required buffer is NULL */
+  ATTN_ENOMEM = -3, /* workspace allocation failed */
+  ATTN_EDTYPE = -4  /* storage type not supported by this backend */
 };
 
 /* attn_mask: which (query, key) pairs a call sees, from global token
  * positions; mask.h holds it with the geometry every backend and the plans use. */
 
 typedef struct {
-  int B, Zq, Zkv;     /* batch, query heads, key/value heads */
-  int64_t Nq, Nk;     /* rows of the query block and of the key block */
-  int d;              /* head dimension */
-  float scale;        /* softmax scale, usually 1/sqrt(d) */
+  int B, Zq, Zkv; /* batch, query heads, key/value heads */
+  int64_t Nq, Nk; /* rows of the query block and of the key block */
+  int d;          /* head dimension */
+  float scale;    /* softmax scale, usually 1/sqrt(d) */
   attn_mask mask;
   attn_dtype dtype;   /* storage of q, k, v and dout */
   int tile_q, tile_k; /* tile sizes; 0 = backend default */
@@ -56,8 +56,7 @@ const char *attn_strerror(int err);
  * and O = 0 (never NaN). Few query rows against many keys are split over
  * threads along the keys and merged by lse (Flash-Decoding).
  */
-int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v,
-             float *o, float *lse, int accumulate);
+int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v, float *o, float *lse, int accumulate);
 
 /*
  * Forward without tiling: materialises the Nq x Nk score block per head with
@@ -65,8 +64,8 @@ int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v,
  * attn_unfused_workspace_bytes(p) bytes, or NULL to allocate internally.
  */
 size_t attn_unfused_workspace_bytes(const attn_params *p);
-int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const void *v,
-                     float *o, float *lse, int accumulate, float *workspace);
+int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const void *v, float *o, float *lse,
+                     int accumulate, float *workspace);
 
 /* delta[row] = sum_j dout[row, j] * o[row, j] over B*Zq*Nq rows. */
 int attn_delta(const attn_params *p, const float *o, const void *dout, float *delta);
@@ -76,16 +75,15 @@ int attn_delta(const attn_params *p, const float *o, const void *dout, float *de
  * (over all key blocks) and either delta (= attn_delta of the final O) or o
  * (then delta is computed here; pass delta = NULL). Adds into dq, dk, dv.
  */
-int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v,
-             const float *o, const void *dout, const float *lse, const float *delta,
-             float *dq, float *dk, float *dv);
+int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v, const float *o, const void *dout,
+             const float *lse, const float *delta, float *dq, float *dk, float *dv);
 
 /* Backward with the score block materialised (baseline). Same contract;
  * workspace: at least attn_unfused_bwd_workspace_bytes(p) bytes, or NULL. */
 size_t attn_unfused_bwd_workspace_bytes(const attn_params *p);
-int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const void *v,
-                     const float *o, const void *dout, const float *lse, const float *delta,
-                     float *dq, float *dk, float *dv, float *workspace);
+int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const void *v, const float *o,
+                     const void *dout, const float *lse, const float *delta, float *dq, float *dk, float *dv,
+                     float *workspace);
 
 /* Merge a partial (o2, lse2) into (o, lse), over `rows` rows of width d. */
 int attn_merge(int64_t rows, int d, float *o, float *lse, const float *o2, const float *lse2);

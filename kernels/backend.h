@@ -18,7 +18,7 @@
 #include "kernels/attn.h"
 
 typedef struct {
-  const char *name;                      /* "cpu", "cuda" */
+  const char *name; /* "cpu", "cuda" */
   /* Validation and messages of the attention kernels (attn_check, attn_strerror). */
   int (*check)(const attn_params *p);
   const char *(*strerror)(int err);

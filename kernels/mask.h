@@ -52,8 +52,8 @@ ATTN_MASK_FN int attn_mask_visible(const attn_mask *m, int64_t qp, int64_t kp) {
  * one run: rows j0 + [*lo, *hi] (empty when *lo > *hi). attn_mask_visible
  * solved for the key row, since positions grow with it.
  */
-ATTN_MASK_FN void attn_mask_visible_run(const attn_mask *m, int64_t qp, int64_t j0, int64_t nk,
-                                        int64_t *lo, int64_t *hi) {
+ATTN_MASK_FN void attn_mask_visible_run(const attn_mask *m, int64_t qp, int64_t j0, int64_t nk, int64_t *lo,
+                                        int64_t *hi) {
   int64_t a = 0, b = nk - 1, ks = m->k_stride, k0 = m->k_pos0;
   if (m->causal) {
     int64_t h = attn_mask_floordiv(qp - k0, ks) - j0; /* kp <= qp */
@@ -117,8 +117,8 @@ ATTN_MASK_FN void attn_mask_clamp(int64_t lo, int64_t hi, int64_t n, int64_t *ou
  * within [0, nk), a superset of the visible keys (per-element masking inside
  * stays exact). Empty (jlo >= jhi) when no key is visible from any row.
  */
-ATTN_MASK_FN void attn_mask_key_range(const attn_mask *m, int64_t i0, int64_t ni, int64_t nk,
-                                      int64_t *jlo, int64_t *jhi) {
+ATTN_MASK_FN void attn_mask_key_range(const attn_mask *m, int64_t i0, int64_t ni, int64_t nk, int64_t *jlo,
+                                      int64_t *jhi) {
   int64_t lo = 0, hi = nk;
   if (ni <= 0) {
     *jlo = 0;
@@ -142,8 +142,8 @@ ATTN_MASK_FN void attn_mask_key_range(const attn_mask *m, int64_t i0, int64_t ni
 
 /* Query rows that may see key rows [j0, j0+nj): the mirror image, for a
  * backward that walks query tiles for a fixed key tile. */
-ATTN_MASK_FN void attn_mask_query_range(const attn_mask *m, int64_t j0, int64_t nj, int64_t nq,
-                                        int64_t *ilo, int64_t *ihi) {
+ATTN_MASK_FN void attn_mask_query_range(const attn_mask *m, int64_t j0, int64_t nj, int64_t nq, int64_t *ilo,
+                                        int64_t *ihi) {
   int64_t lo = 0, hi = nq;
   if (nj <= 0) {
     *ilo = 0;

@@ -16,6 +16,11 @@ static int gen_burst(bs_plan_iter *it, void *state) {
 
 /* Shapes as ring's (plan_check_ring); no decode phase. */
 const plan_method plan_method_burst = {
-  .check = plan_check_ring, .gen = gen_burst, .state_size = sizeof(ring_seq), .double_ring = 1, .decode = 0,
-  .ring = 1, .a2a = 0,
+  .check = plan_check_ring,
+  .gen = gen_burst,
+  .state_size = sizeof(ring_seq),
+  .double_ring = 1,
+  .decode = 0,
+  .ring = 1,
+  .a2a = 0,
 };

@@ -33,8 +33,8 @@ const char *bs_coll_algo_name(bs_coll_algo a) {
   return (a >= 0 && a <= BS_COLL_ALGO_AUTO) ? n[a] : "?";
 }
 const char *bs_mem_class_name(bs_mem_class c) {
-  static const char *n[] = {"input", "output", "comm", "scores", "workspace",
-                            "weights", "grads", "optimizer", "activations"};
+  static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
+                            "weights", "grads",  "optimizer", "activations"};
   return (c >= 0 && c < BS_MEM_CLASS_COUNT) ? n[c] : "?";
 }
 
@@ -59,8 +59,13 @@ int bs_model_preset(const char *name, bs_model *m) {
     bs_dtype dt = m->dtype;
     memset(m, 0, sizeof *m);
     strncpy(m->preset, p->name, sizeof m->preset - 1);
-    m->hidden = p->hidden; m->heads = p->heads; m->kv_heads = p->kv_heads;
-    m->head_dim = p->head_dim; m->layers = p->layers; m->ffn = p->ffn; m->vocab = p->vocab;
+    m->hidden = p->hidden;
+    m->heads = p->heads;
+    m->kv_heads = p->kv_heads;
+    m->head_dim = p->head_dim;
+    m->layers = p->layers;
+    m->ffn = p->ffn;
+    m->vocab = p->vocab;
     m->dtype = dt;
     return 0;
   }

@@ -11,29 +11,27 @@
 typedef enum { BS_BF16 = 0, BS_FP16 = 1, BS_FP32 = 2 } bs_dtype;
 typedef enum { BS_TRAIN = 0, BS_PREFILL = 1, BS_DECODE = 2 } bs_phase;
 typedef enum { BS_SCOPE_ATTENTION = 0, BS_SCOPE_LAYER = 1, BS_SCOPE_MODEL = 2 } bs_scope;
-typedef enum {
-  BS_BURST = 0, BS_RING, BS_RING_LI2021, BS_ULYSSES, BS_USP, BS_TP, BS_TREE, BS_METHOD_COUNT
-} bs_method;
+typedef enum { BS_BURST = 0, BS_RING, BS_RING_LI2021, BS_ULYSSES, BS_USP, BS_TP, BS_TREE, BS_METHOD_COUNT } bs_method;
 typedef enum { BS_CONTIGUOUS = 0, BS_ZIGZAG, BS_STRIPED } bs_layout;
 typedef enum { BS_AUTO = -1, BS_OFF = 0, BS_ON = 1 } bs_tristate;
 /* How the simulator shapes an allreduce (NCCL's algorithms; sim/coll_shape.h). */
 typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_TREE, BS_COLL_ALGO_AUTO } bs_coll_algo;
 
 typedef struct {
-  char preset[32];         /* "" when given explicitly */
+  char preset[32]; /* "" when given explicitly */
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
   bs_dtype dtype;
 } bs_model;
 
 typedef struct {
   bs_phase phase;
-  int64_t seq_len;         /* tokens, whole sequence */
+  int64_t seq_len; /* tokens, whole sequence */
   int64_t batch;
   int causal;
-  int64_t window;          /* 0 = none */
+  int64_t window; /* 0 = none */
   bs_scope scope;
-  int64_t decode_tokens;   /* decode: query tokens per step */
-  int recompute;           /* model scope: activation recomputation */
+  int64_t decode_tokens; /* decode: query tokens per step */
+  int recompute;         /* model scope: activation recomputation */
 } bs_workload;
 
 typedef struct {
@@ -41,19 +39,19 @@ typedef struct {
   int gpus;
   bs_layout layout;
   bs_tristate double_ring;
-  int lao;                 /* burst: 1 = tiled local attention, 0 = score block materialised */
-  int bwd_opt;             /* burst: 1 = ring D ("optimized"), 0 = ring O ("plain") */
-  int ulysses_degree;      /* usp */
-  int tp_variant;          /* 1 or 3 */
-  int zero;                /* 0..3 */
-  int ranks_per_node;      /* real runs: ranks grouped into a "node"; sim: from topology */
+  int lao;            /* burst: 1 = tiled local attention, 0 = score block materialised */
+  int bwd_opt;        /* burst: 1 = ring D ("optimized"), 0 = ring O ("plain") */
+  int ulysses_degree; /* usp */
+  int tp_variant;     /* 1 or 3 */
+  int zero;           /* 0..3 */
+  int ranks_per_node; /* real runs: ranks grouped into a "node"; sim: from topology */
 } bs_parallel;
 
 typedef struct {
-  char topology[256];      /* preset name or XML path */
-  char profile[256];       /* preset name or JSON path */
-  int nodes;               /* 0 = derived from gpus / gpus-per-node */
-  bs_coll_algo coll_algo;  /* sim: allreduce as NCCL ring, double binary tree, or the faster modelled */
+  char topology[256];     /* preset name or XML path */
+  char profile[256];      /* preset name or JSON path */
+  int nodes;              /* 0 = derived from gpus / gpus-per-node */
+  bs_coll_algo coll_algo; /* sim: allreduce as NCCL ring, double binary tree, or the faster modelled */
 } bs_cluster;
 
 typedef struct {
@@ -62,7 +60,7 @@ typedef struct {
   bs_parallel par;
   bs_cluster cluster;
   int trace;
-  uint64_t seed;           /* inputs of real runs */
+  uint64_t seed; /* inputs of real runs */
 } bs_config;
 
 /* Bytes per element of a storage type. */

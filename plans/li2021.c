@@ -10,7 +10,8 @@
 
 static int check_li2021(const bs_plan *p, char *err, size_t errlen) {
   if (p->cfg.par.layout != BS_CONTIGUOUS) {
-    snprintf(err, errlen, "parallel.layout: ring-li2021 uses contiguous shards; %s is not supported", bs_layout_name(p->cfg.par.layout));
+    snprintf(err, errlen, "parallel.layout: ring-li2021 uses contiguous shards; %s is not supported",
+             bs_layout_name(p->cfg.par.layout));
     return -1;
   }
   if (p->N % p->G != 0) {
@@ -25,9 +26,9 @@ static int check_li2021(const bs_plan *p, char *err, size_t errlen) {
 
 /* The forward's own buffers beside the ring state its backward borrows. */
 typedef struct {
-  ring_seq seq;              /* role buffers (q, k, v, o, lse, scores) and the backward */
-  int32_t kv[2];             /* the K (then V) blocks received, double-buffered */
-  int seg, k;                /* forward: segment (3 = backward) and ring step */
+  ring_seq seq;  /* role buffers (q, k, v, o, lse, scores) and the backward */
+  int32_t kv[2]; /* the K (then V) blocks received, double-buffered */
+  int seg, k;    /* forward: segment (3 = backward) and ring step */
 } li_state;
 
 /* One ring step of the K pass (which = 0) or the V pass (which = 1). */
@@ -47,7 +48,9 @@ static void li_step(bs_plan_iter *it, li_state *st, int which, int s) {
   bs_compute *c = plan_compute(it, BS_K_GEMM);
   c->gemm = which ? BS_GEMM_PV : BS_GEMM_QK;
   c->a = plan_attn_params(p, p->Zq, p->Zkv, n, n);
-  c->m = n; c->n = which ? p->d : n; c->k = which ? n : p->d;
+  c->m = n;
+  c->n = which ? p->d : n;
+  c->k = which ? n : p->d;
   c->ld = p->N;
   c->col0 = (int64_t)j * n;
   c->flops = 2.0 * (double)p->B * (double)p->Zq * (double)n * (double)n * (double)p->d;
@@ -113,8 +116,7 @@ static void li_end(bs_plan_iter *it, li_state *st) {
   plan_free(it, st->seq.scores);
   st->seq.scores = -1;
   plan_phase(it, 0, 0);
-  if (p->bwd)
-    st->seq.scores = plan_alloc(it, p->B * p->Zq * n * n * 4, BS_MEM_SCORES, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  if (p->bwd) st->seq.scores = plan_alloc(it, p->B * p->Zq * n * n * 4, BS_MEM_SCORES, BS_ROLE_TMP, NULL, BS_ELEM_F32);
 }
 
 static int gen_li2021(bs_plan_iter *it, void *state) {
@@ -127,13 +129,19 @@ static int gen_li2021(bs_plan_iter *it, void *state) {
     st->k = 0;
     return 1;
   case 1:
-    if (st->k < G) { li_step(it, st, 0, st->k++); return 1; }
+    if (st->k < G) {
+      li_step(it, st, 0, st->k++);
+      return 1;
+    }
     li_softmax(it, st);
     st->seg = 2;
     st->k = 0;
     return 1;
   case 2:
-    if (st->k < G) { li_step(it, st, 1, st->k++); return 1; }
+    if (st->k < G) {
+      li_step(it, st, 1, st->k++);
+      return 1;
+    }
     li_end(it, st);
     st->seg = 3;
     return 1;
@@ -143,6 +151,11 @@ static int gen_li2021(bs_plan_iter *it, void *state) {
 }
 
 const plan_method plan_method_li2021 = {
-  .check = check_li2021, .gen = gen_li2021, .state_size = sizeof(li_state), .double_ring = 0, .decode = 0,
-  .ring = 1, .a2a = 0,
+  .check = check_li2021,
+  .gen = gen_li2021,
+  .state_size = sizeof(li_state),
+  .double_ring = 0,
+  .decode = 0,
+  .ring = 1,
+  .a2a = 0,
 };

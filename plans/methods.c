@@ -6,15 +6,9 @@
 #include "plan_impl.h"
 
 static const plan_method *const methods[BS_METHOD_COUNT] = {
-  [BS_BURST] = &plan_method_burst,
-  [BS_RING] = &plan_method_ring,
-  [BS_RING_LI2021] = &plan_method_li2021,
-  [BS_ULYSSES] = &plan_method_ulysses,
-  [BS_USP] = &plan_method_usp,
-  [BS_TP] = &plan_method_tp,
+  [BS_BURST] = &plan_method_burst,     [BS_RING] = &plan_method_ring, [BS_RING_LI2021] = &plan_method_li2021,
+  [BS_ULYSSES] = &plan_method_ulysses, [BS_USP] = &plan_method_usp,   [BS_TP] = &plan_method_tp,
   [BS_TREE] = &plan_method_tree,
 };
 
-const plan_method *plan_method_of(bs_method m) {
-  return m >= 0 && m < BS_METHOD_COUNT ? methods[m] : NULL;
-}
+const plan_method *plan_method_of(bs_method m) { return m >= 0 && m < BS_METHOD_COUNT ? methods[m] : NULL; }

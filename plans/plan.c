@@ -19,8 +19,8 @@ const char *bs_op_kind_name(bs_op_kind k) {
   return (k >= 0 && k <= BS_OP_PHASE) ? n[k] : "?";
 }
 const char *bs_kernel_name(bs_kernel k) {
-  static const char *n[] = {"attn_fwd", "attn_fwd_unfused", "attn_bwd", "attn_bwd_unfused",
-                            "attn_delta", "attn_merge", "gemm", "elemwise", "copy"};
+  static const char *n[] = {"attn_fwd", "attn_fwd_unfused", "attn_bwd", "attn_bwd_unfused", "attn_delta", "attn_merge",
+                            "gemm",     "elemwise",         "copy"};
   return (k >= 0 && k < BS_K_COUNT) ? n[k] : "?";
 }
 const char *bs_coll_name(bs_coll_kind k) {
@@ -70,12 +70,21 @@ bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t h
 }
 
 /* The position blocks of a shard: one, or two chunks for zigzag. */
-typedef struct { int64_t pos0, stride, len; int idx; } blk;
+typedef struct {
+  int64_t pos0, stride, len;
+  int idx;
+} blk;
 
 static int shard_blks(const bs_shard *s, blk b[2]) {
   int64_t n = bs_shard_tokens(s);
-  if (s->parts <= 1) { b[0] = (blk){0, 1, n, 0}; return 1; }
-  if (s->layout == BS_STRIPED) { b[0] = (blk){s->part, s->parts, n, 0}; return 1; }
+  if (s->parts <= 1) {
+    b[0] = (blk){0, 1, n, 0};
+    return 1;
+  }
+  if (s->layout == BS_STRIPED) {
+    b[0] = (blk){s->part, s->parts, n, 0};
+    return 1;
+  }
   if (s->layout == BS_ZIGZAG) {
     int64_t c = n / 2;
     b[0] = (blk){(int64_t)s->part * c, 1, c, 0};
@@ -88,21 +97,22 @@ static int shard_blks(const bs_shard *s, blk b[2]) {
 
 /* ---------- visible pairs (the geometry is kernels/mask.h) ---------- */
 
-int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
-                           int causal, int64_t window) {
+int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window) {
   attn_mask m = {q0, stride, k0, stride, causal, window};
   return attn_mask_pairs(&m, nq, nk);
 }
 
-int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
-                         int causal, int64_t window) {
+int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window) {
   return plan_visible_pairs(q0, nq, k0, nk, stride, causal, window);
 }
 
 /* ---------- queue, ids ---------- */
 
 bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind) {
-  if (it->qn >= QCAP) { it->err = 1; return &it->sink; } /* overflow: op discarded */
+  if (it->qn >= QCAP) {
+    it->err = 1;
+    return &it->sink;
+  } /* overflow: op discarded */
   bs_op *op = &it->q[(it->qh + it->qn) % QCAP];
   it->qn++;
   memset(op, 0, sizeof *op);
@@ -113,17 +123,26 @@ bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind) {
 }
 
 void plan_push_copy(bs_plan_iter *it, const bs_op *op) {
-  if (it->qn >= QCAP) { it->err = 1; return; } /* overflow: op discarded */
+  if (it->qn >= QCAP) {
+    it->err = 1;
+    return;
+  } /* overflow: op discarded */
   it->q[(it->qh + it->qn) % QCAP] = *op;
   it->qn++;
 }
 
-int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role,
-                   const bs_shard *shard, bs_elem elem) {
+int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role, const bs_shard *shard,
+                   bs_elem elem) {
   int32_t id = -1;
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++)
-    if (!(it->bufs_used & ((uint64_t)1 << b))) { id = b; break; }
-  if (id < 0) { it->err = 1; return -1; }
+    if (!(it->bufs_used & ((uint64_t)1 << b))) {
+      id = b;
+      break;
+    }
+  if (id < 0) {
+    it->err = 1;
+    return -1;
+  }
   it->bufs_used |= (uint64_t)1 << id;
   bs_op *op = plan_push(it, BS_OP_ALLOC);
   op->u.alloc.buf = id;
@@ -168,8 +187,8 @@ int32_t plan_recv(bs_plan_iter *it, int peer, int msg, bs_ref buf, int64_t bytes
   return p2p(it, BS_OP_RECV, peer, msg, buf, bytes);
 }
 
-int32_t plan_coll(bs_plan_iter *it, bs_coll_kind kind, bs_reduce_op red, bs_elem elem,
-                  bs_group g, bs_ref send, bs_ref recv, int64_t bytes) {
+int32_t plan_coll(bs_plan_iter *it, bs_coll_kind kind, bs_reduce_op red, bs_elem elem, bs_group g, bs_ref send,
+                  bs_ref recv, int64_t bytes) {
   bs_op *op = plan_push(it, BS_OP_COLL);
   op->handle = new_handle(it);
   op->u.coll.kind = kind;
@@ -229,9 +248,8 @@ attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t 
 
 /* ---------- attention of two shards ---------- */
 
-int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv,
-                   const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, const attn_bufs *b,
-                   int init[2]) {
+int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
+                   int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2]) {
   const bs_plan *p = it->p;
   blk qb[2], kb[2];
   int nqb = shard_blks(qs, qb), nkb = shard_blks(ks, kb), emitted = 0;
@@ -242,11 +260,12 @@ int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t h
       int64_t q0 = qb[x].pos0 + qpos_off, pairs;
       if (qb[x].stride == kb[y].stride)
         pairs = plan_visible_pairs(q0, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride, causal, window);
-      else
-        pairs = qb[x].len * kb[y].len; /* not produced by any plan; never skipped */
+      else pairs = qb[x].len * kb[y].len; /* not produced by any plan; never skipped */
       if (pairs < 0) {
-        plan_iter_fail(it, "workload.seq_len: a block of %lld x %lld tokens has more than 2^63 - 1 visible "
-                       "query-key pairs (the point is too large)", (long long)qb[x].len, (long long)kb[y].len);
+        plan_iter_fail(it,
+                       "workload.seq_len: a block of %lld x %lld tokens has more than 2^63 - 1 visible "
+                       "query-key pairs (the point is too large)",
+                       (long long)qb[x].len, (long long)kb[y].len);
         return emitted;
       }
       if (pairs == 0) continue;
@@ -255,7 +274,7 @@ int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t h
       a.mask.q_stride = qb[x].stride;
       a.mask.k_pos0 = kb[y].pos0;
       a.mask.k_stride = kb[y].stride;
-      int64_t qoff = qb[x].idx * p->B * hq * qb[x].len * p->d;   /* elements */
+      int64_t qoff = qb[x].idx * p->B * hq * qb[x].len * p->d; /* elements */
       int64_t koff = kb[y].idx * p->B * hkv * kb[y].len * p->d;
       int64_t loff = qb[x].idx * p->B * hq * qb[x].len;
       bs_compute *c;
@@ -301,8 +320,10 @@ static int fail(char *err, size_t errlen, const char *msg) {
 
 static int check_common(const bs_config *c, char *err, size_t errlen) {
   char m[256];
-  if (c->par.method < 0 || c->par.method >= BS_METHOD_COUNT) return fail(err, errlen, "parallel.method: unknown method");
-  if (c->par.layout < BS_CONTIGUOUS || c->par.layout > BS_STRIPED) return fail(err, errlen, "parallel.layout: unknown layout");
+  if (c->par.method < 0 || c->par.method >= BS_METHOD_COUNT)
+    return fail(err, errlen, "parallel.method: unknown method");
+  if (c->par.layout < BS_CONTIGUOUS || c->par.layout > BS_STRIPED)
+    return fail(err, errlen, "parallel.layout: unknown layout");
   if (c->par.gpus < 1) {
     snprintf(m, sizeof m, "parallel.gpus: %d must be at least 1", c->par.gpus);
     return fail(err, errlen, m);
@@ -313,8 +334,8 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
   if (c->model.heads < 1) return fail(err, errlen, "model.heads: must be at least 1");
   if (c->model.head_dim < 1) return fail(err, errlen, "model.head_dim: must be at least 1");
   if (c->model.kv_heads < 1 || c->model.heads % c->model.kv_heads != 0) {
-    snprintf(m, sizeof m, "model.kv_heads: %lld must be at least 1 and divide heads %lld",
-             (long long)c->model.kv_heads, (long long)c->model.heads);
+    snprintf(m, sizeof m, "model.kv_heads: %lld must be at least 1 and divide heads %lld", (long long)c->model.kv_heads,
+             (long long)c->model.heads);
     return fail(err, errlen, m);
   }
   if (c->work.phase < BS_TRAIN || c->work.phase > BS_DECODE) return fail(err, errlen, "workload.phase: unknown phase");
@@ -347,8 +368,7 @@ static int decide(const bs_config *cfg, int ranks_per_node, bs_decision *d, char
   if (pm->a2a) d->ulysses_degree = U;
   if (pm->ring == 1) d->ring_inner = G;
   if (pm->ring == 2 && U >= 1 && G % U == 0) d->ring_inner = G / U;
-  int want = cfg->par.double_ring == BS_ON ||
-             (cfg->par.double_ring == BS_AUTO && rpn > 1 && rpn < G && G % rpn == 0);
+  int want = cfg->par.double_ring == BS_ON || (cfg->par.double_ring == BS_AUTO && rpn > 1 && rpn < G && G % rpn == 0);
   if (want && pm->double_ring && cfg->work.phase != BS_DECODE) {
     if (G % rpn != 0) {
       char m[256];
@@ -367,9 +387,7 @@ int bs_plan_decide(const bs_config *cfg, int ranks_per_node, bs_decision *d) {
   return decide(cfg, ranks_per_node, d, NULL, 0);
 }
 
-void bs_plan_decision(const bs_plan *p, bs_decision *d) {
-  decide(&p->cfg, p->rpn, d, NULL, 0);
-}
+void bs_plan_decision(const bs_plan *p, bs_decision *d) { decide(&p->cfg, p->rpn, d, NULL, 0); }
 
 int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char *err, size_t errlen) {
   *out = NULL;
@@ -435,7 +453,8 @@ int64_t bs_coll_bytes_sent(bs_coll_kind kind, int64_t bytes, int size) {
   switch (kind) {
   case BS_COLL_ALLREDUCE: return 2 * (size - 1) * (bytes / size);
   case BS_COLL_ALLGATHER: return (int64_t)(size - 1) * bytes;
-  case BS_COLL_REDUCE_SCATTER: case BS_COLL_ALLTOALL: return (int64_t)(size - 1) * (bytes / size);
+  case BS_COLL_REDUCE_SCATTER:
+  case BS_COLL_ALLTOALL: return (int64_t)(size - 1) * (bytes / size);
   default: return 0;
   }
 }

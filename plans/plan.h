@@ -22,41 +22,64 @@
 #include "../kernels/attn.h"
 
 typedef enum {
-  BS_OP_ALLOC = 0, BS_OP_FREE, BS_OP_COMPUTE, BS_OP_SEND, BS_OP_RECV,
-  BS_OP_COLL, BS_OP_WAIT, BS_OP_PHASE
+  BS_OP_ALLOC = 0,
+  BS_OP_FREE,
+  BS_OP_COMPUTE,
+  BS_OP_SEND,
+  BS_OP_RECV,
+  BS_OP_COLL,
+  BS_OP_WAIT,
+  BS_OP_PHASE
 } bs_op_kind;
 
 typedef enum {
-  BS_K_ATTN_FWD = 0,       /* in: q k v; out: o lse (accumulate flag) */
-  BS_K_ATTN_FWD_UNFUSED,   /* same, score block materialised in a SCORES buffer (in[3]) */
-  BS_K_ATTN_BWD,           /* in: q k v o dout lse delta; out: dq dk dv (added into) */
-  BS_K_ATTN_BWD_UNFUSED,   /* same, workspace in in[7] */
-  BS_K_ATTN_DELTA,         /* in: o dout; out: delta */
-  BS_K_ATTN_MERGE,         /* in: o2 lse2; out: o lse (merged into) */
-  BS_K_GEMM,               /* m x n x k; in: a b; out: c */
-  BS_K_ELEMWISE,           /* elems elements read+written (norms, activations, adds) */
-  BS_K_COPY,               /* elems bytes copied in[0] -> out[0] (packing, casts) */
+  BS_K_ATTN_FWD = 0,     /* in: q k v; out: o lse (accumulate flag) */
+  BS_K_ATTN_FWD_UNFUSED, /* same, score block materialised in a SCORES buffer (in[3]) */
+  BS_K_ATTN_BWD,         /* in: q k v o dout lse delta; out: dq dk dv (added into) */
+  BS_K_ATTN_BWD_UNFUSED, /* same, workspace in in[7] */
+  BS_K_ATTN_DELTA,       /* in: o dout; out: delta */
+  BS_K_ATTN_MERGE,       /* in: o2 lse2; out: o lse (merged into) */
+  BS_K_GEMM,             /* m x n x k; in: a b; out: c */
+  BS_K_ELEMWISE,         /* elems elements read+written (norms, activations, adds) */
+  BS_K_COPY,             /* elems bytes copied in[0] -> out[0] (packing, casts) */
   BS_K_COUNT
 } bs_kernel;
 
 typedef enum {
-  BS_COLL_ALLREDUCE = 0, BS_COLL_ALLGATHER, BS_COLL_REDUCE_SCATTER, BS_COLL_ALLTOALL, BS_COLL_COUNT
+  BS_COLL_ALLREDUCE = 0,
+  BS_COLL_ALLGATHER,
+  BS_COLL_REDUCE_SCATTER,
+  BS_COLL_ALLTOALL,
+  BS_COLL_COUNT
 } bs_coll_kind;
 
 typedef enum { BS_RED_SUM = 0, BS_RED_MAX } bs_reduce_op;
 typedef enum { BS_ELEM_F32 = 0, BS_ELEM_BF16, BS_ELEM_F16 } bs_elem;
 
 /* A place in a buffer: buffer id (per rank, -1 = none) and byte offset. */
-typedef struct { int32_t buf; int64_t off; } bs_ref;
+typedef struct {
+  int32_t buf;
+  int64_t off;
+} bs_ref;
 #define BS_NOREF ((bs_ref){-1, 0})
 
 /* Ranks first, first + stride, ..., size of them; the caller's index is its position. */
-typedef struct { int32_t first, stride, size; } bs_group;
+typedef struct {
+  int32_t first, stride, size;
+} bs_group;
 
 /* Which tensor a buffer holds, so the runtime can fill inputs and gather outputs. */
 typedef enum {
-  BS_ROLE_TMP = 0, BS_ROLE_Q, BS_ROLE_K, BS_ROLE_V, BS_ROLE_DOUT,
-  BS_ROLE_O, BS_ROLE_LSE, BS_ROLE_DQ, BS_ROLE_DK, BS_ROLE_DV
+  BS_ROLE_TMP = 0,
+  BS_ROLE_Q,
+  BS_ROLE_K,
+  BS_ROLE_V,
+  BS_ROLE_DOUT,
+  BS_ROLE_O,
+  BS_ROLE_LSE,
+  BS_ROLE_DQ,
+  BS_ROLE_DK,
+  BS_ROLE_DV
 } bs_role;
 
 /*
@@ -64,14 +87,14 @@ typedef enum {
  * (token i of the shard is global token bs_shard_token(s, i)) and heads.
  */
 typedef struct {
-  bs_layout layout;        /* how tokens were split */
-  int32_t part, parts;     /* this shard is part `part` of `parts` (1 = all tokens) */
-  int64_t n_total;         /* tokens in the whole sequence */
-  int32_t head0, heads;    /* heads held: [head0, head0 + heads) */
+  bs_layout layout;     /* how tokens were split */
+  int32_t part, parts;  /* this shard is part `part` of `parts` (1 = all tokens) */
+  int64_t n_total;      /* tokens in the whole sequence */
+  int32_t head0, heads; /* heads held: [head0, head0 + heads) */
 } bs_shard;
 
-int64_t bs_shard_tokens(const bs_shard *s);              /* tokens held */
-int64_t bs_shard_token(const bs_shard *s, int64_t i);    /* global index of local token i */
+int64_t bs_shard_tokens(const bs_shard *s);           /* tokens held */
+int64_t bs_shard_token(const bs_shard *s, int64_t i); /* global index of local token i */
 
 #define BS_MAX_WAIT 8
 #define BS_OP_IN 8
@@ -79,36 +102,61 @@ int64_t bs_shard_token(const bs_shard *s, int64_t i);    /* global index of loca
 
 typedef struct {
   bs_kernel kernel;
-  attn_params a;           /* attention kernels: shape, mask, scale */
-  int accumulate;          /* ATTN_FWD: merge into the running (o, lse) */
-  int64_t m, n, k;         /* GEMM */
-  int64_t elems;           /* ELEMWISE, COPY */
-  double flops;            /* useful FLOPs (unmasked), for the profile and reports */
+  attn_params a;   /* attention kernels: shape, mask, scale */
+  int accumulate;  /* ATTN_FWD: merge into the running (o, lse) */
+  int64_t m, n, k; /* GEMM */
+  int64_t elems;   /* ELEMWISE, COPY */
+  double flops;    /* useful FLOPs (unmasked), for the profile and reports */
   bs_ref in[BS_OP_IN];
   bs_ref out[BS_OP_OUT];
   /* what the runtime computes and how (see the block at the end of this file) */
-  int ew;                  /* ELEMWISE: a bs_elemwise saying what the runtime computes */
-  int gemm;                /* GEMM: a bs_gemm_kind */
-  int64_t ld;              /* GEMM / SOFTMAX: leading dimension (columns) of the score matrix */
-  int64_t col0;            /* GEMM: first column of the score block this op touches */
+  int ew;                    /* ELEMWISE: a bs_elemwise saying what the runtime computes */
+  int gemm;                  /* GEMM: a bs_gemm_kind */
+  int64_t ld;                /* GEMM / SOFTMAX: leading dimension (columns) of the score matrix */
+  int64_t col0;              /* GEMM: first column of the score block this op touches */
   int64_t t_a, t_b, t_chunk; /* COPY: in viewed as [t_a][t_b][t_chunk bytes] -> out [t_b][t_a][t_chunk]; 0 = plain */
 } bs_compute;
 
 typedef struct {
   bs_op_kind kind;
-  int32_t handle;          /* SEND / RECV / COLL: the handle this op creates */
+  int32_t handle; /* SEND / RECV / COLL: the handle this op creates */
   union {
-    struct { int32_t buf; int64_t bytes; bs_mem_class cls; bs_role role; bs_shard shard;
-             bs_elem elem; } alloc;
-    struct { int32_t buf; } free;
+    struct {
+      int32_t buf;
+      int64_t bytes;
+      bs_mem_class cls;
+      bs_role role;
+      bs_shard shard;
+      bs_elem elem;
+    } alloc;
+    struct {
+      int32_t buf;
+    } free;
     bs_compute compute;
-    struct { int32_t peer; int32_t tag; bs_ref buf; int64_t bytes; } p2p;
-    struct { bs_coll_kind kind; bs_reduce_op red; bs_elem elem; bs_group group;
-             bs_ref send, recv; int64_t bytes; /* per rank contribution */ } coll;
-    struct { int32_t n; int32_t handles[BS_MAX_WAIT]; } wait;
-    struct { int fwd_bwd; /* 0 fwd, 1 bwd */ int begin; /* 1 begin, 0 end */ } phase;
+    struct {
+      int32_t peer;
+      int32_t tag;
+      bs_ref buf;
+      int64_t bytes;
+    } p2p;
+    struct {
+      bs_coll_kind kind;
+      bs_reduce_op red;
+      bs_elem elem;
+      bs_group group;
+      bs_ref send, recv;
+      int64_t bytes; /* per rank contribution */
+    } coll;
+    struct {
+      int32_t n;
+      int32_t handles[BS_MAX_WAIT];
+    } wait;
+    struct {
+      int fwd_bwd; /* 0 fwd, 1 bwd */
+      int begin;   /* 1 begin, 0 end */
+    } phase;
   } u;
-  int32_t step;            /* ring step / stage the op belongs to (-1 = none), for messages */
+  int32_t step; /* ring step / stage the op belongs to (-1 = none), for messages */
 } bs_op;
 
 typedef struct bs_plan bs_plan;
@@ -166,20 +214,20 @@ const char *bs_coll_name(bs_coll_kind k);
 
 /* What an ELEMWISE op computes (the simulator only needs `elems`). */
 typedef enum {
-  BS_EW_GENERIC = 0,      /* modelled work only (layer scope) */
-  BS_EW_TREE_RESCALE,     /* in: o lse m(max lse); out: num = o*exp(lse-m), den = exp(lse-m) */
-  BS_EW_TREE_FINAL,       /* in: num den m; out: o = num/den, lse = m + log(den) */
-  BS_EW_SOFTMAX,          /* in/out[0]: score rows (B*Zq*Nq x ld), masked by a.mask; out[1]: lse */
-  BS_EW_ZERO,             /* out[0][0 .. elems) = 0 (fp32) */
-  BS_EW_ADD,              /* out[0][0 .. elems) += in[0][0 .. elems) (fp32) */
+  BS_EW_GENERIC = 0,  /* modelled work only (layer scope) */
+  BS_EW_TREE_RESCALE, /* in: o lse m(max lse); out: num = o*exp(lse-m), den = exp(lse-m) */
+  BS_EW_TREE_FINAL,   /* in: num den m; out: o = num/den, lse = m + log(den) */
+  BS_EW_SOFTMAX,      /* in/out[0]: score rows (B*Zq*Nq x ld), masked by a.mask; out[1]: lse */
+  BS_EW_ZERO,         /* out[0][0 .. elems) = 0 (fp32) */
+  BS_EW_ADD,          /* out[0][0 .. elems) += in[0][0 .. elems) (fp32) */
   BS_EW_COUNT
 } bs_elemwise;
 
 /* What a GEMM op computes (li2021's explicit score matrix). */
 typedef enum {
-  BS_GEMM_GENERIC = 0,    /* modelled work only */
-  BS_GEMM_QK,             /* out[0][:, col0:col0+Nk] = scale * q k^T per head (a gives the shape) */
-  BS_GEMM_PV,             /* out[0] (o, fp32) += P[:, col0:col0+Nk] v per head; in[0] = P, in[1] = v */
+  BS_GEMM_GENERIC = 0, /* modelled work only */
+  BS_GEMM_QK,          /* out[0][:, col0:col0+Nk] = scale * q k^T per head (a gives the shape) */
+  BS_GEMM_PV,          /* out[0] (o, fp32) += P[:, col0:col0+Nk] v per head; in[0] = P, in[1] = v */
   BS_GEMM_COUNT
 } bs_gemm_kind;
 
@@ -214,8 +262,7 @@ const char *bs_role_name(bs_role r);
 /* Visible (query, key) pairs between query positions q0 + a*stride (a < nq)
  * and key positions k0 + b*stride (b < nk) under causal / window masking:
  * the count behind FLOPs and fully-masked-block skipping; -1 past 2^63 - 1. */
-int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
-                         int causal, int64_t window);
+int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window);
 
 /* Non-zero when the iterator stopped on a broken internal invariant (a plan
  * bug: op queue or id space exhausted) rather than at the program's end. */

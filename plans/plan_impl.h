@@ -14,60 +14,73 @@
 
 /* Message kinds, the high bits of p2p tags. */
 enum {
-  MSG_K = 1, MSG_V, MSG_Q, MSG_DO, MSG_D, MSG_LSE, MSG_O, MSG_DQ, MSG_DK, MSG_DV,
-  MSG_OK, MSG_OV, MSG_RET_DQ, MSG_RET_DK, MSG_RET_DV
+  MSG_K = 1,
+  MSG_V,
+  MSG_Q,
+  MSG_DO,
+  MSG_D,
+  MSG_LSE,
+  MSG_O,
+  MSG_DQ,
+  MSG_DK,
+  MSG_DV,
+  MSG_OK,
+  MSG_OV,
+  MSG_RET_DQ,
+  MSG_RET_DK,
+  MSG_RET_DV
 };
 static inline int32_t plan_tag(int kind, int step) { return (int32_t)((kind << 11) | (step & 2047)); }
 
 struct bs_plan {
   bs_config cfg;
-  int G;                     /* ranks */
-  int P, M;                  /* double ring: inner size P, outer size M (P = G, M = 1 without) */
-  int rpn;                   /* ranks per node the plan was made for (<= 0: one node) */
-  int64_t B, Zq, Zkv, d, N;  /* global shapes */
-  int64_t nq_dec;            /* decode: query tokens */
-  int es;                    /* bytes per stored element (q, k, v, dout) */
+  int G;                    /* ranks */
+  int P, M;                 /* double ring: inner size P, outer size M (P = G, M = 1 without) */
+  int rpn;                  /* ranks per node the plan was made for (<= 0: one node) */
+  int64_t B, Zq, Zkv, d, N; /* global shapes */
+  int64_t nq_dec;           /* decode: query tokens */
+  int es;                   /* bytes per stored element (q, k, v, dout) */
   bs_elem elem;
   attn_dtype adt;
-  int bwd;                   /* phase train */
+  int bwd; /* phase train */
   int decode;
-  struct bs_plan *attn;      /* layer / model scope: the attention plan every layer runs (workload.c) */
-  int in_layer;              /* this attention plan runs inside a layer: tp leaves its block
+  struct bs_plan *attn; /* layer / model scope: the attention plan every layer runs (workload.c) */
+  int in_layer;         /* this attention plan runs inside a layer: tp leaves its block
                                 collectives to the layer's projections */
 };
 
 /* Ring-engine state for the forward K,V ring (double ring capable). */
 typedef struct {
   int active;
-  int32_t first, stride;     /* ring position x is rank first + stride * x */
-  int P, M;                  /* inner / outer sizes, S = P * M */
-  int a, i;                  /* my node and my index within it */
-  int64_t hq, hkv;           /* heads per rank in the ring */
-  bs_shard qs;               /* my query shard (positions) */
-  int64_t qpos_off;          /* added to query positions (decode) */
-  bs_shard ks;               /* shard template of K blocks: part = origin position */
-  int32_t q, o, lse;         /* role buffers */
-  int32_t k0, v0;            /* the local K, V (step 0) */
-  int32_t kb[2], vb[2];      /* inner receive buffers */
-  int32_t okb[2], ovb[2];    /* outer receive buffers */
-  int32_t scores;            /* lao off: score workspace, -1 otherwise */
-  int64_t kv_bytes;          /* bytes of one K (= one V) block */
-  int init[2];               /* query chunk has received its first block */
-  int cur_outer;             /* index of the outer buffer holding this outer step's block (-1: local) */
-  int h_outer[4], n_outer;   /* outstanding outer handles */
+  int32_t first, stride;   /* ring position x is rank first + stride * x */
+  int P, M;                /* inner / outer sizes, S = P * M */
+  int a, i;                /* my node and my index within it */
+  int64_t hq, hkv;         /* heads per rank in the ring */
+  bs_shard qs;             /* my query shard (positions) */
+  int64_t qpos_off;        /* added to query positions (decode) */
+  bs_shard ks;             /* shard template of K blocks: part = origin position */
+  int32_t q, o, lse;       /* role buffers */
+  int32_t k0, v0;          /* the local K, V (step 0) */
+  int32_t kb[2], vb[2];    /* inner receive buffers */
+  int32_t okb[2], ovb[2];  /* outer receive buffers */
+  int32_t scores;          /* lao off: score workspace, -1 otherwise */
+  int64_t kv_bytes;        /* bytes of one K (= one V) block */
+  int init[2];             /* query chunk has received its first block */
+  int cur_outer;           /* index of the outer buffer holding this outer step's block (-1: local) */
+  int h_outer[4], n_outer; /* outstanding outer handles */
 } ring_fwd;
 
 /* A part of the travelling backward packet. */
 typedef struct {
-  int msg;                   /* message kind */
-  int32_t local;             /* this rank's own buffer (step 0 source) */
-  int32_t rb[2];             /* receive buffers (acc parts: the step's partials) */
-  int32_t rin;               /* acc parts: the visiting packet's sum so far, received during the compute */
-  int32_t orb[2];            /* double ring: read-only parts of the next round's first packet (outer ring) */
-  int32_t rout, sout;        /* double ring, acc parts: the previous node's sum in, this node's sum out */
+  int msg;            /* message kind */
+  int32_t local;      /* this rank's own buffer (step 0 source) */
+  int32_t rb[2];      /* receive buffers (acc parts: the step's partials) */
+  int32_t rin;        /* acc parts: the visiting packet's sum so far, received during the compute */
+  int32_t orb[2];     /* double ring: read-only parts of the next round's first packet (outer ring) */
+  int32_t rout, sout; /* double ring, acc parts: the previous node's sum in, this node's sum out */
   int64_t bytes;
-  int acc;                   /* 1: accumulated by the step's compute (sent after it) */
-  int32_t ret_buf;           /* acc parts: where the owner receives the final value */
+  int acc;         /* 1: accumulated by the step's compute (sent after it) */
+  int32_t ret_buf; /* acc parts: where the owner receives the final value */
   int ret_msg;
 } pkt_part;
 
@@ -77,29 +90,29 @@ typedef struct {
   int32_t first, stride;
   int P, M, a, i;
   int64_t hq, hkv;
-  int kind;                  /* 0 burst (q-side packet travels), 1 ring (kv-side packet travels) */
-  int plain;                 /* burst: O travels, delta computed on arrival */
-  int unfused;               /* score block materialised */
-  bs_shard my;               /* my shard (q side for burst, kv side for ring) */
-  bs_shard tmpl;             /* shard template of the travelling side */
+  int kind;      /* 0 burst (q-side packet travels), 1 ring (kv-side packet travels) */
+  int plain;     /* burst: O travels, delta computed on arrival */
+  int unfused;   /* score block materialised */
+  bs_shard my;   /* my shard (q side for burst, kv side for ring) */
+  bs_shard tmpl; /* shard template of the travelling side */
   /* the stationary side's buffers */
   int32_t q, k, v, o, dout, lse, delta, dq, dk, dv;
-  int32_t tmp_delta;         /* plain: delta of the visiting packet */
+  int32_t tmp_delta; /* plain: delta of the visiting packet */
   int32_t scores;
   pkt_part part[PKT_MAX];
   int nparts;
   int h_pre[2 * PKT_MAX], n_pre;
-  int h_acc[PKT_MAX], n_acc; /* sends of the previous step's sums, joined one step later */
-  int h_oro[2 * PKT_MAX], n_oro;   /* double ring: outer read-only traffic of this round */
+  int h_acc[PKT_MAX], n_acc;           /* sends of the previous step's sums, joined one step later */
+  int h_oro[2 * PKT_MAX], n_oro;       /* double ring: outer read-only traffic of this round */
   int h_osum_in[PKT_MAX], n_osum_in;   /* double ring: the previous node's sums, arriving this round */
   int h_osum_out[PKT_MAX], n_osum_out; /* double ring: this node's sums, sent at the last round's end */
 } ring_bwd;
 
 /* One sequence<->head all-to-all in flight (ulysses, usp). */
 typedef struct {
-  int32_t src, pk, rv, dst;  /* buffers: source, packed send, receive, final */
-  int32_t h;                 /* collective handle, -1 = none (group of one) */
-  int64_t Z, w, eb;          /* heads in total, row width, bytes per element */
+  int32_t src, pk, rv, dst; /* buffers: source, packed send, receive, final */
+  int32_t h;                /* collective handle, -1 = none (group of one) */
+  int64_t Z, w, eb;         /* heads in total, row width, bytes per element */
 } a2a_xfer;
 
 /*
@@ -110,13 +123,13 @@ typedef struct {
  */
 typedef struct {
   int32_t q, k, v, o, lse, dout, dq, dk, dv;
-  int32_t delta;             /* rowsum(dO * O) of this rank's queries (-1: none) */
-  int32_t tdelta;            /* burst plain: delta of the visiting packet (-1: none) */
-  int32_t scores;            /* lao off, li2021: score workspace (-1: none) */
+  int32_t delta;  /* rowsum(dO * O) of this rank's queries (-1: none) */
+  int32_t tdelta; /* burst plain: delta of the visiting packet (-1: none) */
+  int32_t scores; /* lao off, li2021: score workspace (-1: none) */
   ring_fwd rf;
   ring_bwd rb;
-  int seg, at;               /* forward: segment and ring step */
-  int bseg, bat;             /* backward: segment and ring step */
+  int seg, at;   /* forward: segment and ring step */
+  int bseg, bat; /* backward: segment and ring step */
 } ring_seq;
 
 #define QCAP 256
@@ -127,12 +140,12 @@ struct bs_plan_iter {
   int qh, qn;
   uint64_t bufs_used, handles_used;
   int done;
-  int32_t step;              /* step stamped on emitted ops */
-  int err;                   /* an internal invariant broke (queue or ids exhausted), or errmsg */
-  char errmsg[192];          /* why the plan cannot go on (a point too large), when set */
-  void *state;               /* the method's generator state (plan_method.state_size bytes, zeroed) */
-  bs_op sink;                /* target of pushes past a full queue (then err is set) */
-  struct bs_wl *wl;          /* layer / model scope: the workload generator (workload.c) */
+  int32_t step;     /* step stamped on emitted ops */
+  int err;          /* an internal invariant broke (queue or ids exhausted), or errmsg */
+  char errmsg[192]; /* why the plan cannot go on (a point too large), when set */
+  void *state;      /* the method's generator state (plan_method.state_size bytes, zeroed) */
+  bs_op sink;       /* target of pushes past a full queue (then err is set) */
+  struct bs_wl *wl; /* layer / model scope: the workload generator (workload.c) */
 };
 
 /*
@@ -148,42 +161,44 @@ typedef struct {
    * state: state_size bytes, zeroed when the iterator is made. */
   int (*gen)(bs_plan_iter *it, void *state);
   size_t state_size;
-  int double_ring;           /* the K,V ring may run as a double ring (inner P x outer M) */
-  int ring;                  /* its K,V ring: 0 none, 1 over all ranks, 2 across the all-to-all groups */
-  int a2a;                   /* its all-to-alls: 0 none, 1 over all ranks, 2 in groups of ulysses_degree */
-  int decode;                /* phase decode: 0 refused, 1 allowed, 2 the only phase */
+  int double_ring; /* the K,V ring may run as a double ring (inner P x outer M) */
+  int ring;        /* its K,V ring: 0 none, 1 over all ranks, 2 across the all-to-all groups */
+  int a2a;         /* its all-to-alls: 0 none, 1 over all ranks, 2 in groups of ulysses_degree */
+  int decode;      /* phase decode: 0 refused, 1 allowed, 2 the only phase */
 } plan_method;
 
 /* The row of method m, or NULL for a value outside bs_method. */
 const plan_method *plan_method_of(bs_method m);
 /* Shape checks of the sequence-sharded rings, shared by burst's and ring's rows (ring.c). */
 int plan_check_ring(const bs_plan *p, char *err, size_t errlen);
-extern const plan_method plan_method_burst, plan_method_ring, plan_method_li2021,
-    plan_method_ulysses, plan_method_usp, plan_method_tp, plan_method_tree;
+extern const plan_method plan_method_burst, plan_method_ring, plan_method_li2021, plan_method_ulysses, plan_method_usp,
+  plan_method_tp, plan_method_tree;
 
 /* Queue and ids. */
 bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind);
 /* Appends a copy of a whole op (an op taken from another stream). */
 void plan_push_copy(bs_plan_iter *it, const bs_op *op);
-int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role,
-                   const bs_shard *shard, bs_elem elem);
+int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role, const bs_shard *shard,
+                   bs_elem elem);
 void plan_free(bs_plan_iter *it, int32_t buf);
 int32_t plan_send(bs_plan_iter *it, int peer, int msg, bs_ref buf, int64_t bytes);
 int32_t plan_recv(bs_plan_iter *it, int peer, int msg, bs_ref buf, int64_t bytes);
-int32_t plan_coll(bs_plan_iter *it, bs_coll_kind kind, bs_reduce_op red, bs_elem elem,
-                  bs_group g, bs_ref send, bs_ref recv, int64_t bytes);
+int32_t plan_coll(bs_plan_iter *it, bs_coll_kind kind, bs_reduce_op red, bs_elem elem, bs_group g, bs_ref send,
+                  bs_ref recv, int64_t bytes);
 void plan_wait(bs_plan_iter *it, const int32_t *handles, int n);
 void plan_phase(bs_plan_iter *it, int bwd, int begin);
 bs_compute *plan_compute(bs_plan_iter *it, bs_kernel k);
-static inline bs_ref R(int32_t buf, int64_t off) { bs_ref r = {buf, off}; return r; }
+static inline bs_ref R(int32_t buf, int64_t off) {
+  bs_ref r = {buf, off};
+  return r;
+}
 
 /* Shapes. */
 bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t head0, int32_t heads);
 attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t nq, int64_t nk);
 /* Visible (query, key) pairs of two blocks of positions with the same stride;
  * -1 when the count passes 2^63 - 1 (blocks of billions of tokens). */
-int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride,
-                           int causal, int64_t window);
+int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window);
 /* Stops the iterator with a message (printf-style) that bs_plan_iter_errmsg returns. */
 void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -193,9 +208,8 @@ void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) __attribute__((forma
 typedef struct {
   int32_t q, k, v, o, lse, dout, delta, dq, dk, dv, scores;
 } attn_bufs;
-int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv,
-                   const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, const attn_bufs *b,
-                   int init[2]);
+int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
+                   int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2]);
 
 /* Forward ring engine. Set the fields of r, call ring_fwd_begin (ALLOCs the
  * comm buffers), then ring_fwd_step for s = 0 .. S-1 (returns 0 past the end),

@@ -10,12 +10,12 @@
 
 /* Memory classes for the per-device breakdown (ALLOC ops name one). */
 typedef enum {
-  BS_MEM_INPUT = 0,    /* q, k, v, dout shards the method starts with */
-  BS_MEM_OUTPUT,       /* o, lse, dq, dk, dv the method returns */
-  BS_MEM_COMM,         /* ring / collective buffers in flight */
-  BS_MEM_SCORES,       /* materialised score blocks (no LAO, li2021) */
-  BS_MEM_WORKSPACE,    /* kernel workspaces, temporaries */
-  BS_MEM_WEIGHTS,      /* model scope */
+  BS_MEM_INPUT = 0, /* q, k, v, dout shards the method starts with */
+  BS_MEM_OUTPUT,    /* o, lse, dq, dk, dv the method returns */
+  BS_MEM_COMM,      /* ring / collective buffers in flight */
+  BS_MEM_SCORES,    /* materialised score blocks (no LAO, li2021) */
+  BS_MEM_WORKSPACE, /* kernel workspaces, temporaries */
+  BS_MEM_WEIGHTS,   /* model scope */
   BS_MEM_GRADS,
   BS_MEM_OPTIMIZER,
   BS_MEM_ACTIVATIONS,
@@ -25,23 +25,23 @@ typedef enum {
 const char *bs_mem_class_name(bs_mem_class c);
 
 typedef struct {
-  double step, fwd, bwd;   /* seconds */
-  double compute;          /* time in COMPUTE ops */
-  double comm_exposed;     /* time blocked in WAIT / collectives */
+  double step, fwd, bwd; /* seconds */
+  double compute;        /* time in COMPUTE ops */
+  double comm_exposed;   /* time blocked in WAIT / collectives */
 } bs_times;
 
 typedef struct {
   int64_t per_rank_max_sent;
-  int64_t total;           /* sum over ranks of bytes sent */
+  int64_t total; /* sum over ranks of bytes sent */
   int64_t intra_node, inter_node;
 } bs_bytes;
 
 typedef struct {
-  int64_t peak_bytes_max;  /* max over ranks of the plan allocator's peak */
-  int64_t capacity_bytes;  /* 0 = unknown */
+  int64_t peak_bytes_max; /* max over ranks of the plan allocator's peak */
+  int64_t capacity_bytes; /* 0 = unknown */
   int oom;
   int64_t breakdown[BS_MEM_CLASS_COUNT]; /* at the peak of the rank with the max peak */
-  int64_t rss_bytes;       /* real runs: process peak RSS (max over ranks) */
+  int64_t rss_bytes;                     /* real runs: process peak RSS (max over ranks) */
 } bs_memory;
 
 typedef struct {
@@ -53,27 +53,27 @@ typedef struct {
 
 /* What the plan decided from the request (the result JSON's "plan" object). */
 typedef struct {
-  int valid;               /* 0: not recorded (the point failed before a plan was made) */
-  int double_ring;         /* the K,V ring runs as a double ring (ring_outer > 1) */
+  int valid;                  /* 0: not recorded (the point failed before a plan was made) */
+  int double_ring;            /* the K,V ring runs as a double ring (ring_outer > 1) */
   int ring_inner, ring_outer; /* ring sizes P x M: ranks per inner ring, inner rings; 1 x 1: no ring */
-  int ulysses_degree;      /* ranks per all-to-all group (ulysses: all, usp: the degree); 1: none */
+  int ulysses_degree;         /* ranks per all-to-all group (ulysses: all, usp: the degree); 1: none */
 } bs_decision;
 
 typedef struct {
   bs_config cfg;
-  const char *mode;        /* "sim" or "run" */
+  const char *mode; /* "sim" or "run" */
   bs_times time;
   bs_bytes comm;
   bs_memory mem;
-  double sim_wall_s;       /* sim only */
+  double sim_wall_s; /* sim only */
   int64_t sim_events;
   int nranks;
-  bs_rank_result *ranks;   /* nranks entries, owned by the result (may be NULL) */
-  char error[256];         /* "" on success */
-  char sim_network[320];   /* sim: network model settings used, link classes, fold decision */
-  int sim_actors;          /* sim: ranks simulated as SimGrid actors (< nranks when folded) */
-  int64_t sim_rss_bytes;   /* sim: peak RSS of the simulating process */
-  bs_decision decision;    /* what the plan decided (double ring, ring sizes, all-to-all groups) */
+  bs_rank_result *ranks; /* nranks entries, owned by the result (may be NULL) */
+  char error[256];       /* "" on success */
+  char sim_network[320]; /* sim: network model settings used, link classes, fold decision */
+  int sim_actors;        /* sim: ranks simulated as SimGrid actors (< nranks when folded) */
+  int64_t sim_rss_bytes; /* sim: peak RSS of the simulating process */
+  bs_decision decision;  /* what the plan decided (double ring, ring sizes, all-to-all groups) */
 } bs_result;
 
 void bs_result_free(bs_result *r);

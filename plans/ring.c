@@ -31,6 +31,11 @@ int plan_check_ring(const bs_plan *p, char *err, size_t errlen) {
 static int gen_ring(bs_plan_iter *it, void *state) { return ring_seq_gen(it, state, 1, 0, 0); }
 
 const plan_method plan_method_ring = {
-  .check = plan_check_ring, .gen = gen_ring, .state_size = sizeof(ring_seq), .double_ring = 1, .decode = 1,
-  .ring = 1, .a2a = 0,
+  .check = plan_check_ring,
+  .gen = gen_ring,
+  .state_size = sizeof(ring_seq),
+  .double_ring = 1,
+  .decode = 1,
+  .ring = 1,
+  .a2a = 0,
 };

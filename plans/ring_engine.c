@@ -178,7 +178,10 @@ static void packet_compute(bs_plan_iter *it, ring_bwd *r, int s, int origin) {
     } else {
       b.delta = find_part(r, MSG_D, s);
     }
-    b.k = r->k; b.v = r->v; b.dk = r->dk; b.dv = r->dv;
+    b.k = r->k;
+    b.v = r->v;
+    b.dk = r->dk;
+    b.dv = r->dv;
     b.scores = r->scores;
     plan_emit_attn(it, 1, r->unfused, r->hq, r->hkv, &ts, 0, &r->my, &b, init);
   } else { /* ring: the key/value side travels */
@@ -186,7 +189,12 @@ static void packet_compute(bs_plan_iter *it, ring_bwd *r, int s, int origin) {
     b.v = find_part(r, MSG_V, s);
     b.dk = find_part(r, MSG_DK, s);
     b.dv = find_part(r, MSG_DV, s);
-    b.q = r->q; b.o = -1; b.dout = r->dout; b.lse = r->lse; b.delta = r->delta; b.dq = r->dq;
+    b.q = r->q;
+    b.o = -1;
+    b.dout = r->dout;
+    b.lse = r->lse;
+    b.delta = r->delta;
+    b.dq = r->dq;
     b.scores = r->scores;
     plan_emit_attn(it, 1, r->unfused, r->hq, r->hkv, &r->my, 0, &ts, &b, init);
   }
@@ -244,7 +252,8 @@ int ring_bwd_step(bs_plan_iter *it, ring_bwd *r, int s) {
           r->h_pre[r->n_pre++] = plan_recv(it, prev, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
       for (int j = 0; j < r->nparts; j++)
         if (!r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_send(it, next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+          r->h_pre[r->n_pre++] =
+            plan_send(it, next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
     }
     /* Partials are reused every other step: clear the one about to be accumulated into. */
     if (s >= 2)
@@ -300,9 +309,9 @@ int ring_bwd_step(bs_plan_iter *it, ring_bwd *r, int s) {
  */
 static int ring_bwd_step_double(bs_plan_iter *it, ring_bwd *r, int s) {
   const int P = r->P, M = r->M, o = s / P, t = s % P;
-  const int f = o > 0;                        /* rotation offset of round o */
-  const int fwd_at = o == 0 ? 1 : 0;          /* step of round o whose packet goes to the next node */
-  const int add_at = o == 1 ? P - 2 : P - 1;  /* step of round o that adds the previous node's sum */
+  const int f = o > 0;                       /* rotation offset of round o */
+  const int fwd_at = o == 0 ? 1 : 0;         /* step of round o whose packet goes to the next node */
+  const int add_at = o == 1 ? P - 2 : P - 1; /* step of round o that adds the previous node's sum */
   const int in_prev = ring_rank(r->first, r->stride, P, M, r->a, r->i - 1);
   const int in_next = ring_rank(r->first, r->stride, P, M, r->a, r->i + 1);
   const int out_prev = ring_rank(r->first, r->stride, P, M, r->a - 1, r->i);
@@ -352,7 +361,8 @@ static int ring_bwd_step_double(bs_plan_iter *it, ring_bwd *r, int s) {
         r->h_pre[r->n_pre++] = plan_recv(it, in_prev, r->part[j].msg, R(r->part[j].rb[t % 2], 0), r->part[j].bytes);
     for (int j = 0; j < r->nparts; j++)
       if (!r->part[j].acc)
-        r->h_pre[r->n_pre++] = plan_send(it, in_next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+        r->h_pre[r->n_pre++] =
+          plan_send(it, in_next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
   }
   if (s >= 2)
     for (int j = 0; j < r->nparts; j++)
@@ -376,7 +386,8 @@ static int ring_bwd_step_double(bs_plan_iter *it, ring_bwd *r, int s) {
   if (t < P - 1) {
     for (int j = 0; j < r->nparts; j++)
       if (r->part[j].acc)
-        r->h_acc[r->n_acc++] = plan_send(it, in_next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+        r->h_acc[r->n_acc++] =
+          plan_send(it, in_next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
     if (n_prev) plan_wait(it, h_prev, n_prev);
     return 1;
   }
@@ -540,9 +551,16 @@ static void seq_bwd_ring(bs_plan_iter *it, ring_seq *s, int kind, int plain, int
   rb->unfused = unfused;
   bs_shard qs = plan_shard(p->cfg.par.layout, r, p->G, p->N, 0, (int32_t)p->Zq);
   bs_shard ks = plan_shard(p->cfg.par.layout, r, p->G, p->N, 0, (int32_t)p->Zkv);
-  rb->q = s->q; rb->k = s->k; rb->v = s->v; rb->o = s->o;
-  rb->dout = s->dout; rb->lse = s->lse; rb->delta = s->delta;
-  rb->dq = s->dq; rb->dk = s->dk; rb->dv = s->dv;
+  rb->q = s->q;
+  rb->k = s->k;
+  rb->v = s->v;
+  rb->o = s->o;
+  rb->dout = s->dout;
+  rb->lse = s->lse;
+  rb->delta = s->delta;
+  rb->dq = s->dq;
+  rb->dk = s->dk;
+  rb->dv = s->dv;
   rb->tmp_delta = s->tdelta;
   rb->scores = s->scores;
   int64_t qb = p->B * p->Zq * n * p->d, kb = p->B * p->Zkv * n * p->d, rows = p->B * p->Zq * n;
@@ -583,7 +601,10 @@ int ring_seq_bwd(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused
     s->bat = 0;
     return 1;
   case 1:
-    if (ring_bwd_step(it, &s->rb, s->bat)) { s->bat++; return 1; }
+    if (ring_bwd_step(it, &s->rb, s->bat)) {
+      s->bat++;
+      return 1;
+    }
     ring_bwd_end(it, &s->rb);
     plan_free(it, s->delta);
     plan_free(it, s->tdelta);
@@ -591,8 +612,7 @@ int ring_seq_bwd(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused
     plan_phase(it, 1, 0);
     s->bseg = 2;
     return 1;
-  default:
-    return 0;
+  default: return 0;
   }
 }
 
@@ -605,13 +625,18 @@ int ring_seq_gen(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused
     s->at = 0;
     return 1;
   case 1:
-    if (ring_fwd_step(it, &s->rf, s->at)) { s->at++; return 1; }
+    if (ring_fwd_step(it, &s->rf, s->at)) {
+      s->at++;
+      return 1;
+    }
     ring_fwd_end(it, &s->rf);
-    if (!p->bwd) { plan_free(it, s->scores); s->scores = -1; }
+    if (!p->bwd) {
+      plan_free(it, s->scores);
+      s->scores = -1;
+    }
     plan_phase(it, 0, 0);
     s->seg = 2;
     return 1;
-  default:
-    return p->bwd ? ring_seq_bwd(it, s, kind, plain, unfused) : 0;
+  default: return p->bwd ? ring_seq_bwd(it, s, kind, plain, unfused) : 0;
   }
 }

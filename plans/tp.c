@@ -16,17 +16,18 @@ static int check_tp(const bs_plan *p, char *err, size_t errlen) {
     return -1;
   }
   if (p->cfg.par.layout != BS_CONTIGUOUS) {
-    snprintf(err, errlen, "parallel.layout: tp replicates the sequence; %s is not supported", bs_layout_name(p->cfg.par.layout));
+    snprintf(err, errlen, "parallel.layout: tp replicates the sequence; %s is not supported",
+             bs_layout_name(p->cfg.par.layout));
     return -1;
   }
   if (p->G > p->Zkv || p->Zkv % p->G != 0 || p->Zq % p->G != 0) {
-    snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide heads %lld and kv_heads %lld", p->G, (long long)p->Zq,
-             (long long)p->Zkv);
+    snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide heads %lld and kv_heads %lld", p->G,
+             (long long)p->Zq, (long long)p->Zkv);
     return -1;
   }
   if (p->cfg.par.tp_variant == 3 && p->N % p->G != 0) {
-    snprintf(err, errlen, "parallel.gpus: %d does not divide seq_len %lld (tp v3 shards the sequence between blocks)", p->G,
-             (long long)p->N);
+    snprintf(err, errlen, "parallel.gpus: %d does not divide seq_len %lld (tp v3 shards the sequence between blocks)",
+             p->G, (long long)p->N);
     return -1;
   }
   return 0;
@@ -131,12 +132,16 @@ static int gen_tp(bs_plan_iter *it, void *state) {
     tp_bwd(it, s, hq, hkv, &qs, &ks);
     s->seg = 2;
     return 1;
-  default:
-    return 0;
+  default: return 0;
   }
 }
 
 const plan_method plan_method_tp = {
-  .check = check_tp, .gen = gen_tp, .state_size = sizeof(tp_state), .double_ring = 0, .decode = 0,
-  .ring = 0, .a2a = 0,
+  .check = check_tp,
+  .gen = gen_tp,
+  .state_size = sizeof(tp_state),
+  .double_ring = 0,
+  .decode = 0,
+  .ring = 0,
+  .a2a = 0,
 };

@@ -21,7 +21,9 @@ static int check_tree(const bs_plan *p, char *err, size_t errlen) {
 }
 
 /* The whole decode step is one segment. */
-typedef struct { int done; } tree_state;
+typedef struct {
+  int done;
+} tree_state;
 
 static int gen_tree(bs_plan_iter *it, void *state) {
   const bs_plan *p = it->p;
@@ -63,8 +65,11 @@ static int gen_tree(bs_plan_iter *it, void *state) {
   c->a = plan_attn_params(p, p->Zq, p->Zkv, t, n);
   c->elems = rows * p->d;
   c->flops = 2.0 * (double)c->elems;
-  c->in[0] = R(ol, 0); c->in[1] = R(ll, 0); c->in[2] = R(m, 0);
-  c->out[0] = R(num, 0); c->out[1] = R(den, 0);
+  c->in[0] = R(ol, 0);
+  c->in[1] = R(ll, 0);
+  c->in[2] = R(m, 0);
+  c->out[0] = R(num, 0);
+  c->out[1] = R(den, 0);
   it->step = 2;
   h[0] = plan_coll(it, BS_COLL_ALLREDUCE, BS_RED_SUM, BS_ELEM_F32, all, R(num, 0), R(num, 0), rows * p->d * 4);
   h[1] = plan_coll(it, BS_COLL_ALLREDUCE, BS_RED_SUM, BS_ELEM_F32, all, R(den, 0), R(den, 0), rows * 4);
@@ -74,8 +79,11 @@ static int gen_tree(bs_plan_iter *it, void *state) {
   c->a = plan_attn_params(p, p->Zq, p->Zkv, t, n);
   c->elems = rows * p->d;
   c->flops = (double)c->elems;
-  c->in[0] = R(num, 0); c->in[1] = R(den, 0); c->in[2] = R(m, 0);
-  c->out[0] = R(o, 0); c->out[1] = R(lse, 0);
+  c->in[0] = R(num, 0);
+  c->in[1] = R(den, 0);
+  c->in[2] = R(m, 0);
+  c->out[0] = R(o, 0);
+  c->out[1] = R(lse, 0);
   it->step = -1;
   plan_free(it, num);
   plan_free(it, den);
@@ -87,6 +95,11 @@ static int gen_tree(bs_plan_iter *it, void *state) {
 }
 
 const plan_method plan_method_tree = {
-  .check = check_tree, .gen = gen_tree, .state_size = sizeof(tree_state), .double_ring = 0, .decode = 2,
-  .ring = 0, .a2a = 0,
+  .check = check_tree,
+  .gen = gen_tree,
+  .state_size = sizeof(tree_state),
+  .double_ring = 0,
+  .decode = 2,
+  .ring = 0,
+  .a2a = 0,
 };

@@ -14,7 +14,8 @@ static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
   const char *m = bs_method_name(p->cfg.par.method);
   int U = deg(p);
   if (p->cfg.par.layout != BS_CONTIGUOUS) {
-    snprintf(err, errlen, "parallel.layout: %s gathers contiguous shards; %s is not supported", m, bs_layout_name(p->cfg.par.layout));
+    snprintf(err, errlen, "parallel.layout: %s gathers contiguous shards; %s is not supported", m,
+             bs_layout_name(p->cfg.par.layout));
     return -1;
   }
   if (p->cfg.par.method == BS_USP && (U < 1 || p->G % U != 0)) {
@@ -27,7 +28,8 @@ static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
     return -1;
   }
   if (p->Zkv % U != 0 || p->Zq % U != 0) {
-    snprintf(err, errlen, "%s: %d does not divide heads %lld and kv_heads %lld", key, U, (long long)p->Zq, (long long)p->Zkv);
+    snprintf(err, errlen, "%s: %d does not divide heads %lld and kv_heads %lld", key, U, (long long)p->Zq,
+             (long long)p->Zkv);
     return -1;
   }
   if (p->N % p->G != 0) {
@@ -43,7 +45,8 @@ static bs_group ugroup(const bs_plan_iter *it) {
   return g;
 }
 
-static bs_compute *copy_op(bs_plan_iter *it, int32_t src, int32_t dst, int64_t bytes, int64_t ta, int64_t tb, int64_t chunk) {
+static bs_compute *copy_op(bs_plan_iter *it, int32_t src, int32_t dst, int64_t bytes, int64_t ta, int64_t tb,
+                           int64_t chunk) {
   bs_compute *c = plan_compute(it, BS_K_COPY);
   c->elems = bytes;
   c->t_a = ta;
@@ -60,7 +63,14 @@ static void s2h_post(bs_plan_iter *it, a2a_xfer *x, int32_t src, int64_t Z, int6
   int U = deg(p);
   int64_t n = p->N / p->G, h = Z / U, bytes = p->B * Z * n * w * eb;
   memset(x, 0, sizeof *x);
-  x->src = src; x->Z = Z; x->w = w; x->eb = eb; x->pk = -1; x->rv = -1; x->h = -1; x->dst = src;
+  x->src = src;
+  x->Z = Z;
+  x->w = w;
+  x->eb = eb;
+  x->pk = -1;
+  x->rv = -1;
+  x->h = -1;
+  x->dst = src;
   if (U == 1) return;
   int32_t send = src;
   if (p->B > 1) {
@@ -69,7 +79,8 @@ static void s2h_post(bs_plan_iter *it, a2a_xfer *x, int32_t src, int64_t Z, int6
     send = x->pk;
   }
   x->rv = plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-  x->h = plan_coll(it, BS_COLL_ALLTOALL, BS_RED_SUM, eb == 4 ? BS_ELEM_F32 : p->elem, ugroup(it), R(send, 0), R(x->rv, 0), bytes);
+  x->h = plan_coll(it, BS_COLL_ALLTOALL, BS_RED_SUM, eb == 4 ? BS_ELEM_F32 : p->elem, ugroup(it), R(send, 0),
+                   R(x->rv, 0), bytes);
 }
 
 static void s2h_finish(bs_plan_iter *it, a2a_xfer *x, bs_mem_class cls) {
@@ -89,11 +100,16 @@ static void h2s_post(bs_plan_iter *it, a2a_xfer *x, int32_t src, int32_t dst, in
   int U = deg(p);
   int64_t n = p->N / p->G, h = Z / U, bytes = p->B * Z * n * w * eb;
   memset(x, 0, sizeof *x);
-  x->src = src; x->dst = dst; x->Z = Z; x->w = w; x->eb = eb;
+  x->src = src;
+  x->dst = dst;
+  x->Z = Z;
+  x->w = w;
+  x->eb = eb;
   x->pk = plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
   copy_op(it, src, x->pk, bytes, p->B * h, U, n * w * eb);
   x->rv = p->B > 1 ? plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32) : dst;
-  x->h = plan_coll(it, BS_COLL_ALLTOALL, BS_RED_SUM, eb == 4 ? BS_ELEM_F32 : p->elem, ugroup(it), R(x->pk, 0), R(x->rv, 0), bytes);
+  x->h = plan_coll(it, BS_COLL_ALLTOALL, BS_RED_SUM, eb == 4 ? BS_ELEM_F32 : p->elem, ugroup(it), R(x->pk, 0),
+                   R(x->rv, 0), bytes);
 }
 
 static void h2s_finish(bs_plan_iter *it, a2a_xfer *x) {
@@ -123,17 +139,17 @@ typedef struct {
   int32_t dout, doh, delh;   /* dO (role), head-sharded dO, head-sharded delta */
   int32_t dqkv[3], dqkvh[3]; /* dq, dk, dv: role buffers, head-sharded */
   a2a_xfer xf[3];
-  ring_fwd rf;               /* usp: the K,V ring across groups */
+  ring_fwd rf; /* usp: the K,V ring across groups */
   ring_bwd rb;
-  int seg, k;                /* segment and ring step */
+  int seg, k; /* segment and ring step */
 } uly_state;
 
 /* The shapes of a rank: U ranks per all-to-all group, R_ groups (usp ring). */
 typedef struct {
-  int U, R_, gi, ui, ring;   /* ring: usp with more than one group */
-  int64_t n, hq, hkv, Ng;    /* tokens per rank, heads per rank after the all-to-all, tokens of a group */
-  bs_shard qseq, kseq;       /* sequence-sharded role shards */
-  bs_shard qh, kh;           /* head-sharded shards */
+  int U, R_, gi, ui, ring; /* ring: usp with more than one group */
+  int64_t n, hq, hkv, Ng;  /* tokens per rank, heads per rank after the all-to-all, tokens of a group */
+  bs_shard qseq, kseq;     /* sequence-sharded role shards */
+  bs_shard qh, kh;         /* head-sharded shards */
 } uly_geo;
 
 static uly_geo geometry(const bs_plan_iter *it) {
@@ -160,11 +176,23 @@ static uly_geo geometry(const bs_plan_iter *it) {
 static void fwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   const bs_plan *p = it->p;
   ring_fwd *rf = &s->rf;
-  rf->first = g->ui; rf->stride = g->U; rf->P = g->R_; rf->M = 1; rf->a = 0; rf->i = g->gi;
-  rf->hq = g->hq; rf->hkv = g->hkv; rf->qs = g->qh; rf->qpos_off = 0;
+  rf->first = g->ui;
+  rf->stride = g->U;
+  rf->P = g->R_;
+  rf->M = 1;
+  rf->a = 0;
+  rf->i = g->gi;
+  rf->hq = g->hq;
+  rf->hkv = g->hkv;
+  rf->qs = g->qh;
+  rf->qpos_off = 0;
   rf->ks = plan_shard(BS_CONTIGUOUS, 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
-  rf->q = s->qkvh[0]; rf->o = s->oh; rf->lse = s->lse;
-  rf->k0 = s->qkvh[1]; rf->v0 = s->qkvh[2]; rf->scores = -1;
+  rf->q = s->qkvh[0];
+  rf->o = s->oh;
+  rf->lse = s->lse;
+  rf->k0 = s->qkvh[1];
+  rf->v0 = s->qkvh[2];
+  rf->scores = -1;
   rf->kv_bytes = p->B * g->hkv * g->Ng * p->d * p->es;
   ring_fwd_begin(it, rf);
 }
@@ -188,7 +216,8 @@ static int fwd_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
     s->qkvh[j] = s->xf[j].dst;
   }
   s->lse = plan_alloc(it, p->B * g->hq * g->Ng * 4, BS_MEM_OUTPUT, BS_ROLE_LSE, &g->qh, BS_ELEM_F32);
-  if (g->U == 1) s->oh = s->o = plan_alloc(it, p->B * g->hq * g->Ng * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &g->qseq, BS_ELEM_F32);
+  if (g->U == 1)
+    s->oh = s->o = plan_alloc(it, p->B * g->hq * g->Ng * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &g->qseq, BS_ELEM_F32);
   else s->oh = plan_alloc(it, p->B * g->hq * g->Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
   if (!g->ring) {
     it->step = 1;
@@ -221,8 +250,17 @@ static void fwd_end(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
 
 /* A packet part of the usp backward ring (read-only K, V or accumulated dK, dV). */
 static pkt_part ring_part(int msg, int32_t local, int64_t bytes, int acc, int32_t ret_buf, int ret_msg) {
-  pkt_part pp = {.msg = msg, .local = local, .rb = {-1, -1}, .rin = -1, .orb = {-1, -1}, .rout = -1, .sout = -1,
-                 .bytes = bytes, .acc = acc, .ret_buf = ret_buf, .ret_msg = ret_msg};
+  pkt_part pp = {.msg = msg,
+                 .local = local,
+                 .rb = {-1, -1},
+                 .rin = -1,
+                 .orb = {-1, -1},
+                 .rout = -1,
+                 .sout = -1,
+                 .bytes = bytes,
+                 .acc = acc,
+                 .ret_buf = ret_buf,
+                 .ret_msg = ret_msg};
   return pp;
 }
 
@@ -231,12 +269,25 @@ static void bwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   const bs_plan *p = it->p;
   ring_bwd *rb = &s->rb;
   memset(rb, 0, sizeof *rb);
-  rb->first = g->ui; rb->stride = g->U; rb->P = g->R_; rb->M = 1; rb->a = 0; rb->i = g->gi;
-  rb->hq = g->hq; rb->hkv = g->hkv; rb->kind = 1;
+  rb->first = g->ui;
+  rb->stride = g->U;
+  rb->P = g->R_;
+  rb->M = 1;
+  rb->a = 0;
+  rb->i = g->gi;
+  rb->hq = g->hq;
+  rb->hkv = g->hkv;
+  rb->kind = 1;
   rb->my = g->qh;
   rb->tmpl = plan_shard(BS_CONTIGUOUS, 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
-  rb->q = s->qkvh[0]; rb->dout = s->doh; rb->lse = s->lse; rb->delta = s->delh;
-  rb->dq = s->dqkvh[0]; rb->o = -1; rb->scores = -1; rb->tmp_delta = -1;
+  rb->q = s->qkvh[0];
+  rb->dout = s->doh;
+  rb->lse = s->lse;
+  rb->delta = s->delh;
+  rb->dq = s->dqkvh[0];
+  rb->o = -1;
+  rb->scores = -1;
+  rb->tmp_delta = -1;
   int64_t kvb = p->B * g->hkv * g->Ng * p->d;
   rb->part[0] = ring_part(MSG_K, s->qkvh[1], kvb * p->es, 0, -1, 0);
   rb->part[1] = ring_part(MSG_V, s->qkvh[2], kvb * p->es, 0, -1, 0);
@@ -250,9 +301,12 @@ static void bwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
 static void bwd_grads(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   const bs_plan *p = it->p;
   if (g->U == 1) {
-    s->dqkvh[0] = s->dqkv[0] = plan_alloc(it, p->B * p->Zq * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &g->qseq, BS_ELEM_F32);
-    s->dqkvh[1] = s->dqkv[1] = plan_alloc(it, p->B * p->Zkv * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &g->kseq, BS_ELEM_F32);
-    s->dqkvh[2] = s->dqkv[2] = plan_alloc(it, p->B * p->Zkv * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &g->kseq, BS_ELEM_F32);
+    s->dqkvh[0] = s->dqkv[0] =
+      plan_alloc(it, p->B * p->Zq * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &g->qseq, BS_ELEM_F32);
+    s->dqkvh[1] = s->dqkv[1] =
+      plan_alloc(it, p->B * p->Zkv * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &g->kseq, BS_ELEM_F32);
+    s->dqkvh[2] = s->dqkv[2] =
+      plan_alloc(it, p->B * p->Zkv * g->n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &g->kseq, BS_ELEM_F32);
   } else {
     s->dqkvh[0] = plan_alloc(it, p->B * g->hq * g->Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
     s->dqkvh[1] = plan_alloc(it, p->B * g->hkv * g->Ng * p->d * 4, BS_MEM_ACTIVATIONS, BS_ROLE_TMP, NULL, BS_ELEM_F32);
@@ -283,8 +337,8 @@ static int bwd_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   bwd_grads(it, s, g);
   if (!g->ring) {
     it->step = 1;
-    attn_bufs b = {s->qkvh[0], s->qkvh[1], s->qkvh[2], -1, s->lse, s->doh, s->delh,
-                   s->dqkvh[0], s->dqkvh[1], s->dqkvh[2], -1};
+    attn_bufs b = {s->qkvh[0], s->qkvh[1],  s->qkvh[2],  -1,          s->lse, s->doh,
+                   s->delh,    s->dqkvh[0], s->dqkvh[1], s->dqkvh[2], -1};
     plan_emit_attn(it, 1, 0, g->hq, g->hkv, &g->qh, 0, &g->kh, &b, init);
     return 0;
   }
@@ -326,7 +380,10 @@ static int gen_ulysses(bs_plan_iter *it, void *state) {
     s->k = 0;
     return 1;
   case 1:
-    if (ring_fwd_step(it, &s->rf, s->k)) { s->k++; return 1; }
+    if (ring_fwd_step(it, &s->rf, s->k)) {
+      s->k++;
+      return 1;
+    }
     ring_fwd_end(it, &s->rf);
     s->seg = 2;
     return 1;
@@ -339,7 +396,10 @@ static int gen_ulysses(bs_plan_iter *it, void *state) {
     s->k = 0;
     return 1;
   case 4:
-    if (ring_bwd_step(it, &s->rb, s->k)) { s->k++; return 1; }
+    if (ring_bwd_step(it, &s->rb, s->k)) {
+      s->k++;
+      return 1;
+    }
     ring_bwd_end(it, &s->rb);
     s->seg = 5;
     return 1;
@@ -347,18 +407,27 @@ static int gen_ulysses(bs_plan_iter *it, void *state) {
     bwd_end(it, s, &g);
     s->seg = 6;
     return 1;
-  default:
-    return 0;
+  default: return 0;
   }
 }
 
 const plan_method plan_method_ulysses = {
-  .check = check_ulysses, .gen = gen_ulysses, .state_size = sizeof(uly_state), .double_ring = 0, .decode = 0,
-  .ring = 0, .a2a = 1,
+  .check = check_ulysses,
+  .gen = gen_ulysses,
+  .state_size = sizeof(uly_state),
+  .double_ring = 0,
+  .decode = 0,
+  .ring = 0,
+  .a2a = 1,
 };
 
 /* usp runs ulysses' generator: its groups and ring follow parallel.ulysses_degree. */
 const plan_method plan_method_usp = {
-  .check = check_ulysses, .gen = gen_ulysses, .state_size = sizeof(uly_state), .double_ring = 0, .decode = 0,
-  .ring = 2, .a2a = 2,
+  .check = check_ulysses,
+  .gen = gen_ulysses,
+  .state_size = sizeof(uly_state),
+  .double_ring = 0,
+  .decode = 0,
+  .ring = 2,
+  .a2a = 2,
 };

@@ -74,8 +74,8 @@ int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
     snprintf(err, errlen, "workload.recompute: recomputation needs phase train, not %s", bs_phase_name(c->work.phase));
     return -1;
   }
-  if (c->par.method == BS_TP && (m->ffn % p->G != 0 || m->hidden % p->G != 0 ||
-                                 (c->work.scope == BS_SCOPE_MODEL && m->vocab % p->G != 0))) {
+  if (c->par.method == BS_TP &&
+      (m->ffn % p->G != 0 || m->hidden % p->G != 0 || (c->work.scope == BS_SCOPE_MODEL && m->vocab % p->G != 0))) {
     snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide hidden, ffn and vocab", p->G);
     return -1;
   }
@@ -94,15 +94,15 @@ int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
 /* One attention iterator whose ops are streamed into this plan. */
 typedef struct {
   bs_plan_iter *in;
-  int32_t bmap[BS_PLAN_MAX_BUFS];   /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
-  bs_op aop[BS_PLAN_MAX_BUFS];      /* the inner ALLOC of each live id */
+  int32_t bmap[BS_PLAN_MAX_BUFS]; /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
+  bs_op aop[BS_PLAN_MAX_BUFS];    /* the inner ALLOC of each live id */
   int32_t hmap[BS_PLAN_MAX_HANDLES];
-  int seqof[BS_PLAN_MAX_BUFS];      /* allocation number of each live id */
-  int nalloc;                       /* ALLOCs seen so far */
-  int replay;                       /* forward replayed without emission */
-  int after_begin;                  /* a PHASE begin seen, its leading ALLOCs not yet over */
-  const int32_t *saved;             /* replay: the outer ids kept at forward end */
-  const int *saved_seq;             /* ... and the allocation numbers they had */
+  int seqof[BS_PLAN_MAX_BUFS]; /* allocation number of each live id */
+  int nalloc;                  /* ALLOCs seen so far */
+  int replay;                  /* forward replayed without emission */
+  int after_begin;             /* a PHASE begin seen, its leading ALLOCs not yet over */
+  const int32_t *saved;        /* replay: the outer ids kept at forward end */
+  const int *saved_seq;        /* ... and the allocation numbers they had */
   int nsaved;
   bs_op held;
   int has_held;
@@ -114,7 +114,7 @@ enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
 enum { S_INIT = 0, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_OPT, S_FINI, S_DONE };
 
 typedef struct bs_wl {
-  bs_plan_iter *it;                 /* the outer iterator (its queue receives the ops) */
+  bs_plan_iter *it; /* the outer iterator (its queue receives the ops) */
   const bs_plan *p;
   uint64_t bufs[BS_WL_MAX_BUFS / 64], hnds[BS_WL_MAX_HANDLES / 64];
   int stage, sub, fsub;
@@ -123,16 +123,16 @@ typedef struct bs_wl {
   int64_t T, Tn, H, F, V, qkvw, es, g;
   bs_param_count pc;
   bs_group dpg, tpg;
-  int32_t w_all, g_all, opt[3];     /* persistent weights, gradients, Adam states */
-  int32_t *saved;                   /* [L][SAVE_MAX]: attention buffers kept per layer */
-  int *saved_seq;                   /* [L][SAVE_MAX]: their allocation numbers in the forward */
+  int32_t w_all, g_all, opt[3]; /* persistent weights, gradients, Adam states */
+  int32_t *saved;               /* [L][SAVE_MAX]: attention buffers kept per layer */
+  int *saved_seq;               /* [L][SAVE_MAX]: their allocation numbers in the forward */
   int *nsaved;
-  int32_t *act;                     /* [L]: the layer's other saved activations (or checkpoint) */
+  int32_t *act; /* [L]: the layer's other saved activations (or checkpoint) */
   int32_t tmp, dx, logits;
-  int32_t gh, gbuck;                /* outstanding gradient collective and its bucket */
-  int32_t gnew, ehb;                /* buckets being filled: this layer's, embedding + head's */
-  int32_t zb[2], zh[2];             /* ZeRO-3: gathered weight sets, current and prefetched */
-  int zuse;                         /* ZeRO-3: index of the next weight use */
+  int32_t gh, gbuck;    /* outstanding gradient collective and its bucket */
+  int32_t gnew, ehb;    /* buckets being filled: this layer's, embedding + head's */
+  int32_t zb[2], zh[2]; /* ZeRO-3: gathered weight sets, current and prefetched */
+  int zuse;             /* ZeRO-3: index of the next weight use */
   attn_stream as;
 } bs_wl;
 
@@ -179,7 +179,10 @@ static bs_compute *w_gemm(bs_wl *w, int64_t m, int64_t n, int64_t k) {
 
 /* A forward GEMM [m x k] x [k x n], or its backward: dX = dY W^T and dW = X^T dY. */
 static void w_linear(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd) {
-  if (!bwd) { w_gemm(w, m, n, k); return; }
+  if (!bwd) {
+    w_gemm(w, m, n, k);
+    return;
+  }
   w_gemm(w, m, k, n);
   w_gemm(w, k, n, m);
 }
@@ -223,8 +226,15 @@ static void w_sync_coll(bs_wl *w, bs_coll_kind kind, bs_group g, int64_t bytes) 
 
 static bs_mem_class layer_class(const bs_op *a) {
   switch (a->u.alloc.role) {
-  case BS_ROLE_Q: case BS_ROLE_K: case BS_ROLE_V: case BS_ROLE_O: case BS_ROLE_LSE: return BS_MEM_ACTIVATIONS;
-  case BS_ROLE_DOUT: case BS_ROLE_DQ: case BS_ROLE_DK: case BS_ROLE_DV: return BS_MEM_WORKSPACE;
+  case BS_ROLE_Q:
+  case BS_ROLE_K:
+  case BS_ROLE_V:
+  case BS_ROLE_O:
+  case BS_ROLE_LSE: return BS_MEM_ACTIVATIONS;
+  case BS_ROLE_DOUT:
+  case BS_ROLE_DQ:
+  case BS_ROLE_DK:
+  case BS_ROLE_DV: return BS_MEM_WORKSPACE;
   default: return a->u.alloc.cls;
   }
 }
@@ -239,7 +249,10 @@ static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *s
   for (int i = 0; i < BS_PLAN_MAX_BUFS; i++) s->bmap[i] = -1;
   for (int i = 0; i < BS_PLAN_MAX_HANDLES; i++) s->hmap[i] = -1;
   s->in = bs_plan_iter_new(w->p->attn, w->it->rank);
-  if (!s->in) { w->it->err = 1; return -1; }
+  if (!s->in) {
+    w->it->err = 1;
+    return -1;
+  }
   s->replay = replay;
   s->saved = saved;
   s->saved_seq = saved_seq;
@@ -283,7 +296,8 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
     for (int j = 0; j < BS_OP_IN; j++) o.u.compute.in[j] = map_ref(s, src->u.compute.in[j]);
     for (int j = 0; j < BS_OP_OUT; j++) o.u.compute.out[j] = map_ref(s, src->u.compute.out[j]);
     break;
-  case BS_OP_SEND: case BS_OP_RECV:
+  case BS_OP_SEND:
+  case BS_OP_RECV:
     o.handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
     o.u.p2p.buf = map_ref(s, src->u.p2p.buf);
     break;
@@ -299,8 +313,7 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
       s->hmap[src->u.wait.handles[j]] = -1;
     }
     break;
-  default:
-    return;
+  default: return;
   }
   plan_push_copy(w->it, &o);
 }
@@ -333,8 +346,10 @@ static int stream_pull(bs_wl *w) {
   attn_stream *s = &w->as;
   for (;;) {
     bs_op op;
-    if (s->has_held) { op = s->held; s->has_held = 0; }
-    else if (!bs_plan_next(s->in, &op)) return EV_END;
+    if (s->has_held) {
+      op = s->held;
+      s->has_held = 0;
+    } else if (!bs_plan_next(s->in, &op)) return EV_END;
     if (op.kind == BS_OP_PHASE) {
       if (op.u.phase.begin) {
         if (op.u.phase.fwd_bwd == 1 && s->replay) replay_end(w);
@@ -352,7 +367,10 @@ static int stream_pull(bs_wl *w) {
         return EV_HOOK;
       }
     }
-    if (s->replay) { replay_inner(w, &op); continue; }
+    if (s->replay) {
+      replay_inner(w, &op);
+      continue;
+    }
     emit_inner(w, &op);
     return EV_NONE;
   }
@@ -454,9 +472,7 @@ static int64_t saved_bytes(const bs_wl *w) {
 }
 
 /* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */
-static void layer_pre(bs_wl *w) {
-  w_ew(w, w->Tn * w->H, 4); /* RMSNorm: square, sum, scale, weight */
-}
+static void layer_pre(bs_wl *w) { w_ew(w, w->Tn * w->H, 4); /* RMSNorm: square, sum, scale, weight */ }
 
 static void layer_qkv(bs_wl *w) {
   int32_t gb = tp_gather(w);
@@ -476,33 +492,33 @@ static void layer_post(bs_wl *w) {
   int32_t gu = w_alloc(w, w->T * 3 * w->F / w->g * w->es, BS_MEM_WORKSPACE);
   w_linear(w, w->T, 2 * w->F / w->g, w->H, 0); /* gate and up */
   w_free(w, &gb);
-  w_ew(w, w->T * w->F / w->g, 5);              /* SwiGLU: silu(gate) * up */
+  w_ew(w, w->T * w->F / w->g, 5); /* SwiGLU: silu(gate) * up */
   t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, w->H, w->F / w->g, 0);     /* down */
+  w_linear(w, w->T, w->H, w->F / w->g, 0); /* down */
   w_free(w, &gu);
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 1);                    /* residual add */
+  w_ew(w, w->Tn * w->H, 1); /* residual add */
   w_free(w, &t);
 }
 
 /* Backward of the MLP half and the second norm. */
 static void layer_mlp_bwd(bs_wl *w) {
   int64_t f = w->F / w->g;
-  int32_t gy = tp_gather(w);                   /* v3: grad of the reduce-scatter */
-  int32_t gx = tp_gather(w);                   /* v3: norm2 output gathered again for dW */
+  int32_t gy = tp_gather(w); /* v3: grad of the reduce-scatter */
+  int32_t gx = tp_gather(w); /* v3: norm2 output gathered again for dW */
   int32_t da = w_alloc(w, w->T * f * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, w->H, f, 1);               /* down */
+  w_linear(w, w->T, w->H, f, 1); /* down */
   w_free(w, &gy);
   int32_t dgu = w_alloc(w, w->T * 2 * f * w->es, BS_MEM_WORKSPACE);
-  w_ew(w, w->T * f, 8);                        /* SwiGLU backward */
+  w_ew(w, w->T * f, 8); /* SwiGLU backward */
   w_free(w, &da);
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, 2 * f, w->H, 1);           /* gate and up */
+  w_linear(w, w->T, 2 * f, w->H, 1); /* gate and up */
   w_free(w, &gx);
   w_free(w, &dgu);
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6);                    /* RMSNorm backward */
-  w_ew(w, w->Tn * w->H, 1);                    /* residual gradient add */
+  w_ew(w, w->Tn * w->H, 6); /* RMSNorm backward */
+  w_ew(w, w->Tn * w->H, 1); /* residual gradient add */
   w_free(w, &dn);
 }
 
@@ -515,13 +531,13 @@ static void layer_o_bwd(bs_wl *w) {
 
 /* Backward of the QKV projection and the first norm. */
 static void layer_qkv_bwd(bs_wl *w) {
-  int32_t gx = tp_gather(w);                   /* v3: norm1 output gathered again for dW */
+  int32_t gx = tp_gather(w); /* v3: norm1 output gathered again for dW */
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear(w, w->T, w->qkvw / w->g, w->H, 1);
   w_free(w, &gx);
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6);                    /* RMSNorm backward */
-  w_ew(w, w->Tn * w->H, 1);                    /* residual gradient add */
+  w_ew(w, w->Tn * w->H, 6); /* RMSNorm backward */
+  w_ew(w, w->Tn * w->H, 1); /* residual gradient add */
   w_free(w, &dn);
 }
 
@@ -568,27 +584,27 @@ static void stage_embed(bs_wl *w) {
 static void stage_head(bs_wl *w) {
   zero3_acquire(w);
   int64_t v = w->V / w->g;
-  w_ew(w, w->Tn * w->H, 4);                    /* final RMSNorm */
+  w_ew(w, w->Tn * w->H, 4); /* final RMSNorm */
   int32_t gb = tp_gather(w);
   w->logits = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
-  w_linear(w, w->T, v, w->H, 0);               /* LM head */
+  w_linear(w, w->T, v, w->H, 0); /* LM head */
   w_free(w, &gb);
-  w_ew(w, w->T * v, 5);                        /* softmax cross-entropy (or sampling) */
+  w_ew(w, w->T * v, 5); /* softmax cross-entropy (or sampling) */
   if (!w->train) w_free(w, &w->logits);
   zero3_release(w);
 }
 
 static void stage_head_bwd(bs_wl *w) {
   zero3_acquire(w);
- grad_bucket(w, head_set(w), &w->ehb);
+  grad_bucket(w, head_set(w), &w->ehb);
   int64_t v = w->V / w->g;
-  w_ew(w, w->T * v, 3);                        /* cross-entropy backward */
+  w_ew(w, w->T * v, 3); /* cross-entropy backward */
   int32_t gx = tp_gather(w);
   w_linear(w, w->T, v, w->H, 1);
   w_free(w, &gx);
   w_free(w, &w->logits);
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6);                    /* final norm backward */
+  w_ew(w, w->Tn * w->H, 6); /* final norm backward */
   zero3_release(w);
   grad_reduce(w, head_set(w), &w->ehb);
 }
@@ -613,7 +629,8 @@ static void stage_opt(bs_wl *w) {
   c->flops = 12.0 * (double)n;
   if ((w->zero == 1 || w->zero == 2) && w->pc.dp > 1) {
     if (w->model) {
-      for (int64_t l = 0; l < w->L; l++) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
+      for (int64_t l = 0; l < w->L; l++)
+        w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
       w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
       w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
     } else {
@@ -659,7 +676,8 @@ static int layer_fwd_step(bs_wl *w, int again) {
   if (keep) {
     stream_fwd_end(w);
   } else if (!w->train) {
-    while (stream_pull(w) != EV_END) {} /* a forward-only plan's last FREEs */
+    while (stream_pull(w) != EV_END) {
+    } /* a forward-only plan's last FREEs */
   }
   layer_post(w);
   stream_free_all(w, !w->train); /* train: what is left is not kept; inference: the KV cache stays */
@@ -735,7 +753,10 @@ static void gen_step(bs_wl *w) {
     return;
   case S_HEAD:
     stage_head(w);
-    if (!w->train) { w->stage = S_FINI; return; }
+    if (!w->train) {
+      w->stage = S_FINI;
+      return;
+    }
     plan_phase(w->it, 0, 0);
     plan_phase(w->it, 1, 1);
     w->dx = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE); /* gradient of the residual stream */
@@ -766,8 +787,7 @@ static void gen_step(bs_wl *w) {
     stage_fini(w);
     w->stage = S_DONE;
     return;
-  default:
-    return;
+  default: return;
   }
 }
 
@@ -812,7 +832,7 @@ bs_wl *plan_wl_new(bs_plan_iter *it) {
   w->F = c->model.ffn;
   w->V = c->model.vocab;
   w->qkvw = (p->Zq + 2 * p->Zkv) * p->d;
-  if (p->decode) w->T = p->B * p->nq_dec;        /* the new tokens, on every rank */
+  if (p->decode) w->T = p->B * p->nq_dec; /* the new tokens, on every rank */
   else if (c->par.method == BS_TP) w->T = p->B * p->N;
   else w->T = p->B * (p->N / p->G);
   w->Tn = w->v3 ? w->T / p->G : w->T;

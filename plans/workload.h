@@ -26,13 +26,13 @@
 #define BS_ADAM_BYTES_PER_PARAM 28
 
 typedef struct {
-  int64_t tp;              /* tensor-parallel degree: gpus for method tp, else 1 */
-  int64_t dp;              /* data-parallel group: ranks holding the same weights (ZeRO shards over it) */
+  int64_t tp;                           /* tensor-parallel degree: gpus for method tp, else 1 */
+  int64_t dp;                           /* data-parallel group: ranks holding the same weights (ZeRO shards over it) */
   int64_t qkv, o, gate_up, down, norms; /* one layer's parameters held by a rank (tp-sharded) */
-  int64_t layer;           /* their sum */
+  int64_t layer;                        /* their sum */
   int64_t embed, head, final_norm;      /* model scope (vocab-parallel under tp) */
-  int64_t total;           /* parameters a rank holds without ZeRO (layer scope: one layer) */
-  int64_t shard_total;     /* with ZeRO: sum over parameter sets (each layer, the embedding, the
+  int64_t total;                        /* parameters a rank holds without ZeRO (layer scope: one layer) */
+  int64_t shard_total;                  /* with ZeRO: sum over parameter sets (each layer, the embedding, the
                               final norm with the head) of ceil(set / dp) */
 } bs_param_count;
 

@@ -23,8 +23,8 @@ static void progress(void *comm) { bs_comm_progress(comm); }
 
 /* Attention of the local block, executed as a run executes it (compute.h): (head, row-tile) calls,
  * polling the communicator between them when one is given. */
-static int compute_block(const attn_params *a, int64_t tile, const void *q, const void *k, const void *v, float *o, float *lse,
-                         bs_comm *comm) {
+static int compute_block(const attn_params *a, int64_t tile, const void *q, const void *k, const void *v, float *o,
+                         float *lse, bs_comm *comm) {
   bs_compute c;
   bs_compute_bufs b;
   memset(&c, 0, sizeof c);
@@ -36,7 +36,8 @@ static int compute_block(const attn_params *a, int64_t tile, const void *q, cons
   b.in[2] = (void *)v;
   b.out[0] = o;
   b.out[1] = lse;
-  bs_compute_ctx x = {bs_kernel_backend_cpu(), a->threads, tile, a->dtype == ATTN_BF16, 0, comm ? progress : NULL, comm};
+  bs_compute_ctx x = {bs_kernel_backend_cpu(), a->threads, tile, a->dtype == ATTN_BF16, 0,
+                      comm ? progress : NULL,  comm};
   char err[160];
   return bs_compute_run(&x, &c, &b, err, sizeof err);
 }
@@ -47,20 +48,32 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
   int G, rank;
   MPI_Comm_size(world, &G);
   MPI_Comm_rank(world, &rank);
-  if (G < 2) { snprintf(err, errlen, "parallel.gpus: the overlap benchmark needs at least 2 ranks"); return BS_RUN_EINPUT; }
-  if (cfg->work.seq_len % G) { snprintf(err, errlen, "parallel.gpus: %d does not divide seq_len %lld", G, (long long)cfg->work.seq_len); return BS_RUN_EINPUT; }
+  if (G < 2) {
+    snprintf(err, errlen, "parallel.gpus: the overlap benchmark needs at least 2 ranks");
+    return BS_RUN_EINPUT;
+  }
+  if (cfg->work.seq_len % G) {
+    snprintf(err, errlen, "parallel.gpus: %d does not divide seq_len %lld", G, (long long)cfg->work.seq_len);
+    return BS_RUN_EINPUT;
+  }
   if (cfg->model.dtype != BS_FP32 && cfg->model.dtype != BS_BF16) {
     snprintf(err, errlen, "model.dtype: %s is not supported by the CPU runtime", bs_dtype_name(cfg->model.dtype));
     return BS_RUN_EINPUT;
   }
-  int64_t n = cfg->work.seq_len / G, B = cfg->work.batch, Z = cfg->model.heads, Zk = cfg->model.kv_heads, d = cfg->model.head_dim;
+  int64_t n = cfg->work.seq_len / G, B = cfg->work.batch, Z = cfg->model.heads, Zk = cfg->model.kv_heads,
+          d = cfg->model.head_dim;
   size_t es = cfg->model.dtype == BS_FP32 ? 4 : 2;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = opts->threads > 0 ? opts->threads : (int)(cores / G > 0 ? cores / G : 1);
   int64_t tile = opts->tile_rows > 0 ? opts->tile_rows : BS_COMPUTE_TILE_ROWS;
   attn_params a;
   memset(&a, 0, sizeof a);
-  a.B = (int)B; a.Zq = (int)Z; a.Zkv = (int)Zk; a.Nq = n; a.Nk = n; a.d = (int)d;
+  a.B = (int)B;
+  a.Zq = (int)Z;
+  a.Zkv = (int)Zk;
+  a.Nq = n;
+  a.Nk = n;
+  a.d = (int)d;
   a.scale = (float)(1.0 / sqrt((double)d));
   a.mask.q_stride = a.mask.k_stride = 1;
   a.dtype = es == 4 ? ATTN_FP32 : ATTN_BF16;
@@ -71,19 +84,39 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
   float *o = calloc((size_t)qe, sizeof(float)), *lse = calloc((size_t)(B * Z * n), sizeof(float));
   bs_comm *comm = NULL;
   int rc = BS_RUN_OK;
-  if (!q || !k || !v || !kr || !vr || !o || !lse) { snprintf(err, errlen, "out of memory"); rc = BS_RUN_EFATAL; goto out; }
-  for (int64_t i = 0; i < qe; i++) { float x = (float)sin(0.37 * (double)i + rank); if (es == 4) ((float *)q)[i] = x; else ((uint16_t *)q)[i] = attn_f32_to_bf16(x); }
+  if (!q || !k || !v || !kr || !vr || !o || !lse) {
+    snprintf(err, errlen, "out of memory");
+    rc = BS_RUN_EFATAL;
+    goto out;
+  }
+  for (int64_t i = 0; i < qe; i++) {
+    float x = (float)sin(0.37 * (double)i + rank);
+    if (es == 4) ((float *)q)[i] = x;
+    else ((uint16_t *)q)[i] = attn_f32_to_bf16(x);
+  }
   for (int64_t i = 0; i < ke; i++) {
     float x = (float)cos(0.11 * (double)i), y = (float)sin(0.23 * (double)i);
-    if (es == 4) { ((float *)k)[i] = x; ((float *)v)[i] = y; }
-    else { ((uint16_t *)k)[i] = attn_f32_to_bf16(x); ((uint16_t *)v)[i] = attn_f32_to_bf16(y); }
+    if (es == 4) {
+      ((float *)k)[i] = x;
+      ((float *)v)[i] = y;
+    } else {
+      ((uint16_t *)k)[i] = attn_f32_to_bf16(x);
+      ((uint16_t *)v)[i] = attn_f32_to_bf16(y);
+    }
   }
-  if (bs_comm_mpi_create(world, &comm, err, errlen)) { rc = BS_RUN_EFATAL; goto out; }
+  if (bs_comm_mpi_create(world, &comm, err, errlen)) {
+    rc = BS_RUN_EFATAL;
+    goto out;
+  }
   int next = (rank + 1) % G, prev = (rank - 1 + G) % G;
   double timeout = opts->timeout_s > 0 ? opts->timeout_s : 120.0;
   /* a first untimed compute sizes the repetitions (about 3 s per mode, at least 3) */
   double t0 = bs_now_s();
-  if (compute_block(&a, tile, q, k, v, o, lse, NULL)) { snprintf(err, errlen, "attn_fwd failed"); rc = BS_RUN_EFATAL; goto out; }
+  if (compute_block(&a, tile, q, k, v, o, lse, NULL)) {
+    snprintf(err, errlen, "attn_fwd failed");
+    rc = BS_RUN_EFATAL;
+    goto out;
+  }
   double tc = bs_now_s() - t0, tmax;
   MPI_Allreduce(&tc, &tmax, 1, MPI_DOUBLE, MPI_MAX, world);
   if (reps <= 0) reps = tmax > 0 ? (int)(3.0 / tmax) : 1000;
@@ -97,8 +130,10 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
       MPI_Barrier(world);
       t0 = bs_now_s();
       if (m >= 1) {
-        if (bs_comm_irecv(comm, kr, kvb, prev, 1, &req[0], err, errlen) || bs_comm_irecv(comm, vr, kvb, prev, 2, &req[1], err, errlen) ||
-            bs_comm_isend(comm, k, kvb, next, 1, &req[2], err, errlen) || bs_comm_isend(comm, v, kvb, next, 2, &req[3], err, errlen)) {
+        if (bs_comm_irecv(comm, kr, kvb, prev, 1, &req[0], err, errlen) ||
+            bs_comm_irecv(comm, vr, kvb, prev, 2, &req[1], err, errlen) ||
+            bs_comm_isend(comm, k, kvb, next, 1, &req[2], err, errlen) ||
+            bs_comm_isend(comm, v, kvb, next, 2, &req[3], err, errlen)) {
           rc = BS_RUN_EFATAL;
           break;
         }
@@ -136,6 +171,12 @@ int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runt
   for (int m = 0; m < 3; m++) free(ts[m]);
 out:
   if (comm && rc != BS_RUN_EFATAL) bs_comm_free(comm);
-  free(q); free(k); free(v); free(kr); free(vr); free(o); free(lse);
+  free(q);
+  free(k);
+  free(v);
+  free(kr);
+  free(vr);
+  free(o);
+  free(lse);
   return rc;
 }

@@ -97,18 +97,12 @@ static int run_elemwise(const bs_compute_ctx *x, const bs_compute *c, const bs_c
   const bs_kernel_backend *be = x->be;
   int64_t d = c->a.d > 0 ? c->a.d : 1, rows = c->elems / d;
   switch (c->ew) {
-  case BS_EW_TREE_RESCALE:
-    return be->rescale(rows, d, b->in[0], b->in[1], b->in[2], b->out[0], b->out[1]);
-  case BS_EW_TREE_FINAL:
-    return be->finalize(rows, d, b->in[0], b->in[1], b->in[2], b->out[0], b->out[1]);
-  case BS_EW_SOFTMAX:
-    return be->softmax(&c->a, c->ld, b->out[0], b->out[1]);
-  case BS_EW_ZERO:
-    return be->zero(b->out[0], (size_t)c->elems * sizeof(float));
-  case BS_EW_ADD:
-    return be->add(c->elems, b->out[0], b->in[0]);
-  default: /* BS_EW_GENERIC: modelled work, nothing to compute */
-    return 0;
+  case BS_EW_TREE_RESCALE: return be->rescale(rows, d, b->in[0], b->in[1], b->in[2], b->out[0], b->out[1]);
+  case BS_EW_TREE_FINAL: return be->finalize(rows, d, b->in[0], b->in[1], b->in[2], b->out[0], b->out[1]);
+  case BS_EW_SOFTMAX: return be->softmax(&c->a, c->ld, b->out[0], b->out[1]);
+  case BS_EW_ZERO: return be->zero(b->out[0], (size_t)c->elems * sizeof(float));
+  case BS_EW_ADD: return be->add(c->elems, b->out[0], b->in[0]);
+  default: /* BS_EW_GENERIC: modelled work, nothing to compute */ return 0;
   }
 }
 
@@ -145,8 +139,7 @@ int bs_compute_run(const bs_compute_ctx *x, const bs_compute *c, const bs_comput
   case BS_K_ATTN_FWD:
   case BS_K_ATTN_FWD_UNFUSED:
   case BS_K_ATTN_BWD:
-  case BS_K_ATTN_BWD_UNFUSED:
-    return run_attn(x, c, b, err, errlen);
+  case BS_K_ATTN_BWD_UNFUSED: return run_attn(x, c, b, err, errlen);
   case BS_K_ATTN_DELTA: {
     attn_params p = c->a;
     p.threads = x->threads;
@@ -165,9 +158,7 @@ int bs_compute_run(const bs_compute_ctx *x, const bs_compute *c, const bs_comput
     int rc = run_elemwise(x, c, b);
     return rc ? kerr(x, "elementwise", rc, err, errlen) : 0;
   }
-  case BS_K_GEMM:
-    return run_gemm(x, c, b, err, errlen);
-  default:
-    return unsupported(x, c, err, errlen);
+  case BS_K_GEMM: return run_gemm(x, c, b, err, errlen);
+  default: return unsupported(x, c, err, errlen);
   }
 }

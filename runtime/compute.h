@@ -21,15 +21,15 @@
 typedef struct {
   void *in[BS_OP_IN];
   void *out[BS_OP_OUT];
-  int64_t ws_bytes;        /* unfused attention: bytes usable from the workspace (in[3] forward, in[7] backward) */
+  int64_t ws_bytes; /* unfused attention: bytes usable from the workspace (in[3] forward, in[7] backward) */
 } bs_compute_bufs;
 
 typedef struct {
   const bs_kernel_backend *be;
-  int threads;             /* kernel threads of attention and delta */
-  int64_t tile_rows;       /* query rows per attention call (> 0) */
-  int bf16;                /* the run stores q, k, v in bf16 (the explicit-score GEMM is fp32 only) */
-  int step;                /* the op's step, for messages */
+  int threads;                 /* kernel threads of attention and delta */
+  int64_t tile_rows;           /* query rows per attention call (> 0) */
+  int bf16;                    /* the run stores q, k, v in bf16 (the explicit-score GEMM is fp32 only) */
+  int step;                    /* the op's step, for messages */
   void (*progress)(void *arg); /* called between tiles and heads (NULL: never) */
   void *progress_arg;
 } bs_compute_ctx;

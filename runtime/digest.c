@@ -16,24 +16,41 @@ typedef struct {
   kind k;
 } field;
 
-#define F(name, member, k) {name, offsetof(bs_config, member), k}
+#define F(name, member, k) \
+  { name, offsetof(bs_config, member), k }
 static const field fields[] = {
-  F("model.preset", model.preset, K_STR),          F("model.hidden", model.hidden, K_I64),
-  F("model.heads", model.heads, K_I64),            F("model.kv_heads", model.kv_heads, K_I64),
-  F("model.head_dim", model.head_dim, K_I64),      F("model.layers", model.layers, K_I64),
-  F("model.ffn", model.ffn, K_I64),                F("model.vocab", model.vocab, K_I64),
-  F("model.dtype", model.dtype, K_INT),            F("workload.phase", work.phase, K_INT),
-  F("workload.seq_len", work.seq_len, K_I64),      F("workload.batch", work.batch, K_I64),
-  F("workload.causal", work.causal, K_INT),        F("workload.window", work.window, K_I64),
-  F("workload.scope", work.scope, K_INT),          F("workload.decode_tokens", work.decode_tokens, K_I64),
-  F("workload.recompute", work.recompute, K_INT),  F("workload.seed", seed, K_U64),
-  F("parallel.method", par.method, K_INT),         F("parallel.gpus", par.gpus, K_INT),
-  F("parallel.layout", par.layout, K_INT),         F("parallel.double_ring", par.double_ring, K_INT),
-  F("parallel.lao", par.lao, K_INT),               F("parallel.bwd_comm", par.bwd_opt, K_INT),
-  F("parallel.ulysses_degree", par.ulysses_degree, K_INT), F("parallel.tp_variant", par.tp_variant, K_INT),
-  F("parallel.zero", par.zero, K_INT),             F("parallel.ranks_per_node", par.ranks_per_node, K_INT),
-  F("cluster.topology", cluster.topology, K_STR),  F("cluster.profile", cluster.profile, K_STR),
-  F("cluster.nodes", cluster.nodes, K_INT),        F("cluster.coll_algo", cluster.coll_algo, K_INT),
+  F("model.preset", model.preset, K_STR),
+  F("model.hidden", model.hidden, K_I64),
+  F("model.heads", model.heads, K_I64),
+  F("model.kv_heads", model.kv_heads, K_I64),
+  F("model.head_dim", model.head_dim, K_I64),
+  F("model.layers", model.layers, K_I64),
+  F("model.ffn", model.ffn, K_I64),
+  F("model.vocab", model.vocab, K_I64),
+  F("model.dtype", model.dtype, K_INT),
+  F("workload.phase", work.phase, K_INT),
+  F("workload.seq_len", work.seq_len, K_I64),
+  F("workload.batch", work.batch, K_I64),
+  F("workload.causal", work.causal, K_INT),
+  F("workload.window", work.window, K_I64),
+  F("workload.scope", work.scope, K_INT),
+  F("workload.decode_tokens", work.decode_tokens, K_I64),
+  F("workload.recompute", work.recompute, K_INT),
+  F("workload.seed", seed, K_U64),
+  F("parallel.method", par.method, K_INT),
+  F("parallel.gpus", par.gpus, K_INT),
+  F("parallel.layout", par.layout, K_INT),
+  F("parallel.double_ring", par.double_ring, K_INT),
+  F("parallel.lao", par.lao, K_INT),
+  F("parallel.bwd_comm", par.bwd_opt, K_INT),
+  F("parallel.ulysses_degree", par.ulysses_degree, K_INT),
+  F("parallel.tp_variant", par.tp_variant, K_INT),
+  F("parallel.zero", par.zero, K_INT),
+  F("parallel.ranks_per_node", par.ranks_per_node, K_INT),
+  F("cluster.topology", cluster.topology, K_STR),
+  F("cluster.profile", cluster.profile, K_STR),
+  F("cluster.nodes", cluster.nodes, K_INT),
+  F("cluster.coll_algo", cluster.coll_algo, K_INT),
   F("output.trace", trace, K_INT),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
@@ -48,9 +65,24 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 static void hash_field(uint64_t *h, const bs_config *c, const field *f) {
   const char *p = (const char *)c + f->off;
   switch (f->k) {
-  case K_I64: { int64_t v; memcpy(&v, p, sizeof v); *h = fnv(*h, &v, sizeof v); break; }
-  case K_U64: { uint64_t v; memcpy(&v, p, sizeof v); *h = fnv(*h, &v, sizeof v); break; }
-  case K_INT: { int v; memcpy(&v, p, sizeof v); *h = fnv(*h, &v, sizeof v); break; }
+  case K_I64: {
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    *h = fnv(*h, &v, sizeof v);
+    break;
+  }
+  case K_U64: {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    *h = fnv(*h, &v, sizeof v);
+    break;
+  }
+  case K_INT: {
+    int v;
+    memcpy(&v, p, sizeof v);
+    *h = fnv(*h, &v, sizeof v);
+    break;
+  }
   case K_STR: *h = fnv(*h, p, strnlen(p, 256) + 1); break;
   }
 }
@@ -72,8 +104,8 @@ uint64_t bs_points_digest(const bs_config *points, int n) {
 }
 
 /* Gathers every rank's slots; names the ranks that differ from rank 0 and the first slot that differs. */
-static int compare(MPI_Comm comm, const uint64_t *mine, int nslots, const char *const *names, const char *what, char *err,
-                   size_t errlen) {
+static int compare(MPI_Comm comm, const uint64_t *mine, int nslots, const char *const *names, const char *what,
+                   char *err, size_t errlen) {
   int size;
   MPI_Comm_size(comm, &size);
   uint64_t *all = malloc(sizeof *all * (size_t)nslots * (size_t)size);
@@ -101,9 +133,10 @@ static int compare(MPI_Comm comm, const uint64_t *mine, int nslots, const char *
     const char *key = NULL;
     for (int k = 1; k < nslots && !key; k++)
       if (all[(size_t)first * (size_t)nslots + (size_t)k] != all[k]) key = names ? names[k] : NULL;
-    snprintf(err, errlen, "rank%s %s resolved a different %s from rank 0%s%s%s: every rank must be started with the "
-             "same file and options", ndiff > 1 ? "s" : "", list, what, key ? " (first at " : "", key ? key : "",
-             key ? ")" : "");
+    snprintf(err, errlen,
+             "rank%s %s resolved a different %s from rank 0%s%s%s: every rank must be started with the "
+             "same file and options",
+             ndiff > 1 ? "s" : "", list, what, key ? " (first at " : "", key ? key : "", key ? ")" : "");
     rc = -1;
   }
   free(all);

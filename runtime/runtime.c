@@ -83,7 +83,12 @@ typedef struct {
   bs_shard shard;
 } rbuf;
 
-typedef struct { bs_op_kind kind; int peer, tag, step; int64_t bytes; int coll; } hinfo;
+typedef struct {
+  bs_op_kind kind;
+  int peer, tag, step;
+  int64_t bytes;
+  int coll;
+} hinfo;
 
 typedef struct {
   const bs_plan *plan;
@@ -173,9 +178,11 @@ static void reset_stats(rt *t) {
 }
 
 static const char *peer_what(const hinfo *h, char *tmp, size_t n) {
-  if (h->kind == BS_OP_COLL) snprintf(tmp, n, "%s (%lld bytes)", bs_coll_name((bs_coll_kind)h->coll), (long long)h->bytes);
-  else snprintf(tmp, n, "%s rank %d (tag %d, %lld bytes, posted at step %d)", h->kind == BS_OP_SEND ? "SEND to" : "RECV from",
-                h->peer, h->tag, (long long)h->bytes, h->step);
+  if (h->kind == BS_OP_COLL)
+    snprintf(tmp, n, "%s (%lld bytes)", bs_coll_name((bs_coll_kind)h->coll), (long long)h->bytes);
+  else
+    snprintf(tmp, n, "%s rank %d (tag %d, %lld bytes, posted at step %d)",
+             h->kind == BS_OP_SEND ? "SEND to" : "RECV from", h->peer, h->tag, (long long)h->bytes, h->step);
   return tmp;
 }
 
@@ -230,9 +237,10 @@ static int op_compute(rt *t, const bs_op *op, double t0, char *err, size_t errle
 
 static int op_p2p(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
   int h = op->handle, peer = op->u.p2p.peer;
-  int crc = op->kind == BS_OP_SEND
-                ? bs_comm_isend(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen)
-                : bs_comm_irecv(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen);
+  int crc =
+    op->kind == BS_OP_SEND
+      ? bs_comm_isend(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen)
+      : bs_comm_irecv(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen);
   if (crc) return BS_RUN_EFATAL;
   t->hi[h] = (hinfo){op->kind, peer, op->u.p2p.tag, op->step, op->u.p2p.bytes, 0};
   if (op->kind == BS_OP_SEND) t->sent_to[peer] += op->u.p2p.bytes;
@@ -300,20 +308,19 @@ static int run_op(rt *t, const bs_op *op, char *err, size_t errlen) {
   case BS_OP_ALLOC: return op_alloc(t, op, t0, err, errlen);
   case BS_OP_FREE: op_free(t, op); return BS_RUN_OK;
   case BS_OP_COMPUTE: return op_compute(t, op, t0, err, errlen);
-  case BS_OP_SEND: case BS_OP_RECV: return op_p2p(t, op, t0, err, errlen);
+  case BS_OP_SEND:
+  case BS_OP_RECV: return op_p2p(t, op, t0, err, errlen);
   case BS_OP_COLL: return op_coll(t, op, t0, err, errlen);
   case BS_OP_WAIT: return op_wait(t, op, t0, err, errlen);
   case BS_OP_PHASE: op_phase(t, op, t0); return BS_RUN_OK;
-  default:
-    snprintf(err, errlen, "step %d: unknown op kind %d", op->step, (int)op->kind);
-    return BS_RUN_EFATAL;
+  default: snprintf(err, errlen, "step %d: unknown op kind %d", op->step, (int)op->kind); return BS_RUN_EFATAL;
   }
 }
 
 /* Test hook: the chosen rank exits or stalls at the chosen step of the measured execution. */
 static void maybe_fault(rt *t, const bs_op *op, int measured) {
-  if (!measured || t->opts->fault == BS_FAULT_NONE || t->rank != t->opts->fault_rank || op->step != t->opts->fault_step ||
-      t->faulted)
+  if (!measured || t->opts->fault == BS_FAULT_NONE || t->rank != t->opts->fault_rank ||
+      op->step != t->opts->fault_step || t->faulted)
     return;
   t->faulted = 1;
   fprintf(stderr, "burstsim run: rank %d: fault injection: %s at step %d\n", t->rank,
@@ -332,7 +339,10 @@ static void guarded_barrier(rt *t, const char *what) {
 
 static int execute(rt *t, int measured, char *err, size_t errlen) {
   bs_plan_iter *it = bs_plan_iter_new(t->plan, t->rank);
-  if (!it) { snprintf(err, errlen, "out of memory"); return BS_RUN_EFATAL; }
+  if (!it) {
+    snprintf(err, errlen, "out of memory");
+    return BS_RUN_EFATAL;
+  }
   reset_stats(t);
   bs_test_stall(t->rank, "start");
   guarded_barrier(t, "the start of an execution (barrier)");
@@ -362,9 +372,15 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
 
 /* ---------------- verification ---------------- */
 
-typedef struct { int32_t role; bs_shard shard; int64_t bytes; } out_meta;
+typedef struct {
+  int32_t role;
+  bs_shard shard;
+  int64_t bytes;
+} out_meta;
 
-static int is_output(bs_role r) { return r == BS_ROLE_O || r == BS_ROLE_LSE || r == BS_ROLE_DQ || r == BS_ROLE_DK || r == BS_ROLE_DV; }
+static int is_output(bs_role r) {
+  return r == BS_ROLE_O || r == BS_ROLE_LSE || r == BS_ROLE_DQ || r == BS_ROLE_DK || r == BS_ROLE_DV;
+}
 
 /* Rank 0: the single-rank reference on whole tensors. refs[role] in fp32. */
 static int reference(const bs_plan *p, uint64_t seed, int bf16, int threads, float *refs[BS_ROLE_DV + 1], char *err,
@@ -378,7 +394,10 @@ static int reference(const bs_plan *p, uint64_t seed, int bf16, int threads, flo
     gshape g = role_shape(p, inputs[j]);
     bs_shard s = {BS_CONTIGUOUS, 0, 1, g.tokens, 0, (int32_t)g.heads};
     in[inputs[j]] = malloc((size_t)(g.B * g.heads * g.tokens * g.width) * (bf16 ? 2 : 4));
-    if (!in[inputs[j]]) { snprintf(err, errlen, "reference: out of memory"); return -1; }
+    if (!in[inputs[j]]) {
+      snprintf(err, errlen, "reference: out of memory");
+      return -1;
+    }
     fill_input(p, seed, inputs[j], &s, in[inputs[j]], bf16);
   }
   const bs_role outs[] = {BS_ROLE_O, BS_ROLE_LSE, BS_ROLE_DQ, BS_ROLE_DK, BS_ROLE_DV};
@@ -397,12 +416,16 @@ static int reference(const bs_plan *p, uint64_t seed, int bf16, int threads, flo
     free(delta);
   }
   for (int j = 0; j < 4; j++) free(in[inputs[j]]);
-  if (rc) { snprintf(err, errlen, "reference: %s", attn_strerror(rc)); return -1; }
+  if (rc) {
+    snprintf(err, errlen, "reference: %s", attn_strerror(rc));
+    return -1;
+  }
   return 0;
 }
 
 /* Compares one received output buffer; updates the max error and the coverage map. */
-static void compare(const bs_plan *p, const out_meta *m, const float *got, const float *ref, unsigned char *cover, double *maxerr) {
+static void compare(const bs_plan *p, const out_meta *m, const float *got, const float *ref, unsigned char *cover,
+                    double *maxerr) {
   gshape g = role_shape(p, (bs_role)m->role);
   int64_t n = bs_shard_tokens(&m->shard);
   for (int64_t b = 0; b < g.B; b++)
@@ -495,19 +518,24 @@ static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
       }
       out->verify_err[r] = scale > 0 ? maxerr[r] / scale : maxerr[r];
       if (missing) {
-        snprintf(err, errlen, "verify: %lld elements of %s were produced by no rank", (long long)missing, bs_role_name((bs_role)r));
+        snprintf(err, errlen, "verify: %lld elements of %s were produced by no rank", (long long)missing,
+                 bs_role_name((bs_role)r));
         out->verified = 0;
         out->verify_err[r] = INFINITY;
       } else if (!(out->verify_err[r] < out->verify_tol)) {
         if (out->verified)
-          snprintf(err, errlen, "verify: %s differs from the single-rank reference: max error %.3g of max|ref| (bound %.0e)",
+          snprintf(err, errlen,
+                   "verify: %s differs from the single-rank reference: max error %.3g of max|ref| (bound %.0e)",
                    bs_role_name((bs_role)r), out->verify_err[r], out->verify_tol);
         out->verified = 0;
       }
     }
     if (!out->verified) rc = BS_RUN_EVERIFY;
   }
-  for (int r = 0; r <= BS_ROLE_DV; r++) { free(refs[r]); free(cover[r]); }
+  for (int r = 0; r <= BS_ROLE_DV; r++) {
+    free(refs[r]);
+    free(cover[r]);
+  }
   free(counts);
   return rc < 0 ? BS_RUN_EFATAL : rc;
 }
@@ -537,9 +565,13 @@ static int collect(rt *t, bs_run_report *out, char *err, size_t errlen) {
 static int collect_all(rt *t, bs_run_report *out) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  rank_stats s = {t->wall - t->setup, t->fwd, t->bwd, t->compute, t->exposed, 0, 0, t->peak, (int64_t)ru.ru_maxrss * 1024, t->coll_sent, {0}};
+  rank_stats s = {t->wall - t->setup,           t->fwd,       t->bwd, t->compute, t->exposed, 0, 0, t->peak,
+                  (int64_t)ru.ru_maxrss * 1024, t->coll_sent, {0}};
   memcpy(s.peak_cls, t->peak_cls, sizeof s.peak_cls);
-  for (int q = 0; q < t->G; q++) { s.sent += t->sent_to[q]; s.recv += t->recv_from[q]; }
+  for (int q = 0; q < t->G; q++) {
+    s.sent += t->sent_to[q];
+    s.recv += t->recv_from[q];
+  }
   s.sent += t->coll_sent;
   s.recv += t->coll_recv;
   int G = t->G, root = t->rank == 0;
@@ -550,11 +582,15 @@ static int collect_all(rt *t, bs_run_report *out) {
   /* trace events */
   if (t->opts->trace) {
     int64_t nb = t->nev * (int64_t)sizeof(bs_trace_event);
-    int cnt = (int)nb, *cnts = root ? calloc((size_t)G, sizeof(int)) : NULL, *displ = root ? calloc((size_t)G, sizeof(int)) : NULL;
+    int cnt = (int)nb, *cnts = root ? calloc((size_t)G, sizeof(int)) : NULL,
+        *displ = root ? calloc((size_t)G, sizeof(int)) : NULL;
     MPI_Gather(&cnt, 1, MPI_INT, cnts, 1, MPI_INT, 0, t->world);
     int64_t total = 0;
     if (root)
-      for (int r = 0; r < G; r++) { displ[r] = (int)total; total += cnts[r]; }
+      for (int r = 0; r < G; r++) {
+        displ[r] = (int)total;
+        total += cnts[r];
+      }
     char *evs = root ? malloc((size_t)total + 1) : NULL;
     MPI_Gatherv(t->ev, cnt, MPI_BYTE, evs, cnts, displ, MPI_BYTE, 0, t->world);
     if (root) {
@@ -579,7 +615,8 @@ static int collect_all(rt *t, bs_run_report *out) {
   out->peer_sent = peers;
   out->coll_sent = calloc((size_t)G, sizeof(int64_t));
   out->peak_cls = calloc((size_t)G, sizeof *out->peak_cls);
-  int rpn = t->opts->ranks_per_node > 0 ? t->opts->ranks_per_node : (t->cfg->par.ranks_per_node > 0 ? t->cfg->par.ranks_per_node : G);
+  int rpn = t->opts->ranks_per_node > 0 ? t->opts->ranks_per_node
+                                        : (t->cfg->par.ranks_per_node > 0 ? t->cfg->par.ranks_per_node : G);
   int maxpeak = 0;
   for (int q = 0; q < G; q++) {
     rank_stats *a = &all[q];
@@ -616,22 +653,29 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   MPI_Comm_size(world, &G);
   MPI_Comm_rank(world, &rank);
   if (cfg->par.gpus != G) {
-    snprintf(err, errlen, "parallel.gpus: %d, but the run has %d MPI ranks (mpirun -np %d)", cfg->par.gpus, G, cfg->par.gpus);
+    snprintf(err, errlen, "parallel.gpus: %d, but the run has %d MPI ranks (mpirun -np %d)", cfg->par.gpus, G,
+             cfg->par.gpus);
     return BS_RUN_EINPUT;
   }
   if (cfg->model.dtype != BS_FP32 && cfg->model.dtype != BS_BF16) {
-    snprintf(err, errlen, "model.dtype: %s is not supported by the CPU runtime (use fp32 or bf16)", bs_dtype_name(cfg->model.dtype));
+    snprintf(err, errlen, "model.dtype: %s is not supported by the CPU runtime (use fp32 or bf16)",
+             bs_dtype_name(cfg->model.dtype));
     return BS_RUN_EINPUT;
   }
   if (cfg->work.scope != BS_SCOPE_ATTENTION) {
-    snprintf(err, errlen, "workload.scope: the runtime runs attention scope only, not %s", bs_scope_name(cfg->work.scope));
+    snprintf(err, errlen, "workload.scope: the runtime runs attention scope only, not %s",
+             bs_scope_name(cfg->work.scope));
     return BS_RUN_EINPUT;
   }
   int rpn = opts->ranks_per_node > 0 ? opts->ranks_per_node : cfg->par.ranks_per_node;
   bs_plan *plan = NULL;
   if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return BS_RUN_EINPUT;
   rt *t = calloc(1, sizeof *t);
-  if (!t) { bs_plan_free(plan); snprintf(err, errlen, "out of memory"); return BS_RUN_EFATAL; }
+  if (!t) {
+    bs_plan_free(plan);
+    snprintf(err, errlen, "out of memory");
+    return BS_RUN_EFATAL;
+  }
   t->plan = plan;
   t->cfg = bs_plan_config(plan);
   t->opts = opts;

@@ -19,37 +19,37 @@
 typedef enum { BS_FAULT_NONE = 0, BS_FAULT_EXIT, BS_FAULT_STALL } bs_fault_kind;
 
 typedef struct {
-  int verify;              /* gather outputs to rank 0 and compare with the reference */
-  int threads;             /* kernel threads per rank; 0 = online cores / ranks (at least 1) */
-  double timeout_s;        /* deadline of every wait; 0 = 120 s */
-  int trace;               /* record one event per op */
-  int64_t tile_rows;       /* query rows per kernel call between progress polls; 0 = BS_COMPUTE_TILE_ROWS (256) */
-  int ranks_per_node;      /* 0 = cfg.par.ranks_per_node */
-  bs_fault_kind fault;     /* test hook: rank fault_rank exits / stalls at fault_step */
+  int verify;          /* gather outputs to rank 0 and compare with the reference */
+  int threads;         /* kernel threads per rank; 0 = online cores / ranks (at least 1) */
+  double timeout_s;    /* deadline of every wait; 0 = 120 s */
+  int trace;           /* record one event per op */
+  int64_t tile_rows;   /* query rows per kernel call between progress polls; 0 = BS_COMPUTE_TILE_ROWS (256) */
+  int ranks_per_node;  /* 0 = cfg.par.ranks_per_node */
+  bs_fault_kind fault; /* test hook: rank fault_rank exits / stalls at fault_step */
   int fault_rank, fault_step;
-  int warmup;              /* extra untimed executions of the plan before the measured one */
+  int warmup; /* extra untimed executions of the plan before the measured one */
 } bs_runtime_opts;
 
 typedef struct {
   int32_t rank, step;
-  int16_t kind;            /* bs_op_kind */
-  int16_t detail;          /* kernel (COMPUTE), coll kind (COLL) */
-  int32_t peer;            /* SEND/RECV peer, -1 otherwise */
+  int16_t kind;   /* bs_op_kind */
+  int16_t detail; /* kernel (COMPUTE), coll kind (COLL) */
+  int32_t peer;   /* SEND/RECV peer, -1 otherwise */
   int64_t bytes;
-  double t0, t1;           /* seconds since the common start */
+  double t0, t1; /* seconds since the common start */
 } bs_trace_event;
 
 typedef struct {
-  bs_result res;           /* rank 0: the whole run; other ranks: their own entry only */
-  int64_t *peer_sent;      /* rank 0: nranks x nranks, [from * nranks + to], p2p bytes */
-  int64_t *coll_sent;      /* rank 0: per rank, collective bytes (ring-algorithm count) */
+  bs_result res;                           /* rank 0: the whole run; other ranks: their own entry only */
+  int64_t *peer_sent;                      /* rank 0: nranks x nranks, [from * nranks + to], p2p bytes */
+  int64_t *coll_sent;                      /* rank 0: per rank, collective bytes (ring-algorithm count) */
   int64_t (*peak_cls)[BS_MEM_CLASS_COUNT]; /* rank 0: per rank, breakdown at its peak */
-  double verify_err[BS_ROLE_DV + 1]; /* rank 0: max |got-ref| / max|ref| per output role, -1 = absent */
+  double verify_err[BS_ROLE_DV + 1];       /* rank 0: max |got-ref| / max|ref| per output role, -1 = absent */
   double verify_tol;
-  int verified;            /* 1 when verify ran and every output passed */
-  bs_trace_event *events;  /* rank 0 with opts.trace: all ranks' events */
+  int verified;           /* 1 when verify ran and every output passed */
+  bs_trace_event *events; /* rank 0 with opts.trace: all ranks' events */
   int64_t nevents;
-  int threads;             /* threads per rank used */
+  int threads; /* threads per rank used */
 } bs_run_report;
 
 enum { BS_RUN_OK = 0, BS_RUN_EINPUT = -1, BS_RUN_EFATAL = -2, BS_RUN_EVERIFY = 1 };
@@ -61,8 +61,8 @@ enum { BS_RUN_OK = 0, BS_RUN_EINPUT = -1, BS_RUN_EFATAL = -2, BS_RUN_EVERIFY = 1
  * reference); or BS_RUN_EFATAL (a peer did not answer in time or MPI failed:
  * the caller must abort the job, e.g. with MPI_Abort, as other ranks may hang).
  */
-int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, bs_run_report *out,
-                   char *err, size_t errlen);
+int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, bs_run_report *out, char *err,
+                   size_t errlen);
 void bs_run_report_free(bs_run_report *r);
 
 /*
@@ -75,11 +75,11 @@ void bs_run_report_free(bs_run_report *r);
  * maximum over ranks; valid on rank 0.
  */
 typedef struct {
-  int64_t block_tokens;    /* N / G */
-  int64_t bytes_per_step;  /* K + V sent per rank per step */
+  int64_t block_tokens;   /* N / G */
+  int64_t bytes_per_step; /* K + V sent per rank per step */
   int reps, threads;
   double compute_s, comm_s, overlap_s;
-  double ratio;            /* overlap / max(compute, comm) */
+  double ratio; /* overlap / max(compute, comm) */
 } bs_overlap_result;
 
 int bs_runtime_overlap_bench(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, int reps,

@@ -32,7 +32,8 @@ static void *watch(void *arg) {
     nanosleep(&nap, NULL);
     pthread_mutex_lock(&mu);
     if (armed && mono_s() > deadline) {
-      fprintf(stderr, "%s: rank %d: %s did not complete within %.1f s%s%s%s: a rank died or stalled; aborting the job\n",
+      fprintf(stderr,
+              "%s: rank %d: %s did not complete within %.1f s%s%s%s: a rank died or stalled; aborting the job\n",
               wd_who, wd_rank, wd_phase, wd_timeout, wd_waiting[0] ? " (waiting for " : "", wd_waiting,
               wd_waiting[0] ? ")" : "");
       fflush(stderr);

@@ -14,6 +14,7 @@ PKGS=(
   libopenblas-dev
   gnuplot-nox
   clang libclang-rt-14-dev   # scripts/fuzz.sh (libFuzzer)
+  clang-format               # scripts/format-check.sh (CI)
   valgrind                  # scripts/memcheck.sh
 )
 

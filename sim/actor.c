@@ -44,11 +44,12 @@ static void decode_msg(void *p, int *tag, int64_t *bytes_low) {
 static int do_alloc(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int b = op->u.alloc.buf;
-  if (b < 0 || b >= MAX_BUFS || rs->buf[b].used || op->u.alloc.bytes < 0 ||
-      op->u.alloc.cls < 0 || op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
-    sim_error(c, "rank %d op #%lld: ALLOC of buffer %d (%lld bytes, class %d) is invalid or the "
-              "buffer is already allocated", rs->rank, (long long)rs->op_index, b,
-              (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
+  if (b < 0 || b >= MAX_BUFS || rs->buf[b].used || op->u.alloc.bytes < 0 || op->u.alloc.cls < 0 ||
+      op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
+    sim_error(c,
+              "rank %d op #%lld: ALLOC of buffer %d (%lld bytes, class %d) is invalid or the "
+              "buffer is already allocated",
+              rs->rank, (long long)rs->op_index, b, (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
     return -1;
   }
   rs->buf[b] = (membuf){1, op->u.alloc.bytes, op->u.alloc.cls};
@@ -64,8 +65,8 @@ static int do_alloc(rank_state *rs, const bs_op *op) {
 static int do_free(rank_state *rs, const bs_op *op) {
   int b = op->u.free.buf;
   if (b < 0 || b >= MAX_BUFS || !rs->buf[b].used) {
-    sim_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->rank,
-              (long long)rs->op_index, b);
+    sim_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->rank, (long long)rs->op_index,
+              b);
     return -1;
   }
   rs->mem_cur -= rs->buf[b].bytes;
@@ -83,9 +84,8 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
     return -1;
   }
   if (peer < 0 || peer >= c->G || peer == rs->rank || op->u.p2p.bytes < 0) {
-    sim_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->rank,
-              (long long)rs->op_index, bs_op_kind_name(op->kind), peer, c->G,
-              (long long)op->u.p2p.bytes);
+    sim_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->rank, (long long)rs->op_index,
+              bs_op_kind_name(op->kind), peer, c->G, (long long)op->u.p2p.bytes);
     return -1;
   }
   handle *h = &rs->h[hd];
@@ -121,9 +121,10 @@ static int do_coll(rank_state *rs, const bs_op *op) {
   }
   if (g->size < 1 || g->first < 0 || g->first + (int64_t)g->stride * (g->size - 1) >= c->G ||
       (g->size > 1 && g->stride < 1) || op->u.coll.bytes < 0) {
-    sim_error(c, "rank %d op #%lld: COLL group {first %d, stride %d, size %d} or %lld bytes out of "
-              "range for %d ranks", rs->rank, (long long)rs->op_index, g->first, g->stride,
-              g->size, (long long)op->u.coll.bytes, c->G);
+    sim_error(c,
+              "rank %d op #%lld: COLL group {first %d, stride %d, size %d} or %lld bytes out of "
+              "range for %d ranks",
+              rs->rank, (long long)rs->op_index, g->first, g->stride, g->size, (long long)op->u.coll.bytes, c->G);
     return -1;
   }
   sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, g, op->u.coll.bytes);
@@ -145,11 +146,12 @@ static int check_recv(rank_state *rs, const handle *h) {
     char got[64];
     if (h->bytes < 0x80000000ll) snprintf(got, sizeof got, "%lld bytes", (long long)low);
     else snprintf(got, sizeof got, "a size of %lld mod 2^31 bytes", (long long)low);
-    sim_error(rs->ctx, "rank %d op #%lld (step %d): RECV from rank %d expected tag %d (step %d) and "
+    sim_error(rs->ctx,
+              "rank %d op #%lld (step %d): RECV from rank %d expected tag %d (step %d) and "
               "%lld bytes, but the next message from rank %d has tag %d (step %d) and %s: sends and "
-              "receives between two ranks must match in order, tag and size", rs->rank,
-              (long long)h->op_index, h->step, h->peer, h->tag, h->tag & 2047, (long long)h->bytes,
-              h->peer, tag, tag & 2047, got);
+              "receives between two ranks must match in order, tag and size",
+              rs->rank, (long long)h->op_index, h->step, h->peer, h->tag, h->tag & 2047, (long long)h->bytes, h->peer,
+              tag, tag & 2047, got);
     return -1;
   }
   return 0;
@@ -207,8 +209,8 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   for (int i = 0; i < n; i++) {
     int hd = op->u.wait.handles[i];
     if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind == H_FREE) {
-      sim_error(c, "rank %d op #%lld: WAIT on handle %d that no pending operation created",
-                rs->rank, (long long)rs->op_index, hd);
+      sim_error(c, "rank %d op #%lld: WAIT on handle %d that no pending operation created", rs->rank,
+                (long long)rs->op_index, hd);
       return -1;
     }
     if (rs->h[hd].kind == H_COLL) continue;
@@ -305,9 +307,13 @@ static int check_end(rank_state *rs) {
   for (int hd = 0; hd < MAX_HANDLES; hd++)
     if (rs->h[hd].kind != H_FREE) {
       const handle *h = &rs->h[hd];
-      sim_error(c, "rank %d: the plan ended with handle %d (op #%lld, %s rank %d tag %d) never "
-                "waited", rs->rank, hd, (long long)h->op_index,
-                h->kind == H_SEND ? "SEND to" : h->kind == H_RECV ? "RECV from" : "COLL with",
+      sim_error(c,
+                "rank %d: the plan ended with handle %d (op #%lld, %s rank %d tag %d) never "
+                "waited",
+                rs->rank, hd, (long long)h->op_index,
+                h->kind == H_SEND   ? "SEND to"
+                : h->kind == H_RECV ? "RECV from"
+                                    : "COLL with",
                 h->peer, h->tag);
       return -1;
     }
@@ -350,14 +356,15 @@ void sim_deadlock_error(sim_ctx *c) {
       const rank_state *rs = &c->rs[s];
       char at[224];
       if (rs->blk_kind == 1 && rs->blk_peer >= 0)
-        snprintf(at, sizeof at, "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld "
-                 "(step %d)", (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from",
-                 rs->blk_peer, rs->blk_tag, (long long)rs->blk_post_op, rs->blk_step);
+        snprintf(at, sizeof at,
+                 "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld "
+                 "(step %d)",
+                 (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from", rs->blk_peer, rs->blk_tag,
+                 (long long)rs->blk_post_op, rs->blk_step);
       else if (rs->blk_kind)
-        snprintf(at, sizeof at, "op #%lld WAIT on a collective posted at op #%lld",
-                 (long long)rs->blk_op, (long long)rs->blk_post_op);
-      else
-        snprintf(at, sizeof at, "op #%lld", (long long)rs->op_index);
+        snprintf(at, sizeof at, "op #%lld WAIT on a collective posted at op #%lld", (long long)rs->blk_op,
+                 (long long)rs->blk_post_op);
+      else snprintf(at, sizeof at, "op #%lld", (long long)rs->op_index);
       len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%srank %d at %s",
                               shown ? "; " : "", rs->rank, at);
       shown++;

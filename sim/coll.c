@@ -38,15 +38,15 @@ typedef struct {
 
 /* What every member works out before its part runs. */
 typedef struct {
-  int n, me;                /* group size, my member index */
-  int steps;                /* ring steps (-1: all-to-all) */
-  int64_t chunk;            /* bytes per step (all-to-all: per pair) */
-  int *node;                /* each member's node */
-  int multi;                /* the group spans nodes */
-  bs_coll_links l;          /* the group's links, from SimGrid's routes */
-  int C;                    /* rings */
+  int n, me;       /* group size, my member index */
+  int steps;       /* ring steps (-1: all-to-all) */
+  int64_t chunk;   /* bytes per step (all-to-all: per pair) */
+  int *node;       /* each member's node */
+  int multi;       /* the group spans nodes */
+  bs_coll_links l; /* the group's links, from SimGrid's routes */
+  int C;           /* rings */
   bs_coll_algo algo;
-  double t_tree;            /* the tree's modelled time, when auto computed it (else < 0) */
+  double t_tree; /* the tree's modelled time, when auto computed it (else < 0) */
   bs_coll_model model;
 } coll_setup;
 
@@ -74,12 +74,12 @@ static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs
 /* One direction of one tree of a tree allreduce, run by its own actor. */
 typedef struct {
   rank_state *rs;
-  int seq, tree, up;        /* up: reduce towards the root; else broadcast down */
-  int parent;               /* real rank, -1 at the root */
+  int seq, tree, up; /* up: reduce towards the root; else broadcast down */
+  int parent;        /* real rank, -1 at the root */
   int nchild, child[BS_TREE_MAX_CHILDREN];
   int64_t half;
   int chunks;
-  sg_sem_t root_sem;        /* the root's reduced chunks, up -> down */
+  sg_sem_t root_sem; /* the root's reduced chunks, up -> down */
 } tree_part;
 
 static sg_mailbox_t tree_mailbox(const tree_part *tp, int from_rank, int to_rank) {
@@ -97,8 +97,7 @@ static void tree_part_main(int argc, char **argv) {
   rank_state *rs = tp->rs;
   sim_ctx *c = rs->ctx;
   int me = rs->rank;
-  sg_mailbox_t from_parent = NULL, to_parent = NULL, from_child[BS_TREE_MAX_CHILDREN],
-               to_child[BS_TREE_MAX_CHILDREN];
+  sg_mailbox_t from_parent = NULL, to_parent = NULL, from_child[BS_TREE_MAX_CHILDREN], to_child[BS_TREE_MAX_CHILDREN];
   if (tp->parent >= 0) {
     from_parent = tree_mailbox(tp, tp->parent, me);
     to_parent = tree_mailbox(tp, me, tp->parent);
@@ -162,8 +161,16 @@ static void tree_allreduce(rank_state *rs, const coll_job *job, int me, const in
     }
     for (int up = 1; up >= 0; up--) {
       tree_part *p = &tp[na];
-      *p = (tree_part){rs, job->seq, t, up, v.parent >= 0 ? sim_member(g, v.parent) : -1, v.nchild, {0},
-                       half[t], bs_tree_chunks(half[t]), sem[t]};
+      *p = (tree_part){rs,
+                       job->seq,
+                       t,
+                       up,
+                       v.parent >= 0 ? sim_member(g, v.parent) : -1,
+                       v.nchild,
+                       {0},
+                       half[t],
+                       bs_tree_chunks(half[t]),
+                       sem[t]};
       for (int k = 0; k < v.nchild; k++) p->child[k] = sim_member(g, v.child[k]);
       char name[48];
       snprintf(name, sizeof name, "tree%d.%d.%d%c", rs->slot, job->seq, t, up ? 'u' : 'd');
@@ -338,7 +345,10 @@ static int coll_volume(const coll_job *job, int n, int *steps, int64_t *chunk) {
   *chunk = job->bytes / n;
   switch (job->kind) {
   case BS_COLL_ALLREDUCE: *steps = 2 * (n - 1); break;
-  case BS_COLL_ALLGATHER: *steps = n - 1; *chunk = job->bytes; break;
+  case BS_COLL_ALLGATHER:
+    *steps = n - 1;
+    *chunk = job->bytes;
+    break;
   case BS_COLL_REDUCE_SCATTER: *steps = n - 1; break;
   case BS_COLL_ALLTOALL: *steps = -1; break;
   default: return -1;
@@ -363,9 +373,11 @@ static int coll_pick_algo(sim_ctx *c, const coll_job *job, coll_setup *s) {
       (fabs(lm.lat_intra - l->lat_intra) > 1e-12 * (1 + l->lat_intra) ||
        fabs(lm.lat_inter - l->lat_inter) > 1e-12 * (1 + l->lat_inter) ||
        fabs(lm.bw_intra - l->bw_intra) > 1e-9 * l->bw_intra || fabs(lm.bw_inter - l->bw_inter) > 1e-9 * l->bw_inter)) {
-    sim_error(c, "internal: the route model of %s differs from SimGrid's routes (intra %g s %g B/s vs "
-              "%g s %g B/s, inter %g s %g B/s vs %g s %g B/s)", c->ps->tp.name, lm.lat_intra, lm.bw_intra,
-              l->lat_intra, l->bw_intra, lm.lat_inter, lm.bw_inter, l->lat_inter, l->bw_inter);
+    sim_error(c,
+              "internal: the route model of %s differs from SimGrid's routes (intra %g s %g B/s vs "
+              "%g s %g B/s, inter %g s %g B/s vs %g s %g B/s)",
+              c->ps->tp.name, lm.lat_intra, lm.bw_intra, l->lat_intra, l->bw_intra, lm.lat_inter, lm.bw_inter,
+              l->lat_inter, l->bw_inter);
     return -1;
   }
   s->algo = sim_auto_algo(s->n, s->node, s->multi, job->bytes, l, s->C, &s->t_tree);
@@ -383,8 +395,8 @@ static int coll_prepare(rank_state *rs, const coll_job *job, coll_setup *s) {
   for (int i = 0; i < s->n; i++)
     if (sim_member(g, i) == rs->rank) s->me = i;
   if (s->me < 0 || s->n < 1) {
-    sim_error(c, "rank %d: COLL %s over group {first %d, stride %d, size %d} that does not hold it",
-              rs->rank, bs_coll_name(job->kind), g->first, g->stride, g->size);
+    sim_error(c, "rank %d: COLL %s over group {first %d, stride %d, size %d} that does not hold it", rs->rank,
+              bs_coll_name(job->kind), g->first, g->stride, g->size);
     return -1;
   }
   if (s->n == 1) return 1;

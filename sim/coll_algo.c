@@ -57,8 +57,7 @@ bs_coll_algo sim_auto_algo(int n, const int *node, int multi, int64_t bytes, con
                            double *t_tree) {
   *t_tree = bs_tree_allreduce_time(n, node, bytes, l);
   if (*t_tree < 0) return BS_COLL_ALGO_RING;
-  return *t_tree < sim_ring_lockstep_time(l, multi, 2 * (n - 1), bytes / n / C) ? BS_COLL_ALGO_TREE
-                                                                                  : BS_COLL_ALGO_RING;
+  return *t_tree < sim_ring_lockstep_time(l, multi, 2 * (n - 1), bytes / n / C) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
 }
 
 int sim_whole_tree(int G, const bs_group *g) { return g->first == 0 && g->stride == 1 && g->size == G && G > 1; }

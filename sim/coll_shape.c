@@ -18,7 +18,7 @@
 static int tree0_parent(int nn, int i) {
   if (i <= 0 || i >= nn) return -1;
   int b = i & -i;
-  int k = (i / b - 1) / 2;     /* i = b·(2k+1) */
+  int k = (i / b - 1) / 2; /* i = b·(2k+1) */
   int up = (k & 1) ? i - b : i + b;
   if (up >= nn) up = i - b;
   return up;
@@ -74,20 +74,26 @@ int bs_dtree_node_children(int nn, int t, int i, int *out) {
 /* The group's nodes: numbered by first appearance, members of each in member order. */
 typedef struct {
   int n, nn;
-  int *idx, *local;     /* per member: node index, place in its node's chain */
-  int *start, *ord;     /* members of node j: ord[start[j] .. start[j+1]) */
+  int *idx, *local; /* per member: node index, place in its node's chain */
+  int *start, *ord; /* members of node j: ord[start[j] .. start[j+1]) */
 } layout;
 
 /* (node id, member) sorted by node then member; and node runs (where in that
  * order a node's members begin, its first member) sorted by first member. */
-typedef struct { int node, m; } member_key;
-typedef struct { int begin, first; } node_run;
+typedef struct {
+  int node, m;
+} member_key;
+typedef struct {
+  int begin, first;
+} node_run;
 static int by_node(const void *a, const void *b) {
   const member_key *x = a, *y = b;
   if (x->node != y->node) return x->node < y->node ? -1 : 1;
   return x->m - y->m;
 }
-static int by_first(const void *a, const void *b) { return ((const node_run *)a)->first - ((const node_run *)b)->first; }
+static int by_first(const void *a, const void *b) {
+  return ((const node_run *)a)->first - ((const node_run *)b)->first;
+}
 
 static void layout_free(layout *L) { free(L->idx); }
 
@@ -194,9 +200,7 @@ int64_t bs_tree_chunk_size(int64_t half, int chunks, int c) {
   return s < 1 ? 1 : s;
 }
 
-double bs_ring_time(int steps, int64_t chunk, double lat, double bw) {
-  return steps * (lat + (double)chunk / bw);
-}
+double bs_ring_time(int steps, int64_t chunk, double lat, double bw) { return steps * (lat + (double)chunk / bw); }
 
 double bs_tree_allreduce_time(int n, const int *node, int64_t bytes, const bs_coll_links *l) {
   if (n < 2) return 0;

@@ -34,7 +34,7 @@
 
 /* One member's place in one of the two trees: member indices (0..n-1). */
 typedef struct {
-  int parent;                          /* -1: the root */
+  int parent; /* -1: the root */
   int nchild;
   int child[BS_TREE_MAX_CHILDREN];
 } bs_tree_vertex;

@@ -20,8 +20,8 @@ void sim_error(sim_ctx *c, const char *fmt, ...) {
 
 void sim_add_bytes(rank_state *rs, int64_t *acc, int64_t b, const char *what) {
   if (__builtin_add_overflow(*acc, b, acc))
-    sim_error(rs->ctx, "rank %d op #%lld: %s overflows a 64-bit byte count (the point is too large)",
-              rs->rank, (long long)rs->op_index, what);
+    sim_error(rs->ctx, "rank %d op #%lld: %s overflows a 64-bit byte count (the point is too large)", rs->rank,
+              (long long)rs->op_index, what);
 }
 
 void sim_account_sent(rank_state *rs, int peer_rank, int64_t bytes) {

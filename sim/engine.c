@@ -26,15 +26,15 @@
 /* What one point is built from, before and while SimGrid runs it. */
 typedef struct {
   bs_profile *prof;
-  bs_plan *plan;            /* the plan of cfg, unless a source was given */
+  bs_plan *plan; /* the plan of cfg, unless a source was given */
   bs_sim_source src;
   bs_platform_spec ps;
-  char why[160];            /* the fold, as a sentence for the result */
-  int Mf, Pf, wrap;         /* the fold (nodes, ranks per node, leaf wrap) */
-  int A;                    /* actors */
-  char *xml;                /* a generated platform */
-  char xml_path[600];       /* ... in its temporary file */
-  int sargc;                /* SimGrid's command line (it may keep it) */
+  char why[160];      /* the fold, as a sentence for the result */
+  int Mf, Pf, wrap;   /* the fold (nodes, ranks per node, leaf wrap) */
+  int A;              /* actors */
+  char *xml;          /* a generated platform */
+  char xml_path[600]; /* ... in its temporary file */
+  int sargc;          /* SimGrid's command line (it may keep it) */
   char arg0[16];
   char *sargv[2];
 } point;
@@ -59,8 +59,8 @@ static int write_temp(const char *text, char *path, size_t pathlen, char *err, s
   snprintf(path, pathlen, "%s/burstsim-platform-XXXXXX.xml", dir && *dir ? dir : "/tmp");
   int fd = mkstemps(path, 4);
   if (fd < 0) {
-    snprintf(err, errlen, "cannot create a temporary platform file in %s: %s",
-             dir && *dir ? dir : "/tmp", strerror(errno));
+    snprintf(err, errlen, "cannot create a temporary platform file in %s: %s", dir && *dir ? dir : "/tmp",
+             strerror(errno));
     return -1;
   }
   size_t n = strlen(text), off = 0;
@@ -101,8 +101,8 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     snprintf(err, errlen, "internal: the plan has %d ranks for parallel.gpus = %d", G, cfg->par.gpus);
     return -1;
   }
-  if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, &pt->Mf, &pt->Pf, &pt->wrap, pt->why, sizeof pt->why,
-                      err, errlen))
+  if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, &pt->Mf, &pt->Pf, &pt->wrap, pt->why, sizeof pt->why, err,
+                      errlen))
     return -1;
   pt->A = pt->ps.shared_host || !pt->ps.generated ? G : pt->Mf * pt->Pf;
   if (opts->fold == BS_ON && pt->A == G) {
@@ -154,9 +154,9 @@ static int start_simgrid(const bs_config *cfg, const bs_sim_opts *opts, point *p
   }
   snprintf(out->sim_network, sizeof out->sim_network,
            "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.32s%s; coll: %s %s; "
-           "fold: %.90s", model, cross, gamma, nset < 0 ? -nset : nset, prof->name,
-           nset < 0 ? " with size factors" : "", bs_coll_algo_name(cfg->cluster.coll_algo),
-           bs_coll_model_name(opts->coll_model), pt->why);
+           "fold: %.90s",
+           model, cross, gamma, nset < 0 ? -nset : nset, prof->name, nset < 0 ? " with size factors" : "",
+           bs_coll_algo_name(cfg->cluster.coll_algo), bs_coll_model_name(opts->coll_model), pt->why);
   return 0;
 }
 
@@ -214,8 +214,8 @@ static int place_ranks(sim_ctx *c, const bs_config *cfg, point *pt, char *err, s
 
 /* The point's state once SimGrid holds the platform: ranks placed, links numbered (when
  * asked), the trace opened, every rank's op stream started. 0 or -1. */
-static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, point *pt, int want_links,
-                     char *err, size_t errlen) {
+static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, point *pt, int want_links, char *err,
+                     size_t errlen) {
   const bs_platform_spec *ps = &pt->ps;
   c->cfg = cfg;
   c->opts = opts;

@@ -12,10 +12,10 @@
 namespace {
 
 // The piece of the route's bottleneck class for a message of `size` bytes.
-double factor(const bs_factor_table& t, double size, const std::vector<simgrid::s4u::Link*>& links, bool bw) {
+double factor(const bs_factor_table &t, double size, const std::vector<simgrid::s4u::Link *> &links, bool bw) {
   int cls = -1;
   double slowest = 0;
-  for (const auto* l : links) {
+  for (const auto *l : links) {
     int c = bs_link_class_of(l->get_cname());
     if (c < 0) continue;
     double b = l->get_bandwidth();
@@ -25,29 +25,27 @@ double factor(const bs_factor_table& t, double size, const std::vector<simgrid::
     }
   }
   if (cls < 0) return 1.0;
-  const bs_factor_class& f = t.cls[cls];
+  const bs_factor_class &f = t.cls[cls];
   double v = 1.0;
   for (int i = 0; i < f.n; i++)
     if (size >= f.min_bytes[i]) v = bw ? f.bw[i] : f.lat[i];
   return v;
 }
 
-}  // namespace
+} // namespace
 
-extern "C" int bs_sim_install_factors(const bs_factor_table* t) {
-  auto* zone = simgrid::s4u::Engine::get_instance()->get_netzone_root();
-  auto* model = zone ? zone->get_network_model() : nullptr;
+extern "C" int bs_sim_install_factors(const bs_factor_table *t) {
+  auto *zone = simgrid::s4u::Engine::get_instance()->get_netzone_root();
+  auto *model = zone ? zone->get_network_model() : nullptr;
   if (!model) return -1;
   auto table = std::make_shared<bs_factor_table>(*t);
-  model->set_bw_factor_cb([table](double size, const simgrid::s4u::Host*, const simgrid::s4u::Host*,
-                                  const std::vector<simgrid::s4u::Link*>& links,
-                                  const std::unordered_set<simgrid::s4u::NetZone*>&) {
-    return factor(*table, size, links, true);
-  });
-  model->set_lat_factor_cb([table](double size, const simgrid::s4u::Host*, const simgrid::s4u::Host*,
-                                   const std::vector<simgrid::s4u::Link*>& links,
-                                   const std::unordered_set<simgrid::s4u::NetZone*>&) {
-    return factor(*table, size, links, false);
-  });
+  model->set_bw_factor_cb(
+    [table](double size, const simgrid::s4u::Host *, const simgrid::s4u::Host *,
+            const std::vector<simgrid::s4u::Link *> &links,
+            const std::unordered_set<simgrid::s4u::NetZone *> &) { return factor(*table, size, links, true); });
+  model->set_lat_factor_cb(
+    [table](double size, const simgrid::s4u::Host *, const simgrid::s4u::Host *,
+            const std::vector<simgrid::s4u::Link *> &links,
+            const std::unordered_set<simgrid::s4u::NetZone *> &) { return factor(*table, size, links, false); });
   return 0;
 }

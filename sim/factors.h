@@ -12,8 +12,8 @@
 #define BS_FACTOR_PIECES 8
 
 typedef struct {
-  int n;                                /* pieces; 0 = identity */
-  double min_bytes[BS_FACTOR_PIECES];   /* piece i applies from min_bytes[i] on */
+  int n;                              /* pieces; 0 = identity */
+  double min_bytes[BS_FACTOR_PIECES]; /* piece i applies from min_bytes[i] on */
   double bw[BS_FACTOR_PIECES], lat[BS_FACTOR_PIECES];
 } bs_factor_class;
 

@@ -32,12 +32,12 @@ static uint64_t dbits(double d) {
 
 /* What the pre-pass learns about one rank's program. */
 typedef struct {
-  uint64_t sig;             /* the op stream, peers relative (node offset, index offset) */
-  int max_node_off;         /* largest node offset talked over (shortest way round) */
-  int max_idx_off;          /* largest index offset within a node (circular) */
-  int cross_rail;           /* an inter-node message between different local indices */
+  uint64_t sig;     /* the op stream, peers relative (node offset, index offset) */
+  int max_node_off; /* largest node offset talked over (shortest way round) */
+  int max_idx_off;  /* largest index offset within a node (circular) */
+  int cross_rail;   /* an inter-node message between different local indices */
   int has_coll;
-  int coll_general;         /* a collective that talks beyond its ring neighbours */
+  int coll_general; /* a collective that talks beyond its ring neighbours */
 } rank_info;
 
 static int circ(int d, int n) {
@@ -114,7 +114,8 @@ static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, c
   if (me < 0 || me >= g->size) return 0;
   int C = sim_ring_channels(env->rails, rpn, g);
   for (int ch = 0; ch < C; ch++) {
-    int nb[2] = {g->first + sim_ring_peer(C, rpn, g->size, ch, me, +1), g->first + sim_ring_peer(C, rpn, g->size, ch, me, -1)};
+    int nb[2] = {g->first + sim_ring_peer(C, rpn, g->size, ch, me, +1),
+                 g->first + sim_ring_peer(C, rpn, g->size, ch, me, -1)};
     for (int j = 0; j < 2; j++) {
       int dn = (((nb[j] / rpn) - mynode) % K + K) % K, di = (((nb[j] % rpn) - myidx) % rpn + rpn) % rpn;
       *h = mix(*h, (uint64_t)dn);
@@ -198,12 +199,9 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
     }
     case BS_OP_WAIT:
       h = mix(h, (uint64_t)op.u.wait.n);
-      for (int i = 0; i < op.u.wait.n && i < BS_MAX_WAIT; i++)
-        h = mix(h, (uint64_t)(uint32_t)op.u.wait.handles[i]);
+      for (int i = 0; i < op.u.wait.n && i < BS_MAX_WAIT; i++) h = mix(h, (uint64_t)(uint32_t)op.u.wait.handles[i]);
       break;
-    case BS_OP_PHASE:
-      h = mix(h, (uint64_t)op.u.phase.fwd_bwd * 2 + (uint64_t)op.u.phase.begin);
-      break;
+    case BS_OP_PHASE: h = mix(h, (uint64_t)op.u.phase.fwd_bwd * 2 + (uint64_t)op.u.phase.begin); break;
     }
   }
   const char *why = src->iter_error ? src->iter_error(it) : NULL;
@@ -222,7 +220,7 @@ typedef struct {
   const bs_config *cfg;
   const bs_profile *prof;
   const bs_sim_source *src;
-  fold_env env;             /* each thread its own memo */
+  fold_env env; /* each thread its own memo */
   int G, P, t, nt, rc;
   rank_info *ri;
   char err[400];
@@ -275,9 +273,9 @@ static int signatures(const bs_config *cfg, const bs_profile *prof, const bs_sim
  * and there are no collectives. Returns 0 (maybe M = K and Pf = P: no fold)
  * or -1 on error. why: a sentence for the result.
  */
-int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
-                    const bs_platform_spec *ps, const bs_sim_source *src, int *M_out, int *Pf_out,
-                    int *wrap_out, char *why, size_t whylen, char *err, size_t errlen) {
+int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, const bs_platform_spec *ps,
+                    const bs_sim_source *src, int *M_out, int *Pf_out, int *wrap_out, char *why, size_t whylen,
+                    char *err, size_t errlen) {
   int G = cfg->par.gpus, P = ps->ranks_per_node, K = G / P;
   *M_out = K;
   *Pf_out = P;
@@ -353,15 +351,19 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
       *M_out = m;
       *Pf_out = pf;
       *wrap_out = cand[c][2];
-      snprintf(why, whylen, "%d of %d ranks simulated (%d of %d nodes%s, %d of %d per node; offsets %d node(s), %d in node)",
-               m * pf, G, m, K, cand[c][2] ? " with leaf wrap" : c < 2 ? ", leaves merged" : "", pf, P, D, Din);
+      snprintf(why, whylen,
+               "%d of %d ranks simulated (%d of %d nodes%s, %d of %d per node; offsets %d node(s), %d in node)", m * pf,
+               G, m, K,
+               cand[c][2] ? " with leaf wrap"
+               : c < 2    ? ", leaves merged"
+                          : "",
+               pf, P, D, Din);
       free(ri);
       return 0;
     }
     if (why[0] == 'o') snprintf(why, whylen, "no: rank %d's program differs from its image's", bad);
   }
-  if (M == K && Pf == P)
-    snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
+  if (M == K && Pf == P) snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
   free(ri);
   return 0;
 }

@@ -218,8 +218,7 @@ typedef struct {
 
 /* In the child: simulates and writes the answer; never returns. */
 __attribute__((noreturn)) static void child_simulate(const bs_config *cfg, const bs_sim_opts *opts,
-                                                     const bs_sim_source *source, int want_links, FILE *cap,
-                                                     int fd) {
+                                                     const bs_sim_source *source, int want_links, FILE *cap, int fd) {
   if (cap) dup2(fileno(cap), 2);
   bs_sim_on_out_of_memory(child_out_of_memory);
   bs_result r;
@@ -269,18 +268,18 @@ static void lost_child_error(int sig, int status, FILE *cap, char *err, size_t e
   int oom = (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_OUT_OF_MEMORY) ||
             (has_said && (strstr(said, "alloc") || strstr(said, "Memory") || strstr(said, "memory")));
   if (!has_said) child_replay(cap); /* its own words, whatever they were */
-  if (sig)
-    snprintf(err, errlen, "stopped by signal %d before the simulation ended", sig);
+  if (sig) snprintf(err, errlen, "stopped by signal %d before the simulation ended", sig);
   else if (oom)
-    snprintf(err, errlen, "out of memory: the simulation process could not allocate%s%s%s", has_said ? " (SimGrid: " : "",
-             has_said ? said : "", has_said ? ")" : "");
-  else if (has_said)
-    snprintf(err, errlen, "SimGrid stopped the simulation: %s", said);
+    snprintf(err, errlen, "out of memory: the simulation process could not allocate%s%s%s",
+             has_said ? " (SimGrid: " : "", has_said ? said : "", has_said ? ")" : "");
+  else if (has_said) snprintf(err, errlen, "SimGrid stopped the simulation: %s", said);
   else if (WIFSIGNALED(status) && as_limit_note()[0])
     snprintf(err, errlen, "the simulation process died of signal %d, most likely out of memory", WTERMSIG(status));
   else if (WIFSIGNALED(status))
-    snprintf(err, errlen, "the simulation process died of signal %d (SimGrid aborted; see its "
-             "message above)", WTERMSIG(status));
+    snprintf(err, errlen,
+             "the simulation process died of signal %d (SimGrid aborted; see its "
+             "message above)",
+             WTERMSIG(status));
   else
     snprintf(err, errlen, "the simulation process ended (status %d) without a result",
              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -304,9 +303,8 @@ static int run_in_process(const bs_config *cfg, const bs_sim_opts *opts, const b
   return rc;
 }
 
-int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_sim_source *source,
-                      bs_result *out, bs_link_stat **links_out, int *nlinks_out, char *err,
-                      size_t errlen) {
+int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_sim_source *source, bs_result *out,
+                      bs_link_stat **links_out, int *nlinks_out, char *err, size_t errlen) {
   bs_sim_opts opts;
   if (opts_in) opts = *opts_in;
   else bs_sim_opts_default(&opts);

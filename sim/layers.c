@@ -29,9 +29,8 @@ static double ext(double a, double b, int64_t k) { return a + (double)k * (b - a
 /* *x = a + k (b - a) for a byte count; -1 when it passes int64 (never a wrapped count). */
 static int exti(int64_t a, int64_t b, int64_t k, int64_t *x) {
   int64_t d, kd;
-  return __builtin_sub_overflow(b, a, &d) || __builtin_mul_overflow(k, d, &kd) || __builtin_add_overflow(a, kd, x)
-             ? -1
-             : 0;
+  return __builtin_sub_overflow(b, a, &d) || __builtin_mul_overflow(k, d, &kd) || __builtin_add_overflow(a, kd, x) ? -1
+                                                                                                                   : 0;
 }
 
 /* The byte counts of a result extended from a (LA layers) and b (LB layers, in *out) to k more. */

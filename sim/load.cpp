@@ -36,9 +36,9 @@ int bs_sim_route_exists(const void *from, const void *to) {
   try {
     /* routes exist only in a sealed platform (a lookup before reads unbuilt tables); sealing twice is a no-op */
     simgrid::s4u::Engine::get_instance()->seal_platform();
-    std::vector<simgrid::s4u::Link*> links;
+    std::vector<simgrid::s4u::Link *> links;
     double lat = 0;
-    static_cast<const simgrid::s4u::Host*>(from)->route_to(static_cast<const simgrid::s4u::Host*>(to), links, &lat);
+    static_cast<const simgrid::s4u::Host *>(from)->route_to(static_cast<const simgrid::s4u::Host *>(to), links, &lat);
     return !links.empty() || lat > 0; /* SimGrid's own test before it aborts a communication */
   } catch (const std::exception &) {
     return 0;

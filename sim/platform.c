@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
-                        bs_platform_spec *ps, char *err, size_t errlen) {
+int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, bs_platform_spec *ps,
+                        char *err, size_t errlen) {
   memset(ps, 0, sizeof *ps);
   const char *topo = cfg->cluster.topology;
   int G = cfg->par.gpus;
@@ -38,8 +38,7 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
   bs_profile_apply_topo(prof, &ps->tp);
   if (!strcmp(topo, "host")) {
     if (prof->host_speed <= 0) {
-      snprintf(err, errlen, "cluster.profile: %s has no \"host\" section, needed by topology host",
-               prof->name);
+      snprintf(err, errlen, "cluster.profile: %s has no \"host\" section, needed by topology host", prof->name);
       return -1;
     }
     ps->tp.nodes = 1;
@@ -49,14 +48,13 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
   } else {
     int gpn = ps->tp.gpus_per_node;
     if (G % gpn) {
-      snprintf(err, errlen, "parallel.gpus: %d is not a multiple of the %d GPUs per node of %s", G,
-               gpn, topo);
+      snprintf(err, errlen, "parallel.gpus: %d is not a multiple of the %d GPUs per node of %s", G, gpn, topo);
       return -1;
     }
     int nodes = G / gpn;
     if (cfg->cluster.nodes > 0 && cfg->cluster.nodes != nodes) {
-      snprintf(err, errlen, "cluster.nodes: %d nodes of %d GPUs do not make parallel.gpus = %d",
-               cfg->cluster.nodes, gpn, G);
+      snprintf(err, errlen, "cluster.nodes: %d nodes of %d GPUs do not make parallel.gpus = %d", cfg->cluster.nodes,
+               gpn, G);
       return -1;
     }
     ps->tp.nodes = nodes;
@@ -67,8 +65,7 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
   return bs_topo_check(&ps->tp, err, errlen);
 }
 
-char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int wrap, char *err,
-                      size_t errlen) {
+char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int wrap, char *err, size_t errlen) {
   if (!ps->generated) {
     snprintf(err, errlen, "internal: XML requested for a user platform file");
     return NULL;
@@ -115,8 +112,7 @@ int bs_platform_apply_profile(const bs_profile *prof, int generated) {
 
 int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, double *bw) {
   const bs_topo_params *t = &ps->tp;
-  if (!ps->generated || ps->shared_host || strncmp(t->name, "dgx-", 4) || a == b || a < 0 || b < 0)
-    return -1;
+  if (!ps->generated || ps->shared_host || strncmp(t->name, "dgx-", 4) || a == b || a < 0 || b < 0) return -1;
   int g = t->gpus_per_node, K = t->nodes, L = t->nodes_per_leaf;
   if (g < 1 || K < 1 || L < 1 || a >= K * g || b >= K * g) return -1;
   int na = a / g, nb = b / g;
@@ -152,8 +148,7 @@ int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *er
     sg_host_t h = sg_host_by_name(name);
     if (!h) h = only;
     if (!h) {
-      snprintf(err, errlen, "platform: no host '%s' for rank %d (ranks run on hosts gpu0..gpu%d)",
-               name, i, n - 1);
+      snprintf(err, errlen, "platform: no host '%s' for rank %d (ranks run on hosts gpu0..gpu%d)", name, i, n - 1);
       return -1;
     }
     hosts[i] = h;
@@ -161,7 +156,8 @@ int bs_platform_hosts(int n, int rpn_fallback, void **hosts, int *node, char *er
     char *end = NULL;
     long v = nv ? strtol(nv, &end, 10) : 0;
     if (nv && (end == nv || *end || v < 0 || v > INT32_MAX)) {
-      snprintf(err, errlen, "platform: host '%s': property node='%s' is not a whole number >= 0", sg_host_get_name(h), nv);
+      snprintf(err, errlen, "platform: host '%s': property node='%s' is not a whole number >= 0", sg_host_get_name(h),
+               nv);
       return -1;
     }
     node[i] = nv ? (int)v : (rpn_fallback > 0 ? i / rpn_fallback : i);

@@ -13,21 +13,20 @@
 #include "topologies/topo.h"
 
 typedef struct {
-  int generated;            /* 1: a generator, tp valid; 0: a user XML file */
-  bs_topo_params tp;        /* generated: the full-size parameters */
-  char file[512];           /* user XML path */
-  int ranks_per_node;       /* generated: exact; file: provisional until loaded */
-  int shared_host;          /* all ranks on one host (host topology) */
+  int generated;      /* 1: a generator, tp valid; 0: a user XML file */
+  bs_topo_params tp;  /* generated: the full-size parameters */
+  char file[512];     /* user XML path */
+  int ranks_per_node; /* generated: exact; file: provisional until loaded */
+  int shared_host;    /* all ranks on one host (host topology) */
 } bs_platform_spec;
 
 /* Resolves cfg's topology for cfg->par.gpus ranks. Returns 0 or -1 with a message. */
-int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
-                        bs_platform_spec *ps, char *err, size_t errlen);
+int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, bs_platform_spec *ps,
+                        char *err, size_t errlen);
 
 /* The XML of a generated platform of nodes x per_node ranks (the full size or a fold;
  * wrap > 0: the fold quotient of bs_topo_fold_quotient). */
-char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int wrap, char *err,
-                      size_t errlen);
+char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int wrap, char *err, size_t errlen);
 
 /*
  * After simgrid_load_platform: sets profile bandwidth/latency on links whose

@@ -47,14 +47,14 @@ typedef enum { H_FREE = 0, H_SEND, H_RECV, H_COLL } hkind;
 
 typedef struct {
   hkind kind;
-  sg_comm_t comm;           /* SEND / RECV */
-  sg_actor_t coll;          /* COLL helper actor (referenced) */
+  sg_comm_t comm;  /* SEND / RECV */
+  sg_actor_t coll; /* COLL helper actor (referenced) */
   int peer, tag;
   int64_t bytes;
-  void *rx;                 /* RECV: the payload lands here */
+  void *rx; /* RECV: the payload lands here */
   double t_post;
   int64_t op_index;
-  int step;                 /* the op's ring step / stage (-1: none), for messages */
+  int step; /* the op's ring step / stage (-1: none), for messages */
 } handle;
 
 typedef struct {
@@ -64,15 +64,15 @@ typedef struct {
 } membuf;
 
 typedef struct {
-  int peer;                 /* slot of the peer */
-  int dir;                  /* 0 send (me -> peer), 1 recv (peer -> me) */
+  int peer; /* slot of the peer */
+  int dir;  /* 0 send (me -> peer), 1 recv (peer -> me) */
   sg_mailbox_t mb;
 } mbcache;
 
 typedef struct rank_state {
   struct sim_ctx *ctx;
-  int slot;                 /* actor index (mailbox names, host gpu<slot>) */
-  int rank;                 /* the real rank whose program it executes */
+  int slot; /* actor index (mailbox names, host gpu<slot>) */
+  int rank; /* the real rank whose program it executes */
   sg_host_t host;
   int node;
   void *it;
@@ -88,7 +88,7 @@ typedef struct rank_state {
   int64_t op_index;
   int finished;
   /* where the rank is blocked (formatted only if it deadlocks) */
-  int blk_kind;             /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
+  int blk_kind; /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
   int blk_n, blk_send, blk_peer, blk_tag, blk_step;
 } rank_state;
@@ -98,27 +98,29 @@ typedef struct sim_ctx {
   const bs_sim_opts *opts;
   const bs_profile *prof;
   const bs_sim_source *src;
-  int G;                    /* real ranks */
-  int A;                    /* actors (= G, or M * Pf when folded) */
-  int rpn;                  /* real ranks per node (P) */
-  int M, Pf;                /* folded: nodes and ranks per node simulated */
+  int G;     /* real ranks */
+  int A;     /* actors (= G, or M * Pf when folded) */
+  int rpn;   /* real ranks per node (P) */
+  int M, Pf; /* folded: nodes and ranks per node simulated */
   int shared_host;
-  int rails;                /* a generated dgx fabric: ring collectives run a channel per rail */
+  int rails;                  /* a generated dgx fabric: ring collectives run a channel per rail */
   const bs_platform_spec *ps; /* generated dgx platform: its route model (fold pre-pass, auto) */
   double host_speed;
-  double exec_bound;        /* shared host: the most flop/s one rank's threads can use */
+  double exec_bound; /* shared host: the most flop/s one rank's threads can use */
   rank_state *rs;
   int64_t events;
   int nfinished;
   char error[512];
-  bs_outfile *trace_out;    /* --trace: replaces the file only when the point succeeds */
+  bs_outfile *trace_out; /* --trace: replaces the file only when the point succeeds */
   FILE *trace;
   int trace_first;
   /* per-link statistics */
   bs_link_stat *links;
   int nlinks;
   /* tree allreduces over all ranks timed as alpha-beta: their bytes, per (bytes), counted once */
-  struct { int64_t bytes, count; } wtree[16];
+  struct {
+    int64_t bytes, count;
+  } wtree[16];
   int nwtree;
 } sim_ctx;
 
@@ -191,9 +193,9 @@ sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, 
  * (*wrap_out > 0: the leaf-wrapped quotient). Returns 0 (maybe M = K and Pf = P:
  * no fold) or -1 on error. why: a sentence for the result.
  */
-int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof,
-                    const bs_platform_spec *ps, const bs_sim_source *src, int *M_out, int *Pf_out,
-                    int *wrap_out, char *why, size_t whylen, char *err, size_t errlen);
+int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, const bs_platform_spec *ps,
+                    const bs_sim_source *src, int *M_out, int *Pf_out, int *wrap_out, char *why, size_t whylen,
+                    char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* result.c                                                            */
@@ -225,9 +227,9 @@ int sim_point(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source
 
 /* A forked child that dies with this process, and the pipe it writes its answer to. */
 typedef struct {
-  pid_t pid;                /* in the parent: the child */
-  int fd;                   /* in the parent: the read end; in the child: the write end */
-  int fork_errno;           /* a failed fork's errno (0: the pipe failed) */
+  pid_t pid;      /* in the parent: the child */
+  int fd;         /* in the parent: the read end; in the child: the write end */
+  int fork_errno; /* a failed fork's errno (0: the pipe failed) */
 } sim_child;
 
 /* Starts the child: 1 in the child, 0 in the parent, -1 with "pipe: ..." or "fork: ..." in err. */

@@ -57,15 +57,14 @@ static char *read_profile(const char *path, char *err, size_t errlen) {
     size_t pl = strlen(path);
     if (!strncmp(why, path, pl) && !strncmp(why + pl, unopened, sizeof unopened - 1))
       snprintf(err, errlen, "%s: cannot open profile: %s", path, why + pl + sizeof unopened - 1);
-    else
-      snprintf(err, errlen, "%s: cannot read profile", path);
+    else snprintf(err, errlen, "%s: cannot read profile", path);
   }
   return s;
 }
 
 /* A {"value": X, "source": "..."} number; required unless opt. */
-static int get_val(const cJSON *obj, const char *key, double *out, int opt, const char *path,
-                   const char *where, char *err, size_t errlen) {
+static int get_val(const cJSON *obj, const char *key, double *out, int opt, const char *path, const char *where,
+                   char *err, size_t errlen) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (!v) {
     if (opt) return 0;
@@ -75,8 +74,7 @@ static int get_val(const cJSON *obj, const char *key, double *out, int opt, cons
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(v, "value");
   const cJSON *s = cJSON_GetObjectItemCaseSensitive(v, "source");
   if (!cJSON_IsNumber(x) || !cJSON_IsString(s) || !*s->valuestring) {
-    snprintf(err, errlen, "%s: %s.%s: needs {\"value\": number, \"source\": \"...\"}", path, where,
-             key);
+    snprintf(err, errlen, "%s: %s.%s: needs {\"value\": number, \"source\": \"...\"}", path, where, key);
     return -1;
   }
   if (!isfinite(x->valuedouble)) {
@@ -92,25 +90,25 @@ static int get_val(const cJSON *obj, const char *key, double *out, int opt, cons
  * and would overflow SimGrid's clock (a bandwidth of 1e-300 B/s) or the int64
  * byte counts. Bandwidths in B/s, latencies and launch times in s, rates in FLOP/s.
  */
-#define BW_MIN 1e3          /* 1 kB/s */
-#define BW_MAX 1e14         /* 100 TB/s */
-#define LAT_MAX 1.0         /* 1 s */
+#define BW_MIN 1e3  /* 1 kB/s */
+#define BW_MAX 1e14 /* 100 TB/s */
+#define LAT_MAX 1.0 /* 1 s */
 #define FLOPS_MIN 1e6
 #define FLOPS_MAX 1e17
-#define MEM_MIN 1e6         /* 1 MB */
-#define MEM_MAX 0x1p62      /* results hold it as an int64 byte count */
-#define FACTOR_MIN 1e-3     /* message-size factors scale a link's bandwidth or latency */
+#define MEM_MIN 1e6     /* 1 MB */
+#define MEM_MAX 0x1p62  /* results hold it as an int64 byte count */
+#define FACTOR_MIN 1e-3 /* message-size factors scale a link's bandwidth or latency */
 #define FACTOR_MAX 1e3
 #define PASSES_MAX 1e3
 #define TCP_GAMMA_MAX 0x1p40
-#define FRACTION_MIN 1e-4   /* efficiencies and fractions of peak: (0, 1], at least 0.01 % */
+#define FRACTION_MIN 1e-4 /* efficiencies and fractions of peak: (0, 1], at least 0.01 % */
 
 /* A value in [lo, hi]; the message names the key and the range. */
 static int in_range(double v, double lo, double hi, const char *unit, const char *path, const char *where,
                     const char *key, char *err, size_t errlen) {
   if (v >= lo && v <= hi) return 0;
-  snprintf(err, errlen, "%s: %s%s%s: %g is out of range [%g, %g]%s%s", path, where, *where ? "." : "", key, v, lo,
-           hi, *unit ? " " : "", unit);
+  snprintf(err, errlen, "%s: %s%s%s: %g is out of range [%g, %g]%s%s", path, where, *where ? "." : "", key, v, lo, hi,
+           *unit ? " " : "", unit);
   return -1;
 }
 
@@ -129,14 +127,15 @@ static int line_of(const char *text, const char *at) {
 }
 
 static const char *kernel_json_name(int k) {
-  static const char *n[BS_K_COUNT] = {"attn_fwd", "attn_fwd_unfused", "attn_bwd", "attn_bwd_unfused",
-                                      "attn_delta", "attn_merge", "gemm", "elemwise", "copy"};
+  static const char *n[BS_K_COUNT] = {"attn_fwd",   "attn_fwd_unfused", "attn_bwd", "attn_bwd_unfused",
+                                      "attn_delta", "attn_merge",       "gemm",     "elemwise",
+                                      "copy"};
   return (k >= 0 && k < BS_K_COUNT) ? n[k] : "?";
 }
 
 /* A fraction in (0, 1]. */
-static int get_fraction(const cJSON *obj, const char *key, double *out, const char *path, const char *where,
-                        char *err, size_t errlen) {
+static int get_fraction(const cJSON *obj, const char *key, double *out, const char *path, const char *where, char *err,
+                        size_t errlen) {
   if (get_val(obj, key, out, 0, path, where, err, errlen)) return -1;
   if (!(*out > 0 && *out <= 1)) {
     snprintf(err, errlen, "%s: %s.%s: must be in (0, 1]", path, where, key);
@@ -146,8 +145,8 @@ static int get_fraction(const cJSON *obj, const char *key, double *out, const ch
 }
 
 /* A whole number in [lo, hi]. */
-static int get_count(const cJSON *obj, const char *key, int lo, int hi, int *out, const char *path,
-                     const char *where, char *err, size_t errlen) {
+static int get_count(const cJSON *obj, const char *key, int lo, int hi, int *out, const char *path, const char *where,
+                     char *err, size_t errlen) {
   double v;
   if (get_val(obj, key, &v, 0, path, where, err, errlen)) return -1;
   if (!(v >= lo && v <= hi) || v != floor(v)) {
@@ -175,8 +174,8 @@ static int parse_tiled(const cJSON *kj, bs_kernel_model *m, const char *path, co
   return 0;
 }
 
-static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, const char *path,
-                        char *err, size_t errlen) {
+static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, const char *path, char *err,
+                        size_t errlen) {
   char where[96];
   snprintf(where, sizeof where, "kernels.%s", kname);
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(kj, "model");
@@ -192,8 +191,8 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
     snprintf(err, errlen, "%s: %s.model: 'tiled' models GEMMs only (kernels.gemm)", path, where);
     return -1;
   } else {
-    snprintf(err, errlen, "%s: %s.model: unknown '%s' (table, roofline, materialised, tiled)", path,
-             where, model->valuestring);
+    snprintf(err, errlen, "%s: %s.model: unknown '%s' (table, roofline, materialised, tiled)", path, where,
+             model->valuestring);
     return -1;
   }
   if (get_range(kj, "launch_s", 0, LAT_MAX, "s", &m->launch_s, path, where, err, errlen)) return -1;
@@ -206,8 +205,7 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
   if (m->kind == BS_KM_TILED) return parse_tiled(kj, m, path, where, err, errlen);
   if (m->kind != BS_KM_TABLE) return 0;
   const cJSON *tables = cJSON_GetObjectItemCaseSensitive(kj, "tables");
-  if (!cJSON_IsArray(tables) || cJSON_GetArraySize(tables) < 1 ||
-      cJSON_GetArraySize(tables) > BS_PROF_MAX_TABLES) {
+  if (!cJSON_IsArray(tables) || cJSON_GetArraySize(tables) < 1 || cJSON_GetArraySize(tables) > BS_PROF_MAX_TABLES) {
     snprintf(err, errlen, "%s: %s.tables: 1 to %d tables needed", path, where, BS_PROF_MAX_TABLES);
     return -1;
   }
@@ -220,10 +218,9 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(t, "x");
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(t, "tflops");
     const cJSON *src = cJSON_GetObjectItemCaseSensitive(t, "source");
-    if (!cJSON_IsNumber(hd) || !cJSON_IsString(mk) || !cJSON_IsArray(x) || !cJSON_IsArray(y) ||
-        !cJSON_IsString(src) || !*src->valuestring) {
-      snprintf(err, errlen, "%s: %s.tables[%d]: needs head_dim, mask, x, tflops and source", path,
-               where, ti);
+    if (!cJSON_IsNumber(hd) || !cJSON_IsString(mk) || !cJSON_IsArray(x) || !cJSON_IsArray(y) || !cJSON_IsString(src) ||
+        !*src->valuestring) {
+      snprintf(err, errlen, "%s: %s.tables[%d]: needs head_dim, mask, x, tflops and source", path, where, ti);
       return -1;
     }
     if (!(hd->valuedouble >= 1 && hd->valuedouble <= 1024) || hd->valuedouble != floor(hd->valuedouble)) {
@@ -239,18 +236,16 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
     }
     int n = cJSON_GetArraySize(x);
     if (n < 1 || n > BS_PROF_MAX_POINTS || cJSON_GetArraySize(y) != n) {
-      snprintf(err, errlen, "%s: %s.tables[%d]: x and tflops need the same 1..%d points", path,
-               where, ti, BS_PROF_MAX_POINTS);
+      snprintf(err, errlen, "%s: %s.tables[%d]: x and tflops need the same 1..%d points", path, where, ti,
+               BS_PROF_MAX_POINTS);
       return -1;
     }
     pt->n = n;
     for (int i = 0; i < n; i++) {
       const cJSON *xi = cJSON_GetArrayItem(x, i), *yi = cJSON_GetArrayItem(y, i);
-      if (!cJSON_IsNumber(xi) || !cJSON_IsNumber(yi) || !(xi->valuedouble > 0) ||
-          !(yi->valuedouble > 0) || !isfinite(xi->valuedouble) || !isfinite(yi->valuedouble) ||
-          (i && xi->valuedouble <= pt->x[i - 1])) {
-        snprintf(err, errlen, "%s: %s.tables[%d]: point %d: x increasing and positive, tflops > 0",
-                 path, where, ti, i);
+      if (!cJSON_IsNumber(xi) || !cJSON_IsNumber(yi) || !(xi->valuedouble > 0) || !(yi->valuedouble > 0) ||
+          !isfinite(xi->valuedouble) || !isfinite(yi->valuedouble) || (i && xi->valuedouble <= pt->x[i - 1])) {
+        snprintf(err, errlen, "%s: %s.tables[%d]: point %d: x increasing and positive, tflops > 0", path, where, ti, i);
         return -1;
       }
       char key[48];
@@ -266,8 +261,7 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
   return 0;
 }
 
-static int parse_link(const cJSON *lj, const char *cname, bs_prof_link *l, const char *path,
-                      char *err, size_t errlen) {
+static int parse_link(const cJSON *lj, const char *cname, bs_prof_link *l, const char *path, char *err, size_t errlen) {
   char where[64];
   snprintf(where, sizeof where, "links.%s", cname);
   if (get_range(lj, "bandwidth_Bps", BW_MIN, BW_MAX, "B/s", &l->bw_Bps, path, where, err, errlen) ||
@@ -277,8 +271,7 @@ static int parse_link(const cJSON *lj, const char *cname, bs_prof_link *l, const
   l->nfactors = 0;
   if (f) {
     if (!cJSON_IsArray(f) || cJSON_GetArraySize(f) > BS_PROF_MAX_FACTORS) {
-      snprintf(err, errlen, "%s: %s.factors: an array of at most %d pieces", path, where,
-               BS_PROF_MAX_FACTORS);
+      snprintf(err, errlen, "%s: %s.factors: an array of at most %d pieces", path, where, BS_PROF_MAX_FACTORS);
       return -1;
     }
     const cJSON *e;
@@ -286,11 +279,12 @@ static int parse_link(const cJSON *lj, const char *cname, bs_prof_link *l, const
       const cJSON *mb = cJSON_GetObjectItemCaseSensitive(e, "min_bytes");
       const cJSON *bw = cJSON_GetObjectItemCaseSensitive(e, "bandwidth");
       const cJSON *lt = cJSON_GetObjectItemCaseSensitive(e, "latency");
-      if (!cJSON_IsNumber(mb) || !cJSON_IsNumber(bw) || !cJSON_IsNumber(lt) ||
-          !isfinite(mb->valuedouble) || !isfinite(bw->valuedouble) || !isfinite(lt->valuedouble) ||
-          !(mb->valuedouble >= 0) || !(bw->valuedouble > 0) || !(lt->valuedouble >= 0) ||
+      if (!cJSON_IsNumber(mb) || !cJSON_IsNumber(bw) || !cJSON_IsNumber(lt) || !isfinite(mb->valuedouble) ||
+          !isfinite(bw->valuedouble) || !isfinite(lt->valuedouble) || !(mb->valuedouble >= 0) ||
+          !(bw->valuedouble > 0) || !(lt->valuedouble >= 0) ||
           (l->nfactors && mb->valuedouble <= l->factors[l->nfactors - 1].min_bytes)) {
-        snprintf(err, errlen, "%s: %s.factors[%d]: finite numbers, min_bytes >= 0 and increasing, "
+        snprintf(err, errlen,
+                 "%s: %s.factors[%d]: finite numbers, min_bytes >= 0 and increasing, "
                  "bandwidth > 0, latency >= 0",
                  path, where, l->nfactors);
         return -1;
@@ -382,8 +376,7 @@ static void json_path(const json_frame *f, int d, char *out, size_t outlen) {
   for (int i = 0; i < d && len < outlen; i++) {
     if (f[i].object && f[i].cur.s)
       len += (size_t)snprintf(out + len, outlen - len, "%s%.*s", len ? "." : "", (int)f[i].cur.n, f[i].cur.s);
-    else if (!f[i].object)
-      len += (size_t)snprintf(out + len, outlen - len, "[%d]", f[i].index);
+    else if (!f[i].object) len += (size_t)snprintf(out + len, outlen - len, "[%d]", f[i].index);
   }
 }
 
@@ -447,8 +440,10 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
   const char *path = p->path;
   size_t nl = strlen(name_or_path);
   if ((nl <= 5 || strcmp(name_or_path + nl - 5, ".json")) && access(path, F_OK)) {
-    snprintf(err, errlen, "unknown profile '%s' (no %s; known: the names in calib/profiles, or a "
-             "FILE.json)", name_or_path, path);
+    snprintf(err, errlen,
+             "unknown profile '%s' (no %s; known: the names in calib/profiles, or a "
+             "FILE.json)",
+             name_or_path, path);
     return -1;
   }
   char *text = read_profile(path, err, errlen);
@@ -639,8 +634,7 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
   return root;
 }
 
-int bs_profile_save(const bs_profile *p, const char *path, const char *source, char *err,
-                    size_t errlen) {
+int bs_profile_save(const bs_profile *p, const char *path, const char *source, char *err, size_t errlen) {
   cJSON *root = bs_profile_to_json(p, source);
   char *text = root ? cJSON_Print(root) : NULL;
   cJSON_Delete(root);
@@ -689,18 +683,12 @@ static double kernel_bytes(const bs_compute *c, int eb) {
   const attn_params *a = &c->a;
   double rows = (double)a->B * a->Zq * a->Nq, d = a->d;
   switch (c->kernel) {
-  case BS_K_ATTN_MERGE: /* read o2, lse2, o, lse; write o, lse (fp32) */
-    return rows * (3 * d + 3) * 4;
-  case BS_K_ATTN_DELTA: /* read o (fp32) and dout; write delta (fp32) */
-    return rows * (d * 4 + d * eb + 4);
-  case BS_K_GEMM:
-    return ((double)c->m * c->k + (double)c->k * c->n + (double)c->m * c->n) * eb;
-  case BS_K_ELEMWISE: /* elems elements read and written */
-    return 2.0 * (double)c->elems * eb;
-  case BS_K_COPY: /* elems bytes read and written */
-    return 2.0 * (double)c->elems;
-  default:
-    return 0;
+  case BS_K_ATTN_MERGE: /* read o2, lse2, o, lse; write o, lse (fp32) */ return rows * (3 * d + 3) * 4;
+  case BS_K_ATTN_DELTA: /* read o (fp32) and dout; write delta (fp32) */ return rows * (d * 4 + d * eb + 4);
+  case BS_K_GEMM: return ((double)c->m * c->k + (double)c->k * c->n + (double)c->m * c->n) * eb;
+  case BS_K_ELEMWISE: /* elems elements read and written */ return 2.0 * (double)c->elems * eb;
+  case BS_K_COPY: /* elems bytes read and written */ return 2.0 * (double)c->elems;
+  default: return 0;
   }
 }
 
@@ -728,8 +716,7 @@ static double tiled_quant(const bs_kernel_model *km, double m, double n, double 
 }
 
 /* The tiled GEMM model (format in profile.h). */
-static double tiled_time(const bs_profile *p, const bs_kernel_model *km, const bs_compute *c, int eb,
-                         double flops) {
+static double tiled_time(const bs_profile *p, const bs_kernel_model *km, const bs_compute *c, int eb, double flops) {
   double m = c->m > 0 ? (double)c->m : 1, n = c->n > 0 ? (double)c->n : 1, k = c->k > 0 ? (double)c->k : 1;
   double batch = gemm_batch(c, flops);
   double bytes = batch * (m * k + k * n + m * n) * eb;
@@ -746,8 +733,7 @@ static double attn_full_flops(const bs_compute *c) {
   return (c->kernel == BS_K_ATTN_BWD || c->kernel == BS_K_ATTN_BWD_UNFUSED) ? 2.5 * f : f;
 }
 
-double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype dt, char *err,
-                              size_t errlen) {
+double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype dt, char *err, size_t errlen) {
   if (c->kernel < 0 || c->kernel >= BS_K_COUNT) {
     snprintf(err, errlen, "COMPUTE with an unknown kernel %d", (int)c->kernel);
     return -1;
@@ -769,8 +755,7 @@ double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype
     double tf = flops / (p->peak_flops * m->efficiency);
     return m->launch_s + (tb > tf ? tb : tf);
   }
-  case BS_KM_TILED:
-    return tiled_time(p, m, c, eb, flops);
+  case BS_KM_TILED: return tiled_time(p, m, c, eb, flops);
   case BS_KM_MATERIALISED: {
     const attn_params *a = &c->a;
     double scores = (double)a->B * a->Zq * (double)a->Nq * (double)a->Nk * 4;

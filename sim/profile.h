@@ -78,7 +78,7 @@ typedef enum { BS_KM_NONE = 0, BS_KM_TABLE, BS_KM_ROOFLINE, BS_KM_MATERIALISED, 
 
 typedef struct {
   int head_dim;
-  int causal;               /* 0 "full", 1 "causal" */
+  int causal; /* 0 "full", 1 "causal" */
   int n;
   double x[BS_PROF_MAX_POINTS];
   double tflops[BS_PROF_MAX_POINTS];
@@ -87,14 +87,14 @@ typedef struct {
 typedef struct {
   bs_kmodel_kind kind;
   double launch_s;
-  double efficiency;        /* roofline, materialised */
-  double passes;            /* materialised: reads + writes of the score block */
+  double efficiency; /* roofline, materialised */
+  double passes;     /* materialised: reads + writes of the score block */
   /* tiled (GEMM): tile and wave quantization over `sms` units */
-  double peak_fraction;     /* of peak_flops reached by full tiles in full waves */
-  double bw_efficiency;     /* of mem_bw_Bps reached by the operand traffic */
-  int tile_m, tile_n;       /* output tile of one thread block */
-  int sms;                  /* tiles running at once (one per SM) */
-  double k_overhead;        /* fixed per-tile cost, in K elements */
+  double peak_fraction; /* of peak_flops reached by full tiles in full waves */
+  double bw_efficiency; /* of mem_bw_Bps reached by the operand traffic */
+  int tile_m, tile_n;   /* output tile of one thread block */
+  int sms;              /* tiles running at once (one per SM) */
+  double k_overhead;    /* fixed per-tile cost, in K elements */
   int ntables;
   bs_prof_table tables[BS_PROF_MAX_TABLES];
 } bs_kernel_model;
@@ -119,7 +119,7 @@ typedef struct {
   char net_model[32];
   int crosstraffic;
   double tcp_gamma;
-  double host_speed;        /* host topology: flop/s of the shared CPU (0 = none) */
+  double host_speed; /* host topology: flop/s of the shared CPU (0 = none) */
   int host_cores;
 } bs_profile;
 
@@ -137,15 +137,13 @@ struct cJSON *bs_profile_to_json(const bs_profile *p, const char *source);
 
 /* Writes p as JSON with the given source string on every value (calibration), through
  * base/fileio.h: the old file stays whole until the new one is complete. */
-int bs_profile_save(const bs_profile *p, const char *path, const char *source,
-                    char *err, size_t errlen);
+int bs_profile_save(const bs_profile *p, const char *path, const char *source, char *err, size_t errlen);
 
 /*
  * Modelled duration in seconds of a COMPUTE op with storage type dt, or -1
  * with a message when the profile has no model for its kernel.
  */
-double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype dt,
-                              char *err, size_t errlen);
+double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype dt, char *err, size_t errlen);
 
 /* Puts the profile's link classes into topology parameters. */
 void bs_profile_apply_topo(const bs_profile *p, bs_topo_params *t);

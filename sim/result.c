@@ -43,9 +43,10 @@ static int whole_tree_bytes(const sim_ctx *c, int64_t *total, int64_t *intra, in
     }
     for (int r = 0; r < G && !bad; r++) {
       int64_t a, b;
-      bad = __builtin_mul_overflow(s1[r], c->wtree[w].count, &a) || __builtin_mul_overflow(i1[r], c->wtree[w].count, &b) ||
-            __builtin_add_overflow(tsent[r], a, &tsent[r]) || __builtin_add_overflow(*total, a, total) ||
-            __builtin_add_overflow(*inter, b, inter) || __builtin_add_overflow(*intra, a - b, intra);
+      bad = __builtin_mul_overflow(s1[r], c->wtree[w].count, &a) ||
+            __builtin_mul_overflow(i1[r], c->wtree[w].count, &b) || __builtin_add_overflow(tsent[r], a, &tsent[r]) ||
+            __builtin_add_overflow(*total, a, total) || __builtin_add_overflow(*inter, b, inter) ||
+            __builtin_add_overflow(*intra, a - b, intra);
     }
   }
   free(node);
@@ -120,8 +121,8 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
     for (int r = 0; r < G; r++) {
       const rank_state *rs = &c->rs[slot_of(c, r)];
       int64_t t = tsent ? tsent[r] : 0; /* a tree member receives what it sends */
-      out->ranks[r] = (bs_rank_result){r, rs->end, rs->fwd, rs->bwd, rs->compute, rs->exposed,
-                                       rs->sent + t, rs->recvd + t, rs->mem_peak};
+      out->ranks[r] = (bs_rank_result){r,           rs->end,      rs->fwd,       rs->bwd,     rs->compute,
+                                       rs->exposed, rs->sent + t, rs->recvd + t, rs->mem_peak};
     }
   free(tsent);
   out->sim_events = c->events;
@@ -139,18 +140,22 @@ int sim_check_times(const bs_result *out, char *err, size_t errlen) {
   const struct {
     const char *key;
     double v;
-  } t[] = {{"time.step", out->time.step}, {"time.fwd", out->time.fwd}, {"time.bwd", out->time.bwd},
-           {"time.compute", out->time.compute}, {"time.comm_exposed", out->time.comm_exposed}};
+  } t[] = {{"time.step", out->time.step},
+           {"time.fwd", out->time.fwd},
+           {"time.bwd", out->time.bwd},
+           {"time.compute", out->time.compute},
+           {"time.comm_exposed", out->time.comm_exposed}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (!(t[i].v >= 0 && t[i].v <= BS_SIM_TIME_MAX)) {
-      snprintf(err, errlen, "%s: the simulated %g s is not a time the simulator can report (finite, at most %g s; "
-               "a rate or bandwidth near zero?)", t[i].key, t[i].v, BS_SIM_TIME_MAX);
+      snprintf(err, errlen,
+               "%s: the simulated %g s is not a time the simulator can report (finite, at most %g s; "
+               "a rate or bandwidth near zero?)",
+               t[i].key, t[i].v, BS_SIM_TIME_MAX);
       return -1;
     }
   return 0;
 }
 
 void sim_record_profile(bs_result *out, const bs_sim_opts *opts) {
-  if (opts && opts->profile)
-    snprintf(out->cfg.cluster.profile, sizeof out->cfg.cluster.profile, "%s", opts->profile);
+  if (opts && opts->profile) snprintf(out->cfg.cluster.profile, sizeof out->cfg.cluster.profile, "%s", opts->profile);
 }

@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
-               size_t errlen) {
+int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen) {
   bs_sim_opts d;
-  if (!opts) { bs_sim_opts_default(&d); opts = &d; }
+  if (!opts) {
+    bs_sim_opts_default(&d);
+    opts = &d;
+  }
   if (bs_sim_layers_apply(cfg, opts)) {
     int rc = bs_sim_run_layers(cfg, opts, out, err, errlen);
     if (rc == 0 && sim_check_times(out, err, errlen)) {

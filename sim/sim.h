@@ -37,24 +37,24 @@ typedef enum { BS_COLL_MODEL_AUTO = 0, BS_COLL_STEPS, BS_COLL_FLOW, BS_COLL_ANAL
 const char *bs_coll_model_name(bs_coll_model m);
 
 typedef struct {
-  char name[48];            /* SimGrid link name (with _UP / _DOWN for split-duplex) */
-  double bytes;             /* bytes of all communications routed over it */
-  double busy_s;            /* sum of the durations of those communications */
+  char name[48]; /* SimGrid link name (with _UP / _DOWN for split-duplex) */
+  double bytes;  /* bytes of all communications routed over it */
+  double busy_s; /* sum of the durations of those communications */
 } bs_link_stat;
 
 typedef struct {
-  const char *profile;      /* overrides cfg->cluster.profile (NULL: use cfg) */
-  const char *trace_path;   /* Chrome trace-event JSON of this point (NULL: none) */
-  bs_tristate fold;         /* symmetric-plan shortcut: AUTO (when proven exact), ON (required), OFF */
+  const char *profile;    /* overrides cfg->cluster.profile (NULL: use cfg) */
+  const char *trace_path; /* Chrome trace-event JSON of this point (NULL: none) */
+  bs_tristate fold;       /* symmetric-plan shortcut: AUTO (when proven exact), ON (required), OFF */
   bs_coll_model coll_model;
-  const char *net_model;    /* NULL: the profile's (CM02) */
-  int crosstraffic;         /* -1: the profile's (0) */
-  double tcp_gamma;         /* < 0: the profile's (0) */
-  int nodes_per_leaf;       /* dgx topologies: 0 = generator default */
-  double oversub;           /* dgx topologies: 0 = generator default (1) */
-  int in_process;           /* 1: run SimGrid in this process (once per process); 0: fork */
-  bs_tristate layers;       /* model scope: simulate 3 and 4 layers and extend to L (AUTO, OFF) (layers.c) */
-  const char *label;        /* "point 3/8": names the point in the lines that say a long simulation is
+  const char *net_model; /* NULL: the profile's (CM02) */
+  int crosstraffic;      /* -1: the profile's (0) */
+  double tcp_gamma;      /* < 0: the profile's (0) */
+  int nodes_per_leaf;    /* dgx topologies: 0 = generator default */
+  double oversub;        /* dgx topologies: 0 = generator default (1) */
+  int in_process;        /* 1: run SimGrid in this process (once per process); 0: fork */
+  bs_tristate layers;    /* model scope: simulate 3 and 4 layers and extend to L (AUTO, OFF) (layers.c) */
+  const char *label;     /* "point 3/8": names the point in the lines that say a long simulation is
                                still running (stderr not a terminal; NULL: none) */
 } bs_sim_opts;
 
@@ -68,8 +68,7 @@ void bs_sim_opts_default(bs_sim_opts *o);
  * and receives do not match, a bad op, a deadlock (naming the ranks and ops),
  * or SimGrid aborting.
  */
-int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err,
-               size_t errlen);
+int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen);
 
 /*
  * Where the ops come from: by default a plan (bs_plan_create(cfg, ...)); tests
@@ -77,19 +76,19 @@ int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, ch
  */
 typedef struct {
   void *ctx;
-  int ranks;                                  /* must equal cfg->par.gpus */
+  int ranks; /* must equal cfg->par.gpus */
   void *(*iter_new)(void *ctx, int rank);
-  int (*next)(void *it, bs_op *op);           /* 1 and the op, or 0 at the end */
+  int (*next)(void *it, bs_op *op); /* 1 and the op, or 0 at the end */
   void (*iter_free)(void *it);
-  const char *(*iter_error)(void *it);        /* optional: why next() ended early, or NULL */
+  const char *(*iter_error)(void *it); /* optional: why next() ended early, or NULL */
 } bs_sim_source;
 
 /*
  * bs_sim_run with an op source (NULL: the plan of cfg) and, when links is not
  * NULL, per-link statistics (*links malloc'd, *nlinks entries; caller frees).
  */
-int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *source,
-                      bs_result *out, bs_link_stat **links, int *nlinks, char *err, size_t errlen);
+int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *source, bs_result *out,
+                      bs_link_stat **links, int *nlinks, char *err, size_t errlen);
 
 /* The layer shortcut (layers.c): whether it applies to cfg under opts, and
  * bs_sim_run through it. bs_sim_run uses it by itself when it applies. */

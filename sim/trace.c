@@ -31,12 +31,14 @@ void sim_trace_event(sim_ctx *c, const char *name, int rank, int node, double t0
   if (!c->trace) return;
   double ts = t0 * 1e6, dur = (t1 - t0) * 1e6;
   if (!isfinite(ts) || !isfinite(dur)) { /* JSON has no inf or nan: the point fails, no file */
-    sim_error(c, "%s: rank %d's %s at %g s for %g s is not a finite time; no trace written",
-              c->opts->trace_path, rank, name, t0, t1 - t0);
+    sim_error(c, "%s: rank %d's %s at %g s for %g s is not a finite time; no trace written", c->opts->trace_path, rank,
+              name, t0, t1 - t0);
     return;
   }
-  fprintf(c->trace, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
-          "\"ts\":%.3f,\"dur\":%.3f}", c->trace_first ? "\n" : ",\n", name, cat, node, rank, ts, dur);
+  fprintf(c->trace,
+          "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+          "\"ts\":%.3f,\"dur\":%.3f}",
+          c->trace_first ? "\n" : ",\n", name, cat, node, rank, ts, dur);
   c->trace_first = 0;
 }
 

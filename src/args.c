@@ -79,8 +79,7 @@ int bs_args_int64(bs_args *a, int64_t lo, int64_t hi, int64_t *out) {
   char *end;
   errno = 0;
   long long x = strtoll(v, &end, 10);
-  if (!*v || *end || v[0] == ' ' || v[0] == '\t')
-    return bs_args_fail(a, "%s: '%s' is not an integer", a->flag, v);
+  if (!*v || *end || v[0] == ' ' || v[0] == '\t') return bs_args_fail(a, "%s: '%s' is not an integer", a->flag, v);
   if (errno == ERANGE || x < lo || x > hi)
     return bs_args_fail(a, "%s: '%s' is out of range (%lld .. %lld)", a->flag, v, (long long)lo, (long long)hi);
   *out = (int64_t)x;

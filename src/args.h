@@ -17,10 +17,10 @@
 typedef struct {
   int argc;
   char **argv;
-  int i;                    /* the word being read */
-  const char *word;         /* argv[i] */
-  const char *flag;         /* the flag matched last (for messages) */
-  const char *val;          /* its value, when it takes one */
+  int i;            /* the word being read */
+  const char *word; /* argv[i] */
+  const char *flag; /* the flag matched last (for messages) */
+  const char *val;  /* its value, when it takes one */
   char *err;
   size_t errlen;
   const char *seen[BS_ARGS_MAX_SEEN]; /* flags given once so far */

@@ -27,8 +27,8 @@ static int one_positional(bs_args *a, const char **slot, const char *what) {
 }
 
 #define FLAG(name, mode) ((m = bs_args_flag(&a, name, mode)) != 0)
-#define CHECK(expr) \
-  do {              \
+#define CHECK(expr)                 \
+  do {                              \
     if (m < 0 || (expr)) return -1; \
   } while (0)
 
@@ -69,21 +69,29 @@ int bs_run_args_parse(int argc, char **argv, bs_run_args *o, char *err, size_t e
   int m;
   bs_args_init(&a, argc, argv, 1, err, errlen);
   while (bs_args_next(&a)) {
-    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) { o->help = 1; return 0; }
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
     if (FLAG("--set", BS_ARG_VALUE | BS_ARG_REPEAT)) CHECK(add_set(&a, o->sets, &o->nsets));
     else if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
     else if (FLAG("--trace", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->trace));
-    else if (FLAG("--verify", BS_ARG_SWITCH)) { CHECK(0); o->verify = 1; }
-    else if (FLAG("--overlap-bench", BS_ARG_SWITCH)) { CHECK(0); o->overlap = 1; }
-    else if (FLAG("--reps", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1000000, &o->reps));
+    else if (FLAG("--verify", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->verify = 1;
+    } else if (FLAG("--overlap-bench", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->overlap = 1;
+    } else if (FLAG("--reps", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1000000, &o->reps));
     else if (FLAG("--tile", BS_ARG_VALUE)) CHECK(bs_args_int64(&a, 1, (int64_t)1 << 30, &o->tile));
     else if (FLAG("--threads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, BS_ARGS_MAX_THREADS, &o->threads));
     else if (FLAG("--timeout", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 0.001, BS_ARGS_MAX_TIMEOUT, &o->timeout));
     else if (FLAG("--warmup", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 0, 1000, &o->warmup));
     else if (FLAG("--fault", BS_ARG_VALUE)) CHECK(fault_arg(&a, o));
     else if (m < 0) return -1;
-    else if (bs_args_positional(&a)) { if (one_positional(&a, &o->scenario, "scenario file")) return -1; }
-    else return bs_args_unknown(&a, NULL);
+    else if (bs_args_positional(&a)) {
+      if (one_positional(&a, &o->scenario, "scenario file")) return -1;
+    } else return bs_args_unknown(&a, NULL);
   }
   if (!o->scenario) return bs_args_fail(&a, "missing SCENARIO.ini");
   if (o->reps && !o->overlap) return bs_args_fail(&a, "--reps: only with --overlap-bench");
@@ -98,7 +106,10 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
   int m;
   bs_args_init(&a, argc, argv, 1, err, errlen);
   while (bs_args_next(&a)) {
-    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) { o->help = 1; return 0; }
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
     if (FLAG("--set", BS_ARG_VALUE | BS_ARG_REPEAT)) CHECK(add_set(&a, o->sets, &o->nsets));
     else if (FLAG("--profile", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->profile));
     else if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
@@ -111,8 +122,9 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
     else if (FLAG("--oversub", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 1, 1e6, &o->oversub));
     else if (FLAG("--timeout", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 0.001, BS_ARGS_MAX_TIMEOUT, &o->timeout));
     else if (m < 0) return -1;
-    else if (bs_args_positional(&a)) { if (one_positional(&a, &o->scenario, "scenario file")) return -1; }
-    else return bs_args_unknown(&a, NULL);
+    else if (bs_args_positional(&a)) {
+      if (one_positional(&a, &o->scenario, "scenario file")) return -1;
+    } else return bs_args_unknown(&a, NULL);
   }
   if (!o->scenario) return bs_args_fail(&a, "no scenario file");
   return 0;
@@ -128,11 +140,20 @@ int bs_calib_args_parse(int argc, char **argv, bs_calib_args *o, char *err, size
   int m, k;
   bs_args_init(&a, argc, argv, 1, err, errlen);
   while (bs_args_next(&a)) {
-    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) { o->help = 1; return 0; }
-    if (FLAG("--quick", BS_ARG_SWITCH)) { CHECK(0); o->quick = 1; }
-    else if (FLAG("--no-links", BS_ARG_SWITCH)) { CHECK(0); o->no_links = 1; }
-    else if (FLAG("--no-kernels", BS_ARG_SWITCH)) { CHECK(0); o->no_kernels = 1; }
-    else if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    if (FLAG("--quick", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->quick = 1;
+    } else if (FLAG("--no-links", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->no_links = 1;
+    } else if (FLAG("--no-kernels", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->no_kernels = 1;
+    } else if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
     else if (FLAG("--plots", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->plots));
     else if (FLAG("--backend", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, backend, &k));
     else if (FLAG("--dtype", BS_ARG_VALUE)) {
@@ -163,19 +184,28 @@ int bs_validate_args_parse(int argc, char **argv, bs_validate_args *o, char *err
   int m;
   bs_args_init(&a, argc, argv, 1, err, errlen);
   while (bs_args_next(&a)) {
-    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) { o->help = 1; return 0; }
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
     if (FLAG("--set", BS_ARG_VALUE | BS_ARG_REPEAT)) {
       /* Each point's run is spawned with these on its command line (calib/validate.c). */
-      CHECK(o->nsets == BS_ARGS_VALIDATE_MAX_SETS ? bs_args_fail(&a, "--set: at most %d overrides for validate",
-                                                                  BS_ARGS_VALIDATE_MAX_SETS)
-                                                  : add_set(&a, o->sets, &o->nsets));
+      CHECK(o->nsets == BS_ARGS_VALIDATE_MAX_SETS
+              ? bs_args_fail(&a, "--set: at most %d overrides for validate", BS_ARGS_VALIDATE_MAX_SETS)
+              : add_set(&a, o->sets, &o->nsets));
     } else if (FLAG("--profile", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->profile));
     else if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
     else if (FLAG("--workdir", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->workdir));
-    else if (FLAG("--full-calib", BS_ARG_SWITCH)) { CHECK(0); o->full_calib = 1; }
-    else if (FLAG("--fail-exact", BS_ARG_SWITCH)) { CHECK(0); o->fail_exact = 1; }
-    else if (FLAG("--keep", BS_ARG_SWITCH)) { CHECK(0); o->keep = 1; }
-    else if (FLAG("--np", BS_ARG_VALUE | BS_ARG_REPEAT)) {
+    else if (FLAG("--full-calib", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->full_calib = 1;
+    } else if (FLAG("--fail-exact", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->fail_exact = 1;
+    } else if (FLAG("--keep", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->keep = 1;
+    } else if (FLAG("--np", BS_ARG_VALUE | BS_ARG_REPEAT)) {
       CHECK(0);
       if (o->nnp == BS_ARGS_MAX_NP) return bs_args_fail(&a, "--np: at most %d of them", BS_ARGS_MAX_NP);
       CHECK(bs_args_int(&a, 1, 4096, &o->nps[o->nnp]));
@@ -185,8 +215,9 @@ int bs_validate_args_parse(int argc, char **argv, bs_validate_args *o, char *err
       CHECK(bs_args_double(&a, 0, 1e6, &o->fail_factor));
       if (!(o->fail_factor > 0)) return bs_args_fail(&a, "--fail-factor: '%s' must be positive", a.val);
     } else if (m < 0) return -1;
-    else if (bs_args_positional(&a)) { if (one_positional(&a, &o->scenario, "scenario file")) return -1; }
-    else return bs_args_unknown(&a, NULL);
+    else if (bs_args_positional(&a)) {
+      if (one_positional(&a, &o->scenario, "scenario file")) return -1;
+    } else return bs_args_unknown(&a, NULL);
   }
   if (!o->scenario) return bs_args_fail(&a, "a SCENARIO.ini is required");
   return 0;
@@ -199,12 +230,20 @@ int bs_bench_args_parse(int argc, char **argv, bs_bench_args *o, char *err, size
   int m, k;
   bs_args_init(&a, argc, argv, 1, err, errlen);
   if (!bs_args_next(&a)) return bs_args_fail(&a, "expected 'kernels'");
-  if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) { o->help = 1; return 0; }
+  if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+    o->help = 1;
+    return 0;
+  }
   if (strcmp(a.word, "kernels")) return bs_args_fail(&a, "expected 'kernels', got '%s'", a.word);
   while (bs_args_next(&a)) {
-    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) { o->help = 1; return 0; }
-    if (FLAG("--quick", BS_ARG_SWITCH)) { CHECK(0); o->quick = 1; }
-    else if (FLAG("--json", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->json));
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    if (FLAG("--quick", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->quick = 1;
+    } else if (FLAG("--json", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->json));
     else if (FLAG("--backend", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, backend, &k));
     else if (FLAG("--threads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, BS_ARGS_MAX_THREADS, &o->threads));
     else if (FLAG("--heads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1024, &o->heads));
@@ -221,17 +260,22 @@ int bs_topo_args_parse(int argc, char **argv, bs_topo_args *o, char *err, size_t
   int m;
   bs_args_init(&a, argc, argv, 1, err, errlen);
   while (bs_args_next(&a)) {
-    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) { o->help = 1; return 0; }
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
     if (FLAG("--nodes", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->nodes));
     else if (FLAG("--nodes-per-leaf", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->nodes_per_leaf));
     else if (FLAG("--gpus", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->gpus));
     else if (FLAG("--oversub", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 1, 1e6, &o->oversub));
     else if (FLAG("--profile", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->profile));
     else if (m < 0) return -1;
-    else if (bs_args_positional(&a)) { if (one_positional(&a, &o->name, "topology name")) return -1; }
-    else return bs_args_unknown(&a, NULL);
+    else if (bs_args_positional(&a)) {
+      if (one_positional(&a, &o->name, "topology name")) return -1;
+    } else return bs_args_unknown(&a, NULL);
   }
   if (!o->name) return bs_args_fail(&a, "no topology name");
-  if (o->gpus && strcmp(o->name, "host")) return bs_args_fail(&a, "--gpus: for the host topology only, not %s", o->name);
+  if (o->gpus && strcmp(o->name, "host"))
+    return bs_args_fail(&a, "--gpus: for the host topology only, not %s", o->name);
   return 0;
 }

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BS_ARGS_MAX_SETS 256      /* --set options per command line */
-#define BS_ARGS_MAX_THREADS 1024  /* kernel threads per rank: beyond any machine's cores x 4 */
+#define BS_ARGS_MAX_SETS 256         /* --set options per command line */
+#define BS_ARGS_MAX_THREADS 1024     /* kernel threads per rank: beyond any machine's cores x 4 */
 #define BS_ARGS_MAX_TIMEOUT 604800.0 /* one week, in seconds */
 #define BS_ARGS_MAX_NP 16
 #define BS_ARGS_VALIDATE_MAX_SETS 32 /* validate passes them on to every spawned run */
@@ -25,7 +25,7 @@ typedef struct {
   int nsets;
   int verify, overlap, reps, threads, warmup;
   int64_t tile;
-  double timeout;             /* seconds; 0 = the runtime's default (120) */
+  double timeout;                    /* seconds; 0 = the runtime's default (120) */
   int fault, fault_rank, fault_step; /* test hook: 0 none, 1 exit, 2 stall */
 } bs_run_args;
 
@@ -34,12 +34,12 @@ typedef struct {
   const char *scenario, *out, *csv, *trace, *profile;
   char *sets[BS_ARGS_MAX_SETS];
   int nsets;
-  int fold;                   /* 0 auto, 1 on, 2 off */
-  int layers;                 /* 0 auto, 1 off */
-  int coll;                   /* 0 auto, 1 steps, 2 flow, 3 analytic */
-  int nodes_per_leaf;         /* 0 = default */
-  double oversub;             /* 0 = default */
-  double timeout;             /* under mpirun: 0 = no bound on other ranks' points, 120 s on start-up and gather */
+  int fold;           /* 0 auto, 1 on, 2 off */
+  int layers;         /* 0 auto, 1 off */
+  int coll;           /* 0 auto, 1 steps, 2 flow, 3 analytic */
+  int nodes_per_leaf; /* 0 = default */
+  double oversub;     /* 0 = default */
+  double timeout;     /* under mpirun: 0 = no bound on other ranks' points, 120 s on start-up and gather */
 } bs_sim_args;
 
 typedef struct {
@@ -49,7 +49,7 @@ typedef struct {
   int fp32, bf16, primary_bf16;
   int head_dim, threads, ranks_per_node;
   int64_t max_block;
-  double timeout;             /* 0 = 120 s on MPI start-up */
+  double timeout; /* 0 = 120 s on MPI start-up */
 } bs_calib_args;
 
 typedef struct {

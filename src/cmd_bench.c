@@ -43,13 +43,10 @@ typedef struct {
 static void print_row(const bs_bench_row *r, void *vctx) {
   table_ctx *t = vctx;
   char mem[32];
-  if (r->rss_bytes >= 0)
-    snprintf(mem, sizeof mem, "%.1f", (double)r->rss_bytes / (1024.0 * 1024.0));
-  else
-    snprintf(mem, sizeof mem, "n/a");
-  fprintf(t->out, "%13s %3d %3d %7lld %5d %7s %12.3f %10.1f %7.1f %11s\n", r->kernel, r->B, r->Z,
-          (long long)r->n, r->d, r->causal ? "yes" : "no", r->seconds * 1e3, r->gflops,
-          100.0 * r->peak_fraction, mem);
+  if (r->rss_bytes >= 0) snprintf(mem, sizeof mem, "%.1f", (double)r->rss_bytes / (1024.0 * 1024.0));
+  else snprintf(mem, sizeof mem, "n/a");
+  fprintf(t->out, "%13s %3d %3d %7lld %5d %7s %12.3f %10.1f %7.1f %11s\n", r->kernel, r->B, r->Z, (long long)r->n, r->d,
+          r->causal ? "yes" : "no", r->seconds * 1e3, r->gflops, 100.0 * r->peak_fraction, mem);
   fflush(t->out);
 }
 
@@ -117,14 +114,16 @@ int cmd_bench(int argc, char **argv) {
   double peak = 0;
   const char *isa = "?";
   char err[256] = "";
-  fprintf(t.out, "#\n# %11s %3s %3s %7s %5s %7s %12s %10s %7s %11s\n", "kernel", "B", "Z", "N", "d",
-          "causal", "time(ms)", "GFLOP/s", "%peak", "extra MiB");
+  fprintf(t.out, "#\n# %11s %3s %3s %7s %5s %7s %12s %10s %7s %11s\n", "kernel", "B", "Z", "N", "d", "causal",
+          "time(ms)", "GFLOP/s", "%peak", "extra MiB");
   if (bs_bench_kernels(&o, &rows, &n, &peak, &isa, err, sizeof err)) {
     fprintf(stderr, "burstsim bench kernels: %s\n", err);
     return 1;
   }
-  fprintf(t.out, "#\n# FP32 FMA peak (%s loop, all threads): best %.1f GFLOP/s in this run;\n"
-                 "# %%peak compares each row with the peak measured next to it.\n", isa, peak);
+  fprintf(t.out,
+          "#\n# FP32 FMA peak (%s loop, all threads): best %.1f GFLOP/s in this run;\n"
+          "# %%peak compares each row with the peak measured next to it.\n",
+          isa, peak);
   int rc = 0;
   if (json) {
     char *s = rows_json(rows, n);

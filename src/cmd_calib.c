@@ -84,8 +84,10 @@ int cmd_calib(int argc, char **argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   /* Ranks measuring different grids would deadlock in the first collective they do not share. */
-  int same[] = {o.quick, o.threads, o.fp32, o.bf16, o.primary_bf16, o.no_kernels, o.no_links, o.head_dim,
-                (int)(o.max_block >> 32), (int)o.max_block, o.ranks_per_node};
+  int same[] = {o.quick,          o.threads,       o.fp32,
+                o.bf16,           o.primary_bf16,  o.no_kernels,
+                o.no_links,       o.head_dim,      (int)(o.max_block >> 32),
+                (int)o.max_block, o.ranks_per_node};
   char derr[256];
   bs_watchdog_arm("burstsim calib", rank, "start-up (comparing the options of the ranks)", A.timeout);
   if (bs_bytes_same(MPI_COMM_WORLD, same, sizeof same, "set of calib options", derr, sizeof derr)) {

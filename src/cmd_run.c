@@ -58,7 +58,10 @@ static int key_line(const char *path, const char *msg) {
     while (*s == ' ' || *s == '\t') s++;
     if (*s == '[') {
       char *e = strchr(s, ']');
-      if (e && e - s - 1 < 64) { memcpy(cur, s + 1, (size_t)(e - s - 1)); cur[e - s - 1] = 0; }
+      if (e && e - s - 1 < 64) {
+        memcpy(cur, s + 1, (size_t)(e - s - 1));
+        cur[e - s - 1] = 0;
+      }
     } else if (!strcmp(cur, sec) && !strncmp(s, key, strlen(key))) {
       char *r = s + strlen(key);
       while (*r == ' ' || *r == '\t') r++;
@@ -78,8 +81,8 @@ static void print_table(const bs_run_report *rep) {
          "sent_B", "recv_B", "peak_B");
   for (int i = 0; i < r->nranks; i++) {
     const bs_rank_result *x = &r->ranks[i];
-    printf("%5d %10.4f %10.4f %10.4f %10.4f %10.4f %12lld %12lld %12lld\n", x->rank, x->step, x->fwd, x->bwd, x->compute,
-           x->comm_exposed, (long long)x->bytes_sent, (long long)x->bytes_recv, (long long)x->peak_bytes);
+    printf("%5d %10.4f %10.4f %10.4f %10.4f %10.4f %12lld %12lld %12lld\n", x->rank, x->step, x->fwd, x->bwd,
+           x->compute, x->comm_exposed, (long long)x->bytes_sent, (long long)x->bytes_recv, (long long)x->peak_bytes);
   }
   printf("peak RSS %.1f MiB", (double)r->mem.rss_bytes / 1048576.0);
   if (rep->verify_tol > 0) {
@@ -156,8 +159,8 @@ static int write_trace(const char *path, bs_run_report *reps, int n, char *err, 
       if (!isfinite(e->t0 * 1e6) || !isfinite((e->t1 - e->t0) * 1e6)) { /* JSON has no inf or nan */
         cJSON_Delete(o);
         cJSON_Delete(root);
-        snprintf(err, errlen, "%s: rank %d's event %lld has a time that is not finite; no trace written", path,
-                 e->rank, (long long)j);
+        snprintf(err, errlen, "%s: rank %d's event %lld has a time that is not finite; no trace written", path, e->rank,
+                 (long long)j);
         return -1;
       }
       cJSON_AddNumberToObject(o, "ts", e->t0 * 1e6);
@@ -173,15 +176,18 @@ static int write_trace(const char *path, bs_run_report *reps, int n, char *err, 
   }
   char *text = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
-  if (!text) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
+  if (!text) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+  }
   int rc = bs_write_file(path, text, strlen(text), err, errlen);
   free(text);
   return rc;
 }
 
 /* --overlap-bench: the first point with gpus = ranks, timed by bs_runtime_overlap_bench. */
-static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime_opts *o, int reps, const char *out, int rank,
-                       int size) {
+static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime_opts *o, int reps, const char *out,
+                       int rank, int size) {
   char err[512] = "";
   for (int i = 0; i < sc->npoints; i++) {
     if (sc->points[i].par.gpus != size) continue;
@@ -197,13 +203,16 @@ static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime
     }
     if (rank == 0) {
       const bs_config *c = &sc->points[i];
-      printf("overlap benchmark: burst forward step, %d ranks x %d threads, B=%lld heads=%lld kv_heads=%lld d=%lld, "
-             "block %lld tokens, %s, %d reps (medians, max over ranks)\n",
-             size, r.threads, (long long)c->work.batch, (long long)c->model.heads, (long long)c->model.kv_heads,
-             (long long)c->model.head_dim, (long long)r.block_tokens, bs_dtype_name(c->model.dtype), r.reps);
-      printf("  compute alone %.6f s | K,V exchange alone %.6f s (%lld B, %.2f GB/s) | overlapped %.6f s | "
-             "overlapped / max = %.3f\n",
-             r.compute_s, r.comm_s, (long long)r.bytes_per_step, (double)r.bytes_per_step / r.comm_s / 1e9, r.overlap_s, r.ratio);
+      printf(
+        "overlap benchmark: burst forward step, %d ranks x %d threads, B=%lld heads=%lld kv_heads=%lld d=%lld, "
+        "block %lld tokens, %s, %d reps (medians, max over ranks)\n",
+        size, r.threads, (long long)c->work.batch, (long long)c->model.heads, (long long)c->model.kv_heads,
+        (long long)c->model.head_dim, (long long)r.block_tokens, bs_dtype_name(c->model.dtype), r.reps);
+      printf(
+        "  compute alone %.6f s | K,V exchange alone %.6f s (%lld B, %.2f GB/s) | overlapped %.6f s | "
+        "overlapped / max = %.3f\n",
+        r.compute_s, r.comm_s, (long long)r.bytes_per_step, (double)r.bytes_per_step / r.comm_s / 1e9, r.overlap_s,
+        r.ratio);
       if (out) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "tool", "burstsim");
@@ -252,7 +261,10 @@ int cmd_run(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (A.help) { usage(stdout); return 0; }
+  if (A.help) {
+    usage(stdout);
+    return 0;
+  }
   const char *scen = A.scenario, *out = A.out, *trace = A.trace;
   char **sets = A.sets;
   int nsets = A.nsets, overlap = A.overlap, reps = A.reps;

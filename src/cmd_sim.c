@@ -74,7 +74,8 @@ static int gather_results(bs_result *res, int n, int rank, int size) {
     } else if (rank == 0) {
       int nr = 0;
       bs_watchdog_waiting("rank %d's result of point %d", owner, i + 1);
-      if (MPI_Recv(&res[i], (int)sizeof res[i], MPI_BYTE, owner, 2 * i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+      if (MPI_Recv(&res[i], (int)sizeof res[i], MPI_BYTE, owner, 2 * i, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS ||
           MPI_Recv(&nr, 1, MPI_INT, owner, 2 * i + 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return -1;
       res[i].mode = "sim";
@@ -83,8 +84,8 @@ static int gather_results(bs_result *res, int n, int rank, int size) {
       if (nr > 0) {
         res[i].ranks = malloc(sizeof *res[i].ranks * (size_t)nr);
         if (!res[i].ranks) return -1;
-        if (MPI_Recv(res[i].ranks, (int)(sizeof *res[i].ranks * (size_t)nr), MPI_BYTE, owner, 2 * i + 1,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        if (MPI_Recv(res[i].ranks, (int)(sizeof *res[i].ranks * (size_t)nr), MPI_BYTE, owner, 2 * i + 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE) != MPI_SUCCESS)
           return -1;
         res[i].nranks = nr;
       }
@@ -144,9 +145,9 @@ typedef struct {
   bs_sim_args A;
   bs_sim_opts opts;
   bs_scenario sc;
-  bs_result *res;           /* one per point */
+  bs_result *res; /* one per point */
   int mpi_rank, mpi_size;
-  int failed, invalid;      /* points whose simulation failed / that are not valid */
+  int failed, invalid; /* points whose simulation failed / that are not valid */
 } sweep;
 
 static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
@@ -208,8 +209,8 @@ static void run_points(sweep *w) {
     const bs_config *c = &sc->points[i];
     if (i % w->mpi_size != w->mpi_rank) continue;
     if (tty) {
-      fprintf(stderr, "\r[%3d/%d] %s %d GPUs %lld tokens ...", i + 1, sc->npoints,
-              bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len);
+      fprintf(stderr, "\r[%3d/%d] %s %d GPUs %lld tokens ...", i + 1, sc->npoints, bs_method_name(c->par.method),
+              c->par.gpus, (long long)c->work.seq_len);
       fflush(stderr);
     }
     bs_sim_opts o = w->opts;
@@ -225,8 +226,8 @@ static void run_points(sweep *w) {
       if (!w->res[i].error[0]) snprintf(w->res[i].error, sizeof w->res[i].error, "%.255s", perr);
       if (tty) fprintf(stderr, "\n");
       fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s%s%s\n", i + 1,
-              bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len,
-              key_where(sc, perr), key_where(sc, perr)[0] ? ": " : "", perr);
+              bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len, key_where(sc, perr),
+              key_where(sc, perr)[0] ? ": " : "", perr);
     }
   }
   if (tty) fprintf(stderr, "\r%60s\r", "");

@@ -37,8 +37,7 @@ int cmd_topo(int argc, char **argv) {
   if (bs_topo_args_parse(argc, argv, &A, aerr, sizeof aerr)) {
     if (!A.name && !strcmp(aerr, "no topology name"))
       fprintf(stderr, "burstsim topo: no topology name (one of %s)\n", bs_topo_generator_names());
-    else
-      fprintf(stderr, "burstsim topo: %s\n", aerr);
+    else fprintf(stderr, "burstsim topo: %s\n", aerr);
     return 2;
   }
   if (A.help) {

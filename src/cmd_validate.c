@@ -22,7 +22,6 @@
 #include "scenario.h"
 #include "sim/sim.h"
 
-
 static void validate_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim validate SCENARIO.ini [--profile P.json] [--out FILE.json] [--np G]...\n"
@@ -85,8 +84,6 @@ static cJSON *error_json(const bs_validate_error *e) {
   return o;
 }
 
-
-
 /*
  * A validation file may hold several grids: lines before the first "[grid NAME]"
  * line are common, each "[grid NAME]" starts a grid (a scenario of its own, since
@@ -96,7 +93,8 @@ static cJSON *error_json(const bs_validate_error *e) {
  */
 #define MAX_GRIDS 16
 #define MAX_GRID_LINES 65536
-static int split_grids(const char *path, const char *wd, char paths[][600], char names[][64], char *err, size_t errlen) {
+static int split_grids(const char *path, const char *wd, char paths[][600], char names[][64], char *err,
+                       size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -148,7 +146,7 @@ static int split_grids(const char *path, const char *wd, char paths[][600], char
       snprintf(names[ng], 64, "%.*s", (int)strcspn(nm, "]\r\n"), nm);
       if (!names[ng][0]) snprintf(names[ng], 64, "grid%d", ng + 1);
       ng++;
-      grid_of[n] = -2; /* the marker itself */
+      grid_of[n] = -2;          /* the marker itself */
     } else grid_of[n] = ng - 1; /* -1: common */
     n++;
   }
@@ -269,18 +267,18 @@ typedef struct {
   char gpaths[MAX_GRIDS][600], gnames[MAX_GRIDS][64];
   bs_scenario scs[MAX_GRIDS];
   int ngrids, total;
-  int gs[64], ng;              /* rank counts, in order of first appearance */
+  int gs[64], ng; /* rank counts, in order of first appearance */
   bs_config *cfgs;
   bs_result *meas, *pred;
   bs_validate_error *errs;
   char (*profs)[600];
-  int np;                      /* points measured so far */
+  int np; /* points measured so far */
 } vstate;
 
 /* The figures the targets are judged on. */
 typedef struct {
   int nok, nbytes_ok, nmem_ok;
-  double med, mx;              /* step |error| median and maximum, % */
+  double med, mx; /* step |error| median and maximum, % */
   int exact, met;
 } vsummary;
 
@@ -424,7 +422,8 @@ static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step,
   const bs_config *c = &st->cfgs[i];
   const bs_result *meas = &st->meas[i], *pred = &st->pred[i];
   char variant[16] = "-", seq[32];
-  if (c->par.method == BS_BURST) snprintf(variant, sizeof variant, "%s%s", c->par.bwd_opt ? "opt" : "plain", c->par.lao ? "" : "-nolao");
+  if (c->par.method == BS_BURST)
+    snprintf(variant, sizeof variant, "%s%s", c->par.bwd_opt ? "opt" : "plain", c->par.lao ? "" : "-nolao");
   if (c->work.seq_len % 1024 == 0) snprintf(seq, sizeof seq, "%lldK", (long long)(c->work.seq_len / 1024));
   else snprintf(seq, sizeof seq, "%lld", (long long)c->work.seq_len);
   if (meas->error[0] || pred->error[0]) {
@@ -455,10 +454,11 @@ static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step,
 static vsummary print_table(const vstate *st) {
   vsummary sm;
   memset(&sm, 0, sizeof sm);
-  printf("# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n", st->A->scenario,
-         st->np);
+  printf("# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n",
+         st->A->scenario, st->np);
   printf("%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s\n", "method", "variant", "G", "N",
-         "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact", "peak");
+         "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact",
+         "peak");
   double abs_step[1024];
   int nstep = 0;
   for (int i = 0; i < st->np; i++) print_point(st, i, &sm, abs_step, &nstep);
@@ -470,9 +470,10 @@ static vsummary print_table(const vstate *st) {
   /* Every point ran, bytes exact and memory within 2 % everywhere. */
   sm.exact = sm.nok == st->np && sm.nbytes_ok == sm.nok && sm.nmem_ok == sm.nok;
   sm.met = sm.exact && sm.med <= 10.0 && sm.mx <= 25.0;
-  printf("#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
-         "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
-         sm.nok, st->np, sm.nbytes_ok, sm.nok, sm.nmem_ok, sm.nok, sm.med, sm.mx, sm.met ? "met" : "NOT met");
+  printf(
+    "#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
+    "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
+    sm.nok, st->np, sm.nbytes_ok, sm.nok, sm.nmem_ok, sm.nok, sm.med, sm.mx, sm.met ? "met" : "NOT met");
   return sm;
 }
 

@@ -51,8 +51,7 @@ static void add_config(cJSON *o, const bs_config *c) {
   cJSON_AddBoolToObject(o, "causal", c->work.causal);
   cJSON_AddNumberToObject(o, "window", (double)c->work.window);
   cJSON_AddStringToObject(o, "layout", bs_layout_name(c->par.layout));
-  cJSON_AddStringToObject(o, "double_ring",
-                          c->par.double_ring == BS_AUTO ? "auto" : c->par.double_ring ? "on" : "off");
+  cJSON_AddStringToObject(o, "double_ring", c->par.double_ring == BS_AUTO ? "auto" : c->par.double_ring ? "on" : "off");
   cJSON_AddBoolToObject(o, "lao", c->par.lao);
   cJSON_AddStringToObject(o, "bwd_comm", c->par.bwd_opt ? "optimized" : "plain");
   cJSON_AddNumberToObject(o, "ulysses_degree", c->par.ulysses_degree);
@@ -165,8 +164,7 @@ int bs_output_json_write(const char *path, const cJSON *root, char *err, size_t 
   return rc;
 }
 
-int bs_output_json(const char *path, const char *mode, const bs_result *r, int n, char *err,
-                   size_t errlen) {
+int bs_output_json(const char *path, const char *mode, const bs_result *r, int n, char *err, size_t errlen) {
   cJSON *root = bs_output_json_tree(mode, r, n);
   int rc = bs_output_json_write(path, root, err, errlen);
   cJSON_Delete(root);
@@ -240,18 +238,20 @@ int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t
     sb_printf(&b, "%s,%d,%lld,%lld,%s,%s,%d,%s,%s,%d,%s,%d,v%d,%d,%s,%lld,%lld,%lld,", bs_method_name(c->par.method),
               c->par.gpus, (long long)c->work.seq_len, (long long)c->work.batch, bs_phase_name(c->work.phase),
               bs_scope_name(c->work.scope), c->work.causal, bs_layout_name(c->par.layout),
-              c->par.double_ring == BS_AUTO ? "auto" : c->par.double_ring ? "on" : "off", c->par.lao,
-              c->par.bwd_opt ? "optimized" : "plain", c->par.ulysses_degree, c->par.tp_variant, c->par.zero,
+              c->par.double_ring == BS_AUTO ? "auto"
+              : c->par.double_ring          ? "on"
+                                            : "off",
+              c->par.lao, c->par.bwd_opt ? "optimized" : "plain", c->par.ulysses_degree, c->par.tp_variant, c->par.zero,
               bs_dtype_name(c->model.dtype), (long long)c->model.heads, (long long)c->model.kv_heads,
               (long long)c->model.head_dim);
     sb_field(&b, c->cluster.topology, 0);
     sb_printf(&b, ",");
     sb_field(&b, c->cluster.profile, 0);
-    sb_printf(&b, ",%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.6g,%lld,", x->time.step,
-              x->time.fwd, x->time.bwd, x->time.compute, x->time.comm_exposed,
-              (long long)x->comm.per_rank_max_sent, (long long)x->comm.total, (long long)x->comm.intra_node,
-              (long long)x->comm.inter_node, (long long)x->mem.peak_bytes_max, (long long)x->mem.capacity_bytes,
-              x->mem.oom, x->sim_wall_s, (long long)x->sim_events);
+    sb_printf(&b, ",%.9g,%.9g,%.9g,%.9g,%.9g,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.6g,%lld,", x->time.step, x->time.fwd,
+              x->time.bwd, x->time.compute, x->time.comm_exposed, (long long)x->comm.per_rank_max_sent,
+              (long long)x->comm.total, (long long)x->comm.intra_node, (long long)x->comm.inter_node,
+              (long long)x->mem.peak_bytes_max, (long long)x->mem.capacity_bytes, x->mem.oom, x->sim_wall_s,
+              (long long)x->sim_events);
     sb_field(&b, x->error, 1);
     sb_printf(&b, "\n");
   }
@@ -284,8 +284,8 @@ static void human_time(char *dst, size_t n, double s) {
 }
 
 void bs_output_table(FILE *f, const bs_result *r, int n) {
-  fprintf(f, "%-12s %6s %9s %11s %11s %11s %8s %11s %11s %9s %4s\n", "method", "gpus", "seq", "step", "fwd",
-          "bwd", "exposed", "intra/rank", "inter/rank", "peak GiB", "oom");
+  fprintf(f, "%-12s %6s %9s %11s %11s %11s %8s %11s %11s %9s %4s\n", "method", "gpus", "seq", "step", "fwd", "bwd",
+          "exposed", "intra/rank", "inter/rank", "peak GiB", "oom");
   for (int i = 0; i < n; i++) {
     const bs_result *x = &r[i];
     const bs_config *c = &x->cfg;

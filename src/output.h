@@ -13,8 +13,7 @@
 #include "scenario.h"
 
 /* {"tool","version","mode","results":[...]} to path ("-" = stdout). */
-int bs_output_json(const char *path, const char *mode, const bs_result *r, int n,
-                   char *err, size_t errlen);
+int bs_output_json(const char *path, const char *mode, const bs_result *r, int n, char *err, size_t errlen);
 /* The same document as a cJSON tree (for a command that adds to it; the caller deletes it),
  * and the writer of such a tree (one file write; "-" = stdout). */
 struct cJSON;

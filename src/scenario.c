@@ -52,8 +52,7 @@ static const char *clip(const char *v, char buf[SHOWN + 4]) {
 
 /* ---- value parsers -------------------------------------------------- */
 
-static int parse_int64(const char *v, int64_t lo, int64_t hi, int suffixes, int64_t *out, char *why,
-                       size_t n) {
+static int parse_int64(const char *v, int64_t lo, int64_t hi, int suffixes, int64_t *out, char *why, size_t n) {
   errno = 0;
   char *end = NULL;
   while (isspace((unsigned char)*v)) v++;
@@ -125,27 +124,27 @@ static int parse_name(const char *v, char *dst, size_t cap, char *why, size_t n)
 
 /* ---- setters, one per key ------------------------------------------- */
 
-#define INT_SETTER(fn, field, lo, hi, suffix)                          \
-  static int fn(bs_config *c, const char *v, char *why, size_t n) {    \
-    int64_t x;                                                         \
-    if (parse_int64(v, lo, hi, suffix, &x, why, n)) return -1;         \
-    c->field = x;                                                      \
-    return 0;                                                          \
+#define INT_SETTER(fn, field, lo, hi, suffix)                       \
+  static int fn(bs_config *c, const char *v, char *why, size_t n) { \
+    int64_t x;                                                      \
+    if (parse_int64(v, lo, hi, suffix, &x, why, n)) return -1;      \
+    c->field = x;                                                   \
+    return 0;                                                       \
   }
-#define ENUM_SETTER(fn, field, type, ...)                              \
-  static int fn(bs_config *c, const char *v, char *why, size_t n) {    \
-    static const char *const names[] = {__VA_ARGS__, NULL};            \
-    int i = parse_enum(v, names, why, n);                              \
-    if (i < 0) return -1;                                              \
-    c->field = (type)i;                                                \
-    return 0;                                                          \
+#define ENUM_SETTER(fn, field, type, ...)                           \
+  static int fn(bs_config *c, const char *v, char *why, size_t n) { \
+    static const char *const names[] = {__VA_ARGS__, NULL};         \
+    int i = parse_enum(v, names, why, n);                           \
+    if (i < 0) return -1;                                           \
+    c->field = (type)i;                                             \
+    return 0;                                                       \
   }
-#define BOOL_SETTER(fn, field)                                         \
-  static int fn(bs_config *c, const char *v, char *why, size_t n) {    \
-    int b;                                                             \
-    if (parse_bool(v, &b, why, n)) return -1;                          \
-    c->field = b;                                                      \
-    return 0;                                                          \
+#define BOOL_SETTER(fn, field)                                      \
+  static int fn(bs_config *c, const char *v, char *why, size_t n) { \
+    int b;                                                          \
+    if (parse_bool(v, &b, why, n)) return -1;                       \
+    c->field = b;                                                   \
+    return 0;                                                       \
   }
 
 static const int64_t BIG = (int64_t)1 << 40; /* 1 Ti tokens: beyond any plan */
@@ -283,15 +282,15 @@ static int known_section(const char *s) {
 
 typedef struct {
   const char *path;
-  char *text;           /* the whole file, NUL-terminated */
-  const char *next;     /* start of the next line to hand to inih */
-  int line;             /* lines read so far = line of the last line handed to inih */
+  char *text;       /* the whole file, NUL-terminated */
+  const char *next; /* start of the next line to hand to inih */
+  int line;         /* lines read so far = line of the last line handed to inih */
   entry entries[sizeof keys / sizeof keys[0]];
   int have[sizeof keys / sizeof keys[0]];
   char *err;
   size_t errlen;
   int failed;
-  int regular;          /* the scenario is a regular file: relative platform paths are next to it */
+  int regular; /* the scenario is a regular file: relative platform paths are next to it */
 } parse_state;
 
 static void entry_clear(entry *e) {
@@ -307,16 +306,14 @@ static char *trim(char *s) {
 }
 
 /* Splits a comma list into e->values; checks each value with the key's setter. */
-static int entry_fill(entry *e, const key_def *def, const char *value, const char *where, char *err,
-                      size_t errlen) {
+static int entry_fill(entry *e, const key_def *def, const char *value, const char *where, char *err, size_t errlen) {
   entry_clear(e);
   e->def = def;
   snprintf(e->where, sizeof e->where, "%s", where);
   int count = 0;
   for (const char *p = value; *p; p++) count += (*p == ',');
   if (count + 1 > MAX_VALUES) {
-    snprintf(err, errlen, "%s: %s.%s: more than %d values in the list", where, def->section, def->key,
-             MAX_VALUES);
+    snprintf(err, errlen, "%s: %s.%s: more than %d values in the list", where, def->section, def->key, MAX_VALUES);
     return -1;
   }
   char *buf = strdup(value);
@@ -442,16 +439,15 @@ static int check_section(parse_state *st, char *str) {
   char *rest = trim(close + 1);
   if (*rest && *rest != ';' && *rest != '#') {
     char cb[SHOWN + 4];
-    snprintf(st->err, st->errlen, "%s:%d: text after the section header: '%s'", st->path, st->line,
-             clip(rest, cb));
+    snprintf(st->err, st->errlen, "%s:%d: text after the section header: '%s'", st->path, st->line, clip(rest, cb));
     return -1;
   }
   *close = '\0';
   char *name = trim(t + 1);
   if (!known_section(name)) {
     char cb[SHOWN + 4];
-    snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (model, workload, parallel, cluster, output)",
-             st->path, st->line, clip(name, cb));
+    snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (model, workload, parallel, cluster, output)", st->path,
+             st->line, clip(name, cb));
     return -1;
   }
   memmove(str + 1, name, strlen(name) + 1);
@@ -516,8 +512,8 @@ static int resolve_paths(parse_state *st, entry *e, const char *where) {
     bs_config_default(&scratch);
     char why[256];
     if (e->def->set(&scratch, r, why, sizeof why)) {
-      snprintf(st->err, st->errlen, "%s: %s.%s: %s relative to the scenario's directory: %s", where,
-               e->def->section, e->def->key, v, why);
+      snprintf(st->err, st->errlen, "%s: %s.%s: %s relative to the scenario's directory: %s", where, e->def->section,
+               e->def->key, v, why);
       free(r);
       return -1;
     }
@@ -614,7 +610,9 @@ static int check_point(const parse_state *st, const bs_config *c, char *err, siz
     if (st->have[kv] || !st->have[h]) {
       origin(st, c, "heads", o, sizeof o);
       snprintf(err, errlen, "%s: model.kv_heads: %lld does not divide heads %lld (%s)",
-               st->have[kv] ? st->entries[kv].where : st->have[p] ? st->entries[p].where : st->path,
+               st->have[kv]  ? st->entries[kv].where
+               : st->have[p] ? st->entries[p].where
+                             : st->path,
                (long long)m->kv_heads, (long long)m->heads, o);
     } else {
       origin(st, c, "kv_heads", o, sizeof o);
@@ -673,8 +671,7 @@ static char *default_where(const parse_state *st, int k) {
   return w;
 }
 
-int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out, char *err,
-                     size_t errlen) {
+int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   err[0] = '\0';
   if (strlen(path) >= sizeof out->path) {
@@ -781,7 +778,6 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
   free(st);
   return 0;
 }
-
 
 void bs_scenario_free(bs_scenario *s) {
   for (int k = 0; s->where && k < NKEYS; k++) free(s->where[k]);

@@ -10,10 +10,10 @@
 #include "plans/config.h"
 
 typedef struct {
-  bs_config *points;   /* the cross product, in a stable order */
+  bs_config *points; /* the cross product, in a stable order */
   int npoints;
   char path[PATH_MAX];
-  char **where;        /* per key of the table: "FILE:LINE" or "--set[i]", or as bs_scenario_where */
+  char **where; /* per key of the table: "FILE:LINE" or "--set[i]", or as bs_scenario_where */
 } bs_scenario;
 
 /*
@@ -23,8 +23,7 @@ typedef struct {
  * cluster.profile FILE.json given in the file is taken relative to the
  * scenario's directory; one given by --set, relative to the current one.
  */
-int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
-                     char *err, size_t errlen);
+int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out, char *err, size_t errlen);
 void bs_scenario_free(bs_scenario *s);
 
 /*

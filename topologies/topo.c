@@ -13,12 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *class_names[BS_LINK_CLASS_COUNT] = {"nvlink", "nic", "fabric",
-                                                        "pcie", "hostbridge", "shm"};
+static const char *class_names[BS_LINK_CLASS_COUNT] = {"nvlink", "nic", "fabric", "pcie", "hostbridge", "shm"};
 
-const char *bs_link_class_name(bs_link_class c) {
-  return (c >= 0 && c < BS_LINK_CLASS_COUNT) ? class_names[c] : "?";
-}
+const char *bs_link_class_name(bs_link_class c) { return (c >= 0 && c < BS_LINK_CLASS_COUNT) ? class_names[c] : "?"; }
 
 int bs_link_class_of(const char *link_name) {
   for (int c = 0; c < BS_LINK_CLASS_COUNT; c++) {
@@ -35,11 +32,10 @@ int bs_link_class_of(const char *link_name) {
  * X-macro so that the name list of messages is built from the same rows.
  */
 typedef enum { GEN_DGX, GEN_PCIE, GEN_HOST } gen_kind;
-#define GENERATORS(X, SEP)                                                  \
-  X("dgx-a100", "a100-sxm4-80gb", GEN_DGX, 230e9, 24e9, 24e9) SEP           \
-  X("a100-pcie-node", "a100-pcie-40gb", GEN_PCIE, 230e9, 75e9, 24e9) SEP    \
-  X("dgx-h100", "h100-sxm", GEN_DGX, 370e9, 48e9, 48e9) SEP                 \
-  X("host", "host", GEN_HOST, 230e9, 24e9, 24e9)
+#define GENERATORS(X, SEP)                                               \
+  X("dgx-a100", "a100-sxm4-80gb", GEN_DGX, 230e9, 24e9, 24e9)            \
+  SEP X("a100-pcie-node", "a100-pcie-40gb", GEN_PCIE, 230e9, 75e9, 24e9) \
+    SEP X("dgx-h100", "h100-sxm", GEN_DGX, 370e9, 48e9, 48e9) SEP X("host", "host", GEN_HOST, 230e9, 24e9, 24e9)
 
 typedef struct {
   const char *name, *profile;
@@ -47,7 +43,8 @@ typedef struct {
   double nvlink_bw, nic_bw, fabric_bw;
 } generator;
 
-#define GEN_ROW(name, profile, kind, nvlink, nic, fabric) {name, profile, kind, nvlink, nic, fabric}
+#define GEN_ROW(name, profile, kind, nvlink, nic, fabric) \
+  { name, profile, kind, nvlink, nic, fabric }
 #define GEN_NAME(name, profile, kind, nvlink, nic, fabric) name
 #define GEN_COMMA ,
 #define GEN_LIST_SEP ", "
@@ -78,8 +75,7 @@ int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, 
   memset(p, 0, sizeof *p);
   const generator *g = find_gen(name);
   if (!g) {
-    snprintf(err, errlen, "unknown topology '%s' (known: %s, or a FILE.xml)", name,
-             bs_topo_generator_names());
+    snprintf(err, errlen, "unknown topology '%s' (known: %s, or a FILE.xml)", name, bs_topo_generator_names());
     return -1;
   }
   snprintf(p->name, sizeof p->name, "%s", name);
@@ -118,23 +114,25 @@ int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
     return -1;
   }
   if (p->nodes < 1 || p->gpus_per_node < 1) {
-    snprintf(err, errlen, "topology %s: nodes (%d) and GPUs per node (%d) must be >= 1", p->name,
-             p->nodes, p->gpus_per_node);
+    snprintf(err, errlen, "topology %s: nodes (%d) and GPUs per node (%d) must be >= 1", p->name, p->nodes,
+             p->gpus_per_node);
     return -1;
   }
   if ((long)p->nodes * p->gpus_per_node > 1 << 20) {
-    snprintf(err, errlen, "topology %s: %d x %d ranks is more than this generator supports",
-             p->name, p->nodes, p->gpus_per_node);
+    snprintf(err, errlen, "topology %s: %d x %d ranks is more than this generator supports", p->name, p->nodes,
+             p->gpus_per_node);
     return -1;
   }
   if (g->kind == GEN_DGX && (p->nodes_per_leaf < 1 || !(p->oversub >= 1.0) || !isfinite(p->oversub))) {
-    snprintf(err, errlen, "topology %s: nodes_per_leaf (%d) must be >= 1 and oversubscription "
-             "(%g) >= 1", p->name, p->nodes_per_leaf, p->oversub);
+    snprintf(err, errlen,
+             "topology %s: nodes_per_leaf (%d) must be >= 1 and oversubscription "
+             "(%g) >= 1",
+             p->name, p->nodes_per_leaf, p->oversub);
     return -1;
   }
   if (g->kind == GEN_PCIE && (p->gpus_per_pcie_switch < 1 || p->gpus_per_node % p->gpus_per_pcie_switch)) {
-    snprintf(err, errlen, "topology %s: %d GPUs per PCIe switch must divide %d GPUs", p->name,
-             p->gpus_per_pcie_switch, p->gpus_per_node);
+    snprintf(err, errlen, "topology %s: %d GPUs per PCIe switch must divide %d GPUs", p->name, p->gpus_per_pcie_switch,
+             p->gpus_per_node);
     return -1;
   }
   if (g->kind == GEN_HOST && (p->nodes != 1 || !(p->host_speed > 0) || !isfinite(p->host_speed))) {
@@ -144,8 +142,8 @@ int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
   for (int c = 0; c < BS_LINK_CLASS_COUNT; c++)
     if (!(p->link[c].bw_Bps > 0) || !(p->link[c].lat_s >= 0) || !isfinite(p->link[c].bw_Bps) ||
         !isfinite(p->link[c].lat_s)) {
-      snprintf(err, errlen, "topology %s: link class %s needs a finite bandwidth > 0 and latency >= 0",
-               p->name, class_names[c]);
+      snprintf(err, errlen, "topology %s: link class %s needs a finite bandwidth > 0 and latency >= 0", p->name,
+               class_names[c]);
       return -1;
     }
   return 0;
@@ -189,8 +187,8 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
 static void sb_link(sbuf *b, const char *id, const bs_link_val *v) {
   /* %.15g keeps the value through the XML round trip; adding 0.0 turns a latency of -0 (which
    * passes every >= 0 check) into 0, so no value is written with a minus sign. */
-  sb_printf(b, "    <link id=\"%s\" bandwidth=\"%.15gBps\" latency=\"%.15gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-            id, v->bw_Bps + 0.0, v->lat_s + 0.0);
+  sb_printf(b, "    <link id=\"%s\" bandwidth=\"%.15gBps\" latency=\"%.15gs\" sharing_policy=\"SPLITDUPLEX\"/>\n", id,
+            v->bw_Bps + 0.0, v->lat_s + 0.0);
 }
 
 /* A graph edge: a route between two netpoints through one split-duplex link. */
@@ -263,9 +261,10 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
       if (dl == 0 || (m >= 0 && m < K)) continue;
       m = ((m % K) + K) % K;
       for (int i = 0; i < g; i++)
-        sb_printf(b, "    <bypassRoute src=\"gpu%d\" dst=\"gpu%d\"><link_ctn id=\"nic-n%d-g%d\" direction=\"UP\"/>"
-                     "<link_ctn id=\"fabric-r%d-l0\" direction=\"UP\"/><link_ctn id=\"fabric-r%d-l0\" direction=\"DOWN\"/>"
-                     "<link_ctn id=\"nic-n%d-g%d\" direction=\"DOWN\"/></bypassRoute>\n",
+        sb_printf(b,
+                  "    <bypassRoute src=\"gpu%d\" dst=\"gpu%d\"><link_ctn id=\"nic-n%d-g%d\" direction=\"UP\"/>"
+                  "<link_ctn id=\"fabric-r%d-l0\" direction=\"UP\"/><link_ctn id=\"fabric-r%d-l0\" direction=\"DOWN\"/>"
+                  "<link_ctn id=\"nic-n%d-g%d\" direction=\"DOWN\"/></bypassRoute>\n",
                   n * g + i, m * g + i, n, i, i, i, m, i);
     }
 }
@@ -278,8 +277,7 @@ static void gen_pcie(sbuf *b, const bs_topo_params *p) {
     sb_printf(b, "    <router id=\"root-n%d\"/>\n", n);
     for (int w = 0; w < g / s; w++) sb_printf(b, "    <router id=\"pciesw-n%d-s%d\"/>\n", n, w);
     for (int i = 0; i < g; i++)
-      sb_printf(b, "    <host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n",
-                n * g + i, n);
+      sb_printf(b, "    <host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", n * g + i, n);
   }
   for (int n = 0; n < K; n++) {
     for (int i = 0; i < g; i++) {
@@ -313,9 +311,11 @@ static void gen_pcie(sbuf *b, const bs_topo_params *p) {
 }
 
 static void gen_host(sbuf *b, const bs_topo_params *p) {
-  sb_printf(b, "    <host id=\"cpu\" speed=\"%.17gf\" core=\"1\">\n"
-               "      <prop id=\"node\" value=\"0\"/><prop id=\"cores\" value=\"%d\"/>\n"
-               "    </host>\n", p->host_speed, p->host_cores);
+  sb_printf(b,
+            "    <host id=\"cpu\" speed=\"%.17gf\" core=\"1\">\n"
+            "      <prop id=\"node\" value=\"0\"/><prop id=\"cores\" value=\"%d\"/>\n"
+            "    </host>\n",
+            p->host_speed, p->host_cores);
   sb_link(b, "shm-cpu", &p->link[BS_LINK_SHM]);
   sb_printf(b, "    <route src=\"cpu\" dst=\"cpu\"><link_ctn id=\"shm-cpu\" direction=\"UP\"/></route>\n");
 }
@@ -328,9 +328,10 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   sb_printf(&b, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
   sb_printf(&b, "<!-- burstsim topology %s: %d node(s) x %d GPU(s)", p->name, p->nodes, p->gpus_per_node);
   if (p->nodes_per_leaf) sb_printf(&b, ", %d nodes per leaf, oversubscription %g", p->nodes_per_leaf, p->oversub);
-  sb_printf(&b, ".\n     %s Links named CLASS-... take bandwidth and latency\n"
-                "     from the profile when simulated (classes: nvlink nic fabric pcie hostbridge shm);\n"
-                "     the values written here are those of the profile given to the generator. -->\n",
+  sb_printf(&b,
+            ".\n     %s Links named CLASS-... take bandwidth and latency\n"
+            "     from the profile when simulated (classes: nvlink nic fabric pcie hostbridge shm);\n"
+            "     the values written here are those of the profile given to the generator. -->\n",
             host ? "Every rank runs on host cpu." : "Rank r runs on host gpu<r>.");
   sb_printf(&b, "<platform version=\"4.1\">\n  <zone id=\"%s\" routing=\"%s\">\n", p->name,
             host ? "Full" : "DijkstraCache");
@@ -368,8 +369,8 @@ int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset) {
   for (int m = 2; (long)m * L < K; m++) {
     int M = m * L;
     if (K % M) continue;
-    if (M <= 2L * D) continue;              /* +D and -D must stay distinct peers */
-    if (leafy && m < D / L + 2) continue;   /* a flow crosses at most D/L+1 leaves */
+    if (M <= 2L * D) continue;            /* +D and -D must stay distinct peers */
+    if (leafy && m < D / L + 2) continue; /* a flow crosses at most D/L+1 leaves */
     return M;
   }
   return 0;

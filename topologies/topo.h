@@ -23,12 +23,12 @@ extern "C" {
 #endif
 
 typedef enum {
-  BS_LINK_NVLINK = 0,   /* GPU <-> NVSwitch, per GPU, per direction */
-  BS_LINK_NIC,          /* GPU (or node) <-> first network switch, per NIC */
-  BS_LINK_FABRIC,       /* one switch port of the inter-node fabric (leaf uplinks) */
-  BS_LINK_PCIE,         /* GPU <-> PCIe switch */
-  BS_LINK_HOSTBRIDGE,   /* PCIe switch <-> CPU root complex */
-  BS_LINK_SHM,          /* shared memory between ranks of one host */
+  BS_LINK_NVLINK = 0, /* GPU <-> NVSwitch, per GPU, per direction */
+  BS_LINK_NIC,        /* GPU (or node) <-> first network switch, per NIC */
+  BS_LINK_FABRIC,     /* one switch port of the inter-node fabric (leaf uplinks) */
+  BS_LINK_PCIE,       /* GPU <-> PCIe switch */
+  BS_LINK_HOSTBRIDGE, /* PCIe switch <-> CPU root complex */
+  BS_LINK_SHM,        /* shared memory between ranks of one host */
   BS_LINK_CLASS_COUNT
 } bs_link_class;
 
@@ -37,21 +37,21 @@ const char *bs_link_class_name(bs_link_class c);
 int bs_link_class_of(const char *link_name);
 
 typedef struct {
-  double bw_Bps;        /* bytes per second, per direction */
-  double lat_s;         /* seconds */
+  double bw_Bps; /* bytes per second, per direction */
+  double lat_s;  /* seconds */
 } bs_link_val;
 
 typedef struct {
-  char name[32];        /* generator: dgx-a100, a100-pcie-node, dgx-h100, host */
-  int nodes;            /* >= 1 */
-  int gpus_per_node;    /* ranks per node (host: ranks on the host) */
-  int nodes_per_leaf;   /* dgx: nodes under one leaf switch of a rail; >= nodes = single leaf */
-  double oversub;       /* dgx: leaf downlink / uplink bandwidth ratio, >= 1 */
+  char name[32];            /* generator: dgx-a100, a100-pcie-node, dgx-h100, host */
+  int nodes;                /* >= 1 */
+  int gpus_per_node;        /* ranks per node (host: ranks on the host) */
+  int nodes_per_leaf;       /* dgx: nodes under one leaf switch of a rail; >= nodes = single leaf */
+  double oversub;           /* dgx: leaf downlink / uplink bandwidth ratio, >= 1 */
   int gpus_per_pcie_switch; /* a100-pcie-node */
-  int host_cores;       /* host: cores of the CPU (informative) */
-  double host_speed;    /* host: flop/s of the whole CPU (the exec rate the engine uses) */
+  int host_cores;           /* host: cores of the CPU (informative) */
+  double host_speed;        /* host: flop/s of the whole CPU (the exec rate the engine uses) */
   bs_link_val link[BS_LINK_CLASS_COUNT];
-  int wrap_offset;          /* dgx fold quotient (see bs_topo_fold_quotient): 0 = none */
+  int wrap_offset; /* dgx fold quotient (see bs_topo_fold_quotient): 0 = none */
 } bs_topo_params;
 
 /* 1 if name is one of the generators. */

@@ -41,8 +41,8 @@ int bs_comm_irecv(bs_comm *c, void *buf, int64_t bytes, int peer, int tag, int *
   return c->ops->irecv(c->self, buf, bytes, peer, tag, req, err, errlen);
 }
 
-int bs_comm_icoll(bs_comm *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
-                  const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
+int bs_comm_icoll(bs_comm *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g, const void *send,
+                  void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
   return c->ops->icoll(c->self, kind, red, type, g, send, recv, bytes, req, err, errlen);
 }
 

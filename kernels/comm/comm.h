@@ -15,7 +15,9 @@
 typedef struct bs_comm bs_comm;
 
 /* Ranks first, first + stride, ..., `size` of them (same shape as plan.h's bs_group). */
-typedef struct { int32_t first, stride, size; } bs_comm_group;
+typedef struct {
+  int32_t first, stride, size;
+} bs_comm_group;
 
 typedef enum { BS_COMM_ALLREDUCE = 0, BS_COMM_ALLGATHER, BS_COMM_REDUCE_SCATTER, BS_COMM_ALLTOALL } bs_comm_coll;
 typedef enum { BS_COMM_SUM = 0, BS_COMM_MAX } bs_comm_red;
@@ -25,7 +27,7 @@ enum { BS_COMM_OK = 0, BS_COMM_ERR = -1, BS_COMM_TIMEOUT = -2 };
 
 /* A backend: the calls below on its state `self`, with the same contracts. */
 typedef struct {
-  const char *name;                       /* "mpi", "nccl" */
+  const char *name; /* "mpi", "nccl" */
   int (*rank)(const void *self);
   int (*size)(const void *self);
   int (*isend)(void *self, const void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen);
@@ -58,8 +60,8 @@ int bs_comm_irecv(bs_comm *c, void *buf, int64_t bytes, int peer, int tag, int *
  * reduce-scatter — the full send buffer (recv holds bytes / size); all-to-all —
  * the send buffer (size equal blocks). Reductions need type F32.
  */
-int bs_comm_icoll(bs_comm *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
-                  const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen);
+int bs_comm_icoll(bs_comm *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g, const void *send,
+                  void *recv, int64_t bytes, int *req, char *err, size_t errlen);
 
 /* Non-blocking check: *done = 1 when complete (the slot is then released). */
 int bs_comm_test(bs_comm *c, int req, int *done);

@@ -16,13 +16,16 @@
 
 #define MAX_GROUPS 64
 
-typedef struct { bs_comm_group g; MPI_Comm comm; } group_comm;
+typedef struct {
+  bs_comm_group g;
+  MPI_Comm comm;
+} group_comm;
 
 typedef struct {
   MPI_Comm world;
   int rank, size;
   MPI_Request *req;
-  char *busy;                /* slot handed out and not yet reported complete */
+  char *busy; /* slot handed out and not yet reported complete */
   int nreq, cap, pending;
   group_comm groups[MAX_GROUPS];
   int ngroups;
@@ -33,7 +36,10 @@ static const bs_comm_ops mc_ops;
 int bs_comm_mpi_create(MPI_Comm world, bs_comm **out, char *err, size_t errlen) {
   *out = NULL;
   mpi_comm *c = calloc(1, sizeof *c);
-  if (!c) { snprintf(err, errlen, "comm: out of memory"); return BS_COMM_ERR; }
+  if (!c) {
+    snprintf(err, errlen, "comm: out of memory");
+    return BS_COMM_ERR;
+  }
   if (MPI_Comm_dup(world, &c->world) != MPI_SUCCESS) {
     free(c);
     snprintf(err, errlen, "comm: MPI_Comm_dup failed");
@@ -50,7 +56,10 @@ static int mc_pending(const void *self) { return ((const mpi_comm *)self)->pendi
 
 static int new_slot(mpi_comm *c) {
   for (int i = 0; i < c->nreq; i++)
-    if (!c->busy[i]) { c->busy[i] = 1; return i; }
+    if (!c->busy[i]) {
+      c->busy[i] = 1;
+      return i;
+    }
   if (c->nreq == c->cap) {
     int cap = c->cap ? 2 * c->cap : 64;
     MPI_Request *r = realloc(c->req, (size_t)cap * sizeof *r);
@@ -81,7 +90,10 @@ static int p2p(mpi_comm *c, int send, void *buf, int64_t bytes, int peer, int ta
     return BS_COMM_ERR;
   }
   int s = new_slot(c);
-  if (s < 0) { snprintf(err, errlen, "comm: out of memory"); return BS_COMM_ERR; }
+  if (s < 0) {
+    snprintf(err, errlen, "comm: out of memory");
+    return BS_COMM_ERR;
+  }
   int rc = send ? MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, c->world, &c->req[s])
                 : MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, c->world, &c->req[s]);
   if (rc != MPI_SUCCESS) {
@@ -104,9 +116,15 @@ static MPI_Comm group_comm_of(mpi_comm *c, bs_comm_group g, char *err, size_t er
   for (int i = 0; i < c->ngroups; i++)
     if (c->groups[i].g.first == g.first && c->groups[i].g.stride == g.stride && c->groups[i].g.size == g.size)
       return c->groups[i].comm;
-  if (c->ngroups == MAX_GROUPS) { snprintf(err, errlen, "comm: more than %d groups", MAX_GROUPS); return MPI_COMM_NULL; }
+  if (c->ngroups == MAX_GROUPS) {
+    snprintf(err, errlen, "comm: more than %d groups", MAX_GROUPS);
+    return MPI_COMM_NULL;
+  }
   int *ranks = malloc((size_t)g.size * sizeof *ranks);
-  if (!ranks) { snprintf(err, errlen, "comm: out of memory"); return MPI_COMM_NULL; }
+  if (!ranks) {
+    snprintf(err, errlen, "comm: out of memory");
+    return MPI_COMM_NULL;
+  }
   for (int i = 0; i < g.size; i++) ranks[i] = g.first + i * g.stride;
   MPI_Group wg, sub;
   MPI_Comm nc = MPI_COMM_NULL;
@@ -118,7 +136,8 @@ static MPI_Comm group_comm_of(mpi_comm *c, bs_comm_group g, char *err, size_t er
   MPI_Group_free(&wg);
   free(ranks);
   if (rc != MPI_SUCCESS || nc == MPI_COMM_NULL) {
-    snprintf(err, errlen, "comm: could not create the communicator of group %d+%d*i (%d ranks)", g.first, g.stride, g.size);
+    snprintf(err, errlen, "comm: could not create the communicator of group %d+%d*i (%d ranks)", g.first, g.stride,
+             g.size);
     return MPI_COMM_NULL;
   }
   c->groups[c->ngroups].g = g;
@@ -128,7 +147,7 @@ static MPI_Comm group_comm_of(mpi_comm *c, bs_comm_group g, char *err, size_t er
 }
 
 static int mc_icoll(void *self, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
-                     const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
+                    const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
   mpi_comm *c = self;
   if (g.size < 1 || g.stride < 1 || g.first < 0 || g.first + (int64_t)(g.size - 1) * g.stride >= c->size ||
       c->rank < g.first || (c->rank - g.first) % g.stride != 0 || (c->rank - g.first) / g.stride >= g.size) {
@@ -147,7 +166,10 @@ static int mc_icoll(void *self, bs_comm_coll kind, bs_comm_red red, bs_comm_type
   MPI_Comm gc = group_comm_of(c, g, err, errlen);
   if (gc == MPI_COMM_NULL) return BS_COMM_ERR;
   int s = new_slot(c);
-  if (s < 0) { snprintf(err, errlen, "comm: out of memory"); return BS_COMM_ERR; }
+  if (s < 0) {
+    snprintf(err, errlen, "comm: out of memory");
+    return BS_COMM_ERR;
+  }
   MPI_Op op = red == BS_COMM_MAX ? MPI_MAX : MPI_SUM;
   const void *sb = send == recv ? MPI_IN_PLACE : send;
   int rc;
@@ -168,11 +190,12 @@ static int mc_icoll(void *self, bs_comm_coll kind, bs_comm_red red, bs_comm_type
     if (check_count(bytes / g.size, err, errlen)) return BS_COMM_ERR;
     rc = MPI_Ialltoall(send, (int)(bytes / g.size), MPI_BYTE, recv, (int)(bytes / g.size), MPI_BYTE, gc, &c->req[s]);
     break;
-  default:
-    snprintf(err, errlen, "comm: unknown collective %d", (int)kind);
+  default: snprintf(err, errlen, "comm: unknown collective %d", (int)kind); return BS_COMM_ERR;
+  }
+  if (rc != MPI_SUCCESS) {
+    snprintf(err, errlen, "comm: collective %d failed to start", (int)kind);
     return BS_COMM_ERR;
   }
-  if (rc != MPI_SUCCESS) { snprintf(err, errlen, "comm: collective %d failed to start", (int)kind); return BS_COMM_ERR; }
   c->pending++;
   *req = s;
   return BS_COMM_OK;
@@ -238,16 +261,16 @@ static void mc_free(void *self) {
 }
 
 static const bs_comm_ops mc_ops = {
-    .name = "mpi",
-    .rank = mc_rank,
-    .size = mc_size,
-    .isend = mc_isend,
-    .irecv = mc_irecv,
-    .icoll = mc_icoll,
-    .test = mc_test,
-    .wait = mc_wait,
-    .progress = mc_progress,
-    .pending = mc_pending,
-    .abort = mc_abort,
-    .free = mc_free,
+  .name = "mpi",
+  .rank = mc_rank,
+  .size = mc_size,
+  .isend = mc_isend,
+  .irecv = mc_irecv,
+  .icoll = mc_icoll,
+  .test = mc_test,
+  .wait = mc_wait,
+  .progress = mc_progress,
+  .pending = mc_pending,
+  .abort = mc_abort,
+  .free = mc_free,
 };

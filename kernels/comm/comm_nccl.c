@@ -36,8 +36,8 @@ static void seterr(char *err, size_t len, const char *fmt, ...) {
  * completing on its own event once issued. */
 typedef struct {
   int busy;
-  int unissued;   /* parts not yet issued (queued for a group, or unmatched) */
-  int nev;        /* parts */
+  int unissued; /* parts not yet issued (queued for a group, or unmatched) */
+  int nev;      /* parts */
   int failed;
   cudaEvent_t ev[2];
 } slot;
@@ -118,13 +118,13 @@ struct bs_comm_nccl {
 #endif
 };
 
-#define CU(call, err, len)                                                                     \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      seterr(err, len, "comm nccl: %s: %s", #call, cudaGetErrorString(e_));                    \
-      return BS_COMM_ERR;                                                                      \
-    }                                                                                          \
+#define CU(call, err, len)                                                  \
+  do {                                                                      \
+    cudaError_t e_ = (call);                                                \
+    if (e_ != cudaSuccess) {                                                \
+      seterr(err, len, "comm nccl: %s: %s", #call, cudaGetErrorString(e_)); \
+      return BS_COMM_ERR;                                                   \
+    }                                                                       \
   } while (0)
 
 /* ---- slots ----------------------------------------------------------------------- */
@@ -174,18 +174,15 @@ static void release_slot(bs_comm_nccl *c, int s) {
 }
 
 static int in_group(const bs_comm_nccl *c, bs_comm_group g, char *err, size_t len) {
-  if (g.size < 1 || g.stride < 1 || g.first < 0 ||
-      g.first + (int64_t)(g.size - 1) * g.stride >= c->size || c->rank < g.first ||
-      (c->rank - g.first) % g.stride != 0 || (c->rank - g.first) / g.stride >= g.size) {
-    seterr(err, len, "comm nccl: rank %d is not in group %d+%d*i (%d ranks)", c->rank, g.first,
-           g.stride, g.size);
+  if (g.size < 1 || g.stride < 1 || g.first < 0 || g.first + (int64_t)(g.size - 1) * g.stride >= c->size ||
+      c->rank < g.first || (c->rank - g.first) % g.stride != 0 || (c->rank - g.first) / g.stride >= g.size) {
+    seterr(err, len, "comm nccl: rank %d is not in group %d+%d*i (%d ranks)", c->rank, g.first, g.stride, g.size);
     return 0;
   }
   return 1;
 }
 
-static int coll_args_ok(bs_comm_coll kind, bs_comm_type type, bs_comm_group g, int64_t bytes,
-                        char *err, size_t len) {
+static int coll_args_ok(bs_comm_coll kind, bs_comm_type type, bs_comm_group g, int64_t bytes, char *err, size_t len) {
   if (kind < BS_COMM_ALLREDUCE || kind > BS_COMM_ALLTOALL) {
     seterr(err, len, "comm nccl: unknown collective %d", (int)kind);
     return 0;
@@ -308,13 +305,13 @@ int bs_comm_nccl_create_local(int G, int device, bs_comm_nccl **out, char *err, 
 }
 
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
-#define NC(call, err, len)                                                                     \
-  do {                                                                                         \
-    ncclResult_t r_ = (call);                                                                  \
-    if (r_ != ncclSuccess) {                                                                   \
-      seterr(err, len, "comm nccl: %s: %s", #call, ncclGetErrorString(r_));                    \
-      return BS_COMM_ERR;                                                                      \
-    }                                                                                          \
+#define NC(call, err, len)                                                  \
+  do {                                                                      \
+    ncclResult_t r_ = (call);                                               \
+    if (r_ != ncclSuccess) {                                                \
+      seterr(err, len, "comm nccl: %s: %s", #call, ncclGetErrorString(r_)); \
+      return BS_COMM_ERR;                                                   \
+    }                                                                       \
   } while (0)
 
 static int nccl_init_comm(MPI_Comm mc, int nranks, int rank, ncclComm_t *out, char *err, size_t len) {
@@ -330,8 +327,7 @@ static int nccl_init_comm(MPI_Comm mc, int nranks, int rank, ncclComm_t *out, ch
 }
 #endif
 
-int bs_comm_nccl_create(const void *mpi_world, int device, bs_comm_nccl **out, char *err,
-                        size_t errlen) {
+int bs_comm_nccl_create(const void *mpi_world, int device, bs_comm_nccl **out, char *err, size_t errlen) {
   if (!out || !mpi_world) {
     seterr(err, errlen, "comm nccl: NULL argument");
     return BS_COMM_ERR;
@@ -346,8 +342,7 @@ int bs_comm_nccl_create(const void *mpi_world, int device, bs_comm_nccl **out, c
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n <= 0) {
     (void)cudaGetLastError();
-    seterr(err, errlen, "comm nccl: no CUDA device (%s)",
-           e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    seterr(err, errlen, "comm nccl: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return BS_COMM_ERR;
   }
   if (device < 0 || device >= n) {
@@ -390,8 +385,8 @@ int bs_comm_nccl_pending(const bs_comm_nccl *c) { return c->pending; }
 static int local_copy(lmsg *snd, lmsg *rcv, char *err, size_t len) {
   slot *ss = &snd->owner->slots[snd->slot], *rs = &rcv->owner->slots[rcv->slot];
   if (snd->bytes > rcv->bytes) {
-    seterr(err, len, "comm nccl: rank %d sends %lld bytes to rank %d (tag %d), which receives %lld",
-           snd->src, (long long)snd->bytes, snd->dst, snd->tag, (long long)rcv->bytes);
+    seterr(err, len, "comm nccl: rank %d sends %lld bytes to rank %d (tag %d), which receives %lld", snd->src,
+           (long long)snd->bytes, snd->dst, snd->tag, (long long)rcv->bytes);
     ss->failed = rs->failed = 1;
     ss->unissued--;
     rs->unissued--;
@@ -407,8 +402,7 @@ static int local_copy(lmsg *snd, lmsg *rcv, char *err, size_t len) {
   rs->unissued--;
   if (e != cudaSuccess) {
     ss->failed = rs->failed = 1;
-    seterr(err, len, "comm nccl: local copy rank %d -> %d: %s", snd->src, snd->dst,
-           cudaGetErrorString(e));
+    seterr(err, len, "comm nccl: local copy rank %d -> %d: %s", snd->src, snd->dst, cudaGetErrorString(e));
     return BS_COMM_ERR;
   }
   return BS_COMM_OK;
@@ -436,8 +430,8 @@ static void free_msg(lmsg *m) {
 }
 
 /* Posts one part (send or receive) of request slot s. */
-static int local_post(bs_comm_nccl *c, int send, const void *sbuf, void *rbuf, int64_t bytes,
-                      int peer, int tag, int s, int part, char *err, size_t len) {
+static int local_post(bs_comm_nccl *c, int send, const void *sbuf, void *rbuf, int64_t bytes, int peer, int tag, int s,
+                      int part, char *err, size_t len) {
   local_world *lw = c->lw;
   lmsg *m = calloc(1, sizeof *m);
   if (!m) {
@@ -493,47 +487,44 @@ static int local_run_coll(local_world *lw, lcoll *cl, char *err, size_t len) {
   for (int m = 0; m < n && e == cudaSuccess; m++) e = cudaStreamWaitEvent(st, cl->ready[m], 0);
   const size_t b = (size_t)cl->bytes;
   switch (cl->kind) {
-    case BS_COMM_ALLREDUCE: {
-      const int64_t cnt = cl->bytes / 4;
-      if (e == cudaSuccess && cl->recv[0] != cl->send[0])
-        e = cudaMemcpyAsync(cl->recv[0], cl->send[0], b, cudaMemcpyDeviceToDevice, st);
-      for (int m = 1; m < n && e == cudaSuccess; m++)
-        if (bs_cuda_reduce_f32((float *)cl->recv[0], (const float *)cl->send[m], cnt, cl->red, st))
-          e = cudaErrorLaunchFailure;
-      for (int m = 1; m < n && e == cudaSuccess; m++)
-        e = cudaMemcpyAsync(cl->recv[m], cl->recv[0], b, cudaMemcpyDeviceToDevice, st);
-      break;
-    }
-    case BS_COMM_ALLGATHER:
-      for (int r = 0; r < n && e == cudaSuccess; r++)
-        for (int m = 0; m < n && e == cudaSuccess; m++) {
-          char *dst = (char *)cl->recv[r] + (size_t)m * b;
-          if (dst != (const char *)cl->send[m])
-            e = cudaMemcpyAsync(dst, cl->send[m], b, cudaMemcpyDeviceToDevice, st);
-        }
-      break;
-    case BS_COMM_REDUCE_SCATTER: {
-      const size_t part = b / (size_t)n;
-      for (int r = 0; r < n && e == cudaSuccess; r++) {
-        e = cudaMemcpyAsync(cl->recv[r], (const char *)cl->send[0] + (size_t)r * part, part,
-                            cudaMemcpyDeviceToDevice, st);
-        for (int m = 1; m < n && e == cudaSuccess; m++)
-          if (bs_cuda_reduce_f32((float *)cl->recv[r],
-                                 (const float *)((const char *)cl->send[m] + (size_t)r * part),
-                                 (int64_t)(part / 4), cl->red, st))
-            e = cudaErrorLaunchFailure;
+  case BS_COMM_ALLREDUCE: {
+    const int64_t cnt = cl->bytes / 4;
+    if (e == cudaSuccess && cl->recv[0] != cl->send[0])
+      e = cudaMemcpyAsync(cl->recv[0], cl->send[0], b, cudaMemcpyDeviceToDevice, st);
+    for (int m = 1; m < n && e == cudaSuccess; m++)
+      if (bs_cuda_reduce_f32((float *)cl->recv[0], (const float *)cl->send[m], cnt, cl->red, st))
+        e = cudaErrorLaunchFailure;
+    for (int m = 1; m < n && e == cudaSuccess; m++)
+      e = cudaMemcpyAsync(cl->recv[m], cl->recv[0], b, cudaMemcpyDeviceToDevice, st);
+    break;
+  }
+  case BS_COMM_ALLGATHER:
+    for (int r = 0; r < n && e == cudaSuccess; r++)
+      for (int m = 0; m < n && e == cudaSuccess; m++) {
+        char *dst = (char *)cl->recv[r] + (size_t)m * b;
+        if (dst != (const char *)cl->send[m]) e = cudaMemcpyAsync(dst, cl->send[m], b, cudaMemcpyDeviceToDevice, st);
       }
-      break;
+    break;
+  case BS_COMM_REDUCE_SCATTER: {
+    const size_t part = b / (size_t)n;
+    for (int r = 0; r < n && e == cudaSuccess; r++) {
+      e =
+        cudaMemcpyAsync(cl->recv[r], (const char *)cl->send[0] + (size_t)r * part, part, cudaMemcpyDeviceToDevice, st);
+      for (int m = 1; m < n && e == cudaSuccess; m++)
+        if (bs_cuda_reduce_f32((float *)cl->recv[r], (const float *)((const char *)cl->send[m] + (size_t)r * part),
+                               (int64_t)(part / 4), cl->red, st))
+          e = cudaErrorLaunchFailure;
     }
-    case BS_COMM_ALLTOALL: {
-      const size_t blk = b / (size_t)n;
-      for (int r = 0; r < n && e == cudaSuccess; r++)
-        for (int m = 0; m < n && e == cudaSuccess; m++)
-          e = cudaMemcpyAsync((char *)cl->recv[r] + (size_t)m * blk,
-                              (const char *)cl->send[m] + (size_t)r * blk, blk,
-                              cudaMemcpyDeviceToDevice, st);
-      break;
-    }
+    break;
+  }
+  case BS_COMM_ALLTOALL: {
+    const size_t blk = b / (size_t)n;
+    for (int r = 0; r < n && e == cudaSuccess; r++)
+      for (int m = 0; m < n && e == cudaSuccess; m++)
+        e = cudaMemcpyAsync((char *)cl->recv[r] + (size_t)m * blk, (const char *)cl->send[m] + (size_t)r * blk, blk,
+                            cudaMemcpyDeviceToDevice, st);
+    break;
+  }
   }
   for (int m = 0; m < n; m++) {
     slot *sl = &cl->owner[m]->slots[cl->slot[m]];
@@ -551,16 +542,14 @@ static int local_run_coll(local_world *lw, lcoll *cl, char *err, size_t len) {
   return rc;
 }
 
-static int local_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type,
-                      bs_comm_group g, const void *send, void *recv, int64_t bytes, int s,
-                      char *err, size_t len) {
+static int local_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
+                      const void *send, void *recv, int64_t bytes, int s, char *err, size_t len) {
   local_world *lw = c->lw;
   int64_t seq = next_seq(c, g, err, len);
   if (seq < 0) return BS_COMM_ERR;
   lcoll *cl = lw->colls;
   for (; cl; cl = cl->next)
-    if (cl->seq == seq && cl->g.first == g.first && cl->g.stride == g.stride && cl->g.size == g.size)
-      break;
+    if (cl->seq == seq && cl->g.first == g.first && cl->g.stride == g.stride && cl->g.size == g.size) break;
   if (!cl) {
     cl = calloc(1, sizeof *cl);
     if (!cl) {
@@ -576,8 +565,8 @@ static int local_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_co
     cl->next = lw->colls;
     lw->colls = cl;
   } else if (cl->kind != kind || cl->red != red || cl->type != type || cl->bytes != bytes) {
-    seterr(err, len, "comm nccl: rank %d's collective #%lld on group %d+%d*i differs from its peers'",
-           c->rank, (long long)seq, g.first, g.stride, g.size);
+    seterr(err, len, "comm nccl: rank %d's collective #%lld on group %d+%d*i differs from its peers'", c->rank,
+           (long long)seq, g.first, g.stride, g.size);
     return BS_COMM_ERR;
   }
   const int m = (c->rank - g.first) / g.stride;
@@ -603,8 +592,8 @@ static int local_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_co
 /* ---- NCCL mode ------------------------------------------------------------------------- */
 
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
-static int queue_op(bs_comm_nccl *c, int send, void *buf, int64_t bytes, int peer, int s, int part,
-                    char *err, size_t len) {
+static int queue_op(bs_comm_nccl *c, int send, void *buf, int64_t bytes, int peer, int s, int part, char *err,
+                    size_t len) {
   if (c->nq == c->qcap) {
     int cap = c->qcap ? 2 * c->qcap : 32;
     p2p_op *q = realloc(c->queue, (size_t)cap * sizeof *q);
@@ -660,8 +649,7 @@ static int nccl_group_comm(bs_comm_nccl *c, bs_comm_group g, ncclComm_t *out, ch
     return BS_COMM_OK;
   }
   for (int i = 0; i < c->ngroups; i++)
-    if (c->groups[i].g.first == g.first && c->groups[i].g.stride == g.stride &&
-        c->groups[i].g.size == g.size) {
+    if (c->groups[i].g.first == g.first && c->groups[i].g.stride == g.stride && c->groups[i].g.size == g.size) {
       *out = c->groups[i].nccl;
       return BS_COMM_OK;
     }
@@ -701,33 +689,29 @@ static int nccl_group_comm(bs_comm_nccl *c, bs_comm_group g, ncclComm_t *out, ch
   return BS_COMM_OK;
 }
 
-static int nccl_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_group g,
-                     const void *send, void *recv, int64_t bytes, int s, char *err, size_t len) {
+static int nccl_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_group g, const void *send, void *recv,
+                     int64_t bytes, int s, char *err, size_t len) {
   ncclComm_t gc;
   if (nccl_flush(c, err, len) || nccl_group_comm(c, g, &gc, err, len)) return BS_COMM_ERR;
   ncclRedOp_t op = red == BS_COMM_MAX ? ncclMax : ncclSum;
   ncclResult_t r = ncclSuccess;
   switch (kind) {
-    case BS_COMM_ALLREDUCE:
-      r = ncclAllReduce(send, recv, (size_t)(bytes / 4), ncclFloat32, op, gc, c->stream);
-      break;
-    case BS_COMM_ALLGATHER:
-      r = ncclAllGather(send, recv, (size_t)bytes, ncclUint8, gc, c->stream);
-      break;
-    case BS_COMM_REDUCE_SCATTER:
-      r = ncclReduceScatter(send, recv, (size_t)(bytes / 4 / g.size), ncclFloat32, op, gc, c->stream);
-      break;
-    case BS_COMM_ALLTOALL: {
-      const size_t blk = (size_t)(bytes / g.size);
-      r = ncclGroupStart();
-      for (int i = 0; i < g.size && r == ncclSuccess; i++) {
-        r = ncclSend((const char *)send + (size_t)i * blk, blk, ncclUint8, i, gc, c->stream);
-        if (r == ncclSuccess) r = ncclRecv((char *)recv + (size_t)i * blk, blk, ncclUint8, i, gc, c->stream);
-      }
-      ncclResult_t r2 = ncclGroupEnd();
-      if (r == ncclSuccess) r = r2;
-      break;
+  case BS_COMM_ALLREDUCE: r = ncclAllReduce(send, recv, (size_t)(bytes / 4), ncclFloat32, op, gc, c->stream); break;
+  case BS_COMM_ALLGATHER: r = ncclAllGather(send, recv, (size_t)bytes, ncclUint8, gc, c->stream); break;
+  case BS_COMM_REDUCE_SCATTER:
+    r = ncclReduceScatter(send, recv, (size_t)(bytes / 4 / g.size), ncclFloat32, op, gc, c->stream);
+    break;
+  case BS_COMM_ALLTOALL: {
+    const size_t blk = (size_t)(bytes / g.size);
+    r = ncclGroupStart();
+    for (int i = 0; i < g.size && r == ncclSuccess; i++) {
+      r = ncclSend((const char *)send + (size_t)i * blk, blk, ncclUint8, i, gc, c->stream);
+      if (r == ncclSuccess) r = ncclRecv((char *)recv + (size_t)i * blk, blk, ncclUint8, i, gc, c->stream);
     }
+    ncclResult_t r2 = ncclGroupEnd();
+    if (r == ncclSuccess) r = r2;
+    break;
+  }
   }
   if (r != ncclSuccess) {
     c->slots[s].failed = 1;
@@ -762,8 +746,8 @@ static int check_peer(const bs_comm_nccl *c, int peer, int64_t bytes, char *err,
   return 1;
 }
 
-static int post_p2p(bs_comm_nccl *c, int send, const void *buf, int64_t bytes, int peer, int tag,
-                    int *req, char *err, size_t len) {
+static int post_p2p(bs_comm_nccl *c, int send, const void *buf, int64_t bytes, int peer, int tag, int *req, char *err,
+                    size_t len) {
   if (!c || !req) {
     seterr(err, len, "comm nccl: NULL communicator or request");
     return BS_COMM_ERR;
@@ -792,25 +776,23 @@ static int post_p2p(bs_comm_nccl *c, int send, const void *buf, int64_t bytes, i
   return rc;
 }
 
-int bs_comm_nccl_isend(bs_comm_nccl *c, const void *buf, int64_t bytes, int peer, int tag, int *req,
-                       char *err, size_t errlen) {
+int bs_comm_nccl_isend(bs_comm_nccl *c, const void *buf, int64_t bytes, int peer, int tag, int *req, char *err,
+                       size_t errlen) {
   return post_p2p(c, 1, buf, bytes, peer, tag, req, err, errlen);
 }
 
-int bs_comm_nccl_irecv(bs_comm_nccl *c, void *buf, int64_t bytes, int peer, int tag, int *req,
-                       char *err, size_t errlen) {
+int bs_comm_nccl_irecv(bs_comm_nccl *c, void *buf, int64_t bytes, int peer, int tag, int *req, char *err,
+                       size_t errlen) {
   return post_p2p(c, 0, buf, bytes, peer, tag, req, err, errlen);
 }
 
-int bs_comm_nccl_sendrecv(bs_comm_nccl *c, const void *sendbuf, int64_t send_bytes, int to,
-                          void *recvbuf, int64_t recv_bytes, int from, int tag, int *req,
-                          char *err, size_t errlen) {
+int bs_comm_nccl_sendrecv(bs_comm_nccl *c, const void *sendbuf, int64_t send_bytes, int to, void *recvbuf,
+                          int64_t recv_bytes, int from, int tag, int *req, char *err, size_t errlen) {
   if (!c || !req) {
     seterr(err, errlen, "comm nccl: NULL communicator or request");
     return BS_COMM_ERR;
   }
-  if (!check_peer(c, to, send_bytes, err, errlen) || !check_peer(c, from, recv_bytes, err, errlen))
-    return BS_COMM_ERR;
+  if (!check_peer(c, to, send_bytes, err, errlen) || !check_peer(c, from, recv_bytes, err, errlen)) return BS_COMM_ERR;
   if ((!sendbuf && send_bytes > 0) || (!recvbuf && recv_bytes > 0)) {
     seterr(err, errlen, "comm nccl: NULL buffer");
     return BS_COMM_ERR;
@@ -841,15 +823,13 @@ int bs_comm_nccl_sendrecv(bs_comm_nccl *c, const void *sendbuf, int64_t send_byt
   return rc;
 }
 
-int bs_comm_nccl_icoll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type,
-                       bs_comm_group g, const void *send, void *recv, int64_t bytes, int *req,
-                       char *err, size_t errlen) {
+int bs_comm_nccl_icoll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
+                       const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
   if (!c || !req || !send || !recv) {
     seterr(err, errlen, "comm nccl: NULL communicator, request or buffer");
     return BS_COMM_ERR;
   }
-  if (!in_group(c, g, err, errlen) || !coll_args_ok(kind, type, g, bytes, err, errlen))
-    return BS_COMM_ERR;
+  if (!in_group(c, g, err, errlen) || !coll_args_ok(kind, type, g, bytes, err, errlen)) return BS_COMM_ERR;
   lock(c);
   int rc = BS_COMM_ERR;
   int s = new_slot(c, 1, err, errlen);
@@ -930,8 +910,7 @@ int bs_comm_nccl_wait(bs_comm_nccl *c, int req, double timeout_s) {
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
     if (!c->local) {
       ncclResult_t as = ncclSuccess;
-      if (ncclCommGetAsyncError(c->nccl, &as) == ncclSuccess && as != ncclSuccess &&
-          as != ncclInProgress) {
+      if (ncclCommGetAsyncError(c->nccl, &as) == ncclSuccess && as != ncclSuccess && as != ncclInProgress) {
         fprintf(stderr, "comm nccl: rank %d: %s\n", c->rank, ncclGetErrorString(as));
         return BS_COMM_ERR;
       }
@@ -966,8 +945,7 @@ int bs_comm_nccl_after(bs_comm_nccl *c, cudaStream_t compute, char *err, size_t 
   return BS_COMM_OK;
 }
 
-int bs_comm_nccl_stream_wait(bs_comm_nccl *c, int req, cudaStream_t compute, char *err,
-                             size_t errlen) {
+int bs_comm_nccl_stream_wait(bs_comm_nccl *c, int req, cudaStream_t compute, char *err, size_t errlen) {
   if (!c) return BS_COMM_ERR;
   lock(c);
   int rc = BS_COMM_OK;
@@ -1085,8 +1063,8 @@ static int nc_isend(void *self, const void *buf, int64_t bytes, int peer, int ta
 static int nc_irecv(void *self, void *buf, int64_t bytes, int peer, int tag, int *req, char *err, size_t errlen) {
   return bs_comm_nccl_irecv(self, buf, bytes, peer, tag, req, err, errlen);
 }
-static int nc_icoll(void *self, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g, const void *send,
-                    void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
+static int nc_icoll(void *self, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
+                    const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen) {
   return bs_comm_nccl_icoll(self, kind, red, type, g, send, recv, bytes, req, err, errlen);
 }
 static int nc_test(void *self, int req, int *done) { return bs_comm_nccl_test(self, req, done); }
@@ -1096,18 +1074,18 @@ static void nc_abort(void *self, int code) { bs_comm_nccl_abort(self, code); }
 static void nc_free(void *self) { bs_comm_nccl_free(self); }
 
 static const bs_comm_ops nccl_ops = {
-    .name = "nccl",
-    .rank = nc_rank,
-    .size = nc_size,
-    .isend = nc_isend,
-    .irecv = nc_irecv,
-    .icoll = nc_icoll,
-    .test = nc_test,
-    .wait = nc_wait,
-    .progress = nc_progress,
-    .pending = nc_pending,
-    .abort = nc_abort,
-    .free = nc_free,
+  .name = "nccl",
+  .rank = nc_rank,
+  .size = nc_size,
+  .isend = nc_isend,
+  .irecv = nc_irecv,
+  .icoll = nc_icoll,
+  .test = nc_test,
+  .wait = nc_wait,
+  .progress = nc_progress,
+  .pending = nc_pending,
+  .abort = nc_abort,
+  .free = nc_free,
 };
 
 int bs_comm_nccl_as_comm(bs_comm_nccl *c, bs_comm **out, char *err, size_t errlen) {

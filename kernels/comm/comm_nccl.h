@@ -49,8 +49,7 @@ typedef struct bs_comm_nccl bs_comm_nccl;
 
 /* One rank per MPI process on GPU `device`. world is an MPI_Comm passed as a
  * pointer (so this header names no MPI type): (void *)&comm. */
-int bs_comm_nccl_create(const void *mpi_world, int device, bs_comm_nccl **out, char *err,
-                        size_t errlen);
+int bs_comm_nccl_create(const void *mpi_world, int device, bs_comm_nccl **out, char *err, size_t errlen);
 /* G virtual ranks on GPU `device`: out[0..G-1]. Free each with bs_comm_nccl_free. */
 int bs_comm_nccl_create_local(int G, int device, bs_comm_nccl **out, char *err, size_t errlen);
 
@@ -59,17 +58,15 @@ int bs_comm_nccl_size(const bs_comm_nccl *c);
 int bs_comm_nccl_is_local(const bs_comm_nccl *c);
 cudaStream_t bs_comm_nccl_stream(const bs_comm_nccl *c);
 
-int bs_comm_nccl_isend(bs_comm_nccl *c, const void *buf, int64_t bytes, int peer, int tag, int *req,
-                       char *err, size_t errlen);
-int bs_comm_nccl_irecv(bs_comm_nccl *c, void *buf, int64_t bytes, int peer, int tag, int *req,
-                       char *err, size_t errlen);
+int bs_comm_nccl_isend(bs_comm_nccl *c, const void *buf, int64_t bytes, int peer, int tag, int *req, char *err,
+                       size_t errlen);
+int bs_comm_nccl_irecv(bs_comm_nccl *c, void *buf, int64_t bytes, int peer, int tag, int *req, char *err,
+                       size_t errlen);
 /* A ring step: send to `to` and receive from `from` as one grouped operation. */
-int bs_comm_nccl_sendrecv(bs_comm_nccl *c, const void *sendbuf, int64_t send_bytes, int to,
-                          void *recvbuf, int64_t recv_bytes, int from, int tag, int *req,
-                          char *err, size_t errlen);
-int bs_comm_nccl_icoll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type,
-                       bs_comm_group g, const void *send, void *recv, int64_t bytes, int *req,
-                       char *err, size_t errlen);
+int bs_comm_nccl_sendrecv(bs_comm_nccl *c, const void *sendbuf, int64_t send_bytes, int to, void *recvbuf,
+                          int64_t recv_bytes, int from, int tag, int *req, char *err, size_t errlen);
+int bs_comm_nccl_icoll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
+                       const void *send, void *recv, int64_t bytes, int *req, char *err, size_t errlen);
 
 int bs_comm_nccl_test(bs_comm_nccl *c, int req, int *done);
 int bs_comm_nccl_wait(bs_comm_nccl *c, int req, double timeout_s);
@@ -80,8 +77,7 @@ int bs_comm_nccl_flush(bs_comm_nccl *c, char *err, size_t errlen);
 
 /* Overlap helpers (see above). */
 int bs_comm_nccl_after(bs_comm_nccl *c, cudaStream_t compute, char *err, size_t errlen);
-int bs_comm_nccl_stream_wait(bs_comm_nccl *c, int req, cudaStream_t compute, char *err,
-                             size_t errlen);
+int bs_comm_nccl_stream_wait(bs_comm_nccl *c, int req, cudaStream_t compute, char *err, size_t errlen);
 
 void bs_comm_nccl_abort(bs_comm_nccl *c, int code);
 void bs_comm_nccl_free(bs_comm_nccl *c);
@@ -92,8 +88,7 @@ int bs_comm_nccl_as_comm(bs_comm_nccl *c, bs_comm **out, char *err, size_t errle
 
 /* fp32 element-wise dst = dst (+ or max) src on a stream (the local mode's
  * reductions; kernels/cuda/comm_cuda_ops.cu). */
-int bs_cuda_reduce_f32(float *dst, const float *src, int64_t n, bs_comm_red red,
-                       cudaStream_t stream);
+int bs_cuda_reduce_f32(float *dst, const float *src, int64_t n, bs_comm_red red, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -95,12 +95,12 @@ int attn_check_bufs(const attn_params *p, int nbufs, const void *const *bufs) {
 
 const char *attn_strerror(int err) {
   switch (err) {
-    case ATTN_OK: return "success";
-    case ATTN_EINVAL: return "invalid attention parameters (a size <= 0, Zq % Zkv != 0, or a bad mask)";
-    case ATTN_ENULL: return "a required buffer is NULL";
-    case ATTN_ENOMEM: return "attention workspace allocation failed";
-    case ATTN_EDTYPE: return "storage type not supported by this backend";
-    default: return "unknown attention error";
+  case ATTN_OK: return "success";
+  case ATTN_EINVAL: return "invalid attention parameters (a size <= 0, Zq % Zkv != 0, or a bad mask)";
+  case ATTN_ENULL: return "a required buffer is NULL";
+  case ATTN_ENOMEM: return "attention workspace allocation failed";
+  case ATTN_EDTYPE: return "storage type not supported by this backend";
+  default: return "unknown attention error";
   }
 }
 
@@ -138,8 +138,7 @@ void attn_merge_row(int d, float *o, float *lse, const float *o2, float lse2) {
 int attn_merge(int64_t rows, int d, float *o, float *lse, const float *o2, const float *lse2) {
   if (rows <= 0 || d <= 0) return ATTN_EINVAL;
   if (!o || !lse || !o2 || !lse2) return ATTN_ENULL;
-  for (int64_t r = 0; r < rows; r++)
-    attn_merge_row(d, o + (size_t)r * d, lse + r, o2 + (size_t)r * d, lse2[r]);
+  for (int64_t r = 0; r < rows; r++) attn_merge_row(d, o + (size_t)r * d, lse + r, o2 + (size_t)r * d, lse2[r]);
   return ATTN_OK;
 }
 

@@ -31,8 +31,8 @@
  * out[r][0..16) (+)= sum_{x < n} a[r * lda + x * ainc] * b[x * 16 + 0..16) for r < MR.
  * a is broadcast, b is a lane panel. load = 1 adds to out, 0 overwrites.
  */
-AI void rows_x_lanes(const int MR, int64_t n, const float *a, int64_t lda, int64_t ainc,
-                     const float *b, float *out, int64_t ldo, int load) {
+AI void rows_x_lanes(const int MR, int64_t n, const float *a, int64_t lda, int64_t ainc, const float *b, float *out,
+                     int64_t ldo, int load) {
   __m256 acc[6][2];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; r++) {
@@ -56,19 +56,19 @@ AI void rows_x_lanes(const int MR, int64_t n, const float *a, int64_t lda, int64
 }
 
 /* Dispatches rows_x_lanes over `rows` rows in blocks of 6 (row r at a + r*lda, out + r*ldo). */
-static void gemm_rows_x_lanes(int64_t rows, int64_t n, const float *a, int64_t lda, int64_t ainc,
-                              const float *b, float *out, int64_t ldo, int load) {
+static void gemm_rows_x_lanes(int64_t rows, int64_t n, const float *a, int64_t lda, int64_t ainc, const float *b,
+                              float *out, int64_t ldo, int load) {
   int64_t r = 0;
   for (; r + 6 <= rows; r += 6) rows_x_lanes(6, n, a + r * lda, lda, ainc, b, out + r * ldo, ldo, load);
   const float *ar = a + r * lda;
   float *orr = out + r * ldo;
   switch (rows - r) {
-    case 5: rows_x_lanes(5, n, ar, lda, ainc, b, orr, ldo, load); break;
-    case 4: rows_x_lanes(4, n, ar, lda, ainc, b, orr, ldo, load); break;
-    case 3: rows_x_lanes(3, n, ar, lda, ainc, b, orr, ldo, load); break;
-    case 2: rows_x_lanes(2, n, ar, lda, ainc, b, orr, ldo, load); break;
-    case 1: rows_x_lanes(1, n, ar, lda, ainc, b, orr, ldo, load); break;
-    default: break;
+  case 5: rows_x_lanes(5, n, ar, lda, ainc, b, orr, ldo, load); break;
+  case 4: rows_x_lanes(4, n, ar, lda, ainc, b, orr, ldo, load); break;
+  case 3: rows_x_lanes(3, n, ar, lda, ainc, b, orr, ldo, load); break;
+  case 2: rows_x_lanes(2, n, ar, lda, ainc, b, orr, ldo, load); break;
+  case 1: rows_x_lanes(1, n, ar, lda, ainc, b, orr, ldo, load); break;
+  default: break;
   }
 }
 
@@ -76,8 +76,8 @@ static void gemm_rows_x_lanes(int64_t rows, int64_t n, const float *a, int64_t l
  * out[r][c0 .. c0 + 8*NV) += sum_{x < n} a[r * ars + x * astep] * b[x * ldb + c0 ..] for
  * r < MR: a is read one element at a time (broadcast), b is row-major along d.
  */
-AI void rows_x_cols(const int MR, const int NV, int64_t n, const float *a, int64_t ars,
-                    int64_t astep, const float *b, int64_t ldb, float *out, int64_t ldo) {
+AI void rows_x_cols(const int MR, const int NV, int64_t n, const float *a, int64_t ars, int64_t astep, const float *b,
+                    int64_t ldb, float *out, int64_t ldo) {
   __m256 acc[6][2];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; r++)
@@ -100,26 +100,24 @@ AI void rows_x_cols(const int MR, const int NV, int64_t n, const float *a, int64
 }
 
 /* out[r][0..d) += sum_x a[r*ars + x*astep] * b[x*ldb + 0..d) for r < rows; d % 8 == 0. */
-static void gemm_rows_x_cols(int64_t rows, int d, int64_t n, const float *a, int64_t ars,
-                             int64_t astep, const float *b, int64_t ldb, float *out, int64_t ldo) {
+static void gemm_rows_x_cols(int64_t rows, int d, int64_t n, const float *a, int64_t ars, int64_t astep, const float *b,
+                             int64_t ldb, float *out, int64_t ldo) {
   for (int c = 0; c < d; c += 16) {
     const int two = d - c >= 16;
     int64_t r = 0;
-#define RXC(MR)                                                                            \
-  do {                                                                                     \
-    if (two)                                                                               \
-      rows_x_cols(MR, 2, n, a + r * ars, ars, astep, b + c, ldb, out + r * ldo + c, ldo);  \
-    else                                                                                   \
-      rows_x_cols(MR, 1, n, a + r * ars, ars, astep, b + c, ldb, out + r * ldo + c, ldo);  \
+#define RXC(MR)                                                                                  \
+  do {                                                                                           \
+    if (two) rows_x_cols(MR, 2, n, a + r * ars, ars, astep, b + c, ldb, out + r * ldo + c, ldo); \
+    else rows_x_cols(MR, 1, n, a + r * ars, ars, astep, b + c, ldb, out + r * ldo + c, ldo);     \
   } while (0)
     for (; r + 6 <= rows; r += 6) RXC(6);
     switch (rows - r) {
-      case 5: RXC(5); break;
-      case 4: RXC(4); break;
-      case 3: RXC(3); break;
-      case 2: RXC(2); break;
-      case 1: RXC(1); break;
-      default: break;
+    case 5: RXC(5); break;
+    case 4: RXC(4); break;
+    case 3: RXC(3); break;
+    case 2: RXC(2); break;
+    case 1: RXC(1); break;
+    default: break;
     }
 #undef RXC
   }
@@ -128,13 +126,13 @@ static void gemm_rows_x_cols(int64_t rows, int d, int64_t n, const float *a, int
 /* --------------------------------------------------------------- forward */
 
 typedef struct {
-  float *qp;  /* [nsb][d][16] scaled, transposed queries */
-  float *ot;  /* [nsb][d][16] running O^T */
-  float *m;   /* [nsb][16] running max (base 2) */
-  float *l;   /* [nsb][16] running sum */
-  float *st;  /* [tk][16] scores / probabilities */
-  float *kt;  /* [tk][d] fp32 copy of a K tile (bf16 storage) */
-  float *vt;  /* [tk][d] fp32 copy of a V tile (bf16 storage) */
+  float *qp; /* [nsb][d][16] scaled, transposed queries */
+  float *ot; /* [nsb][d][16] running O^T */
+  float *m;  /* [nsb][16] running max (base 2) */
+  float *l;  /* [nsb][16] running sum */
+  float *st; /* [tk][16] scores / probabilities */
+  float *kt; /* [tk][d] fp32 copy of a K tile (bf16 storage) */
+  float *vt; /* [tk][d] fp32 copy of a V tile (bf16 storage) */
 } fwd_ws;
 
 static size_t avx2_fwd_ws(const attn_params *p, attn_tiles t) {
@@ -161,8 +159,8 @@ static fwd_ws fwd_ws_carve(const attn_params *p, attn_tiles t, float *ws) {
 }
 
 /* Sets masked scores of a partial tile to fill (-inf); only diagonal tiles get here. */
-static void mask_tile(const attn_mask *mk, int64_t i0, int64_t ni, int64_t j0, int64_t nk,
-                      float *st, int64_t ld, float fill) {
+static void mask_tile(const attn_mask *mk, int64_t i0, int64_t ni, int64_t j0, int64_t nk, float *st, int64_t ld,
+                      float fill) {
   for (int64_t i = 0; i < ni; i++) {
     int64_t lo, hi;
     attn_mask_visible_run(mk, mk->q_pos0 + (i0 + i) * mk->q_stride, j0, nk, &lo, &hi);
@@ -206,8 +204,7 @@ static void softmax_update(int64_t nk, int d, float *st, float *m, float *l, flo
 }
 
 /* o[0 .. 8*NV) = o * alpha + sum_{j < n} p[j] * v[j * ldv + 0 ..) (NV vectors in registers). */
-AI void pv_chunk(const int NV, int64_t n, const float *p, const float *v, int64_t ldv, float *o,
-                 float alpha) {
+AI void pv_chunk(const int NV, int64_t n, const float *p, const float *v, int64_t ldv, float *o, float alpha) {
   __m256 acc[8];
   const __m256 va = _mm256_set1_ps(alpha);
 #pragma GCC unroll 8
@@ -248,9 +245,9 @@ static inline float dot1(const float *qi, const float *kj, int d) {
  * Few query rows (decode): keys stream once through the cache, scores by dot
  * products along d, O rows held in registers while V streams; d % 8 == 0.
  */
-static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const void *k,
-                     const void *v, size_t kbase, int64_t i0, int64_t ni, int64_t cyc, int64_t j0,
-                     int64_t nj, float *o_part, float *lse_part, fwd_ws *w) {
+static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const void *k, const void *v, size_t kbase,
+                     int64_t i0, int64_t ni, int64_t cyc, int64_t j0, int64_t nj, float *o_part, float *lse_part,
+                     fwd_ws *w) {
   /* Row i sits at query index i0 + i % cyc (cyc < ni when rows of several heads are stacked). */
   const int d = p->d;
   float m[GROUP_ROWS], l[GROUP_ROWS];
@@ -311,14 +308,14 @@ static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const 
       float *orow = o_part + i * d;
       for (int c = 0; c < d; c += 64) {
         switch ((d - c) >= 64 ? 8 : (d - c) / 8) {
-          case 8: pv_chunk(8, nk, si, vt + c, d, orow + c, alpha); break;
-          case 7: pv_chunk(7, nk, si, vt + c, d, orow + c, alpha); break;
-          case 6: pv_chunk(6, nk, si, vt + c, d, orow + c, alpha); break;
-          case 5: pv_chunk(5, nk, si, vt + c, d, orow + c, alpha); break;
-          case 4: pv_chunk(4, nk, si, vt + c, d, orow + c, alpha); break;
-          case 3: pv_chunk(3, nk, si, vt + c, d, orow + c, alpha); break;
-          case 2: pv_chunk(2, nk, si, vt + c, d, orow + c, alpha); break;
-          default: pv_chunk(1, nk, si, vt + c, d, orow + c, alpha); break;
+        case 8: pv_chunk(8, nk, si, vt + c, d, orow + c, alpha); break;
+        case 7: pv_chunk(7, nk, si, vt + c, d, orow + c, alpha); break;
+        case 6: pv_chunk(6, nk, si, vt + c, d, orow + c, alpha); break;
+        case 5: pv_chunk(5, nk, si, vt + c, d, orow + c, alpha); break;
+        case 4: pv_chunk(4, nk, si, vt + c, d, orow + c, alpha); break;
+        case 3: pv_chunk(3, nk, si, vt + c, d, orow + c, alpha); break;
+        case 2: pv_chunk(2, nk, si, vt + c, d, orow + c, alpha); break;
+        default: pv_chunk(1, nk, si, vt + c, d, orow + c, alpha); break;
         }
       }
     }
@@ -336,10 +333,9 @@ static void fwd_rows(const attn_params *p, attn_tiles t, const float *qs, const 
   }
 }
 
-
-static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                           const void *v, int b, int hq, int64_t i0, int64_t ni, int64_t j0,
-                           int64_t nj, float *o_part, float *lse_part, float *ws) {
+static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v, int b,
+                           int hq, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *o_part, float *lse_part,
+                           float *ws) {
   const int d = p->d;
   if (d % 8) {
     attn_variant_scalar.fwd_block(p, t, q, k, v, b, hq, i0, ni, j0, nj, o_part, lse_part, ws);
@@ -391,8 +387,8 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
        * the top of the next step does not wait on memory. */
       if (p->dtype == ATTN_FP32 && jt + t.tk < j0 + nj) {
         int64_t nn = j0 + nj - jt - t.tk < t.tk ? j0 + nj - jt - t.tk : t.tk;
-        attn_prefetch_share((const float *)k + (kbase + jt + t.tk) * d, (const float *)v + (kbase + jt + t.tk) * d,
-                            nn, d, sb, nsb);
+        attn_prefetch_share((const float *)k + (kbase + jt + t.tk) * d, (const float *)v + (kbase + jt + t.tk) * d, nn,
+                            d, sb, nsb);
       }
     }
   }
@@ -400,14 +396,13 @@ static void avx2_fwd_block(const attn_params *p, attn_tiles t, const void *q, co
 }
 
 /* GQA decode: the Nq rows of every query head of kv head (b, hkv), K/V read once. */
-static void avx2_fwd_group_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                                 const void *v, int b, int hkv, int64_t j0, int64_t nj,
-                                 float *o_part, float *lse_part, float *ws) {
+static void avx2_fwd_group_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v, int b,
+                                 int hkv, int64_t j0, int64_t nj, float *o_part, float *lse_part, float *ws) {
   const int d = p->d, group = p->Zq / p->Zkv;
   if (d % 8) {
     for (int g = 0; g < group; g++)
-      attn_variant_scalar.fwd_block(p, t, q, k, v, b, hkv * group + g, 0, p->Nq, j0, nj,
-                                    o_part + (size_t)g * p->Nq * d, lse_part + (size_t)g * p->Nq, ws);
+      attn_variant_scalar.fwd_block(p, t, q, k, v, b, hkv * group + g, 0, p->Nq, j0, nj, o_part + (size_t)g * p->Nq * d,
+                                    lse_part + (size_t)g * p->Nq, ws);
     return;
   }
   const size_t kbase = ((size_t)b * p->Zkv + hkv) * p->Nk;
@@ -429,22 +424,20 @@ static void avx2_fwd_group_block(const attn_params *p, attn_tiles t, const void 
 
 static size_t avx2_bwd_ws(const attn_params *p, attn_tiles t) {
   size_t d = (size_t)p->d, tk = (size_t)t.tk;
-  size_t own = 4 * tk * (d + 16)   /* K, V fp32 tiles (padded rows), dK, dV accumulators */
+  size_t own = 4 * tk * (d + 16)           /* K, V fp32 tiles (padded rows), dK, dV accumulators */
                + 4 * (size_t)LW * (d + 16) /* Qp, dOp lane panels; Q, dO rows (zero padded) */
-               + 2 * (size_t)LW * tk /* P^T, dS^T */
-               + 2 * (size_t)LW + 64; /* lse (base 2), delta */
+               + 2 * (size_t)LW * tk       /* P^T, dS^T */
+               + 2 * (size_t)LW + 64;      /* lse (base 2), delta */
   size_t sc = attn_variant_scalar.bwd_ws_floats(p, t);
   return own > sc ? own : sc;
 }
 
-static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                           const void *v, const void *dout, const float *lse,
-                           const float *delta, int b, int hkv, int64_t j0, int64_t nj,
-                           float *dq_base, float *dk, float *dv, float *ws) {
+static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v,
+                           const void *dout, const float *lse, const float *delta, int b, int hkv, int64_t j0,
+                           int64_t nj, float *dq_base, float *dk, float *dv, float *ws) {
   const int d = p->d, group = p->Zq / p->Zkv;
   if (d % 8) {
-    attn_variant_scalar.bwd_block(p, t, q, k, v, dout, lse, delta, b, hkv, j0, nj, dq_base, dk,
-                                  dv, ws);
+    attn_variant_scalar.bwd_block(p, t, q, k, v, dout, lse, delta, b, hkv, j0, nj, dq_base, dk, dv, ws);
     return;
   }
   const size_t kbase = ((size_t)b * p->Zkv + hkv) * p->Nk;
@@ -535,14 +528,14 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
 #pragma GCC pop_options
 
 const attn_variant attn_variant_avx2 = {
-    .name = "avx2",
-    .fwd = {512, 64},
-    .bwd = {64, 128},
-    .fwd_block = avx2_fwd_block,
-    .fwd_group_block = avx2_fwd_group_block,
-    .group_rows = GROUP_ROWS,
-    .bwd_block = avx2_bwd_block,
-    .fwd_ws_floats = avx2_fwd_ws,
-    .bwd_ws_floats = avx2_bwd_ws,
+  .name = "avx2",
+  .fwd = {512, 64},
+  .bwd = {64, 128},
+  .fwd_block = avx2_fwd_block,
+  .fwd_group_block = avx2_fwd_group_block,
+  .group_rows = GROUP_ROWS,
+  .bwd_block = avx2_bwd_block,
+  .fwd_ws_floats = avx2_fwd_ws,
+  .bwd_ws_floats = avx2_bwd_ws,
 };
 #endif

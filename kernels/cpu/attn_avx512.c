@@ -21,9 +21,9 @@
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma")
 #include <immintrin.h>
 
-#define QB 32          /* query lanes per sub-block: two zmm vectors */
-#define MR_MAX 12      /* broadcast rows per micro-kernel call */
-#define DECODE_ROWS 4  /* this many rows or fewer: the AVX2 row path */
+#define QB 32         /* query lanes per sub-block: two zmm vectors */
+#define MR_MAX 12     /* broadcast rows per micro-kernel call */
+#define DECODE_ROWS 4 /* this many rows or fewer: the AVX2 row path */
 #define AI static inline __attribute__((always_inline))
 
 /* 2^x as in attn_avx2_math.h (degree-6 polynomial on [-1/2, 1/2]); x <= -127 gives exactly 0. */
@@ -46,8 +46,8 @@ AI __m512 exp2_ps(__m512 x) {
  * out[r][0..32) (+)= sum_{x < n} a[r * lda + x * ainc] * b[x * 32 + 0..32) for r < MR.
  * a is broadcast, b is a lane panel. load = 1 adds to out, 0 overwrites.
  */
-AI void rows_x_lanes(const int MR, int64_t n, const float *a, int64_t lda, int64_t ainc,
-                     const float *b, float *out, int64_t ldo, int load) {
+AI void rows_x_lanes(const int MR, int64_t n, const float *a, int64_t lda, int64_t ainc, const float *b, float *out,
+                     int64_t ldo, int load) {
   __m512 acc[MR_MAX][2];
 #pragma GCC unroll 12
   for (int r = 0; r < MR; r++) {
@@ -71,13 +71,13 @@ AI void rows_x_lanes(const int MR, int64_t n, const float *a, int64_t lda, int64
 }
 
 /* rows_x_lanes over `rows` rows in blocks of MR_MAX (row r at a + r*lda, out + r*ldo). */
-static void gemm_rows_x_lanes(int64_t rows, int64_t n, const float *a, int64_t lda, int64_t ainc,
-                              const float *b, float *out, int64_t ldo, int load) {
+static void gemm_rows_x_lanes(int64_t rows, int64_t n, const float *a, int64_t lda, int64_t ainc, const float *b,
+                              float *out, int64_t ldo, int load) {
   int64_t r = 0;
-  for (; r + MR_MAX <= rows; r += MR_MAX)
-    rows_x_lanes(MR_MAX, n, a + r * lda, lda, ainc, b, out + r * ldo, ldo, load);
+  for (; r + MR_MAX <= rows; r += MR_MAX) rows_x_lanes(MR_MAX, n, a + r * lda, lda, ainc, b, out + r * ldo, ldo, load);
   const float *ar = a + r * lda;
   float *orr = out + r * ldo;
+  /* clang-format off */
   switch (rows - r) {
 #define TAIL(m) \
   case m: rows_x_lanes(m, n, ar, lda, ainc, b, orr, ldo, load); break;
@@ -85,6 +85,7 @@ static void gemm_rows_x_lanes(int64_t rows, int64_t n, const float *a, int64_t l
 #undef TAIL
     default: break;
   }
+  /* clang-format on */
 }
 
 typedef struct {
@@ -162,9 +163,9 @@ static void softmax_update(int64_t nk, int d, float *st, float *m, float *l, flo
   }
 }
 
-static void avx512_fwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                             const void *v, int b, int hq, int64_t i0, int64_t ni, int64_t j0,
-                             int64_t nj, float *o_part, float *lse_part, float *ws) {
+static void avx512_fwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v, int b,
+                             int hq, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *o_part, float *lse_part,
+                             float *ws) {
   const int d = p->d;
   if (d % 8 || ni <= DECODE_ROWS) {
     attn_variant_avx2.fwd_block(p, t, q, k, v, b, hq, i0, ni, j0, nj, o_part, lse_part, ws);
@@ -205,8 +206,8 @@ static void avx512_fwd_block(const attn_params *p, attn_tiles t, const void *q, 
       /* Pull a share of the next K/V tile towards L2 meanwhile. */
       if (p->dtype == ATTN_FP32 && jt + t.tk < j0 + nj) {
         int64_t nn = j0 + nj - jt - t.tk < t.tk ? j0 + nj - jt - t.tk : t.tk;
-        attn_prefetch_share((const float *)k + (kbase + jt + t.tk) * d, (const float *)v + (kbase + jt + t.tk) * d,
-                            nn, d, sb, nsb);
+        attn_prefetch_share((const float *)k + (kbase + jt + t.tk) * d, (const float *)v + (kbase + jt + t.tk) * d, nn,
+                            d, sb, nsb);
       }
     }
   }
@@ -216,32 +217,28 @@ static void avx512_fwd_block(const attn_params *p, attn_tiles t, const void *q, 
 #pragma GCC pop_options
 
 /* The backward and the grouped decode are AVX2's (filled in by attn_pick_variant). */
-static void avx512_bwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                             const void *v, const void *dout, const float *lse, const float *delta,
-                             int b, int hkv, int64_t j0, int64_t nj, float *dq_base, float *dk,
-                             float *dv, float *ws) {
+static void avx512_bwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v,
+                             const void *dout, const float *lse, const float *delta, int b, int hkv, int64_t j0,
+                             int64_t nj, float *dq_base, float *dk, float *dv, float *ws) {
   attn_variant_avx2.bwd_block(p, t, q, k, v, dout, lse, delta, b, hkv, j0, nj, dq_base, dk, dv, ws);
 }
 
-static void avx512_fwd_group_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                                   const void *v, int b, int hkv, int64_t j0, int64_t nj,
-                                   float *o_part, float *lse_part, float *ws) {
+static void avx512_fwd_group_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v,
+                                   int b, int hkv, int64_t j0, int64_t nj, float *o_part, float *lse_part, float *ws) {
   attn_variant_avx2.fwd_group_block(p, t, q, k, v, b, hkv, j0, nj, o_part, lse_part, ws);
 }
 
-static size_t avx512_bwd_ws(const attn_params *p, attn_tiles t) {
-  return attn_variant_avx2.bwd_ws_floats(p, t);
-}
+static size_t avx512_bwd_ws(const attn_params *p, attn_tiles t) { return attn_variant_avx2.bwd_ws_floats(p, t); }
 
 const attn_variant attn_variant_avx512 = {
-    .name = "avx512",
-    .fwd = {512, 128}, /* 128 keys a tile: 200 vs 188 GFLOP/s at N = 4096, d = 128 (README) */
-    .bwd = {64, 128},
-    .fwd_block = avx512_fwd_block,
-    .fwd_group_block = avx512_fwd_group_block,
-    .group_rows = 16, /* attn_avx2.c's GROUP_ROWS */
-    .bwd_block = avx512_bwd_block,
-    .fwd_ws_floats = avx512_fwd_ws,
-    .bwd_ws_floats = avx512_bwd_ws,
+  .name = "avx512",
+  .fwd = {512, 128}, /* 128 keys a tile: 200 vs 188 GFLOP/s at N = 4096, d = 128 (README) */
+  .bwd = {64, 128},
+  .fwd_block = avx512_fwd_block,
+  .fwd_group_block = avx512_fwd_group_block,
+  .group_rows = 16, /* attn_avx2.c's GROUP_ROWS */
+  .bwd_block = avx512_bwd_block,
+  .fwd_ws_floats = avx512_fwd_ws,
+  .bwd_ws_floats = avx512_bwd_ws,
 };
 #endif

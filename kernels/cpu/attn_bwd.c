@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include "kernels/cpu/attn_internal.h"
 
-int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v, const float *o,
-             const void *dout, const float *lse, const float *delta, float *dq, float *dk,
-             float *dv) {
+int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v, const float *o, const void *dout,
+             const float *lse, const float *delta, float *dq, float *dk, float *dv) {
   const void *bufs[] = {q, k, v, dout, lse, dq, dk, dv};
   int err = attn_check_bufs(p, 8, bufs);
   if (err) return err;
@@ -55,8 +54,7 @@ int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v, 
       float *my = mem + (size_t)omp_get_thread_num() * ws;
 #pragma omp for schedule(dynamic, 1)
       for (int64_t h = 0; h < heads; h++)
-        var->bwd_block(p, t, q, k, v, dout, lse, delta, (int)(h / p->Zkv), (int)(h % p->Zkv), 0,
-                       p->Nk, dq, dk, dv, my);
+        var->bwd_block(p, t, q, k, v, dout, lse, delta, (int)(h / p->Zkv), (int)(h % p->Zkv), 0, p->Nk, dq, dk, dv, my);
     }
   } else {
 #pragma omp parallel num_threads(nt)
@@ -71,8 +69,8 @@ int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v, 
       for (int64_t w = 0; w < heads * nkt; w++) {
         int64_t h = w / nkt, kt = w % nkt;
         int64_t j0 = kt * t.tk, nj = p->Nk - j0 < t.tk ? p->Nk - j0 : t.tk;
-        var->bwd_block(p, t, q, k, v, dout, lse, delta, (int)(h / p->Zkv), (int)(h % p->Zkv), j0,
-                       nj, my_dq, dk, dv, my);
+        var->bwd_block(p, t, q, k, v, dout, lse, delta, (int)(h / p->Zkv), (int)(h % p->Zkv), j0, nj, my_dq, dk, dv,
+                       my);
       }
 #pragma omp for schedule(static)
       for (size_t e = 0; e < dq_elems; e++) {

@@ -42,8 +42,7 @@ typedef struct {
   int64_t nqt, rows_max;
 } fwd_plan;
 
-static size_t out_row(const attn_params *p, const fwd_plan *fp, int64_t rest, int64_t r,
-                      int64_t i0) {
+static size_t out_row(const attn_params *p, const fwd_plan *fp, int64_t rest, int64_t r, int64_t i0) {
   if (fp->grouped) {
     int64_t group = p->Zq / p->Zkv, b = rest / p->Zkv, hkv = rest % p->Zkv;
     int64_t g = r / p->Nq, i = r % p->Nq;
@@ -52,8 +51,7 @@ static size_t out_row(const attn_params *p, const fwd_plan *fp, int64_t rest, in
   return (size_t)((rest / fp->nqt) * p->Nq + i0 + r);
 }
 
-int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v, float *o,
-             float *lse, int accumulate) {
+int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v, float *o, float *lse, int accumulate) {
   const void *bufs[] = {q, k, v, o, lse};
   int err = attn_check_bufs(p, 5, bufs);
   if (err) return err;
@@ -62,8 +60,7 @@ int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v, 
   const int d = p->d, nt = attn_threads(p);
   const int64_t group = p->Zq / p->Zkv;
   fwd_plan fp;
-  fp.grouped = var->fwd_group_block && group > 1 && p->Nq * group <= var->group_rows &&
-               p->tile_q == 0;
+  fp.grouped = var->fwd_group_block && group > 1 && p->Nq * group <= var->group_rows && p->tile_q == 0;
   fp.nqt = fp.grouped ? 1 : (p->Nq + t.tq - 1) / t.tq;
   fp.rows_max = fp.grouped ? p->Nq * group : t.tq;
   const int64_t nkt = (p->Nk + t.tk - 1) / t.tk;
@@ -109,12 +106,10 @@ int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v, 
         memset(dst_o, 0, (size_t)ni * d * sizeof(float));
         for (int64_t i = 0; i < ni; i++) dst_l[i] = -INFINITY;
       } else if (fp.grouped) {
-        var->fwd_group_block(p, t, q, k, v, (int)(rest / p->Zkv), (int)(rest % p->Zkv), j0,
-                             j1 - j0, dst_o, dst_l, my);
+        var->fwd_group_block(p, t, q, k, v, (int)(rest / p->Zkv), (int)(rest % p->Zkv), j0, j1 - j0, dst_o, dst_l, my);
       } else {
         int64_t bh = rest / fp.nqt;
-        var->fwd_block(p, t, q, k, v, (int)(bh / p->Zq), (int)(bh % p->Zq), i0, ni, j0, j1 - j0,
-                       dst_o, dst_l, my);
+        var->fwd_block(p, t, q, k, v, (int)(bh / p->Zq), (int)(bh % p->Zq), i0, ni, j0, j1 - j0, dst_o, dst_l, my);
       }
       if (nsplit == 1)
         for (int64_t i = 0; i < ni; i++) {

@@ -42,8 +42,8 @@ static inline void attn_load_f32(float *dst, const void *src, attn_dtype dt, siz
 
 /* Packs rows 0..ni of q (from element qoff) transposed and scaled into qp, lb lanes per
  * sub-block; padding lanes stay 0. row: scratch of d floats. */
-static inline void attn_pack_lanes(const attn_params *p, const void *q, size_t qoff, int64_t ni, int lb,
-                                   float qscale, float *qp, float *row) {
+static inline void attn_pack_lanes(const attn_params *p, const void *q, size_t qoff, int64_t ni, int lb, float qscale,
+                                   float *qp, float *row) {
   const int d = p->d;
   int64_t nsb = (ni + lb - 1) / lb;
   memset(qp, 0, (size_t)nsb * d * lb * sizeof(float));
@@ -95,9 +95,9 @@ typedef struct {
  * o_part (ni x d, row-major) and its lse (natural log; -inf if no key visible).
  * ws: per-thread scratch of attn_fwd_ws_floats(p) floats.
  */
-typedef void (*attn_fwd_block_fn)(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                                  const void *v, int b, int hq, int64_t i0, int64_t ni, int64_t j0,
-                                  int64_t nj, float *o_part, float *lse_part, float *ws);
+typedef void (*attn_fwd_block_fn)(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v,
+                                  int b, int hq, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *o_part,
+                                  float *lse_part, float *ws);
 
 /*
  * Backward block kernel: key rows [j0, j0+nj) of kv head (b, hkv) against every
@@ -105,18 +105,16 @@ typedef void (*attn_fwd_block_fn)(const attn_params *p, attn_tiles t, const void
  * dq_base (a full-size dq, either the caller's or a per-thread partial).
  * delta is rowsum(dout * o) for all query rows. ws: attn_bwd_ws_floats(p).
  */
-typedef void (*attn_bwd_block_fn)(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                                  const void *v, const void *dout, const float *lse,
-                                  const float *delta, int b, int hkv, int64_t j0, int64_t nj,
-                                  float *dq_base, float *dk, float *dv, float *ws);
+typedef void (*attn_bwd_block_fn)(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v,
+                                  const void *dout, const float *lse, const float *delta, int b, int hkv, int64_t j0,
+                                  int64_t nj, float *dq_base, float *dk, float *dv, float *ws);
 
 /*
  * Forward of the Nq rows of every query head of kv group (b, hkv) at once
  * (GQA decode): o_part row g * Nq + i is query row i of head hkv * group + g.
  */
-typedef void (*attn_fwd_group_fn)(const attn_params *p, attn_tiles t, const void *q,
-                                  const void *k, const void *v, int b, int hkv, int64_t j0,
-                                  int64_t nj, float *o_part, float *lse_part, float *ws);
+typedef void (*attn_fwd_group_fn)(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v,
+                                  int b, int hkv, int64_t j0, int64_t nj, float *o_part, float *lse_part, float *ws);
 
 typedef struct {
   const char *name;

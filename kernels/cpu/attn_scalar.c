@@ -10,9 +10,9 @@ static size_t scalar_fwd_ws(const attn_params *p, attn_tiles t) {
   return (size_t)t.tq * p->d + 2 * (size_t)t.tk * p->d + (size_t)t.tq * t.tk + 2 * (size_t)t.tq;
 }
 
-static void scalar_fwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                             const void *v, int b, int hq, int64_t i0, int64_t ni, int64_t j0,
-                             int64_t nj, float *o_part, float *lse_part, float *ws) {
+static void scalar_fwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v, int b,
+                             int hq, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float *o_part, float *lse_part,
+                             float *ws) {
   const int d = p->d;
   const int hkv = hq / (p->Zq / p->Zkv);
   const size_t qoff = (((size_t)b * p->Zq + hq) * p->Nq + i0) * d;
@@ -41,8 +41,7 @@ static void scalar_fwd_block(const attn_params *p, attn_tiles t, const void *q, 
       for (int64_t j = 0; j < nk; j++) {
         float acc = 0.0f;
         for (int c = 0; c < d; c++) acc += qt[i * d + c] * kt[j * d + c];
-        if (cls == ATTN_TILE_PARTIAL &&
-            !attn_mask_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
+        if (cls == ATTN_TILE_PARTIAL && !attn_mask_visible(&p->mask, qp, p->mask.k_pos0 + (jt + j) * p->mask.k_stride))
           acc = -INFINITY;
         srow[j] = acc;
         if (acc > mx) mx = acc;
@@ -79,10 +78,9 @@ static size_t scalar_bwd_ws(const attn_params *p, attn_tiles t) {
   return 4 * (size_t)t.tk * p->d + 2 * (size_t)t.tq * p->d;
 }
 
-static void scalar_bwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k,
-                             const void *v, const void *dout, const float *lse,
-                             const float *delta, int b, int hkv, int64_t j0, int64_t nj,
-                             float *dq_base, float *dk, float *dv, float *ws) {
+static void scalar_bwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v,
+                             const void *dout, const float *lse, const float *delta, int b, int hkv, int64_t j0,
+                             int64_t nj, float *dq_base, float *dk, float *dv, float *ws) {
   const int d = p->d, group = p->Zq / p->Zkv;
   const size_t kbase = ((size_t)b * p->Zkv + hkv) * p->Nk;
   float *kt = ws, *vt = kt + (size_t)t.tk * d, *dka = vt + (size_t)t.tk * d;
@@ -141,11 +139,11 @@ static void scalar_bwd_block(const attn_params *p, attn_tiles t, const void *q, 
 }
 
 const attn_variant attn_variant_scalar = {
-    .name = "scalar",
-    .fwd = {32, 64},
-    .bwd = {32, 64},
-    .fwd_block = scalar_fwd_block,
-    .bwd_block = scalar_bwd_block,
-    .fwd_ws_floats = scalar_fwd_ws,
-    .bwd_ws_floats = scalar_bwd_ws,
+  .name = "scalar",
+  .fwd = {32, 64},
+  .bwd = {32, 64},
+  .fwd_block = scalar_fwd_block,
+  .bwd_block = scalar_bwd_block,
+  .fwd_ws_floats = scalar_fwd_ws,
+  .bwd_ws_floats = scalar_bwd_ws,
 };

@@ -29,14 +29,13 @@ size_t attn_unfused_workspace_bytes(const attn_params *p) {
 
 size_t attn_unfused_bwd_workspace_bytes(const attn_params *p) {
   if (attn_check(p)) return 0;
-  size_t f = 2 * (size_t)p->Nq * p->Nk + conv_floats(p) + (size_t)p->Nq * p->d +
-             (size_t)p->B * p->Zq * p->Nq;
+  size_t f = 2 * (size_t)p->Nq * p->Nk + conv_floats(p) + (size_t)p->Nq * p->d + (size_t)p->B * p->Zq * p->Nq;
   return f * sizeof(float);
 }
 
 /* Points *qf, *kf, *vf at fp32 data of head (b, hq), converting bf16 into conv. */
-static void head_f32(const attn_params *p, const void *q, const void *k, const void *v, int b,
-                     int hq, float *conv, const float **qf, const float **kf, const float **vf) {
+static void head_f32(const attn_params *p, const void *q, const void *k, const void *v, int b, int hq, float *conv,
+                     const float **qf, const float **kf, const float **vf) {
   int hkv = hq / (p->Zq / p->Zkv);
   size_t qoff = ((size_t)b * p->Zq + hq) * p->Nq * p->d;
   size_t koff = ((size_t)b * p->Zkv + hkv) * p->Nk * p->d;
@@ -64,8 +63,8 @@ static void mask_row(const attn_params *p, int64_t i, float *srow) {
   for (int64_t j = hi + 1 > 0 ? hi + 1 : 0; j < p->Nk; j++) srow[j] = -INFINITY;
 }
 
-int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const void *v, float *o,
-                     float *lse, int accumulate, float *workspace) {
+int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const void *v, float *o, float *lse,
+                     int accumulate, float *workspace) {
   const void *bufs[] = {q, k, v, o, lse};
   int err = attn_check_bufs(p, 5, bufs);
   if (err) return err;
@@ -91,14 +90,14 @@ int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const v
         int64_t i0 = th * slab, ni = Nq - i0 < slab ? Nq - i0 : slab;
         if (ni <= 0) continue;
         float *sb = s + (size_t)i0 * Nk;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, d, qscale,
-                    qf + (size_t)i0 * d, d, kf, d, 0.0f, sb, (int)Nk);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, d, qscale, qf + (size_t)i0 * d, d, kf, d,
+                    0.0f, sb, (int)Nk);
         for (int64_t i = 0; i < ni; i++) {
           mask_row(p, i0 + i, sb + (size_t)i * Nk);
           ltmp[i0 + i] = attn_softmax_row_exp2(sb + (size_t)i * Nk, Nk);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ni, d, (int)Nk, 1.0f, sb,
-                    (int)Nk, vf, d, 0.0f, otmp + (size_t)i0 * d, d);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ni, d, (int)Nk, 1.0f, sb, (int)Nk, vf, d, 0.0f,
+                    otmp + (size_t)i0 * d, d);
         for (int64_t i = 0; i < ni; i++) {
           size_t r = row0 + i0 + i;
           float *orow = otmp + (size_t)(i0 + i) * d;
@@ -118,9 +117,9 @@ int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const v
   return ATTN_OK;
 }
 
-int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const void *v,
-                     const float *o, const void *dout, const float *lse, const float *delta,
-                     float *dq, float *dk, float *dv, float *workspace) {
+int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const void *v, const float *o,
+                     const void *dout, const float *lse, const float *delta, float *dq, float *dk, float *dv,
+                     float *workspace) {
   const void *bufs[] = {q, k, v, dout, lse, dq, dk, dv};
   int err = attn_check_bufs(p, 8, bufs);
   if (err) return err;
@@ -167,10 +166,10 @@ int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const v
         int64_t i0 = th * qslab, ni = Nq - i0 < qslab ? Nq - i0 : qslab;
         if (ni > 0) {
           float *pm_i = pm + (size_t)i0 * Nk, *ds_i = ds + (size_t)i0 * Nk;
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, d, 1.0f, qf + (size_t)i0 * d, d,
-                      kf, d, 0.0f, pm_i, (int)Nk);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, d, 1.0f, gf + (size_t)i0 * d, d,
-                      vf, d, 0.0f, ds_i, (int)Nk);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, d, 1.0f, qf + (size_t)i0 * d, d, kf, d,
+                      0.0f, pm_i, (int)Nk);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, d, 1.0f, gf + (size_t)i0 * d, d, vf, d,
+                      0.0f, ds_i, (int)Nk);
           for (int64_t i = i0; i < i0 + ni; i++) {
             float *prow = pm + (size_t)i * Nk, *drow = ds + (size_t)i * Nk;
             float li = lse[row0 + i], di = delta[row0 + i];
@@ -184,17 +183,17 @@ int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const v
             attn_exp2_row(prow, Nk);
             for (int64_t j = 0; j < Nk; j++) drow[j] = prow[j] * (drow[j] - di) * scale;
           }
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ni, d, (int)Nk, 1.0f, ds_i, (int)Nk, kf, d,
-                      1.0f, dq + (row0 + i0) * d, d);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ni, d, (int)Nk, 1.0f, ds_i, (int)Nk, kf, d, 1.0f,
+                      dq + (row0 + i0) * d, d);
         }
 #pragma omp barrier
         /* Rows j0 .. j0+nj of dV = P^T dO and dK = dS^T Q. */
         int64_t j0 = th * kslab, nj = Nk - j0 < kslab ? Nk - j0 : kslab;
         if (nj > 0) {
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nj, d, (int)Nq, 1.0f, pm + j0, (int)Nk, gf, d,
-                      1.0f, dv + koff + (size_t)j0 * d, d);
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nj, d, (int)Nq, 1.0f, ds + j0, (int)Nk, qf, d,
-                      1.0f, dk + koff + (size_t)j0 * d, d);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nj, d, (int)Nq, 1.0f, pm + j0, (int)Nk, gf, d, 1.0f,
+                      dv + koff + (size_t)j0 * d, d);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nj, d, (int)Nq, 1.0f, ds + j0, (int)Nk, qf, d, 1.0f,
+                      dk + koff + (size_t)j0 * d, d);
         }
       }
     }

@@ -56,11 +56,11 @@ typedef enum {
  */
 typedef struct {
   attn_cuda_path path;
-  int tile_q, tile_k;  /* rows of Q and of K per tile actually used */
-  int warps;           /* warps per block */
-  int64_t blocks;      /* grid size */
-  size_t smem_bytes;   /* dynamic shared memory per block */
-  int splits;          /* decode only: KV splits per (batch, head) */
+  int tile_q, tile_k; /* rows of Q and of K per tile actually used */
+  int warps;          /* warps per block */
+  int64_t blocks;     /* grid size */
+  size_t smem_bytes;  /* dynamic shared memory per block */
+  int splits;         /* decode only: KV splits per (batch, head) */
 } attn_cuda_launch;
 
 /* Validation under this backend's rules (attn.h's, plus: dtype FP32, BF16 or
@@ -77,22 +77,21 @@ const char *attn_cuda_path_name(attn_cuda_path path);
  * in msg. Supported MMA tiles: forward tile_q in {64,128}, tile_k in {32,64};
  * backward tile_q in {32,64}, tile_k in {64,128} (0 = the default per d).
  */
-int attn_cuda_plan(const attn_params *p, attn_cuda_path want, int bwd, int align16,
-                   attn_cuda_launch *out, char *msg, size_t len);
+int attn_cuda_plan(const attn_params *p, attn_cuda_path want, int bwd, int align16, attn_cuda_launch *out, char *msg,
+                   size_t len);
 
 /* Number of CUDA devices; on failure (no driver, no device) returns
  * ATTN_ENODEV, sets *count = 0 and writes the CUDA reason to msg. */
 int attn_cuda_device_count(int *count, char *msg, size_t len);
 
 /* Forward; see attn_fwd in attn.h. o and lse are fp32 device buffers. */
-int attn_cuda_fwd(const attn_params *p, const void *q, const void *k, const void *v, float *o,
-                  float *lse, int accumulate, cudaStream_t stream);
-int attn_cuda_fwd_path(const attn_params *p, attn_cuda_path path, const void *q, const void *k,
-                       const void *v, float *o, float *lse, int accumulate, cudaStream_t stream);
+int attn_cuda_fwd(const attn_params *p, const void *q, const void *k, const void *v, float *o, float *lse,
+                  int accumulate, cudaStream_t stream);
+int attn_cuda_fwd_path(const attn_params *p, attn_cuda_path path, const void *q, const void *k, const void *v, float *o,
+                       float *lse, int accumulate, cudaStream_t stream);
 
 /* delta[row] = sum_j dout[row, j] * o[row, j] over B*Zq*Nq rows. */
-int attn_cuda_delta(const attn_params *p, const float *o, const void *dout, float *delta,
-                    cudaStream_t stream);
+int attn_cuda_delta(const attn_params *p, const float *o, const void *dout, float *delta, cudaStream_t stream);
 
 /*
  * Backward of one (query block, key block) pair; adds into dq, dk, dv (fp32).
@@ -100,16 +99,14 @@ int attn_cuda_delta(const attn_params *p, const float *o, const void *dout, floa
  * (the O variant: delta is computed into a buffer from cudaMalloc, freed after
  * the stream is synchronised — prefer the D variant in loops).
  */
-int attn_cuda_bwd(const attn_params *p, const void *q, const void *k, const void *v,
-                  const float *o, const void *dout, const float *lse, const float *delta,
-                  float *dq, float *dk, float *dv, cudaStream_t stream);
-int attn_cuda_bwd_path(const attn_params *p, attn_cuda_path path, const void *q, const void *k,
-                       const void *v, const float *o, const void *dout, const float *lse,
-                       const float *delta, float *dq, float *dk, float *dv, cudaStream_t stream);
+int attn_cuda_bwd(const attn_params *p, const void *q, const void *k, const void *v, const float *o, const void *dout,
+                  const float *lse, const float *delta, float *dq, float *dk, float *dv, cudaStream_t stream);
+int attn_cuda_bwd_path(const attn_params *p, attn_cuda_path path, const void *q, const void *k, const void *v,
+                       const float *o, const void *dout, const float *lse, const float *delta, float *dq, float *dk,
+                       float *dv, cudaStream_t stream);
 
 /* Merge a partial (o2, lse2) into (o, lse) over rows rows of width d. */
-int attn_cuda_merge(int64_t rows, int d, float *o, float *lse, const float *o2,
-                    const float *lse2, cudaStream_t stream);
+int attn_cuda_merge(int64_t rows, int d, float *o, float *lse, const float *o2, const float *lse2, cudaStream_t stream);
 
 /*
  * Decode: Nq <= ATTN_CUDA_DECODE_MAX_Q query rows against a long key block.
@@ -121,17 +118,15 @@ int attn_cuda_merge(int64_t rows, int d, float *o, float *lse, const float *o2,
  */
 int attn_cuda_decode_splits(const attn_params *p);
 size_t attn_cuda_decode_workspace_bytes(const attn_params *p, int splits);
-int attn_cuda_decode(const attn_params *p, const void *q, const void *k, const void *v, float *o,
-                     float *lse, int accumulate, int splits, void *workspace,
-                     cudaStream_t stream);
+int attn_cuda_decode(const attn_params *p, const void *q, const void *k, const void *v, float *o, float *lse,
+                     int accumulate, int splits, void *workspace, cudaStream_t stream);
 
 /*
  * Fills n elements of dst (storage dtype) with uniform values in
  * [-scale, scale) from a counter-based hash of (seed, index): reproducible, and
  * never zeros, for benchmarks and calibration (timing zeros flatters a GPU).
  */
-int attn_cuda_fill_random(void *dst, attn_dtype dtype, int64_t n, uint64_t seed, float scale,
-                          cudaStream_t stream);
+int attn_cuda_fill_random(void *dst, attn_dtype dtype, int64_t n, uint64_t seed, float scale, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

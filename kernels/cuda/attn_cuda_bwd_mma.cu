@@ -22,17 +22,15 @@ struct bwd_cfg {
   static constexpr int BN = 16 * NW; /* key rows per block */
   static constexpr int LDS = D + 8;
   static constexpr int LDT = BM + 8; /* row stride of the dS^T tile, halves */
-  static constexpr size_t SMEM = (size_t)(2 * BN + 4 * BM) * LDS * 2 +
-                                 (size_t)4 * BM * sizeof(float) + (size_t)BN * LDT * 2;
+  static constexpr size_t SMEM =
+    (size_t)(2 * BN + 4 * BM) * LDS * 2 + (size_t)4 * BM * sizeof(float) + (size_t)BN * LDT * 2;
 };
 
 template <typename T, int D, int BM, int NW>
 __global__ void __launch_bounds__(NW * 32)
-    bwd_mma_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
-                   const T *__restrict__ k, const T *__restrict__ v,
-                   const T *__restrict__ dout, const float *__restrict__ lse,
-                   const float *__restrict__ delta, float *__restrict__ dq,
-                   float *__restrict__ dk, float *__restrict__ dv) {
+  bwd_mma_kernel(attn_params p, attn_mask m, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                 const T *__restrict__ dout, const float *__restrict__ lse, const float *__restrict__ delta,
+                 float *__restrict__ dq, float *__restrict__ dk, float *__restrict__ dv) {
   using C = bwd_cfg<T, D, BM, NW>;
   constexpr int BN = C::BN, LDS = C::LDS, LDT = C::LDT, NT = C::NT;
   constexpr int QB = BM / 8; /* query n-blocks of S^T */
@@ -44,11 +42,11 @@ __global__ void __launch_bounds__(NW * 32)
 #endif
   T *sK = reinterpret_cast<T *>(smem_raw);
   T *sV = sK + BN * LDS;
-  T *sQ = sV + BN * LDS;       /* [2][BM][LDS] */
-  T *sG = sQ + 2 * BM * LDS;   /* dO: [2][BM][LDS] */
+  T *sQ = sV + BN * LDS;                                    /* [2][BM][LDS] */
+  T *sG = sQ + 2 * BM * LDS;                                /* dO: [2][BM][LDS] */
   float *sL = reinterpret_cast<float *>(sG + 2 * BM * LDS); /* [2][BM]: lse * log2e */
-  float *sDl = sL + 2 * BM;                                  /* [2][BM]: delta */
-  T *sdS = reinterpret_cast<T *>(sDl + 2 * BM);              /* [BN][LDT] */
+  float *sDl = sL + 2 * BM;                                 /* [2][BM]: delta */
+  T *sdS = reinterpret_cast<T *>(sDl + 2 * BM);             /* [BN][LDT] */
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
@@ -135,16 +133,14 @@ __global__ void __launch_bounds__(NW * 32)
 #pragma unroll
       for (int nb2 = 0; nb2 < QB / 2; nb2++) {
         uint32_t bf[4];
-        ldsm_x4(bf, cQ + (nb2 * 16 + (lane & 7) + 8 * (lane >> 4)) * LDS + kk * 16 +
-                        8 * ((lane >> 3) & 1));
+        ldsm_x4(bf, cQ + (nb2 * 16 + (lane & 7) + 8 * (lane >> 4)) * LDS + kk * 16 + 8 * ((lane >> 3) & 1));
         mma_op<T>::run(sp[2 * nb2], a, bf[0], bf[1]);
         mma_op<T>::run(sp[2 * nb2 + 1], a, bf[2], bf[3]);
       }
     }
 
     /* P^T, masked to exactly 0 where a pair is not visible. */
-    const bool full = (j0 + BN <= p.Nk) && (i0 + BM <= p.Nq) &&
-                      attn_mask_tile_full(&m, i0, ni, j0, BN);
+    const bool full = (j0 + BN <= p.Nk) && (i0 + BM <= p.Nq) && attn_mask_tile_full(&m, i0, ni, j0, BN);
 #pragma unroll
     for (int nb = 0; nb < QB; nb++)
 #pragma unroll
@@ -154,15 +150,14 @@ __global__ void __launch_bounds__(NW * 32)
         if (!full) {
           const int64_t j = j0 + wkey + g + ((c & 2) ? 8 : 0);
           const int64_t i = i0 + qc;
-          const bool ok = i < p.Nq && j < p.Nk &&
-                          attn_mask_visible(&m, m.q_pos0 + i * m.q_stride,
-                                            m.k_pos0 + j * m.k_stride);
+          const bool ok =
+            i < p.Nq && j < p.Nk && attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride);
           if (!ok) pv = 0.0f;
         }
         sp[nb][c] = pv;
       }
 
-    /* dV_w += P^T dO. */
+      /* dV_w += P^T dO. */
 #pragma unroll
     for (int kq = 0; kq < BM / 16; kq++) {
       uint32_t a[4];
@@ -173,8 +168,7 @@ __global__ void __launch_bounds__(NW * 32)
 #pragma unroll
       for (int db2 = 0; db2 < DB / 2; db2++) {
         uint32_t bf[4];
-        ldsm_x4_t(bf, cG + (kq * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LDS + db2 * 16 +
-                          8 * (lane >> 4));
+        ldsm_x4_t(bf, cG + (kq * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LDS + db2 * 16 + 8 * (lane >> 4));
         mma_op<T>::run(adv[2 * db2], a, bf[0], bf[1]);
         mma_op<T>::run(adv[2 * db2 + 1], a, bf[2], bf[3]);
       }
@@ -193,8 +187,7 @@ __global__ void __launch_bounds__(NW * 32)
 #pragma unroll
       for (int nb2 = 0; nb2 < QB / 2; nb2++) {
         uint32_t bf[4];
-        ldsm_x4(bf, cG + (nb2 * 16 + (lane & 7) + 8 * (lane >> 4)) * LDS + kk * 16 +
-                        8 * ((lane >> 3) & 1));
+        ldsm_x4(bf, cG + (nb2 * 16 + (lane & 7) + 8 * (lane >> 4)) * LDS + kk * 16 + 8 * ((lane >> 3) & 1));
         mma_op<T>::run(dp[2 * nb2], a, bf[0], bf[1]);
         mma_op<T>::run(dp[2 * nb2 + 1], a, bf[2], bf[3]);
       }
@@ -216,7 +209,7 @@ __global__ void __launch_bounds__(NW * 32)
         memcpy((void *)(sdS + (wkey + g + 8 * hr) * LDT + nb * 8 + 2 * t4), &pk, sizeof pk);
       }
 
-    /* dK_w += dS^T Q. */
+      /* dK_w += dS^T Q. */
 #pragma unroll
     for (int kq = 0; kq < BM / 16; kq++) {
       uint32_t a[4];
@@ -227,8 +220,7 @@ __global__ void __launch_bounds__(NW * 32)
 #pragma unroll
       for (int db2 = 0; db2 < DB / 2; db2++) {
         uint32_t bf[4];
-        ldsm_x4_t(bf, cQ + (kq * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LDS + db2 * 16 +
-                          8 * (lane >> 4));
+        ldsm_x4_t(bf, cQ + (kq * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LDS + db2 * 16 + 8 * (lane >> 4));
         mma_op<T>::run(adk[2 * db2], a, bf[0], bf[1]);
         mma_op<T>::run(adk[2 * db2 + 1], a, bf[2], bf[3]);
       }
@@ -245,10 +237,8 @@ __global__ void __launch_bounds__(NW * 32)
 #pragma unroll
       for (int kb = 0; kb < BN / 16; kb++) {
         uint32_t a[4], bf[4];
-        ldsm_x4_t(a, sdS + (kb * 16 + (lane & 7) + 8 * (lane >> 4)) * LDT + mt * 16 +
-                         8 * ((lane >> 3) & 1));
-        ldsm_x4_t(bf, sK + (kb * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LDS + db2 * 16 +
-                          8 * (lane >> 4));
+        ldsm_x4_t(a, sdS + (kb * 16 + (lane & 7) + 8 * (lane >> 4)) * LDT + mt * 16 + 8 * ((lane >> 3) & 1));
+        ldsm_x4_t(bf, sK + (kb * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LDS + db2 * 16 + 8 * (lane >> 4));
         mma_op<T>::run(c0, a, bf[0], bf[1]);
         mma_op<T>::run(c1, a, bf[2], bf[3]);
       }
@@ -289,55 +279,56 @@ __global__ void __launch_bounds__(NW * 32)
 
 #ifndef ATTN_CUDA_EMU
 template <typename T, int D, int BM, int NW>
-static int launch_bwd(const attn_params *p, const attn_cuda_launch *L, const void *q,
-                      const void *k, const void *v, const void *dout, const float *lse,
-                      const float *delta, float *dq, float *dk, float *dv, cudaStream_t s) {
+static int launch_bwd(const attn_params *p, const attn_cuda_launch *L, const void *q, const void *k, const void *v,
+                      const void *dout, const float *lse, const float *delta, float *dq, float *dk, float *dv,
+                      cudaStream_t s) {
   using C = bwd_cfg<T, D, BM, NW>;
   if (L->smem_bytes != C::SMEM || L->tile_q != BM || L->tile_k != C::BN || L->warps != NW) {
-    fprintf(stderr, "burstsim cuda: backward plan and kernel disagree (smem %zu vs %zu)\n",
-            L->smem_bytes, C::SMEM);
+    fprintf(stderr, "burstsim cuda: backward plan and kernel disagree (smem %zu vs %zu)\n", L->smem_bytes, C::SMEM);
     return ATTN_EINVAL;
   }
   auto kern = bwd_mma_kernel<T, D, BM, NW>;
   ATTN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
   attn_mask m = attn_cuda_mask_of(p);
-  kern<<<(unsigned)L->blocks, C::NT, C::SMEM, s>>>(*p, m, (const T *)q, (const T *)k,
-                                                   (const T *)v, (const T *)dout, lse, delta,
-                                                   dq, dk, dv);
+  kern<<<(unsigned)L->blocks, C::NT, C::SMEM, s>>>(*p, m, (const T *)q, (const T *)k, (const T *)v, (const T *)dout,
+                                                   lse, delta, dq, dk, dv);
   ATTN_CUDA_LAUNCHED("bwd_mma_kernel");
   return ATTN_OK;
 }
 
 template <typename T, int D>
-static int launch_bwd_d(const attn_params *p, const attn_cuda_launch *L, const void *q,
-                        const void *k, const void *v, const void *dout, const float *lse,
-                        const float *delta, float *dq, float *dk, float *dv, cudaStream_t s) {
-  if (L->tile_q == 32 && L->tile_k == 64) return launch_bwd<T, D, 32, 4>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
-  if (L->tile_q == 64 && L->tile_k == 64) return launch_bwd<T, D, 64, 4>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
-  if (L->tile_q == 32 && L->tile_k == 128) return launch_bwd<T, D, 32, 8>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
-  if (L->tile_q == 64 && L->tile_k == 128) return launch_bwd<T, D, 64, 8>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
+static int launch_bwd_d(const attn_params *p, const attn_cuda_launch *L, const void *q, const void *k, const void *v,
+                        const void *dout, const float *lse, const float *delta, float *dq, float *dk, float *dv,
+                        cudaStream_t s) {
+  if (L->tile_q == 32 && L->tile_k == 64)
+    return launch_bwd<T, D, 32, 4>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
+  if (L->tile_q == 64 && L->tile_k == 64)
+    return launch_bwd<T, D, 64, 4>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
+  if (L->tile_q == 32 && L->tile_k == 128)
+    return launch_bwd<T, D, 32, 8>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
+  if (L->tile_q == 64 && L->tile_k == 128)
+    return launch_bwd<T, D, 64, 8>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
   fprintf(stderr, "burstsim cuda: no backward kernel for tiles %d x %d\n", L->tile_q, L->tile_k);
   return ATTN_EINVAL;
 }
 
 template <typename T>
-static int launch_bwd_t(const attn_params *p, const attn_cuda_launch *L, const void *q,
-                        const void *k, const void *v, const void *dout, const float *lse,
-                        const float *delta, float *dq, float *dk, float *dv, cudaStream_t s) {
+static int launch_bwd_t(const attn_params *p, const attn_cuda_launch *L, const void *q, const void *k, const void *v,
+                        const void *dout, const float *lse, const float *delta, float *dq, float *dk, float *dv,
+                        cudaStream_t s) {
   if (p->d == 64) return launch_bwd_d<T, 64>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
   if (p->d == 128) return launch_bwd_d<T, 128>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);
   fprintf(stderr, "burstsim cuda: no backward kernel for d = %d\n", p->d);
   return ATTN_EINVAL;
 }
 
-#endif  // ATTN_CUDA_EMU
+#endif // ATTN_CUDA_EMU
 
-}  // namespace attn_cuda
+} // namespace attn_cuda
 
 #ifndef ATTN_CUDA_EMU
-extern "C" int attn_cuda_launch_bwd_mma(const attn_params *p, const attn_cuda_launch *L,
-                                        const void *q, const void *k, const void *v,
-                                        const void *dout, const float *lse, const float *delta,
+extern "C" int attn_cuda_launch_bwd_mma(const attn_params *p, const attn_cuda_launch *L, const void *q, const void *k,
+                                        const void *v, const void *dout, const float *lse, const float *delta,
                                         float *dq, float *dk, float *dv, cudaStream_t s) {
   if (p->dtype == ATTN_BF16)
     return attn_cuda::launch_bwd_t<__nv_bfloat16>(p, L, q, k, v, dout, lse, delta, dq, dk, dv, s);

@@ -67,6 +67,6 @@ __device__ __forceinline__ merge_w merge_weights(int accumulate, float lse_old, 
 /* Grid-stride over a 1-D grid whose size may exceed one launch dimension. */
 __device__ __forceinline__ int64_t global_block() { return (int64_t)blockIdx.x; }
 
-}  // namespace attn_cuda
+} // namespace attn_cuda
 
 #endif

@@ -24,9 +24,8 @@ struct fwd_cfg {
 
 template <typename T, int D, int MT, int BN>
 __global__ void __launch_bounds__(FWD_WARPS * 32)
-    fwd_mma_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
-                   const T *__restrict__ k, const T *__restrict__ v, float *__restrict__ o,
-                   float *__restrict__ lse, int accumulate) {
+  fwd_mma_kernel(attn_params p, attn_mask m, const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                 float *__restrict__ o, float *__restrict__ lse, int accumulate) {
   using C = fwd_cfg<T, D, MT, BN>;
   constexpr int BM = C::BM, LDS = C::LDS, NT = C::NT;
   constexpr int NB = BN / 8; /* key n-blocks of S */
@@ -37,8 +36,8 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
   extern __shared__ __align__(16) unsigned char smem_raw[];
 #endif
   T *sQ = reinterpret_cast<T *>(smem_raw);
-  T *sK = sQ + BM * LDS;      /* [2][BN][LDS] */
-  T *sV = sK + 2 * BN * LDS;  /* [2][BN][LDS] */
+  T *sK = sQ + BM * LDS;     /* [2][BN][LDS] */
+  T *sV = sK + 2 * BN * LDS; /* [2][BN][LDS] */
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
@@ -112,8 +111,7 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
 #pragma unroll
       for (int nb2 = 0; nb2 < NB / 2; nb2++) {
         uint32_t bf[4];
-        ldsm_x4(bf, cK + (nb2 * 16 + (lane & 7) + 8 * (lane >> 4)) * LDS + kk * 16 +
-                        8 * ((lane >> 3) & 1));
+        ldsm_x4(bf, cK + (nb2 * 16 + (lane & 7) + 8 * (lane >> 4)) * LDS + kk * 16 + 8 * ((lane >> 3) & 1));
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
           mma_op<T>::run(s[mt][2 * nb2], a[mt], bf[0], bf[1]);
@@ -134,15 +132,14 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
           if (!full) {
             const int64_t i = i0 + wrow + mt * 16 + g + ((c & 2) ? 8 : 0);
             const int64_t j = j0 + nb * 8 + 2 * t4 + (c & 1);
-            const bool ok = i < p.Nq && j < p.Nk &&
-                            attn_mask_visible(&m, m.q_pos0 + i * m.q_stride,
-                                              m.k_pos0 + j * m.k_stride);
+            const bool ok =
+              i < p.Nq && j < p.Nk && attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride);
             if (!ok) x = -CUDART_INF_F;
           }
           s[mt][nb][c] = x;
         }
 
-    /* Online softmax: row maxima over the quad, rescale, P = exp2(S - m). */
+        /* Online softmax: row maxima over the quad, rescale, P = exp2(S - m). */
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -173,7 +170,7 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
         }
       }
 
-    /* O += P V: P leaves the accumulators as the A operand (same layout). */
+      /* O += P V: P leaves the accumulators as the A operand (same layout). */
 #pragma unroll
     for (int kk = 0; kk < BN / 16; kk++) {
       uint32_t a[MT][4];
@@ -187,8 +184,7 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
 #pragma unroll
       for (int db2 = 0; db2 < DB / 2; db2++) {
         uint32_t bf[4];
-        ldsm_x4_t(bf, cV + (kk * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LDS + db2 * 16 +
-                          8 * (lane >> 4));
+        ldsm_x4_t(bf, cV + (kk * 16 + (lane & 7) + 8 * ((lane >> 3) & 1)) * LDS + db2 * 16 + 8 * (lane >> 4));
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
           mma_op<T>::run(acc[mt][2 * db2], a[mt], bf[0], bf[1]);
@@ -241,28 +237,24 @@ __global__ void __launch_bounds__(FWD_WARPS * 32)
 
 #ifndef ATTN_CUDA_EMU
 template <typename T, int D, int MT, int BN>
-static int launch_fwd(const attn_params *p, const attn_cuda_launch *L, const void *q,
-                      const void *k, const void *v, float *o, float *lse, int accumulate,
-                      cudaStream_t s) {
+static int launch_fwd(const attn_params *p, const attn_cuda_launch *L, const void *q, const void *k, const void *v,
+                      float *o, float *lse, int accumulate, cudaStream_t s) {
   using C = fwd_cfg<T, D, MT, BN>;
   if (L->smem_bytes != C::SMEM || L->tile_q != C::BM || L->tile_k != BN) {
-    fprintf(stderr, "burstsim cuda: forward plan and kernel disagree (smem %zu vs %zu)\n",
-            L->smem_bytes, C::SMEM);
+    fprintf(stderr, "burstsim cuda: forward plan and kernel disagree (smem %zu vs %zu)\n", L->smem_bytes, C::SMEM);
     return ATTN_EINVAL;
   }
   auto kern = fwd_mma_kernel<T, D, MT, BN>;
   ATTN_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
   attn_mask m = attn_cuda_mask_of(p);
-  kern<<<(unsigned)L->blocks, C::NT, C::SMEM, s>>>(*p, m, (const T *)q, (const T *)k,
-                                                   (const T *)v, o, lse, accumulate);
+  kern<<<(unsigned)L->blocks, C::NT, C::SMEM, s>>>(*p, m, (const T *)q, (const T *)k, (const T *)v, o, lse, accumulate);
   ATTN_CUDA_LAUNCHED("fwd_mma_kernel");
   return ATTN_OK;
 }
 
 template <typename T, int D>
-static int launch_fwd_d(const attn_params *p, const attn_cuda_launch *L, const void *q,
-                        const void *k, const void *v, float *o, float *lse, int accumulate,
-                        cudaStream_t s) {
+static int launch_fwd_d(const attn_params *p, const attn_cuda_launch *L, const void *q, const void *k, const void *v,
+                        float *o, float *lse, int accumulate, cudaStream_t s) {
   if (L->tile_q == 64 && L->tile_k == 32) return launch_fwd<T, D, 1, 32>(p, L, q, k, v, o, lse, accumulate, s);
   if (L->tile_q == 64 && L->tile_k == 64) return launch_fwd<T, D, 1, 64>(p, L, q, k, v, o, lse, accumulate, s);
   if (L->tile_q == 128 && L->tile_k == 32) return launch_fwd<T, D, 2, 32>(p, L, q, k, v, o, lse, accumulate, s);
@@ -272,27 +264,23 @@ static int launch_fwd_d(const attn_params *p, const attn_cuda_launch *L, const v
 }
 
 template <typename T>
-static int launch_fwd_t(const attn_params *p, const attn_cuda_launch *L, const void *q,
-                        const void *k, const void *v, float *o, float *lse, int accumulate,
-                        cudaStream_t s) {
+static int launch_fwd_t(const attn_params *p, const attn_cuda_launch *L, const void *q, const void *k, const void *v,
+                        float *o, float *lse, int accumulate, cudaStream_t s) {
   if (p->d == 64) return launch_fwd_d<T, 64>(p, L, q, k, v, o, lse, accumulate, s);
   if (p->d == 128) return launch_fwd_d<T, 128>(p, L, q, k, v, o, lse, accumulate, s);
   fprintf(stderr, "burstsim cuda: no forward kernel for d = %d\n", p->d);
   return ATTN_EINVAL;
 }
 
-#endif  // ATTN_CUDA_EMU
+#endif // ATTN_CUDA_EMU
 
-}  // namespace attn_cuda
+} // namespace attn_cuda
 
 #ifndef ATTN_CUDA_EMU
-extern "C" int attn_cuda_launch_fwd_mma(const attn_params *p, const attn_cuda_launch *L,
-                                        const void *q, const void *k, const void *v, float *o,
-                                        float *lse, int accumulate, cudaStream_t s) {
-  if (p->dtype == ATTN_BF16)
-    return attn_cuda::launch_fwd_t<__nv_bfloat16>(p, L, q, k, v, o, lse, accumulate, s);
-  if (p->dtype == ATTN_CUDA_FP16)
-    return attn_cuda::launch_fwd_t<__half>(p, L, q, k, v, o, lse, accumulate, s);
+extern "C" int attn_cuda_launch_fwd_mma(const attn_params *p, const attn_cuda_launch *L, const void *q, const void *k,
+                                        const void *v, float *o, float *lse, int accumulate, cudaStream_t s) {
+  if (p->dtype == ATTN_BF16) return attn_cuda::launch_fwd_t<__nv_bfloat16>(p, L, q, k, v, o, lse, accumulate, s);
+  if (p->dtype == ATTN_CUDA_FP16) return attn_cuda::launch_fwd_t<__half>(p, L, q, k, v, o, lse, accumulate, s);
   fprintf(stderr, "burstsim cuda: the MMA forward needs bf16 or fp16 storage\n");
   return ATTN_EDTYPE;
 }

@@ -78,8 +78,7 @@ int attn_cuda_check_msg(const attn_params *p, char *msg, size_t len) {
   } else if (p->mask.window < 0) {
     why = "mask window must be >= 0";
     err = ATTN_EINVAL;
-  } else if (p->mask.window >= ATTN_CUDA_POS_LIMIT ||
-             !positions_ok(p->mask.q_pos0, p->mask.q_stride, p->Nq) ||
+  } else if (p->mask.window >= ATTN_CUDA_POS_LIMIT || !positions_ok(p->mask.q_pos0, p->mask.q_stride, p->Nq) ||
              !positions_ok(p->mask.k_pos0, p->mask.k_stride, p->Nk)) {
     why = "mask positions or window out of range (|position| must stay below 2^60)";
     err = ATTN_EINVAL;
@@ -102,21 +101,21 @@ const char *attn_cuda_strerror(int err) {
   if (err == ATTN_ECUDA) return "a CUDA call or kernel launch failed (reason printed above)";
   if (err == ATTN_ENODEV) return "no usable CUDA device";
   switch (err) {
-    case ATTN_OK: return "success";
-    case ATTN_EINVAL: return "invalid attention parameters (a size <= 0, Zq % Zkv != 0, or a bad mask)";
-    case ATTN_ENULL: return "a required buffer is NULL";
-    case ATTN_ENOMEM: return "attention workspace allocation failed";
-    case ATTN_EDTYPE: return "storage type not supported by this backend";
-    default: return "unknown attention error";
+  case ATTN_OK: return "success";
+  case ATTN_EINVAL: return "invalid attention parameters (a size <= 0, Zq % Zkv != 0, or a bad mask)";
+  case ATTN_ENULL: return "a required buffer is NULL";
+  case ATTN_ENOMEM: return "attention workspace allocation failed";
+  case ATTN_EDTYPE: return "storage type not supported by this backend";
+  default: return "unknown attention error";
   }
 }
 
 const char *attn_cuda_path_name(attn_cuda_path path) {
   switch (path) {
-    case ATTN_CUDA_AUTO: return "auto";
-    case ATTN_CUDA_SIMPLE: return "simple";
-    case ATTN_CUDA_MMA: return "mma";
-    default: return "unknown";
+  case ATTN_CUDA_AUTO: return "auto";
+  case ATTN_CUDA_SIMPLE: return "simple";
+  case ATTN_CUDA_MMA: return "mma";
+  default: return "unknown";
   }
 }
 
@@ -208,8 +207,8 @@ static int plan_bwd_mma(const attn_params *p, attn_cuda_launch *L, const char **
 /* The simple path: one warp per row, 4 warps per block. */
 #define SIMPLE_WARPS 4
 
-int attn_cuda_plan(const attn_params *p, attn_cuda_path want, int bwd, int align16,
-                   attn_cuda_launch *out, char *msg, size_t len) {
+int attn_cuda_plan(const attn_params *p, attn_cuda_path want, int bwd, int align16, attn_cuda_launch *out, char *msg,
+                   size_t len) {
   const char *why = NULL;
   int err = attn_cuda_check_msg(p, msg, len);
   if (err) return err;
@@ -253,17 +252,15 @@ int attn_cuda_plan(const attn_params *p, attn_cuda_path want, int bwd, int align
     out->smem_bytes = 0;
   }
   if (out->blocks > ATTN_CUDA_MAX_BLOCKS) {
-    if (msg && len) snprintf(msg, len, "grid of %lld blocks exceeds the CUDA limit",
-                             (long long)out->blocks);
+    if (msg && len) snprintf(msg, len, "grid of %lld blocks exceeds the CUDA limit", (long long)out->blocks);
     return ATTN_EINVAL;
   }
   if (msg && len) snprintf(msg, len, "ok");
   return ATTN_OK;
 }
 
-int attn_cuda_fwd_path(const attn_params *p, attn_cuda_path path, const void *q, const void *k,
-                       const void *v, float *o, float *lse, int accumulate,
-                       cudaStream_t stream) {
+int attn_cuda_fwd_path(const attn_params *p, attn_cuda_path path, const void *q, const void *k, const void *v, float *o,
+                       float *lse, int accumulate, cudaStream_t stream) {
   char msg[160];
   int err = attn_cuda_check_msg(p, msg, sizeof msg);
   if (err) {
@@ -286,15 +283,14 @@ int attn_cuda_fwd_path(const attn_params *p, attn_cuda_path path, const void *q,
   return attn_cuda_launch_fwd_simple(p, &L, q, k, v, o, lse, accumulate, stream);
 }
 
-int attn_cuda_fwd(const attn_params *p, const void *q, const void *k, const void *v, float *o,
-                  float *lse, int accumulate, cudaStream_t stream) {
+int attn_cuda_fwd(const attn_params *p, const void *q, const void *k, const void *v, float *o, float *lse,
+                  int accumulate, cudaStream_t stream) {
   return attn_cuda_fwd_path(p, ATTN_CUDA_AUTO, q, k, v, o, lse, accumulate, stream);
 }
 
-int attn_cuda_bwd_path(const attn_params *p, attn_cuda_path path, const void *q, const void *k,
-                       const void *v, const float *o, const void *dout, const float *lse,
-                       const float *delta, float *dq, float *dk, float *dv,
-                       cudaStream_t stream) {
+int attn_cuda_bwd_path(const attn_params *p, attn_cuda_path path, const void *q, const void *k, const void *v,
+                       const float *o, const void *dout, const float *lse, const float *delta, float *dq, float *dk,
+                       float *dv, cudaStream_t stream) {
   char msg[160];
   int err = attn_cuda_check_msg(p, msg, sizeof msg);
   if (err) {
@@ -302,8 +298,9 @@ int attn_cuda_bwd_path(const attn_params *p, attn_cuda_path path, const void *q,
     return err;
   }
   if (!q || !k || !v || !dout || !lse || !dq || !dk || !dv || (!delta && !o)) {
-    fprintf(stderr, "burstsim cuda: attn_cuda_bwd: a required buffer is NULL "
-                    "(delta and o may not both be NULL)\n");
+    fprintf(stderr,
+            "burstsim cuda: attn_cuda_bwd: a required buffer is NULL "
+            "(delta and o may not both be NULL)\n");
     return ATTN_ENULL;
   }
   const void *ptrs[] = {q, k, v, dout, dq, dk, dv};
@@ -324,10 +321,8 @@ int attn_cuda_bwd_path(const attn_params *p, attn_cuda_path path, const void *q,
     }
     delta = own_delta;
   }
-  if (L.path == ATTN_CUDA_MMA)
-    err = attn_cuda_launch_bwd_mma(p, &L, q, k, v, dout, lse, delta, dq, dk, dv, stream);
-  else
-    err = attn_cuda_launch_bwd_simple(p, &L, q, k, v, dout, lse, delta, dq, dk, dv, stream);
+  if (L.path == ATTN_CUDA_MMA) err = attn_cuda_launch_bwd_mma(p, &L, q, k, v, dout, lse, delta, dq, dk, dv, stream);
+  else err = attn_cuda_launch_bwd_simple(p, &L, q, k, v, dout, lse, delta, dq, dk, dv, stream);
   if (own_delta) {
     /* The kernels may still read it: wait for the stream before freeing. */
     cudaError_t se = cudaStreamSynchronize(stream);
@@ -344,9 +339,8 @@ int attn_cuda_bwd_path(const attn_params *p, attn_cuda_path path, const void *q,
   return err;
 }
 
-int attn_cuda_bwd(const attn_params *p, const void *q, const void *k, const void *v,
-                  const float *o, const void *dout, const float *lse, const float *delta,
-                  float *dq, float *dk, float *dv, cudaStream_t stream) {
+int attn_cuda_bwd(const attn_params *p, const void *q, const void *k, const void *v, const float *o, const void *dout,
+                  const float *lse, const float *delta, float *dq, float *dk, float *dv, cudaStream_t stream) {
   return attn_cuda_bwd_path(p, ATTN_CUDA_AUTO, q, k, v, o, dout, lse, delta, dq, dk, dv, stream);
 }
 

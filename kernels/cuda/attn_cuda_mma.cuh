@@ -26,16 +26,15 @@ struct mma_op;
 
 template <>
 struct mma_op<__nv_bfloat16> {
-  static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
-                                             uint32_t b1) {
+  static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
 #ifdef ATTN_CUDA_EMU
     emu_mma<__nv_bfloat16>(c, a, b0, b1);
 #else
     asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
   }
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
@@ -48,16 +47,15 @@ struct mma_op<__nv_bfloat16> {
 
 template <>
 struct mma_op<__half> {
-  static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0,
-                                             uint32_t b1) {
+  static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
 #ifdef ATTN_CUDA_EMU
     emu_mma<__half>(c, a, b0, b1);
 #else
     asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #endif
   }
   static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
@@ -69,9 +67,7 @@ struct mma_op<__half> {
 };
 
 #ifndef ATTN_CUDA_EMU
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-  return (uint32_t)__cvta_generic_to_shared(p);
-}
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 #endif
 
 __device__ __forceinline__ void ldsm_x4(uint32_t r[4], const void *p) {
@@ -104,9 +100,7 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, bool vali
   emu_cp_async16(dst, src, valid);
 #else
   const int n = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(n)
-               : "memory");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(n) : "memory");
 #endif
 }
 
@@ -144,6 +138,6 @@ __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t row0, int64_
   }
 }
 
-}  // namespace attn_cuda
+} // namespace attn_cuda
 
 #endif

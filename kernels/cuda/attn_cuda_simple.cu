@@ -30,9 +30,8 @@ __device__ __forceinline__ row3 split_row(int64_t r, int Z, int64_t N) {
 
 template <typename T>
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    fwd_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
-                      const T *__restrict__ k, const T *__restrict__ v, float *__restrict__ o,
-                      float *__restrict__ lse, int accumulate) {
+  fwd_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q, const T *__restrict__ k,
+                    const T *__restrict__ v, float *__restrict__ o, float *__restrict__ lse, int accumulate) {
   const int lane = threadIdx.x & 31;
   const int64_t row = (int64_t)blockIdx.x * SIMPLE_WARPS + (threadIdx.x >> 5);
   const int64_t rows = (int64_t)p.B * p.Zq * p.Nq;
@@ -101,10 +100,9 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
 /* dQ: one warp per query row; walks the keys it may see. */
 template <typename T>
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    bwd_dq_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
-                         const T *__restrict__ k, const T *__restrict__ v,
-                         const T *__restrict__ dout, const float *__restrict__ lse,
-                         const float *__restrict__ delta, float *__restrict__ dq) {
+  bwd_dq_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q, const T *__restrict__ k,
+                       const T *__restrict__ v, const T *__restrict__ dout, const float *__restrict__ lse,
+                       const float *__restrict__ delta, float *__restrict__ dq) {
   const int lane = threadIdx.x & 31;
   const int64_t row = (int64_t)blockIdx.x * SIMPLE_WARPS + (threadIdx.x >> 5);
   const int64_t rows = (int64_t)p.B * p.Zq * p.Nq;
@@ -161,11 +159,9 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
  * query rows that may see it. Each warp owns its rows: no atomics. */
 template <typename T>
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    bwd_dkdv_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q,
-                           const T *__restrict__ k, const T *__restrict__ v,
-                           const T *__restrict__ dout, const float *__restrict__ lse,
-                           const float *__restrict__ delta, float *__restrict__ dk,
-                           float *__restrict__ dv) {
+  bwd_dkdv_simple_kernel(attn_params p, attn_mask m, const T *__restrict__ q, const T *__restrict__ k,
+                         const T *__restrict__ v, const T *__restrict__ dout, const float *__restrict__ lse,
+                         const float *__restrict__ delta, float *__restrict__ dk, float *__restrict__ dv) {
   const int lane = threadIdx.x & 31;
   const int64_t row = (int64_t)blockIdx.x * SIMPLE_WARPS + (threadIdx.x >> 5);
   const int64_t rows = (int64_t)p.B * p.Zkv * p.Nk;
@@ -232,8 +228,8 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
 
 template <typename T>
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    delta_kernel(int64_t rows, int d, const float *__restrict__ o, const T *__restrict__ dout,
-                 float *__restrict__ delta) {
+  delta_kernel(int64_t rows, int d, const float *__restrict__ o, const T *__restrict__ dout,
+               float *__restrict__ delta) {
   const int lane = threadIdx.x & 31;
   const int64_t row = (int64_t)blockIdx.x * SIMPLE_WARPS + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -244,8 +240,8 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
 }
 
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    merge_kernel(int64_t rows, int d, float *__restrict__ o, float *__restrict__ lse,
-                 const float *__restrict__ o2, const float *__restrict__ lse2) {
+  merge_kernel(int64_t rows, int d, float *__restrict__ o, float *__restrict__ lse, const float *__restrict__ o2,
+               const float *__restrict__ lse2) {
   const int lane = threadIdx.x & 31;
   const int64_t row = (int64_t)blockIdx.x * SIMPLE_WARPS + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -299,9 +295,8 @@ struct decode_smem {
  * its share of the keys; writes a normalised partial (O, lse) per row. */
 template <typename T>
 __global__ void __launch_bounds__(DECODE_WARPS * 32)
-    decode_partial_kernel(attn_params p, attn_mask m, int splits, const T *__restrict__ q,
-                          const T *__restrict__ k, const T *__restrict__ v,
-                          float *__restrict__ part_o, float *__restrict__ part_lse) {
+  decode_partial_kernel(attn_params p, attn_mask m, int splits, const T *__restrict__ q, const T *__restrict__ k,
+                        const T *__restrict__ v, float *__restrict__ part_o, float *__restrict__ part_lse) {
 #ifdef ATTN_CUDA_EMU
   decode_smem &S = *reinterpret_cast<decode_smem *>(emu_dynamic_smem());
 #else
@@ -405,9 +400,9 @@ __global__ void __launch_bounds__(DECODE_WARPS * 32)
 
 /* One warp per (batch, head, row): merges the splits by lse, then into (o, lse). */
 __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
-    decode_reduce_kernel(int64_t rows, int d, int splits, const float *__restrict__ part_o,
-                         const float *__restrict__ part_lse, float *__restrict__ o,
-                         float *__restrict__ lse, int accumulate) {
+  decode_reduce_kernel(int64_t rows, int d, int splits, const float *__restrict__ part_o,
+                       const float *__restrict__ part_lse, float *__restrict__ o, float *__restrict__ lse,
+                       int accumulate) {
   const int lane = threadIdx.x & 31;
   const int64_t row = (int64_t)blockIdx.x * SIMPLE_WARPS + (threadIdx.x >> 5);
   if (row >= rows) return;
@@ -433,64 +428,56 @@ __global__ void __launch_bounds__(SIMPLE_WARPS * 32)
   if (lane == 0) lse[row] = w.lse;
 }
 
-}  // namespace attn_cuda
+} // namespace attn_cuda
 
 #ifndef ATTN_CUDA_EMU
 using namespace attn_cuda;
 
 static unsigned blocks_for_rows(int64_t rows) { return (unsigned)((rows + SIMPLE_WARPS - 1) / SIMPLE_WARPS); }
 
-extern "C" int attn_cuda_launch_fwd_simple(const attn_params *p, const attn_cuda_launch *L,
-                                           const void *q, const void *k, const void *v,
-                                           float *o, float *lse, int accumulate,
+extern "C" int attn_cuda_launch_fwd_simple(const attn_params *p, const attn_cuda_launch *L, const void *q,
+                                           const void *k, const void *v, float *o, float *lse, int accumulate,
                                            cudaStream_t s) {
   attn_mask m = attn_cuda_mask_of(p);
   dim3 grid((unsigned)L->blocks), block(SIMPLE_WARPS * 32);
   if (p->dtype == ATTN_BF16)
-    fwd_simple_kernel<__nv_bfloat16><<<grid, block, 0, s>>>(
-        *p, m, (const __nv_bfloat16 *)q, (const __nv_bfloat16 *)k, (const __nv_bfloat16 *)v, o,
-        lse, accumulate);
+    fwd_simple_kernel<__nv_bfloat16><<<grid, block, 0, s>>>(*p, m, (const __nv_bfloat16 *)q, (const __nv_bfloat16 *)k,
+                                                            (const __nv_bfloat16 *)v, o, lse, accumulate);
   else if (p->dtype == ATTN_CUDA_FP16)
-    fwd_simple_kernel<__half><<<grid, block, 0, s>>>(*p, m, (const __half *)q, (const __half *)k,
-                                                     (const __half *)v, o, lse, accumulate);
+    fwd_simple_kernel<__half>
+      <<<grid, block, 0, s>>>(*p, m, (const __half *)q, (const __half *)k, (const __half *)v, o, lse, accumulate);
   else
-    fwd_simple_kernel<float><<<grid, block, 0, s>>>(*p, m, (const float *)q, (const float *)k,
-                                                    (const float *)v, o, lse, accumulate);
+    fwd_simple_kernel<float>
+      <<<grid, block, 0, s>>>(*p, m, (const float *)q, (const float *)k, (const float *)v, o, lse, accumulate);
   ATTN_CUDA_LAUNCHED("fwd_simple_kernel");
   return ATTN_OK;
 }
 
 template <typename T>
-static int bwd_simple_t(const attn_params *p, const void *q, const void *k, const void *v,
-                        const void *dout, const float *lse, const float *delta, float *dq,
-                        float *dk, float *dv, cudaStream_t s) {
+static int bwd_simple_t(const attn_params *p, const void *q, const void *k, const void *v, const void *dout,
+                        const float *lse, const float *delta, float *dq, float *dk, float *dv, cudaStream_t s) {
   attn_mask m = attn_cuda_mask_of(p);
   dim3 block(SIMPLE_WARPS * 32);
   const int64_t qrows = (int64_t)p->B * p->Zq * p->Nq, krows = (int64_t)p->B * p->Zkv * p->Nk;
-  bwd_dq_simple_kernel<T><<<blocks_for_rows(qrows), block, 0, s>>>(
-      *p, m, (const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse, delta, dq);
+  bwd_dq_simple_kernel<T><<<blocks_for_rows(qrows), block, 0, s>>>(*p, m, (const T *)q, (const T *)k, (const T *)v,
+                                                                   (const T *)dout, lse, delta, dq);
   ATTN_CUDA_LAUNCHED("bwd_dq_simple_kernel");
-  bwd_dkdv_simple_kernel<T><<<blocks_for_rows(krows), block, 0, s>>>(
-      *p, m, (const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse, delta, dk, dv);
+  bwd_dkdv_simple_kernel<T><<<blocks_for_rows(krows), block, 0, s>>>(*p, m, (const T *)q, (const T *)k, (const T *)v,
+                                                                     (const T *)dout, lse, delta, dk, dv);
   ATTN_CUDA_LAUNCHED("bwd_dkdv_simple_kernel");
   return ATTN_OK;
 }
 
-extern "C" int attn_cuda_launch_bwd_simple(const attn_params *p, const attn_cuda_launch *L,
-                                           const void *q, const void *k, const void *v,
-                                           const void *dout, const float *lse,
-                                           const float *delta, float *dq, float *dk, float *dv,
-                                           cudaStream_t s) {
+extern "C" int attn_cuda_launch_bwd_simple(const attn_params *p, const attn_cuda_launch *L, const void *q,
+                                           const void *k, const void *v, const void *dout, const float *lse,
+                                           const float *delta, float *dq, float *dk, float *dv, cudaStream_t s) {
   (void)L;
-  if (p->dtype == ATTN_BF16)
-    return bwd_simple_t<__nv_bfloat16>(p, q, k, v, dout, lse, delta, dq, dk, dv, s);
-  if (p->dtype == ATTN_CUDA_FP16)
-    return bwd_simple_t<__half>(p, q, k, v, dout, lse, delta, dq, dk, dv, s);
+  if (p->dtype == ATTN_BF16) return bwd_simple_t<__nv_bfloat16>(p, q, k, v, dout, lse, delta, dq, dk, dv, s);
+  if (p->dtype == ATTN_CUDA_FP16) return bwd_simple_t<__half>(p, q, k, v, dout, lse, delta, dq, dk, dv, s);
   return bwd_simple_t<float>(p, q, k, v, dout, lse, delta, dq, dk, dv, s);
 }
 
-extern "C" int attn_cuda_delta(const attn_params *p, const float *o, const void *dout,
-                               float *delta, cudaStream_t s) {
+extern "C" int attn_cuda_delta(const attn_params *p, const float *o, const void *dout, float *delta, cudaStream_t s) {
   char msg[160];
   int err = attn_cuda_check_msg(p, msg, sizeof msg);
   if (err) {
@@ -504,20 +491,17 @@ extern "C" int attn_cuda_delta(const attn_params *p, const float *o, const void 
   const int64_t rows = (int64_t)p->B * p->Zq * p->Nq;
   dim3 block(SIMPLE_WARPS * 32);
   if (p->dtype == ATTN_BF16)
-    delta_kernel<__nv_bfloat16><<<blocks_for_rows(rows), block, 0, s>>>(
-        rows, p->d, o, (const __nv_bfloat16 *)dout, delta);
+    delta_kernel<__nv_bfloat16>
+      <<<blocks_for_rows(rows), block, 0, s>>>(rows, p->d, o, (const __nv_bfloat16 *)dout, delta);
   else if (p->dtype == ATTN_CUDA_FP16)
-    delta_kernel<__half><<<blocks_for_rows(rows), block, 0, s>>>(rows, p->d, o,
-                                                                (const __half *)dout, delta);
-  else
-    delta_kernel<float><<<blocks_for_rows(rows), block, 0, s>>>(rows, p->d, o,
-                                                               (const float *)dout, delta);
+    delta_kernel<__half><<<blocks_for_rows(rows), block, 0, s>>>(rows, p->d, o, (const __half *)dout, delta);
+  else delta_kernel<float><<<blocks_for_rows(rows), block, 0, s>>>(rows, p->d, o, (const float *)dout, delta);
   ATTN_CUDA_LAUNCHED("delta_kernel");
   return ATTN_OK;
 }
 
-extern "C" int attn_cuda_merge(int64_t rows, int d, float *o, float *lse, const float *o2,
-                               const float *lse2, cudaStream_t s) {
+extern "C" int attn_cuda_merge(int64_t rows, int d, float *o, float *lse, const float *o2, const float *lse2,
+                               cudaStream_t s) {
   if (rows <= 0 || d <= 0 || rows > ((int64_t)1 << 36)) {
     fprintf(stderr, "burstsim cuda: attn_cuda_merge: rows and d must be positive\n");
     return ATTN_EINVAL;
@@ -532,24 +516,22 @@ extern "C" int attn_cuda_merge(int64_t rows, int d, float *o, float *lse, const 
 }
 
 template <typename T>
-static int decode_t(const attn_params *p, int splits, const void *q, const void *k,
-                    const void *v, float *part_o, float *part_lse, float *o, float *lse,
-                    int accumulate, cudaStream_t s) {
+static int decode_t(const attn_params *p, int splits, const void *q, const void *k, const void *v, float *part_o,
+                    float *part_lse, float *o, float *lse, int accumulate, cudaStream_t s) {
   attn_mask m = attn_cuda_mask_of(p);
   const int64_t heads = (int64_t)p->B * p->Zq;
   decode_partial_kernel<T><<<(unsigned)(heads * splits), DECODE_WARPS * 32, sizeof(decode_smem), s>>>(
-      *p, m, splits, (const T *)q, (const T *)k, (const T *)v, part_o, part_lse);
+    *p, m, splits, (const T *)q, (const T *)k, (const T *)v, part_o, part_lse);
   ATTN_CUDA_LAUNCHED("decode_partial_kernel");
   const int64_t rows = heads * p->Nq;
-  decode_reduce_kernel<<<blocks_for_rows(rows), SIMPLE_WARPS * 32, 0, s>>>(
-      rows, p->d, splits, part_o, part_lse, o, lse, accumulate);
+  decode_reduce_kernel<<<blocks_for_rows(rows), SIMPLE_WARPS * 32, 0, s>>>(rows, p->d, splits, part_o, part_lse, o, lse,
+                                                                           accumulate);
   ATTN_CUDA_LAUNCHED("decode_reduce_kernel");
   return ATTN_OK;
 }
 
-extern "C" int attn_cuda_decode(const attn_params *p, const void *q, const void *k,
-                                const void *v, float *o, float *lse, int accumulate, int splits,
-                                void *workspace, cudaStream_t s) {
+extern "C" int attn_cuda_decode(const attn_params *p, const void *q, const void *k, const void *v, float *o, float *lse,
+                                int accumulate, int splits, void *workspace, cudaStream_t s) {
   char msg[160];
   int err = attn_cuda_check_msg(p, msg, sizeof msg);
   if (err) {
@@ -557,8 +539,8 @@ extern "C" int attn_cuda_decode(const attn_params *p, const void *q, const void 
     return err;
   }
   if (p->Nq > ATTN_CUDA_DECODE_MAX_Q) {
-    fprintf(stderr, "burstsim cuda: attn_cuda_decode: Nq = %lld, at most %d query rows\n",
-            (long long)p->Nq, ATTN_CUDA_DECODE_MAX_Q);
+    fprintf(stderr, "burstsim cuda: attn_cuda_decode: Nq = %lld, at most %d query rows\n", (long long)p->Nq,
+            ATTN_CUDA_DECODE_MAX_Q);
     return ATTN_EINVAL;
   }
   if (!q || !k || !v || !o || !lse) {
@@ -575,26 +557,23 @@ extern "C" int attn_cuda_decode(const attn_params *p, const void *q, const void 
   if (!ws) ATTN_CUDA_TRY(cudaMalloc(&ws, bytes));
   const size_t prow = (size_t)p->B * p->Zq * (size_t)p->Nq * (size_t)splits;
   float *part_o = (float *)ws, *part_lse = part_o + prow * (size_t)p->d;
-  if (p->dtype == ATTN_BF16)
-    err = decode_t<__nv_bfloat16>(p, splits, q, k, v, part_o, part_lse, o, lse, accumulate, s);
+  if (p->dtype == ATTN_BF16) err = decode_t<__nv_bfloat16>(p, splits, q, k, v, part_o, part_lse, o, lse, accumulate, s);
   else if (p->dtype == ATTN_CUDA_FP16)
     err = decode_t<__half>(p, splits, q, k, v, part_o, part_lse, o, lse, accumulate, s);
-  else
-    err = decode_t<float>(p, splits, q, k, v, part_o, part_lse, o, lse, accumulate, s);
+  else err = decode_t<float>(p, splits, q, k, v, part_o, part_lse, o, lse, accumulate, s);
   if (!workspace) {
     cudaError_t se = cudaStreamSynchronize(s);
     cudaError_t fe = cudaFree(ws);
     if (!err && (se != cudaSuccess || fe != cudaSuccess)) {
-      fprintf(stderr, "burstsim cuda: attn_cuda_decode: %s\n",
-              cudaGetErrorString(se != cudaSuccess ? se : fe));
+      fprintf(stderr, "burstsim cuda: attn_cuda_decode: %s\n", cudaGetErrorString(se != cudaSuccess ? se : fe));
       err = ATTN_ECUDA;
     }
   }
   return err;
 }
 
-extern "C" int attn_cuda_fill_random(void *dst, attn_dtype dtype, int64_t n, uint64_t seed,
-                                     float scale, cudaStream_t s) {
+extern "C" int attn_cuda_fill_random(void *dst, attn_dtype dtype, int64_t n, uint64_t seed, float scale,
+                                     cudaStream_t s) {
   if (!dst) {
     fprintf(stderr, "burstsim cuda: attn_cuda_fill_random: dst is NULL\n");
     return ATTN_ENULL;
@@ -605,14 +584,11 @@ extern "C" int attn_cuda_fill_random(void *dst, attn_dtype dtype, int64_t n, uin
   }
   const int64_t want = (n + 255) / 256;
   const unsigned blocks = (unsigned)(want < 65536 ? want : 65536);
-  if (dtype == ATTN_BF16)
-    fill_random_kernel<<<blocks, 256, 0, s>>>((__nv_bfloat16 *)dst, n, seed, scale);
-  else if (dtype == ATTN_CUDA_FP16)
-    fill_random_kernel<<<blocks, 256, 0, s>>>((__half *)dst, n, seed, scale);
-  else
-    fill_random_kernel<<<blocks, 256, 0, s>>>((float *)dst, n, seed, scale);
+  if (dtype == ATTN_BF16) fill_random_kernel<<<blocks, 256, 0, s>>>((__nv_bfloat16 *)dst, n, seed, scale);
+  else if (dtype == ATTN_CUDA_FP16) fill_random_kernel<<<blocks, 256, 0, s>>>((__half *)dst, n, seed, scale);
+  else fill_random_kernel<<<blocks, 256, 0, s>>>((float *)dst, n, seed, scale);
   ATTN_CUDA_LAUNCHED("fill_random_kernel");
   return ATTN_OK;
 }
 
-#endif  // ATTN_CUDA_EMU
+#endif // ATTN_CUDA_EMU

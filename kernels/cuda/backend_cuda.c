@@ -56,17 +56,17 @@ static int cuda_zero(void *dst, size_t bytes) {
 }
 
 static const bs_kernel_backend cuda_backend = {
-    .name = "cuda",
-    .check = cuda_check,
-    .strerror = attn_cuda_strerror,
-    .fwd = cuda_fwd,
-    .bwd = cuda_bwd,
-    .delta = cuda_delta,
-    .merge = cuda_merge,
-    .alloc = cuda_alloc,
-    .free = cuda_free,
-    .copy = cuda_copy,
-    .zero = cuda_zero,
+  .name = "cuda",
+  .check = cuda_check,
+  .strerror = attn_cuda_strerror,
+  .fwd = cuda_fwd,
+  .bwd = cuda_bwd,
+  .delta = cuda_delta,
+  .merge = cuda_merge,
+  .alloc = cuda_alloc,
+  .free = cuda_free,
+  .copy = cuda_copy,
+  .zero = cuda_zero,
 };
 
 const bs_kernel_backend *bs_kernel_backend_cuda(void) { return &cuda_backend; }

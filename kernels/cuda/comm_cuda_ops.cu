@@ -8,17 +8,15 @@
 
 namespace {
 
-__global__ void reduce_f32_kernel(float *__restrict__ dst, const float *__restrict__ src, int64_t n,
-                                  int op_max) {
+__global__ void reduce_f32_kernel(float *__restrict__ dst, const float *__restrict__ src, int64_t n, int op_max) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
     dst[i] = op_max ? fmaxf(dst[i], src[i]) : dst[i] + src[i];
 }
 
-}  // namespace
+} // namespace
 
-extern "C" int bs_cuda_reduce_f32(float *dst, const float *src, int64_t n, bs_comm_red red,
-                                  cudaStream_t stream) {
+extern "C" int bs_cuda_reduce_f32(float *dst, const float *src, int64_t n, bs_comm_red red, cudaStream_t stream) {
   if (n < 0 || (n > 0 && (!dst || !src))) {
     fprintf(stderr, "comm nccl: reduce: bad arguments\n");
     return BS_COMM_ERR;

@@ -304,12 +304,17 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "%s/bs_fileio_XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_replaces_regular_file), cmocka_unit_test(test_symlink_target_written),
-      cmocka_unit_test(test_read_only_refused),     cmocka_unit_test(test_directory_refused),
-      cmocka_unit_test(test_devices_in_place),      cmocka_unit_test(test_fifo_in_place),
-      cmocka_unit_test(test_inputs_and_duplicates), cmocka_unit_test(test_abort_keeps_old),
-      cmocka_unit_test(test_signal_mid_write),      cmocka_unit_test(test_stdout),
-      cmocka_unit_test(test_check_dir),
+    cmocka_unit_test(test_replaces_regular_file),
+    cmocka_unit_test(test_symlink_target_written),
+    cmocka_unit_test(test_read_only_refused),
+    cmocka_unit_test(test_directory_refused),
+    cmocka_unit_test(test_devices_in_place),
+    cmocka_unit_test(test_fifo_in_place),
+    cmocka_unit_test(test_inputs_and_duplicates),
+    cmocka_unit_test(test_abort_keeps_old),
+    cmocka_unit_test(test_signal_mid_write),
+    cmocka_unit_test(test_stdout),
+    cmocka_unit_test(test_check_dir),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, cleanup);
 }

@@ -21,7 +21,8 @@ static int count_class(const cJSON *links, const char *cls) {
   const cJSON *l;
   cJSON_ArrayForEach(l, links) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(l, "test"), *c = cJSON_GetObjectItemCaseSensitive(l, "class");
-    if (cJSON_IsString(t) && !strcmp(t->valuestring, "pingpong") && cJSON_IsString(c) && !strcmp(c->valuestring, cls)) n++;
+    if (cJSON_IsString(t) && !strcmp(t->valuestring, "pingpong") && cJSON_IsString(c) && !strcmp(c->valuestring, cls))
+      n++;
   }
   return n;
 }
@@ -51,7 +52,8 @@ int main(int argc, char **argv) {
   const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
   const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(cal, "nodes");
   printf("check_links: shm %.3g B/s %.3g s, nic %.3g B/s %.3g s; ping-pong points intra %d, inter %d; nodes %g\n",
-         shm->bw_Bps, shm->lat_s, nic->bw_Bps, nic->lat_s, intra, inter, cJSON_IsNumber(nodes) ? nodes->valuedouble : -1);
+         shm->bw_Bps, shm->lat_s, nic->bw_Bps, nic->lat_s, intra, inter,
+         cJSON_IsNumber(nodes) ? nodes->valuedouble : -1);
   int ok = intra > 0 && inter > 0 && cJSON_IsNumber(nodes) && nodes->valuedouble >= 2;
   cJSON_Delete(root);
   return ok ? 0 : fail("the measurements lack a class of ping-pong points or the node count");

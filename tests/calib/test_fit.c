@@ -34,13 +34,13 @@ static uint64_t fresh_seed(void) {
 
 static double noisy(double t, double rel) { return t * (1.0 + rel * (2.0 * urand() - 1.0)); }
 
-#define NEAR(got, want, rel, seed)                                                                              \
-  do {                                                                                                          \
-    if (!(fabs((got) - (want)) <= (rel) * fabs(want))) {                                                        \
+#define NEAR(got, want, rel, seed)                                                                                \
+  do {                                                                                                            \
+    if (!(fabs((got) - (want)) <= (rel)*fabs(want))) {                                                            \
       print_error("%s = %g, expected %g within %g%% (seed %llu; rerun with BS_TEST_SEED)\n", #got, (double)(got), \
-                  (double)(want), 100.0 * (rel), (unsigned long long)(seed));                                   \
-      fail();                                                                                                   \
-    }                                                                                                           \
+                  (double)(want), 100.0 * (rel), (unsigned long long)(seed));                                     \
+      fail();                                                                                                     \
+    }                                                                                                             \
   } while (0)
 
 static void test_saturating_recovers(void **state) {
@@ -99,8 +99,8 @@ static void test_gemm_recovers(void **state) {
   (void)state;
   uint64_t seed = fresh_seed();
   double launch = 2e-5 + 1e-4 * urand(), pf = 0.4 + 0.5 * urand(), k0 = 8 + 100 * urand(), peak = 2e11;
-  static const double shapes[][3] = {{256, 256, 64},     {1024, 1024, 64},   {2048, 2048, 128}, {256, 512, 512},
-                                     {512, 1024, 1024},  {1024, 2048, 2048}, {2048, 1024, 4096}, {256, 4096, 4096}};
+  static const double shapes[][3] = {{256, 256, 64},    {1024, 1024, 64},   {2048, 2048, 128},  {256, 512, 512},
+                                     {512, 1024, 1024}, {1024, 2048, 2048}, {2048, 1024, 4096}, {256, 4096, 4096}};
   double t1[8], k[8], t[8];
   for (int i = 0; i < 8; i++) {
     t1[i] = 2.0 * shapes[i][0] * shapes[i][1] * shapes[i][2] / peak;
@@ -218,11 +218,15 @@ static void test_link_bad_input(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-      cmocka_unit_test(test_saturating_recovers), cmocka_unit_test(test_saturating_bad_input),
-      cmocka_unit_test(test_linear_recovers),     cmocka_unit_test(test_link_finds_break),
-      cmocka_unit_test(test_link_single_range),   cmocka_unit_test(test_link_bad_input),
-      cmocka_unit_test(test_gemm_recovers),       cmocka_unit_test(test_gemm_bad_input),
-      cmocka_unit_test(test_link_outlier_no_wild_factor),
+    cmocka_unit_test(test_saturating_recovers),
+    cmocka_unit_test(test_saturating_bad_input),
+    cmocka_unit_test(test_linear_recovers),
+    cmocka_unit_test(test_link_finds_break),
+    cmocka_unit_test(test_link_single_range),
+    cmocka_unit_test(test_link_bad_input),
+    cmocka_unit_test(test_gemm_recovers),
+    cmocka_unit_test(test_gemm_bad_input),
+    cmocka_unit_test(test_link_outlier_no_wild_factor),
   };
   if (argc > 1) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

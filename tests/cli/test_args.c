@@ -61,7 +61,8 @@ static void expect_ok(const char *line) {
 static void expect_bad(const char *line, const char *n1, const char *n2) {
   char err[512] = "";
   if (parse(line, err, sizeof err) != -1) fail_msg("'%s' accepted", line);
-  if (!strstr(err, n1) || (n2 && !strstr(err, n2))) fail_msg("'%s': message '%s' lacks '%s' / '%s'", line, err, n1, n2 ? n2 : "");
+  if (!strstr(err, n1) || (n2 && !strstr(err, n2)))
+    fail_msg("'%s': message '%s' lacks '%s' / '%s'", line, err, n1, n2 ? n2 : "");
 }
 
 static void test_run(void **state) {
@@ -163,8 +164,10 @@ static void test_validate(void **state) {
   expect_bad("validate s.ini --warmup 101", "--warmup", "'101'");
   expect_bad("validate s.ini --fail-factor 0", "--fail-factor", "'0'");
   expect_bad("validate s.ini --fail-factor -1", "--fail-factor", "'-1'");
-  expect_bad("validate s.ini --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 "
-             "--np 1 --np 1 --np 1 --np 1", "--np", "at most 16");
+  expect_bad(
+    "validate s.ini --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 --np 1 "
+    "--np 1 --np 1 --np 1 --np 1",
+    "--np", "at most 16");
   expect_bad("validate --keep", "SCENARIO.ini is required", NULL);
   char line[1024] = "validate s.ini";
   for (int i = 0; i < 33; i++) strcat(line, " --set a.b=1");

@@ -133,7 +133,6 @@ static void test_table(void **st) {
   free(buf);
 }
 
-
 /* RFC 4180 parser for the test: the fields of every record of text. */
 typedef struct {
   char f[64][512];
@@ -153,8 +152,15 @@ static int csv_parse(const char *text, csv_row *rows, int maxrows) {
         p++;
         for (;;) {
           if (!*p) return -1; /* unterminated quote */
-          if (*p == '"' && p[1] == '"') { if (k < 511) out[k++] = '"'; p += 2; continue; }
-          if (*p == '"') { p++; break; }
+          if (*p == '"' && p[1] == '"') {
+            if (k < 511) out[k++] = '"';
+            p += 2;
+            continue;
+          }
+          if (*p == '"') {
+            p++;
+            break;
+          }
           if (k < 511) out[k++] = *p;
           p++;
         }
@@ -168,7 +174,10 @@ static int csv_parse(const char *text, csv_row *rows, int maxrows) {
       }
       out[k] = '\0';
       r->n++;
-      if (*p == ',') { p++; continue; }
+      if (*p == ',') {
+        p++;
+        continue;
+      }
       if (*p == '\n') p++;
       break;
     }
@@ -232,7 +241,7 @@ static void test_table_magnitudes(void **st) {
   assert_non_null(strstr(buf, "1.23e+06 s"));
   assert_non_null(strstr(buf, "0.05 us"));
   assert_non_null(strstr(buf, "0.0 us"));
-  assert_non_null(strstr(buf, "EiB")); /* INT64_MAX / 8 bytes per rank */
+  assert_non_null(strstr(buf, "EiB"));      /* INT64_MAX / 8 bytes per rank */
   assert_non_null(strstr(buf, "8.59e+09")); /* peak GiB of INT64_MAX bytes */
   /* every data line ends with its last column, not cut half-way */
   int lines = 0;
@@ -245,12 +254,8 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_output_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_json_contract),
-    cmocka_unit_test(test_csv),
-    cmocka_unit_test(test_atomic_failure),
-    cmocka_unit_test(test_table),
-    cmocka_unit_test(test_csv_rfc4180),
-    cmocka_unit_test(test_table_magnitudes),
+    cmocka_unit_test(test_json_contract), cmocka_unit_test(test_csv),         cmocka_unit_test(test_atomic_failure),
+    cmocka_unit_test(test_table),         cmocka_unit_test(test_csv_rfc4180), cmocka_unit_test(test_table_magnitudes),
   };
   int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[300];

@@ -122,8 +122,8 @@ static void test_huge_sizes(void **st) {
 
 static void test_bad_inputs(void **st) {
   (void)st;
-  expect_error("[model]\nheads = 32\n[parallel]\nmethod = burst\nmethod = ring\n", NULL, 0, "bad.ini:5:",
-               "parallel.method: duplicate key (first given at");
+  expect_error("[model]\nheads = 32\n[parallel]\nmethod = burst\nmethod = ring\n", NULL, 0,
+               "bad.ini:5:", "parallel.method: duplicate key (first given at");
   expect_error("[parallel]\ngpuz = 8\n", NULL, 0, "bad.ini:2: parallel.gpuz", "unknown key");
   expect_error("\n\n[paralel]\ngpus = 8\n", NULL, 0, "bad.ini:3:", "unknown section [paralel]");
   expect_error("gpus = 8\n", NULL, 0, "bad.ini:1:", "outside any section");
@@ -133,7 +133,8 @@ static void test_bad_inputs(void **st) {
   expect_error("[parallel]\ngpus =\n", NULL, 0, "bad.ini:2: parallel.gpus", "empty value");
   expect_error("[parallel]\nmethod = flash\n", NULL, 0, "bad.ini:2: parallel.method", "'flash' is not one of: burst");
   expect_error("[parallel]\nlayout = spiral\n", NULL, 0, "parallel.layout", "zigzag");
-  expect_error("[cluster]\ncoll_algo = star\n", NULL, 0, "bad.ini:2: cluster.coll_algo", "'star' is not one of: ring tree auto");
+  expect_error("[cluster]\ncoll_algo = star\n", NULL, 0, "bad.ini:2: cluster.coll_algo",
+               "'star' is not one of: ring tree auto");
   expect_error("[parallel]\nzero = 4\n", NULL, 0, "bad.ini:2: parallel.zero", "out of range");
   expect_error("[parallel]\ntp_variant = v2\n", NULL, 0, "parallel.tp_variant", "v3");
   expect_error("[workload]\ncausal = maybe\n", NULL, 0, "bad.ini:2: workload.causal", "boolean");
@@ -163,9 +164,9 @@ static void test_bad_inputs(void **st) {
  * to the parser without a row here.
  */
 typedef struct {
-  const char *key;       /* section.key */
-  const char *wrong;     /* wrong type */
-  const char *range;     /* out of range or not among the names */
+  const char *key;   /* section.key */
+  const char *wrong; /* wrong type */
+  const char *range; /* out of range or not among the names */
 } key_case;
 
 static const key_case key_cases[] = {
@@ -226,14 +227,22 @@ static void test_every_key(void **st) {
     key_error(c->key, "", 0, "empty value");
     key_error(c->key, " , 1", 0, "empty value");
     /* a valid value given twice */
-    const char *ok = !strcmp(c->key, "model.preset") ? "llama2-7b" : !strcmp(c->key, "model.dtype") ? "fp16"
-                     : !strcmp(c->key, "workload.phase") ? "train" : !strcmp(c->key, "workload.scope") ? "layer"
-                     : !strcmp(c->key, "parallel.method") ? "ring" : !strcmp(c->key, "parallel.layout") ? "zigzag"
-                     : !strcmp(c->key, "parallel.double_ring") ? "on" : !strcmp(c->key, "parallel.bwd_comm") ? "plain"
-                     : !strcmp(c->key, "parallel.tp_variant") ? "v3" : !strcmp(c->key, "cluster.topology") ? "host"
-                     : !strcmp(c->key, "cluster.profile") ? "host" : !strcmp(c->key, "cluster.coll_algo") ? "tree"
+    const char *ok = !strcmp(c->key, "model.preset")           ? "llama2-7b"
+                     : !strcmp(c->key, "model.dtype")          ? "fp16"
+                     : !strcmp(c->key, "workload.phase")       ? "train"
+                     : !strcmp(c->key, "workload.scope")       ? "layer"
+                     : !strcmp(c->key, "parallel.method")      ? "ring"
+                     : !strcmp(c->key, "parallel.layout")      ? "zigzag"
+                     : !strcmp(c->key, "parallel.double_ring") ? "on"
+                     : !strcmp(c->key, "parallel.bwd_comm")    ? "plain"
+                     : !strcmp(c->key, "parallel.tp_variant")  ? "v3"
+                     : !strcmp(c->key, "cluster.topology")     ? "host"
+                     : !strcmp(c->key, "cluster.profile")      ? "host"
+                     : !strcmp(c->key, "cluster.coll_algo")    ? "tree"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
-                        !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace")) ? "on" : "2";
+                        !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
+                       ? "on"
+                       : "2";
     key_error(c->key, ok, 1, "duplicate key (first given at");
     /* the same through --set names the override */
     char set[64];
@@ -514,18 +523,19 @@ static void test_relative_paths(void **st) {
 
 static void test_sweep_limit(void **st) {
   (void)st;
-  expect_error("[workload]\nseq_len=1,2,3,4,5,6,7,8,9,10,11\nbatch=1,2,3,4,5,6,7,8,9,10\n"
-               "[parallel]\ngpus=1,2,3,4,5,6,7,8,9,10\nulysses_degree=1,2,3,4,5,6,7,8,9,10\n"
-               "ranks_per_node=1,2,3,4,5,6,7,8,9,10\n",
-               NULL, 0, "more than 100000 points", NULL);
+  expect_error(
+    "[workload]\nseq_len=1,2,3,4,5,6,7,8,9,10,11\nbatch=1,2,3,4,5,6,7,8,9,10\n"
+    "[parallel]\ngpus=1,2,3,4,5,6,7,8,9,10\nulysses_degree=1,2,3,4,5,6,7,8,9,10\n"
+    "ranks_per_node=1,2,3,4,5,6,7,8,9,10\n",
+    NULL, 0, "more than 100000 points", NULL);
 }
 
 /* The names come from their tables: every method and preset parses, and the
  * messages list them all; a point without a profile takes its topology's. */
 static void test_name_tables(void **st) {
   (void)st;
-  expect_error("[parallel]\nmethod = flash\n", NULL, 0, "'flash' is not one of: burst ring ring-li2021 ulysses usp tp tree",
-               NULL);
+  expect_error("[parallel]\nmethod = flash\n", NULL, 0,
+               "'flash' is not one of: burst ring ring-li2021 ulysses usp tp tree", NULL);
   expect_error("[model]\npreset = gpt5\n", NULL, 0,
                "unknown preset 'gpt5' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b)", NULL);
   char text[256], err[512];
@@ -558,15 +568,22 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_scenario_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_basic),          cmocka_unit_test(test_preset_then_explicit),
-    cmocka_unit_test(test_set_overrides),  cmocka_unit_test(test_huge_sizes),
-    cmocka_unit_test(test_bad_inputs),     cmocka_unit_test(test_missing_file),
+    cmocka_unit_test(test_basic),
+    cmocka_unit_test(test_preset_then_explicit),
+    cmocka_unit_test(test_set_overrides),
+    cmocka_unit_test(test_huge_sizes),
+    cmocka_unit_test(test_bad_inputs),
+    cmocka_unit_test(test_missing_file),
     cmocka_unit_test(test_sweep_limit),
-    cmocka_unit_test(test_every_key),      cmocka_unit_test(test_every_key_has_cases),
+    cmocka_unit_test(test_every_key),
+    cmocka_unit_test(test_every_key_has_cases),
     cmocka_unit_test(test_where),
-    cmocka_unit_test(test_unreadable_scenario), cmocka_unit_test(test_long_lines),
-    cmocka_unit_test(test_set_long_values), cmocka_unit_test(test_bytes_and_sections),
-    cmocka_unit_test(test_preset_blame), cmocka_unit_test(test_relative_paths),
+    cmocka_unit_test(test_unreadable_scenario),
+    cmocka_unit_test(test_long_lines),
+    cmocka_unit_test(test_set_long_values),
+    cmocka_unit_test(test_bytes_and_sections),
+    cmocka_unit_test(test_preset_blame),
+    cmocka_unit_test(test_relative_paths),
     cmocka_unit_test(test_name_tables),
   };
   int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);

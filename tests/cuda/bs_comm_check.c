@@ -25,7 +25,8 @@ typedef struct {
 
 static void check(tally *t, int ok, const char *what) {
   printf("  %-4s %s\n", ok ? "ok" : "FAIL", what);
-  if (ok) t->pass++; else t->fail++;
+  if (ok) t->pass++;
+  else t->fail++;
 }
 
 static uint64_t rng(uint64_t *s) {
@@ -40,22 +41,21 @@ static void fill(float *h, size_t n, uint64_t *s) {
   for (size_t i = 0; i < n; i++) h[i] = (float)((double)(rng(s) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
-#define CK(call)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "bs_comm_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,     \
-              cudaGetErrorString(e_));                                                 \
-      exit(1);                                                                         \
-    }                                                                                  \
+#define CK(call)                                                                                            \
+  do {                                                                                                      \
+    cudaError_t e_ = (call);                                                                                \
+    if (e_ != cudaSuccess) {                                                                                \
+      fprintf(stderr, "bs_comm_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      exit(1);                                                                                              \
+    }                                                                                                       \
   } while (0)
 
-#define CC(call)                                                                       \
-  do {                                                                                 \
-    if ((call) != BS_COMM_OK) {                                                        \
+#define CC(call)                                                                            \
+  do {                                                                                      \
+    if ((call) != BS_COMM_OK) {                                                             \
       fprintf(stderr, "bs_comm_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, w->err); \
-      exit(1);                                                                         \
-    }                                                                                  \
+      exit(1);                                                                              \
+    }                                                                                       \
   } while (0)
 
 static int same(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
@@ -90,8 +90,8 @@ static void check_ring(world *w) {
     int ok = 1;
     for (int step = 0; step < G - 1; step++) {
       for (int r = 0; r < G; r++)
-        CC(bs_comm_nccl_sendrecv(c[r], cur[r], (int64_t)bytes, (r + 1) % G, dr[r][step & 1],
-                                 (int64_t)bytes, (r + G - 1) % G, 100 + step, &req[r], w->err, sizeof w->err));
+        CC(bs_comm_nccl_sendrecv(c[r], cur[r], (int64_t)bytes, (r + 1) % G, dr[r][step & 1], (int64_t)bytes,
+                                 (r + G - 1) % G, 100 + step, &req[r], w->err, sizeof w->err));
       for (int r = 0; r < G; r++) ok &= bs_comm_nccl_wait(c[r], req[r], 10.0) == BS_COMM_OK;
       for (int r = 0; r < G; r++) {
         CK(cudaMemcpy(hr[r], dr[r][step & 1], bytes, cudaMemcpyDeviceToHost));
@@ -145,8 +145,8 @@ static void check_allreduce(world *w) {
       CK(cudaMemcpy(d[r], h[r], bytes, cudaMemcpyHostToDevice));
     }
     for (int r = 0; r < G; r++)
-      CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLREDUCE, (bs_comm_red)red, BS_COMM_F32, all, d[r],
-                            dr[r][0], (int64_t)bytes, &req[r], w->err, sizeof w->err));
+      CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLREDUCE, (bs_comm_red)red, BS_COMM_F32, all, d[r], dr[r][0], (int64_t)bytes,
+                            &req[r], w->err, sizeof w->err));
     int ok = 1;
     for (int r = 0; r < G; r++) ok &= bs_comm_nccl_wait(c[r], req[r], 10) == BS_COMM_OK;
     float *want = malloc(bytes);
@@ -177,8 +177,8 @@ static void check_subgroup(world *w) {
   for (int r = 1; r < G; r += 2) {
     fill(h[r], N, s);
     CK(cudaMemcpy(d[r], h[r], bytes, cudaMemcpyHostToDevice));
-    CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLREDUCE, BS_COMM_SUM, BS_COMM_F32, odd, d[r], d[r],
-                          (int64_t)bytes, &req[r], w->err, sizeof w->err)); /* in place */
+    CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLREDUCE, BS_COMM_SUM, BS_COMM_F32, odd, d[r], d[r], (int64_t)bytes, &req[r],
+                          w->err, sizeof w->err)); /* in place */
   }
   int ok = 1;
   for (int r = 1; r < G; r += 2) ok &= bs_comm_nccl_wait(c[r], req[r], 10) == BS_COMM_OK;
@@ -187,8 +187,8 @@ static void check_subgroup(world *w) {
     for (int i = 0; i < N; i++) ok &= hr[r][i] == h[1][i] + h[3][i];
   }
   int bad;
-  ok &= bs_comm_nccl_icoll(c[0], BS_COMM_ALLREDUCE, BS_COMM_SUM, BS_COMM_F32, odd, d[0], d[0],
-                           (int64_t)bytes, &bad, w->err, sizeof w->err) == BS_COMM_ERR;
+  ok &= bs_comm_nccl_icoll(c[0], BS_COMM_ALLREDUCE, BS_COMM_SUM, BS_COMM_F32, odd, d[0], d[0], (int64_t)bytes, &bad,
+                           w->err, sizeof w->err) == BS_COMM_ERR;
   check(t, ok, "allreduce in place on subgroup {1,3}; a non-member is refused");
 }
 
@@ -207,8 +207,8 @@ static void check_allgather(world *w) {
     CK(cudaMemcpy(d[r], h[r], bytes, cudaMemcpyHostToDevice));
   }
   for (int r = 0; r < G; r++)
-    CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLGATHER, BS_COMM_SUM, BS_COMM_BYTES, all, d[r], dr[r][0],
-                          (int64_t)bytes, &req[r], w->err, sizeof w->err));
+    CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLGATHER, BS_COMM_SUM, BS_COMM_BYTES, all, d[r], dr[r][0], (int64_t)bytes,
+                          &req[r], w->err, sizeof w->err));
   for (int r = 0; r < G; r++) ok &= bs_comm_nccl_wait(c[r], req[r], 10) == BS_COMM_OK;
   for (int r = 0; r < G; r++) {
     CK(cudaMemcpy(hr[r], dr[r][0], bytes * G, cudaMemcpyDeviceToHost));
@@ -233,8 +233,8 @@ static void check_reduce_scatter_alltoall(world *w) {
     CK(cudaMemcpy(d[r], h[r], bytes * G, cudaMemcpyHostToDevice));
   }
   for (int r = 0; r < G; r++)
-    CC(bs_comm_nccl_icoll(c[r], BS_COMM_REDUCE_SCATTER, BS_COMM_SUM, BS_COMM_F32, all, d[r],
-                          dr[r][0], (int64_t)(bytes * G), &req[r], w->err, sizeof w->err));
+    CC(bs_comm_nccl_icoll(c[r], BS_COMM_REDUCE_SCATTER, BS_COMM_SUM, BS_COMM_F32, all, d[r], dr[r][0],
+                          (int64_t)(bytes * G), &req[r], w->err, sizeof w->err));
   for (int r = 0; r < G; r++) ok &= bs_comm_nccl_wait(c[r], req[r], 10) == BS_COMM_OK;
   for (int r = 0; r < G; r++) {
     CK(cudaMemcpy(hr[r], dr[r][0], bytes, cudaMemcpyDeviceToHost));
@@ -246,8 +246,8 @@ static void check_reduce_scatter_alltoall(world *w) {
   }
   check(t, ok, "reduce-scatter, 4 ranks");
   for (int r = 0; r < G; r++)
-    CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLTOALL, BS_COMM_SUM, BS_COMM_BYTES, all, d[r], dr[r][1],
-                          (int64_t)(bytes * G), &req[r], w->err, sizeof w->err));
+    CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLTOALL, BS_COMM_SUM, BS_COMM_BYTES, all, d[r], dr[r][1], (int64_t)(bytes * G),
+                          &req[r], w->err, sizeof w->err));
   ok = 1;
   for (int r = 0; r < G; r++) ok &= bs_comm_nccl_wait(c[r], req[r], 10) == BS_COMM_OK;
   for (int r = 0; r < G; r++) {

@@ -64,21 +64,23 @@ static void write_summary(const char *out, const char *devline, uint64_t seed, c
                 pname ? pname : "", devline);
   n += snprintf(sum + n, sizeof sum - n, "seed %llu\n", (unsigned long long)seed);
   if (pname) {
-    n += snprintf(sum + n, sizeof sum - n, "correctness %-6s %d passed, %d failed%s\n", pname, c->pass,
-                  c->fail, crc ? " (stopped by a CUDA error)" : "");
+    n += snprintf(sum + n, sizeof sum - n, "correctness %-6s %d passed, %d failed%s\n", pname, c->pass, c->fail,
+                  crc ? " (stopped by a CUDA error)" : "");
     const char *dn[3] = {"bf16", "fp16", "fp32"};
     for (int i = 0; i < 3; i++)
       if (c->worst[i][0] > 0 || c->worst[i][1] > 0)
-        n += snprintf(sum + n, sizeof sum - n, "worst rel err    %s fwd %.2e  bwd %.2e  (bound %.1e)\n",
-                      dn[i], c->worst[i][0], c->worst[i][1],
-                      bound_for(i == 0 ? ATTN_BF16 : i == 1 ? ATTN_CUDA_FP16 : ATTN_FP32));
+        n += snprintf(sum + n, sizeof sum - n, "worst rel err    %s fwd %.2e  bwd %.2e  (bound %.1e)\n", dn[i],
+                      c->worst[i][0], c->worst[i][1],
+                      bound_for(i == 0   ? ATTN_BF16
+                                : i == 1 ? ATTN_CUDA_FP16
+                                         : ATTN_FP32));
   }
   if (hl) {
     n += snprintf(sum + n, sizeof sum - n, "cuBLAS bf16 GEMM 8192^3: %.1f TFLOP/s; d2d copy %.0f GB/s\n",
                   hl->gemm_tflops, hl->copy_gbs);
     n += snprintf(sum + n, sizeof sum - n,
-                  "cuBLAS bf16 projection GEMMs (rows gemm_proj of bench.csv): %.1f .. %.1f TFLOP/s\n",
-                  hl->proj_min, hl->proj_max);
+                  "cuBLAS bf16 projection GEMMs (rows gemm_proj of bench.csv): %.1f .. %.1f TFLOP/s\n", hl->proj_min,
+                  hl->proj_max);
     n += snprintf(sum + n, sizeof sum - n,
                   "fwd N=16k d=128 bf16 non-causal: %.1f TFLOP/s default tiles, best %.1f (%dx%d); target >= 300\n",
                   hl->fwd16k, hl->best_fwd, hl->best_fwd_t[0], hl->best_fwd_t[1]);
@@ -143,8 +145,8 @@ int main(int argc, char **argv) {
     return SKIP_CODE;
   }
   if (prop.major < 8) {
-    printf("SKIP: device 0 (%s) is sm_%d%d; the kernels are built for sm_80 and up\n", prop.name,
-           prop.major, prop.minor);
+    printf("SKIP: device 0 (%s) is sm_%d%d; the kernels are built for sm_80 and up\n", prop.name, prop.major,
+           prop.minor);
     return SKIP_CODE;
   }
   if (out) {
@@ -154,8 +156,7 @@ int main(int argc, char **argv) {
     }
   }
   char devline[512];
-  snprintf(devline, sizeof devline,
-           "device: %s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB, smem/block opt-in %zu KiB\n",
+  snprintf(devline, sizeof devline, "device: %s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB, smem/block opt-in %zu KiB\n",
            prop.name, prop.major, prop.minor, prop.multiProcessorCount,
            (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0), prop.l2CacheSize >> 20,
            prop.sharedMemPerBlockOptin >> 10);
@@ -169,8 +170,8 @@ int main(int argc, char **argv) {
   int crc = 0;
   if (check) {
     c.log = open_in(out, "correctness.txt", "a");
-    say(&c, "correctness (path %s), seed %llu (rerun with --path %s --seed %llu)\n", pname,
-        (unsigned long long)seed, pname, (unsigned long long)seed);
+    say(&c, "correctness (path %s), seed %llu (rerun with --path %s --seed %llu)\n", pname, (unsigned long long)seed,
+        pname, (unsigned long long)seed);
     double t0 = now_s();
     crc = run_correctness(&c, quick, which);
     double tcheck = now_s() - t0;

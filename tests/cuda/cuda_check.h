@@ -14,32 +14,29 @@
 #include "kernels/cuda/attn_cuda.h"
 
 typedef struct {
-  FILE *log;      /* correctness.txt (or NULL) */
-  int pass, fail; /* checks */
+  FILE *log;          /* correctness.txt (or NULL) */
+  int pass, fail;     /* checks */
   double worst[3][2]; /* [dtype: bf16, fp16, fp32][0 fwd, 1 bwd] worst relative error */
   uint64_t seed;
   int verbose;
 } check_ctx;
 
-
-#define CK(call)                                                                           \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "bs_cuda_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,         \
-              cudaGetErrorString(e_));                                                     \
-      return -1;                                                                           \
-    }                                                                                      \
+#define CK(call)                                                                                            \
+  do {                                                                                                      \
+    cudaError_t e_ = (call);                                                                                \
+    if (e_ != cudaSuccess) {                                                                                \
+      fprintf(stderr, "bs_cuda_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      return -1;                                                                                            \
+    }                                                                                                       \
   } while (0)
 
-#define CKA(call)                                                                          \
-  do {                                                                                     \
-    int a_ = (call);                                                                       \
-    if (a_ != ATTN_OK) {                                                                   \
-      fprintf(stderr, "bs_cuda_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,         \
-              attn_cuda_strerror(a_));                                                     \
-      return -1;                                                                           \
-    }                                                                                      \
+#define CKA(call)                                                                                           \
+  do {                                                                                                      \
+    int a_ = (call);                                                                                        \
+    if (a_ != ATTN_OK) {                                                                                    \
+      fprintf(stderr, "bs_cuda_check: %s:%d: %s: %s\n", __FILE__, __LINE__, #call, attn_cuda_strerror(a_)); \
+      return -1;                                                                                            \
+    }                                                                                                       \
   } while (0)
 
 /* cuda_check_host.c: the log, the clock, host numbers, comparison, device helpers. */
@@ -60,8 +57,8 @@ int call_failed(check_ctx *c, const char *what, int err);
 
 /* cuda_check_ref.c: the float64 reference. */
 void ref_fwd(const attn_params *p, const float *q, const float *k, const float *v, double *o, double *lse);
-void ref_bwd(const attn_params *p, const float *q, const float *k, const float *v, const float *dout,
-             const double *o, const double *lse, double *dq, double *dk, double *dv);
+void ref_bwd(const attn_params *p, const float *q, const float *k, const float *v, const float *dout, const double *o,
+             const double *lse, double *dq, double *dk, double *dv);
 
 /* cuda_check_cases.c: every correctness case. which: 0 every path, 1 the simple path (and decode,
  * merge), 2 the MMA path. Returns -1 on a CUDA error (check results are counted in c). */
@@ -76,9 +73,9 @@ typedef struct {
 
 typedef struct {
   double gemm_tflops, copy_gbs;
-  double proj_min, proj_max;     /* TFLOP/s over the projection shapes (min over m >= 512) */
-  double fwd16k, bwd16k;         /* default tiles, N = 16k, d = 128, non-causal */
-  double best_fwd, best_bwd;     /* best over the tile sweep */
+  double proj_min, proj_max; /* TFLOP/s over the projection shapes (min over m >= 512) */
+  double fwd16k, bwd16k;     /* default tiles, N = 16k, d = 128, non-causal */
+  double best_fwd, best_bwd; /* best over the tile sweep */
   int best_fwd_t[2], best_bwd_t[2];
   double decode_gbs;
 } headline;

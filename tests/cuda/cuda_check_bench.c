@@ -70,8 +70,7 @@ static int fn_fwd(void *a) {
 }
 static int fn_bwd(void *a) {
   bench_bufs *b = a;
-  return attn_cuda_bwd(&b->pb, b->q, b->k, b->v, NULL, b->g, b->lse, b->delta, b->dq, b->dk,
-                       b->dv, 0);
+  return attn_cuda_bwd(&b->pb, b->q, b->k, b->v, NULL, b->g, b->lse, b->delta, b->dq, b->dk, b->dv, 0);
 }
 static int fn_decode(void *a) {
   bench_bufs *b = a;
@@ -80,10 +79,9 @@ static int fn_decode(void *a) {
 static int fn_gemm(void *a) {
   bench_bufs *b = a;
   const float alpha = 1.0f, beta = 0.0f;
-  cublasStatus_t st = cublasGemmEx(b->blas, CUBLAS_OP_N, CUBLAS_OP_N, b->gemm_m, b->gemm_n,
-                                   b->gemm_k, &alpha, b->A, CUDA_R_16BF, b->gemm_m, b->Bm,
-                                   CUDA_R_16BF, b->gemm_k, &beta, b->Cm, CUDA_R_16BF, b->gemm_m,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  cublasStatus_t st = cublasGemmEx(b->blas, CUBLAS_OP_N, CUBLAS_OP_N, b->gemm_m, b->gemm_n, b->gemm_k, &alpha, b->A,
+                                   CUDA_R_16BF, b->gemm_m, b->Bm, CUDA_R_16BF, b->gemm_k, &beta, b->Cm, CUDA_R_16BF,
+                                   b->gemm_m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS) {
     fprintf(stderr, "bs_cuda_check: cublasGemmEx: status %d\n", (int)st);
     return -1;
@@ -96,17 +94,17 @@ static int fn_copy(void *a) {
   return 0;
 }
 
-static void bench_row(bench_ctx *bc, const char *kernel, int64_t n, int d, int causal, int heads,
-                      int tq, int tk, double sec, double flops, double bytes, int reps) {
+static void bench_row(bench_ctx *bc, const char *kernel, int64_t n, int d, int causal, int heads, int tq, int tk,
+                      double sec, double flops, double bytes, int reps) {
   double tflops = flops > 0 ? flops / sec * 1e-12 : 0.0, gbs = bytes > 0 ? bytes / sec * 1e-9 : 0.0;
   char line[256];
-  snprintf(line, sizeof line, "%-10s %7lld %4d %6s %5d %4dx%-4d %10.3f %9.1f %9.1f %4d\n", kernel,
-           (long long)n, d, causal ? "yes" : "no", heads, tq, tk, sec * 1e3, tflops, gbs, reps);
+  snprintf(line, sizeof line, "%-10s %7lld %4d %6s %5d %4dx%-4d %10.3f %9.1f %9.1f %4d\n", kernel, (long long)n, d,
+           causal ? "yes" : "no", heads, tq, tk, sec * 1e3, tflops, gbs, reps);
   fputs(line, stdout);
   if (bc->txt) fputs(line, bc->txt);
   if (bc->csv)
-    fprintf(bc->csv, "%s,%lld,%d,%d,%d,%d,%d,%.9g,%.6g,%.6g,%d\n", kernel, (long long)n, d, causal,
-            heads, tq, tk, sec, tflops, gbs, reps);
+    fprintf(bc->csv, "%s,%lld,%d,%d,%d,%d,%d,%.9g,%.6g,%.6g,%d\n", kernel, (long long)n, d, causal, heads, tq, tk, sec,
+            tflops, gbs, reps);
   fflush(stdout);
 }
 
@@ -154,8 +152,8 @@ static int alloc_attn(bench_bufs *b, const attn_params *p, uint64_t seed) {
 }
 
 /* One (N, d, causal) point, forward and backward, tiles from p (0 = default). */
-static int bench_point(bench_ctx *bc, bench_bufs *b, int64_t N, int d, int causal, int heads,
-                       int ftq, int ftk, int btq, int btk, double *fwd_tf, double *bwd_tf) {
+static int bench_point(bench_ctx *bc, bench_bufs *b, int64_t N, int d, int causal, int heads, int ftq, int ftk, int btq,
+                       int btk, double *fwd_tf, double *bwd_tf) {
   attn_params p;
   memset(&p, 0, sizeof p);
   p.B = 1;
@@ -214,13 +212,12 @@ int run_bench(bench_ctx *bc, headline *hl) {
   /* Projection shapes (m tokens, n outputs, k inputs) of LLaMA-2-7B (hidden 4096, QKV 12288,
    * gate+up 22016, ffn 11008) at 512 .. 8192 tokens per GPU, the weight gradient (k = tokens),
    * and m steps of 128 rows across wave boundaries at n = k = 4096. */
-  static const int proj[][3] = {
-      {512, 12288, 4096},  {512, 4096, 4096},   {512, 22016, 4096},  {512, 4096, 11008},
-      {2048, 12288, 4096}, {2048, 4096, 4096},  {2048, 22016, 4096}, {2048, 4096, 11008},
-      {8192, 12288, 4096}, {8192, 4096, 4096},  {8192, 22016, 4096}, {8192, 4096, 11008},
-      {4096, 4096, 512},   {4096, 4096, 2048},  {4096, 4096, 8192},  {1024, 4096, 4096},
-      {1152, 4096, 4096},  {1280, 4096, 4096},  {1408, 4096, 4096},  {1536, 4096, 4096},
-      {8320, 4096, 4096},  {8448, 4096, 4096},  {1, 12288, 4096},    {16, 12288, 4096}};
+  static const int proj[][3] = {{512, 12288, 4096},  {512, 4096, 4096},  {512, 22016, 4096},  {512, 4096, 11008},
+                                {2048, 12288, 4096}, {2048, 4096, 4096}, {2048, 22016, 4096}, {2048, 4096, 11008},
+                                {8192, 12288, 4096}, {8192, 4096, 4096}, {8192, 22016, 4096}, {8192, 4096, 11008},
+                                {4096, 4096, 512},   {4096, 4096, 2048}, {4096, 4096, 8192},  {1024, 4096, 4096},
+                                {1152, 4096, 4096},  {1280, 4096, 4096}, {1408, 4096, 4096},  {1536, 4096, 4096},
+                                {8320, 4096, 4096},  {8448, 4096, 4096}, {1, 12288, 4096},    {16, 12288, 4096}};
   const int nproj = (int)(sizeof proj / sizeof proj[0]);
   size_t na = (size_t)8192 * 8192, nb = na, nc = na;
   for (int i = 0; i < nproj; i++) {
@@ -250,8 +247,8 @@ int run_bench(bench_ctx *bc, headline *hl) {
     b.gemm_k = proj[i][2];
     if (time_median(fn_gemm, &b, &sec, &reps)) return -1;
     double fl = 2.0 * proj[i][0] * (double)proj[i][1] * proj[i][2];
-    double bytes = 2.0 * ((double)proj[i][0] * proj[i][2] + (double)proj[i][2] * proj[i][1] +
-                          (double)proj[i][0] * proj[i][1]);
+    double bytes =
+      2.0 * ((double)proj[i][0] * proj[i][2] + (double)proj[i][2] * proj[i][1] + (double)proj[i][0] * proj[i][1]);
     bench_row(bc, "gemm_proj", proj[i][0], proj[i][2], 0, proj[i][1], 0, 0, sec, fl, bytes, reps);
     double tf = fl / sec * 1e-12;
     if (proj[i][0] >= 512 && (hl->proj_min == 0 || tf < hl->proj_min)) hl->proj_min = tf;
@@ -290,8 +287,7 @@ int run_bench(bench_ctx *bc, headline *hl) {
   const int bt[4][2] = {{32, 64}, {64, 64}, {32, 128}, {64, 128}};
   for (int ti = 0; ti < 4 && !over_budget(bc); ti++) {
     double f = 0, g = 0;
-    if (bench_point(bc, &b, 16384, 128, 0, 16, ft[ti][0], ft[ti][1], bt[ti][0], bt[ti][1], &f, &g))
-      return -1;
+    if (bench_point(bc, &b, 16384, 128, 0, 16, ft[ti][0], ft[ti][1], bt[ti][0], bt[ti][1], &f, &g)) return -1;
     if (f > hl->best_fwd) {
       hl->best_fwd = f;
       hl->best_fwd_t[0] = ft[ti][0];

@@ -46,8 +46,7 @@ static void *slice_keys(const void *x, const attn_params *p, int64_t j0, int64_t
   const size_t row = (size_t)p->d * es;
   char *out = malloc((size_t)p->B * p->Zkv * (size_t)n * row);
   for (int bh = 0; bh < p->B * p->Zkv; bh++)
-    memcpy(out + (size_t)bh * n * row, (const char *)x + ((size_t)bh * p->Nk + (size_t)j0) * row,
-           (size_t)n * row);
+    memcpy(out + (size_t)bh * n * row, (const char *)x + ((size_t)bh * p->Nk + (size_t)j0) * row, (size_t)n * row);
   return out;
 }
 
@@ -57,8 +56,8 @@ typedef struct {
 } dev_bufs;
 
 static void free_bufs(dev_bufs *b) {
-  void *all[] = {b->q, b->k, b->v, b->g, b->k1, b->v1, b->k2, b->v2, b->o, b->lse,
-                 b->delta, b->oref, b->lseref, b->dq, b->dk, b->dv};
+  void *all[] = {b->q, b->k,   b->v,     b->g,    b->k1,     b->v1, b->k2, b->v2,
+                 b->o, b->lse, b->delta, b->oref, b->lseref, b->dq, b->dk, b->dv};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (all[i]) (void)cudaFree(all[i]);
   memset(b, 0, sizeof *b);
@@ -126,11 +125,31 @@ static void case_make(check_ctx *c, const case_def *cd, const attn_params *pp, c
 
 static void case_free(case_data *cs) {
   free_bufs(&cs->db);
-  free(cs->q); free(cs->k); free(cs->v); free(cs->g); free(cs->qr); free(cs->kr); free(cs->vr); free(cs->gr);
-  free(cs->o); free(cs->lse); free(cs->dq); free(cs->dk); free(cs->dv);
-  free(cs->init_q); free(cs->init_k); free(cs->init_v);
-  free(cs->got); free(cs->got_l); free(cs->of); free(cs->lf); free(cs->df);
-  free(cs->k1); free(cs->v1); free(cs->k2); free(cs->v2);
+  free(cs->q);
+  free(cs->k);
+  free(cs->v);
+  free(cs->g);
+  free(cs->qr);
+  free(cs->kr);
+  free(cs->vr);
+  free(cs->gr);
+  free(cs->o);
+  free(cs->lse);
+  free(cs->dq);
+  free(cs->dk);
+  free(cs->dv);
+  free(cs->init_q);
+  free(cs->init_k);
+  free(cs->init_v);
+  free(cs->got);
+  free(cs->got_l);
+  free(cs->of);
+  free(cs->lf);
+  free(cs->df);
+  free(cs->k1);
+  free(cs->v1);
+  free(cs->k2);
+  free(cs->v2);
 }
 
 /* Inputs, the reference O, lse and D, and room for the outputs on the device. */
@@ -208,10 +227,10 @@ static int check_bwd(check_ctx *c, case_data *cs, const attn_params *pb, attn_cu
         cudaMemcpy(db->dk, cs->init_k, nk * 4, cudaMemcpyHostToDevice) ||
         cudaMemcpy(db->dv, cs->init_v, nk * 4, cudaMemcpyHostToDevice))
       return -1;
-    int e = variant == 0 ? attn_cuda_bwd_path(pb, path, db->q, db->k, db->v, NULL, db->g, db->lseref, db->delta,
-                                              db->dq, db->dk, db->dv, 0)
-                         : attn_cuda_bwd_path(pb, path, db->q, db->k, db->v, db->oref, db->g, db->lseref, NULL,
-                                              db->dq, db->dk, db->dv, 0);
+    int e = variant == 0 ? attn_cuda_bwd_path(pb, path, db->q, db->k, db->v, NULL, db->g, db->lseref, db->delta, db->dq,
+                                              db->dk, db->dv, 0)
+                         : attn_cuda_bwd_path(pb, path, db->q, db->k, db->v, db->oref, db->g, db->lseref, NULL, db->dq,
+                                              db->dk, db->dv, 0);
     if (e) {
       if (call_failed(c, variant ? "bwdO" : "bwdD", e)) return -1;
       continue;
@@ -249,8 +268,7 @@ static int check_delta(check_ctx *c, case_data *cs, const attn_params *pb) {
  * Runs every check of one (case, d, dtype, path). Returns -1 on a CUDA error,
  * else 0 (check results are counted in c).
  */
-static int run_case(check_ctx *c, const case_def *cd, int d, attn_dtype dt, attn_cuda_path path,
-                    const int tiles[4]) {
+static int run_case(check_ctx *c, const case_def *cd, int d, attn_dtype dt, attn_cuda_path path, const int tiles[4]) {
   attn_params p = params_of(cd, d, dt);
   /* Forward calls use pf's tiles, backward calls pb's (tiles: fwd q, k, bwd q, k). */
   attn_params pf = p, pb = p;
@@ -262,14 +280,13 @@ static int run_case(check_ctx *c, const case_def *cd, int d, attn_dtype dt, attn
   }
   attn_cuda_launch Lf, Lb;
   char msg[160];
-  if (attn_cuda_plan(&pf, path, 0, 1, &Lf, msg, sizeof msg) ||
-      attn_cuda_plan(&pb, path, 1, 1, &Lb, msg, sizeof msg)) {
+  if (attn_cuda_plan(&pf, path, 0, 1, &Lf, msg, sizeof msg) || attn_cuda_plan(&pb, path, 1, 1, &Lb, msg, sizeof msg)) {
     say(c, "  %-20s d=%-3d %s %-6s: not eligible (%s), skipped\n", cd->name, d, dtype_name(dt),
         attn_cuda_path_name(path), msg);
     return 0;
   }
-  say(c, "  %-20s d=%-3d %s %-6s (fwd tiles %dx%d, bwd tiles %dx%d)\n", cd->name, d,
-      dtype_name(dt), attn_cuda_path_name(Lf.path), Lf.tile_q, Lf.tile_k, Lb.tile_q, Lb.tile_k);
+  say(c, "  %-20s d=%-3d %s %-6s (fwd tiles %dx%d, bwd tiles %dx%d)\n", cd->name, d, dtype_name(dt),
+      attn_cuda_path_name(Lf.path), Lf.tile_q, Lf.tile_k, Lb.tile_q, Lb.tile_k);
   case_data cs;
   case_make(c, cd, &p, &cs);
   int rc = 0;
@@ -284,8 +301,8 @@ static int run_case(check_ctx *c, const case_def *cd, int d, attn_dtype dt, attn
 static int run_decode(check_ctx *c, int d, attn_dtype dt, int64_t Nq, int causal, int64_t window) {
   case_def cd = {"decode", 2, 8, 2, Nq, 3001, causal, window, 2990, 1, 0, 1};
   attn_params p = params_of(&cd, d, dt);
-  say(c, "  decode Nq=%lld Nk=%lld d=%d %s causal=%d window=%lld\n", (long long)Nq,
-      (long long)p.Nk, d, dtype_name(dt), causal, (long long)window);
+  say(c, "  decode Nq=%lld Nk=%lld d=%d %s causal=%d window=%lld\n", (long long)Nq, (long long)p.Nk, d, dtype_name(dt),
+      causal, (long long)window);
   const size_t nq = (size_t)p.B * p.Zq * (size_t)p.Nq * d, nk = (size_t)p.B * p.Zkv * (size_t)p.Nk * d;
   const size_t rows = (size_t)p.B * p.Zq * (size_t)p.Nq, es = esize(dt);
   uint64_t rng = c->seed ^ (0xdec0de00ull + (uint64_t)(d + Nq * 7 + causal * 131 + window));
@@ -308,13 +325,12 @@ static int run_decode(check_ctx *c, int d, attn_dtype dt, int64_t Nq, int causal
   float *dout = NULL, *dl = NULL;
   int rc = 0;
   const size_t b1 = (size_t)p.B * p.Zkv * (size_t)n1 * d * es, b2 = (size_t)p.B * p.Zkv * (size_t)n2 * d * es;
-  if (upload(&dq, qr, nq * es) || upload(&dk1, k1, b1) || upload(&dv1, v1, b1) ||
-      upload(&dk2, k2, b2) || upload(&dv2, v2, b2) || cudaMalloc((void **)&dout, nq * 4) ||
-      cudaMalloc((void **)&dl, rows * 4) || cudaMemset(dout, 0xff, nq * 4) ||
-      cudaMemset(dl, 0xff, rows * 4) ||
+  if (upload(&dq, qr, nq * es) || upload(&dk1, k1, b1) || upload(&dv1, v1, b1) || upload(&dk2, k2, b2) ||
+      upload(&dv2, v2, b2) || cudaMalloc((void **)&dout, nq * 4) || cudaMalloc((void **)&dl, rows * 4) ||
+      cudaMemset(dout, 0xff, nq * 4) || cudaMemset(dl, 0xff, rows * 4) ||
       attn_cuda_decode(&p1, dq, dk1, dv1, dout, dl, 0, 0, NULL, 0) ||
-      attn_cuda_decode(&p2, dq, dk2, dv2, dout, dl, 1, 7, NULL, 0) ||
-      download_f(got, dout, nq) || download_f(got_l, dl, rows)) {
+      attn_cuda_decode(&p2, dq, dk2, dv2, dout, dl, 1, 7, NULL, 0) || download_f(got, dout, nq) ||
+      download_f(got_l, dl, rows)) {
     rc = -1;
   } else {
     double rel;
@@ -326,8 +342,20 @@ static int run_decode(check_ctx *c, int d, attn_dtype dt, int64_t Nq, int causal
   void *all[] = {dq, dk1, dv1, dk2, dv2, dout, dl};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (all[i]) (void)cudaFree(all[i]);
-  free(q); free(k); free(v); free(qr); free(kr); free(vr); free(o); free(lse); free(got);
-  free(got_l); free(k1); free(v1); free(k2); free(v2);
+  free(q);
+  free(k);
+  free(v);
+  free(qr);
+  free(kr);
+  free(vr);
+  free(o);
+  free(lse);
+  free(got);
+  free(got_l);
+  free(k1);
+  free(v1);
+  free(k2);
+  free(v2);
   return rc;
 }
 
@@ -350,8 +378,10 @@ static int run_merge(check_ctx *c) {
     if (r % 10 == 3) l1[r] = -INFINITY;
     if (r % 10 == 7) l2[r] = -INFINITY;
     if (r % 50 == 11) l1[r] = l2[r] = -INFINITY;
-    if (l1[r] == -INFINITY) for (int cc = 0; cc < d; cc++) o1[r * d + cc] = 0.0f;
-    if (l2[r] == -INFINITY) for (int cc = 0; cc < d; cc++) o2[r * d + cc] = 0.0f;
+    if (l1[r] == -INFINITY)
+      for (int cc = 0; cc < d; cc++) o1[r * d + cc] = 0.0f;
+    if (l2[r] == -INFINITY)
+      for (int cc = 0; cc < d; cc++) o2[r * d + cc] = 0.0f;
     double a = l1[r], b = l2[r];
     if (b == -INFINITY) {
       rl[r] = a;
@@ -362,16 +392,14 @@ static int run_merge(check_ctx *c) {
     } else {
       double m = a > b ? a : b, wa = exp(a - m), wb = exp(b - m);
       rl[r] = m + log(wa + wb);
-      for (int cc = 0; cc < d; cc++)
-        ro[r * d + cc] = (wa * o1[r * d + cc] + wb * o2[r * d + cc]) / (wa + wb);
+      for (int cc = 0; cc < d; cc++) ro[r * d + cc] = (wa * o1[r * d + cc] + wb * o2[r * d + cc]) / (wa + wb);
     }
   }
   float *d1 = NULL, *d2 = NULL, *e1 = NULL, *e2 = NULL;
   int rc = 0;
   say(c, "  merge rows=%lld d=%d\n", (long long)rows, d);
-  if (upload((void **)&d1, o1, n * 4) || upload((void **)&d2, o2, n * 4) ||
-      upload((void **)&e1, l1, rows * 4) || upload((void **)&e2, l2, rows * 4) ||
-      attn_cuda_merge(rows, d, d1, e1, d2, e2, 0) || download_f(got, d1, n) ||
+  if (upload((void **)&d1, o1, n * 4) || upload((void **)&d2, o2, n * 4) || upload((void **)&e1, l1, rows * 4) ||
+      upload((void **)&e2, l2, rows * 4) || attn_cuda_merge(rows, d, d1, e1, d2, e2, 0) || download_f(got, d1, n) ||
       download_f(got_l, e1, rows)) {
     rc = -1;
   } else {
@@ -381,29 +409,38 @@ static int run_merge(check_ctx *c) {
   void *all[] = {d1, d2, e1, e2};
   for (size_t i = 0; i < 4; i++)
     if (all[i]) (void)cudaFree(all[i]);
-  free(o1); free(o2); free(l1); free(l2); free(ro); free(rl); free(got); free(got_l);
+  free(o1);
+  free(o2);
+  free(l1);
+  free(l2);
+  free(ro);
+  free(rl);
+  free(got);
+  free(got_l);
   return rc;
 }
 
 int run_correctness(check_ctx *c, int quick, int which) {
   const case_def cases[] = {
-      /* name                B  Zq Zkv  Nq   Nk  causal win  q0  qs  k0  ks */
-      {"full_gqa", 2, 4, 2, 193, 257, 0, 0, 0, 1, 0, 1},
-      {"causal_diag", 1, 4, 4, 256, 256, 1, 0, 0, 1, 0, 1},
-      {"causal_offset_gqa", 2, 4, 1, 150, 300, 1, 0, 100, 1, 0, 1},
-      {"causal_masked_rows", 1, 2, 2, 130, 200, 1, 0, 0, 1, 64, 1},
-      {"window_striped", 1, 4, 2, 177, 211, 1, 37, 5, 3, 0, 2},
-      {"window_bidir", 2, 2, 2, 160, 160, 0, 50, 0, 1, 30, 1},
-      {"tiny", 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 1},
-      {"odd_causal", 1, 3, 1, 17, 33, 1, 0, 20, 1, 0, 1},
+    /* name                B  Zq Zkv  Nq   Nk  causal win  q0  qs  k0  ks */
+    {"full_gqa", 2, 4, 2, 193, 257, 0, 0, 0, 1, 0, 1},
+    {"causal_diag", 1, 4, 4, 256, 256, 1, 0, 0, 1, 0, 1},
+    {"causal_offset_gqa", 2, 4, 1, 150, 300, 1, 0, 100, 1, 0, 1},
+    {"causal_masked_rows", 1, 2, 2, 130, 200, 1, 0, 0, 1, 64, 1},
+    {"window_striped", 1, 4, 2, 177, 211, 1, 37, 5, 3, 0, 2},
+    {"window_bidir", 2, 2, 2, 160, 160, 0, 50, 0, 1, 30, 1},
+    {"tiny", 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 1},
+    {"odd_causal", 1, 3, 1, 17, 33, 1, 0, 20, 1, 0, 1},
   };
   const int ncases = quick ? 4 : (int)(sizeof cases / sizeof cases[0]);
   const int dims[] = {64, 128};
   struct {
     attn_dtype dt;
     attn_cuda_path path;
-  } runs[] = {{ATTN_BF16, ATTN_CUDA_MMA}, {ATTN_CUDA_FP16, ATTN_CUDA_MMA},
-              {ATTN_BF16, ATTN_CUDA_SIMPLE}, {ATTN_FP32, ATTN_CUDA_SIMPLE}};
+  } runs[] = {{ATTN_BF16, ATTN_CUDA_MMA},
+              {ATTN_CUDA_FP16, ATTN_CUDA_MMA},
+              {ATTN_BF16, ATTN_CUDA_SIMPLE},
+              {ATTN_FP32, ATTN_CUDA_SIMPLE}};
   const int nruns = quick ? 2 : 4;
   const int do_mma = which != 1, do_simple = which != 2;
   for (int ci = 0; ci < ncases; ci++)
@@ -414,8 +451,7 @@ int run_correctness(check_ctx *c, int quick, int which) {
       }
   /* Head dimensions the MMA path is not built for: AUTO takes the simple path. */
   if (do_simple && run_case(c, &cases[0], 80, ATTN_BF16, ATTN_CUDA_AUTO, NULL)) return -1;
-  if (do_simple && !quick && run_case(c, &cases[4], 96, ATTN_CUDA_FP16, ATTN_CUDA_AUTO, NULL))
-    return -1;
+  if (do_simple && !quick && run_case(c, &cases[4], 96, ATTN_CUDA_FP16, ATTN_CUDA_AUTO, NULL)) return -1;
   if (!do_mma) goto rest;
   /* Every tile variant of the MMA kernels, on masked cases, both d. */
   {
@@ -423,8 +459,7 @@ int run_correctness(check_ctx *c, int quick, int which) {
     for (int ti = 0; ti < (quick ? 1 : 4); ti++)
       for (int di = 0; di < 2; di++) {
         if (run_case(c, &cases[2], dims[di], ATTN_BF16, ATTN_CUDA_MMA, tv[ti])) return -1;
-        if (!quick && run_case(c, &cases[4], dims[di], ATTN_CUDA_FP16, ATTN_CUDA_MMA, tv[ti]))
-          return -1;
+        if (!quick && run_case(c, &cases[4], dims[di], ATTN_CUDA_FP16, ATTN_CUDA_MMA, tv[ti])) return -1;
       }
   }
 rest:

@@ -126,8 +126,8 @@ size_t esize(attn_dtype dt) { return dt == ATTN_FP32 ? 4 : 2; }
  * is -inf (lse of a fully masked row) must be -inf in got too; any NaN or
  * other non-finite value in got fails. Returns 1 when within bound.
  */
-int compare(check_ctx *c, const char *what, const float *got, const double *ref, size_t n,
-                   double bound, double *rel_out) {
+int compare(check_ctx *c, const char *what, const float *got, const double *ref, size_t n, double bound,
+            double *rel_out) {
   double num = 0.0, den = 0.0, maxerr = 0.0, maxref = 0.0;
   size_t bad = 0, inf_mismatch = 0;
   for (size_t i = 0; i < n; i++) {
@@ -150,21 +150,18 @@ int compare(check_ctx *c, const char *what, const float *got, const double *ref,
   if (rel_out) *rel_out = bad || inf_mismatch ? INFINITY : rel;
   say(c, "    %-4s %-8s rel %.3e  max|err|/max|ref| %.3e  nonfinite %zu  -inf mismatch %zu  (bound %.1e)\n",
       ok ? "ok" : "FAIL", what, rel, maxref > 0 ? maxerr / maxref : maxerr, bad, inf_mismatch, bound);
-  if (ok) c->pass++; else c->fail++;
+  if (ok) c->pass++;
+  else c->fail++;
   return ok;
 }
 
 int dtype_index(attn_dtype dt) { return dt == ATTN_BF16 ? 0 : dt == ATTN_CUDA_FP16 ? 1 : 2; }
-const char *dtype_name(attn_dtype dt) {
-  return dt == ATTN_BF16 ? "bf16" : dt == ATTN_CUDA_FP16 ? "fp16" : "fp32";
-}
+const char *dtype_name(attn_dtype dt) { return dt == ATTN_BF16 ? "bf16" : dt == ATTN_CUDA_FP16 ? "fp16" : "fp32"; }
 
 /* Bounds fixed before any run: about 2.5 units of roundoff of the storage
  * type's P and dS rounding (bf16 u = 2^-8, fp16 u = 2^-11); fp32 storage uses
  * fp32 arithmetic throughout. */
-double bound_for(attn_dtype dt) {
-  return dt == ATTN_BF16 ? 1e-2 : dt == ATTN_CUDA_FP16 ? 2.5e-3 : 1e-5;
-}
+double bound_for(attn_dtype dt) { return dt == ATTN_BF16 ? 1e-2 : dt == ATTN_CUDA_FP16 ? 2.5e-3 : 1e-5; }
 
 void note_worst(check_ctx *c, attn_dtype dt, int bwd, double rel) {
   double *w = &c->worst[dtype_index(dt)][bwd];

@@ -18,8 +18,7 @@ static int ref_visible(const attn_mask *m, int64_t i, int64_t j) {
 }
 
 /* O [B,Zq,Nq,d] and lse [B,Zq,Nq] in double. */
-void ref_fwd(const attn_params *p, const float *q, const float *k, const float *v,
-                    double *o, double *lse) {
+void ref_fwd(const attn_params *p, const float *q, const float *k, const float *v, double *o, double *lse) {
   const int d = p->d, grp = p->Zq / p->Zkv;
   double *s = malloc((size_t)p->Nk * sizeof(double));
   for (int b = 0; b < p->B; b++)
@@ -63,9 +62,8 @@ void ref_fwd(const attn_params *p, const float *q, const float *k, const float *
 
 /* Gradients (added into dq, dk, dv, which hold the initial values) given the
  * full forward's lse and O. */
-void ref_bwd(const attn_params *p, const float *q, const float *k, const float *v,
-                    const float *dout, const double *o, const double *lse, double *dq,
-                    double *dk, double *dv) {
+void ref_bwd(const attn_params *p, const float *q, const float *k, const float *v, const float *dout, const double *o,
+             const double *lse, double *dq, double *dk, double *dv) {
   const int d = p->d, grp = p->Zq / p->Zkv;
   for (int b = 0; b < p->B; b++)
     for (int h = 0; h < p->Zq; h++) {

@@ -68,9 +68,9 @@ static void test_local_create_and_free(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_local_arguments),
-      cmocka_unit_test(test_no_device_is_a_clear_error),
-      cmocka_unit_test(test_local_create_and_free),
+    cmocka_unit_test(test_local_arguments),
+    cmocka_unit_test(test_no_device_is_a_clear_error),
+    cmocka_unit_test(test_local_create_and_free),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

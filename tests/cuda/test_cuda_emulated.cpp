@@ -182,23 +182,21 @@ attn_mask mask_of(const attn_params &p) {
 }
 
 template <typename T, int D, int MT, int BN>
-void run_fwd(const attn_params &p, const T *q, const T *k, const T *v, float *o, float *lse,
-             int acc, int defer) {
+void run_fwd(const attn_params &p, const T *q, const T *k, const T *v, float *o, float *lse, int acc, int defer) {
   using C = fwd_cfg<T, D, MT, BN>;
   const attn_mask m = mask_of(p);
   const unsigned blocks = (unsigned)(((p.Nq + C::BM - 1) / C::BM) * p.B * p.Zq);
-  emu_run_grid([&]() { fwd_mma_kernel<T, D, MT, BN>(p, m, q, k, v, o, lse, acc); }, blocks, C::NT,
-               C::SMEM, defer);
+  emu_run_grid([&]() { fwd_mma_kernel<T, D, MT, BN>(p, m, q, k, v, o, lse, acc); }, blocks, C::NT, C::SMEM, defer);
 }
 
 template <typename T, int D, int BM, int NW>
-void run_bwd(const attn_params &p, const T *q, const T *k, const T *v, const T *g, const float *lse,
-             const float *delta, float *dq, float *dk, float *dv, int defer) {
+void run_bwd(const attn_params &p, const T *q, const T *k, const T *v, const T *g, const float *lse, const float *delta,
+             float *dq, float *dk, float *dv, int defer) {
   using C = bwd_cfg<T, D, BM, NW>;
   const attn_mask m = mask_of(p);
   const unsigned blocks = (unsigned)(((p.Nk + C::BN - 1) / C::BN) * p.B * p.Zkv);
-  emu_run_grid([&]() { bwd_mma_kernel<T, D, BM, NW>(p, m, q, k, v, g, lse, delta, dq, dk, dv); },
-               blocks, C::NT, C::SMEM, defer);
+  emu_run_grid([&]() { bwd_mma_kernel<T, D, BM, NW>(p, m, q, k, v, g, lse, delta, dq, dk, dv); }, blocks, C::NT,
+               C::SMEM, defer);
 }
 
 struct tally {
@@ -209,16 +207,16 @@ void report(tally &t, const char *what, double rel, bool bad, double bound) {
   const bool ok = !bad && rel <= bound;
   printf("    %-4s %-8s rel %.3e%s (bound %.1e)\n", ok ? "ok" : "FAIL", what, rel,
          bad ? " NONFINITE/-inf mismatch" : "", bound);
-  if (ok) t.pass++; else t.fail++;
+  if (ok) t.pass++;
+  else t.fail++;
 }
 
 /* One (shape, dtype, tiles) check of forward, accumulate and backward. */
 template <typename T, int D, int MT, int BN, int BBM, int BNW>
 void check(tally &t, const shape &s, attn_dtype dt, uint64_t seed, int defer) {
   attn_params p = params_of(s, D, dt);
-  printf("  %-18s d=%-3d %s fwd %dx%d bwd %dx%d cp.async %s\n", s.name, D,
-         dt == ATTN_BF16 ? "bf16" : "fp16", 16 * MT * 4, BN, BBM, 16 * BNW,
-         defer ? "deferred" : "at issue");
+  printf("  %-18s d=%-3d %s fwd %dx%d bwd %dx%d cp.async %s\n", s.name, D, dt == ATTN_BF16 ? "bf16" : "fp16",
+         16 * MT * 4, BN, BBM, 16 * BNW, defer ? "deferred" : "at issue");
   const size_t nq = (size_t)p.B * p.Zq * p.Nq * D, nk = (size_t)p.B * p.Zkv * p.Nk * D;
   const size_t rows = (size_t)p.B * p.Zq * p.Nq;
   uint64_t rs = seed;
@@ -272,8 +270,8 @@ void check(tally &t, const shape &s, attn_dtype dt, uint64_t seed, int defer) {
     delta[i] = (float)D_;
   }
   std::vector<float> dq = dq0, dk = dk0, dv = dv0;
-  run_bwd<T, D, BBM, BNW>(p, q.data(), k.data(), v.data(), g.data(), lsef.data(), delta.data(),
-                          dq.data(), dk.data(), dv.data(), defer);
+  run_bwd<T, D, BBM, BNW>(p, q.data(), k.data(), v.data(), g.data(), lsef.data(), delta.data(), dq.data(), dk.data(),
+                          dv.data(), defer);
   bad = false;
   report(t, "bwd dq", rel_err(dq, r.dq, &bad), bad, bound);
   bad = false;
@@ -282,13 +280,14 @@ void check(tally &t, const shape &s, attn_dtype dt, uint64_t seed, int defer) {
   report(t, "bwd dv", rel_err(dv, r.dv, &bad), bad, bound);
 }
 
-
 /* The simple path, delta, merge and decode on one shape and storage type. */
 template <typename T>
 void check_simple(tally &t, const shape &s, int d, attn_dtype dt, uint64_t seed) {
   attn_params p = params_of(s, d, dt);
   printf("  %-18s d=%-3d %s simple path, delta, merge, decode\n", s.name, d,
-         dt == ATTN_BF16 ? "bf16" : dt == ATTN_FP32 ? "fp32" : "fp16");
+         dt == ATTN_BF16   ? "bf16"
+         : dt == ATTN_FP32 ? "fp32"
+                           : "fp16");
   const size_t nq = (size_t)p.B * p.Zq * p.Nq * d, nk = (size_t)p.B * p.Zkv * p.Nk * d;
   const size_t rows = (size_t)p.B * p.Zq * p.Nq;
   uint64_t rs = seed;
@@ -346,10 +345,17 @@ void check_simple(tally &t, const shape &s, int d, attn_dtype dt, uint64_t seed)
   bad = false;
   report(t, "delta", rel_err(delta, dref, &bad), bad, 1e-5);
   std::vector<float> dq = dq0, dk = dk0, dv = dv0;
-  emu_run_grid([&]() { bwd_dq_simple_kernel<T>(p, m, q.data(), k.data(), v.data(), g.data(), lsef.data(), delta.data(), dq.data()); },
-               qblocks, SIMPLE_WARPS * 32, 0, 0);
-  emu_run_grid([&]() { bwd_dkdv_simple_kernel<T>(p, m, q.data(), k.data(), v.data(), g.data(), lsef.data(), delta.data(), dk.data(), dv.data()); },
-               kblocks, SIMPLE_WARPS * 32, 0, 0);
+  emu_run_grid(
+    [&]() {
+      bwd_dq_simple_kernel<T>(p, m, q.data(), k.data(), v.data(), g.data(), lsef.data(), delta.data(), dq.data());
+    },
+    qblocks, SIMPLE_WARPS * 32, 0, 0);
+  emu_run_grid(
+    [&]() {
+      bwd_dkdv_simple_kernel<T>(p, m, q.data(), k.data(), v.data(), g.data(), lsef.data(), delta.data(), dk.data(),
+                                dv.data());
+    },
+    kblocks, SIMPLE_WARPS * 32, 0, 0);
   bad = false;
   report(t, "smp dq", rel_err(dq, r.dq, &bad), bad, bound);
   bad = false;
@@ -409,8 +415,11 @@ void check_simple(tally &t, const shape &s, int d, attn_dtype dt, uint64_t seed)
       std::fill(part_l.begin(), part_l.end(), NAN);
       emu_run_grid([&]() { decode_partial_kernel<T>(ph, mh, splits, qd.data(), kh, vh, part_o.data(), part_l.data()); },
                    dblocks, DECODE_WARPS * 32, sizeof(decode_smem), 0);
-      emu_run_grid([&]() { decode_reduce_kernel((int64_t)drows, d, splits, part_o.data(), part_l.data(), od.data(), ld.data(), half); },
-                   rblocks, SIMPLE_WARPS * 32, 0, 0);
+      emu_run_grid(
+        [&]() {
+          decode_reduce_kernel((int64_t)drows, d, splits, part_o.data(), part_l.data(), od.data(), ld.data(), half);
+        },
+        rblocks, SIMPLE_WARPS * 32, 0, 0);
     }
     bad = false;
     report(t, "dec O", rel_err(od, rd.o, &bad), bad, bound);
@@ -418,13 +427,13 @@ void check_simple(tally &t, const shape &s, int d, attn_dtype dt, uint64_t seed)
     report(t, "dec lse", rel_err(ld, rd.lse, &bad), bad, bound);
   }
 }
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
   const uint64_t seed = argc > 2 ? strtoull(argv[2], nullptr, 0) : (uint64_t)time(nullptr);
-  printf("test_cuda_emulated: seed %llu (rerun: test_cuda_emulated %s %llu)\n",
-         (unsigned long long)seed, quick ? "--quick" : "--full", (unsigned long long)seed);
+  printf("test_cuda_emulated: seed %llu (rerun: test_cuda_emulated %s %llu)\n", (unsigned long long)seed,
+         quick ? "--quick" : "--full", (unsigned long long)seed);
   const shape full = {"full_gqa", 1, 2, 1, 70, 90, 0, 0, 0, 1, 0, 1};
   const shape causal = {"causal_masked_rows", 1, 2, 2, 77, 100, 1, 0, 0, 1, 20, 1};
   const shape window = {"window_striped", 1, 2, 1, 45, 70, 1, 23, 5, 3, 0, 2};

@@ -133,9 +133,8 @@ static void test_plan_backward_mma_geometry(void **state) {
     assert_int_equal(L.blocks, cdiv(p.Nk, L.tile_k) * p.B * p.Zkv);
     assert_int_equal(L.warps * 16, L.tile_k);
     const size_t row = (size_t)(d + 8) * 2;
-    assert_int_equal(L.smem_bytes, (size_t)(2 * L.tile_k + 4 * L.tile_q) * row +
-                                       (size_t)4 * L.tile_q * 4 +
-                                       (size_t)L.tile_k * (size_t)(L.tile_q + 8) * 2);
+    assert_int_equal(L.smem_bytes, (size_t)(2 * L.tile_k + 4 * L.tile_q) * row + (size_t)4 * L.tile_q * 4 +
+                                     (size_t)L.tile_k * (size_t)(L.tile_q + 8) * 2);
     assert_true(L.smem_bytes <= 227 * 1024);
     const int tq[2] = {32, 64}, tk[2] = {64, 128};
     for (int a = 0; a < 2; a++)
@@ -238,9 +237,8 @@ static void test_mask_ranges_brute_force(void **state) {
           if (j > vmax) vmax = j;
         }
     if (vmax >= 0 && !(jlo <= vmin && vmax < jhi)) {
-      fprintf(stderr, "seed %llu trial %d: key range [%lld,%lld) misses [%lld,%lld]\n",
-              (unsigned long long)seed, trial, (long long)jlo, (long long)jhi, (long long)vmin,
-              (long long)vmax);
+      fprintf(stderr, "seed %llu trial %d: key range [%lld,%lld) misses [%lld,%lld]\n", (unsigned long long)seed, trial,
+              (long long)jlo, (long long)jhi, (long long)vmin, (long long)vmax);
       fail();
     }
     assert_true(0 <= jlo && jhi <= nk);
@@ -264,9 +262,8 @@ static void test_mask_ranges_brute_force(void **state) {
           if (i > qmax) qmax = i;
         }
     if (qmax >= 0 && !(ilo <= qmin && qmax < ihi)) {
-      fprintf(stderr, "seed %llu trial %d: query range [%lld,%lld) misses [%lld,%lld]\n",
-              (unsigned long long)seed, trial, (long long)ilo, (long long)ihi, (long long)qmin,
-              (long long)qmax);
+      fprintf(stderr, "seed %llu trial %d: query range [%lld,%lld) misses [%lld,%lld]\n", (unsigned long long)seed,
+              trial, (long long)ilo, (long long)ihi, (long long)qmin, (long long)qmax);
       fail();
     }
     assert_true(0 <= ilo && ihi <= nq);
@@ -278,8 +275,8 @@ static void test_mask_ranges_brute_force(void **state) {
       for (int64_t i = i0; i < i0 + ni; i++)
         for (int64_t j = tj; j < tj + tn; j++)
           if (!attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) {
-            fprintf(stderr, "seed %llu trial %d: tile_full wrong at (%lld,%lld)\n",
-                    (unsigned long long)seed, trial, (long long)i, (long long)j);
+            fprintf(stderr, "seed %llu trial %d: tile_full wrong at (%lld,%lld)\n", (unsigned long long)seed, trial,
+                    (long long)i, (long long)j);
             fail();
           }
     }
@@ -359,8 +356,7 @@ static void test_no_device_launch_fails_cleanly(void **state) {
   float *o = (float *)fake;
   attn_params p = base_params(ATTN_BF16, 64);
   assert_int_equal(attn_cuda_fwd(&p, fake, fake, fake, o, o, 0, 0), ATTN_ECUDA);
-  assert_int_equal(attn_cuda_fwd_path(&p, ATTN_CUDA_SIMPLE, fake, fake, fake, o, o, 1, 0),
-                   ATTN_ECUDA);
+  assert_int_equal(attn_cuda_fwd_path(&p, ATTN_CUDA_SIMPLE, fake, fake, fake, o, o, 1, 0), ATTN_ECUDA);
   assert_int_equal(attn_cuda_bwd(&p, fake, fake, fake, NULL, fake, o, o, o, o, o, 0), ATTN_ECUDA);
   /* The O variant allocates its delta first: that is what fails. */
   assert_int_equal(attn_cuda_bwd(&p, fake, fake, fake, o, fake, o, NULL, o, o, o, 0), ATTN_ECUDA);
@@ -390,17 +386,17 @@ static void test_decode_sizing(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_check_accepts_and_rejects),
-      cmocka_unit_test(test_plan_forward_mma_geometry),
-      cmocka_unit_test(test_plan_backward_mma_geometry),
-      cmocka_unit_test(test_plan_path_choice),
-      cmocka_unit_test(test_aligned16),
-      cmocka_unit_test(test_mask_ranges_brute_force),
-      cmocka_unit_test(test_floordiv),
-      cmocka_unit_test(test_device_count_reports),
-      cmocka_unit_test(test_bad_input_returns_codes),
-      cmocka_unit_test(test_no_device_launch_fails_cleanly),
-      cmocka_unit_test(test_decode_sizing),
+    cmocka_unit_test(test_check_accepts_and_rejects),
+    cmocka_unit_test(test_plan_forward_mma_geometry),
+    cmocka_unit_test(test_plan_backward_mma_geometry),
+    cmocka_unit_test(test_plan_path_choice),
+    cmocka_unit_test(test_aligned16),
+    cmocka_unit_test(test_mask_ranges_brute_force),
+    cmocka_unit_test(test_floordiv),
+    cmocka_unit_test(test_device_count_reports),
+    cmocka_unit_test(test_bad_input_returns_codes),
+    cmocka_unit_test(test_no_device_launch_fails_cleanly),
+    cmocka_unit_test(test_decode_sizing),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -40,8 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int rc = bs_run_args_parse(argc, argv, &r, err, sizeof err);
   check(rc, err);
   if (rc == 0 && !r.help &&
-      (!r.scenario || r.threads < 0 || r.threads > BS_ARGS_MAX_THREADS || r.warmup < 0 || r.tile < 0 ||
-       r.timeout < 0 || r.nsets > BS_ARGS_MAX_SETS))
+      (!r.scenario || r.threads < 0 || r.threads > BS_ARGS_MAX_THREADS || r.warmup < 0 || r.tile < 0 || r.timeout < 0 ||
+       r.nsets > BS_ARGS_MAX_SETS))
     abort();
   bs_sim_args s;
   rc = bs_sim_args_parse(argc, argv, &s, err, sizeof err);
@@ -51,7 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bs_calib_args c;
   rc = bs_calib_args_parse(argc, argv, &c, err, sizeof err);
   check(rc, err);
-  if (rc == 0 && !c.help && (!c.out || (c.no_kernels && c.no_links) || c.threads < 0 || c.threads > BS_ARGS_MAX_THREADS))
+  if (rc == 0 && !c.help &&
+      (!c.out || (c.no_kernels && c.no_links) || c.threads < 0 || c.threads > BS_ARGS_MAX_THREADS))
     abort();
   bs_validate_args v;
   rc = bs_validate_args_parse(argc, argv, &v, err, sizeof err);

@@ -44,8 +44,7 @@ static void check_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
                                  : count(xml, "<host id=\"gpu") == nodes * per_node && strstr(xml, last);
   if (!hosts_ok || !strstr(xml, "</platform>") || strstr(xml, "\"nan") || strstr(xml, "\"-nan") ||
       strstr(xml, "\"inf") || strstr(xml, "\"-inf") || strstr(xml, "\"-")) {
-    fprintf(stderr, "generated platform %d x %d (wrap %d) is wrong:\n%.2000s\n", nodes, per_node,
-            wrap, xml);
+    fprintf(stderr, "generated platform %d x %d (wrap %d) is wrong:\n%.2000s\n", nodes, per_node, wrap, xml);
     abort();
   }
   free(xml);

@@ -62,8 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (bs_topo_defaults("dgx-a100", 2, &tp, err, sizeof err)) abort();
   bs_profile_apply_topo(&p, &tp);
   if (bs_topo_check(&tp, err, sizeof err) == 0) free(bs_topo_xml(&tp, err, sizeof err));
-  if (bs_profile_save(&p, saved, "fuzz", err, sizeof err) == 0 &&
-      bs_profile_load(saved, &q, err, sizeof err)) {
+  if (bs_profile_save(&p, saved, "fuzz", err, sizeof err) == 0 && bs_profile_load(saved, &q, err, sizeof err)) {
     fprintf(stderr, "saved profile does not load back: %s\n", err);
     abort();
   }

@@ -139,8 +139,8 @@ static int ref_visible(const attn_mask *m, int64_t i, int64_t j) {
 }
 
 /* Scores of one query row against all keys (-inf where masked); returns lse. */
-static double ref_row_probs(const attn_params *p, const float *q, const float *k, int b, int hq,
-                            int64_t i, double *pr) {
+static double ref_row_probs(const attn_params *p, const float *q, const float *k, int b, int hq, int64_t i,
+                            double *pr) {
   int hkv = hq / (p->Zq / p->Zkv);
   const float *qi = q + (((size_t)b * p->Zq + hq) * p->Nq + i) * p->d;
   double m = -INFINITY;
@@ -162,8 +162,7 @@ static double ref_row_probs(const attn_params *p, const float *q, const float *k
   return lse;
 }
 
-static void ref_fwd(const attn_params *p, const float *q, const float *k, const float *v,
-                    double *o, double *lse) {
+static void ref_fwd(const attn_params *p, const float *q, const float *k, const float *v, double *o, double *lse) {
   double *pr = xcalloc((size_t)p->Nk, sizeof(double));
   for (int b = 0; b < p->B; b++)
     for (int hq = 0; hq < p->Zq; hq++) {
@@ -183,8 +182,8 @@ static void ref_fwd(const attn_params *p, const float *q, const float *k, const 
 }
 
 /* Gradients of sum(O * dout) over this (query, key) block, added into dq, dk, dv. */
-static void ref_bwd(const attn_params *p, const float *q, const float *k, const float *v,
-                    const float *dout, double *dq, double *dk, double *dv) {
+static void ref_bwd(const attn_params *p, const float *q, const float *k, const float *v, const float *dout, double *dq,
+                    double *dk, double *dv) {
   double *pr = xcalloc((size_t)p->Nk, sizeof(double));
   double *dp = xcalloc((size_t)p->Nk, sizeof(double));
   for (int b = 0; b < p->B; b++)
@@ -231,8 +230,7 @@ static double rel_err(const float *x, const double *ref, size_t n) {
   return den > 0 ? num / den : num;
 }
 
-static void check_rel(const char *what, const char *ctx, const float *x, const double *ref,
-                      size_t n, double bound) {
+static void check_rel(const char *what, const char *ctx, const float *x, const double *ref, size_t n, double bound) {
   double e = rel_err(x, ref, n);
   if (getenv("BURSTSIM_TEST_VERBOSE")) printf("  %-4s %-60s rel err %.2e (bound %.0e)\n", what, ctx, e, bound);
   if (!(e < bound)) failf("%s [%s]: relative error %.3g >= bound %.1g", what, ctx, e, bound);
@@ -260,10 +258,8 @@ static const char *const variants[] = {"scalar", "avx2", NULL};
 #define NVARIANTS 3
 
 static void use_variant(const char *v) {
-  if (v)
-    setenv("BURSTSIM_ATTN_VARIANT", v, 1);
-  else
-    unsetenv("BURSTSIM_ATTN_VARIANT");
+  if (v) setenv("BURSTSIM_ATTN_VARIANT", v, 1);
+  else unsetenv("BURSTSIM_ATTN_VARIANT");
 }
 
 /* Runs fused and unfused forward on c and checks both against the reference. */
@@ -315,9 +311,9 @@ static void check_bwd_case(const tcase *c, const char *label) {
       memset(dq, 0, c->nq * sizeof(float));
       memset(dk, 0, c->nk * sizeof(float));
       memset(dv, 0, c->nk * sizeof(float));
-      assert_int_equal(attn_bwd(p, Qs(c), Ks(c), Vs(c), with_delta ? NULL : o, Gs(c), lse,
-                                with_delta ? delta : NULL, dq, dk, dv),
-                       ATTN_OK);
+      assert_int_equal(
+        attn_bwd(p, Qs(c), Ks(c), Vs(c), with_delta ? NULL : o, Gs(c), lse, with_delta ? delta : NULL, dq, dk, dv),
+        ATTN_OK);
       check_rel("dQ", ctx, dq, dqr, c->nq, bound_of(p));
       check_rel("dK", ctx, dk, dkr, c->nk, bound_of(p));
       check_rel("dV", ctx, dv, dvr, c->nk, bound_of(p));
@@ -328,8 +324,7 @@ static void check_bwd_case(const tcase *c, const char *label) {
   memset(dq, 0, c->nq * sizeof(float));
   memset(dk, 0, c->nk * sizeof(float));
   memset(dv, 0, c->nk * sizeof(float));
-  assert_int_equal(
-      attn_bwd_unfused(p, Qs(c), Ks(c), Vs(c), o, Gs(c), lse, NULL, dq, dk, dv, NULL), ATTN_OK);
+  assert_int_equal(attn_bwd_unfused(p, Qs(c), Ks(c), Vs(c), o, Gs(c), lse, NULL, dq, dk, dv, NULL), ATTN_OK);
   check_rel("dQ", ctx, dq, dqr, c->nq, bound_of(p));
   check_rel("dK", ctx, dk, dkr, c->nk, bound_of(p));
   check_rel("dV", ctx, dv, dvr, c->nk, bound_of(p));
@@ -375,8 +370,7 @@ static void test_odd_sizes(void **state) {
   for (size_t a = 0; a < 3; a++)
     for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
       attn_params p = mk(1, 2, 1, ns[b][0], ns[b][1], ds[a]);
-      snprintf(label, sizeof label, "Nq%lld Nk%lld d%d", (long long)ns[b][0], (long long)ns[b][1],
-               ds[a]);
+      snprintf(label, sizeof label, "Nq%lld Nk%lld d%d", (long long)ns[b][0], (long long)ns[b][1], ds[a]);
       run_fwd_bwd("odd", p, label, 1);
     }
 }
@@ -415,8 +409,7 @@ static void test_causal_offsets(void **state) {
     p.mask.causal = 1;
     p.mask.q_pos0 = offs[i][0];
     p.mask.k_pos0 = offs[i][1];
-    snprintf(label, sizeof label, "causal q_pos0 %lld k_pos0 %lld", (long long)offs[i][0],
-             (long long)offs[i][1]);
+    snprintf(label, sizeof label, "causal q_pos0 %lld k_pos0 %lld", (long long)offs[i][0], (long long)offs[i][1]);
     run_fwd_bwd("causal", p, label, 1);
   }
 }
@@ -432,8 +425,7 @@ static void test_striped(void **state) {
     p.mask.q_stride = p.mask.k_stride = 4;
     p.mask.q_pos0 = rk[i][0];
     p.mask.k_pos0 = rk[i][1];
-    snprintf(label, sizeof label, "striped q rank %lld k rank %lld", (long long)rk[i][0],
-             (long long)rk[i][1]);
+    snprintf(label, sizeof label, "striped q rank %lld k rank %lld", (long long)rk[i][0], (long long)rk[i][1]);
     run_fwd_bwd("striped", p, label, 1);
   }
 }
@@ -513,15 +505,13 @@ static void test_tiles(void **state) {
 static float *slice_keys(const attn_params *p, const float *x, int64_t j0, int64_t n) {
   float *s = xcalloc((size_t)p->B * p->Zkv * n * p->d, sizeof(float));
   for (int h = 0; h < p->B * p->Zkv; h++)
-    memcpy(s + (size_t)h * n * p->d, x + ((size_t)h * p->Nk + j0) * p->d,
-           (size_t)n * p->d * sizeof(float));
+    memcpy(s + (size_t)h * n * p->d, x + ((size_t)h * p->Nk + j0) * p->d, (size_t)n * p->d * sizeof(float));
   return s;
 }
 
 static void unslice_add(const attn_params *p, float *x, const float *s, int64_t j0, int64_t n) {
   for (int h = 0; h < p->B * p->Zkv; h++)
-    for (size_t e = 0; e < (size_t)n * p->d; e++)
-      x[((size_t)h * p->Nk + j0) * p->d + e] += s[(size_t)h * n * p->d + e];
+    for (size_t e = 0; e < (size_t)n * p->d; e++) x[((size_t)h * p->Nk + j0) * p->d + e] += s[(size_t)h * n * p->d + e];
 }
 
 static void test_split_merge(void **state) {
@@ -551,8 +541,7 @@ static void test_split_merge(void **state) {
     for (int pi = 0; pi < 3; pi++) {
       int np = pieces[pi];
       for (int unf = 0; unf < 2; unf++) {
-        snprintf(ctx, sizeof ctx, "%d pieces, %s, path %s", np, unf ? "unfused" : "fused",
-                 attn_cpu_variant());
+        snprintf(ctx, sizeof ctx, "%d pieces, %s, path %s", np, unf ? "unfused" : "fused", attn_cpu_variant());
         for (int s = 0; s < np; s++) {
           int64_t j0 = p.Nk * s / np, j1 = p.Nk * (s + 1) / np;
           attn_params ps = p;
@@ -643,9 +632,8 @@ static void test_fully_masked_rows(void **state) {
     use_variant(variants[vi]);
     for (int unf = 0; unf < 2; unf++) {
       for (size_t e = 0; e < c.nq; e++) o[e] = NAN; /* must be overwritten */
-      assert_int_equal(unf ? attn_fwd_unfused(&p, c.q, c.k, c.v, o, lse, 0, NULL)
-                           : attn_fwd(&p, c.q, c.k, c.v, o, lse, 0),
-                       ATTN_OK);
+      assert_int_equal(
+        unf ? attn_fwd_unfused(&p, c.q, c.k, c.v, o, lse, 0, NULL) : attn_fwd(&p, c.q, c.k, c.v, o, lse, 0), ATTN_OK);
       for (int h = 0; h < p.Zq; h++)
         for (int64_t i = 0; i < p.Nq; i++) {
           size_t row = (size_t)h * p.Nq + i;
@@ -802,8 +790,7 @@ static void test_deterministic(void **state) {
     dk[rep] = xcalloc(c.nk, sizeof(float));
     dv[rep] = xcalloc(c.nk, sizeof(float));
     assert_int_equal(attn_fwd(&p, c.q, c.k, c.v, o[rep], l[rep], 0), ATTN_OK);
-    assert_int_equal(attn_bwd(&p, c.q, c.k, c.v, o[rep], c.dout, l[rep], NULL, dq[rep], dk[rep], dv[rep]),
-                     ATTN_OK);
+    assert_int_equal(attn_bwd(&p, c.q, c.k, c.v, o[rep], c.dout, l[rep], NULL, dq[rep], dk[rep], dv[rep]), ATTN_OK);
   }
   assert_memory_equal(o[0], o[1], c.nq * sizeof(float));
   assert_memory_equal(l[0], l[1], rows * sizeof(float));
@@ -892,7 +879,8 @@ static void test_mask_runs(void **state) {
       attn_mask_visible_run(&m, qp, j0, nj, &lo, &hi);
       for (int64_t j = 0; j < nj; j++) {
         int vis = attn_mask_visible(&m, qp, m.k_pos0 + (j0 + j) * m.k_stride);
-        if (vis != (j >= lo && j <= hi)) failf("visible run wrong (case %d, row %lld, key %lld)", t, (long long)i, (long long)j);
+        if (vis != (j >= lo && j <= hi))
+          failf("visible run wrong (case %d, row %lld, key %lld)", t, (long long)i, (long long)j);
         any |= vis;
         all &= vis;
       }
@@ -955,26 +943,26 @@ int main(int argc, char **argv) {
   base_seed = env ? strtoull(env, NULL, 10) : (unsigned long long)time(NULL);
   printf("test_attn: seed %llu (replay with BURSTSIM_SEED=%llu)\n", base_seed, base_seed);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_bf16_rounding),
-      cmocka_unit_test(test_mask_runs),
-      cmocka_unit_test(test_mask_ranges_and_pairs),
-      cmocka_unit_test(test_full_mask),
-      cmocka_unit_test(test_odd_sizes),
-      cmocka_unit_test(test_decode_long_keys),
-      cmocka_unit_test(test_causal_offsets),
-      cmocka_unit_test(test_striped),
-      cmocka_unit_test(test_window),
-      cmocka_unit_test(test_gqa),
-      cmocka_unit_test(test_bf16),
-      cmocka_unit_test(test_threads),
-      cmocka_unit_test(test_tiles),
-      cmocka_unit_test(test_multi_tile),
-      cmocka_unit_test(test_split_merge),
-      cmocka_unit_test(test_fully_masked_rows),
-      cmocka_unit_test(test_bwd_accumulates),
-      cmocka_unit_test(test_finite_difference),
-      cmocka_unit_test(test_deterministic),
+    cmocka_unit_test(test_bad_input),
+    cmocka_unit_test(test_bf16_rounding),
+    cmocka_unit_test(test_mask_runs),
+    cmocka_unit_test(test_mask_ranges_and_pairs),
+    cmocka_unit_test(test_full_mask),
+    cmocka_unit_test(test_odd_sizes),
+    cmocka_unit_test(test_decode_long_keys),
+    cmocka_unit_test(test_causal_offsets),
+    cmocka_unit_test(test_striped),
+    cmocka_unit_test(test_window),
+    cmocka_unit_test(test_gqa),
+    cmocka_unit_test(test_bf16),
+    cmocka_unit_test(test_threads),
+    cmocka_unit_test(test_tiles),
+    cmocka_unit_test(test_multi_tile),
+    cmocka_unit_test(test_split_merge),
+    cmocka_unit_test(test_fully_masked_rows),
+    cmocka_unit_test(test_bwd_accumulates),
+    cmocka_unit_test(test_finite_difference),
+    cmocka_unit_test(test_deterministic),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -9,12 +9,32 @@
 #include <string.h>
 #include "plan_walk.h"
 
-typedef struct { int kind; int peer; int32_t tag; int64_t bytes; int done; int gid; int seq; int used; } hstate;
-typedef struct { int32_t tag; int64_t bytes; int rank; int32_t handle; } post;
-typedef struct { post *v; int n, cap, head; } pq;
+typedef struct {
+  int kind;
+  int peer;
+  int32_t tag;
+  int64_t bytes;
+  int done;
+  int gid;
+  int seq;
+  int used;
+} hstate;
+typedef struct {
+  int32_t tag;
+  int64_t bytes;
+  int rank;
+  int32_t handle;
+} post;
+typedef struct {
+  post *v;
+  int n, cap, head;
+} pq;
 
 static void pq_push(pq *q, post p) {
-  if (q->n == q->cap) { q->cap = q->cap ? 2 * q->cap : 64; q->v = realloc(q->v, (size_t)q->cap * sizeof *q->v); }
+  if (q->n == q->cap) {
+    q->cap = q->cap ? 2 * q->cap : 64;
+    q->v = realloc(q->v, (size_t)q->cap * sizeof *q->v);
+  }
   q->v[q->n++] = p;
 }
 
@@ -90,12 +110,12 @@ static int walk_free(walker *k, int r, const bs_op *op) {
 static int walk_compute(walker *k, int r, const bs_op *op) {
   const bs_compute *c = &op->u.compute;
   for (int j = 0; j < BS_OP_IN; j++)
-    if (c->in[j].buf >= 0 && (c->in[j].buf >= BS_PLAN_MAX_BUFS || !k->blive[r][c->in[j].buf] ||
-                               c->in[j].off >= k->bsize[r][c->in[j].buf]))
+    if (c->in[j].buf >= 0 &&
+        (c->in[j].buf >= BS_PLAN_MAX_BUFS || !k->blive[r][c->in[j].buf] || c->in[j].off >= k->bsize[r][c->in[j].buf]))
       FAIL("rank %d step %d: %s reads dead buffer %d", r, op->step, bs_kernel_name(c->kernel), c->in[j].buf);
   for (int j = 0; j < BS_OP_OUT; j++)
     if (c->out[j].buf >= 0 && (c->out[j].buf >= BS_PLAN_MAX_BUFS || !k->blive[r][c->out[j].buf] ||
-                                c->out[j].off >= k->bsize[r][c->out[j].buf]))
+                               c->out[j].off >= k->bsize[r][c->out[j].buf]))
       FAIL("rank %d step %d: %s writes dead buffer %d", r, op->step, bs_kernel_name(c->kernel), c->out[j].buf);
   k->w->flops[r] += c->flops;
   k->w->ncompute[r][c->kernel]++;
@@ -125,7 +145,10 @@ static int walk_p2p(walker *k, int r, const bs_op *op) {
     k->hs[a.rank][a.handle].done = 1;
     k->hs[c.rank][c.handle].done = 1;
   }
-  if (op->kind == BS_OP_SEND) { k->w->sent[r] += op->u.p2p.bytes; k->w->sent_to[r][peer] += op->u.p2p.bytes; }
+  if (op->kind == BS_OP_SEND) {
+    k->w->sent[r] += op->u.p2p.bytes;
+    k->w->sent_to[r][peer] += op->u.p2p.bytes;
+  }
   return 0;
 }
 
@@ -136,8 +159,7 @@ static int walk_coll(walker *k, int r, const bs_op *op) {
   int h = op->handle;
   bs_group g = op->u.coll.group;
   if (h < 0 || h >= BS_PLAN_MAX_HANDLES || k->hs[r][h].used) FAIL("rank %d: bad handle %d", r, h);
-  if (g.size < 1 || g.first < 0 || g.first + (int64_t)g.stride * (g.size - 1) >= k->G)
-    FAIL("rank %d: bad group", r);
+  if (g.size < 1 || g.first < 0 || g.first + (int64_t)g.stride * (g.size - 1) >= k->G) FAIL("rank %d: bad group", r);
   const int stride = g.stride ? g.stride : 1;
   int mine = (r - g.first) % stride == 0 && (r - g.first) / stride < g.size && r >= g.first;
   if (!mine) FAIL("rank %d: collective on a group it is not in", r);
@@ -171,7 +193,10 @@ static int walk_wait(walker *k, int r, const bs_op *op) {
       bs_group g = cl->g[gid];
       for (int m = 0; m < g.size; m++) {
         int mr = g.first + m * g.stride;
-        if (cl->count[gid][mr] <= n) { ok = 0; break; }
+        if (cl->count[gid][mr] <= n) {
+          ok = 0;
+          break;
+        }
         if (cl->kinds[gid][mr][n] != cl->kinds[gid][r][n] || cl->bytes[gid][mr][n] != cl->bytes[gid][r][n])
           FAIL("collective mismatch between ranks %d and %d", r, mr);
       }
@@ -190,7 +215,8 @@ static int walk_op(walker *k, int r, const bs_op *op) {
   case BS_OP_ALLOC: return walk_alloc(k, r, op);
   case BS_OP_FREE: return walk_free(k, r, op);
   case BS_OP_COMPUTE: return walk_compute(k, r, op);
-  case BS_OP_SEND: case BS_OP_RECV: return walk_p2p(k, r, op);
+  case BS_OP_SEND:
+  case BS_OP_RECV: return walk_p2p(k, r, op);
   case BS_OP_COLL: return walk_coll(k, r, op);
   case BS_OP_WAIT: return walk_wait(k, r, op);
   case BS_OP_PHASE: return 0;
@@ -257,7 +283,10 @@ static int walk_all(walker *k) {
 int plan_walk(const bs_plan *p, walk_result *w) {
   memset(w, 0, sizeof *w);
   int G = bs_plan_ranks(p);
-  if (G > WALK_MAX_RANKS) { snprintf(w->err, sizeof w->err, "too many ranks for the walker"); return -1; }
+  if (G > WALK_MAX_RANKS) {
+    snprintf(w->err, sizeof w->err, "too many ranks for the walker");
+    return -1;
+  }
   walker *k = calloc(1, sizeof *k);
   k->w = w;
   k->G = G;
@@ -266,9 +295,17 @@ int plan_walk(const bs_plan *p, walk_result *w) {
   for (int r = 0; r < G; r++) k->it[r] = bs_plan_iter_new(p, r);
   int rc = walk_all(k);
   for (int r = 0; r < G; r++) bs_plan_iter_free(k->it[r]);
-  for (int i = 0; i < G * G; i++) { free(k->sq[i].v); free(k->rq[i].v); }
+  for (int i = 0; i < G * G; i++) {
+    free(k->sq[i].v);
+    free(k->rq[i].v);
+  }
   for (int g = 0; g < MAXG; g++)
-    for (int r = 0; r < WALK_MAX_RANKS; r++) { free(k->cl.kinds[g][r]); free(k->cl.bytes[g][r]); }
-  free(k->sq); free(k->rq); free(k);
+    for (int r = 0; r < WALK_MAX_RANKS; r++) {
+      free(k->cl.kinds[g][r]);
+      free(k->cl.bytes[g][r]);
+    }
+  free(k->sq);
+  free(k->rq);
+  free(k);
   return rc;
 }

@@ -14,9 +14,9 @@
 #define WALK_MAX_RANKS 16
 
 typedef struct {
-  int64_t sent[WALK_MAX_RANKS];        /* p2p bytes sent per rank */
+  int64_t sent[WALK_MAX_RANKS]; /* p2p bytes sent per rank */
   int64_t sent_to[WALK_MAX_RANKS][WALK_MAX_RANKS];
-  int64_t coll_sent[WALK_MAX_RANKS];   /* collective bytes (bs_coll_bytes_sent) per rank */
+  int64_t coll_sent[WALK_MAX_RANKS];                 /* collective bytes (bs_coll_bytes_sent) per rank */
   int64_t coll_bytes[WALK_MAX_RANKS][BS_COLL_COUNT]; /* sum of op bytes per kind */
   int ncoll[WALK_MAX_RANKS][BS_COLL_COUNT];
   double flops[WALK_MAX_RANKS];
@@ -24,7 +24,7 @@ typedef struct {
   int64_t peak[WALK_MAX_RANKS];
   int64_t peak_cls[WALK_MAX_RANKS][BS_MEM_CLASS_COUNT];
   int64_t ops[WALK_MAX_RANKS];
-  char err[512];                       /* "" when the plan is well formed */
+  char err[512]; /* "" when the plan is well formed */
 } walk_result;
 
 /* Runs all ranks of p; returns 0, or -1 with w->err set. */

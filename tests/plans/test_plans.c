@@ -41,12 +41,14 @@ static void walk_ok(const bs_config *c, int rpn, walk_result *w) {
   bs_plan *p = NULL;
   char err[256] = "";
   int rc = bs_plan_create(c, rpn, &p, err, sizeof err);
-  if (rc) fprintf(stderr, "plan_create(%s G=%d N=%lld %s): %s\n", bs_method_name(c->par.method), c->par.gpus,
-                  (long long)c->work.seq_len, bs_layout_name(c->par.layout), err);
+  if (rc)
+    fprintf(stderr, "plan_create(%s G=%d N=%lld %s): %s\n", bs_method_name(c->par.method), c->par.gpus,
+            (long long)c->work.seq_len, bs_layout_name(c->par.layout), err);
   assert_int_equal(rc, 0);
   rc = plan_walk(p, w);
-  if (rc) fprintf(stderr, "walk(%s G=%d %s causal=%d): %s\n", bs_method_name(c->par.method), c->par.gpus,
-                  bs_layout_name(c->par.layout), c->work.causal, w->err);
+  if (rc)
+    fprintf(stderr, "walk(%s G=%d %s causal=%d): %s\n", bs_method_name(c->par.method), c->par.gpus,
+            bs_layout_name(c->par.layout), c->work.causal, w->err);
   assert_int_equal(rc, 0);
   bs_plan_free(p);
 }
@@ -126,8 +128,7 @@ static void test_flops_and_skipping(void **state) {
       if (causal && l == BS_CONTIGUOUS)
         for (int r = 0; r < G; r++) assert_int_equal(w.ncompute[r][BS_K_ATTN_FWD], r + 1); /* blocks j > r skipped */
       if (!causal)
-        for (int r = 0; r < G; r++)
-          assert_int_equal(w.ncompute[r][BS_K_ATTN_FWD], l == BS_ZIGZAG ? 4 * G : G);
+        for (int r = 0; r < G; r++) assert_int_equal(w.ncompute[r][BS_K_ATTN_FWD], l == BS_ZIGZAG ? 4 * G : G);
     }
 }
 
@@ -161,11 +162,17 @@ static void test_double_ring(void **state) {
     bs_op op;
     int outer_h = -1, computes = -1, seen = 0;
     while (bs_plan_next(it, &op)) {
-      if (op.kind == BS_OP_SEND && outer_h < 0 && op.u.p2p.peer / P != 5 / P) { outer_h = op.handle; computes = 0; }
+      if (op.kind == BS_OP_SEND && outer_h < 0 && op.u.p2p.peer / P != 5 / P) {
+        outer_h = op.handle;
+        computes = 0;
+      }
       if (op.kind == BS_OP_COMPUTE && computes >= 0) computes++;
       if (op.kind == BS_OP_WAIT && outer_h >= 0)
         for (int j = 0; j < op.u.wait.n; j++)
-          if (op.u.wait.handles[j] == outer_h) { seen = 1; break; }
+          if (op.u.wait.handles[j] == outer_h) {
+            seen = 1;
+            break;
+          }
       if (seen) break;
     }
     assert_true(seen);
@@ -196,8 +203,8 @@ static void test_visible_pairs(void **state) {
     int64_t got = bs_visible_pairs(q0, nq, k0, nk, stride, causal, window);
     if (got != brute)
       fprintf(stderr, "q0=%lld nq=%lld k0=%lld nk=%lld stride=%lld causal=%d window=%lld: %lld != %lld\n",
-              (long long)q0, (long long)nq, (long long)k0, (long long)nk, (long long)stride, causal,
-              (long long)window, (long long)got, (long long)brute);
+              (long long)q0, (long long)nq, (long long)k0, (long long)nk, (long long)stride, causal, (long long)window,
+              (long long)got, (long long)brute);
     assert_int_equal(got, brute);
   }
   /* Large blocks, by formula: full n^2, causal n(n+1)/2; past 2^63 - 1 the count is -1, not wrapped. */
@@ -221,13 +228,19 @@ static void test_collective_methods_bytes(void **state) {
     int G = Gs[gi];
     int64_t N = 32 * G, B = 2, Z = 8, Zk = 4, d = 16, es = 2, n = N / G;
     bs_config c = small_cfg(BS_ULYSSES, G, N, 1, BS_CONTIGUOUS, BS_TRAIN);
-    c.model.heads = Z; c.model.kv_heads = Zk; c.model.head_dim = d; c.work.batch = B;
+    c.model.heads = Z;
+    c.model.kv_heads = Zk;
+    c.model.head_dim = d;
+    c.work.batch = B;
     walk_result w;
     walk_ok(&c, G, &w);
     double f = (double)(G - 1) / G;
     int64_t fwd = (int64_t)(f * (double)(B * Z * n * d * es + 2 * B * Zk * n * d * es + B * Z * n * d * 4));
     int64_t bwd = (int64_t)(f * (double)(B * Z * n * d * es + B * Z * n * d * 4 + 2 * B * Zk * n * d * 4));
-    for (int r = 0; r < G; r++) { assert_int_equal(w.coll_sent[r], fwd + bwd); assert_int_equal(w.sent[r], 0); }
+    for (int r = 0; r < G; r++) {
+      assert_int_equal(w.coll_sent[r], fwd + bwd);
+      assert_int_equal(w.sent[r], 0);
+    }
     if (G >= 2) {
       int U = 2, Rg = G / U;
       c.par.method = BS_USP;
@@ -238,11 +251,17 @@ static void test_collective_methods_bytes(void **state) {
                     (int64_t)(fu * (double)(B * Z * n * d * es + B * Z * n * d * 4 + 2 * B * Zk * n * d * 4));
       int64_t kv = B * Zk * n * d; /* one ring block: Zk/U heads x U*n tokens */
       int64_t ring = Rg > 1 ? (Rg - 1) * 2 * kv * es + (Rg - 1) * 2 * kv * es + Rg * 2 * kv * 4 : 0;
-      for (int r = 0; r < G; r++) { assert_int_equal(w.coll_sent[r], a2a); assert_int_equal(w.sent[r], ring); }
+      for (int r = 0; r < G; r++) {
+        assert_int_equal(w.coll_sent[r], a2a);
+        assert_int_equal(w.sent[r], ring);
+      }
     }
     for (int v = 1; v <= 3; v += 2) {
       c = small_cfg(BS_TP, G, N, 1, BS_CONTIGUOUS, BS_TRAIN);
-      c.model.heads = Z; c.model.kv_heads = Zk; c.model.head_dim = d; c.work.batch = B;
+      c.model.heads = Z;
+      c.model.kv_heads = Zk;
+      c.model.head_dim = d;
+      c.work.batch = B;
       c.model.hidden = Z * d;
       c.par.tp_variant = v;
       walk_ok(&c, G, &w);
@@ -252,7 +271,10 @@ static void test_collective_methods_bytes(void **state) {
       assert_int_equal(w.ncoll[0][v == 1 ? BS_COLL_ALLREDUCE : BS_COLL_REDUCE_SCATTER], G > 0 ? 2 : 0);
     }
     c = small_cfg(BS_TREE, G, N, 1, BS_CONTIGUOUS, BS_DECODE);
-    c.model.heads = Z; c.model.kv_heads = Zk; c.model.head_dim = d; c.work.batch = B;
+    c.model.heads = Z;
+    c.model.kv_heads = Zk;
+    c.model.head_dim = d;
+    c.work.batch = B;
     c.work.decode_tokens = 4;
     walk_ok(&c, G, &w);
     double tree = 2.0 * f * (double)(4 * (B * Z * d + 2 * B * Z)) * 4; /* 4 query tokens, fp32 */
@@ -333,7 +355,10 @@ static void test_lazy_large(void **state) {
     int64_t n = 0, sends = 0, bytes = 0;
     while (bs_plan_next(it, &op)) {
       n++;
-      if (op.kind == BS_OP_SEND) { sends++; bytes += op.u.p2p.bytes; }
+      if (op.kind == BS_OP_SEND) {
+        sends++;
+        bytes += op.u.p2p.bytes;
+      }
     }
     assert_int_equal(bs_plan_iter_error(it), 0);
     bs_plan_iter_free(it);

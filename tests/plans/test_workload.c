@@ -20,9 +20,9 @@
 
 typedef struct {
   double gemm_flops, attn_flops, ew_elems;
-  int64_t coll_sent[BS_COLL_COUNT];   /* bs_coll_bytes_sent per kind */
+  int64_t coll_sent[BS_COLL_COUNT]; /* bs_coll_bytes_sent per kind */
   int ncoll[BS_COLL_COUNT];
-  int64_t first_allocs[5];            /* the persistent weights, grads, Adam states */
+  int64_t first_allocs[5]; /* the persistent weights, grads, Adam states */
   bs_mem_class first_cls[5];
   int64_t peak;
   int64_t cls_allocated[BS_MEM_CLASS_COUNT];
@@ -49,7 +49,10 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
       cur += size[b];
       if (cur > w->peak) w->peak = cur;
       w->cls_allocated[op.u.alloc.cls] += op.u.alloc.bytes;
-      if (nalloc < 5) { w->first_allocs[nalloc] = op.u.alloc.bytes; w->first_cls[nalloc] = op.u.alloc.cls; }
+      if (nalloc < 5) {
+        w->first_allocs[nalloc] = op.u.alloc.bytes;
+        w->first_cls[nalloc] = op.u.alloc.cls;
+      }
       nalloc++;
       break;
     }
@@ -70,7 +73,9 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
       for (int j = 0; j < BS_OP_IN; j++)
         if (op.u.compute.in[j].buf >= 0) assert_true(live[op.u.compute.in[j].buf]);
       break;
-    case BS_OP_SEND: case BS_OP_RECV: case BS_OP_COLL:
+    case BS_OP_SEND:
+    case BS_OP_RECV:
+    case BS_OP_COLL:
       assert_true(op.handle >= 0 && op.handle < BS_WL_MAX_HANDLES && !hlive[op.handle]);
       hlive[op.handle] = 1;
       if (op.kind == BS_OP_COLL) {
@@ -84,8 +89,7 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
         hlive[op.u.wait.handles[j]] = 0;
       }
       break;
-    default:
-      break;
+    default: break;
     }
   }
   assert_int_equal(bs_plan_iter_error(it), 0);
@@ -245,7 +249,8 @@ static void test_zero(void **st) {
       assert_int_equal(w.ncoll[BS_COLL_ALLREDUCE] > 0, z == 0);
       assert_int_equal(w.first_cls[0], BS_MEM_WEIGHTS);
       assert_int_equal(w.first_allocs[0], z >= 3 ? 2 * psi / D : 2 * psi);
-      if (w.first_allocs[1] != (z >= 2 ? 2 * psi / D : 2 * psi)) print_error("scope %d zero %d grads %lld psi %lld\n", scope, z, (long long)w.first_allocs[1], (long long)psi);
+      if (w.first_allocs[1] != (z >= 2 ? 2 * psi / D : 2 * psi))
+        print_error("scope %d zero %d grads %lld psi %lld\n", scope, z, (long long)w.first_allocs[1], (long long)psi);
       assert_int_equal(w.first_cls[1], BS_MEM_GRADS);
       assert_int_equal(w.first_allocs[1], z >= 2 ? 2 * psi / D : 2 * psi);
       for (int j = 2; j < 5; j++) {
@@ -284,10 +289,8 @@ static void test_inference(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_layer_flops),
-    cmocka_unit_test(test_model_flops_recompute),
-    cmocka_unit_test(test_tp_v1_v3),
-    cmocka_unit_test(test_zero),
+    cmocka_unit_test(test_layer_flops), cmocka_unit_test(test_model_flops_recompute),
+    cmocka_unit_test(test_tp_v1_v3),    cmocka_unit_test(test_zero),
     cmocka_unit_test(test_inference),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);

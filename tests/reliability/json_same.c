@@ -64,8 +64,8 @@ int main(int argc, char **argv) {
     rc = ta[i] != tb[i];
     if (rc) {
       size_t from = i > 200 ? i - 200 : 0;
-      fprintf(stderr, "json_same: %s and %s differ at byte %zu:\n--- %s\n%.300s\n--- %s\n%.300s\n", argv[1],
-              argv[2], i, argv[1], ta + from, argv[2], tb + from);
+      fprintf(stderr, "json_same: %s and %s differ at byte %zu:\n--- %s\n%.300s\n--- %s\n%.300s\n", argv[1], argv[2], i,
+              argv[1], ta + from, argv[2], tb + from);
     } else {
       printf("json_same: %s and %s are the same (%zu bytes compared)\n", argv[1], argv[2], strlen(ta));
     }

@@ -14,21 +14,36 @@
 static int set(bs_config *c, bs_runtime_opts *o, const char *k, const char *v) {
   if (!strcmp(k, "method")) {
     for (int m = 0; m < BS_METHOD_COUNT; m++)
-      if (!strcmp(v, bs_method_name((bs_method)m))) { c->par.method = (bs_method)m; return 0; }
+      if (!strcmp(v, bs_method_name((bs_method)m))) {
+        c->par.method = (bs_method)m;
+        return 0;
+      }
     return -1;
   }
   if (!strcmp(k, "layout")) {
     for (int l = 0; l <= BS_STRIPED; l++)
-      if (!strcmp(v, bs_layout_name((bs_layout)l))) { c->par.layout = (bs_layout)l; return 0; }
+      if (!strcmp(v, bs_layout_name((bs_layout)l))) {
+        c->par.layout = (bs_layout)l;
+        return 0;
+      }
     return -1;
   }
   if (!strcmp(k, "phase")) {
     for (int l = 0; l <= BS_DECODE; l++)
-      if (!strcmp(v, bs_phase_name((bs_phase)l))) { c->work.phase = (bs_phase)l; return 0; }
+      if (!strcmp(v, bs_phase_name((bs_phase)l))) {
+        c->work.phase = (bs_phase)l;
+        return 0;
+      }
     return -1;
   }
-  if (!strcmp(k, "dtype")) { c->model.dtype = !strcmp(v, "bf16") ? BS_BF16 : !strcmp(v, "fp16") ? BS_FP16 : BS_FP32; return 0; }
-  if (!strcmp(k, "fault")) { o->fault = !strcmp(v, "exit") ? BS_FAULT_EXIT : !strcmp(v, "stall") ? BS_FAULT_STALL : BS_FAULT_NONE; return 0; }
+  if (!strcmp(k, "dtype")) {
+    c->model.dtype = !strcmp(v, "bf16") ? BS_BF16 : !strcmp(v, "fp16") ? BS_FP16 : BS_FP32;
+    return 0;
+  }
+  if (!strcmp(k, "fault")) {
+    o->fault = !strcmp(v, "exit") ? BS_FAULT_EXIT : !strcmp(v, "stall") ? BS_FAULT_STALL : BS_FAULT_NONE;
+    return 0;
+  }
   long long x = atoll(v);
   if (!strcmp(k, "N")) c->work.seq_len = x;
   else if (!strcmp(k, "heads")) c->model.heads = x;
@@ -103,11 +118,12 @@ int main(int argc, char **argv) {
     if (rank == 0) {
       if (rc) printf("input error: %s\n", e);
       else
-        printf("overlap: ranks %d threads %d block %lld tokens heads %lld d %lld, %lld B/step, %d reps: compute %.6f s, "
-               "comm %.6f s (%.2f GB/s), overlapped %.6f s, ratio %.3f\n",
-               size, ov.threads, (long long)ov.block_tokens, (long long)c.model.heads, (long long)c.model.head_dim,
-               (long long)ov.bytes_per_step, ov.reps, ov.compute_s, ov.comm_s, (double)ov.bytes_per_step / ov.comm_s / 1e9,
-               ov.overlap_s, ov.ratio);
+        printf(
+          "overlap: ranks %d threads %d block %lld tokens heads %lld d %lld, %lld B/step, %d reps: compute %.6f s, "
+          "comm %.6f s (%.2f GB/s), overlapped %.6f s, ratio %.3f\n",
+          size, ov.threads, (long long)ov.block_tokens, (long long)c.model.heads, (long long)c.model.head_dim,
+          (long long)ov.bytes_per_step, ov.reps, ov.compute_s, ov.comm_s, (double)ov.bytes_per_step / ov.comm_s / 1e9,
+          ov.overlap_s, ov.ratio);
     }
     MPI_Finalize();
     return rc ? 1 : 0;

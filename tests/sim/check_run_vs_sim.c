@@ -83,8 +83,8 @@ static int read_point(cJSON *r, point *p) {
       get_str(r, "bwd_comm", p->bwd_comm, sizeof p->bwd_comm) ||
       get_str(r, "tp_variant", p->tp_variant, sizeof p->tp_variant) ||
       get_str(r, "coll_algo", p->coll_algo, sizeof p->coll_algo) || get_int(r, "gpus", &p->G) ||
-      get_int(r, "seq_len", &p->N) || get_int(r, "batch", &p->B) || get_int(r, "ulysses_degree", &p->U) ||
-      !m || get_int(m, "heads", &p->Z) || get_int(m, "kv_heads", &p->Zk) || get_int(m, "head_dim", &p->d) ||
+      get_int(r, "seq_len", &p->N) || get_int(r, "batch", &p->B) || get_int(r, "ulysses_degree", &p->U) || !m ||
+      get_int(m, "heads", &p->Z) || get_int(m, "kv_heads", &p->Zk) || get_int(m, "head_dim", &p->d) ||
       get_int(m, "hidden", &p->hidden) || get_str(m, "dtype", p->dtype, sizeof p->dtype))
     return -1;
   if (!strcmp(p->phase, "decode") && get_int(r, "decode_tokens", &p->tq)) return -1;
@@ -177,24 +177,24 @@ int main(int argc, char **argv) {
   }
   cJSON *rr = cJSON_GetObjectItem(run, "ranks"), *sr = cJSON_GetObjectItem(sim, "ranks");
   if (cJSON_GetArraySize(rr) != p.G || cJSON_GetArraySize(sr) != p.G) {
-    fprintf(stderr, "ranks: run has %d, sim has %d, the point %lld\n", cJSON_GetArraySize(rr),
-            cJSON_GetArraySize(sr), (long long)p.G);
+    fprintf(stderr, "ranks: run has %d, sim has %d, the point %lld\n", cJSON_GetArraySize(rr), cJSON_GetArraySize(sr),
+            (long long)p.G);
     fails++;
   } else {
     for (int i = 0; i < p.G; i++) {
       int64_t rb, sb, rp, sp, rk, sk;
       cJSON *a = cJSON_GetArrayItem(rr, i), *b = cJSON_GetArrayItem(sr, i);
       if (get_int(a, "rank", &rk) || get_int(b, "rank", &sk) || get_int(a, "bytes_sent", &rb) ||
-          get_int(b, "bytes_sent", &sb) || get_int(a, "peak_bytes", &rp) || get_int(b, "peak_bytes", &sp) ||
-          rk != i || sk != i) {
+          get_int(b, "bytes_sent", &sb) || get_int(a, "peak_bytes", &rp) || get_int(b, "peak_bytes", &sp) || rk != i ||
+          sk != i) {
         fprintf(stderr, "ranks[%d]: rank, bytes_sent or peak_bytes missing\n", i);
         fails++;
         continue;
       }
       int ok = rb == sb && sb == want && rp == sp && rp > 0;
-      printf("%s %s G=%lld rank %d: sent run %lld sim %lld formula %lld; peak run %lld sim %lld  %s\n",
-             p.method, p.phase, (long long)p.G, i, (long long)rb, (long long)sb, (long long)want, (long long)rp,
-             (long long)sp, ok ? "ok" : "MISMATCH");
+      printf("%s %s G=%lld rank %d: sent run %lld sim %lld formula %lld; peak run %lld sim %lld  %s\n", p.method,
+             p.phase, (long long)p.G, i, (long long)rb, (long long)sb, (long long)want, (long long)rp, (long long)sp,
+             ok ? "ok" : "MISMATCH");
       fails += !ok;
     }
   }

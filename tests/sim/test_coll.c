@@ -137,7 +137,9 @@ static double allreduce(const toy_files *t, int n, int64_t bytes, bs_coll_algo a
   int rc = bs_sim_run_source(&c, &o, &s, &r, NULL, NULL, err, sizeof err);
   if (rc) fprintf(stderr, "%s\n", err);
   assert_int_equal(rc, 0);
-  assert_non_null(strstr(r.sim_network, algo == BS_COLL_ALGO_TREE ? "coll: tree" : algo == BS_COLL_ALGO_RING ? "coll: ring" : "coll: auto"));
+  assert_non_null(strstr(r.sim_network, algo == BS_COLL_ALGO_TREE   ? "coll: tree"
+                                        : algo == BS_COLL_ALGO_RING ? "coll: ring"
+                                                                    : "coll: auto"));
   double step = r.time.step;
   if (out) *out = r;
   else bs_result_free(&r);
@@ -206,8 +208,10 @@ static void test_tree_bandwidth(void **state) {
     double lower = 2.0 * (double)S / LINK_BW;
     double fill = 2.0 * D * (2 * LINK_LAT) + 2.0 * (2.0 * D) * (double)chunk / LINK_BW;
     double an = allreduce(&t, n, S, BS_COLL_ALGO_TREE, BS_COLL_ANALYTIC, NULL);
-    fprintf(stderr, "tree allreduce of 400 MB on %d: steps %.6f s, analytic %.6f s (%+.2f %%), 2S/bw %.6f s, "
-            "+ latency and fill bound %.6f s\n", n, step, an, 100 * (an - step) / step, lower, fill);
+    fprintf(stderr,
+            "tree allreduce of 400 MB on %d: steps %.6f s, analytic %.6f s (%+.2f %%), 2S/bw %.6f s, "
+            "+ latency and fill bound %.6f s\n",
+            n, step, an, 100 * (an - step) / step, lower, fill);
     assert_true(step >= lower && step <= lower + fill);
     assert_true(an >= lower && an <= lower + fill);
     toy_teardown(&t);
@@ -227,8 +231,8 @@ static void test_tree_vs_ring(void **state) {
     double tree = allreduce(&t, n, sizes[k], BS_COLL_ALGO_TREE, BS_COLL_STEPS, NULL);
     double ring = allreduce(&t, n, sizes[k], BS_COLL_ALGO_RING, BS_COLL_STEPS, NULL);
     double aut = allreduce(&t, n, sizes[k], BS_COLL_ALGO_AUTO, BS_COLL_STEPS, NULL);
-    fprintf(stderr, "%lld bytes on %d ranks: tree %.6g s, ring %.6g s, auto %.6g s\n", (long long)sizes[k], n,
-            tree, ring, aut);
+    fprintf(stderr, "%lld bytes on %d ranks: tree %.6g s, ring %.6g s, auto %.6g s\n", (long long)sizes[k], n, tree,
+            ring, aut);
     if (k == 0) {
       assert_true(tree < ring);
       assert_close(ring, 2.0 * (n - 1) * (2 * LINK_LAT + (double)(sizes[k] / n) / LINK_BW), 1e-9);
@@ -384,8 +388,8 @@ static void test_ring_flow_shares_links(void **state) {
     t[k] = dgx_allreduce_with(16, S, X, models[k], &r);
     bs_result_free(&r);
   }
-  fprintf(stderr, "allreduce alone %.6f s; with a 1 GiB message: steps %.6f s, flow %.6f s, analytic %.6f s\n",
-          alone, t[0], t[1], t[2]);
+  fprintf(stderr, "allreduce alone %.6f s; with a 1 GiB message: steps %.6f s, flow %.6f s, analytic %.6f s\n", alone,
+          t[0], t[1], t[2]);
   /* the message alone takes 2 x 7 us + X / 24 GB/s = 44.8 ms; sharing the NIC adds most of it */
   double msg = 2 * 7e-6 + (double)X / 24e9;
   assert_true(t[0] > alone + 0.5 * msg);
@@ -426,15 +430,15 @@ static void test_ring_channels_dgx(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_dtree_shape),
-      cmocka_unit_test(test_dtree_members),
-      cmocka_unit_test(test_tree_latency_exact),
-      cmocka_unit_test(test_tree_bandwidth),
-      cmocka_unit_test(test_tree_vs_ring),
-      cmocka_unit_test(test_auto_multinode),
-      cmocka_unit_test(test_ring_channel_shape),
-      cmocka_unit_test(test_ring_channels_dgx),
-      cmocka_unit_test(test_ring_flow_shares_links),
+    cmocka_unit_test(test_dtree_shape),
+    cmocka_unit_test(test_dtree_members),
+    cmocka_unit_test(test_tree_latency_exact),
+    cmocka_unit_test(test_tree_bandwidth),
+    cmocka_unit_test(test_tree_vs_ring),
+    cmocka_unit_test(test_auto_multinode),
+    cmocka_unit_test(test_ring_channel_shape),
+    cmocka_unit_test(test_ring_channels_dgx),
+    cmocka_unit_test(test_ring_flow_shares_links),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -20,11 +20,11 @@
 
 #include "sim/profile.h"
 
-#define assert_rel(got, want, rel)                                                                      \
-  do {                                                                                                  \
-    double g_ = (got), w_ = (want);                                                                     \
-    if (!(fabs(g_ - w_) <= (rel) * fabs(w_)))                                                           \
-      fail_msg("%s = %.12g, expected %.12g within %g (relative)", #got, g_, w_, (double)(rel));         \
+#define assert_rel(got, want, rel)                                                              \
+  do {                                                                                          \
+    double g_ = (got), w_ = (want);                                                             \
+    if (!(fabs(g_ - w_) <= (rel)*fabs(w_)))                                                     \
+      fail_msg("%s = %.12g, expected %.12g within %g (relative)", #got, g_, w_, (double)(rel)); \
   } while (0)
 
 /* A profile with only the tiled GEMM: 1 PFLOP/s, 100 TB/s (compute-bound unless said otherwise). */
@@ -146,7 +146,7 @@ static void test_batched(void **st) {
   bs_compute c = gemm(1024, 1024, 128); /* 8 x 4 = 32 tiles per head */
   c.flops *= 33;                        /* 33 heads: 1056 tiles = 8 full waves */
   assert_rel(time_of(&p, &c), 5e-6 + c.flops / (1e15 * 0.8), 1e-12);
-  c.flops = c.flops / 33 * 34;          /* 1088 tiles: 9 waves */
+  c.flops = c.flops / 33 * 34; /* 1088 tiles: 9 waves */
   assert_rel(time_of(&p, &c), 5e-6 + c.flops / (1e15 * 0.8 * 1088.0 / (9 * 132)), 1e-12);
 }
 
@@ -155,7 +155,10 @@ static void test_large_square_peak(void **st) {
   (void)st;
   static bs_profile p;
   char err[512];
-  static const struct { const char *name; int64_t n; } cases[] = {
+  static const struct {
+    const char *name;
+    int64_t n;
+  } cases[] = {
     {"a100-sxm4-80gb", 256 * 108}, {"a100-pcie-40gb", 256 * 108}, {"h100-sxm", 256 * 132}, {"h200", 256 * 132}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (bs_profile_load(cases[i].name, &p, err, sizeof err)) fail_msg("%s", err);
@@ -172,11 +175,16 @@ static void test_cited_figures(void **st) {
   (void)st;
   static bs_profile p;
   char err[512];
-  static const struct { const char *name; int64_t m, n, k; double tflops; } cases[] = {
-    {"h200", 8192, 8192, 8192, 770.0},             /* H200 SXM measurement (cuBLAS bf16 8192^3 GEMM 770-798 TFLOP/s, device-to-device copy 4.3 TB/s), low end */
-    {"h100-sxm", 8192, 8192, 8192, 770.0},         /* the same figure, derived for the H100 */
-    {"a100-sxm4-80gb", 1024, 10240, 5120, 271.2},  /* stas00/ml-engineering MAMF table */
-    {"a100-pcie-40gb", 2048, 5120, 6144, 252.9},   /* same table */
+  static const struct {
+    const char *name;
+    int64_t m, n, k;
+    double tflops;
+  } cases[] = {
+    {"h200", 8192, 8192, 8192,
+     770.0}, /* H200 SXM measurement (cuBLAS bf16 8192^3 GEMM 770-798 TFLOP/s, device-to-device copy 4.3 TB/s), low end */
+    {"h100-sxm", 8192, 8192, 8192, 770.0},        /* the same figure, derived for the H100 */
+    {"a100-sxm4-80gb", 1024, 10240, 5120, 271.2}, /* stas00/ml-engineering MAMF table */
+    {"a100-pcie-40gb", 2048, 5120, 6144, 252.9},  /* same table */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (bs_profile_load(cases[i].name, &p, err, sizeof err)) fail_msg("%s", err);
@@ -229,12 +237,10 @@ static void test_roofline_kept(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_exact_wave),      cmocka_unit_test(test_wasted_wave),
-    cmocka_unit_test(test_tile_padding),    cmocka_unit_test(test_orientation),
-    cmocka_unit_test(test_k_overhead),      cmocka_unit_test(test_memory_bound),
-    cmocka_unit_test(test_batched),         cmocka_unit_test(test_large_square_peak),
-    cmocka_unit_test(test_cited_figures),   cmocka_unit_test(test_round_trip),
-    cmocka_unit_test(test_roofline_kept),
+    cmocka_unit_test(test_exact_wave),  cmocka_unit_test(test_wasted_wave),       cmocka_unit_test(test_tile_padding),
+    cmocka_unit_test(test_orientation), cmocka_unit_test(test_k_overhead),        cmocka_unit_test(test_memory_bound),
+    cmocka_unit_test(test_batched),     cmocka_unit_test(test_large_square_peak), cmocka_unit_test(test_cited_figures),
+    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_roofline_kept),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

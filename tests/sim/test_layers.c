@@ -75,7 +75,10 @@ static void run_leaf(const bs_config *c, int npl, double oversub, bs_tristate fo
 
 static void test_layer_shortcut(void **st) {
   (void)st;
-  struct { bs_method m; int zero, rc; } cases[] = {
+  struct {
+    bs_method m;
+    int zero, rc;
+  } cases[] = {
     {BS_BURST, 0, 0}, {BS_BURST, 3, 1}, {BS_RING, 2, 0}, {BS_USP, 1, 0}, {BS_TP, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

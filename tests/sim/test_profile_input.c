@@ -23,24 +23,26 @@ static char dir[64];
 
 /* One valid profile; every case below replaces one unique piece of it. */
 static const char *base =
-    "{\"format\": 1, \"name\": \"t\",\n"
-    " \"device\": {\"memory_bytes\": {\"value\": 8e10, \"source\": \"s\"},\n"
-    "            \"peak_flops\": {\"value\": 3e14, \"source\": \"s\"},\n"
-    "            \"mem_bw_Bps\": {\"value\": 2e12, \"source\": \"s\"}},\n"
-    " \"kernels\": {\n"
-    "  \"attn_fwd\": {\"model\": \"table\", \"launch_s\": {\"value\": 1e-5, \"source\": \"s\"},\n"
-    "    \"tables\": [{\"head_dim\": 128, \"mask\": \"full\", \"x\": [512, 4096], \"tflops\": [100, 180], \"source\": \"s\"}]},\n"
-    "  \"attn_merge\": {\"model\": \"roofline\", \"launch_s\": {\"value\": 0, \"source\": \"s\"},\n"
-    "    \"efficiency\": {\"value\": 0.8, \"source\": \"s\"}},\n"
-    "  \"gemm\": {\"model\": \"tiled\", \"launch_s\": {\"value\": 2e-6, \"source\": \"s\"},\n"
-    "    \"peak_fraction\": {\"value\": 0.75, \"source\": \"s\"}, \"bw_efficiency\": {\"value\": 0.95, \"source\": \"s\"},\n"
-    "    \"tile_m\": {\"value\": 128, \"source\": \"s\"}, \"tile_n\": {\"value\": 256, \"source\": \"s\"},\n"
-    "    \"sms\": {\"value\": 132, \"source\": \"s\"}, \"k_overhead\": {\"value\": 16, \"source\": \"s\"}}},\n"
-    " \"links\": {\"nvlink\": {\"bandwidth_Bps\": {\"value\": 2e11, \"source\": \"s\"},\n"
-    "   \"latency_s\": {\"value\": 1e-6, \"source\": \"s\"},\n"
-    "   \"factors\": [{\"min_bytes\": 0, \"bandwidth\": 0.9, \"latency\": 1.0}], \"source\": \"s\"}},\n"
-    " \"network\": {\"model\": \"CM02\", \"crosstraffic\": 0, \"tcp_gamma\": 0},\n"
-    " \"host\": {\"speed_flops\": {\"value\": 1e10, \"source\": \"s\"}, \"cores\": {\"value\": 2, \"source\": \"s\"}}}\n";
+  "{\"format\": 1, \"name\": \"t\",\n"
+  " \"device\": {\"memory_bytes\": {\"value\": 8e10, \"source\": \"s\"},\n"
+  "            \"peak_flops\": {\"value\": 3e14, \"source\": \"s\"},\n"
+  "            \"mem_bw_Bps\": {\"value\": 2e12, \"source\": \"s\"}},\n"
+  " \"kernels\": {\n"
+  "  \"attn_fwd\": {\"model\": \"table\", \"launch_s\": {\"value\": 1e-5, \"source\": \"s\"},\n"
+  "    \"tables\": [{\"head_dim\": 128, \"mask\": \"full\", \"x\": [512, 4096], \"tflops\": [100, 180], \"source\": "
+  "\"s\"}]},\n"
+  "  \"attn_merge\": {\"model\": \"roofline\", \"launch_s\": {\"value\": 0, \"source\": \"s\"},\n"
+  "    \"efficiency\": {\"value\": 0.8, \"source\": \"s\"}},\n"
+  "  \"gemm\": {\"model\": \"tiled\", \"launch_s\": {\"value\": 2e-6, \"source\": \"s\"},\n"
+  "    \"peak_fraction\": {\"value\": 0.75, \"source\": \"s\"}, \"bw_efficiency\": {\"value\": 0.95, \"source\": "
+  "\"s\"},\n"
+  "    \"tile_m\": {\"value\": 128, \"source\": \"s\"}, \"tile_n\": {\"value\": 256, \"source\": \"s\"},\n"
+  "    \"sms\": {\"value\": 132, \"source\": \"s\"}, \"k_overhead\": {\"value\": 16, \"source\": \"s\"}}},\n"
+  " \"links\": {\"nvlink\": {\"bandwidth_Bps\": {\"value\": 2e11, \"source\": \"s\"},\n"
+  "   \"latency_s\": {\"value\": 1e-6, \"source\": \"s\"},\n"
+  "   \"factors\": [{\"min_bytes\": 0, \"bandwidth\": 0.9, \"latency\": 1.0}], \"source\": \"s\"}},\n"
+  " \"network\": {\"model\": \"CM02\", \"crosstraffic\": 0, \"tcp_gamma\": 0},\n"
+  " \"host\": {\"speed_flops\": {\"value\": 1e10, \"source\": \"s\"}, \"cores\": {\"value\": 2, \"source\": \"s\"}}}\n";
 
 typedef struct {
   const char *from, *to; /* the piece of base replaced, and by what */
@@ -85,7 +87,8 @@ static const bad_case cases[] = {
   {"\"value\": 3e14", "\"value\": 1e-300", "device.peak_flops: 1e-300 is out of range"},
   {"\"value\": 2e12", "\"value\": 1e-300", "device.mem_bw_Bps: 1e-300 is out of range [1000, 1e+14] B/s"},
   {"\"value\": 8e10", "\"value\": 10", "device.memory_bytes: 10 is out of range [1e+06, "},
-  {"[100, 180]", "[100, 1e300]", "kernels.attn_fwd.tables[0].tflops[1]: 1e+300 is out of range [1e-06, 100000] TFLOP/s"},
+  {"[100, 180]", "[100, 1e300]",
+   "kernels.attn_fwd.tables[0].tflops[1]: 1e+300 is out of range [1e-06, 100000] TFLOP/s"},
   {"[100, 180]", "[1e-300, 180]", "kernels.attn_fwd.tables[0].tflops[0]: 1e-300 is out of range"},
   {"[512, 4096]", "[512, 1e300]", "kernels.attn_fwd.tables[0].x[1]: 1e+300 is out of range"},
   {"\"value\": 0.8", "\"value\": 1e-300", "kernels.attn_merge.efficiency: 1e-300 is out of range [0.0001, 1]"},
@@ -101,7 +104,8 @@ static const bad_case cases[] = {
   {"\"peak_flops\": {\"value\": 3e14", "\"memory_bytes\": {\"value\": 3e14", ":3: device.memory_bytes: given twice"},
   {"\"value\": 2e12", "\"value\": 2e12, \"value\": 1", ":4: device.mem_bw_Bps.value: given twice"},
   {"\"latency\": 1.0", "\"bandwidth\": 1.0", ":16: links.nvlink.factors[0].bandwidth: given twice"},
-  {"\"mask\": \"full\"", "\"mask\": \"full\", \"mask\": \"causal\"", ":7: kernels.attn_fwd.tables[0].mask: given twice"},
+  {"\"mask\": \"full\"", "\"mask\": \"full\", \"mask\": \"causal\"",
+   ":7: kernels.attn_fwd.tables[0].mask: given twice"},
   /* missing */
   {"\"format\": 1, ", "", "format: must be 1"},
   {"\"peak_flops\": {\"value\": 3e14, \"source\": \"s\"},", "", "device.peak_flops: missing"},

@@ -156,11 +156,11 @@ static void test_trace_none_on_failure(void **state) {
   toy_setup_links(&t, 2, 2, 3e-6, 1e-300);
   memset(&p, 0, sizeof p);
   p.ranks = 2;
-  for (int r = 0; r < 2; r++) {
-    toy_p2p(&p, r, BS_OP_SEND, 0, 1 - r, 1, 1000);
-    toy_p2p(&p, r, BS_OP_RECV, 1, 1 - r, 1, 1000);
+  for (int rank = 0; rank < 2; rank++) {
+    toy_p2p(&p, rank, BS_OP_SEND, 0, 1 - rank, 1, 1000);
+    toy_p2p(&p, rank, BS_OP_RECV, 1, 1 - rank, 1, 1000);
     int h[2] = {0, 1};
-    toy_wait(&p, r, 2, h);
+    toy_wait(&p, rank, 2, h);
   }
   err[0] = '\0';
   assert_int_equal(run_toy_traced(&p, &t, path, &r, err, sizeof err), -1);
@@ -427,7 +427,8 @@ static attn_params block_params(int heads, int64_t n, int d) {
 
 static void test_profiles_load(void **state) {
   (void)state;
-  const char *names[] = {"a100-sxm4-80gb", "a100-pcie-40gb", "a800-sxm4-80gb", "h100-sxm", "h100-sxm-96gb", "h800-sxm5", "h200", "host"};
+  const char *names[] = {"a100-sxm4-80gb", "a100-pcie-40gb", "a800-sxm4-80gb", "h100-sxm",
+                         "h100-sxm-96gb",  "h800-sxm5",      "h200",           "host"};
   static bs_profile p;
   char err[512];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -461,9 +462,10 @@ static void test_profiles_load(void **state) {
   /* A value without a source is refused. */
   toy_files t;
   toy_setup(&t, 2, 2);
-  write_text(t.prof, "{\"format\":1,\"device\":{\"memory_bytes\":{\"value\":1},"
-                     "\"peak_flops\":{\"value\":1,\"source\":\"x\"},\"mem_bw_Bps\":{\"value\":1,\"source\":\"x\"}},"
-                     "\"kernels\":{},\"links\":{}}");
+  write_text(t.prof,
+             "{\"format\":1,\"device\":{\"memory_bytes\":{\"value\":1},"
+             "\"peak_flops\":{\"value\":1,\"source\":\"x\"},\"mem_bw_Bps\":{\"value\":1,\"source\":\"x\"}},"
+             "\"kernels\":{},\"links\":{}}");
   assert_int_equal(bs_profile_load(t.prof, &p, err, sizeof err), -1);
   assert_non_null(strstr(err, "memory_bytes"));
   toy_teardown(&t);
@@ -493,11 +495,11 @@ static void test_generators(void **state) {
     }
   bs_topo_params p;
   assert_int_equal(bs_topo_defaults("dgx-a100", 128, &p, err, sizeof err), 0);
-  assert_int_equal(bs_topo_fold_nodes(&p, 1), 32);   /* two leaves of 16 */
-  assert_int_equal(bs_topo_fold_nodes(&p, 20), 64);  /* flows may skip a leaf */
+  assert_int_equal(bs_topo_fold_nodes(&p, 1), 32);  /* two leaves of 16 */
+  assert_int_equal(bs_topo_fold_nodes(&p, 20), 64); /* flows may skip a leaf */
   p.nodes = 32;
-  assert_int_equal(bs_topo_fold_nodes(&p, 1), 0);    /* the fold would be the whole */
-  p.nodes = 8;                                       /* one leaf: any shift, 3 < M */
+  assert_int_equal(bs_topo_fold_nodes(&p, 1), 0); /* the fold would be the whole */
+  p.nodes = 8;                                    /* one leaf: any shift, 3 < M */
   assert_int_equal(bs_topo_fold_nodes(&p, 1), 4);
   assert_int_equal(bs_topo_defaults("torus", 4, &p, err, sizeof err), -1);
   assert_non_null(strstr(err, "torus"));
@@ -509,12 +511,13 @@ static void test_shared_host_cpu(void **state) {
   (void)state;
   toy_files t;
   toy_setup(&t, 2, 2);
-  write_text(t.xml, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                    "<platform version=\"4.1\"><zone id=\"one\" routing=\"Full\">\n"
-                    "<host id=\"cpu\" speed=\"1Gf\" core=\"1\"/>\n"
-                    "<link id=\"loop\" bandwidth=\"5GBps\" latency=\"3us\" sharing_policy=\"SPLITDUPLEX\"/>\n"
-                    "<route src=\"cpu\" dst=\"cpu\"><link_ctn id=\"loop\" direction=\"UP\"/></route>\n"
-                    "</zone></platform>\n");
+  write_text(t.xml,
+             "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+             "<platform version=\"4.1\"><zone id=\"one\" routing=\"Full\">\n"
+             "<host id=\"cpu\" speed=\"1Gf\" core=\"1\"/>\n"
+             "<link id=\"loop\" bandwidth=\"5GBps\" latency=\"3us\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+             "<route src=\"cpu\" dst=\"cpu\"><link_ctn id=\"loop\" direction=\"UP\"/></route>\n"
+             "</zone></platform>\n");
   static toy_plan p;
   memset(&p, 0, sizeof p);
   p.ranks = 2;
@@ -545,13 +548,14 @@ static void test_size_factors(void **state) {
   (void)state;
   toy_files t;
   toy_setup(&t, 2, 1);
-  write_text(t.xml, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                    "<platform version=\"4.1\"><zone id=\"two\" routing=\"Full\">\n"
-                    "<host id=\"gpu0\" speed=\"1Gf\"><prop id=\"node\" value=\"0\"/></host>\n"
-                    "<host id=\"gpu1\" speed=\"1Gf\"><prop id=\"node\" value=\"1\"/></host>\n"
-                    "<link id=\"nic-a\" bandwidth=\"1GBps\" latency=\"1s\" sharing_policy=\"SPLITDUPLEX\"/>\n"
-                    "<route src=\"gpu0\" dst=\"gpu1\"><link_ctn id=\"nic-a\" direction=\"UP\"/></route>\n"
-                    "</zone></platform>\n");
+  write_text(t.xml,
+             "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+             "<platform version=\"4.1\"><zone id=\"two\" routing=\"Full\">\n"
+             "<host id=\"gpu0\" speed=\"1Gf\"><prop id=\"node\" value=\"0\"/></host>\n"
+             "<host id=\"gpu1\" speed=\"1Gf\"><prop id=\"node\" value=\"1\"/></host>\n"
+             "<link id=\"nic-a\" bandwidth=\"1GBps\" latency=\"1s\" sharing_policy=\"SPLITDUPLEX\"/>\n"
+             "<route src=\"gpu0\" dst=\"gpu1\"><link_ctn id=\"nic-a\" direction=\"UP\"/></route>\n"
+             "</zone></platform>\n");
   char pj[2048];
   snprintf(pj, sizeof pj,
            "{\"format\":1,\"name\":\"toyf\",\"device\":{"
@@ -581,8 +585,7 @@ static void test_size_factors(void **state) {
       fprintf(stderr, "%s\n", err);
       fail();
     }
-    double want = k == 0 ? 2 * LINK_LAT + (double)sizes[0] / LINK_BW
-                         : LINK_LAT + (double)sizes[1] / (0.5 * LINK_BW);
+    double want = k == 0 ? 2 * LINK_LAT + (double)sizes[0] / LINK_BW : LINK_LAT + (double)sizes[1] / (0.5 * LINK_BW);
     assert_close(r.time.step, want, 1e-9);
     assert_non_null(strstr(r.sim_network, "size factors"));
     bs_result_free(&r);
@@ -703,8 +706,10 @@ static void test_double_ring_parallel_nics(void **state) {
     }
   assert_true(used >= 0);
   assert_close(bytes1[used], 15 * kv, 1e-12);
-  fprintf(stderr, "double ring: 8 NICs x %.0f bytes, forward %.6f s; single ring: NIC %d x %.0f bytes, forward "
-          "%.6f s; one block over a NIC %.6f s\n", kv, fwd, used, 15 * kv, fwd1, t_nic);
+  fprintf(stderr,
+          "double ring: 8 NICs x %.0f bytes, forward %.6f s; single ring: NIC %d x %.0f bytes, forward "
+          "%.6f s; one block over a NIC %.6f s\n",
+          kv, fwd, used, 15 * kv, fwd1, t_nic);
   /* Communication-bound: the single ring waits for its NIC 15 times. */
   assert_true(fwd1 >= 15 * t_nic);
   /* In parallel: the double ring's forward holds one NIC transfer, plus the inner ring and the
@@ -714,8 +719,8 @@ static void test_double_ring_parallel_nics(void **state) {
 }
 
 /* The fold against the straightforward run: the same figures within 0.1 % (here: equal). */
-static void fold_case_full(const char *topo, int gpus, int nodes_per_leaf, double oversub, bs_method m,
-                           int dr, int causal, bs_layout layout, const char *expect) {
+static void fold_case_full(const char *topo, int gpus, int nodes_per_leaf, double oversub, bs_method m, int dr,
+                           int causal, bs_layout layout, const char *expect) {
   bs_config c;
   burst_config(&c, gpus, 65536, dr);
   c.par.method = m;
@@ -760,13 +765,12 @@ static void fold_case_full(const char *topo, int gpus, int nodes_per_leaf, doubl
   bs_result_free(&folded);
 }
 
-static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
-                             int causal, bs_layout layout, const char *expect) {
+static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr, int causal,
+                             bs_layout layout, const char *expect) {
   fold_case_full(topo, gpus, nodes_per_leaf, 0, m, dr, causal, layout, expect);
 }
 
-static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr,
-                      const char *expect) {
+static void fold_case(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr, const char *expect) {
   fold_case_layout(topo, gpus, nodes_per_leaf, m, dr, 0, BS_CONTIGUOUS, expect);
 }
 
@@ -784,7 +788,8 @@ static void test_fold_matches_full(void **state) {
   fold_case("dgx-a100", 128, 4, BS_RING, 1, "leaves merged");
   /* 32 nodes in leaves of 8, uplinks at half their NICs' bandwidth: the quotient keeps one
    * leaf and wraps through its uplink. */
-  fold_case_full("dgx-a100", 256, 8, 2.0, BS_BURST, 1, 0, BS_CONTIGUOUS, "32 of 256 ranks simulated (8 of 32 nodes with leaf wrap");
+  fold_case_full("dgx-a100", 256, 8, 2.0, BS_BURST, 1, 0, BS_CONTIGUOUS,
+                 "32 of 256 ranks simulated (8 of 32 nodes with leaf wrap");
   /* An oversubscribed fabric (uplinks at 1/3 of the downlinks), single ring across rails. */
   fold_case_full("dgx-a100", 128, 4, 3.0, BS_BURST, 0, 0, BS_CONTIGUOUS, "of 128 ranks simulated");
   fold_case_full("dgx-a100", 128, 4, 3.0, BS_RING, 1, 0, BS_CONTIGUOUS, "with leaf wrap");
@@ -870,28 +875,28 @@ static void test_fold_refuses_asymmetric(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-      cmocka_unit_test(test_ring_step_exact),
-      cmocka_unit_test(test_overlap_compute_bound),
-      cmocka_unit_test(test_overlap_comm_bound),
-      cmocka_unit_test(test_deadlock),
-      cmocka_unit_test(test_mismatched_tags),
-      cmocka_unit_test(test_unmatched_send),
-      cmocka_unit_test(test_wrong_size),
-      cmocka_unit_test(test_unwaited_handle),
-      cmocka_unit_test(test_memory_peak_breakdown_oom),
-      cmocka_unit_test(test_allreduce_ring),
-      cmocka_unit_test(test_bad_config),
-      cmocka_unit_test(test_platform_link_range),
-      cmocka_unit_test(test_shared_host_cpu),
-      cmocka_unit_test(test_size_factors),
-      cmocka_unit_test(test_profiles_load),
-      cmocka_unit_test(test_generators),
-      cmocka_unit_test(test_burst_bytes_anchors),
-      cmocka_unit_test(test_double_ring_parallel_nics),
-      cmocka_unit_test(test_fold_matches_full),
-      cmocka_unit_test(test_fold_refuses_asymmetric),
-      cmocka_unit_test(test_trace_json),
-      cmocka_unit_test(test_trace_none_on_failure),
+    cmocka_unit_test(test_ring_step_exact),
+    cmocka_unit_test(test_overlap_compute_bound),
+    cmocka_unit_test(test_overlap_comm_bound),
+    cmocka_unit_test(test_deadlock),
+    cmocka_unit_test(test_mismatched_tags),
+    cmocka_unit_test(test_unmatched_send),
+    cmocka_unit_test(test_wrong_size),
+    cmocka_unit_test(test_unwaited_handle),
+    cmocka_unit_test(test_memory_peak_breakdown_oom),
+    cmocka_unit_test(test_allreduce_ring),
+    cmocka_unit_test(test_bad_config),
+    cmocka_unit_test(test_platform_link_range),
+    cmocka_unit_test(test_shared_host_cpu),
+    cmocka_unit_test(test_size_factors),
+    cmocka_unit_test(test_profiles_load),
+    cmocka_unit_test(test_generators),
+    cmocka_unit_test(test_burst_bytes_anchors),
+    cmocka_unit_test(test_double_ring_parallel_nics),
+    cmocka_unit_test(test_fold_matches_full),
+    cmocka_unit_test(test_fold_refuses_asymmetric),
+    cmocka_unit_test(test_trace_json),
+    cmocka_unit_test(test_trace_none_on_failure),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }

@@ -85,8 +85,6 @@ void toy_free_buf(toy_plan *p, int r, int buf) {
 
 /* ---------------- toy platform and profile ---------------- */
 
-
-
 void write_text(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   assert_non_null(f);
@@ -105,19 +103,24 @@ void toy_setup_links(toy_files *t, int n, int per_node, double link_lat, double 
   char *x = malloc(1 << 20);
   assert_non_null(x);
   size_t len = 0;
-  len += (size_t)sprintf(x + len, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-                                  "<platform version=\"4.1\"><zone id=\"toy\" routing=\"Full\">\n");
+  len += (size_t)sprintf(x + len,
+                         "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                         "<platform version=\"4.1\"><zone id=\"toy\" routing=\"Full\">\n");
   for (int i = 0; i < n; i++)
     len += (size_t)sprintf(x + len, "<host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", i,
                            i / per_node);
   for (int i = 0; i < n; i++)
-    len += (size_t)sprintf(x + len, "<link id=\"w%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                           i, link_bw, link_lat);
+    len += (size_t)sprintf(
+      x + len, "<link id=\"w%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n", i,
+      link_bw, link_lat);
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n; j++)
       if (i != j)
-        len += (size_t)sprintf(x + len, "<route src=\"gpu%d\" dst=\"gpu%d\" symmetrical=\"NO\"><link_ctn id=\"w%d\" direction=\"UP\"/>"
-                                        "<link_ctn id=\"w%d\" direction=\"DOWN\"/></route>\n", i, j, i, j);
+        len += (size_t)sprintf(
+          x + len,
+          "<route src=\"gpu%d\" dst=\"gpu%d\" symmetrical=\"NO\"><link_ctn id=\"w%d\" direction=\"UP\"/>"
+          "<link_ctn id=\"w%d\" direction=\"DOWN\"/></route>\n",
+          i, j, i, j);
   sprintf(x + len, "</zone></platform>\n");
   write_text(t->xml, x);
   free(x);
@@ -165,4 +168,3 @@ void assert_close(double got, double want, double rel) {
     fail();
   }
 }
-
