@@ -198,14 +198,14 @@ static void sb_edge(sbuf *b, const char *src, const char *dst, const char *link)
 }
 
 double bs_topo_uplink_bw(const bs_topo_params *p, int leaf) {
-  int K = p->nodes, L = p->nodes_per_leaf, leaves = (K + L - 1) / L;
+  int K = p->nodes, L = p->nodes_per_leaf, leaves = K / L + (K % L != 0); /* no K + L overflow */
   int ports = leaf == leaves - 1 ? K - leaf * L : L;
   return p->link[BS_LINK_FABRIC].bw_Bps * ports / p->oversub;
 }
 
 static void gen_dgx(sbuf *b, const bs_topo_params *p) {
   int K = p->nodes, g = p->gpus_per_node, L = p->nodes_per_leaf;
-  int leaves = (K + L - 1) / L;
+  int leaves = K / L + (K % L != 0);
   char a[64], c[64], l[64];
   for (int n = 0; n < K; n++) {
     snprintf(a, sizeof a, "nvsw-n%d", n);
