@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/fill.h"
 #include "kernels/attn.h"
 
 double bs_bench_flops(const char *kernel, int B, int Z, int64_t n, int d, int causal) {
@@ -164,14 +165,10 @@ typedef struct {
   float *q, *k, *v, *o, *lse, *dout, *dq, *dk, *dv, *delta;
 } bench_bufs;
 
+/* base/fill.h's counter fill, over the OpenMP threads. */
 static void fill_random(float *x, size_t n, uint64_t seed) {
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < n; i++) {
-    uint64_t z = (seed + i) * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-    z ^= z >> 29;
-    x[i] = (float)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-  }
+  for (size_t i = 0; i < n; i++) x[i] = bs_fill_at(seed, i);
 }
 
 static void bufs_free(bench_bufs *b) {

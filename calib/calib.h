@@ -75,9 +75,11 @@ typedef struct {
 
 typedef struct {
   bs_calib_kpoint *k;
-  int nk, capk;
+  int nk;
+  size_t capk;
   bs_calib_lpoint *l;
-  int nl, capl;
+  int nl;
+  size_t capl;
   int ranks, threads, cores, quick;
   int nodes;         /* nodes the ranks sit on */
   int peer_intra;    /* the rank rank 0 ping-pongs with on its own node (-1: none) */

@@ -11,21 +11,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/fill.h"
 #include "kernels/attn.h"
 #include "kernels/backend.h"
 #include "plans/plan.h"
 #include "runtime/compute.h"
 
 /* ------------------------------------------------------------ buffers */
-
-static void fill_random(float *x, size_t n, uint64_t seed) {
-  for (size_t i = 0; i < n; i++) {
-    uint64_t z = (seed + i) * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
-    z ^= z >> 29;
-    x[i] = (float)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-  }
-}
 
 /* q, k, v, dout stored in the kernel's type; everything else fp32. */
 typedef struct {
@@ -54,7 +46,7 @@ static void attn_bench_free(attn_bench *b) {
 static void *typed_random(size_t n, int bf16, uint64_t seed) {
   float *f = malloc(n * sizeof *f);
   if (!f) return NULL;
-  fill_random(f, n, seed);
+  bs_fill_counter(f, n, seed);
   if (!bf16) return f;
   uint16_t *h = malloc(n * sizeof *h);
   if (h)
@@ -259,10 +251,10 @@ static int misc_alloc(misc_call *m) {
   m->f = malloc(small * sizeof(float));
   m->dout = m->kind == BS_K_ATTN_DELTA ? typed_random((size_t)m->rows * m->d, m->bf16, 21) : malloc(1);
   if (!m->a || !m->b || !m->c || !m->e || !m->f || !m->dout) return -1;
-  fill_random(m->a, na, 22);
-  fill_random(m->b, nb, 23);
-  fill_random(m->c, nc, 24);
-  fill_random(m->e, small, 25);
+  bs_fill_counter(m->a, na, 22);
+  bs_fill_counter(m->b, nb, 23);
+  bs_fill_counter(m->c, nc, 24);
+  bs_fill_counter(m->e, small, 25);
   return 0;
 }
 

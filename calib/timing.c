@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include "base/clock.h"
+#include "base/vec.h"
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -71,26 +72,18 @@ int bs_calib_time(MPI_Comm comm, const bs_calib_policy *p, bs_calib_fn fn, void 
 }
 
 bs_calib_kpoint *bs_calib_add_k(bs_calib_data *d) {
-  if (d->nk == d->capk) {
-    int cap = d->capk ? 2 * d->capk : 128;
-    bs_calib_kpoint *k = realloc(d->k, (size_t)cap * sizeof *k);
-    if (!k) return NULL;
-    d->k = k;
-    d->capk = cap;
-  }
+  bs_calib_kpoint *k = bs_vec_grow(d->k, sizeof *k, (size_t)d->nk + 1, &d->capk, 128);
+  if (!k) return NULL;
+  d->k = k;
   bs_calib_kpoint *p = &d->k[d->nk++];
   memset(p, 0, sizeof *p);
   return p;
 }
 
 bs_calib_lpoint *bs_calib_add_l(bs_calib_data *d) {
-  if (d->nl == d->capl) {
-    int cap = d->capl ? 2 * d->capl : 128;
-    bs_calib_lpoint *l = realloc(d->l, (size_t)cap * sizeof *l);
-    if (!l) return NULL;
-    d->l = l;
-    d->capl = cap;
-  }
+  bs_calib_lpoint *l = bs_vec_grow(d->l, sizeof *l, (size_t)d->nl + 1, &d->capl, 128);
+  if (!l) return NULL;
+  d->l = l;
   bs_calib_lpoint *p = &d->l[d->nl++];
   memset(p, 0, sizeof *p);
   return p;

@@ -1,7 +1,8 @@
 /*
  * methods.c — the method table: one row per bs_method, each defined next to
- * its generator (burst.c, ring.c, li2021.c, ulysses.c, tp.c, tree.c). Plan
- * creation and the iterator reach a method only through its row.
+ * its generator (burst.c, ring.c, li2021.c, ulysses.c, tp.c, tree.c), and the
+ * scope row of layer and model scope (workload.c). Plan creation and the
+ * iterator reach a method or a scope only through its row.
  */
 #include "plan_impl.h"
 
@@ -12,3 +13,6 @@ static const plan_method *const methods[BS_METHOD_COUNT] = {
 };
 
 const plan_method *plan_method_of(bs_method m) { return m >= 0 && m < BS_METHOD_COUNT ? methods[m] : NULL; }
+
+/* Layer and model scope wrap the attention plan in the transformer around it (workload.c). */
+const plan_scope *plan_scope_of(bs_scope s) { return s == BS_SCOPE_ATTENTION ? NULL : &plan_scope_workload; }

@@ -1,9 +1,10 @@
 /*
  * plan_impl.h — what the per-method plan files share and nobody else sees:
- * the plan and iterator structs, the method table's row, the small op queue,
- * id allocators, and the ring engines (forward K,V ring, backward packet ring,
- * the sequence-sharded ring methods) that burst, ring, li2021, usp and ring
- * decode are built from. Pure computation, no I/O.
+ * the plan and iterator structs, the method table's row and the scope row,
+ * the small op queue, id allocators and emitters (emit.c), and the ring
+ * engines (forward K,V ring, backward packet ring, the sequence-sharded ring
+ * methods) that burst, ring, li2021, usp and ring decode are built from. Pure
+ * computation, no I/O.
  */
 #ifndef BURSTSIM_PLAN_IMPL_H
 #define BURSTSIM_PLAN_IMPL_H
@@ -44,9 +45,10 @@ struct bs_plan {
   attn_dtype adt;
   int bwd; /* phase train */
   int decode;
-  struct bs_plan *attn; /* layer / model scope: the attention plan every layer runs (workload.c) */
-  int in_layer;         /* this attention plan runs inside a layer: tp leaves its block
-                                collectives to the layer's projections */
+  struct bs_plan *attn;           /* layer / model scope: the attention plan every layer runs (workload.c) */
+  const struct plan_scope *scope; /* layer / model scope: its row, which the iterator runs; NULL otherwise */
+  int in_layer;                   /* this attention plan runs inside a layer: tp leaves its block
+                                     collectives to the layer's projections */
 };
 
 /* Ring-engine state for the forward K,V ring (double ring capable). */
@@ -145,7 +147,7 @@ struct bs_plan_iter {
   char errmsg[192]; /* why the plan cannot go on (a point too large), when set */
   void *state;      /* the method's generator state (plan_method.state_size bytes, zeroed) */
   bs_op sink;       /* target of pushes past a full queue (then err is set) */
-  struct bs_wl *wl; /* layer / model scope: the workload generator (workload.c) */
+  struct bs_wl *wl; /* layer / model scope: the scope generator's state (plan.scope->open) */
 };
 
 /*
@@ -174,7 +176,7 @@ int plan_check_ring(const bs_plan *p, char *err, size_t errlen);
 extern const plan_method plan_method_burst, plan_method_ring, plan_method_li2021, plan_method_ulysses, plan_method_usp,
   plan_method_tp, plan_method_tree;
 
-/* Queue and ids. */
+/* Queue, ids and one emitter per op kind (emit.c). */
 bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind);
 /* Appends a copy of a whole op (an op taken from another stream). */
 void plan_push_copy(bs_plan_iter *it, const bs_op *op);
@@ -193,7 +195,7 @@ static inline bs_ref R(int32_t buf, int64_t off) {
   return r;
 }
 
-/* Shapes. */
+/* Shapes (plan.c). */
 bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t head0, int32_t heads);
 attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t nq, int64_t nk);
 /* Visible (query, key) pairs of two blocks of positions with the same stride;
@@ -232,11 +234,24 @@ void ring_bwd_end(bs_plan_iter *it, ring_bwd *r);
 int ring_seq_gen(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused);
 int ring_seq_bwd(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused);
 
-/* Layer and model scope (workload.c): checks, the attention sub-plan, the
- * generator around it, and its per-iterator state. */
-int plan_check_workload(const bs_plan *p, char *err, size_t errlen);
-struct bs_wl *plan_wl_new(bs_plan_iter *it);
-void plan_wl_free(struct bs_wl *w);
-int plan_gen_workload(bs_plan_iter *it);
+/*
+ * The row of a scope above attention (layer, model): what creation checks and
+ * how the iterator runs the program around the attention plan. Creation sets
+ * the plan's row; the iterator calls through it, so the scope's generator can
+ * itself iterate the attention plan without a circle between the two.
+ */
+typedef struct plan_scope {
+  /* Validation of the scope's own settings: 0, or -1 with "section.key: what is wrong" in err. */
+  int (*check)(const bs_plan *p, char *err, size_t errlen);
+  /* The per-iterator state (NULL: out of memory), and its release. */
+  struct bs_wl *(*open)(bs_plan_iter *it);
+  void (*close)(struct bs_wl *w);
+  /* Emits the next segment's ops into the iterator's queue; returns 0 when done. */
+  int (*gen)(bs_plan_iter *it);
+} plan_scope;
+
+/* The row of scope s (methods.c): NULL for attention scope, workload.c's row for any other. */
+const plan_scope *plan_scope_of(bs_scope s);
+extern const plan_scope plan_scope_workload;
 
 #endif

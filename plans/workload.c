@@ -58,7 +58,7 @@ void bs_param_count_of(const bs_config *c, bs_param_count *pc) {
   }
 }
 
-int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
+static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   const bs_config *c = &p->cfg;
   const bs_model *m = &c->model;
   if (m->hidden < 1 || m->ffn < 1 || m->layers < 1 || (c->work.scope == BS_SCOPE_MODEL && m->vocab < 1)) {
@@ -791,7 +791,7 @@ static void gen_step(bs_wl *w) {
   }
 }
 
-int plan_gen_workload(bs_plan_iter *it) {
+static int plan_gen_workload(bs_plan_iter *it) {
   bs_wl *w = it->wl;
   while (w->stage != S_DONE && !it->err) {
     int before = it->qn;
@@ -801,7 +801,9 @@ int plan_gen_workload(bs_plan_iter *it) {
   return 0;
 }
 
-bs_wl *plan_wl_new(bs_plan_iter *it) {
+static void plan_wl_free(bs_wl *w);
+
+static bs_wl *plan_wl_new(bs_plan_iter *it) {
   const bs_plan *p = it->p;
   const bs_config *c = &p->cfg;
   bs_wl *w = calloc(1, sizeof *w);
@@ -844,7 +846,7 @@ bs_wl *plan_wl_new(bs_plan_iter *it) {
   return w;
 }
 
-void plan_wl_free(bs_wl *w) {
+static void plan_wl_free(bs_wl *w) {
   if (!w) return;
   bs_plan_iter_free(w->as.in);
   free(w->saved);
@@ -853,3 +855,5 @@ void plan_wl_free(bs_wl *w) {
   free(w->act);
   free(w);
 }
+
+const plan_scope plan_scope_workload = {plan_check_workload, plan_wl_new, plan_wl_free, plan_gen_workload};

@@ -21,20 +21,15 @@
 #include "watchdog.h"
 #include "kernels/comm/comm_mpi.h"
 #include "base/clock.h"
+#include "base/fill.h"
+#include "base/vec.h"
 
 /* ---------------- inputs ---------------- */
 
-static uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 /* Value in [-1, 1) of element idx of input tensor `role`. */
 static float input_value(uint64_t seed, int role, uint64_t idx) {
-  uint64_t h = mix64(seed ^ mix64((uint64_t)role * 0x1000193ull + 7) ^ mix64(idx));
-  return (float)((double)(h >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0);
+  uint64_t h = bs_mix64(seed ^ bs_mix64((uint64_t)role * 0x1000193ull + 7) ^ bs_mix64(idx));
+  return (float)bs_unit_signed(h);
 }
 
 typedef struct {
@@ -111,19 +106,16 @@ typedef struct {
   int64_t live, peak, live_cls[BS_MEM_CLASS_COUNT], peak_cls[BS_MEM_CLASS_COUNT];
   int64_t *sent_to, *recv_from, coll_sent, coll_recv;
   bs_trace_event *ev;
-  int64_t nev, cap_ev;
+  int64_t nev;
+  size_t cap_ev;
   int faulted;
 } rt;
 
 static void record(rt *t, const bs_op *op, int detail, int peer, int64_t bytes, double t0, double t1) {
   if (!t->opts->trace) return;
-  if (t->nev == t->cap_ev) {
-    int64_t cap = t->cap_ev ? 2 * t->cap_ev : 1024;
-    bs_trace_event *e = realloc(t->ev, (size_t)cap * sizeof *e);
-    if (!e) return;
-    t->ev = e;
-    t->cap_ev = cap;
-  }
+  bs_trace_event *ev = bs_vec_grow(t->ev, sizeof *ev, (size_t)t->nev + 1, &t->cap_ev, 1024);
+  if (!ev) return;
+  t->ev = ev;
   bs_trace_event *e = &t->ev[t->nev++];
   e->rank = t->rank;
   e->step = op->step;

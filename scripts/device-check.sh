@@ -94,6 +94,8 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
     cc "${CFLAGS[@]}" -DBS_COMM_NCCL_LOCAL_ONLY -c "$ROOT/kernels/comm/comm_nccl.c" -o "$BUILD/comm_nccl.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/kernels/comm/comm.c" -o "$BUILD/comm.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/base/clock.c" -o "$BUILD/clock.o" 2>&1 &&
+    cc "${CFLAGS[@]}" -c "$ROOT/base/fill.c" -o "$BUILD/fill.o" 2>&1 &&
+    cc "${CFLAGS[@]}" -c "$ROOT/base/vec.c" -o "$BUILD/vec.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/tests/cuda/bs_comm_check.c" -o "$BUILD/bs_comm_check.o" 2>&1
   rc=$?
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
@@ -104,8 +106,10 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
   if [ $rc -eq 0 ]; then
     nvcc "$ARCH" -o "$BUILD/bs_cuda_check" "$BUILD"/attn_cuda_host.o "$BUILD"/attn_cuda_simple.o \
       "$BUILD"/attn_cuda_fwd_mma.o "$BUILD"/attn_cuda_bwd_mma.o $(for f in $CHECK_SRC; do echo "$BUILD/$f.o"; done) \
+      "$BUILD"/clock.o "$BUILD"/fill.o \
       -lcublas -lm 2>&1 || rc=1
-    nvcc "$ARCH" -o "$BUILD/bs_comm_check" "$BUILD"/comm_nccl.o "$BUILD"/comm.o "$BUILD"/clock.o "$BUILD"/comm_cuda_ops.o \
+    nvcc "$ARCH" -o "$BUILD/bs_comm_check" "$BUILD"/comm_nccl.o "$BUILD"/comm.o "$BUILD"/clock.o "$BUILD"/fill.o "$BUILD"/vec.o \
+      "$BUILD"/comm_cuda_ops.o \
       "$BUILD"/bs_comm_check.o -lpthread -lm 2>&1 || rc=1
   fi
   echo "build rc=$rc after $(elapsed) s"

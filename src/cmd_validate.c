@@ -15,6 +15,7 @@
 #include <string.h>
 #include <ftw.h>
 #include <sys/stat.h>
+#include "base/vec.h"
 #include "calib/validate.h"
 #include "cmd_args.h"
 #include "commands.h"
@@ -108,7 +109,8 @@ static int split_grids(const char *path, const char *wd, char paths[][600], char
   }
   char **lines = NULL, *buf = NULL;
   size_t bufcap = 0;
-  int n = 0, cap = 0, ng = 0;
+  int n = 0, ng = 0;
+  size_t cap = 0;
   static int grid_of[MAX_GRID_LINES];
   errno = 0;
   while (getline(&buf, &bufcap, f) >= 0) { /* whole lines: a grid file has no line length limit */
@@ -117,16 +119,13 @@ static int split_grids(const char *path, const char *wd, char paths[][600], char
       ng = -1;
       break;
     }
-    if (n == cap) {
-      cap = cap ? 2 * cap : 256;
-      char **l = realloc(lines, (size_t)cap * sizeof *l);
-      if (!l) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        ng = -1;
-        break;
-      }
-      lines = l;
+    char **l = bs_vec_grow(lines, sizeof *l, (size_t)n + 1, &cap, 256);
+    if (!l) {
+      snprintf(err, errlen, "%s: out of memory", path);
+      ng = -1;
+      break;
     }
+    lines = l;
     if (!(lines[n] = strdup(buf))) {
       snprintf(err, errlen, "%s: out of memory", path);
       ng = -1;

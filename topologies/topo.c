@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "base/vec.h"
 
 static const char *class_names[BS_LINK_CLASS_COUNT] = {"nvlink", "nic", "fabric", "pcie", "hostbridge", "shm"};
 
@@ -172,15 +173,12 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
       b->len += (size_t)n;
       return;
     }
-    size_t cap = b->cap ? b->cap * 2 : 1 << 16;
-    while (cap < b->len + (size_t)n + 1) cap *= 2;
-    char *s = realloc(b->s, cap);
+    char *s = bs_vec_grow(b->s, 1, b->len + (size_t)n + 1, &b->cap, 1 << 16);
     if (!s) {
       b->failed = 1;
       return;
     }
     b->s = s;
-    b->cap = cap;
   }
 }
 

@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "base/clock.h"
+#include "base/vec.h"
 
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
 #include <mpi.h>
 #include <nccl.h>
-#include "base/clock.h"
 #endif
 
 #define MAX_GROUPS 64
@@ -104,7 +105,8 @@ struct bs_comm_nccl {
   cudaStream_t stream;
   cudaEvent_t after_ev;
   slot *slots;
-  int nslot, cap, pending;
+  int nslot, pending;
+  size_t cap;
   local_world *lw;
   group_seq seq[MAX_GROUPS];
   int nseq;
@@ -114,7 +116,8 @@ struct bs_comm_nccl {
   nccl_group groups[MAX_GROUPS];
   int ngroups;
   p2p_op *queue;
-  int nq, qcap;
+  int nq;
+  size_t qcap;
 #endif
 };
 
@@ -137,17 +140,14 @@ static int new_slot(bs_comm_nccl *c, int parts, char *err, size_t len) {
       break;
     }
   if (s < 0) {
-    if (c->nslot == c->cap) {
-      int cap = c->cap ? 2 * c->cap : 64;
-      slot *ns = realloc(c->slots, (size_t)cap * sizeof *ns);
-      if (!ns) {
-        seterr(err, len, "comm nccl: out of memory");
-        return -1;
-      }
-      memset(ns + c->cap, 0, (size_t)(cap - c->cap) * sizeof *ns);
-      c->slots = ns;
-      c->cap = cap;
+    size_t had = c->cap;
+    slot *ns = bs_vec_grow(c->slots, sizeof *ns, (size_t)c->nslot + 1, &c->cap, 64);
+    if (!ns) {
+      seterr(err, len, "comm nccl: out of memory");
+      return -1;
     }
+    memset(ns + had, 0, (c->cap - had) * sizeof *ns);
+    c->slots = ns;
     s = c->nslot++;
   }
   slot *sl = &c->slots[s];
@@ -594,16 +594,12 @@ static int local_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_co
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
 static int queue_op(bs_comm_nccl *c, int send, void *buf, int64_t bytes, int peer, int s, int part, char *err,
                     size_t len) {
-  if (c->nq == c->qcap) {
-    int cap = c->qcap ? 2 * c->qcap : 32;
-    p2p_op *q = realloc(c->queue, (size_t)cap * sizeof *q);
-    if (!q) {
-      seterr(err, len, "comm nccl: out of memory");
-      return BS_COMM_ERR;
-    }
-    c->queue = q;
-    c->qcap = cap;
+  p2p_op *q = bs_vec_grow(c->queue, sizeof *q, (size_t)c->nq + 1, &c->qcap, 32);
+  if (!q) {
+    seterr(err, len, "comm nccl: out of memory");
+    return BS_COMM_ERR;
   }
+  c->queue = q;
   p2p_op *op = &c->queue[c->nq++];
   op->send = send;
   op->buf = buf;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "base/fill.h"
 #include "kernels/comm/comm_nccl.h"
 
 #define G 4
@@ -27,18 +28,6 @@ static void check(tally *t, int ok, const char *what) {
   printf("  %-4s %s\n", ok ? "ok" : "FAIL", what);
   if (ok) t->pass++;
   else t->fail++;
-}
-
-static uint64_t rng(uint64_t *s) {
-  *s += 0x9e3779b97f4a7c15ull;
-  uint64_t x = *s;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-static void fill(float *h, size_t n, uint64_t *s) {
-  for (size_t i = 0; i < n; i++) h[i] = (float)((double)(rng(s) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
 #define CK(call)                                                                                            \
@@ -80,7 +69,7 @@ static void check_ring(world *w) {
   uint64_t *s = &w->s;
   tally *t = &w->t;
   for (int r = 0; r < G; r++) {
-    fill(h[r], N, s);
+    bs_fill_stream(h[r], N, s);
     CK(cudaMemcpy(d[r], h[r], bytes, cudaMemcpyHostToDevice));
   }
   {
@@ -114,7 +103,7 @@ static void check_tags(world *w) {
   uint64_t *s = &w->s;
   tally *t = &w->t;
   int a, b, x, y;
-  fill(h[0], 2 * N, s);
+  bs_fill_stream(h[0], 2 * N, s);
   CK(cudaMemcpy(d[0], h[0], 2 * bytes, cudaMemcpyHostToDevice));
   CC(bs_comm_nccl_irecv(c[1], dr[1][0], (int64_t)bytes, 0, 7, &x, w->err, sizeof w->err));
   CC(bs_comm_nccl_isend(c[0], d[0], (int64_t)bytes, 1, 5, &a, w->err, sizeof w->err));
@@ -141,7 +130,7 @@ static void check_allreduce(world *w) {
   for (int red = 0; red < 2; red++) {
     int req[G];
     for (int r = 0; r < G; r++) {
-      fill(h[r], N, s);
+      bs_fill_stream(h[r], N, s);
       CK(cudaMemcpy(d[r], h[r], bytes, cudaMemcpyHostToDevice));
     }
     for (int r = 0; r < G; r++)
@@ -175,7 +164,7 @@ static void check_subgroup(world *w) {
   const bs_comm_group odd = {1, 2, G / 2};
   int req[G];
   for (int r = 1; r < G; r += 2) {
-    fill(h[r], N, s);
+    bs_fill_stream(h[r], N, s);
     CK(cudaMemcpy(d[r], h[r], bytes, cudaMemcpyHostToDevice));
     CC(bs_comm_nccl_icoll(c[r], BS_COMM_ALLREDUCE, BS_COMM_SUM, BS_COMM_F32, odd, d[r], d[r], (int64_t)bytes, &req[r],
                           w->err, sizeof w->err)); /* in place */
@@ -203,7 +192,7 @@ static void check_allgather(world *w) {
   const bs_comm_group all = {0, 1, G};
   int req[G], ok = 1;
   for (int r = 0; r < G; r++) {
-    fill(h[r], N, s);
+    bs_fill_stream(h[r], N, s);
     CK(cudaMemcpy(d[r], h[r], bytes, cudaMemcpyHostToDevice));
   }
   for (int r = 0; r < G; r++)
@@ -229,7 +218,7 @@ static void check_reduce_scatter_alltoall(world *w) {
   /* reduce-scatter: each rank's send holds G parts of N/... use G*N floats. */
   int req[G], ok = 1;
   for (int r = 0; r < G; r++) {
-    fill(h[r], (size_t)G * N, s);
+    bs_fill_stream(h[r], (size_t)G * N, s);
     CK(cudaMemcpy(d[r], h[r], bytes * G, cudaMemcpyHostToDevice));
   }
   for (int r = 0; r < G; r++)
@@ -267,7 +256,7 @@ static void check_stream_wait(world *w) {
   tally *t = &w->t;
   cudaStream_t comp;
   CK(cudaStreamCreateWithFlags(&comp, cudaStreamNonBlocking));
-  fill(h[2], N, s);
+  bs_fill_stream(h[2], N, s);
   CK(cudaMemcpy(d[2], h[2], bytes, cudaMemcpyHostToDevice));
   int a, b, ok = 1;
   CC(bs_comm_nccl_after(c[2], comp, w->err, sizeof w->err));

@@ -172,9 +172,9 @@ int main(int argc, char **argv) {
     c.log = open_in(out, "correctness.txt", "a");
     say(&c, "correctness (path %s), seed %llu (rerun with --path %s --seed %llu)\n", pname, (unsigned long long)seed,
         pname, (unsigned long long)seed);
-    double t0 = now_s();
+    double t0 = bs_now_s();
     crc = run_correctness(&c, quick, which);
-    double tcheck = now_s() - t0;
+    double tcheck = bs_now_s() - t0;
     say(&c, "correctness (path %s): %d passed, %d failed%s (%.1f s)\n", pname, c.pass, c.fail,
         crc ? ", stopped by a CUDA error" : "", tcheck);
     if (c.log) fclose(c.log);
@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
   if (bench && crc == 0) {
     bench_ctx bc;
     memset(&bc, 0, sizeof bc);
-    bc.t0 = now_s();
+    bc.t0 = bs_now_s();
     bc.budget_s = budget;
     bc.txt = open_in(out, "bench.txt", "w");
     bc.csv = open_in(out, "bench.csv", "w");

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "base/clock.h"
 #include "kernels/cuda/attn_cuda.h"
 
 typedef struct {
@@ -39,9 +40,8 @@ typedef struct {
     }                                                                                                       \
   } while (0)
 
-/* cuda_check_host.c: the log, the clock, host numbers, comparison, device helpers. */
+/* cuda_check_host.c: the log, host numbers, comparison, device helpers (the clock is base/clock.h). */
 void say(check_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-double now_s(void);
 double rng_normal(uint64_t *s);
 void make_tensor(uint64_t *rng, attn_dtype dt, size_t n, float *vals, void *raw);
 size_t esize(attn_dtype dt);

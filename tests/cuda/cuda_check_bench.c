@@ -109,7 +109,7 @@ static void bench_row(bench_ctx *bc, const char *kernel, int64_t n, int d, int c
 }
 
 static int over_budget(bench_ctx *bc) {
-  if (!bc->over && now_s() - bc->t0 > bc->budget_s) {
+  if (!bc->over && bs_now_s() - bc->t0 > bc->budget_s) {
     bc->over = 1;
     printf("(benchmark budget of %.0f s spent: remaining rows skipped)\n", bc->budget_s);
     if (bc->txt) fprintf(bc->txt, "(benchmark budget of %.0f s spent: remaining rows skipped)\n", bc->budget_s);

@@ -1,15 +1,15 @@
 /*
- * cuda_check_host.c — bs_cuda_check's host side: the log, the clock, random
- * inputs rounded to bf16 / fp16 / fp32 (conversions written out, no _Float16
- * needed), the comparison with the float64 reference and its error bounds, and
- * the device transfer helpers.
+ * cuda_check_host.c — bs_cuda_check's host side: the log, random inputs
+ * (base/fill.h's stream) rounded to bf16 / fp16 / fp32 (conversions written
+ * out, no _Float16 needed), the comparison with the float64 reference and its
+ * error bounds, and the device transfer helpers.
  */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "tests/cuda/cuda_check.h"
+#include "base/fill.h"
 
 /* ---- bookkeeping -------------------------------------------------------- */
 
@@ -26,24 +26,11 @@ void say(check_ctx *c, const char *fmt, ...) {
   va_end(ap);
 }
 
-double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* ---- host numbers ------------------------------------------------------- */
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = (*s += 0x9e3779b97f4a7c15ull);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 double rng_normal(uint64_t *s) {
-  double u1 = ((double)(rng_next(s) >> 11) + 0.5) / 9007199254740992.0;
-  double u2 = (double)(rng_next(s) >> 11) / 9007199254740992.0;
+  double u1 = ((double)(bs_splitmix64(s) >> 11) + 0.5) / 9007199254740992.0;
+  double u2 = (double)(bs_splitmix64(s) >> 11) / 9007199254740992.0;
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include "tests/run_named.h"
+#include "base/fill.h"
 #include "kernels/attn.h"
 #include "kernels/cpu/attn_internal.h"
 
@@ -31,15 +32,8 @@ typedef struct {
   uint64_t s;
 } rng;
 
-static uint64_t rng_next(rng *r) {
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Uniform in [-1, 1). */
-static double rng_unif(rng *r) { return (double)(rng_next(r) >> 11) * (2.0 / 9007199254740992.0) - 1.0; }
+static double rng_unif(rng *r) { return bs_unit_signed(bs_splitmix64(&r->s)); }
 
 /* A stream per test, so BURSTSIM_SEED replays one test alone as well. */
 static rng rng_for(const char *test) {
@@ -865,14 +859,14 @@ static void test_mask_runs(void **state) {
   rng r = rng_for("maskruns");
   for (int t = 0; t < 3000; t++) {
     attn_mask m;
-    m.causal = (int)(rng_next(&r) % 2);
-    m.window = (int64_t)(rng_next(&r) % 3 == 0 ? 0 : rng_next(&r) % 25);
-    m.q_stride = 1 + (int64_t)(rng_next(&r) % 5);
-    m.k_stride = 1 + (int64_t)(rng_next(&r) % 5);
-    m.q_pos0 = (int64_t)(rng_next(&r) % 100) - 50;
-    m.k_pos0 = (int64_t)(rng_next(&r) % 100) - 50;
-    int64_t i0 = (int64_t)(rng_next(&r) % 20), ni = 1 + (int64_t)(rng_next(&r) % 20);
-    int64_t j0 = (int64_t)(rng_next(&r) % 20), nj = 1 + (int64_t)(rng_next(&r) % 40);
+    m.causal = (int)(bs_splitmix64(&r.s) % 2);
+    m.window = (int64_t)(bs_splitmix64(&r.s) % 3 == 0 ? 0 : bs_splitmix64(&r.s) % 25);
+    m.q_stride = 1 + (int64_t)(bs_splitmix64(&r.s) % 5);
+    m.k_stride = 1 + (int64_t)(bs_splitmix64(&r.s) % 5);
+    m.q_pos0 = (int64_t)(bs_splitmix64(&r.s) % 100) - 50;
+    m.k_pos0 = (int64_t)(bs_splitmix64(&r.s) % 100) - 50;
+    int64_t i0 = (int64_t)(bs_splitmix64(&r.s) % 20), ni = 1 + (int64_t)(bs_splitmix64(&r.s) % 20);
+    int64_t j0 = (int64_t)(bs_splitmix64(&r.s) % 20), nj = 1 + (int64_t)(bs_splitmix64(&r.s) % 40);
     int any = 0, all = 1;
     for (int64_t i = i0; i < i0 + ni; i++) {
       int64_t qp = m.q_pos0 + i * m.q_stride, lo, hi;
@@ -899,13 +893,13 @@ static void test_mask_ranges_and_pairs(void **state) {
   rng r = rng_for("maskpairs");
   for (int t = 0; t < 3000; t++) {
     attn_mask m;
-    m.causal = (int)(rng_next(&r) % 2);
-    m.window = (int64_t)(rng_next(&r) % 3 == 0 ? 0 : rng_next(&r) % 25);
-    m.q_stride = 1 + (int64_t)(rng_next(&r) % 5);
-    m.k_stride = rng_next(&r) % 2 ? m.q_stride : 1 + (int64_t)(rng_next(&r) % 5);
-    m.q_pos0 = (int64_t)(rng_next(&r) % 100) - 50;
-    m.k_pos0 = (int64_t)(rng_next(&r) % 100) - 50;
-    int64_t nq = 1 + (int64_t)(rng_next(&r) % 30), nk = 1 + (int64_t)(rng_next(&r) % 30), pairs = 0;
+    m.causal = (int)(bs_splitmix64(&r.s) % 2);
+    m.window = (int64_t)(bs_splitmix64(&r.s) % 3 == 0 ? 0 : bs_splitmix64(&r.s) % 25);
+    m.q_stride = 1 + (int64_t)(bs_splitmix64(&r.s) % 5);
+    m.k_stride = bs_splitmix64(&r.s) % 2 ? m.q_stride : 1 + (int64_t)(bs_splitmix64(&r.s) % 5);
+    m.q_pos0 = (int64_t)(bs_splitmix64(&r.s) % 100) - 50;
+    m.k_pos0 = (int64_t)(bs_splitmix64(&r.s) % 100) - 50;
+    int64_t nq = 1 + (int64_t)(bs_splitmix64(&r.s) % 30), nk = 1 + (int64_t)(bs_splitmix64(&r.s) % 30), pairs = 0;
     for (int64_t i = 0; i < nq; i++) {
       int64_t jlo, jhi;
       attn_mask_key_range(&m, i, 1, nk, &jlo, &jhi);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "plan_walk.h"
+#include "base/vec.h"
 
 typedef struct {
   int kind;
@@ -27,14 +28,14 @@ typedef struct {
 } post;
 typedef struct {
   post *v;
-  int n, cap, head;
+  int n, head;
+  size_t cap;
 } pq;
 
 static void pq_push(pq *q, post p) {
-  if (q->n == q->cap) {
-    q->cap = q->cap ? 2 * q->cap : 64;
-    q->v = realloc(q->v, (size_t)q->cap * sizeof *q->v);
-  }
+  post *v = bs_vec_grow(q->v, sizeof *v, (size_t)q->n + 1, &q->cap, 64);
+  if (!v) abort();
+  q->v = v;
   q->v[q->n++] = p;
 }
 

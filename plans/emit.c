@@ -1,0 +1,238 @@
+/*
+ * emit.c — how a generator writes its program: the iterator's small op queue,
+ * buffer and handle ids, one emitter per op kind (ALLOC, FREE, SEND, RECV,
+ * COLL, WAIT, PHASE, COMPUTE), the emission of one (query shard x key shard)
+ * attention as chunk-pair kernels with fully masked pairs skipped and FLOPs
+ * counted from the visible pairs, and the stop of an iterator with a message.
+ * Every method file and the layer and model scope emit through these.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include "plan_impl.h"
+
+/* ---------- shard blocks ---------- */
+
+/* The position blocks of a shard: one, or two chunks for zigzag. */
+typedef struct {
+  int64_t pos0, stride, len;
+  int idx;
+} blk;
+
+static int shard_blks(const bs_shard *s, blk b[2]) {
+  int64_t n = bs_shard_tokens(s);
+  if (s->parts <= 1) {
+    b[0] = (blk){0, 1, n, 0};
+    return 1;
+  }
+  if (s->layout == BS_STRIPED) {
+    b[0] = (blk){s->part, s->parts, n, 0};
+    return 1;
+  }
+  if (s->layout == BS_ZIGZAG) {
+    int64_t c = n / 2;
+    b[0] = (blk){(int64_t)s->part * c, 1, c, 0};
+    b[1] = (blk){(2 * (int64_t)s->parts - 1 - s->part) * c, 1, c, 1};
+    return 2;
+  }
+  b[0] = (blk){(int64_t)s->part * n, 1, n, 0};
+  return 1;
+}
+
+/* ---------- queue, ids ---------- */
+
+bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind) {
+  if (it->qn >= QCAP) {
+    it->err = 1;
+    return &it->sink;
+  } /* overflow: op discarded */
+  bs_op *op = &it->q[(it->qh + it->qn) % QCAP];
+  it->qn++;
+  memset(op, 0, sizeof *op);
+  op->kind = kind;
+  op->handle = -1;
+  op->step = it->step;
+  return op;
+}
+
+void plan_push_copy(bs_plan_iter *it, const bs_op *op) {
+  if (it->qn >= QCAP) {
+    it->err = 1;
+    return;
+  } /* overflow: op discarded */
+  it->q[(it->qh + it->qn) % QCAP] = *op;
+  it->qn++;
+}
+
+int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role, const bs_shard *shard,
+                   bs_elem elem) {
+  int32_t id = -1;
+  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++)
+    if (!(it->bufs_used & ((uint64_t)1 << b))) {
+      id = b;
+      break;
+    }
+  if (id < 0) {
+    it->err = 1;
+    return -1;
+  }
+  it->bufs_used |= (uint64_t)1 << id;
+  bs_op *op = plan_push(it, BS_OP_ALLOC);
+  op->u.alloc.buf = id;
+  op->u.alloc.bytes = bytes;
+  op->u.alloc.cls = cls;
+  op->u.alloc.role = role;
+  if (shard) op->u.alloc.shard = *shard;
+  op->u.alloc.elem = elem;
+  return id;
+}
+
+void plan_free(bs_plan_iter *it, int32_t buf) {
+  if (buf < 0) return;
+  it->bufs_used &= ~((uint64_t)1 << buf);
+  bs_op *op = plan_push(it, BS_OP_FREE);
+  op->u.free.buf = buf;
+}
+
+static int32_t new_handle(bs_plan_iter *it) {
+  for (int h = 0; h < BS_PLAN_MAX_HANDLES; h++)
+    if (!(it->handles_used & ((uint64_t)1 << h))) {
+      it->handles_used |= (uint64_t)1 << h;
+      return h;
+    }
+  it->err = 1;
+  return 0;
+}
+
+static int32_t p2p(bs_plan_iter *it, bs_op_kind kind, int peer, int msg, bs_ref buf, int64_t bytes) {
+  bs_op *op = plan_push(it, kind);
+  op->handle = new_handle(it);
+  op->u.p2p.peer = peer;
+  op->u.p2p.tag = plan_tag(msg, it->step);
+  op->u.p2p.buf = buf;
+  op->u.p2p.bytes = bytes;
+  return op->handle;
+}
+int32_t plan_send(bs_plan_iter *it, int peer, int msg, bs_ref buf, int64_t bytes) {
+  return p2p(it, BS_OP_SEND, peer, msg, buf, bytes);
+}
+int32_t plan_recv(bs_plan_iter *it, int peer, int msg, bs_ref buf, int64_t bytes) {
+  return p2p(it, BS_OP_RECV, peer, msg, buf, bytes);
+}
+
+int32_t plan_coll(bs_plan_iter *it, bs_coll_kind kind, bs_reduce_op red, bs_elem elem, bs_group g, bs_ref send,
+                  bs_ref recv, int64_t bytes) {
+  bs_op *op = plan_push(it, BS_OP_COLL);
+  op->handle = new_handle(it);
+  op->u.coll.kind = kind;
+  op->u.coll.red = red;
+  op->u.coll.elem = elem;
+  op->u.coll.group = g;
+  op->u.coll.send = send;
+  op->u.coll.recv = recv;
+  op->u.coll.bytes = bytes;
+  return op->handle;
+}
+
+void plan_wait(bs_plan_iter *it, const int32_t *handles, int n) {
+  for (int off = 0; off < n; off += BS_MAX_WAIT) {
+    int m = n - off < BS_MAX_WAIT ? n - off : BS_MAX_WAIT;
+    bs_op *op = plan_push(it, BS_OP_WAIT);
+    op->u.wait.n = m;
+    for (int j = 0; j < m; j++) {
+      op->u.wait.handles[j] = handles[off + j];
+      it->handles_used &= ~((uint64_t)1 << handles[off + j]);
+    }
+  }
+}
+
+void plan_phase(bs_plan_iter *it, int bwd, int begin) {
+  bs_op *op = plan_push(it, BS_OP_PHASE);
+  op->u.phase.fwd_bwd = bwd;
+  op->u.phase.begin = begin;
+}
+
+bs_compute *plan_compute(bs_plan_iter *it, bs_kernel k) {
+  bs_op *op = plan_push(it, BS_OP_COMPUTE);
+  bs_compute *c = &op->u.compute;
+  c->kernel = k;
+  for (int j = 0; j < BS_OP_IN; j++) c->in[j] = BS_NOREF;
+  for (int j = 0; j < BS_OP_OUT; j++) c->out[j] = BS_NOREF;
+  return c;
+}
+
+/* ---------- attention of two shards ---------- */
+
+int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
+                   int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2]) {
+  const bs_plan *p = it->p;
+  blk qb[2], kb[2];
+  int nqb = shard_blks(qs, qb), nkb = shard_blks(ks, kb), emitted = 0;
+  int causal = p->cfg.work.causal;
+  int64_t window = p->cfg.work.window;
+  for (int x = 0; x < nqb; x++)
+    for (int y = 0; y < nkb; y++) {
+      int64_t q0 = qb[x].pos0 + qpos_off, pairs;
+      if (qb[x].stride == kb[y].stride)
+        pairs = plan_visible_pairs(q0, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride, causal, window);
+      else pairs = qb[x].len * kb[y].len; /* not produced by any plan; never skipped */
+      if (pairs < 0) {
+        plan_iter_fail(it,
+                       "workload.seq_len: a block of %lld x %lld tokens has more than 2^63 - 1 visible "
+                       "query-key pairs (the point is too large)",
+                       (long long)qb[x].len, (long long)kb[y].len);
+        return emitted;
+      }
+      if (pairs == 0) continue;
+      attn_params a = plan_attn_params(p, hq, hkv, qb[x].len, kb[y].len);
+      a.mask.q_pos0 = q0;
+      a.mask.q_stride = qb[x].stride;
+      a.mask.k_pos0 = kb[y].pos0;
+      a.mask.k_stride = kb[y].stride;
+      int64_t qoff = qb[x].idx * p->B * hq * qb[x].len * p->d; /* elements */
+      int64_t koff = kb[y].idx * p->B * hkv * kb[y].len * p->d;
+      int64_t loff = qb[x].idx * p->B * hq * qb[x].len;
+      bs_compute *c;
+      if (!bwd) {
+        c = plan_compute(it, unfused ? BS_K_ATTN_FWD_UNFUSED : BS_K_ATTN_FWD);
+        c->a = a;
+        c->accumulate = init[qb[x].idx] ? 1 : 0;
+        init[qb[x].idx] = 1;
+        c->flops = 4.0 * (double)p->B * (double)hq * (double)p->d * (double)pairs;
+        c->in[0] = R(b->q, qoff * p->es);
+        c->in[1] = R(b->k, koff * p->es);
+        c->in[2] = R(b->v, koff * p->es);
+        if (unfused) c->in[3] = R(b->scores, 0);
+        c->out[0] = R(b->o, qoff * 4);
+        c->out[1] = R(b->lse, loff * 4);
+      } else {
+        c = plan_compute(it, unfused ? BS_K_ATTN_BWD_UNFUSED : BS_K_ATTN_BWD);
+        c->a = a;
+        c->flops = 10.0 * (double)p->B * (double)hq * (double)p->d * (double)pairs;
+        c->in[0] = R(b->q, qoff * p->es);
+        c->in[1] = R(b->k, koff * p->es);
+        c->in[2] = R(b->v, koff * p->es);
+        c->in[3] = b->o >= 0 ? R(b->o, qoff * 4) : BS_NOREF;
+        c->in[4] = R(b->dout, qoff * p->es);
+        c->in[5] = R(b->lse, loff * 4);
+        c->in[6] = b->delta >= 0 ? R(b->delta, loff * 4) : BS_NOREF;
+        if (unfused) c->in[7] = R(b->scores, 0);
+        c->out[0] = R(b->dq, qoff * 4);
+        c->out[1] = R(b->dk, koff * 4);
+        c->out[2] = R(b->dv, koff * 4);
+      }
+      emitted++;
+    }
+  return emitted;
+}
+
+/* ---------- stopping ---------- */
+
+void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) {
+  if (!it->err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(it->errmsg, sizeof it->errmsg, fmt, ap);
+    va_end(ap);
+  }
+  it->err = 1;
+}

@@ -1,0 +1,53 @@
+/*
+ * iter.c — the per-rank iterator: made with the method's zeroed generator
+ * state (and, in layer and model scope, the scope's own state through the
+ * plan's scope row), it hands out one op at a time from the queue the
+ * generator fills a segment at a time, so a large plan never exists whole in
+ * memory. It reaches a method only through its row (methods.c) and the scope
+ * only through the row creation set, never calling up into either.
+ */
+#include <stdlib.h>
+#include "plan_impl.h"
+
+bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
+  if (!p || rank < 0 || rank >= p->G) return NULL;
+  bs_plan_iter *it = calloc(1, sizeof *it);
+  if (!it) return NULL;
+  it->p = p;
+  it->rank = rank;
+  it->step = -1;
+  it->state = calloc(1, plan_method_of(p->cfg.par.method)->state_size);
+  if (!it->state || (p->scope && !(it->wl = p->scope->open(it)))) {
+    free(it->state);
+    free(it);
+    return NULL;
+  }
+  return it;
+}
+
+void bs_plan_iter_free(bs_plan_iter *it) {
+  if (it) {
+    if (it->wl) it->p->scope->close(it->wl);
+    free(it->state);
+  }
+  free(it);
+}
+int bs_plan_iter_error(const bs_plan_iter *it) { return it->err; }
+
+const char *bs_plan_iter_errmsg(const bs_plan_iter *it) {
+  if (!it->err) return NULL;
+  return it->errmsg[0] ? it->errmsg : "the plan iterator failed (internal error: op queue or ids exhausted)";
+}
+
+int bs_plan_next(bs_plan_iter *it, bs_op *op) {
+  while (it->qn == 0) {
+    if (it->done || it->err) return 0;
+    int more = it->wl ? it->p->scope->gen(it) : plan_method_of(it->p->cfg.par.method)->gen(it, it->state);
+    if (!more) it->done = 1;
+  }
+  if (it->err) return 0;
+  *op = it->q[it->qh];
+  it->qh = (it->qh + 1) % QCAP;
+  it->qn--;
+  return 1;
+}
