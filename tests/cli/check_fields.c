@@ -213,9 +213,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: check_fields RESULT.json RESULT.csv\n");
     return 2;
   }
-  int n;
-  const bs_field *rows = bs_result_fields(&n);
+  int n, nr;
+  const bs_field *rows = bs_result_fields(&n), *rr = bs_rank_fields(&nr);
   int ncol = check_table(rows, n);
+  for (int k = 0; k < nr; k++) /* a rank row reads its member alone: no name(), present() or column */
+    if (rr[k].kind == BS_FIELD_NAME || rr[k].kind == BS_FIELD_RANKS || rr[k].present || rr[k].col || rr[k].head)
+      fail("rank row %s reads more than its member", rr[k].path);
   char *jtext = slurp(argv[1]), *ctext = slurp(argv[2]);
   cJSON *root = jtext ? cJSON_Parse(jtext) : NULL;
   csv_table t;
