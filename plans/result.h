@@ -1,6 +1,8 @@
 /*
  * result.h — what an executor (runtime or sim) reports for one config. The
- * field names mirror the result JSON of docs/design.md; src/output.c writes them.
+ * field names mirror the result JSON of docs/design.md; src/result_fields.c
+ * describes each for the JSON, CSV and table that src/output.c writes, so a new
+ * member that belongs in the outputs is one row there.
  */
 #ifndef BURSTSIM_RESULT_H
 #define BURSTSIM_RESULT_H

@@ -1,7 +1,7 @@
 /*
  * output.h — results out: the result JSON of docs/design.md, CSV for sweeps and the
- * stdout table. Files are written through base/fileio.h, so nothing is ever
- * left half-written.
+ * stdout table, all three from the field descriptions of result_fields.h. Files are
+ * written through base/fileio.h, so nothing is ever left half-written.
  */
 #ifndef BURSTSIM_OUTPUT_H
 #define BURSTSIM_OUTPUT_H
@@ -20,7 +20,8 @@ struct cJSON;
 struct cJSON *bs_output_json_tree(const char *mode, const bs_result *r, int n);
 int bs_output_json_write(const char *path, const struct cJSON *root, char *err, size_t errlen);
 int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t errlen);
-/* The human table: method, GPUs, seq, step, fwd, bwd, exposed %, bytes, peak GiB, OOM. */
+/* The human table: a column per field with a table header (method, GPUs, seq, step, fwd,
+ * bwd, exposed %, bytes per rank, peak GiB, OOM); a failed point shows its error. */
 void bs_output_table(FILE *f, const bs_result *r, int n);
 
 /* Checks a command's outputs before any work, creating nothing (bs_out_check_all): each

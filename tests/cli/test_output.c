@@ -85,6 +85,45 @@ static void test_json_contract(void **st) {
   free(text);
 }
 
+/* A real run's result: no "sim" object, the plan's decision, the process RSS and an object per
+ * rank, each key in the order of the result contract. */
+static void test_json_run_result(void **st) {
+  (void)st;
+  bs_result r = sample(BS_BURST, 2);
+  r.mode = "run";
+  r.mem.rss_bytes = 7;
+  r.decision = (bs_decision){.valid = 1, .double_ring = 0, .ring_inner = 2, .ring_outer = 1, .ulysses_degree = 1};
+  bs_rank_result ranks[2] = {{.rank = 0, .step = 1.5, .bytes_sent = 10}, {.rank = 1, .step = 1.25, .peak_bytes = 9}};
+  r.ranks = ranks;
+  r.nranks = 2;
+  cJSON *root = bs_output_json_tree("run", &r, 1);
+  cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
+  const char *keys[] = {"method",         "gpus",       "seq_len", "batch",       "phase",    "scope",
+                        "causal",         "window",     "layout",  "double_ring", "lao",      "bwd_comm",
+                        "ulysses_degree", "tp_variant", "zero",    "model",       "topology", "profile",
+                        "coll_algo",      "plan",       "time_s",  "comm_bytes",  "memory",   "ranks"};
+  int i = 0;
+  for (cJSON *k = a->child; k; k = k->next, i++) {
+    assert_true(i < (int)(sizeof keys / sizeof keys[0]));
+    assert_string_equal(k->string, keys[i]);
+  }
+  assert_int_equal(i, (int)(sizeof keys / sizeof keys[0]));
+  cJSON *plan = cJSON_GetObjectItem(a, "plan");
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(plan, "double_ring")));
+  assert_int_equal(cJSON_GetObjectItem(plan, "ring_inner")->valueint, 2);
+  assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "memory"), "rss_bytes")->valueint, 7);
+  assert_string_equal(cJSON_GetObjectItem(a, "tp_variant")->valuestring, "v1");
+  assert_string_equal(cJSON_GetObjectItem(a, "double_ring")->valuestring, "auto");
+  cJSON *ra = cJSON_GetObjectItem(a, "ranks");
+  assert_int_equal(cJSON_GetArraySize(ra), 2);
+  cJSON *r1 = cJSON_GetArrayItem(ra, 1);
+  assert_int_equal(cJSON_GetObjectItem(r1, "rank")->valueint, 1);
+  assert_float_equal(cJSON_GetObjectItem(r1, "step")->valuedouble, 1.25, 0);
+  assert_int_equal(cJSON_GetObjectItem(r1, "peak_bytes")->valueint, 9);
+  assert_int_equal(cJSON_GetArraySize(r1), 9);
+  cJSON_Delete(root);
+}
+
 static void test_csv(void **st) {
   (void)st;
   bs_result r[3] = {sample(BS_BURST, 8), sample(BS_RING, 16), sample(BS_TP, 32)};
@@ -254,8 +293,9 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_output_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_json_contract), cmocka_unit_test(test_csv),         cmocka_unit_test(test_atomic_failure),
-    cmocka_unit_test(test_table),         cmocka_unit_test(test_csv_rfc4180), cmocka_unit_test(test_table_magnitudes),
+    cmocka_unit_test(test_json_contract),    cmocka_unit_test(test_json_run_result), cmocka_unit_test(test_csv),
+    cmocka_unit_test(test_atomic_failure),   cmocka_unit_test(test_table),           cmocka_unit_test(test_csv_rfc4180),
+    cmocka_unit_test(test_table_magnitudes),
   };
   int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[300];

@@ -1,0 +1,213 @@
+/*
+ * result_fields.c — the rows of the result contract (see result_fields.h): every setting and
+ * figure a point's result carries, in the order of the result JSON, with its CSV column and
+ * position and its column in the stdout table. The CSV positions are part of the contract: the
+ * scripts under experiments/ read columns by position (error, the last, as all after the 34th
+ * comma), so a column keeps its position and a new one means reading those scripts first.
+ */
+#include "result_fields.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Names derived from the result. */
+static const char *method(const bs_result *r) { return bs_method_name(r->cfg.par.method); }
+static const char *phase(const bs_result *r) { return bs_phase_name(r->cfg.work.phase); }
+static const char *scope(const bs_result *r) { return bs_scope_name(r->cfg.work.scope); }
+static const char *layout(const bs_result *r) { return bs_layout_name(r->cfg.par.layout); }
+static const char *dtype(const bs_result *r) { return bs_dtype_name(r->cfg.model.dtype); }
+static const char *coll_algo(const bs_result *r) { return bs_coll_algo_name(r->cfg.cluster.coll_algo); }
+static const char *bwd_comm(const bs_result *r) { return r->cfg.par.bwd_opt ? "optimized" : "plain"; }
+static const char *tp_variant(const bs_result *r) { return r->cfg.par.tp_variant == 3 ? "v3" : "v1"; }
+static const char *double_ring(const bs_result *r) {
+  bs_tristate d = r->cfg.par.double_ring;
+  return d == BS_AUTO ? "auto" : d ? "on" : "off";
+}
+
+/* When the JSON carries a row. */
+static int is_decode(const bs_result *r) { return r->cfg.work.phase == BS_DECODE; }
+static int has_plan(const bs_result *r) { return r->decision.valid; }
+static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
+static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
+static int is_sim(const bs_result *r) { return !strcmp(r->mode ? r->mode : "", "sim"); }
+static int has_ranks(const bs_result *r) { return r->ranks && r->nranks > 0; }
+
+/* Table cells. Figures keep their unit at any magnitude: beyond the fixed-point range they switch
+ * to exponent form ("1.6e+301 s") rather than growing past the buffer and losing the unit. */
+static void human_bytes(char *dst, size_t n, double v) {
+  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int i = 0;
+  while (v >= 1024 && i < 6) v /= 1024, i++;
+  if (!isfinite(v) || v >= 1e6) snprintf(dst, n, "%.3g %s", v, u[i]);
+  else snprintf(dst, n, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+}
+
+static void human_time(char *dst, size_t n, double s) {
+  if (!isfinite(s) || s < 0 || s >= 1e6) snprintf(dst, n, "%.3g s", s);
+  else if (s >= 1) snprintf(dst, n, "%.3f s", s);
+  else if (s >= 1e-3) snprintf(dst, n, "%.3f ms", s * 1e3);
+  else if (s >= 1e-7 || s == 0) snprintf(dst, n, "%.1f us", s * 1e6);
+  else snprintf(dst, n, "%.3g us", s * 1e6);
+}
+
+static void cell_text(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  snprintf(dst, n, "%s", v.s);
+}
+static void cell_int(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  snprintf(dst, n, "%lld", (long long)v.i);
+}
+/* Tokens as 64K or 1M when they are whole multiples. */
+static void cell_tokens(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  if (v.i % (1024 * 1024) == 0) snprintf(dst, n, "%lldM", (long long)(v.i >> 20));
+  else if (v.i % 1024 == 0) snprintf(dst, n, "%lldK", (long long)(v.i >> 10));
+  else snprintf(dst, n, "%lld", (long long)v.i);
+}
+static void cell_time(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  human_time(dst, n, v.d);
+}
+/* A time as a share of the step. */
+static void cell_pct_of_step(const bs_result *r, bs_value v, char *dst, size_t n) {
+  snprintf(dst, n, "%.1f%%", r->time.step > 0 ? 100.0 * v.d / r->time.step : 0);
+}
+/* Bytes per GPU of the point. */
+static void cell_bytes_per_gpu(const bs_result *r, bs_value v, char *dst, size_t n) {
+  int g = r->cfg.par.gpus > 0 ? r->cfg.par.gpus : 1;
+  human_bytes(dst, n, (double)v.i / g);
+}
+static void cell_gib(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  double gib = (double)v.i / (1024.0 * 1024 * 1024);
+  snprintf(dst, n, gib < 1e6 ? "%.2f" : "%.3g", gib);
+}
+static void cell_oom(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  snprintf(dst, n, "%s", v.i ? "OOM" : "");
+}
+
+/* A row's JSON path, unit, kind and member; a NAME row's JSON path, unit and name(). */
+#define AT(p, u, k, member) .path = p, .unit = u, .kind = k, .off = offsetof(bs_result, member)
+#define NAMED(p, fn) .path = p, .unit = "", .kind = BS_FIELD_NAME, .name = fn
+#define CSV(c, column) .col = c, .csv = column
+#define TABLE(h, w, fn) .head = h, .width = w, .cell = fn
+
+static const bs_field result_rows[] = {
+  /* the resolved request */
+  {NAMED("method", method), CSV(1, "method"), TABLE("method", -12, cell_text), .key = 1},
+  {AT("gpus", "GPUs", BS_FIELD_INT, cfg.par.gpus), CSV(2, "gpus"), TABLE("gpus", 6, cell_int), .key = 1},
+  {AT("seq_len", "tokens", BS_FIELD_I64, cfg.work.seq_len), CSV(3, "seq_len"), TABLE("seq", 9, cell_tokens), .key = 1},
+  {AT("batch", "sequences", BS_FIELD_I64, cfg.work.batch), CSV(4, "batch")},
+  {NAMED("phase", phase), CSV(5, "phase")},
+  {NAMED("scope", scope), CSV(6, "scope")},
+  {AT("causal", "", BS_FIELD_BOOL, cfg.work.causal), CSV(7, "causal")},
+  {AT("window", "tokens", BS_FIELD_I64, cfg.work.window)},
+  {NAMED("layout", layout), CSV(8, "layout")},
+  {NAMED("double_ring", double_ring), CSV(9, "double_ring")},
+  {AT("lao", "", BS_FIELD_BOOL, cfg.par.lao), CSV(10, "lao")},
+  {NAMED("bwd_comm", bwd_comm), CSV(11, "bwd_comm")},
+  {AT("ulysses_degree", "GPUs", BS_FIELD_INT, cfg.par.ulysses_degree), CSV(12, "ulysses_degree")},
+  {NAMED("tp_variant", tp_variant), CSV(13, "tp_variant")},
+  {AT("zero", "stage", BS_FIELD_INT, cfg.par.zero), CSV(14, "zero")},
+  {AT("decode_tokens", "tokens", BS_FIELD_I64, cfg.work.decode_tokens), .present = is_decode},
+  {AT("model.preset", "", BS_FIELD_CHARS, cfg.model.preset)},
+  {AT("model.hidden", "elements", BS_FIELD_I64, cfg.model.hidden)},
+  {AT("model.heads", "heads", BS_FIELD_I64, cfg.model.heads), CSV(16, "heads")},
+  {AT("model.kv_heads", "heads", BS_FIELD_I64, cfg.model.kv_heads), CSV(17, "kv_heads")},
+  {AT("model.head_dim", "elements", BS_FIELD_I64, cfg.model.head_dim), CSV(18, "head_dim")},
+  {AT("model.layers", "layers", BS_FIELD_I64, cfg.model.layers)},
+  {NAMED("model.dtype", dtype), CSV(15, "dtype")},
+  {AT("topology", "", BS_FIELD_CHARS, cfg.cluster.topology), CSV(19, "topology")},
+  {AT("profile", "", BS_FIELD_CHARS, cfg.cluster.profile), CSV(20, "profile")},
+  {NAMED("coll_algo", coll_algo)},
+  /* what the plan decided */
+  {AT("plan.double_ring", "", BS_FIELD_BOOL, decision.double_ring), .present = has_plan},
+  {AT("plan.ring_inner", "GPUs", BS_FIELD_INT, decision.ring_inner), .present = has_plan},
+  {AT("plan.ring_outer", "rings", BS_FIELD_INT, decision.ring_outer), .present = has_plan},
+  {AT("plan.ulysses_degree", "GPUs", BS_FIELD_INT, decision.ulysses_degree), .present = has_plan},
+  /* a point that could not run */
+  {AT("error", "", BS_FIELD_CHARS, error), .present = has_error, CSV(35, "error"), .quote = 1},
+  /* the figures */
+  {AT("time_s.step", "s", BS_FIELD_REAL, time.step), CSV(21, "step_s"), .digits = 9, TABLE("step", 11, cell_time)},
+  {AT("time_s.fwd", "s", BS_FIELD_REAL, time.fwd), CSV(22, "fwd_s"), .digits = 9, TABLE("fwd", 11, cell_time)},
+  {AT("time_s.bwd", "s", BS_FIELD_REAL, time.bwd), CSV(23, "bwd_s"), .digits = 9, TABLE("bwd", 11, cell_time)},
+  {AT("time_s.compute", "s", BS_FIELD_REAL, time.compute), CSV(24, "compute_s"), .digits = 9},
+  {AT("time_s.comm_exposed", "s", BS_FIELD_REAL, time.comm_exposed), CSV(25, "comm_exposed_s"), .digits = 9,
+   TABLE("exposed", 8, cell_pct_of_step)},
+  {AT("comm_bytes.per_rank_max_sent", "B", BS_FIELD_I64, comm.per_rank_max_sent), CSV(26, "bytes_per_rank_max")},
+  {AT("comm_bytes.total", "B", BS_FIELD_I64, comm.total), CSV(27, "bytes_total")},
+  {AT("comm_bytes.intra_node", "B", BS_FIELD_I64, comm.intra_node), CSV(28, "bytes_intra_node"),
+   TABLE("intra/rank", 11, cell_bytes_per_gpu)},
+  {AT("comm_bytes.inter_node", "B", BS_FIELD_I64, comm.inter_node), CSV(29, "bytes_inter_node"),
+   TABLE("inter/rank", 11, cell_bytes_per_gpu)},
+  {AT("memory.peak_bytes_max", "B", BS_FIELD_I64, mem.peak_bytes_max), CSV(30, "peak_bytes_max"),
+   TABLE("peak GiB", 9, cell_gib)},
+  {AT("memory.capacity_bytes", "B", BS_FIELD_I64, mem.capacity_bytes), CSV(31, "capacity_bytes")},
+  {AT("memory.oom", "", BS_FIELD_BOOL, mem.oom), CSV(32, "oom"), TABLE("oom", 4, cell_oom)},
+  {AT("memory.rss_bytes", "B", BS_FIELD_I64, mem.rss_bytes), .present = has_rss},
+  /* the breakdown at the peak, one key per bs_mem_class in its order (bs_mem_class_name) */
+  {AT("memory.breakdown.input", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_INPUT])},
+  {AT("memory.breakdown.output", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OUTPUT])},
+  {AT("memory.breakdown.comm", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_COMM])},
+  {AT("memory.breakdown.scores", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_SCORES])},
+  {AT("memory.breakdown.workspace", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_WORKSPACE])},
+  {AT("memory.breakdown.weights", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_WEIGHTS])},
+  {AT("memory.breakdown.grads", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_GRADS])},
+  {AT("memory.breakdown.optimizer", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OPTIMIZER])},
+  {AT("memory.breakdown.activations", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_ACTIVATIONS])},
+  /* the simulator's own figures */
+  {AT("sim.wall_s", "s", BS_FIELD_REAL, sim_wall_s), .present = is_sim, CSV(33, "sim_wall_s"), .digits = 6},
+  {AT("sim.events", "events", BS_FIELD_I64, sim_events), .present = is_sim, CSV(34, "sim_events")},
+  {AT("sim.actors", "actors", BS_FIELD_INT, sim_actors), .present = is_sim},
+  {AT("sim.rss_bytes", "B", BS_FIELD_I64, sim_rss_bytes), .present = is_sim},
+  {AT("sim.network", "", BS_FIELD_CHARS, sim_network), .present = is_sim},
+  /* every rank's figures */
+  {.path = "ranks", .unit = "", .kind = BS_FIELD_RANKS, .present = has_ranks},
+};
+_Static_assert(BS_MEM_CLASS_COUNT == 9, "memory.breakdown has one row per memory class");
+
+#define RANK(p, u, k, member) .path = p, .unit = u, .kind = k, .off = offsetof(bs_rank_result, member)
+static const bs_field rank_rows[] = {
+  {RANK("rank", "", BS_FIELD_INT, rank)},
+  {RANK("step", "s", BS_FIELD_REAL, step)},
+  {RANK("fwd", "s", BS_FIELD_REAL, fwd)},
+  {RANK("bwd", "s", BS_FIELD_REAL, bwd)},
+  {RANK("compute", "s", BS_FIELD_REAL, compute)},
+  {RANK("comm_exposed", "s", BS_FIELD_REAL, comm_exposed)},
+  {RANK("bytes_sent", "B", BS_FIELD_I64, bytes_sent)},
+  {RANK("bytes_recv", "B", BS_FIELD_I64, bytes_recv)},
+  {RANK("peak_bytes", "B", BS_FIELD_I64, peak_bytes)},
+};
+
+const bs_field *bs_result_fields(int *n) {
+  *n = (int)(sizeof result_rows / sizeof result_rows[0]);
+  return result_rows;
+}
+
+const bs_field *bs_rank_fields(int *n) {
+  *n = (int)(sizeof rank_rows / sizeof rank_rows[0]);
+  return rank_rows;
+}
+
+bs_value bs_field_value(const bs_field *f, const void *obj) {
+  const char *p = (const char *)obj + f->off;
+  bs_value v = {.kind = f->kind};
+  switch (f->kind) {
+  case BS_FIELD_INT:
+  case BS_FIELD_BOOL: {
+    int x;
+    memcpy(&x, p, sizeof x);
+    v.i = x;
+    break;
+  }
+  case BS_FIELD_I64: memcpy(&v.i, p, sizeof v.i); break;
+  case BS_FIELD_REAL: memcpy(&v.d, p, sizeof v.d); break;
+  case BS_FIELD_CHARS: v.s = p; break;
+  case BS_FIELD_NAME: v.s = f->name(obj); break;
+  case BS_FIELD_RANKS: break;
+  }
+  return v;
+}

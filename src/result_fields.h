@@ -1,0 +1,62 @@
+/*
+ * result_fields.h — the result contract as data: one row per setting or figure of a point's
+ * result, naming it in the result JSON (a dotted path), in the CSV (column name and position)
+ * and in the stdout table (header, width, how the cell reads), with its unit and where its
+ * value lives in bs_result. src/output.c writes all three outputs from these rows only, so a
+ * figure has one description, and a new one is one new row.
+ *
+ * CSV column names are explicit per row (the csv member), not derived from the JSON path: the
+ * experiments' scripts read the columns by name and position, and both stay as they are.
+ */
+#ifndef BURSTSIM_RESULT_FIELDS_H
+#define BURSTSIM_RESULT_FIELDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "plans/result.h"
+
+/* How a row's value is stored, which also says how each output writes it. */
+typedef enum {
+  BS_FIELD_INT,   /* int member: JSON number, CSV integer */
+  BS_FIELD_I64,   /* int64_t member: JSON number, CSV integer */
+  BS_FIELD_REAL,  /* double member: JSON number, CSV %.*g with the row's digits */
+  BS_FIELD_BOOL,  /* int member read as a flag: JSON true/false, CSV the integer (0/1) */
+  BS_FIELD_CHARS, /* char array member: JSON string, CSV field (RFC 4180) */
+  BS_FIELD_NAME,  /* a name the row's name() derives from the result (an enum's name) */
+  BS_FIELD_RANKS  /* the per-rank array: one object per rank, its members bs_rank_fields */
+} bs_field_kind;
+
+/* A row's value as read from one result. */
+typedef struct {
+  bs_field_kind kind;
+  int64_t i;     /* INT, I64, BOOL */
+  double d;      /* REAL */
+  const char *s; /* CHARS, NAME */
+} bs_value;
+
+typedef struct bs_field {
+  const char *path; /* JSON: dotted path inside a result object; objects are made on first use */
+  const char *unit; /* "s", "B", "tokens", ...; "" for names and flags */
+  bs_field_kind kind;
+  size_t off;                              /* where the value is (bs_result; bs_rank_result for rank rows) */
+  const char *(*name)(const bs_result *r); /* BS_FIELD_NAME: the value */
+  int (*present)(const bs_result *r);      /* JSON: NULL = always; else only when it returns 1 */
+  /* CSV: every row has its column on every line, whether or not the JSON carries it */
+  int col;         /* position from 1; 0 = no CSV column */
+  const char *csv; /* column name */
+  int digits;      /* BS_FIELD_REAL: significant digits */
+  int quote;       /* text: always quoted (else only when it must be) */
+  /* stdout table: columns in row order, separated by one space */
+  const char *head; /* header; NULL = not in the table */
+  int width;        /* negative: left-aligned */
+  int key;          /* also shown on a point that failed, before its error */
+  void (*cell)(const bs_result *r, bs_value v, char *dst, size_t n);
+} bs_field;
+
+/* The rows of a result, in JSON order; the rows of one entry of its "ranks" array. */
+const bs_field *bs_result_fields(int *n);
+const bs_field *bs_rank_fields(int *n);
+/* The value of row f in obj: a bs_result for result rows, a bs_rank_result for rank rows. */
+bs_value bs_field_value(const bs_field *f, const void *obj);
+
+#endif
