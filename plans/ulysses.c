@@ -5,6 +5,12 @@
  * it (dO in; dQ, dK, dV out). With method usp the all-to-alls run inside
  * groups of ulysses_degree ranks and a K,V ring (ring-flash-attention style
  * backward) runs across the groups (feifeibear/long-context-attention).
+ *
+ * usp placement (parallel.ulysses_placement): a rank's group gi and index ui in
+ * it give its sequence chunk gi * U + ui either way. head-first (rank gi * U +
+ * ui) keeps a group on consecutive ranks, inside a node, and the ring joins
+ * ranks U apart; ring-first (rank ui * R + gi, R groups) keeps a ring on
+ * consecutive ranks and a group joins ranks R apart, across nodes.
  */
 #include "plan_impl.h"
 
@@ -39,9 +45,23 @@ static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
   return 0;
 }
 
+static int ring_first(const bs_plan *p) {
+  return p->cfg.par.method == BS_USP && p->cfg.par.ulysses_placement == BS_RING_FIRST;
+}
+
+/* A rank's group (of R = G / U) and its index in it. */
+static void group_of(const bs_plan *p, int rank, int *gi, int *ui) {
+  int U = deg(p), R = p->G / U;
+  *gi = ring_first(p) ? rank % R : rank / U;
+  *ui = ring_first(p) ? rank / R : rank % U;
+}
+
 static bs_group ugroup(const bs_plan_iter *it) {
-  int U = deg(it->p);
-  bs_group g = {(it->rank / U) * U, 1, U};
+  const bs_plan *p = it->p;
+  int U = deg(p), gi, ui;
+  group_of(p, it->rank, &gi, &ui);
+  bs_group g = {gi * U, 1, U};
+  if (ring_first(p)) g.first = gi, g.stride = p->G / U;
   return g;
 }
 
@@ -146,10 +166,11 @@ typedef struct {
 
 /* The shapes of a rank: U ranks per all-to-all group, R_ groups (usp ring). */
 typedef struct {
-  int U, R_, gi, ui, ring; /* ring: usp with more than one group */
-  int64_t n, hq, hkv, Ng;  /* tokens per rank, heads per rank after the all-to-all, tokens of a group */
-  bs_shard qseq, kseq;     /* sequence-sharded role shards */
-  bs_shard qh, kh;         /* head-sharded shards */
+  int U, R_, gi, ui, ring;         /* ring: usp with more than one group */
+  int32_t ring_first, ring_stride; /* usp: the rank of ring position x is ring_first + ring_stride * x */
+  int64_t n, hq, hkv, Ng;          /* tokens per rank, heads per rank after the all-to-all, tokens of a group */
+  bs_shard qseq, kseq;             /* sequence-sharded role shards */
+  bs_shard qh, kh;                 /* head-sharded shards */
 } uly_geo;
 
 static uly_geo geometry(const bs_plan_iter *it) {
@@ -158,15 +179,17 @@ static uly_geo geometry(const bs_plan_iter *it) {
   int r = it->rank;
   g.U = deg(p);
   g.R_ = p->G / g.U;
-  g.gi = r / g.U;
-  g.ui = r % g.U;
+  group_of(p, r, &g.gi, &g.ui);
   g.ring = p->cfg.par.method == BS_USP && g.R_ > 1;
+  g.ring_first = ring_first(p) ? g.ui * g.R_ : g.ui;
+  g.ring_stride = ring_first(p) ? 1 : g.U;
   g.n = p->N / p->G;
   g.hq = p->Zq / g.U;
   g.hkv = p->Zkv / g.U;
   g.Ng = g.n * g.U;
-  g.qseq = plan_shard(BS_CONTIGUOUS, r, p->G, p->N, 0, (int32_t)p->Zq);
-  g.kseq = plan_shard(BS_CONTIGUOUS, r, p->G, p->N, 0, (int32_t)p->Zkv);
+  int chunk = g.gi * g.U + g.ui;
+  g.qseq = plan_shard(BS_CONTIGUOUS, chunk, p->G, p->N, 0, (int32_t)p->Zq);
+  g.kseq = plan_shard(BS_CONTIGUOUS, chunk, p->G, p->N, 0, (int32_t)p->Zkv);
   g.qh = plan_shard(BS_CONTIGUOUS, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hq), (int32_t)g.hq);
   g.kh = plan_shard(BS_CONTIGUOUS, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hkv), (int32_t)g.hkv);
   return g;
@@ -176,8 +199,8 @@ static uly_geo geometry(const bs_plan_iter *it) {
 static void fwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   const bs_plan *p = it->p;
   ring_fwd *rf = &s->rf;
-  rf->first = g->ui;
-  rf->stride = g->U;
+  rf->first = g->ring_first;
+  rf->stride = g->ring_stride;
   rf->P = g->R_;
   rf->M = 1;
   rf->a = 0;
@@ -269,8 +292,8 @@ static void bwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   const bs_plan *p = it->p;
   ring_bwd *rb = &s->rb;
   memset(rb, 0, sizeof *rb);
-  rb->first = g->ui;
-  rb->stride = g->U;
+  rb->first = g->ring_first;
+  rb->stride = g->ring_stride;
   rb->P = g->R_;
   rb->M = 1;
   rb->a = 0;
