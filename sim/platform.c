@@ -98,6 +98,15 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
   }
   bs_topo_params tp = ps->tp;
   tp.nodes = nodes;
+  /* A fold keeps the GPUs of a NIC together (fold.c folds a node by whole NICs). */
+  if (tp.nics_per_node > 0) {
+    int k = ps->tp.gpus_per_node / tp.nics_per_node;
+    if (per_node % k) {
+      snprintf(err, errlen, "internal: %d GPUs per node split the GPUs of a NIC (%d)", per_node, k);
+      return NULL;
+    }
+    tp.nics_per_node = per_node / k;
+  }
   tp.gpus_per_node = per_node;
   tp.wrap_offset = wrap;
   return bs_topo_xml(&tp, err, errlen);
