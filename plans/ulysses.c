@@ -7,10 +7,16 @@
  * backward) runs across the groups (feifeibear/long-context-attention).
  *
  * usp placement (parallel.ulysses_placement): a rank's group gi and index ui in
- * it give its sequence chunk gi * U + ui either way. head-first (rank gi * U +
+ * it say which tokens it holds (piece ui of group gi's shard) either way; the
+ * placement says which rank that is. head-first (rank gi * U +
  * ui) keeps a group on consecutive ranks, inside a node, and the ring joins
  * ranks U apart; ring-first (rank ui * R + gi, R groups) keeps a ring on
  * consecutive ranks and a group joins ranks R apart, across nodes.
+ *
+ * usp layouts (parallel.layout): the ring runs over the R group shards of that
+ * layout (ring-flash-attention's zigzag and stripe rings); piece ui of its
+ * group's shard is rank ui's sequence shard, and the all-to-all copies put the
+ * pieces back in the shard's token order (token_order).
  */
 #include "plan_impl.h"
 
