@@ -32,6 +32,10 @@ const char *bs_coll_algo_name(bs_coll_algo a) {
   static const char *n[] = {"ring", "tree", "auto"};
   return (a >= 0 && a <= BS_COLL_ALGO_AUTO) ? n[a] : "?";
 }
+const char *bs_placement_name(bs_placement p) {
+  static const char *n[] = {"head-first", "ring-first"};
+  return (p >= 0 && p <= BS_RING_FIRST) ? n[p] : "?";
+}
 const char *bs_mem_class_name(bs_mem_class c) {
   static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
                             "weights", "grads",  "optimizer", "activations"};

@@ -14,6 +14,10 @@ typedef enum { BS_SCOPE_ATTENTION = 0, BS_SCOPE_LAYER = 1, BS_SCOPE_MODEL = 2 } 
 typedef enum { BS_BURST = 0, BS_RING, BS_RING_LI2021, BS_ULYSSES, BS_USP, BS_TP, BS_TREE, BS_METHOD_COUNT } bs_method;
 typedef enum { BS_CONTIGUOUS = 0, BS_ZIGZAG, BS_STRIPED } bs_layout;
 typedef enum { BS_AUTO = -1, BS_OFF = 0, BS_ON = 1 } bs_tristate;
+/* usp: where its all-to-all groups sit. head-first: a group is U consecutive ranks (inside a
+ * node), the ring joins ranks U apart; ring-first: a ring is G/U consecutive ranks, a group joins
+ * ranks G/U apart. */
+typedef enum { BS_HEAD_FIRST = 0, BS_RING_FIRST } bs_placement;
 /* How the simulator shapes an allreduce (NCCL's algorithms; sim/coll_shape.h). */
 typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_TREE, BS_COLL_ALGO_AUTO } bs_coll_algo;
 
@@ -39,18 +43,20 @@ typedef struct {
   int gpus;
   bs_layout layout;
   bs_tristate double_ring;
-  int lao;            /* burst: 1 = tiled local attention, 0 = score block materialised */
-  int bwd_opt;        /* burst: 1 = ring D ("optimized"), 0 = ring O ("plain") */
-  int ulysses_degree; /* usp */
-  int tp_variant;     /* 1 or 3 */
-  int zero;           /* 0..3 */
-  int ranks_per_node; /* real runs: ranks grouped into a "node"; sim: from topology */
+  int lao;                        /* burst: 1 = tiled local attention, 0 = score block materialised */
+  int bwd_opt;                    /* burst: 1 = ring D ("optimized"), 0 = ring O ("plain") */
+  int ulysses_degree;             /* usp */
+  bs_placement ulysses_placement; /* usp */
+  int tp_variant;                 /* 1 or 3 */
+  int zero;                       /* 0..3 */
+  int ranks_per_node;             /* real runs: ranks grouped into a "node"; sim: from topology */
 } bs_parallel;
 
 typedef struct {
   char topology[256];     /* preset name or XML path */
   char profile[256];      /* preset name or JSON path */
   int nodes;              /* 0 = derived from gpus / gpus-per-node */
+  int nics_per_node;      /* 0 = the topology's own (dgx: one per GPU) */
   bs_coll_algo coll_algo; /* sim: allreduce as NCCL ring, double binary tree, or the faster modelled */
 } bs_cluster;
 
@@ -73,6 +79,7 @@ const char *bs_phase_name(bs_phase p);
 const char *bs_dtype_name(bs_dtype t);
 const char *bs_scope_name(bs_scope s);
 const char *bs_coll_algo_name(bs_coll_algo a);
+const char *bs_placement_name(bs_placement p);
 
 /* A default config: llama2-7b shapes, train, 32K, burst on 8 GPUs. */
 void bs_config_default(bs_config *c);

@@ -5,6 +5,18 @@
  * it (dO in; dQ, dK, dV out). With method usp the all-to-alls run inside
  * groups of ulysses_degree ranks and a K,V ring (ring-flash-attention style
  * backward) runs across the groups (feifeibear/long-context-attention).
+ *
+ * usp placement (parallel.ulysses_placement): a rank's group gi and index ui in
+ * it say which tokens it holds (piece ui of group gi's shard) either way; the
+ * placement says which rank that is. head-first (rank gi * U +
+ * ui) keeps a group on consecutive ranks, inside a node, and the ring joins
+ * ranks U apart; ring-first (rank ui * R + gi, R groups) keeps a ring on
+ * consecutive ranks and a group joins ranks R apart, across nodes.
+ *
+ * usp layouts (parallel.layout): the ring runs over the R group shards of that
+ * layout (ring-flash-attention's zigzag and stripe rings); piece ui of its
+ * group's shard is rank ui's sequence shard, and the all-to-all copies put the
+ * pieces back in the shard's token order (token_order).
  */
 #include "plan_impl.h"
 
@@ -13,13 +25,23 @@ static int deg(const bs_plan *p) { return p->cfg.par.method == BS_USP ? p->cfg.p
 static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
   const char *m = bs_method_name(p->cfg.par.method);
   int U = deg(p);
-  if (p->cfg.par.layout != BS_CONTIGUOUS) {
+  if (p->cfg.par.layout != BS_CONTIGUOUS && p->cfg.par.method != BS_USP) {
     snprintf(err, errlen, "parallel.layout: %s gathers contiguous shards; %s is not supported", m,
              bs_layout_name(p->cfg.par.layout));
     return -1;
   }
   if (p->cfg.par.method == BS_USP && (U < 1 || p->G % U != 0)) {
     snprintf(err, errlen, "parallel.ulysses_degree: %d does not divide gpus %d", U, p->G);
+    return -1;
+  }
+  if (p->cfg.par.layout == BS_ZIGZAG && U > 1 && U % 2) {
+    snprintf(err, errlen,
+             "parallel.ulysses_degree: usp's zigzag ring splits each group's two chunks in halves; %d is odd", U);
+    return -1;
+  }
+  if (p->cfg.par.layout == BS_ZIGZAG && p->N % (2 * (int64_t)p->G) != 0) {
+    snprintf(err, errlen, "parallel.gpus: zigzag needs 2 x gpus (%lld) to divide seq_len %lld",
+             (long long)(2 * (int64_t)p->G), (long long)p->N);
     return -1;
   }
   const char *key = p->cfg.par.method == BS_USP ? "parallel.ulysses_degree" : "parallel.gpus";
@@ -39,22 +61,83 @@ static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
   return 0;
 }
 
+/* usp: the layout of the ring across groups (parallel.layout); ulysses: one group, contiguous. */
+static bs_layout ring_layout(const bs_plan *p) {
+  return p->cfg.par.method == BS_USP ? p->cfg.par.layout : BS_CONTIGUOUS;
+}
+
+static int ring_first(const bs_plan *p) {
+  return p->cfg.par.method == BS_USP && p->cfg.par.ulysses_placement == BS_RING_FIRST;
+}
+
+/* A rank's group (of R = G / U) and its index in it. */
+static void group_of(const bs_plan *p, int rank, int *gi, int *ui) {
+  int U = deg(p), R = p->G / U;
+  *gi = ring_first(p) ? rank % R : rank / U;
+  *ui = ring_first(p) ? rank / R : rank % U;
+}
+
 static bs_group ugroup(const bs_plan_iter *it) {
-  int U = deg(it->p);
-  bs_group g = {(it->rank / U) * U, 1, U};
+  const bs_plan *p = it->p;
+  int U = deg(p), gi, ui;
+  group_of(p, it->rank, &gi, &ui);
+  bs_group g = {gi * U, 1, U};
+  if (ring_first(p)) g.first = gi, g.stride = p->G / U;
   return g;
 }
 
-static bs_compute *copy_op(bs_plan_iter *it, int32_t src, int32_t dst, int64_t bytes, int64_t ta, int64_t tb,
+static bs_compute *copy_at(bs_plan_iter *it, bs_ref src, bs_ref dst, int64_t bytes, int64_t ta, int64_t tb,
                            int64_t chunk) {
   bs_compute *c = plan_compute(it, BS_K_COPY);
   c->elems = bytes;
   c->t_a = ta;
   c->t_b = tb;
   c->t_chunk = chunk;
-  c->in[0] = R(src, 0);
-  c->out[0] = R(dst, 0);
+  c->in[0] = src;
+  c->out[0] = dst;
   return c;
+}
+
+static bs_compute *copy_op(bs_plan_iter *it, int32_t src, int32_t dst, int64_t bytes, int64_t ta, int64_t tb,
+                           int64_t chunk) {
+  return copy_at(it, R(src, 0), R(dst, 0), bytes, ta, tb, chunk);
+}
+
+/*
+ * How a group's head-sharded tokens [B][h][U n][w] come from its U ranks' pieces [U][B][h][n][w]
+ * (usp layouts, U > 1). Contiguous: piece after piece. Striped: rank ui of the group holds the
+ * group's tokens ui, ui + U, ...: pieces interleave token by token. Zigzag: the group's two chunks
+ * are stored one after the other ([2][B][h][U/2 n][w], bs_shard_index), the first U/2 ranks
+ * holding the first: piece after piece within each half.
+ */
+typedef enum { TOK_PIECES = 0, TOK_INTERLEAVED, TOK_HALVES } tok_order;
+
+static tok_order token_order(const bs_plan *p) {
+  if (p->cfg.par.method != BS_USP) return TOK_PIECES;
+  if (p->cfg.par.layout == BS_STRIPED) return TOK_INTERLEAVED;
+  if (p->cfg.par.layout == BS_ZIGZAG && p->G / deg(p) > 1) return TOK_HALVES;
+  return TOK_PIECES;
+}
+
+/* [U][B h][n w] pieces -> the group's order (to_group), or back. */
+static void regroup(bs_plan_iter *it, int32_t src, int32_t dst, int64_t bytes, int64_t Bh, int64_t n, int64_t w_eb,
+                    int to_group) {
+  int U = deg(it->p);
+  switch (token_order(it->p)) {
+  case TOK_INTERLEAVED:
+    if (to_group) copy_op(it, src, dst, bytes, U, Bh * n, w_eb);
+    else copy_op(it, src, dst, bytes, Bh * n, U, w_eb);
+    return;
+  case TOK_HALVES:
+    for (int64_t z = 0, half = bytes / 2; z < 2; z++) {
+      if (to_group) copy_at(it, R(src, z * half), R(dst, z * half), half, U / 2, Bh, n * w_eb);
+      else copy_at(it, R(src, z * half), R(dst, z * half), half, Bh, U / 2, n * w_eb);
+    }
+    return;
+  default:
+    if (to_group) copy_op(it, src, dst, bytes, U, Bh, n * w_eb);
+    else copy_op(it, src, dst, bytes, Bh, U, n * w_eb);
+  }
 }
 
 /* Sequence-sharded src [B][Z][n][w] -> head-sharded [B][Z/U][U*n][w]: post. */
@@ -90,7 +173,7 @@ static void s2h_finish(bs_plan_iter *it, a2a_xfer *x, bs_mem_class cls) {
   int64_t n = p->N / p->G, h = x->Z / U, bytes = p->B * x->Z * n * x->w * x->eb;
   plan_free(it, x->pk);
   x->dst = plan_alloc(it, bytes, cls, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-  copy_op(it, x->rv, x->dst, bytes, U, p->B * h, n * x->w * x->eb);
+  regroup(it, x->rv, x->dst, bytes, p->B * h, n, x->w * x->eb, 1);
   plan_free(it, x->rv);
 }
 
@@ -106,7 +189,7 @@ static void h2s_post(bs_plan_iter *it, a2a_xfer *x, int32_t src, int32_t dst, in
   x->w = w;
   x->eb = eb;
   x->pk = plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-  copy_op(it, src, x->pk, bytes, p->B * h, U, n * w * eb);
+  regroup(it, src, x->pk, bytes, p->B * h, n, w * eb, 0);
   x->rv = p->B > 1 ? plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32) : dst;
   x->h = plan_coll(it, BS_COLL_ALLTOALL, BS_RED_SUM, eb == 4 ? BS_ELEM_F32 : p->elem, ugroup(it), R(x->pk, 0),
                    R(x->rv, 0), bytes);
@@ -146,10 +229,11 @@ typedef struct {
 
 /* The shapes of a rank: U ranks per all-to-all group, R_ groups (usp ring). */
 typedef struct {
-  int U, R_, gi, ui, ring; /* ring: usp with more than one group */
-  int64_t n, hq, hkv, Ng;  /* tokens per rank, heads per rank after the all-to-all, tokens of a group */
-  bs_shard qseq, kseq;     /* sequence-sharded role shards */
-  bs_shard qh, kh;         /* head-sharded shards */
+  int U, R_, gi, ui, ring;         /* ring: usp with more than one group */
+  int32_t ring_first, ring_stride; /* usp: the rank of ring position x is ring_first + ring_stride * x */
+  int64_t n, hq, hkv, Ng;          /* tokens per rank, heads per rank after the all-to-all, tokens of a group */
+  bs_shard qseq, kseq;             /* sequence-sharded role shards */
+  bs_shard qh, kh;                 /* head-sharded shards */
 } uly_geo;
 
 static uly_geo geometry(const bs_plan_iter *it) {
@@ -158,17 +242,28 @@ static uly_geo geometry(const bs_plan_iter *it) {
   int r = it->rank;
   g.U = deg(p);
   g.R_ = p->G / g.U;
-  g.gi = r / g.U;
-  g.ui = r % g.U;
+  group_of(p, r, &g.gi, &g.ui);
   g.ring = p->cfg.par.method == BS_USP && g.R_ > 1;
+  g.ring_first = ring_first(p) ? g.ui * g.R_ : g.ui;
+  g.ring_stride = ring_first(p) ? 1 : g.U;
   g.n = p->N / p->G;
   g.hq = p->Zq / g.U;
   g.hkv = p->Zkv / g.U;
   g.Ng = g.n * g.U;
-  g.qseq = plan_shard(BS_CONTIGUOUS, r, p->G, p->N, 0, (int32_t)p->Zq);
-  g.kseq = plan_shard(BS_CONTIGUOUS, r, p->G, p->N, 0, (int32_t)p->Zkv);
-  g.qh = plan_shard(BS_CONTIGUOUS, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hq), (int32_t)g.hq);
-  g.kh = plan_shard(BS_CONTIGUOUS, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hkv), (int32_t)g.hkv);
+  bs_layout l = ring_layout(p);
+  bs_layout seq_l = l;
+  int part = g.gi * g.U + g.ui; /* contiguous: the group's chunk, piece ui */
+  if (l == BS_STRIPED) part = g.gi + g.R_ * g.ui;
+  else if (l == BS_ZIGZAG && g.U == 1) part = g.gi;
+  else if (l == BS_ZIGZAG) { /* half of the pieces in each of the group's two chunks, each contiguous */
+    int half = g.U / 2;
+    seq_l = BS_CONTIGUOUS;
+    part = g.ui < half ? g.gi * half + g.ui : (2 * g.R_ - 1 - g.gi) * half + (g.ui - half);
+  }
+  g.qseq = plan_shard(seq_l, part, p->G, p->N, 0, (int32_t)p->Zq);
+  g.kseq = plan_shard(seq_l, part, p->G, p->N, 0, (int32_t)p->Zkv);
+  g.qh = plan_shard(l, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hq), (int32_t)g.hq);
+  g.kh = plan_shard(l, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hkv), (int32_t)g.hkv);
   return g;
 }
 
@@ -176,8 +271,8 @@ static uly_geo geometry(const bs_plan_iter *it) {
 static void fwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   const bs_plan *p = it->p;
   ring_fwd *rf = &s->rf;
-  rf->first = g->ui;
-  rf->stride = g->U;
+  rf->first = g->ring_first;
+  rf->stride = g->ring_stride;
   rf->P = g->R_;
   rf->M = 1;
   rf->a = 0;
@@ -186,7 +281,7 @@ static void fwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   rf->hkv = g->hkv;
   rf->qs = g->qh;
   rf->qpos_off = 0;
-  rf->ks = plan_shard(BS_CONTIGUOUS, 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
+  rf->ks = plan_shard(ring_layout(p), 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
   rf->q = s->qkvh[0];
   rf->o = s->oh;
   rf->lse = s->lse;
@@ -269,8 +364,8 @@ static void bwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   const bs_plan *p = it->p;
   ring_bwd *rb = &s->rb;
   memset(rb, 0, sizeof *rb);
-  rb->first = g->ui;
-  rb->stride = g->U;
+  rb->first = g->ring_first;
+  rb->stride = g->ring_stride;
   rb->P = g->R_;
   rb->M = 1;
   rb->a = 0;
@@ -279,7 +374,7 @@ static void bwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   rb->hkv = g->hkv;
   rb->kind = 1;
   rb->my = g->qh;
-  rb->tmpl = plan_shard(BS_CONTIGUOUS, 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
+  rb->tmpl = plan_shard(ring_layout(p), 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
   rb->q = s->qkvh[0];
   rb->dout = s->doh;
   rb->lse = s->lse;

@@ -313,7 +313,7 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
   int Pf = P;
   if (!strncmp(ps->tp.name, "dgx-", 4) && !cross && !coll)
     for (int p = 2; p < P; p++)
-      if (P % p == 0 && p > 2 * Din) {
+      if (P % p == 0 && p > 2 * Din && p % (P / bs_topo_nics(&ps->tp)) == 0) { /* whole NICs */
         Pf = p;
         break;
       }

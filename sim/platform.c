@@ -18,6 +18,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* cluster.nics_per_node on a generated platform: dgx generators take any divisor of their GPUs per
+ * node; the PCIe node has its one NIC; the host and platform files are wired as they are. */
+static int resolve_nics(const bs_config *cfg, bs_platform_spec *ps, char *err, size_t errlen) {
+  int nics = cfg->cluster.nics_per_node, gpn = ps->tp.gpus_per_node;
+  const char *topo = cfg->cluster.topology;
+  if (nics <= 0) return 0;
+  if (!strncmp(topo, "dgx-", 4)) {
+    if (nics > gpn || gpn % nics) {
+      snprintf(err, errlen, "cluster.nics_per_node: %d does not divide the %d GPUs per node of %s", nics, gpn, topo);
+      return -1;
+    }
+    ps->tp.nics_per_node = nics;
+    return 0;
+  }
+  if (!strcmp(topo, "a100-pcie-node") && nics == 1) return 0;
+  snprintf(err, errlen, "cluster.nics_per_node: %d: only the dgx topologies take it (%s has a fixed NIC wiring)", nics,
+           topo);
+  return -1;
+}
+
 int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, bs_platform_spec *ps,
                         char *err, size_t errlen) {
   memset(ps, 0, sizeof *ps);
@@ -29,6 +49,11 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
   }
   if (!bs_topo_is_generator(topo)) {
     if (bs_platform_check_name(topo, err, errlen)) return -1;
+    if (cfg->cluster.nics_per_node > 0) {
+      snprintf(err, errlen, "cluster.nics_per_node: %d: the platform file %s says which NIC each GPU uses",
+               cfg->cluster.nics_per_node, topo);
+      return -1;
+    }
     snprintf(ps->file, sizeof ps->file, "%s", topo);
     ps->ranks_per_node = cfg->par.ranks_per_node > 0 ? cfg->par.ranks_per_node : 1;
     return 0;
@@ -62,6 +87,7 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
     if (opts->nodes_per_leaf > 0) ps->tp.nodes_per_leaf = opts->nodes_per_leaf;
     if (opts->oversub > 0) ps->tp.oversub = opts->oversub;
   }
+  if (resolve_nics(cfg, ps, err, errlen)) return -1;
   return bs_topo_check(&ps->tp, err, errlen);
 }
 
@@ -72,6 +98,15 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
   }
   bs_topo_params tp = ps->tp;
   tp.nodes = nodes;
+  /* A fold keeps the GPUs of a NIC together (fold.c folds a node by whole NICs). */
+  if (tp.nics_per_node > 0) {
+    int k = ps->tp.gpus_per_node / tp.nics_per_node;
+    if (per_node % k) {
+      snprintf(err, errlen, "internal: %d GPUs per node split the GPUs of a NIC (%d)", per_node, k);
+      return NULL;
+    }
+    tp.nics_per_node = per_node / k;
+  }
   tp.gpus_per_node = per_node;
   tp.wrap_offset = wrap;
   return bs_topo_xml(&tp, err, errlen);
@@ -123,6 +158,8 @@ int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, dou
   }
   *lat = 2 * t->link[BS_LINK_NIC].lat_s;
   *bw = t->link[BS_LINK_NIC].bw_Bps;
+  /* GPUs that share a NIC share its bandwidth: a GPU's part of it. */
+  if (bs_topo_nics(t) < g) *bw = *bw * bs_topo_nics(t) / g;
   int la = na / L, lb = nb / L;
   if (a % g == b % g && la == lb) return 0;
   /* Through the core: both leaves' uplinks. */

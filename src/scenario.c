@@ -216,6 +216,7 @@ static int set_tp_variant(bs_config *c, const char *v, char *why, size_t n) {
   c->par.tp_variant = i == 0 ? 1 : 3;
   return 0;
 }
+ENUM_SETTER(set_ulysses_placement, par.ulysses_placement, bs_placement, "head-first", "ring-first")
 INT_SETTER(set_zero, par.zero, 0, 3, 0)
 INT_SETTER(set_ranks_per_node, par.ranks_per_node, 1, 1 << 16, 0)
 
@@ -226,6 +227,7 @@ static int set_profile(bs_config *c, const char *v, char *why, size_t n) {
   return parse_name(v, c->cluster.profile, sizeof c->cluster.profile, why, n);
 }
 INT_SETTER(set_nodes, cluster.nodes, 0, 1 << 16, 0)
+INT_SETTER(set_nics_per_node, cluster.nics_per_node, 1, 1 << 16, 0)
 ENUM_SETTER(set_coll_algo, cluster.coll_algo, bs_coll_algo, "ring", "tree", "auto")
 BOOL_SETTER(set_trace, trace)
 
@@ -256,12 +258,15 @@ static const key_def keys[] = {
   {"parallel", "lao", set_lao, "on | off"},
   {"parallel", "bwd_comm", set_bwd_comm, "optimized | plain"},
   {"parallel", "ulysses_degree", set_ulysses_degree, "ranks per all-to-all group (usp)"},
+  {"parallel", "ulysses_placement", set_ulysses_placement,
+   "head-first | ring-first (usp: all-to-all or ring inside a node)"},
   {"parallel", "tp_variant", set_tp_variant, "v1 | v3"},
   {"parallel", "zero", set_zero, "0 | 1 | 2 | 3"},
   {"parallel", "ranks_per_node", set_ranks_per_node, "ranks per node in real runs"},
   {"cluster", "topology", set_topology, "a generator of bs_topo_generator_names | FILE.xml"},
   {"cluster", "profile", set_profile, "a profile of calib/profiles | FILE.json (default: the topology's)"},
   {"cluster", "nodes", set_nodes, "nodes, 0 = from gpus"},
+  {"cluster", "nics_per_node", set_nics_per_node, "NICs per node, dividing its GPUs (dgx; default: one per GPU)"},
   {"cluster", "coll_algo", set_coll_algo, "ring | tree | auto (sim: how an allreduce is shaped)"},
   {"output", "trace", set_trace, "on | off"},
 };

@@ -131,6 +131,12 @@ int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
              p->name, p->nodes_per_leaf, p->oversub);
     return -1;
   }
+  if (p->nics_per_node && (g->kind != GEN_DGX || p->nics_per_node < 1 || p->nics_per_node > p->gpus_per_node ||
+                           p->gpus_per_node % p->nics_per_node)) {
+    snprintf(err, errlen, "topology %s: %d NICs per node must divide its %d GPUs (dgx generators only)", p->name,
+             p->nics_per_node, p->gpus_per_node);
+    return -1;
+  }
   if (g->kind == GEN_PCIE && (p->gpus_per_pcie_switch < 1 || p->gpus_per_node % p->gpus_per_pcie_switch)) {
     snprintf(err, errlen, "topology %s: %d GPUs per PCIe switch must divide %d GPUs", p->name, p->gpus_per_pcie_switch,
              p->gpus_per_node);
@@ -201,8 +207,39 @@ double bs_topo_uplink_bw(const bs_topo_params *p, int leaf) {
   return p->link[BS_LINK_FABRIC].bw_Bps * ports / p->oversub;
 }
 
+int bs_topo_nics(const bs_topo_params *p) { return p->nics_per_node > 0 ? p->nics_per_node : p->gpus_per_node; }
+
+int bs_topo_nic_of(const bs_topo_params *p, int i) {
+  int g = p->gpus_per_node;
+  return g > 0 ? (int)((long)i * bs_topo_nics(p) / g) : i;
+}
+
+/* The link of node n's NIC j: named after its GPU when each GPU has its own. */
+static void nic_link_name(const bs_topo_params *p, int n, int j, char *l, size_t len) {
+  if (bs_topo_nics(p) == p->gpus_per_node) snprintf(l, len, "nic-n%d-g%d", n, j);
+  else snprintf(l, len, "nic-n%d-nic%d", n, j);
+}
+
+/*
+ * GPUs that share a NIC are two hops apart through it (GPU - leaf - GPU), as
+ * they are through the NVSwitch, and SimGrid's Dijkstra counts links: a route
+ * of their own pins every such pair, both ways, to NVLink.
+ */
+static void gen_dgx_shared_nic_routes(sbuf *b, const bs_topo_params *p) {
+  int K = p->nodes, g = p->gpus_per_node;
+  for (int n = 0; n < K; n++)
+    for (int x = 0; x < g; x++)
+      for (int y = 0; y < g; y++) {
+        if (x == y || bs_topo_nic_of(p, x) != bs_topo_nic_of(p, y)) continue;
+        sb_printf(b,
+                  "    <bypassRoute src=\"gpu%d\" dst=\"gpu%d\"><link_ctn id=\"nvlink-n%d-g%d\" direction=\"UP\"/>"
+                  "<link_ctn id=\"nvlink-n%d-g%d\" direction=\"DOWN\"/></bypassRoute>\n",
+                  n * g + x, n * g + y, n, x, n, y);
+      }
+}
+
 static void gen_dgx(sbuf *b, const bs_topo_params *p) {
-  int K = p->nodes, g = p->gpus_per_node, L = p->nodes_per_leaf;
+  int K = p->nodes, g = p->gpus_per_node, L = p->nodes_per_leaf, nics = bs_topo_nics(p);
   int leaves = K / L + (K % L != 0);
   char a[64], c[64], l[64];
   for (int n = 0; n < K; n++) {
@@ -213,57 +250,70 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
       sb_printf(b, "    <host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", r, n);
     }
   }
-  for (int i = 0; i < g; i++)
-    for (int q = 0; q < leaves; q++) sb_printf(b, "    <router id=\"leaf-r%d-l%d\"/>\n", i, q);
+  for (int j = 0; j < nics; j++)
+    for (int q = 0; q < leaves; q++) sb_printf(b, "    <router id=\"leaf-r%d-l%d\"/>\n", j, q);
   sb_printf(b, "    <router id=\"core\"/>\n");
   for (int n = 0; n < K; n++)
     for (int i = 0; i < g; i++) {
       snprintf(l, sizeof l, "nvlink-n%d-g%d", n, i);
       sb_link(b, l, &p->link[BS_LINK_NVLINK]);
-      snprintf(l, sizeof l, "nic-n%d-g%d", n, i);
+      if (nics == g) {
+        nic_link_name(p, n, i, l, sizeof l);
+        sb_link(b, l, &p->link[BS_LINK_NIC]);
+      }
+    }
+  for (int n = 0; nics != g && n < K; n++)
+    for (int j = 0; j < nics; j++) {
+      nic_link_name(p, n, j, l, sizeof l);
       sb_link(b, l, &p->link[BS_LINK_NIC]);
     }
-  for (int i = 0; i < g; i++)
+  for (int j = 0; j < nics; j++)
     for (int q = 0; q < leaves; q++) {
       /* One leaf's uplinks to the spine, aggregated into one link: ports x
        * port bandwidth / oversubscription (max-min sharing over parallel
        * links balanced perfectly, as ECMP aims to). */
       bs_link_val up = p->link[BS_LINK_FABRIC];
       up.bw_Bps = bs_topo_uplink_bw(p, q);
-      snprintf(l, sizeof l, "fabric-r%d-l%d", i, q);
+      snprintf(l, sizeof l, "fabric-r%d-l%d", j, q);
       sb_link(b, l, &up);
     }
   for (int n = 0; n < K; n++) {
     snprintf(a, sizeof a, "nvsw-n%d", n);
     for (int i = 0; i < g; i++) {
-      int r = n * g + i;
+      int r = n * g + i, j = bs_topo_nic_of(p, i);
       snprintf(c, sizeof c, "gpu%d", r);
       snprintf(l, sizeof l, "nvlink-n%d-g%d", n, i);
       sb_edge(b, c, a, l);
       char leaf[64];
-      snprintf(leaf, sizeof leaf, "leaf-r%d-l%d", i, n / L);
-      snprintf(l, sizeof l, "nic-n%d-g%d", n, i);
+      snprintf(leaf, sizeof leaf, "leaf-r%d-l%d", j, n / L);
+      nic_link_name(p, n, j, l, sizeof l);
       sb_edge(b, c, leaf, l);
     }
   }
-  for (int i = 0; i < g; i++)
+  for (int j = 0; j < nics; j++)
     for (int q = 0; q < leaves; q++) {
-      snprintf(a, sizeof a, "leaf-r%d-l%d", i, q);
-      snprintf(l, sizeof l, "fabric-r%d-l%d", i, q);
+      snprintf(a, sizeof a, "leaf-r%d-l%d", j, q);
+      snprintf(l, sizeof l, "fabric-r%d-l%d", j, q);
       sb_edge(b, a, "core", l);
     }
+  if (nics != g) gen_dgx_shared_nic_routes(b, p);
   /* Fold quotient: wrapping same-rail messages go up and down the rail's uplink. */
+  char ln[64], lm[64];
   for (int D = p->wrap_offset, n = 0; D > 0 && n < K; n++)
     for (int dl = -D; dl <= D; dl++) {
       int m = n + dl;
       if (dl == 0 || (m >= 0 && m < K)) continue;
       m = ((m % K) + K) % K;
-      for (int i = 0; i < g; i++)
+      for (int i = 0; i < g; i++) {
+        int j = bs_topo_nic_of(p, i);
+        nic_link_name(p, n, j, ln, sizeof ln);
+        nic_link_name(p, m, j, lm, sizeof lm);
         sb_printf(b,
-                  "    <bypassRoute src=\"gpu%d\" dst=\"gpu%d\"><link_ctn id=\"nic-n%d-g%d\" direction=\"UP\"/>"
+                  "    <bypassRoute src=\"gpu%d\" dst=\"gpu%d\"><link_ctn id=\"%s\" direction=\"UP\"/>"
                   "<link_ctn id=\"fabric-r%d-l0\" direction=\"UP\"/><link_ctn id=\"fabric-r%d-l0\" direction=\"DOWN\"/>"
-                  "<link_ctn id=\"nic-n%d-g%d\" direction=\"DOWN\"/></bypassRoute>\n",
-                  n * g + i, m * g + i, n, i, i, i, m, i);
+                  "<link_ctn id=\"%s\" direction=\"DOWN\"/></bypassRoute>\n",
+                  n * g + i, m * g + i, ln, j, j, lm);
+      }
     }
 }
 
@@ -326,6 +376,9 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   sb_printf(&b, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
   sb_printf(&b, "<!-- burstsim topology %s: %d node(s) x %d GPU(s)", p->name, p->nodes, p->gpus_per_node);
   if (p->nodes_per_leaf) sb_printf(&b, ", %d nodes per leaf, oversubscription %g", p->nodes_per_leaf, p->oversub);
+  if (kind == GEN_DGX && bs_topo_nics(p) != p->gpus_per_node)
+    sb_printf(&b, ", %d NICs per node (GPU i uses NIC i * %d / %d)", bs_topo_nics(p), bs_topo_nics(p),
+              p->gpus_per_node);
   sb_printf(&b,
             ".\n     %s Links named CLASS-... take bandwidth and latency\n"
             "     from the profile when simulated (classes: nvlink nic fabric pcie hostbridge shm);\n"

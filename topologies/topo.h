@@ -47,6 +47,7 @@ typedef struct {
   int gpus_per_node;        /* ranks per node (host: ranks on the host) */
   int nodes_per_leaf;       /* dgx: nodes under one leaf switch of a rail; >= nodes = single leaf */
   double oversub;           /* dgx: leaf downlink / uplink bandwidth ratio, >= 1 */
+  int nics_per_node;        /* dgx: NICs (rails) per node, dividing gpus_per_node; 0 = one per GPU */
   int gpus_per_pcie_switch; /* a100-pcie-node */
   int host_cores;           /* host: cores of the CPU (informative) */
   double host_speed;        /* host: flop/s of the whole CPU (the exec rate the engine uses) */
@@ -68,6 +69,16 @@ const char *bs_topo_default_profile(const char *name);
  * profile overrides. Returns 0, or -1 with a message.
  */
 int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, size_t errlen);
+
+/*
+ * dgx generators: the NIC local GPU i of a node sends and receives through when
+ * the node has nics_per_node NICs (rail order): NIC i * nics / gpus_per_node, so
+ * GPUs 0 .. gpus/nics - 1 share NIC 0, the next gpus/nics share NIC 1, and so
+ * on. With one NIC per GPU (nics_per_node 0 or gpus_per_node) it is i.
+ */
+int bs_topo_nic_of(const bs_topo_params *p, int i);
+/* dgx generators: the NICs of a node (gpus_per_node when nics_per_node is 0). */
+int bs_topo_nics(const bs_topo_params *p);
 
 /* Checks the parameters (counts positive, leaves divide, ...). */
 int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen);

@@ -47,7 +47,8 @@ static void test_basic(void **st) {
                              "# a comment\n[model]\npreset = llama2-13b\ndtype = fp16\n"
                              "[workload]\nphase = train\nseq_len = 32K, 1M\ncausal = true\n"
                              "[parallel]\nmethod = burst, ring, ulysses\ngpus = 8\nlayout = zigzag\n"
-                             "bwd_comm = plain\ntp_variant = v3\n[cluster]\ntopology = dgx-h100\ncoll_algo = tree\n");
+                             "bwd_comm = plain\ntp_variant = v3\nulysses_placement = ring-first\n"
+                             "[cluster]\ntopology = dgx-h100\ncoll_algo = tree\nnics_per_node = 4\n");
   bs_scenario s;
   char err[1024];
   assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
@@ -69,7 +70,15 @@ static void test_basic(void **st) {
     assert_int_equal(c->par.tp_variant, 3);
     assert_string_equal(c->cluster.topology, "dgx-h100");
     assert_int_equal(c->cluster.coll_algo, BS_COLL_ALGO_TREE);
+    assert_int_equal(c->par.ulysses_placement, BS_RING_FIRST);
+    assert_int_equal(c->cluster.nics_per_node, 4);
   }
+  bs_scenario_free(&s);
+  /* the defaults: head-first, the topology's own NICs */
+  p = write_file("ok-defaults.ini", "[model]\n");
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.points[0].par.ulysses_placement, BS_HEAD_FIRST);
+  assert_int_equal(s.points[0].cluster.nics_per_node, 0);
   bs_scenario_free(&s);
 }
 
@@ -195,12 +204,14 @@ static const key_case key_cases[] = {
   {"parallel.lao", "2", "sometimes"},
   {"parallel.bwd_comm", "1", "fast"},
   {"parallel.ulysses_degree", "all", "0"},
+  {"parallel.ulysses_placement", "1", "sideways"},
   {"parallel.tp_variant", "1", "v2"},
   {"parallel.zero", "one", "4"},
   {"parallel.ranks_per_node", "8.0", "65537"},
   {"cluster.topology", NULL, NULL}, /* names: only empty and too long; unknown names fail at run */
   {"cluster.profile", NULL, NULL},
   {"cluster.nodes", "many", "-1"},
+  {"cluster.nics_per_node", "two", "0"},
   {"cluster.coll_algo", "1", "star"},
   {"output.trace", "2", "verbose"},
 };
@@ -227,18 +238,19 @@ static void test_every_key(void **st) {
     key_error(c->key, "", 0, "empty value");
     key_error(c->key, " , 1", 0, "empty value");
     /* a valid value given twice */
-    const char *ok = !strcmp(c->key, "model.preset")           ? "llama2-7b"
-                     : !strcmp(c->key, "model.dtype")          ? "fp16"
-                     : !strcmp(c->key, "workload.phase")       ? "train"
-                     : !strcmp(c->key, "workload.scope")       ? "layer"
-                     : !strcmp(c->key, "parallel.method")      ? "ring"
-                     : !strcmp(c->key, "parallel.layout")      ? "zigzag"
-                     : !strcmp(c->key, "parallel.double_ring") ? "on"
-                     : !strcmp(c->key, "parallel.bwd_comm")    ? "plain"
-                     : !strcmp(c->key, "parallel.tp_variant")  ? "v3"
-                     : !strcmp(c->key, "cluster.topology")     ? "host"
-                     : !strcmp(c->key, "cluster.profile")      ? "host"
-                     : !strcmp(c->key, "cluster.coll_algo")    ? "tree"
+    const char *ok = !strcmp(c->key, "model.preset")                 ? "llama2-7b"
+                     : !strcmp(c->key, "model.dtype")                ? "fp16"
+                     : !strcmp(c->key, "workload.phase")             ? "train"
+                     : !strcmp(c->key, "workload.scope")             ? "layer"
+                     : !strcmp(c->key, "parallel.method")            ? "ring"
+                     : !strcmp(c->key, "parallel.layout")            ? "zigzag"
+                     : !strcmp(c->key, "parallel.double_ring")       ? "on"
+                     : !strcmp(c->key, "parallel.bwd_comm")          ? "plain"
+                     : !strcmp(c->key, "parallel.tp_variant")        ? "v3"
+                     : !strcmp(c->key, "parallel.ulysses_placement") ? "ring-first"
+                     : !strcmp(c->key, "cluster.topology")           ? "host"
+                     : !strcmp(c->key, "cluster.profile")            ? "host"
+                     : !strcmp(c->key, "cluster.coll_algo")          ? "tree"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
                         !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
                        ? "on"

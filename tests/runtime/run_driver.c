@@ -57,6 +57,7 @@ static int set(bs_config *c, bs_runtime_opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "double_ring")) c->par.double_ring = x ? BS_ON : BS_OFF;
   else if (!strcmp(k, "rpn")) c->par.ranks_per_node = (int)x;
   else if (!strcmp(k, "ulysses_degree")) c->par.ulysses_degree = (int)x;
+  else if (!strcmp(k, "ring_first")) c->par.ulysses_placement = x ? BS_RING_FIRST : BS_HEAD_FIRST;
   else if (!strcmp(k, "tp_variant")) c->par.tp_variant = (int)x;
   else if (!strcmp(k, "decode_tokens")) c->work.decode_tokens = x;
   else if (!strcmp(k, "seed")) c->seed = (uint64_t)x;
