@@ -58,6 +58,8 @@ static void add_config(cJSON *o, const bs_config *c) {
   cJSON_AddStringToObject(o, "tp_variant", c->par.tp_variant == 3 ? "v3" : "v1");
   cJSON_AddNumberToObject(o, "zero", c->par.zero);
   if (c->work.phase == BS_DECODE) cJSON_AddNumberToObject(o, "decode_tokens", (double)c->work.decode_tokens);
+  if (c->work.phase == BS_PREFILL && c->work.kv_cache == BS_KV_DROP)
+    cJSON_AddStringToObject(o, "kv_cache", bs_kv_cache_name(c->work.kv_cache));
   cJSON *m = cJSON_AddObjectToObject(o, "model");
   cJSON_AddStringToObject(m, "preset", c->model.preset);
   cJSON_AddNumberToObject(m, "hidden", (double)c->model.hidden);
