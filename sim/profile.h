@@ -26,7 +26,8 @@
  *     "alloc_small_bytes":       {...}   the largest small request (PyTorch: 1 MiB)
  *     "alloc_small_round_bytes": {...}   small requests round up to a multiple of this (512 B)
  *     Rounding is per allocation: the memory a rank holds at its peak is the sum of
- *     its rounded allocations (blocks that share a segment are not modelled).
+ *     its rounded allocations (blocks that share a segment are not modelled; the
+ *     model state is counted as allocated, sim/actor.c).
  *   },
  *   "kernels": {                 one entry per bs_kernel name (plans/plan.h)
  *     "attn_fwd": {
