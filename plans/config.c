@@ -36,6 +36,10 @@ const char *bs_placement_name(bs_placement p) {
   static const char *n[] = {"head-first", "ring-first"};
   return (p >= 0 && p <= BS_RING_FIRST) ? n[p] : "?";
 }
+const char *bs_kv_cache_name(bs_kv_cache k) {
+  static const char *n[] = {"keep", "drop"};
+  return (k >= 0 && k <= BS_KV_DROP) ? n[k] : "?";
+}
 const char *bs_mem_class_name(bs_mem_class c) {
   static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
                             "weights", "grads",  "optimizer", "activations"};
@@ -91,6 +95,7 @@ void bs_config_default(bs_config *c) {
   c->work.window = 0;
   c->work.scope = BS_SCOPE_ATTENTION;
   c->work.decode_tokens = 1;
+  c->work.kv_cache = BS_KV_KEEP;
   c->par.method = BS_BURST;
   c->par.gpus = 8;
   c->par.layout = BS_CONTIGUOUS;

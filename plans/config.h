@@ -20,6 +20,10 @@ typedef enum { BS_AUTO = -1, BS_OFF = 0, BS_ON = 1 } bs_tristate;
 typedef enum { BS_HEAD_FIRST = 0, BS_RING_FIRST } bs_placement;
 /* How the simulator shapes an allreduce (NCCL's algorithms; sim/coll_shape.h). */
 typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_TREE, BS_COLL_ALGO_AUTO } bs_coll_algo;
+/* Prefill at layer and model scope: whether each layer's K and V stay (the KV
+ * cache a generation goes on with) or are freed after its attention (a
+ * first-token-latency benchmark). */
+typedef enum { BS_KV_KEEP = 0, BS_KV_DROP } bs_kv_cache;
 
 typedef struct {
   char preset[32]; /* "" when given explicitly */
@@ -36,6 +40,7 @@ typedef struct {
   bs_scope scope;
   int64_t decode_tokens; /* decode: query tokens per step */
   int recompute;         /* model scope: activation recomputation */
+  bs_kv_cache kv_cache;  /* prefill, layer and model scope */
 } bs_workload;
 
 typedef struct {
@@ -80,6 +85,7 @@ const char *bs_dtype_name(bs_dtype t);
 const char *bs_scope_name(bs_scope s);
 const char *bs_coll_algo_name(bs_coll_algo a);
 const char *bs_placement_name(bs_placement p);
+const char *bs_kv_cache_name(bs_kv_cache k);
 
 /* A default config: llama2-7b shapes, train, 32K, burst on 8 GPUs. */
 void bs_config_default(bs_config *c);

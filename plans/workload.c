@@ -10,7 +10,9 @@
  * comm buffers and workspaces are freed when the forward ends. The backward
  * of layer l replays a fresh iterator's forward without emitting it (only to
  * learn its ids, mapping the saved buffers back) and streams its backward.
- * With recompute the layer's forward is streamed again instead.
+ * With recompute the layer's forward is streamed again instead. A forward-only
+ * plan keeps every layer's K and V to its end (the KV cache; at prefill
+ * workload.kv_cache = drop frees them as soon as the layer's attention is over).
  *
  * Parallelism outside attention: burst, ring, ring-li2021, ulysses, usp hold
  * N/G tokens and the full weights (local GEMMs); tp is Megatron tensor
@@ -74,6 +76,10 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
     snprintf(err, errlen, "workload.recompute: recomputation needs phase train, not %s", bs_phase_name(c->work.phase));
     return -1;
   }
+  if (c->work.kv_cache == BS_KV_DROP && c->work.phase != BS_PREFILL) {
+    snprintf(err, errlen, "workload.kv_cache: drop needs phase prefill, not %s", bs_phase_name(c->work.phase));
+    return -1;
+  }
   if (c->par.method == BS_TP &&
       (m->ffn % p->G != 0 || m->hidden % p->G != 0 || (c->work.scope == BS_SCOPE_MODEL && m->vocab % p->G != 0))) {
     snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide hidden, ffn and vocab", p->G);
@@ -120,6 +126,7 @@ typedef struct bs_wl {
   int stage, sub, fsub;
   int64_t layer, L;
   int model, train, recompute, zero, v3, tp;
+  int drop_kv; /* prefill without a KV cache: each layer's K, V freed after its attention */
   int64_t T, Tn, H, F, V, qkvw, es, g;
   bs_param_count pc;
   bs_group dpg, tpg;
@@ -396,6 +403,19 @@ static void stream_fwd_end(bs_wl *w) {
     s->bmap[b] = -1;
   }
   if (keep) w->nsaved[l] = n;
+}
+
+/* Prefill without a KV cache: the layer's K and V go as soon as its attention is over. */
+static void stream_drop_kv(bs_wl *w) {
+  attn_stream *s = &w->as;
+  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
+    if (s->bmap[b] < 0) continue;
+    int r = s->aop[b].u.alloc.role;
+    if (r != BS_ROLE_K && r != BS_ROLE_V) continue;
+    int32_t id = s->bmap[b];
+    w_free(w, &id);
+    s->bmap[b] = -1;
+  }
 }
 
 /* Frees every inner buffer still live (the role buffers at the end). */
@@ -679,8 +699,10 @@ static int layer_fwd_step(bs_wl *w, int again) {
     while (stream_pull(w) != EV_END) {
     } /* a forward-only plan's last FREEs */
   }
+  int cache = !w->train && !w->drop_kv;
+  if (w->drop_kv) stream_drop_kv(w);
   layer_post(w);
-  stream_free_all(w, !w->train); /* train: what is left is not kept; inference: the KV cache stays */
+  stream_free_all(w, cache); /* train: what is left is not kept; inference: the KV cache stays unless dropped */
   stream_stop(w);
   w_free(w, &w->tmp);
   zero3_release(w);
@@ -824,6 +846,7 @@ static bs_wl *plan_wl_new(bs_plan_iter *it) {
   for (int64_t i = 0; i < w->L; i++) w->act[i] = -1;
   w->train = c->work.phase == BS_TRAIN;
   w->recompute = w->train && c->work.recompute;
+  w->drop_kv = c->work.phase == BS_PREFILL && c->work.kv_cache == BS_KV_DROP;
   w->zero = c->par.zero;
   w->tp = c->par.method == BS_TP && p->G > 1;
   w->v3 = w->tp && c->par.tp_variant == 3;

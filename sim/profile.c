@@ -1,6 +1,7 @@
 /*
  * profile.c — reads, checks and writes hardware profiles (format in
- * profile.h) and turns a COMPUTE op's shape into a modelled duration.
+ * profile.h) and turns a COMPUTE op's shape into a modelled duration, and an
+ * allocation into the bytes the device's allocator holds for it.
  */
 #include "profile.h"
 
@@ -154,6 +155,34 @@ static int get_count(const cJSON *obj, const char *key, int lo, int hi, int *out
     return -1;
   }
   *out = (int)v;
+  return 0;
+}
+
+/* An optional whole number of bytes in [0, hi]; absent leaves *out at 0. */
+static int get_opt_bytes(const cJSON *obj, const char *key, double hi, int64_t *out, const char *path,
+                         const char *where, char *err, size_t errlen) {
+  double v = 0;
+  if (!cJSON_GetObjectItemCaseSensitive(obj, key)) return 0;
+  if (get_val(obj, key, &v, 0, path, where, err, errlen)) return -1;
+  if (!(v >= 0 && v <= hi) || v != floor(v)) {
+    snprintf(err, errlen, "%s: %s.%s: %g must be a whole number of bytes in [0, %.17g]", path, where, key, v, hi);
+    return -1;
+  }
+  *out = (int64_t)v;
+  return 0;
+}
+
+#define ROUND_MAX 0x1p30 /* an allocation granule of more than 1 GiB is a unit slip */
+
+/* The framework's memory terms (format in profile.h); each absent key leaves its term out. */
+static int parse_memory_terms(const cJSON *dev, bs_profile *p, const char *path, char *err, size_t errlen) {
+  if (get_opt_bytes(dev, "reserved_bytes", floor(p->memory_bytes) - 1, &p->reserved_bytes, path, "device", err,
+                    errlen) ||
+      get_opt_bytes(dev, "alloc_round_bytes", ROUND_MAX, &p->alloc_round_bytes, path, "device", err, errlen) ||
+      get_opt_bytes(dev, "alloc_small_bytes", ROUND_MAX, &p->alloc_small_bytes, path, "device", err, errlen) ||
+      get_opt_bytes(dev, "alloc_small_round_bytes", ROUND_MAX, &p->alloc_small_round_bytes, path, "device", err,
+                    errlen))
+    return -1;
   return 0;
 }
 
@@ -494,6 +523,7 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
       in_range(p->peak_flops, FLOPS_MIN, FLOPS_MAX, "FLOP/s", path, "device", "peak_flops", err, errlen) ||
       in_range(p->mem_bw_Bps, BW_MIN, BW_MAX, "B/s", path, "device", "mem_bw_Bps", err, errlen))
     goto out;
+  if (parse_memory_terms(dev, p, path, err, errlen)) goto out;
   const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
   if (!cJSON_IsObject(ks)) {
     snprintf(err, errlen, "%s: kernels: missing", path);
@@ -571,6 +601,11 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
   cJSON_AddItemToObject(dev, "memory_bytes", val(p->memory_bytes, source));
   cJSON_AddItemToObject(dev, "peak_flops", val(p->peak_flops, source));
   cJSON_AddItemToObject(dev, "mem_bw_Bps", val(p->mem_bw_Bps, source));
+  if (p->reserved_bytes) cJSON_AddItemToObject(dev, "reserved_bytes", val((double)p->reserved_bytes, source));
+  if (p->alloc_round_bytes) cJSON_AddItemToObject(dev, "alloc_round_bytes", val((double)p->alloc_round_bytes, source));
+  if (p->alloc_small_bytes) cJSON_AddItemToObject(dev, "alloc_small_bytes", val((double)p->alloc_small_bytes, source));
+  if (p->alloc_small_round_bytes)
+    cJSON_AddItemToObject(dev, "alloc_small_round_bytes", val((double)p->alloc_small_round_bytes, source));
   cJSON *ks = cJSON_AddObjectToObject(root, "kernels");
   for (int k = 0; k < BS_K_COUNT; k++) {
     const bs_kernel_model *m = &p->kernel[k];
@@ -766,6 +801,15 @@ double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype
     return -1;
   }
 }
+
+int64_t bs_profile_alloc_bytes(const bs_profile *p, int64_t bytes) {
+  if (bytes <= 0) return bytes;
+  int64_t g = bytes <= p->alloc_small_bytes ? p->alloc_small_round_bytes : p->alloc_round_bytes;
+  if (g <= 1) return bytes;
+  return (bytes + g - 1) / g * g; /* bytes < 2^62 and g <= 2^30: no overflow */
+}
+
+int64_t bs_profile_capacity_bytes(const bs_profile *p) { return (int64_t)p->memory_bytes - p->reserved_bytes; }
 
 void bs_profile_apply_topo(const bs_profile *p, bs_topo_params *t) {
   for (int c = 0; c < BS_LINK_CLASS_COUNT; c++)

@@ -15,7 +15,19 @@
  *   "device": {
  *     "memory_bytes":  {"value": 80e9, "source": "..."},   capacity for OOM
  *     "peak_flops":    {...},   dense tensor FLOP/s (GEMM, unfused attention)
- *     "mem_bw_Bps":    {...}    device memory bandwidth (memory-bound kernels)
+ *     "mem_bw_Bps":    {...},   device memory bandwidth (memory-bound kernels)
+ *     optional, as a framework holds memory (each absent key leaves its term out):
+ *     "reserved_bytes":          {...}   per process, outside the tensors (CUDA context,
+ *                                        NCCL buffers): the capacity for OOM is
+ *                                        memory_bytes - reserved_bytes
+ *     "alloc_round_bytes":       {...}   every allocation larger than alloc_small_bytes is
+ *                                        rounded up to a multiple of this (PyTorch's caching
+ *                                        allocator: 2 MiB segments for large requests)
+ *     "alloc_small_bytes":       {...}   the largest small request (PyTorch: 1 MiB)
+ *     "alloc_small_round_bytes": {...}   small requests round up to a multiple of this (512 B)
+ *     Rounding is per allocation: the memory a rank holds at its peak is the sum of
+ *     its rounded allocations (blocks that share a segment are not modelled; the
+ *     model state is counted as allocated, sim/actor.c).
  *   },
  *   "kernels": {                 one entry per bs_kernel name (plans/plan.h)
  *     "attn_fwd": {
@@ -67,6 +79,7 @@
 #define BURSTSIM_PROFILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "plans/plan.h"
 #include "topologies/topo.h"
 
@@ -114,6 +127,10 @@ typedef struct {
   char name[64];
   char path[512];
   double memory_bytes, peak_flops, mem_bw_Bps;
+  int64_t reserved_bytes;          /* per process, outside the tensors (0 = none) */
+  int64_t alloc_round_bytes;       /* granule of large allocations (0 or 1 = exact) */
+  int64_t alloc_small_bytes;       /* the largest small allocation (0 = none is small) */
+  int64_t alloc_small_round_bytes; /* granule of small allocations (0 or 1 = exact) */
   bs_kernel_model kernel[BS_K_COUNT];
   bs_prof_link link[BS_LINK_CLASS_COUNT];
   char net_model[32];
@@ -144,6 +161,12 @@ int bs_profile_save(const bs_profile *p, const char *path, const char *source, c
  * with a message when the profile has no model for its kernel.
  */
 double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype dt, char *err, size_t errlen);
+
+/* The bytes an allocation of `bytes` holds once the profile's allocator rounding is applied. */
+int64_t bs_profile_alloc_bytes(const bs_profile *p, int64_t bytes);
+
+/* The device memory tensors may use: memory_bytes less the per-process reserve. */
+int64_t bs_profile_capacity_bytes(const bs_profile *p);
 
 /* Puts the profile's link classes into topology parameters. */
 void bs_profile_apply_topo(const bs_profile *p, bs_topo_params *t);

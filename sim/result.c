@@ -2,7 +2,8 @@
  * result.c — the figures of a finished point (plans/result.h): the step and
  * phase times are the slowest rank's, bytes are summed over the ranks and
  * scaled back when folded (every simulated rank stands for G/A ranks), memory
- * is the highest peak with its breakdown by class, and all-rank tree
+ * is the highest peak with its breakdown by class (the capacity it is held
+ * against is the profile's less its per-process reserve), and all-rank tree
  * allreduces timed as a whole add every rank's bytes by its tree role. A
  * total that passes int64 or a time the simulator cannot resolve is an error,
  * never a wrapped or meaningless figure.
@@ -114,7 +115,7 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
   out->comm.intra_node = intra;
   out->comm.inter_node = inter;
   out->mem.peak_bytes_max = peak;
-  out->mem.capacity_bytes = (int64_t)c->prof->memory_bytes;
+  out->mem.capacity_bytes = bs_profile_capacity_bytes(c->prof); /* less the CUDA context and NCCL buffers */
   out->mem.oom = peak > out->mem.capacity_bytes;
   memcpy(out->mem.breakdown, c->rs[peak_slot].cls_at_peak, sizeof out->mem.breakdown);
   if (out->ranks)

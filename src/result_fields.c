@@ -27,6 +27,11 @@ static const char *double_ring(const bs_result *r) {
 
 /* When the JSON carries a row. */
 static int is_decode(const bs_result *r) { return r->cfg.work.phase == BS_DECODE; }
+/* Only a prefill that drops its KV cache says so: keeping it is the default. */
+static int drops_kv(const bs_result *r) {
+  return r->cfg.work.phase == BS_PREFILL && r->cfg.work.kv_cache == BS_KV_DROP;
+}
+static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg.work.kv_cache); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
@@ -113,6 +118,7 @@ static const bs_field result_rows[] = {
   {NAMED("tp_variant", tp_variant), CSV(13, "tp_variant")},
   {AT("zero", "stage", BS_FIELD_INT, cfg.par.zero), CSV(14, "zero")},
   {AT("decode_tokens", "tokens", BS_FIELD_I64, cfg.work.decode_tokens), .present = is_decode},
+  {NAMED("kv_cache", kv_cache), .present = drops_kv},
   {AT("model.preset", "", BS_FIELD_CHARS, cfg.model.preset)},
   {AT("model.hidden", "elements", BS_FIELD_I64, cfg.model.hidden)},
   {AT("model.heads", "heads", BS_FIELD_I64, cfg.model.heads), CSV(16, "heads")},

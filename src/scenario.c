@@ -175,6 +175,7 @@ INT_SETTER(set_window, work.window, 0, BIG, 1)
 ENUM_SETTER(set_scope, work.scope, bs_scope, "attention", "layer", "model")
 INT_SETTER(set_decode_tokens, work.decode_tokens, 1, 1 << 20, 1)
 BOOL_SETTER(set_recompute, work.recompute)
+ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
 static int set_seed(bs_config *c, const char *v, char *why, size_t n) {
   int64_t x;
   if (parse_int64(v, 0, INT64_MAX, 0, &x, why, n)) return -1;
@@ -250,6 +251,7 @@ static const key_def keys[] = {
   {"workload", "scope", set_scope, "attention | layer | model"},
   {"workload", "decode_tokens", set_decode_tokens, "query tokens per decode step"},
   {"workload", "recompute", set_recompute, "activation recomputation"},
+  {"workload", "kv_cache", set_kv_cache, "keep | drop (prefill: each layer's K, V stay or go after attention)"},
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},

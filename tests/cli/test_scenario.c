@@ -45,7 +45,7 @@ static void test_basic(void **st) {
   (void)st;
   const char *p = write_file("ok.ini",
                              "# a comment\n[model]\npreset = llama2-13b\ndtype = fp16\n"
-                             "[workload]\nphase = train\nseq_len = 32K, 1M\ncausal = true\n"
+                             "[workload]\nphase = train\nseq_len = 32K, 1M\ncausal = true\nkv_cache = drop\n"
                              "[parallel]\nmethod = burst, ring, ulysses\ngpus = 8\nlayout = zigzag\n"
                              "bwd_comm = plain\ntp_variant = v3\nulysses_placement = ring-first\n"
                              "[cluster]\ntopology = dgx-h100\ncoll_algo = tree\nnics_per_node = 4\n");
@@ -65,6 +65,7 @@ static void test_basic(void **st) {
     assert_int_equal(c->model.hidden, 5120);
     assert_int_equal(c->model.dtype, BS_FP16);
     assert_int_equal(c->work.causal, 1);
+    assert_int_equal(c->work.kv_cache, BS_KV_DROP);
     assert_int_equal(c->par.layout, BS_ZIGZAG);
     assert_int_equal(c->par.bwd_opt, 0);
     assert_int_equal(c->par.tp_variant, 3);
@@ -196,6 +197,7 @@ static const key_case key_cases[] = {
   {"workload.scope", "0", "block"},
   {"workload.decode_tokens", "x", "0"},
   {"workload.recompute", "3", "sometimes"},
+  {"workload.kv_cache", "1", "discard"},
   {"workload.seed", "0x10", "-1"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
@@ -251,6 +253,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.topology")           ? "host"
                      : !strcmp(c->key, "cluster.profile")            ? "host"
                      : !strcmp(c->key, "cluster.coll_algo")          ? "tree"
+                     : !strcmp(c->key, "workload.kv_cache")          ? "drop"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
                         !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
                        ? "on"

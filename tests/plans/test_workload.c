@@ -2,7 +2,8 @@
  * test_workload.c — layer and model scope against hand formulas: the GEMM
  * FLOPs of a layer, Megatron TP v1 against v3 collective bytes, ZeRO stages'
  * collective bytes and persistent memory (2Ψ, 2Ψ, 12Ψ and their shards, as
- * in the ZeRO paper), recompute, inference without gradients. Every rank's
+ * in the ZeRO paper), recompute, inference without gradients, prefill with
+ * and without the KV cache. Every rank's
  * program is walked on its own: ids in range, ALLOC/FREE paired, handles
  * waited (the simulator tests check that ranks match each other).
  */
@@ -287,11 +288,57 @@ static void test_inference(void **st) {
   assert_non_null(strstr(err, "workload.recompute"));
 }
 
+/*
+ * Prefill with and without the KV cache, on the toy model with 3 layers over 4 ranks. A layer's
+ * K and V on one rank: 2 x T x kv_heads x head_dim x 2 B with T = 256 / 4 = 64 tokens for burst
+ * (sequence-sharded) and, for tp, 2 x 256 x (4 / 4) x 16 x 2 B: 16384 B both. Burst and tp need
+ * more memory after a layer's attention (its MLP, then the head's logits) than inside it, so both
+ * peaks fall after the last attention: keep holds all 3 layers' K, V there, drop none:
+ * peak(keep) - peak(drop) = 3 x 16384 B. Ulysses peaks inside attention (the all-to-all copies),
+ * where the current layer's K, V are live either way: (3 - 1) x 16384 B. With 1 layer ulysses
+ * shows no difference, burst the one layer's K, V. Only prefill drops: elsewhere drop is an error.
+ */
+static int64_t prefill_peak(bs_method m, int layers, bs_kv_cache kv) {
+  bs_config c = cfg_of(m, 4, BS_SCOPE_MODEL, BS_PREFILL);
+  c.model.layers = layers;
+  c.work.kv_cache = kv;
+  bs_plan *p = make(&c);
+  rank_walk w;
+  walk_rank(p, 0, &w); /* also checks that every buffer is freed once */
+  bs_plan_free(p);
+  return w.peak;
+}
+
+static void test_kv_cache(void **st) {
+  (void)st;
+  const int64_t kv = 2 * 64 * 4 * 16 * 2;
+  assert_int_equal(kv, 16384);
+  assert_int_equal(prefill_peak(BS_BURST, 3, BS_KV_KEEP) - prefill_peak(BS_BURST, 3, BS_KV_DROP), 3 * kv);
+  assert_int_equal(prefill_peak(BS_TP, 3, BS_KV_KEEP) - prefill_peak(BS_TP, 3, BS_KV_DROP), 3 * kv);
+  assert_int_equal(prefill_peak(BS_ULYSSES, 3, BS_KV_KEEP) - prefill_peak(BS_ULYSSES, 3, BS_KV_DROP), 2 * kv);
+  assert_int_equal(prefill_peak(BS_ULYSSES, 1, BS_KV_KEEP), prefill_peak(BS_ULYSSES, 1, BS_KV_DROP));
+  assert_int_equal(prefill_peak(BS_BURST, 1, BS_KV_KEEP) - prefill_peak(BS_BURST, 1, BS_KV_DROP), kv);
+  /* keep is what a plan without the key does (the default) */
+  bs_config d;
+  bs_config_default(&d);
+  assert_int_equal(d.work.kv_cache, BS_KV_KEEP);
+  for (int ph = BS_TRAIN; ph <= BS_DECODE; ph += BS_DECODE - BS_TRAIN) {
+    bs_config c = cfg_of(ph == BS_DECODE ? BS_TREE : BS_BURST, 4, BS_SCOPE_LAYER, (bs_phase)ph);
+    c.work.kv_cache = BS_KV_DROP;
+    bs_plan *q = NULL;
+    char err[256] = "";
+    assert_int_equal(bs_plan_create(&c, 4, &q, err, sizeof err), -1);
+    char want[96];
+    snprintf(want, sizeof want, "workload.kv_cache: drop needs phase prefill, not %s", bs_phase_name((bs_phase)ph));
+    if (!strstr(err, want)) fail_msg("error '%s' lacks '%s'", err, want);
+  }
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_layer_flops), cmocka_unit_test(test_model_flops_recompute),
     cmocka_unit_test(test_tp_v1_v3),    cmocka_unit_test(test_zero),
-    cmocka_unit_test(test_inference),
+    cmocka_unit_test(test_inference),   cmocka_unit_test(test_kv_cache),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

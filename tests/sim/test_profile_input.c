@@ -49,6 +49,10 @@ typedef struct {
   const char *needle;    /* the error must name this (besides the file) */
 } bad_case;
 
+/* Where the memory-term cases put a device key: after mem_bw_Bps. */
+#define MEM_KEY(k, v) "\"value\": 2e12, \"source\": \"s\"}, \"" k "\": {\"value\": " v ", \"source\": \"s\"}}"
+#define MEM_AT "\"value\": 2e12, \"source\": \"s\"}}"
+
 static const bad_case cases[] = {
   /* NaN and inf: NaN is no JSON literal (a syntax error at its line); 1e999 parses as inf */
   {"\"value\": 8e10", "\"value\": NaN", ":2: not valid JSON"},
@@ -153,6 +157,29 @@ static const bad_case cases[] = {
   {"\"attn_merge\":", "\"attn_fwd\":", "kernels.attn_fwd: given twice"},
   {"\"attn_merge\":", "\"attn_fwdd\":", "kernels.attn_fwdd: unknown kernel"},
   {"\"nvlink\":", "\"infiniband\":", "links.infiniband: unknown link class"},
+  /* the framework's memory terms: optional whole byte counts; the reserve below memory_bytes */
+  {MEM_AT, MEM_KEY("reserved_bytes", "-1"), "device.reserved_bytes: -1 must be a whole number of bytes in [0, "},
+  {MEM_AT, MEM_KEY("reserved_bytes", "8e10"),
+   "device.reserved_bytes: 8e+10 must be a whole number of bytes in [0, 79999999999]"},
+  {MEM_AT, MEM_KEY("reserved_bytes", "3e8.5"), "not valid JSON"},
+  {MEM_AT, MEM_KEY("reserved_bytes", "300000000.5"), "device.reserved_bytes: 3e+08 must be a whole number"},
+  {MEM_AT, MEM_KEY("reserved_bytes", "1e999"), "device.reserved_bytes: value is not a finite number"},
+  {MEM_AT, MEM_KEY("reserved_bytes", "\"3e8\""), "device.reserved_bytes: needs"},
+  {MEM_AT, "\"value\": 2e12, \"source\": \"s\"}, \"reserved_bytes\": {\"value\": 3e8}}",
+   "device.reserved_bytes: needs"},
+  {MEM_AT, MEM_KEY("alloc_round_bytes", "-2"),
+   "device.alloc_round_bytes: -2 must be a whole number of bytes in [0, 1073741824]"},
+  {MEM_AT, MEM_KEY("alloc_round_bytes", "0.5"), "device.alloc_round_bytes: 0.5 must be a whole number"},
+  {MEM_AT, MEM_KEY("alloc_round_bytes", "2147483648"),
+   "device.alloc_round_bytes: 2.14748e+09 must be a whole number of bytes in [0, 1073741824]"},
+  {MEM_AT, MEM_KEY("alloc_small_bytes", "-1"), "device.alloc_small_bytes: -1 must be a whole number"},
+  {MEM_AT, MEM_KEY("alloc_small_bytes", "true"), "device.alloc_small_bytes: needs"},
+  {MEM_AT, MEM_KEY("alloc_small_round_bytes", "1e10"), "device.alloc_small_round_bytes: 1e+10 must be a whole number"},
+  {MEM_AT, MEM_KEY("alloc_small_round_bytes", "NaN"), "not valid JSON"},
+  {MEM_AT,
+   "\"value\": 2e12, \"source\": \"s\"}, \"alloc_round_bytes\": {\"value\": 512, \"source\": \"s\"}, "
+   "\"alloc_round_bytes\": {\"value\": 512, \"source\": \"s\"}}",
+   "device.alloc_round_bytes: given twice"},
   /* syntax */
   {"\"host\"", "\"host\" \"host\"", ":18: not valid JSON"},
   {"}}}\n", "}}\n", "not valid JSON"},
@@ -191,6 +218,37 @@ static void test_base_loads(void **st) {
   assert_true(g->peak_fraction == 0.75 && g->bw_efficiency == 0.95 && g->k_overhead == 16 && g->launch_s == 2e-6);
   assert_true(g->tile_m == 128 && g->tile_n == 256 && g->sms == 132);
   assert_int_equal(p.host_cores, 2);
+}
+
+/* The memory terms by hand: 512 B granules up to 1 MiB, 2 MiB above; the reserve comes off the capacity. */
+static void test_memory_terms(void **st) {
+  (void)st;
+  static bs_profile p;
+  char err[1024];
+  const char *path = write_profile("plain.json", base);
+  assert_int_equal(bs_profile_load(path, &p, err, sizeof err), 0);
+  /* absent keys: every allocation exact, the whole memory usable */
+  assert_int_equal(bs_profile_alloc_bytes(&p, 1), 1);
+  assert_int_equal(bs_profile_alloc_bytes(&p, 3 << 20), 3 << 20);
+  assert_int_equal(bs_profile_capacity_bytes(&p), 80000000000LL);
+  char *text = mutate(MEM_AT,
+                      "\"value\": 2e12, \"source\": \"s\"},"
+                      " \"reserved_bytes\": {\"value\": 454140672, \"source\": \"s\"},"
+                      " \"alloc_round_bytes\": {\"value\": 2097152, \"source\": \"s\"},"
+                      " \"alloc_small_bytes\": {\"value\": 1048576, \"source\": \"s\"},"
+                      " \"alloc_small_round_bytes\": {\"value\": 512, \"source\": \"s\"}}");
+  path = write_profile("terms.json", text);
+  free(text);
+  if (bs_profile_load(path, &p, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(bs_profile_alloc_bytes(&p, 0), 0);
+  assert_int_equal(bs_profile_alloc_bytes(&p, 1), 512);
+  assert_int_equal(bs_profile_alloc_bytes(&p, 512), 512);
+  assert_int_equal(bs_profile_alloc_bytes(&p, 513), 1024);
+  assert_int_equal(bs_profile_alloc_bytes(&p, 1 << 20), 1 << 20);             /* the largest small request */
+  assert_int_equal(bs_profile_alloc_bytes(&p, (1 << 20) + 1), 2 << 20);       /* large: one 2 MiB granule */
+  assert_int_equal(bs_profile_alloc_bytes(&p, (4 << 20) + 512), 6 << 20);     /* 4 MiB + 512 B -> 6 MiB */
+  assert_int_equal(bs_profile_alloc_bytes(&p, 64LL << 30), 64LL << 30);       /* whole granules stay */
+  assert_int_equal(bs_profile_capacity_bytes(&p), 80000000000LL - 454140672); /* 79,545,859,328 */
 }
 
 static void test_bad_table(void **st) {
@@ -248,10 +306,8 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_profile_input_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_base_loads),
-    cmocka_unit_test(test_not_regular),
-    cmocka_unit_test(test_bad_table),
-    cmocka_unit_test(test_unknown_and_empty),
+    cmocka_unit_test(test_base_loads),   cmocka_unit_test(test_not_regular),       cmocka_unit_test(test_bad_table),
+    cmocka_unit_test(test_memory_terms), cmocka_unit_test(test_unknown_and_empty),
   };
   int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[128];

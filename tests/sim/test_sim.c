@@ -317,6 +317,58 @@ static void test_unwaited_handle(void **state) {
   toy_teardown(&t);
 }
 
+/*
+ * The framework's memory terms on a toy profile (toy figures): a reserve of 100000 B off the
+ * 1e6 B capacity, requests up to 1024 B rounded to 512 B, larger ones to 4096 B, the model state
+ * counted as allocated. Rank 0 holds 1000 B input (-> 1024), 5000 B workspace (-> 8192) and
+ * 3000 B weights (3000): peak 12216 B. A request of 899000 B fits the bare 1e6 B but rounds to
+ * 220 x 4096 = 901120 B, over the 900000 B left by the reserve: OOM.
+ */
+static void test_memory_framework_terms(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 2, 2);
+  char pj[2048];
+  snprintf(pj, sizeof pj,
+           "{\"format\":1,\"name\":\"toy\",\"device\":{"
+           "\"memory_bytes\":{\"value\":%.17g,\"source\":\"test\"},"
+           "\"peak_flops\":{\"value\":1e12,\"source\":\"test\"},"
+           "\"mem_bw_Bps\":{\"value\":%.17g,\"source\":\"test\"},"
+           "\"reserved_bytes\":{\"value\":100000,\"source\":\"test\"},"
+           "\"alloc_round_bytes\":{\"value\":4096,\"source\":\"test\"},"
+           "\"alloc_small_bytes\":{\"value\":1024,\"source\":\"test\"},"
+           "\"alloc_small_round_bytes\":{\"value\":512,\"source\":\"test\"}},"
+           "\"kernels\":{},\"links\":{},\"network\":{\"model\":\"CM02\",\"crosstraffic\":0,\"tcp_gamma\":0}}",
+           CAPACITY, MEM_BW);
+  write_text(t.prof, pj);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  toy_alloc(&p, 0, 0, 1000, BS_MEM_INPUT);
+  toy_alloc(&p, 0, 1, 5000, BS_MEM_WORKSPACE);
+  toy_alloc(&p, 0, 2, 3000, BS_MEM_WEIGHTS);
+  for (int b = 0; b < 3; b++) toy_free_buf(&p, 0, b);
+  bs_result r;
+  char err[512] = "";
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), 0);
+  assert_int_equal(r.mem.peak_bytes_max, 1024 + 8192 + 3000);
+  assert_int_equal(r.mem.breakdown[BS_MEM_INPUT], 1024);
+  assert_int_equal(r.mem.breakdown[BS_MEM_WORKSPACE], 8192);
+  assert_int_equal(r.mem.breakdown[BS_MEM_WEIGHTS], 3000);
+  assert_int_equal(r.mem.capacity_bytes, (int64_t)CAPACITY - 100000);
+  assert_int_equal(r.mem.oom, 0);
+  bs_result_free(&r);
+  memset(&p, 0, sizeof p);
+  p.ranks = 2;
+  toy_alloc(&p, 1, 0, 899000, BS_MEM_SCORES);
+  toy_free_buf(&p, 1, 0);
+  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), 0);
+  assert_int_equal(r.mem.peak_bytes_max, 901120);
+  assert_int_equal(r.mem.oom, 1);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
 static void test_memory_peak_breakdown_oom(void **state) {
   (void)state;
   toy_files t;
@@ -884,6 +936,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_wrong_size),
     cmocka_unit_test(test_unwaited_handle),
     cmocka_unit_test(test_memory_peak_breakdown_oom),
+    cmocka_unit_test(test_memory_framework_terms),
     cmocka_unit_test(test_allreduce_ring),
     cmocka_unit_test(test_bad_config),
     cmocka_unit_test(test_platform_link_range),
