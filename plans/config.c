@@ -52,12 +52,25 @@ typedef struct {
 } preset;
 
 /* Shapes from the models' published configs (Llama 2 paper Table 1 and the
- * released config.json files; Llama 3.1 model card). */
+ * released config.json files; Llama 3.1 model card). Each row: hidden, heads,
+ * kv_heads, head_dim, layers, ffn, vocab. */
 static const preset presets[] = {
   {"llama2-7b", 4096, 32, 32, 128, 32, 11008, 32000},
   {"llama2-13b", 5120, 40, 40, 128, 40, 13824, 32000},
   {"llama2-70b", 8192, 64, 8, 128, 80, 28672, 32000},
   {"llama3.1-8b", 4096, 32, 8, 128, 32, 14336, 128256},
+  /* meta-llama/Meta-Llama-3-8B config.json (Llama 3 model card). */
+  {"llama3-8b", 4096, 32, 8, 128, 32, 14336, 128256},
+  /* meta-llama/Llama-3.1-70B config.json (Llama 3.1 model card). */
+  {"llama3.1-70b", 8192, 64, 8, 128, 80, 28672, 128256},
+  /* meta-llama/Llama-3.1-405B config.json; "The Llama 3 Herd of Models"
+   * (arXiv:2407.21783) Table 3. */
+  {"llama3.1-405b", 16384, 128, 8, 128, 126, 53248, 128256},
+  /* mistralai/Mistral-7B-v0.1 config.json; "Mistral 7B" (arXiv:2310.06825)
+   * Table 1. The sliding window (4096) is not part of the preset. */
+  {"mistral-7b", 4096, 32, 8, 128, 32, 14336, 32000},
+  /* Qwen/Qwen2.5-72B config.json (Qwen2.5 model card). */
+  {"qwen2.5-72b", 8192, 64, 8, 128, 80, 29568, 152064},
 };
 
 int bs_model_preset(const char *name, bs_model *m) {

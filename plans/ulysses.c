@@ -44,9 +44,10 @@ static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
              (long long)(2 * (int64_t)p->G), (long long)p->N);
     return -1;
   }
+  const char *name = p->cfg.par.method == BS_USP ? "ulysses_degree" : "gpus";
   const char *key = p->cfg.par.method == BS_USP ? "parallel.ulysses_degree" : "parallel.gpus";
   if (U > p->Zkv) {
-    snprintf(err, errlen, "%s: %s needs %d <= kv_heads (%lld)", key, m, U, (long long)p->Zkv);
+    snprintf(err, errlen, "%s: %s needs %s <= kv_heads: %d > %lld", key, m, name, U, (long long)p->Zkv);
     return -1;
   }
   if (p->Zkv % U != 0 || p->Zq % U != 0) {

@@ -50,6 +50,68 @@ static const char *clip(const char *v, char buf[SHOWN + 4]) {
   return buf;
 }
 
+/* ---- "did you mean" ------------------------------------------------- */
+
+#define NEAR_MAX 64 /* longest name compared; longer ones get no suggestion */
+
+/* Levenshtein distance of a and b (insert, delete, substitute one character). */
+static int edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > NEAR_MAX || lb > NEAR_MAX) return NEAR_MAX + 1;
+  int row[NEAR_MAX + 1];
+  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j];
+      int best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+/* Whether one of a, b starts with the other (and the shorter is not empty). */
+static int is_prefix(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  size_t m = la < lb ? la : lb;
+  return m > 0 && strncmp(a, b, m) == 0;
+}
+
+/*
+ * The candidate closest to v when it is close: an edit distance of at most 2
+ * or a prefix either way; the first of equally close ones; NULL when none is.
+ */
+typedef struct {
+  const char *v, *best;
+  int dist;
+} nearest;
+
+static void near_init(nearest *nr, const char *v) {
+  nr->v = v;
+  nr->best = NULL;
+  nr->dist = 3;
+}
+
+static void near_offer(nearest *nr, const char *cand) {
+  int d = edit_distance(nr->v, cand);
+  if (d > 2 && is_prefix(nr->v, cand)) d = 2;
+  if (d < nr->dist) {
+    nr->dist = d;
+    nr->best = cand;
+  }
+}
+
+/* Appends " (did you mean NAME?)" to msg when nr found a close name. */
+static void near_append(const nearest *nr, char *msg, size_t n) {
+  size_t off = strlen(msg);
+  if (nr->best && off < n) snprintf(msg + off, n - off, " (did you mean %s?)", nr->best);
+}
+
 /* ---- value parsers -------------------------------------------------- */
 
 static int parse_int64(const char *v, int64_t lo, int64_t hi, int suffixes, int64_t *out, char *why, size_t n) {
@@ -105,7 +167,13 @@ static int parse_enum(const char *v, const char *const *names, char *why, size_t
     if (!strcmp(v, names[i])) return i;
   char cb[SHOWN + 4];
   size_t off = (size_t)snprintf(why, n, "'%s' is not one of:", clip(v, cb));
-  for (int i = 0; names[i] && off < n; i++) off += (size_t)snprintf(why + off, n - off, " %s", names[i]);
+  nearest nr;
+  near_init(&nr, v);
+  for (int i = 0; names[i]; i++) {
+    near_offer(&nr, names[i]);
+    if (off < n) off += (size_t)snprintf(why + off, n - off, " %s", names[i]);
+  }
+  near_append(&nr, why, n);
   return -1;
 }
 
@@ -153,9 +221,14 @@ static int set_preset(bs_config *c, const char *v, char *why, size_t n) {
   if (bs_model_preset(v, &c->model) == 0) return 0;
   char cb[SHOWN + 4];
   size_t off = (size_t)snprintf(why, n, "unknown preset '%s' (", clip(v, cb));
-  for (int i = 0; bs_model_preset_name(i) && off < n; i++)
-    off += (size_t)snprintf(why + off, n - off, "%s%s", i ? ", " : "", bs_model_preset_name(i));
+  nearest nr;
+  near_init(&nr, v);
+  for (int i = 0; bs_model_preset_name(i); i++) {
+    near_offer(&nr, bs_model_preset_name(i));
+    if (off < n) off += (size_t)snprintf(why + off, n - off, "%s%s", i ? ", " : "", bs_model_preset_name(i));
+  }
   if (off < n) snprintf(why + off, n - off, ")");
+  near_append(&nr, why, n);
   return -1;
 }
 INT_SETTER(set_hidden, model.hidden, 1, 1 << 20, 0)
@@ -283,6 +356,27 @@ static int known_section(const char *s) {
   for (int i = 0; i < NKEYS; i++)
     if (!strcmp(keys[i].section, s)) return 1;
   return 0;
+}
+
+/* Appends "(did you mean SECTION.KEY?)" to msg for the known key closest to section.key. */
+static void suggest_key(const char *section, const char *key, char *msg, size_t n) {
+  char typed[2 * NEAR_MAX], known[NKEYS][48];
+  snprintf(typed, sizeof typed, "%s.%s", section, key);
+  nearest nr;
+  near_init(&nr, typed);
+  for (int i = 0; i < NKEYS; i++) {
+    snprintf(known[i], sizeof known[i], "%s.%s", keys[i].section, keys[i].key);
+    near_offer(&nr, known[i]);
+  }
+  near_append(&nr, msg, n);
+}
+
+/* Appends "(did you mean SECTION?)" to msg for the known section closest to s. */
+static void suggest_section(const char *s, char *msg, size_t n) {
+  nearest nr;
+  near_init(&nr, s);
+  for (int i = 0; i < NKEYS; i++) near_offer(&nr, keys[i].section);
+  near_append(&nr, msg, n);
 }
 
 /* ---- parsing state ---------------------------------------------------- */
@@ -455,6 +549,7 @@ static int check_section(parse_state *st, char *str) {
     char cb[SHOWN + 4];
     snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (model, workload, parallel, cluster, output)", st->path,
              st->line, clip(name, cb));
+    suggest_section(name, st->err, st->errlen);
     return -1;
   }
   memmove(str + 1, name, strlen(name) + 1);
@@ -543,6 +638,7 @@ static int handler(void *user, const char *section, const char *name, const char
   int k = find_key(section, name);
   if (k < 0) {
     snprintf(st->err, st->errlen, "%s: %s.%s: unknown key", where, section, clip(name, cb));
+    suggest_key(section, name, st->err, st->errlen);
     st->failed = 1;
     return 0;
   }
@@ -584,6 +680,7 @@ static int apply_set(parse_state *st, const char *set, int idx) {
   int k = find_key(sec, name);
   if (k < 0) {
     snprintf(st->err, st->errlen, "%s: %s.%s: unknown key", where, sec, name);
+    suggest_key(sec, name, st->err, st->errlen);
     return -1;
   }
   if (entry_fill(&st->entries[k], &keys[k], eq + 1, where, st->err, st->errlen)) return -1;

@@ -545,6 +545,33 @@ static void test_sweep_limit(void **st) {
     NULL, 0, "more than 100000 points", NULL);
 }
 
+/* Typos get the closest known name (edit distance at most 2, or a prefix)
+ * after the message; names far from every known one get none. */
+static void test_did_you_mean(void **st) {
+  (void)st;
+  expect_error("[parallel]\nmethd = burst\n", NULL, 0, "bad.ini:2: parallel.methd: unknown key",
+               "(did you mean parallel.method?)");
+  char gpu[] = "parallel.gpu=8", *bad[] = {gpu};
+  expect_error("[parallel]\ngpus = 8\n", bad, 1, "--set[0]: parallel.gpu: unknown key (did you mean parallel.gpus?)",
+               NULL);
+  expect_error("[workload]\nseq = 8K\n", NULL, 0, "workload.seq: unknown key (did you mean workload.seq_len?)", NULL);
+  expect_error("[paralel]\ngpus = 8\n", NULL, 0, "unknown section [paralel]", "(did you mean parallel?)");
+  expect_error("[parallel]\nmethod = ulyses\n", NULL, 0, "'ulyses' is not one of:", "(did you mean ulysses?)");
+  expect_error("[parallel]\nlayout = zigzg\n", NULL, 0, "'zigzg' is not one of:", "(did you mean zigzag?)");
+  expect_error("[workload]\nphase = pre\n", NULL, 0, "'pre' is not one of:", "(did you mean prefill?)");
+  expect_error("[model]\npreset = llama3.1-7b\n", NULL, 0, "unknown preset 'llama3.1-7b' (",
+               "qwen2.5-72b) (did you mean llama3.1-8b?)");
+  expect_error("[model]\npreset = mistral\n", NULL, 0, "(did you mean mistral-7b?)", NULL);
+  char err[512];
+  bs_scenario s;
+  assert_int_not_equal(
+    bs_scenario_load(write_file("far.ini", "[parallel]\nmethod = flash\n"), NULL, 0, &s, err, sizeof err), 0);
+  assert_null(strstr(err, "did you mean"));
+  assert_int_not_equal(
+    bs_scenario_load(write_file("far.ini", "[parallel]\nbandwidth = 1\n"), NULL, 0, &s, err, sizeof err), 0);
+  assert_null(strstr(err, "did you mean"));
+}
+
 /* The names come from their tables: every method and preset parses, and the
  * messages list them all; a point without a profile takes its topology's. */
 static void test_name_tables(void **st) {
@@ -552,7 +579,9 @@ static void test_name_tables(void **st) {
   expect_error("[parallel]\nmethod = flash\n", NULL, 0,
                "'flash' is not one of: burst ring ring-li2021 ulysses usp tp tree", NULL);
   expect_error("[model]\npreset = gpt5\n", NULL, 0,
-               "unknown preset 'gpt5' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b)", NULL);
+               "unknown preset 'gpt5' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3-8b, llama3.1-70b, "
+               "llama3.1-405b, mistral-7b, qwen2.5-72b)",
+               NULL);
   char text[256], err[512];
   bs_scenario s;
   for (int m = 0; m < BS_METHOD_COUNT; m++) {
@@ -600,6 +629,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_preset_blame),
     cmocka_unit_test(test_relative_paths),
     cmocka_unit_test(test_name_tables),
+    cmocka_unit_test(test_did_you_mean),
   };
   int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[300];
