@@ -503,13 +503,16 @@ int bs_out_check_all(const bs_path_role *outs, int nout, const bs_path_role *ins
 char *bs_read_file(const char *path, size_t *len, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    int e = errno;
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
+    errno = e;
     return NULL;
   }
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
     fclose(f);
     snprintf(err, errlen, "%s: is a directory, not a file", path);
+    errno = 0;
     return NULL;
   }
   size_t cap = 4096, n = 0;
@@ -532,6 +535,7 @@ char *bs_read_file(const char *path, size_t *len, char *err, size_t errlen) {
   if (!s) {
     fclose(f);
     snprintf(err, errlen, "%s: out of memory reading it", path);
+    errno = 0;
     return NULL;
   }
   if (ferror(f)) {
@@ -539,6 +543,7 @@ char *bs_read_file(const char *path, size_t *len, char *err, size_t errlen) {
     fclose(f);
     free(s);
     snprintf(err, errlen, "%s: read error: %s", path, strerror(e));
+    errno = 0;
     return NULL;
   }
   fclose(f);

@@ -64,7 +64,8 @@ typedef struct {
 int bs_out_check_all(const bs_path_role *outs, int nout, const bs_path_role *ins, int nin, char *err, size_t errlen);
 
 /* Reads a whole file (regular file or FIFO; a directory is an error) and NUL-terminates it.
- * *len (when not NULL) gets its length. NULL with "PATH: why" in err. */
+ * *len (when not NULL) gets its length. NULL with "PATH: why" in err, and errno set to why the
+ * file did not open, or to 0 when it opened and could not be read (a caller can tell the two). */
 char *bs_read_file(const char *path, size_t *len, char *err, size_t errlen);
 
 #endif

@@ -8,6 +8,7 @@
 #include "base/fileio.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,11 +54,8 @@ static char *read_profile(const char *path, char *err, size_t errlen) {
   char why[2048];
   char *s = bs_read_file(path, NULL, why, sizeof why);
   if (!s) {
-    /* bs_read_file says "PATH: cannot open: WHY" when the file does not open; any other failure is a read's */
-    static const char unopened[] = ": cannot open: ";
-    size_t pl = strlen(path);
-    if (!strncmp(why, path, pl) && !strncmp(why + pl, unopened, sizeof unopened - 1))
-      snprintf(err, errlen, "%s: cannot open profile: %s", path, why + pl + sizeof unopened - 1);
+    int e = errno; /* why it did not open, or 0 when it opened and did not read */
+    if (e) snprintf(err, errlen, "%s: cannot open profile: %s", path, strerror(e));
     else snprintf(err, errlen, "%s: cannot read profile", path);
   }
   return s;
