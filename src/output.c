@@ -213,10 +213,12 @@ static int csv_columns(const bs_field **cols, int max) {
   return n;
 }
 
-/* A cell: empty for a figure of a point without figures, a row the point does not carry, or a
- * figure that is not defined. */
+/* A cell: empty for a figure of a point without figures, a number the point does not carry (the
+ * plan of a point refused before one was made), or a figure that is not defined; text is always
+ * written (error: "" when none). */
 static void csv_cell(sbuf *b, const bs_field *f, const bs_result *r) {
-  if ((f->figure && !bs_result_has_figures(r)) || (f->present && !f->present(r))) return;
+  int text = f->kind == BS_FIELD_CHARS || f->kind == BS_FIELD_NAME;
+  if ((f->figure && !bs_result_has_figures(r)) || (!text && f->present && !f->present(r))) return;
   bs_value v = bs_field_value(f, r);
   switch (f->kind) {
   case BS_FIELD_CALC:
