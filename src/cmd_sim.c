@@ -40,7 +40,9 @@ static void sim_usage(FILE *f) {
           "  --profile P        profile name or JSON file (overrides cluster.profile)\n"
           "  --out F.json       the result JSON (\"-\" = stdout)\n"
           "  --csv F.csv        one row per point\n"
-          "  --trace F.json     Chrome trace-event timeline of the first point (Perfetto)\n"
+          "  --trace F.json     Chrome trace-event timeline of the first point (Perfetto); at\n"
+          "                     model scope, of the layers the layer shortcut simulated, labelled\n"
+          "                     so (output.trace = on without --trace: SCENARIO.trace.json here)\n"
           "  --fold MODE        symmetric-plan shortcut: auto (when proven exact), on, off\n"
           "  --layers MODE      model scope: auto (simulate 3 and 4 layers, extend to L), off\n"
           "  --coll MODEL       how collectives (cluster.coll_algo = ring | tree | auto) run:\n"
@@ -159,6 +161,7 @@ typedef struct {
   int mpi_rank, mpi_size;
   int failed, invalid;          /* points whose simulation failed / that are not valid */
   char (*warn)[BS_WARNING_LEN]; /* the distinct warnings of the points, said once */
+  char trace_path[1024];        /* output.trace = on without --trace: SCENARIO.trace.json here */
   int nwarn;
 } sweep;
 
@@ -211,6 +214,30 @@ static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
   if (A->nodes_per_leaf) opts->nodes_per_leaf = A->nodes_per_leaf;
   if (A->oversub) opts->oversub = A->oversub;
   opts->profile = A->profile;
+}
+
+/* output.trace = on in the scenario and no --trace: the first point's trace goes to the scenario's
+ * name with .trace.json, in the current directory. */
+static void trace_from_scenario(sweep *w) {
+  if (w->A.trace || w->sc.npoints < 1 || !w->sc.points[0].trace) return;
+  const char *base = strrchr(w->A.scenario, '/');
+  base = base ? base + 1 : w->A.scenario;
+  size_t n = strlen(base);
+  if (n > 4 && !strcmp(base + n - 4, ".ini")) n -= 4;
+  snprintf(w->trace_path, sizeof w->trace_path, "%.*s.trace.json", (int)n, base);
+  w->A.trace = w->trace_path;
+}
+
+/* What became of the trace: written (and of what), or why not. Never silence. */
+static void trace_said(const sweep *w) {
+  if (!w->A.trace || w->mpi_rank != 0 || w->sc.npoints < 1) return;
+  const bs_result *r = &w->res[0];
+  if (!bs_result_has_figures(r))
+    fprintf(stderr, "burstsim sim: --trace %s: not written: point 1 %s\n", w->A.trace, bs_result_status(r));
+  else if (!w->A.quiet)
+    fprintf(
+      stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,
+      bs_sim_layers_apply(&w->sc.points[0], &w->opts) ? " (the layer shortcut's simulated layers, labelled so)" : "");
 }
 
 /* Under mpirun: MPI started and every rank holding the same points. 0, or the exit code. */
@@ -381,6 +408,7 @@ int cmd_sim(int argc, char **argv) {
   }
   for (int i = 0; w.warn && i < w.sc.npoints; i++) bs_config_warnings(&w.sc.points[i], add_warning, &w);
   w.mpi_rank = 0;
+  trace_from_scenario(&w);
   if (w.A.trace && w.sc.npoints > 1)
     fprintf(stderr, "burstsim sim: --trace: %d points; tracing the first only\n", w.sc.npoints);
   w.res = calloc((size_t)w.sc.npoints, sizeof *w.res);
@@ -408,6 +436,7 @@ int cmd_sim(int argc, char **argv) {
     rc = w.failed ? 1 : w.invalid == n ? 2 : 0;
   } else {
     rc = write_outputs(&w);
+    trace_said(&w);
   }
   sweep_end(&w);
   return rc;
