@@ -354,8 +354,8 @@ static int write_outputs(const sweep *w) {
   bs_output_table(stdout, w->res, n);
   int rc = w->failed ? 1 : w->invalid == n ? 2 : 0;
   if (w->invalid && !w->failed)
-    fprintf(stderr, "burstsim sim: %d of %d points are not valid for their method or platform (see the table)\n",
-            w->invalid, n);
+    fprintf(stderr, "burstsim sim: %d of %d points refused by their method or platform (see the table)\n", w->invalid,
+            n);
   if (w->A.out && write_json(w, err, sizeof err)) {
     fprintf(stderr, "burstsim sim: --out %s\n", err);
     rc = 1;
