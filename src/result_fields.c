@@ -148,7 +148,7 @@ static void cell_real_gib(const bs_result *r, bs_value v, char *dst, size_t n) {
 static void cell_rate(const bs_result *r, bs_value v, char *dst, size_t n) {
   (void)r;
   if (isnan(v.d)) snprintf(dst, n, "-");
-  else if (v.d >= 1e6) snprintf(dst, n, "%.3g", v.d);
+  else if (v.d >= 1e6 || v.d < 100) snprintf(dst, n, "%.3g", v.d);
   else snprintf(dst, n, "%.0f", v.d);
 }
 static void cell_pct(const bs_result *r, bs_value v, char *dst, size_t n) {
