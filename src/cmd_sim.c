@@ -195,7 +195,7 @@ static void progress(const sweep *w, int i, int done, int mine, double t0, doubl
   human_span(l, sizeof l, left);
   human_span(p, sizeof p, now - tp);
   const char *st = bs_result_status(&w->res[i]);
-  if (isatty(2)) fprintf(stderr, "\r[%d/%d] %s elapsed, about %s left   ", done, mine, e, l);
+  if (isatty(2)) fprintf(stderr, "\r\033[K[%d/%d] %s elapsed, about %s left", done, mine, e, l);
   else
     fprintf(stderr,
             "burstsim sim: point %d/%d %s (%s, %d GPUs, %lld tokens) in %s; %d of %d done, %s elapsed, about %s left\n",
@@ -286,6 +286,7 @@ static void run_points(sweep *w) {
   int mine = 0, done = 0;
   for (int i = 0; i < sc->npoints; i++) mine += i % w->mpi_size == w->mpi_rank;
   double t0 = bs_now_s();
+  if (tty) fprintf(stderr, "[0/%d] starting", mine);
   for (int i = 0; i < sc->npoints; i++) {
     const bs_config *c = &sc->points[i];
     if (i % w->mpi_size != w->mpi_rank) continue;
@@ -296,6 +297,11 @@ static void run_points(sweep *w) {
     o.label = w->A.quiet ? NULL : label; /* no "still running" lines either */
     char perr[512] = "";
     double tp = bs_now_s();
+    if (tty) { /* what runs now, after the last line's counts */
+      fprintf(stderr, "; point %d: %s, %d GPUs, %lld tokens ...", i + 1, bs_method_name(c->par.method), c->par.gpus,
+              (long long)c->work.seq_len);
+      fflush(stderr);
+    }
     int prc = bs_sim_run(c, &o, &w->res[i], perr, sizeof perr);
     w->res[i].refused = prc == -2;
     done++;
@@ -304,13 +310,13 @@ static void run_points(sweep *w) {
       if (prc == -2) w->invalid++; /* a point the method or platform cannot run: reported, not fatal */
       else w->failed++;
       if (!w->res[i].error[0]) snprintf(w->res[i].error, sizeof w->res[i].error, "%.255s", perr);
-      if (tty) fprintf(stderr, "\n");
+      if (tty) fprintf(stderr, "\r\033[K");
       fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s%s%s\n", i + 1,
               bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len, key_where(sc, perr),
               key_where(sc, perr)[0] ? ": " : "", perr);
     }
   }
-  if (tty) fprintf(stderr, "\r%60s\r", "");
+  if (tty) fprintf(stderr, "\r\033[K");
 }
 
 /* The result JSON, with the sweep's warnings. */
