@@ -45,19 +45,24 @@ const char *bs_result_status(const bs_result *r) {
 static const char *status(const bs_result *r) { return bs_result_status(r); }
 
 /* The dense peak FLOP/s of the profile a point ran with (the profile's device.peak_flops), NaN when
- * it cannot be read; the last profile is remembered, a sweep reads each once in a row. */
+ * it cannot be read; the last few profiles are remembered, so a sweep reads each about once. */
 static double profile_peak(const bs_result *r) {
-  static char last[sizeof r->cfg.cluster.profile];
-  static double peak = NAN;
+  enum { SLOTS = 8 };
+  static char name[SLOTS][sizeof r->cfg.cluster.profile];
+  static double peak[SLOTS];
+  static int used, next;
   if (!r->cfg.cluster.profile[0]) return NAN;
-  if (strcmp(last, r->cfg.cluster.profile)) {
-    bs_profile *p = calloc(1, sizeof *p);
-    char err[512];
-    peak = p && !bs_profile_load(r->cfg.cluster.profile, p, err, sizeof err) ? p->peak_flops : NAN;
-    free(p);
-    snprintf(last, sizeof last, "%s", r->cfg.cluster.profile);
-  }
-  return peak;
+  for (int i = 0; i < used; i++)
+    if (!strcmp(name[i], r->cfg.cluster.profile)) return peak[i];
+  bs_profile *p = calloc(1, sizeof *p);
+  char err[512];
+  double v = p && !bs_profile_load(r->cfg.cluster.profile, p, err, sizeof err) ? p->peak_flops : NAN;
+  free(p);
+  snprintf(name[next], sizeof name[next], "%s", r->cfg.cluster.profile);
+  peak[next] = v;
+  next = (next + 1) % SLOTS;
+  if (used < SLOTS) used++;
+  return v;
 }
 
 /* Throughput (src/flops.c states the FLOP convention); NaN without a step time. */
