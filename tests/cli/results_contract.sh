@@ -5,7 +5,7 @@
 # only refusals), the table's columns (the layout that varies, no phase or zero that do not), the
 # status and reason of every row, null figures in the JSON and empty cells in the CSV for the points
 # without figures, the JSON and CSV agreeing (check_fields), the progress lines on stderr and none
-# with --quiet.
+# with --quiet, and a setting without effect (ZeRO at attention scope) warned once.
 bs=$1; check=$2; src=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/bs-contract-XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
@@ -15,7 +15,8 @@ sweep() {
     --set parallel.method=burst,ulysses --set parallel.layout=contiguous,zigzag --set model.heads=8 \
     --set model.kv_heads=8 "$@"
 }
-BURSTSIM_TEST_CRASH="point 2/4" sweep --out "$work/r.json" --csv "$work/r.csv" >"$work/table" 2>"$work/err"
+BURSTSIM_TEST_CRASH="point 2/4" sweep --set parallel.zero=1 --out "$work/r.json" --csv "$work/r.csv" \
+  >"$work/table" 2>"$work/err"
 rc=$?
 [ "$rc" -eq 1 ] || { cat "$work/table" "$work/err"; fail "exit code $rc with a failed point, expected 1"; }
 # the table: a layout column, no phase / zero / profile column; one row per point, why for the others
@@ -44,7 +45,11 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 [ "$(grep -c '"step":[[:space:]]*null' "$work/r.json")" -eq 3 ] || fail "the JSON has not 3 null steps"
 [ "$(grep -c '"oom":[[:space:]]*null' "$work/r.json")" -eq 3 ] || fail "the JSON has not 3 null oom"
 [ "$(grep -c '"error":' "$work/r.json")" -eq 3 ] || fail "the JSON has not 3 errors"
-grep -q '"warnings":' "$work/r.json" || fail "the JSON has no warnings array"
+# ZeRO at attention scope: one warning for the 4 points, on stderr and in the JSON's warnings
+[ "$(grep -c "^burstsim sim: warning: parallel.zero: stage 1 has no effect at attention scope" "$work/err")" -eq 1 ] ||
+  { cat "$work/err"; fail "the ZeRO warning is not said once"; }
+grep -q '"warnings":[[:space:]]*\["parallel.zero: stage 1 has no effect at attention scope' "$work/r.json" ||
+  fail "the JSON's warnings lack the ZeRO warning"
 "$check" "$work/r.json" "$work/r.csv" || fail "JSON, CSV and the field table disagree"
 # stderr, not a terminal: a line per finished point with its status
 for s in "1/4 ok" "2/4 failed" "3/4 refused" "4/4 refused"; do
