@@ -47,17 +47,18 @@ typedef struct {
   const char *trace_path; /* Chrome trace-event JSON of this point (NULL: none) */
   bs_tristate fold;       /* symmetric-plan shortcut: AUTO (when proven exact), ON (required), OFF */
   bs_coll_model coll_model;
-  const char *net_model;  /* NULL: the profile's (CM02) */
-  int crosstraffic;       /* -1: the profile's (0) */
-  double tcp_gamma;       /* < 0: the profile's (0) */
-  int nodes_per_leaf;     /* dgx topologies: 0 = generator default */
-  double oversub;         /* dgx topologies: 0 = generator default (1) */
-  int in_process;         /* 1: run SimGrid in this process (once per process); 0: fork */
-  bs_tristate layers;     /* model scope: simulate 3 and 4 layers and extend to L (AUTO, OFF) (layers.c) */
-  const char *label;      /* "point 3/8": names the point in the lines that say a long simulation is
+  const char *net_model; /* NULL: the profile's (CM02) */
+  int crosstraffic;      /* -1: the profile's (0) */
+  double tcp_gamma;      /* < 0: the profile's (0) */
+  int nodes_per_leaf;    /* dgx topologies: 0 = generator default */
+  double oversub;        /* dgx topologies: 0 = generator default (1) */
+  int in_process;        /* 1: run SimGrid in this process (once per process); 0: fork */
+  bs_tristate layers;    /* model scope: simulate 3 and 4 layers and extend to L (AUTO, OFF) (layers.c) */
+  const char *label;     /* "point 3/8": names the point in the lines that say a long simulation is
                                still running (stderr not a terminal; NULL: none) */
-  const char *trace_note; /* said in the trace (otherData.note and an instant event): what the trace
-                             shows when it is not the whole point (the layer shortcut's layers) */
+  /* Said in the trace (otherData.note, an instant event): what it shows when it is not the whole
+   * point (the layer shortcut's layers); NULL: the whole point. */
+  const char *trace_note;
 } bs_sim_opts;
 
 void bs_sim_opts_default(bs_sim_opts *o);
