@@ -286,6 +286,21 @@ static void test_throughput_hand(void **st) {
   assert_float_equal(peak, 312.0, 1e-9); /* A100 dense BF16, NVIDIA's A100 datasheet */
   assert_float_equal(cJSON_GetObjectItem(tp, "mfu")->valuedouble, flops / 2.0 / 8 / 1e12 / 312.0, 1e-12);
   cJSON_Delete(root);
+  /* decode at attention scope: 4 new tokens per sequence after 1000 cached, each sees every cached
+   * key (causal: the new ones come after): 4 Zq d x 4 x 1000 per sequence, 4 tokens per sequence */
+  c->work.phase = BS_DECODE;
+  c->work.scope = BS_SCOPE_ATTENTION;
+  c->work.seq_len = 1000;
+  c->work.decode_tokens = 4;
+  double dflops = 2 * 4.0 * 32 * 128 * 4 * 1000;
+  assert_int_equal(bs_output_json(path, "sim", &r, 1, err, sizeof err), 0);
+  text = slurp(path);
+  root = cJSON_Parse(text);
+  free(text);
+  tp = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0), "throughput");
+  assert_float_equal(cJSON_GetObjectItem(tp, "model_flops")->valuedouble, dflops, dflops * 1e-12);
+  assert_float_equal(cJSON_GetObjectItem(tp, "tokens_per_s")->valuedouble, 2 * 4 / 2.0, 1e-12);
+  cJSON_Delete(root);
 }
 
 /* RFC 4180 parser for the test: the fields of every record of text. */
