@@ -76,6 +76,7 @@ typedef struct {
   int sim_actors;        /* sim: ranks simulated as SimGrid actors (< nranks when folded) */
   int64_t sim_rss_bytes; /* sim: peak RSS of the simulating process */
   bs_decision decision;  /* what the plan decided (double ring, ring sizes, all-to-all groups) */
+  int refused;           /* with error: the method or platform cannot run the point (not a failure) */
 } bs_result;
 
 void bs_result_free(bs_result *r);

@@ -7,7 +7,9 @@
  * cannot make ends it with an exit code the parent reports as "out of memory"
  * (with the ulimit -v in force). The parent meanwhile holds SIGINT, SIGTERM
  * and SIGHUP, to kill and reap the child before it ends by the signal, and
- * says every BURSTSIM_LIVENESS_S seconds that a long point is still running.
+ * says every BURSTSIM_LIVENESS_S seconds (30 by default) that a long point is
+ * still running. BURSTSIM_TEST_CRASH=LABEL (a test hook) makes the child of the
+ * point so labelled ("point 2/4") abort, the failure a crashed simulation is.
  */
 #include "sim/point.h"
 
@@ -133,9 +135,9 @@ static const char *as_limit_note(void) {
 /*
  * The parent while its child simulates: SIGINT, SIGTERM and SIGHUP (unless
  * ignored) are held, so that the parent first kills and reaps the child, then
- * ends by the signal as it would have; when stderr is not a terminal, a line
- * every BURSTSIM_LIVENESS_S seconds (10 by default; tests set it lower) says
- * the point is still running.
+ * ends by the signal as it would have; a line every BURSTSIM_LIVENESS_S seconds
+ * (30 by default; tests set it lower) says the point is still running (on a
+ * terminal, rewritten in place; none without a label: --quiet).
  */
 static volatile sig_atomic_t watch_signal;
 static void watch_on_signal(int sig) { watch_signal = sig; }
@@ -172,9 +174,9 @@ static void watch_begin(child_watch *w, pid_t child) {
 /* Waits until fd has data or the child ended; returns 0, or the signal that asked this process to stop. */
 static int watch_until_readable(child_watch *w, int fd, const char *label) {
   const char *iv = getenv("BURSTSIM_LIVENESS_S");
-  long every = iv && *iv ? strtol(iv, NULL, 10) : 10;
-  if (every < 1 || every > 86400) every = 10;
-  int live = label && !isatty(2);
+  long every = iv && *iv ? strtol(iv, NULL, 10) : 30;
+  if (every < 1 || every > 86400) every = 30;
+  int live = label != NULL, tty = isatty(2);
   double t0 = sim_wall_now(), next = t0 + (double)every;
   for (;;) {
     if (watch_signal) return watch_signal;
@@ -188,8 +190,9 @@ static int watch_until_readable(child_watch *w, int fd, const char *label) {
     int n = ppoll(&p, 1, live ? &ts : NULL, &w->oldmask);
     if (n > 0) return 0;
     if (n < 0 && errno != EINTR) return 0; /* the reads that follow report it */
-    if (n == 0 && live) {
-      fprintf(stderr, "burstsim sim: %s still running (%.0f s)\n", label, sim_wall_now() - t0);
+    if (n == 0 && live) {                  /* on a terminal, in place of the progress line */
+      fprintf(stderr, tty ? "\r[%s] still running (%.0f s)   " : "burstsim sim: %s still running (%.0f s)\n", label,
+              sim_wall_now() - t0);
       fflush(stderr);
       next += (double)every;
     }
@@ -220,6 +223,8 @@ typedef struct {
 __attribute__((noreturn)) static void child_simulate(const bs_config *cfg, const bs_sim_opts *opts,
                                                      const bs_sim_source *source, int want_links, FILE *cap, int fd) {
   if (cap) dup2(fileno(cap), 2);
+  const char *crash = getenv("BURSTSIM_TEST_CRASH");
+  if (crash && opts->label && !strcmp(crash, opts->label)) abort(); /* test hook: a crashed simulation */
   bs_sim_on_out_of_memory(child_out_of_memory);
   bs_result r;
   char e[512] = "";

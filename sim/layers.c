@@ -57,8 +57,12 @@ static const char *ext_counts(const bs_result *a, bs_result *out, int64_t k) {
 int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen) {
   bs_sim_opts o = *opts;
   o.layers = BS_OFF;
-  o.trace_path = NULL; /* a trace of a reduced model would mislead */
+  o.trace_path = NULL; /* the trace is the LB-layer run's, labelled so */
   bs_config ca = *cfg, cb = *cfg;
+  char note[160];
+  snprintf(note, sizeof note,
+           "layer shortcut: %d of %lld layers simulated; the result extends them to %lld (--layers off traces all)", LB,
+           (long long)cfg->model.layers, (long long)cfg->model.layers);
   ca.model.layers = LA;
   cb.model.layers = LB;
   bs_result a, b;
@@ -70,6 +74,8 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
     out->cfg = *cfg;
     return rc;
   }
+  o.trace_path = opts->trace_path;
+  o.trace_note = note;
   rc = bs_sim_run_source(&cb, &o, NULL, &b, NULL, NULL, err, errlen);
   if (rc) {
     bs_result_free(&a);

@@ -1,7 +1,8 @@
 /*
  * trace.c — what a point records beside its result: the Chrome trace-event
  * timeline of --trace (one complete event per compute, wait and finished
- * send; the file is replaced only when the point succeeds) and the per-link
+ * send; tracks named by node and rank; what a partial trace shows in its
+ * otherData.note; the file is replaced only when the point succeeds) and the per-link
  * statistics tests and tools ask for (bytes and busy time on every link a
  * message was routed over).
  */
@@ -42,9 +43,44 @@ void sim_trace_event(sim_ctx *c, const char *name, int rank, int node, double t0
   c->trace_first = 0;
 }
 
+/* A JSON string's body: quotes and backslashes escaped, control characters dropped. */
+static void put_json_text(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    if ((unsigned char)*s >= 0x20) fputc(*s, f);
+  }
+}
+
+/* The tracks named: a process per node ("node 3"), a thread per rank ("rank 17"; a folded actor
+ * "rank 17 (fold: for N ranks)"), and the note of a partial trace as an instant event at 0. */
+static void trace_names(sim_ctx *c) {
+  for (int s = 0; s < c->A; s++) {
+    const rank_state *rs = &c->rs[s];
+    int first_of_node = 1;
+    for (int t = 0; t < s && first_of_node; t++) first_of_node = c->rs[t].node != rs->node;
+    if (first_of_node)
+      fprintf(c->trace, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"node %d\"}}",
+              rs->node, rs->node);
+    fprintf(c->trace, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"rank %d",
+            rs->node, rs->rank, rs->rank);
+    if (c->A < c->G) fprintf(c->trace, " (fold: for %d ranks)", c->G / c->A);
+    fprintf(c->trace, "\"}}");
+  }
+  if (c->opts->trace_note) {
+    fprintf(c->trace, ",\n{\"name\":\"");
+    put_json_text(c->trace, c->opts->trace_note);
+    fprintf(c->trace, "\",\"ph\":\"i\",\"s\":\"g\",\"pid\":0,\"tid\":0,\"ts\":0}");
+  }
+}
+
 int sim_trace_commit(sim_ctx *c, char *err, size_t errlen) {
   if (!c->trace_out) return 0;
-  fprintf(c->trace, "\n]}\n");
+  if (c->trace_first)
+    fprintf(c->trace, "\n{\"name\":\"(no event)\",\"ph\":\"i\",\"s\":\"g\",\"pid\":0,\"tid\":0,\"ts\":0}");
+  trace_names(c);
+  fprintf(c->trace, "\n],\"otherData\":{\"ranks\":%d,\"actors\":%d,\"note\":\"", c->G, c->A);
+  put_json_text(c->trace, c->opts->trace_note ? c->opts->trace_note : "the whole point");
+  fprintf(c->trace, "\"}}\n");
   c->trace = NULL;
   char oerr[512];
   int wrc = bs_out_commit(c->trace_out, oerr, sizeof oerr);

@@ -121,7 +121,10 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
     else if (FLAG("--nodes-per-leaf", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->nodes_per_leaf));
     else if (FLAG("--oversub", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 1, 1e6, &o->oversub));
     else if (FLAG("--timeout", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 0.001, BS_ARGS_MAX_TIMEOUT, &o->timeout));
-    else if (m < 0) return -1;
+    else if (FLAG("--quiet", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->quiet = 1;
+    } else if (m < 0) return -1;
     else if (bs_args_positional(&a)) {
       if (one_positional(&a, &o->scenario, "scenario file")) return -1;
     } else return bs_args_unknown(&a, NULL);

@@ -40,6 +40,7 @@ typedef struct {
   int nodes_per_leaf; /* 0 = default */
   double oversub;     /* 0 = default */
   double timeout;     /* under mpirun: 0 = no bound on other ranks' points, 120 s on start-up and gather */
+  int quiet;          /* no progress lines on stderr */
 } bs_sim_args;
 
 typedef struct {

@@ -12,10 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cmd_args.h"
 #include "commands.h"
 #include "output.h"
+#include "result_fields.h"
 #include "scenario.h"
+#include "warnings.h"
+#include "base/clock.h"
 #include "runtime/digest.h"
 #include "runtime/watchdog.h"
 #include "sim/sim.h"
@@ -24,7 +29,7 @@ static void sim_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim sim SCENARIO.ini [--set section.key=value]... [--profile P.json]\n"
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
-          "                    [--layers auto|off]\n"
+          "                    [--layers auto|off] [--quiet]\n"
           "                    [--coll auto|steps|flow|analytic] [--nodes-per-leaf N] [--oversub X]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
@@ -35,7 +40,9 @@ static void sim_usage(FILE *f) {
           "  --profile P        profile name or JSON file (overrides cluster.profile)\n"
           "  --out F.json       the result JSON (\"-\" = stdout)\n"
           "  --csv F.csv        one row per point\n"
-          "  --trace F.json     Chrome trace-event timeline of the first point (Perfetto)\n"
+          "  --trace F.json     Chrome trace-event timeline of the first point (Perfetto); at\n"
+          "                     model scope, of the layers the layer shortcut simulated, labelled\n"
+          "                     so (output.trace = on without --trace: SCENARIO.trace.json here)\n"
           "  --fold MODE        symmetric-plan shortcut: auto (when proven exact), on, off\n"
           "  --layers MODE      model scope: auto (simulate 3 and 4 layers, extend to L), off\n"
           "  --coll MODEL       how collectives (cluster.coll_algo = ring | tree | auto) run:\n"
@@ -47,6 +54,11 @@ static void sim_usage(FILE *f) {
           "  --timeout S        under mpirun -np K: seconds MPI start-up and the result gather may\n"
           "                     block (default 120), and the most rank 0 waits for another rank to\n"
           "                     finish its points (default: no bound, a point may take hours)\n"
+          "  --quiet            no progress on stderr (errors and warnings still)\n"
+          "\n"
+          "Exit status: 0 every point ran or was refused by its method or platform (the reason is\n"
+          "in its row); 1 a point failed (the others are written) or an output could not be\n"
+          "written; 2 bad input (flags, scenario, names, output paths) or no point could run.\n"
           "\n"
           "Network model: CM02, no cross traffic, TCP-gamma 0 unless the profile says\n"
           "otherwise; the settings used are in each result (sim.network).\n");
@@ -147,8 +159,50 @@ typedef struct {
   bs_scenario sc;
   bs_result *res; /* one per point */
   int mpi_rank, mpi_size;
-  int failed, invalid; /* points whose simulation failed / that are not valid */
+  int failed, invalid;          /* points whose simulation failed / that are not valid */
+  char (*warn)[BS_WARNING_LEN]; /* the distinct warnings of the points, said once */
+  char trace_path[1024];        /* output.trace = on without --trace: SCENARIO.trace.json here */
+  int nwarn;
 } sweep;
+
+#define MAX_WARNINGS 64
+
+/* One warning of a point: kept and said on stderr the first time it is seen. */
+static void add_warning(const char *text, void *ctx) {
+  sweep *w = ctx;
+  for (int i = 0; i < w->nwarn; i++)
+    if (!strcmp(w->warn[i], text)) return;
+  if (w->nwarn == MAX_WARNINGS) return;
+  snprintf(w->warn[w->nwarn++], BS_WARNING_LEN, "%s", text);
+  if (w->mpi_rank == 0) fprintf(stderr, "burstsim sim: warning: %s\n", text);
+}
+
+/* "1.2 s", "3 min 4 s", "2 h 5 min" for a progress line. */
+static void human_span(char *dst, size_t n, double s) {
+  if (s < 10) snprintf(dst, n, "%.2f s", s);
+  else if (s < 60) snprintf(dst, n, "%.1f s", s);
+  else if (s < 3600) snprintf(dst, n, "%d min %d s", (int)(s / 60), (int)s % 60);
+  else snprintf(dst, n, "%d h %d min", (int)(s / 3600), (int)s / 60 % 60);
+}
+
+/* After a point: on a terminal one line rewritten in place (points done / total, elapsed, an
+ * estimate of what is left from the mean so far); elsewhere a line per finished point. */
+static void progress(const sweep *w, int i, int done, int mine, double t0, double tp) {
+  const bs_config *c = &w->sc.points[i];
+  double now = bs_now_s(), el = now - t0, left = done < mine ? el / done * (mine - done) : 0;
+  char e[32], l[32], p[32];
+  human_span(e, sizeof e, el);
+  human_span(l, sizeof l, left);
+  human_span(p, sizeof p, now - tp);
+  const char *st = bs_result_status(&w->res[i]);
+  if (isatty(2)) fprintf(stderr, "\r\033[K[%d/%d] %s elapsed, about %s left", done, mine, e, l);
+  else
+    fprintf(stderr,
+            "burstsim sim: point %d/%d %s (%s, %d GPUs, %lld tokens) in %s; %d of %d done, %s elapsed, about %s left\n",
+            i + 1, w->sc.npoints, st, bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len, p, done,
+            mine, e, l);
+  fflush(stderr);
+}
 
 static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
   static const bs_tristate folds[] = {BS_AUTO, BS_ON, BS_OFF};
@@ -160,6 +214,30 @@ static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
   if (A->nodes_per_leaf) opts->nodes_per_leaf = A->nodes_per_leaf;
   if (A->oversub) opts->oversub = A->oversub;
   opts->profile = A->profile;
+}
+
+/* output.trace = on in the scenario and no --trace: the first point's trace goes to the scenario's
+ * name with .trace.json, in the current directory. */
+static void trace_from_scenario(sweep *w) {
+  if (w->A.trace || w->sc.npoints < 1 || !w->sc.points[0].trace) return;
+  const char *base = strrchr(w->A.scenario, '/');
+  base = base ? base + 1 : w->A.scenario;
+  size_t n = strlen(base);
+  if (n > 4 && !strcmp(base + n - 4, ".ini")) n -= 4;
+  snprintf(w->trace_path, sizeof w->trace_path, "%.*s.trace.json", (int)n, base);
+  w->A.trace = w->trace_path;
+}
+
+/* What became of the trace: written (and of what), or why not. Never silence. */
+static void trace_said(const sweep *w) {
+  if (!w->A.trace || w->mpi_rank != 0 || w->sc.npoints < 1) return;
+  const bs_result *r = &w->res[0];
+  if (!bs_result_has_figures(r))
+    fprintf(stderr, "burstsim sim: --trace %s: not written: point 1 %s\n", w->A.trace, bs_result_status(r));
+  else if (!w->A.quiet)
+    fprintf(
+      stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,
+      bs_sim_layers_apply(&w->sc.points[0], &w->opts) ? " (the layer shortcut's simulated layers, labelled so)" : "");
 }
 
 /* Under mpirun: MPI started and every rank holding the same points. 0, or the exit code. */
@@ -204,33 +282,51 @@ static int check_outputs(const sweep *w) {
  * reported and counted, not fatal. */
 static void run_points(sweep *w) {
   const bs_scenario *sc = &w->sc;
-  int tty = isatty(2) && w->mpi_rank == 0;
+  int tty = isatty(2) && !w->A.quiet;
+  int mine = 0, done = 0;
+  for (int i = 0; i < sc->npoints; i++) mine += i % w->mpi_size == w->mpi_rank;
+  double t0 = bs_now_s();
+  if (tty) fprintf(stderr, "[0/%d] starting", mine);
   for (int i = 0; i < sc->npoints; i++) {
     const bs_config *c = &sc->points[i];
     if (i % w->mpi_size != w->mpi_rank) continue;
-    if (tty) {
-      fprintf(stderr, "\r[%3d/%d] %s %d GPUs %lld tokens ...", i + 1, sc->npoints, bs_method_name(c->par.method),
-              c->par.gpus, (long long)c->work.seq_len);
-      fflush(stderr);
-    }
     bs_sim_opts o = w->opts;
     o.trace_path = i == 0 ? w->A.trace : NULL;
     char label[64];
     snprintf(label, sizeof label, "point %d/%d", i + 1, sc->npoints);
-    o.label = label;
+    o.label = w->A.quiet ? NULL : label; /* no "still running" lines either */
     char perr[512] = "";
+    double tp = bs_now_s();
+    if (tty) { /* what runs now, after the last line's counts */
+      fprintf(stderr, "; point %d: %s, %d GPUs, %lld tokens ...", i + 1, bs_method_name(c->par.method), c->par.gpus,
+              (long long)c->work.seq_len);
+      fflush(stderr);
+    }
     int prc = bs_sim_run(c, &o, &w->res[i], perr, sizeof perr);
+    w->res[i].refused = prc == -2;
+    done++;
+    if (!w->A.quiet) progress(w, i, done, mine, t0, tp);
     if (prc) {
       if (prc == -2) w->invalid++; /* a point the method or platform cannot run: reported, not fatal */
       else w->failed++;
       if (!w->res[i].error[0]) snprintf(w->res[i].error, sizeof w->res[i].error, "%.255s", perr);
-      if (tty) fprintf(stderr, "\n");
+      if (tty) fprintf(stderr, "\r\033[K");
       fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s%s%s\n", i + 1,
               bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len, key_where(sc, perr),
               key_where(sc, perr)[0] ? ": " : "", perr);
     }
   }
-  if (tty) fprintf(stderr, "\r%60s\r", "");
+  if (tty) fprintf(stderr, "\r\033[K");
+}
+
+/* The result JSON, with the sweep's warnings. */
+static int write_json(const sweep *w, char *err, size_t errlen) {
+  cJSON *root = bs_output_json_tree("sim", w->res, w->sc.npoints);
+  cJSON *arr = root ? cJSON_AddArrayToObject(root, "warnings") : NULL;
+  for (int i = 0; arr && i < w->nwarn; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(w->warn[i]));
+  int rc = bs_output_json_write(w->A.out, root, err, errlen);
+  cJSON_Delete(root);
+  return rc;
 }
 
 /* Under mpirun: rank 0 gathers every point's result and the counts of all ranks. */
@@ -256,16 +352,17 @@ static void gather_points(sweep *w) {
 }
 
 /* The table, the JSON and the CSV of every point; the exit code: 1 when a simulation failed or an
- * output could not be written, 2 when no point was valid, 0 otherwise (invalid points are in the table). */
+ * output could not be written, 2 when no point was valid, 0 otherwise: a point its method or
+ * platform refuses is an answer (its row says why), not a failure (README, "Exit status"). */
 static int write_outputs(const sweep *w) {
   char err[1024];
   int n = w->sc.npoints;
   bs_output_table(stdout, w->res, n);
   int rc = w->failed ? 1 : w->invalid == n ? 2 : 0;
   if (w->invalid && !w->failed)
-    fprintf(stderr, "burstsim sim: %d of %d points are not valid for their method or platform (see the table)\n",
-            w->invalid, n);
-  if (w->A.out && bs_output_json(w->A.out, "sim", w->res, n, err, sizeof err)) {
+    fprintf(stderr, "burstsim sim: %d of %d points refused by their method or platform (see the table)\n", w->invalid,
+            n);
+  if (w->A.out && write_json(w, err, sizeof err)) {
     fprintf(stderr, "burstsim sim: --out %s\n", err);
     rc = 1;
   }
@@ -280,6 +377,7 @@ static int write_outputs(const sweep *w) {
 static void sweep_end(sweep *w) {
   for (int i = 0; i < w->sc.npoints; i++) bs_result_free(&w->res[i]);
   free(w->res);
+  free(w->warn);
   bs_scenario_free(&w->sc);
   if (w->mpi_size > 1) sim_finalize(w->mpi_rank, w->A.timeout);
 }
@@ -308,11 +406,21 @@ int cmd_sim(int argc, char **argv) {
     bs_scenario_free(&w.sc);
     return 2;
   }
+  w.warn = calloc(MAX_WARNINGS, sizeof *w.warn);
+  if (w.warn && launched_by_mpirun()) { /* rank 0 says them (MPI is not up yet) */
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r) r = getenv("PMI_RANK");
+    w.mpi_rank = r ? atoi(r) : 0;
+  }
+  for (int i = 0; w.warn && i < w.sc.npoints; i++) bs_config_warnings(&w.sc.points[i], add_warning, &w);
+  w.mpi_rank = 0;
+  trace_from_scenario(&w);
   if (w.A.trace && w.sc.npoints > 1)
     fprintf(stderr, "burstsim sim: --trace: %d points; tracing the first only\n", w.sc.npoints);
   w.res = calloc((size_t)w.sc.npoints, sizeof *w.res);
   if (!w.res) {
     fprintf(stderr, "burstsim sim: out of memory\n");
+    free(w.warn);
     bs_scenario_free(&w.sc);
     return 1;
   }
@@ -323,6 +431,7 @@ int cmd_sim(int argc, char **argv) {
   }
   if (rc) {
     free(w.res);
+    free(w.warn);
     bs_scenario_free(&w.sc);
     return rc;
   }
@@ -333,6 +442,7 @@ int cmd_sim(int argc, char **argv) {
     rc = w.failed ? 1 : w.invalid == n ? 2 : 0;
   } else {
     rc = write_outputs(&w);
+    trace_said(&w);
   }
   sweep_end(&w);
   return rc;

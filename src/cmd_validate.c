@@ -512,7 +512,8 @@ static int write_entries(const vstate *st, const vsummary *sm) {
   for (int i = 0; i < st->np; i++) {
     cJSON *m = cJSON_DetachItemFromArray(mj, 0), *p = cJSON_DetachItemFromArray(pj, 0);
     cJSON *cfg = cJSON_Duplicate(m, 1);
-    static const char *drop[] = {"time_s", "comm_bytes", "memory", "ranks", "sim", "error", "threads_per_rank"};
+    static const char *drop[] = {"time_s", "comm_bytes", "memory",     "ranks",           "sim",
+                                 "error",  "status",     "throughput", "threads_per_rank"};
     for (size_t k = 0; k < sizeof drop / sizeof drop[0]; k++) cJSON_DeleteItemFromObjectCaseSensitive(cfg, drop[k]);
     cJSON_ReplaceItemInObjectCaseSensitive(cfg, "profile", cJSON_CreateString(st->profs[i]));
     cJSON *e = cJSON_CreateObject();

@@ -14,6 +14,7 @@
 #include "sim/profile.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +81,16 @@ static void add_rows(cJSON *o, const bs_field *rows, int nrows, const void *obj,
     const char *leaf;
     cJSON *at = parent_of(o, f->path, &leaf);
     if (!at) continue;
+    if (f->figure && !bs_result_has_figures(r)) {
+      cJSON_AddNullToObject(at, leaf); /* a refused or failed point has no figures */
+      continue;
+    }
     bs_value v = bs_field_value(f, obj);
     switch (f->kind) {
+    case BS_FIELD_CALC:
+      if (isfinite(v.d)) cJSON_AddNumberToObject(at, leaf, v.d);
+      else cJSON_AddNullToObject(at, leaf);
+      break;
     case BS_FIELD_INT:
     case BS_FIELD_I64: cJSON_AddNumberToObject(at, leaf, (double)v.i); break;
     case BS_FIELD_REAL: cJSON_AddNumberToObject(at, leaf, v.d); break;
@@ -204,9 +213,17 @@ static int csv_columns(const bs_field **cols, int max) {
   return n;
 }
 
+/* A cell: empty for a figure of a point without figures, a number the point does not carry (the
+ * plan of a point refused before one was made), or a figure that is not defined; text is always
+ * written (error: "" when none). */
 static void csv_cell(sbuf *b, const bs_field *f, const bs_result *r) {
+  int text = f->kind == BS_FIELD_CHARS || f->kind == BS_FIELD_NAME;
+  if ((f->figure && !bs_result_has_figures(r)) || (!text && f->present && !f->present(r))) return;
   bs_value v = bs_field_value(f, r);
   switch (f->kind) {
+  case BS_FIELD_CALC:
+    if (isfinite(v.d)) sb_printf(b, "%.*g", f->digits, v.d);
+    break;
   case BS_FIELD_INT:
   case BS_FIELD_I64:
   case BS_FIELD_BOOL: sb_printf(b, "%lld", (long long)v.i); break;
@@ -240,15 +257,48 @@ int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t
   return rc;
 }
 
-/* The table's columns are the rows with a header, in row order; a failed point shows its key
- * columns and then its error. */
+/* A table cell: "-" for a figure of a point without figures. */
+static void table_cell(const bs_field *f, const bs_result *x, char *cell, size_t n) {
+  if (f->figure && !bs_result_has_figures(x)) snprintf(cell, n, "-");
+  else f->cell(x, bs_field_value(f, x), cell, n);
+}
+
+/* A setting's column is shown when the points differ in it. */
+static int varies(const bs_field *f, const bs_result *r, int n) {
+  char a[64], b[64];
+  if (n < 2) return 0;
+  table_cell(f, &r[0], a, sizeof a);
+  for (int i = 1; i < n; i++) {
+    table_cell(f, &r[i], b, sizeof b);
+    if (strcmp(a, b)) return 1;
+  }
+  return 0;
+}
+
+/* The table's columns are the rows with a header, in row order: the key columns (method, GPUs,
+ * sequence) always, every setting that varies over the points, the figures. A column is as wide
+ * as its widest cell. A point without figures shows "-" for each and then why: "refused: ..."
+ * or "failed: ...". */
 void bs_output_table(FILE *f, const bs_result *r, int n) {
   int nrows;
   const bs_field *rows = bs_result_fields(&nrows);
+  int *width = calloc((size_t)nrows, sizeof *width);
+  if (!width) return;
+  for (int k = 0; k < nrows; k++) {
+    if (!rows[k].head || (rows[k].vary && !varies(&rows[k], r, n))) continue;
+    int w = abs(rows[k].width), h = (int)strlen(rows[k].head);
+    if (h > w) w = h;
+    for (int i = 0; i < n; i++) {
+      char cell[64];
+      table_cell(&rows[k], &r[i], cell, sizeof cell);
+      if ((int)strlen(cell) > w) w = (int)strlen(cell);
+    }
+    width[k] = rows[k].width < 0 ? -w : w;
+  }
   const char *sep = "";
   for (int k = 0; k < nrows; k++) {
-    if (!rows[k].head) continue;
-    fprintf(f, "%s%*s", sep, rows[k].width, rows[k].head);
+    if (!width[k]) continue;
+    fprintf(f, "%s%*s", sep, width[k], rows[k].head);
     sep = " ";
   }
   fprintf(f, "\n");
@@ -256,13 +306,14 @@ void bs_output_table(FILE *f, const bs_result *r, int n) {
     const bs_result *x = &r[i];
     sep = "";
     for (int k = 0; k < nrows; k++) {
-      if (!rows[k].head || (x->error[0] && !rows[k].key)) continue;
+      if (!width[k]) continue;
       char cell[64];
-      rows[k].cell(x, bs_field_value(&rows[k], x), cell, sizeof cell);
-      fprintf(f, "%s%*s", sep, rows[k].width, cell);
+      table_cell(&rows[k], x, cell, sizeof cell);
+      fprintf(f, "%s%*s", sep, width[k], cell);
       sep = " ";
     }
-    if (x->error[0]) fprintf(f, "  error: %s", x->error);
+    if (!bs_result_has_figures(x)) fprintf(f, "  %s: %s", bs_result_status(x), x->error);
     fprintf(f, "\n");
   }
+  free(width);
 }

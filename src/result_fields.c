@@ -2,14 +2,20 @@
  * result_fields.c — the rows of the result contract (see result_fields.h): every setting and
  * figure a point's result carries, in the order of the result JSON, with its CSV column and
  * position and its column in the stdout table. The CSV positions are part of the contract: the
- * scripts under experiments/ read columns by position (error, the last, as all after the 34th
- * comma), so a column keeps its position and a new one means reading those scripts first.
+ * scripts under experiments/ read columns by position (error, the 35th, is always quoted and
+ * experiments/lib/rows.awk reads it as one quoted field), so a column keeps its position and a
+ * new one is appended after the last. A point without figures (refused or failed) keeps its
+ * settings and leaves every figure row empty.
  */
 #include "result_fields.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "flops.h"
+#include "sim/profile.h"
 
 /* Names derived from the result. */
 static const char *method(const bs_result *r) { return bs_method_name(r->cfg.par.method); }
@@ -26,15 +32,55 @@ static const char *double_ring(const bs_result *r) {
 }
 
 /* When the JSON carries a row. */
-static int is_decode(const bs_result *r) { return r->cfg.work.phase == BS_DECODE; }
-/* Only a prefill that drops its KV cache says so: keeping it is the default. */
-static int drops_kv(const bs_result *r) {
-  return r->cfg.work.phase == BS_PREFILL && r->cfg.work.kv_cache == BS_KV_DROP;
-}
 static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg.work.kv_cache); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
+static const char *placement(const bs_result *r) { return bs_placement_name(r->cfg.par.ulysses_placement); }
+
+int bs_result_has_figures(const bs_result *r) { return r->error[0] == '\0'; }
+const char *bs_result_status(const bs_result *r) {
+  return bs_result_has_figures(r) ? "ok" : r->refused ? "refused" : "failed";
+}
+static const char *status(const bs_result *r) { return bs_result_status(r); }
+
+/* The dense peak FLOP/s of the profile a point ran with (the profile's device.peak_flops), NaN when
+ * it cannot be read; the last few profiles are remembered, so a sweep reads each about once. */
+static double profile_peak(const bs_result *r) {
+  enum { SLOTS = 8 };
+  static char name[SLOTS][sizeof r->cfg.cluster.profile];
+  static double peak[SLOTS];
+  static int used, next;
+  if (!r->cfg.cluster.profile[0]) return NAN;
+  for (int i = 0; i < used; i++)
+    if (!strcmp(name[i], r->cfg.cluster.profile)) return peak[i];
+  bs_profile *p = calloc(1, sizeof *p);
+  char err[512];
+  double v = p && !bs_profile_load(r->cfg.cluster.profile, p, err, sizeof err) ? p->peak_flops : NAN;
+  free(p);
+  snprintf(name[next], sizeof name[next], "%s", r->cfg.cluster.profile);
+  peak[next] = v;
+  next = (next + 1) % SLOTS;
+  if (used < SLOTS) used++;
+  return v;
+}
+
+/* Throughput (src/flops.c states the FLOP convention); NaN without a step time. */
+static int gpus_of(const bs_result *r) { return r->cfg.par.gpus > 0 ? r->cfg.par.gpus : 1; }
+static double model_flops(const bs_result *r) { return bs_step_model_flops(&r->cfg); }
+static double tokens_per_s(const bs_result *r) {
+  return r->time.step > 0 ? bs_step_tokens(&r->cfg) / r->time.step : NAN;
+}
+static double tokens_per_s_per_gpu(const bs_result *r) { return tokens_per_s(r) / gpus_of(r); }
+static double model_tflops_per_gpu(const bs_result *r) {
+  return r->time.step > 0 ? model_flops(r) / r->time.step / gpus_of(r) / 1e12 : NAN;
+}
+static double peak_tflops_per_gpu(const bs_result *r) { return profile_peak(r) / 1e12; }
+static double mfu(const bs_result *r) { return model_tflops_per_gpu(r) / peak_tflops_per_gpu(r); }
+/* Capacity less the peak (negative: out of memory); NaN when the capacity is not known. */
+static double headroom_bytes(const bs_result *r) {
+  return r->mem.capacity_bytes > 0 ? (double)r->mem.capacity_bytes - (double)r->mem.peak_bytes_max : NAN;
+}
 static int is_sim(const bs_result *r) { return !strcmp(r->mode ? r->mode : "", "sim"); }
 static int has_ranks(const bs_result *r) { return r->ranks && r->nranks > 0; }
 
@@ -93,83 +139,171 @@ static void cell_oom(const bs_result *r, bs_value v, char *dst, size_t n) {
   (void)r;
   snprintf(dst, n, "%s", v.i ? "OOM" : "");
 }
+static void cell_onoff(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  snprintf(dst, n, "%s", v.i ? "on" : "off");
+}
+/* A CALC figure: "-" when not defined. */
+static void cell_real_gib(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  double gib = v.d / (1024.0 * 1024 * 1024);
+  if (isnan(v.d)) snprintf(dst, n, "-");
+  else snprintf(dst, n, fabs(gib) < 1e6 ? "%.2f" : "%.3g", gib);
+}
+static void cell_rate(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  if (isnan(v.d)) snprintf(dst, n, "-");
+  else if (v.d >= 1e6 || v.d < 100) snprintf(dst, n, "%.3g", v.d);
+  else snprintf(dst, n, "%.0f", v.d);
+}
+static void cell_pct(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  if (isnan(v.d)) snprintf(dst, n, "-");
+  else snprintf(dst, n, "%.1f%%", 100.0 * v.d);
+}
 
 /* A row's JSON path, unit, kind and member; a NAME row's JSON path, unit and name(). */
 #define AT(p, u, k, member) .path = p, .unit = u, .kind = k, .off = offsetof(bs_result, member)
 #define NAMED(p, fn) .path = p, .unit = "", .kind = BS_FIELD_NAME, .name = fn
 #define CSV(c, column) .col = c, .csv = column
 #define TABLE(h, w, fn) .head = h, .width = w, .cell = fn
+#define CALC(p, u, fn) .path = p, .unit = u, .kind = BS_FIELD_CALC, .calc = fn
+/* A setting's table column, shown when it varies over the sweep. */
+#define VARY(h, fn) .head = h, .width = -1, .cell = fn, .vary = 1
 
 static const bs_field result_rows[] = {
   /* the resolved request */
   {NAMED("method", method), CSV(1, "method"), TABLE("method", -12, cell_text), .key = 1},
   {AT("gpus", "GPUs", BS_FIELD_INT, cfg.par.gpus), CSV(2, "gpus"), TABLE("gpus", 6, cell_int), .key = 1},
   {AT("seq_len", "tokens", BS_FIELD_I64, cfg.work.seq_len), CSV(3, "seq_len"), TABLE("seq", 9, cell_tokens), .key = 1},
-  {AT("batch", "sequences", BS_FIELD_I64, cfg.work.batch), CSV(4, "batch")},
-  {NAMED("phase", phase), CSV(5, "phase")},
-  {NAMED("scope", scope), CSV(6, "scope")},
-  {AT("causal", "", BS_FIELD_BOOL, cfg.work.causal), CSV(7, "causal")},
-  {AT("window", "tokens", BS_FIELD_I64, cfg.work.window)},
-  {NAMED("layout", layout), CSV(8, "layout")},
-  {NAMED("double_ring", double_ring), CSV(9, "double_ring")},
-  {AT("lao", "", BS_FIELD_BOOL, cfg.par.lao), CSV(10, "lao")},
-  {NAMED("bwd_comm", bwd_comm), CSV(11, "bwd_comm")},
-  {AT("ulysses_degree", "GPUs", BS_FIELD_INT, cfg.par.ulysses_degree), CSV(12, "ulysses_degree")},
-  {NAMED("tp_variant", tp_variant), CSV(13, "tp_variant")},
-  {AT("zero", "stage", BS_FIELD_INT, cfg.par.zero), CSV(14, "zero")},
-  {AT("decode_tokens", "tokens", BS_FIELD_I64, cfg.work.decode_tokens), .present = is_decode},
-  {NAMED("kv_cache", kv_cache), .present = drops_kv},
-  {AT("model.preset", "", BS_FIELD_CHARS, cfg.model.preset)},
-  {AT("model.hidden", "elements", BS_FIELD_I64, cfg.model.hidden)},
-  {AT("model.heads", "heads", BS_FIELD_I64, cfg.model.heads), CSV(16, "heads")},
-  {AT("model.kv_heads", "heads", BS_FIELD_I64, cfg.model.kv_heads), CSV(17, "kv_heads")},
-  {AT("model.head_dim", "elements", BS_FIELD_I64, cfg.model.head_dim), CSV(18, "head_dim")},
-  {AT("model.layers", "layers", BS_FIELD_I64, cfg.model.layers)},
-  {NAMED("model.dtype", dtype), CSV(15, "dtype")},
-  {AT("topology", "", BS_FIELD_CHARS, cfg.cluster.topology), CSV(19, "topology")},
-  {AT("profile", "", BS_FIELD_CHARS, cfg.cluster.profile), CSV(20, "profile")},
-  {NAMED("coll_algo", coll_algo)},
+  {AT("batch", "sequences", BS_FIELD_I64, cfg.work.batch), CSV(4, "batch"), VARY("batch", cell_int)},
+  {NAMED("phase", phase), CSV(5, "phase"), VARY("phase", cell_text)},
+  {NAMED("scope", scope), CSV(6, "scope"), VARY("scope", cell_text)},
+  {AT("causal", "", BS_FIELD_BOOL, cfg.work.causal), CSV(7, "causal"), VARY("causal", cell_onoff)},
+  {AT("window", "tokens", BS_FIELD_I64, cfg.work.window), CSV(42, "window"), VARY("window", cell_int)},
+  {AT("recompute", "", BS_FIELD_BOOL, cfg.work.recompute), CSV(43, "recompute"), VARY("recompute", cell_onoff)},
+  {NAMED("layout", layout), CSV(8, "layout"), VARY("layout", cell_text)},
+  {NAMED("double_ring", double_ring), CSV(9, "double_ring"), VARY("double_ring", cell_text)},
+  {AT("lao", "", BS_FIELD_BOOL, cfg.par.lao), CSV(10, "lao"), VARY("lao", cell_onoff)},
+  {NAMED("bwd_comm", bwd_comm), CSV(11, "bwd_comm"), VARY("bwd_comm", cell_text)},
+  {AT("ulysses_degree", "GPUs", BS_FIELD_INT, cfg.par.ulysses_degree), CSV(12, "ulysses_degree"),
+   VARY("ulysses_degree", cell_int)},
+  {NAMED("ulysses_placement", placement), CSV(48, "ulysses_placement"), VARY("placement", cell_text)},
+  {NAMED("tp_variant", tp_variant), CSV(13, "tp_variant"), VARY("tp", cell_text)},
+  {AT("zero", "stage", BS_FIELD_INT, cfg.par.zero), CSV(14, "zero"), VARY("zero", cell_int)},
+  {AT("decode_tokens", "tokens", BS_FIELD_I64, cfg.work.decode_tokens), CSV(44, "decode_tokens"),
+   VARY("decode_tokens", cell_int)},
+  {NAMED("kv_cache", kv_cache), CSV(45, "kv_cache"), VARY("kv_cache", cell_text)},
+  {AT("model.preset", "", BS_FIELD_CHARS, cfg.model.preset), CSV(37, "preset"), VARY("preset", cell_text)},
+  {AT("model.hidden", "elements", BS_FIELD_I64, cfg.model.hidden), CSV(38, "hidden"), VARY("hidden", cell_int)},
+  {AT("model.heads", "heads", BS_FIELD_I64, cfg.model.heads), CSV(16, "heads"), VARY("heads", cell_int)},
+  {AT("model.kv_heads", "heads", BS_FIELD_I64, cfg.model.kv_heads), CSV(17, "kv_heads"), VARY("kv_heads", cell_int)},
+  {AT("model.head_dim", "elements", BS_FIELD_I64, cfg.model.head_dim), CSV(18, "head_dim"), VARY("head_dim", cell_int)},
+  {AT("model.layers", "layers", BS_FIELD_I64, cfg.model.layers), CSV(39, "layers"), VARY("layers", cell_int)},
+  {AT("model.ffn", "elements", BS_FIELD_I64, cfg.model.ffn), CSV(40, "ffn"), VARY("ffn", cell_int)},
+  {AT("model.vocab", "tokens", BS_FIELD_I64, cfg.model.vocab), CSV(41, "vocab"), VARY("vocab", cell_int)},
+  {NAMED("model.dtype", dtype), CSV(15, "dtype"), VARY("dtype", cell_text)},
+  {AT("topology", "", BS_FIELD_CHARS, cfg.cluster.topology), CSV(19, "topology"), VARY("topology", cell_text)},
+  {AT("nics_per_node", "NICs", BS_FIELD_INT, cfg.cluster.nics_per_node), CSV(47, "nics_per_node"),
+   VARY("nics", cell_int)},
+  {AT("profile", "", BS_FIELD_CHARS, cfg.cluster.profile), CSV(20, "profile"), VARY("profile", cell_text)},
+  {NAMED("coll_algo", coll_algo), CSV(46, "coll_algo"), VARY("coll_algo", cell_text)},
   /* what the plan decided */
-  {AT("plan.double_ring", "", BS_FIELD_BOOL, decision.double_ring), .present = has_plan},
-  {AT("plan.ring_inner", "GPUs", BS_FIELD_INT, decision.ring_inner), .present = has_plan},
-  {AT("plan.ring_outer", "rings", BS_FIELD_INT, decision.ring_outer), .present = has_plan},
-  {AT("plan.ulysses_degree", "GPUs", BS_FIELD_INT, decision.ulysses_degree), .present = has_plan},
-  /* a point that could not run */
+  {AT("plan.double_ring", "", BS_FIELD_BOOL, decision.double_ring), .present = has_plan, CSV(49, "plan_double_ring")},
+  {AT("plan.ring_inner", "GPUs", BS_FIELD_INT, decision.ring_inner), .present = has_plan, CSV(50, "plan_ring_inner")},
+  {AT("plan.ring_outer", "rings", BS_FIELD_INT, decision.ring_outer), .present = has_plan, CSV(51, "plan_ring_outer")},
+  {AT("plan.ulysses_degree", "GPUs", BS_FIELD_INT, decision.ulysses_degree), .present = has_plan,
+   CSV(52, "plan_ulysses_degree")},
+  /* ok, refused (the method or platform cannot run the point) or failed; a point that is not ok
+   * has its reason in error and no figures (null in JSON, empty in CSV, "-" in the table) */
+  {NAMED("status", status), CSV(36, "status")},
   {AT("error", "", BS_FIELD_CHARS, error), .present = has_error, CSV(35, "error"), .quote = 1},
   /* the figures */
-  {AT("time_s.step", "s", BS_FIELD_REAL, time.step), CSV(21, "step_s"), .digits = 9, TABLE("step", 11, cell_time)},
-  {AT("time_s.fwd", "s", BS_FIELD_REAL, time.fwd), CSV(22, "fwd_s"), .digits = 9, TABLE("fwd", 11, cell_time)},
-  {AT("time_s.bwd", "s", BS_FIELD_REAL, time.bwd), CSV(23, "bwd_s"), .digits = 9, TABLE("bwd", 11, cell_time)},
-  {AT("time_s.compute", "s", BS_FIELD_REAL, time.compute), CSV(24, "compute_s"), .digits = 9},
-  {AT("time_s.comm_exposed", "s", BS_FIELD_REAL, time.comm_exposed), CSV(25, "comm_exposed_s"), .digits = 9,
+  {.figure = 1,
+   AT("time_s.step", "s", BS_FIELD_REAL, time.step),
+   CSV(21, "step_s"),
+   .digits = 9,
+   TABLE("step", 11, cell_time)},
+  {.figure = 1,
+   AT("time_s.fwd", "s", BS_FIELD_REAL, time.fwd),
+   CSV(22, "fwd_s"),
+   .digits = 9,
+   TABLE("fwd", 11, cell_time)},
+  {.figure = 1,
+   AT("time_s.bwd", "s", BS_FIELD_REAL, time.bwd),
+   CSV(23, "bwd_s"),
+   .digits = 9,
+   TABLE("bwd", 11, cell_time)},
+  {.figure = 1, AT("time_s.compute", "s", BS_FIELD_REAL, time.compute), CSV(24, "compute_s"), .digits = 9},
+  {.figure = 1,
+   AT("time_s.comm_exposed", "s", BS_FIELD_REAL, time.comm_exposed),
+   CSV(25, "comm_exposed_s"),
+   .digits = 9,
    TABLE("exposed", 8, cell_pct_of_step)},
-  {AT("comm_bytes.per_rank_max_sent", "B", BS_FIELD_I64, comm.per_rank_max_sent), CSV(26, "bytes_per_rank_max")},
-  {AT("comm_bytes.total", "B", BS_FIELD_I64, comm.total), CSV(27, "bytes_total")},
-  {AT("comm_bytes.intra_node", "B", BS_FIELD_I64, comm.intra_node), CSV(28, "bytes_intra_node"),
+  {.figure = 1,
+   AT("comm_bytes.per_rank_max_sent", "B", BS_FIELD_I64, comm.per_rank_max_sent),
+   CSV(26, "bytes_per_rank_max")},
+  {.figure = 1, AT("comm_bytes.total", "B", BS_FIELD_I64, comm.total), CSV(27, "bytes_total")},
+  {.figure = 1,
+   AT("comm_bytes.intra_node", "B", BS_FIELD_I64, comm.intra_node),
+   CSV(28, "bytes_intra_node"),
    TABLE("intra/rank", 11, cell_bytes_per_gpu)},
-  {AT("comm_bytes.inter_node", "B", BS_FIELD_I64, comm.inter_node), CSV(29, "bytes_inter_node"),
+  {.figure = 1,
+   AT("comm_bytes.inter_node", "B", BS_FIELD_I64, comm.inter_node),
+   CSV(29, "bytes_inter_node"),
    TABLE("inter/rank", 11, cell_bytes_per_gpu)},
-  {AT("memory.peak_bytes_max", "B", BS_FIELD_I64, mem.peak_bytes_max), CSV(30, "peak_bytes_max"),
+  {.figure = 1,
+   AT("memory.peak_bytes_max", "B", BS_FIELD_I64, mem.peak_bytes_max),
+   CSV(30, "peak_bytes_max"),
    TABLE("peak GiB", 9, cell_gib)},
-  {AT("memory.capacity_bytes", "B", BS_FIELD_I64, mem.capacity_bytes), CSV(31, "capacity_bytes")},
-  {AT("memory.oom", "", BS_FIELD_BOOL, mem.oom), CSV(32, "oom"), TABLE("oom", 4, cell_oom)},
-  {AT("memory.rss_bytes", "B", BS_FIELD_I64, mem.rss_bytes), .present = has_rss},
+  {.figure = 1,
+   AT("memory.capacity_bytes", "B", BS_FIELD_I64, mem.capacity_bytes),
+   CSV(31, "capacity_bytes"),
+   TABLE("cap GiB", 8, cell_gib)},
+  {.figure = 1,
+   CALC("memory.headroom_bytes", "B", headroom_bytes),
+   CSV(59, "headroom_bytes"),
+   .digits = 17,
+   TABLE("free GiB", 8, cell_real_gib)},
+  {.figure = 1, AT("memory.oom", "", BS_FIELD_BOOL, mem.oom), CSV(32, "oom"), TABLE("oom", 4, cell_oom)},
+  {.figure = 1, AT("memory.rss_bytes", "B", BS_FIELD_I64, mem.rss_bytes), .present = has_rss},
+  /* per step, over all GPUs unless per_gpu (src/flops.c: Megatron-LM's model-FLOPs convention) */
+  {.figure = 1, CALC("throughput.model_flops", "FLOP", model_flops), CSV(53, "model_flops"), .digits = 9},
+  {.figure = 1, CALC("throughput.tokens_per_s", "tokens/s", tokens_per_s), CSV(54, "tokens_per_s"), .digits = 9},
+  {.figure = 1,
+   CALC("throughput.tokens_per_s_per_gpu", "tokens/s", tokens_per_s_per_gpu),
+   CSV(55, "tokens_per_s_per_gpu"),
+   .digits = 9,
+   TABLE("tok/s/GPU", 9, cell_rate)},
+  {.figure = 1,
+   CALC("throughput.model_tflops_per_gpu", "TFLOP/s", model_tflops_per_gpu),
+   CSV(56, "model_tflops_per_gpu"),
+   .digits = 9},
+  {.figure = 1,
+   CALC("throughput.peak_tflops_per_gpu", "TFLOP/s", peak_tflops_per_gpu),
+   CSV(57, "peak_tflops_per_gpu"),
+   .digits = 9},
+  {.figure = 1, CALC("throughput.mfu", "", mfu), CSV(58, "mfu"), .digits = 6, TABLE("MFU", 6, cell_pct)},
   /* the breakdown at the peak, one key per bs_mem_class in its order (bs_mem_class_name) */
-  {AT("memory.breakdown.input", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_INPUT])},
-  {AT("memory.breakdown.output", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OUTPUT])},
-  {AT("memory.breakdown.comm", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_COMM])},
-  {AT("memory.breakdown.scores", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_SCORES])},
-  {AT("memory.breakdown.workspace", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_WORKSPACE])},
-  {AT("memory.breakdown.weights", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_WEIGHTS])},
-  {AT("memory.breakdown.grads", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_GRADS])},
-  {AT("memory.breakdown.optimizer", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OPTIMIZER])},
-  {AT("memory.breakdown.activations", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_ACTIVATIONS])},
+  {.figure = 1, AT("memory.breakdown.input", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_INPUT])},
+  {.figure = 1, AT("memory.breakdown.output", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OUTPUT])},
+  {.figure = 1, AT("memory.breakdown.comm", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_COMM])},
+  {.figure = 1, AT("memory.breakdown.scores", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_SCORES])},
+  {.figure = 1, AT("memory.breakdown.workspace", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_WORKSPACE])},
+  {.figure = 1, AT("memory.breakdown.weights", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_WEIGHTS])},
+  {.figure = 1, AT("memory.breakdown.grads", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_GRADS])},
+  {.figure = 1, AT("memory.breakdown.optimizer", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OPTIMIZER])},
+  {.figure = 1, AT("memory.breakdown.activations", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_ACTIVATIONS])},
   /* the simulator's own figures */
-  {AT("sim.wall_s", "s", BS_FIELD_REAL, sim_wall_s), .present = is_sim, CSV(33, "sim_wall_s"), .digits = 6},
-  {AT("sim.events", "events", BS_FIELD_I64, sim_events), .present = is_sim, CSV(34, "sim_events")},
-  {AT("sim.actors", "actors", BS_FIELD_INT, sim_actors), .present = is_sim},
-  {AT("sim.rss_bytes", "B", BS_FIELD_I64, sim_rss_bytes), .present = is_sim},
-  {AT("sim.network", "", BS_FIELD_CHARS, sim_network), .present = is_sim},
+  {.figure = 1,
+   AT("sim.wall_s", "s", BS_FIELD_REAL, sim_wall_s),
+   .present = is_sim,
+   CSV(33, "sim_wall_s"),
+   .digits = 6},
+  {.figure = 1, AT("sim.events", "events", BS_FIELD_I64, sim_events), .present = is_sim, CSV(34, "sim_events")},
+  {.figure = 1, AT("sim.actors", "actors", BS_FIELD_INT, sim_actors), .present = is_sim},
+  {.figure = 1, AT("sim.rss_bytes", "B", BS_FIELD_I64, sim_rss_bytes), .present = is_sim},
+  {.figure = 1, AT("sim.network", "", BS_FIELD_CHARS, sim_network), .present = is_sim},
   /* every rank's figures */
   {.path = "ranks", .unit = "", .kind = BS_FIELD_RANKS, .present = has_ranks},
 };
@@ -199,6 +333,7 @@ const bs_field *bs_rank_fields(int *n) {
 }
 
 bs_value bs_field_value(const bs_field *f, const void *obj) {
+  if (f->kind == BS_FIELD_CALC) return (bs_value){.kind = f->kind, .d = f->calc(obj)};
   const char *p = (const char *)obj + f->off;
   bs_value v = {.kind = f->kind};
   switch (f->kind) {
@@ -213,7 +348,8 @@ bs_value bs_field_value(const bs_field *f, const void *obj) {
   case BS_FIELD_REAL: memcpy(&v.d, p, sizeof v.d); break;
   case BS_FIELD_CHARS: v.s = p; break;
   case BS_FIELD_NAME: v.s = f->name(obj); break;
-  case BS_FIELD_RANKS: break;
+  case BS_FIELD_RANKS:
+  case BS_FIELD_CALC: break;
   }
   return v;
 }

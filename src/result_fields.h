@@ -23,7 +23,9 @@ typedef enum {
   BS_FIELD_BOOL,  /* int member read as a flag: JSON true/false, CSV the integer (0/1) */
   BS_FIELD_CHARS, /* char array member: JSON string, CSV field (RFC 4180) */
   BS_FIELD_NAME,  /* a name the row's name() derives from the result (an enum's name) */
-  BS_FIELD_RANKS  /* the per-rank array: one object per rank, its members bs_rank_fields */
+  BS_FIELD_RANKS, /* the per-rank array: one object per rank, its members bs_rank_fields */
+  BS_FIELD_CALC   /* a figure calc() derives from the result (throughput); NaN: not defined, which
+                     reads null in JSON, an empty CSV cell and "-" in the table */
 } bs_field_kind;
 
 /* A row's value as read from one result. */
@@ -49,9 +51,19 @@ typedef struct bs_field {
   /* stdout table: columns in row order, separated by one space */
   const char *head; /* header; NULL = not in the table */
   int width;        /* negative: left-aligned */
-  int key;          /* also shown on a point that failed, before its error */
+  int key;          /* always in the table (the point's identity) */
   void (*cell)(const bs_result *r, bs_value v, char *dst, size_t n);
+  /* added at the end, so the initialisers above keep their meaning */
+  double (*calc)(const bs_result *r); /* BS_FIELD_CALC: the value */
+  int figure; /* a figure of the simulation: a point without figures (refused or failed, bs_result_has_figures)
+                 writes null in JSON, an empty CSV cell and "-" in the table */
+  int vary;   /* a setting: its table column is shown only when the points of the sweep differ in it */
 } bs_field;
+
+/* A point has figures when it ran: no error (refused or failed). */
+int bs_result_has_figures(const bs_result *r);
+/* "ok", "refused" (the method or platform cannot run the point) or "failed". */
+const char *bs_result_status(const bs_result *r);
 
 /* The rows of a result, in JSON order; the rows of one entry of its "ranks" array. */
 const bs_field *bs_result_fields(int *n);

@@ -117,6 +117,10 @@ static void test_sim(void **state) {
   assert_int_equal(opts.sim.nodes_per_leaf, 8);
   assert_true(opts.sim.oversub == 2);
   assert_true(opts.sim.timeout == 30);
+  assert_int_equal(opts.sim.quiet, 0);
+  expect_ok("sim s.ini --quiet");
+  assert_int_equal(opts.sim.quiet, 1);
+  expect_bad("sim s.ini --quiet --quiet", "--quiet", "given twice");
   expect_bad("sim s.ini --fold maybe", "--fold", "'maybe' is not one of auto, on, off");
   expect_bad("sim s.ini --coll ring", "--coll", "'ring'");
   expect_bad("sim s.ini --oversub 0.5", "--oversub", "'0.5'");

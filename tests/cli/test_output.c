@@ -98,10 +98,13 @@ static void test_json_run_result(void **st) {
   r.nranks = 2;
   cJSON *root = bs_output_json_tree("run", &r, 1);
   cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
-  const char *keys[] = {"method",         "gpus",       "seq_len", "batch",       "phase",    "scope",
-                        "causal",         "window",     "layout",  "double_ring", "lao",      "bwd_comm",
-                        "ulysses_degree", "tp_variant", "zero",    "model",       "topology", "profile",
-                        "coll_algo",      "plan",       "time_s",  "comm_bytes",  "memory",   "ranks"};
+  const char *keys[] = {"method",      "gpus",          "seq_len",       "batch",          "phase",
+                        "scope",       "causal",        "window",        "recompute",      "layout",
+                        "double_ring", "lao",           "bwd_comm",      "ulysses_degree", "ulysses_placement",
+                        "tp_variant",  "zero",          "decode_tokens", "kv_cache",       "model",
+                        "topology",    "nics_per_node", "profile",       "coll_algo",      "plan",
+                        "status",      "time_s",        "comm_bytes",    "memory",         "throughput",
+                        "ranks"};
   int i = 0;
   for (cJSON *k = a->child; k; k = k->next, i++) {
     assert_true(i < (int)(sizeof keys / sizeof keys[0]));
@@ -168,8 +171,136 @@ static void test_table(void **st) {
   assert_non_null(strstr(buf, "burst"));
   assert_non_null(strstr(buf, "1.500 s"));
   assert_non_null(strstr(buf, "16.7%"));
-  assert_non_null(strstr(buf, "error: parallel.gpus: too many"));
+  assert_non_null(strstr(buf, "failed: parallel.gpus: too many"));
   free(buf);
+}
+
+/* A refused and a failed point: the status and reason, no figures (null in JSON, empty in CSV,
+ * "-" in the table), their settings still there; a column for each setting that varies, none
+ * for one that does not. */
+static void test_no_figures(void **st) {
+  (void)st;
+  bs_result r[3] = {sample(BS_BURST, 8), sample(BS_ULYSSES, 8), sample(BS_RING, 8)};
+  r[1].refused = 1;
+  snprintf(r[1].error, sizeof r[1].error, "parallel.gpus: ulysses needs gpus <= kv_heads: 8 > 4");
+  snprintf(r[2].error, sizeof r[2].error, "the simulation process died of signal 6");
+  r[2].cfg.par.zero = 3; /* varies: a column */
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/nf.json", dir);
+  assert_int_equal(bs_output_json(path, "sim", r, 3, err, sizeof err), 0);
+  char *text = slurp(path);
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  cJSON *res = cJSON_GetObjectItem(root, "results");
+  const char *status[] = {"ok", "refused", "failed"};
+  for (int i = 0; i < 3; i++) {
+    cJSON *o = cJSON_GetArrayItem(res, i);
+    assert_string_equal(cJSON_GetObjectItem(o, "status")->valuestring, status[i]);
+    cJSON *step = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "time_s"), "step");
+    cJSON *oom = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "memory"), "oom");
+    cJSON *tps = cJSON_GetObjectItem(cJSON_GetObjectItem(o, "throughput"), "tokens_per_s");
+    assert_true(i == 0 ? cJSON_IsNumber(step) && cJSON_IsBool(oom) && cJSON_IsNumber(tps)
+                       : cJSON_IsNull(step) && cJSON_IsNull(oom) && cJSON_IsNull(tps));
+    assert_int_equal(cJSON_GetObjectItem(o, "gpus")->valueint, 8); /* settings stay */
+    assert_true((cJSON_GetObjectItem(o, "error") != NULL) == (i > 0));
+  }
+  cJSON_Delete(root);
+  snprintf(path, sizeof path, "%s/nf.csv", dir);
+  assert_int_equal(bs_output_csv(path, r, 3, err, sizeof err), 0);
+  text = slurp(path);
+  /* step_s is column 21, oom 32, status 36: count commas up to each */
+  for (int i = 1; i <= 3; i++) {
+    char *line = text;
+    for (int k = 0; k < i; k++) line = strchr(line, '\n') + 1;
+    char *c = line;
+    for (int k = 0; k < 20; k++) c = strchr(c, ',') + 1;
+    assert_true(i == 1 ? *c != ',' : *c == ','); /* step_s empty for refused and failed */
+  }
+  assert_non_null(strstr(text, ",refused,"));
+  assert_non_null(strstr(text, ",failed,"));
+  free(text);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  bs_output_table(f, r, 3);
+  fclose(f);
+  assert_non_null(strstr(buf, " zero "));
+  assert_null(strstr(buf, " phase "));  /* train everywhere: no column */
+  assert_null(strstr(buf, " layout ")); /* contiguous everywhere */
+  assert_non_null(strstr(buf, "refused: parallel.gpus: ulysses needs gpus <= kv_heads: 8 > 4"));
+  assert_non_null(strstr(buf, "failed: the simulation process died of signal 6"));
+  assert_null(strstr(strstr(buf, "ulysses"), "1.500 s")); /* no figure on the refused line */
+  free(buf);
+}
+
+/*
+ * The throughput of one point against a hand computation of the model FLOPs from the model's
+ * shape (Megatron-LM's convention, src/flops.c): llama2-7b-like, one model-scope train step.
+ */
+static void test_throughput_hand(void **st) {
+  (void)st;
+  bs_result r = sample(BS_RING, 8);
+  bs_config *c = &r.cfg;
+  c->work.scope = BS_SCOPE_MODEL;
+  c->work.phase = BS_TRAIN;
+  c->work.causal = 1;
+  c->work.window = 0;
+  c->work.batch = 2;
+  c->work.seq_len = 4096;
+  c->model.hidden = 4096;
+  c->model.heads = 32;
+  c->model.kv_heads = 8;
+  c->model.head_dim = 128;
+  c->model.ffn = 11008;
+  c->model.vocab = 32000;
+  c->model.layers = 32;
+  snprintf(c->cluster.profile, sizeof c->cluster.profile, "no-such-profile");
+  r.time.step = 2.0;
+  /* by hand: per token and layer, QKV 2*4096*(32+16)*128, output 2*4096*4096, MLP 6*4096*11008;
+   * attention 4*32*128 * (4096*4097/2) pairs per sequence; LM head 2*4096*32000 per token */
+  double T = 2.0 * 4096, dense = 2.0 * 4096 * 48 * 128 + 2.0 * 4096 * 4096 + 6.0 * 4096 * 11008;
+  double attn = 2 * 4.0 * 32 * 128 * (4096.0 * 4097 / 2);
+  double fwd = 32 * (T * dense + attn) + T * 2.0 * 4096 * 32000, flops = 3 * fwd;
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/tp.json", dir);
+  assert_int_equal(bs_output_json(path, "sim", &r, 1, err, sizeof err), 0);
+  char *text = slurp(path);
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  cJSON *tp = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0), "throughput");
+  assert_float_equal(cJSON_GetObjectItem(tp, "model_flops")->valuedouble, flops, flops * 1e-12);
+  assert_float_equal(cJSON_GetObjectItem(tp, "tokens_per_s")->valuedouble, T / 2.0, 1e-9);
+  assert_float_equal(cJSON_GetObjectItem(tp, "tokens_per_s_per_gpu")->valuedouble, T / 2.0 / 8, 1e-9);
+  assert_float_equal(cJSON_GetObjectItem(tp, "model_tflops_per_gpu")->valuedouble, flops / 2.0 / 8 / 1e12, 1e-9);
+  /* an unknown profile has no peak: no MFU rather than a made-up one */
+  assert_true(cJSON_IsNull(cJSON_GetObjectItem(tp, "mfu")));
+  cJSON_Delete(root);
+  /* with a shipped profile, MFU = model TFLOP/s per GPU / its peak */
+  snprintf(c->cluster.profile, sizeof c->cluster.profile, "a100-sxm4-80gb");
+  assert_int_equal(bs_output_json(path, "sim", &r, 1, err, sizeof err), 0);
+  text = slurp(path);
+  root = cJSON_Parse(text);
+  free(text);
+  tp = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0), "throughput");
+  double peak = cJSON_GetObjectItem(tp, "peak_tflops_per_gpu")->valuedouble;
+  assert_float_equal(peak, 312.0, 1e-9); /* A100 dense BF16, NVIDIA's A100 datasheet */
+  assert_float_equal(cJSON_GetObjectItem(tp, "mfu")->valuedouble, flops / 2.0 / 8 / 1e12 / 312.0, 1e-12);
+  cJSON_Delete(root);
+  /* decode at attention scope: 4 new tokens per sequence after 1000 cached, each sees every cached
+   * key (causal: the new ones come after): 4 Zq d x 4 x 1000 per sequence, 4 tokens per sequence */
+  c->work.phase = BS_DECODE;
+  c->work.scope = BS_SCOPE_ATTENTION;
+  c->work.seq_len = 1000;
+  c->work.decode_tokens = 4;
+  double dflops = 2 * 4.0 * 32 * 128 * 4 * 1000;
+  assert_int_equal(bs_output_json(path, "sim", &r, 1, err, sizeof err), 0);
+  text = slurp(path);
+  root = cJSON_Parse(text);
+  free(text);
+  tp = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0), "throughput");
+  assert_float_equal(cJSON_GetObjectItem(tp, "model_flops")->valuedouble, dflops, dflops * 1e-12);
+  assert_float_equal(cJSON_GetObjectItem(tp, "tokens_per_s")->valuedouble, 2 * 4 / 2.0, 1e-12);
+  cJSON_Delete(root);
 }
 
 /* RFC 4180 parser for the test: the fields of every record of text. */
@@ -240,19 +371,20 @@ static void test_csv_rfc4180(void **st) {
   static csv_row rows[4];
   assert_int_equal(csv_parse(text, rows, 4), 3);
   int ncol = rows[0].n;
-  assert_string_equal(rows[0].f[ncol - 1], "error");
-  int topo = -1, prof = -1;
+  int topo = -1, prof = -1, ecol = -1;
   for (int i = 0; i < ncol; i++) {
     if (!strcmp(rows[0].f[i], "topology")) topo = i;
     if (!strcmp(rows[0].f[i], "profile")) prof = i;
+    if (!strcmp(rows[0].f[i], "error")) ecol = i;
   }
+  assert_int_equal(ecol, 34); /* the 35th column, where the experiments' scripts read it */
   assert_true(topo >= 0 && prof >= 0);
   assert_int_equal(rows[1].n, ncol);
   assert_int_equal(rows[2].n, ncol);
-  assert_string_equal(rows[2].f[ncol - 1], msg);
+  assert_string_equal(rows[2].f[ecol], msg);
   assert_string_equal(rows[2].f[prof], "my,\"odd\" profile.json");
   assert_string_equal(rows[1].f[topo], "a\nb.xml");
-  assert_string_equal(rows[1].f[ncol - 1], "");
+  assert_string_equal(rows[1].f[ecol], "");
   assert_string_equal(rows[2].f[0], "ring");
   free(text);
 }
@@ -293,9 +425,15 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_output_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_json_contract),    cmocka_unit_test(test_json_run_result), cmocka_unit_test(test_csv),
-    cmocka_unit_test(test_atomic_failure),   cmocka_unit_test(test_table),           cmocka_unit_test(test_csv_rfc4180),
+    cmocka_unit_test(test_json_contract),
+    cmocka_unit_test(test_json_run_result),
+    cmocka_unit_test(test_csv),
+    cmocka_unit_test(test_atomic_failure),
+    cmocka_unit_test(test_table),
+    cmocka_unit_test(test_csv_rfc4180),
     cmocka_unit_test(test_table_magnitudes),
+    cmocka_unit_test(test_no_figures),
+    cmocka_unit_test(test_throughput_hand),
   };
   int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[300];

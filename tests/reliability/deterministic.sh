@@ -5,7 +5,8 @@
 #        and process-memory fields (sim.wall_s, sim.rss_bytes) are removed.
 #   run: `burstsim run` on 2 ranks with 1 and 2 kernel threads per rank, and again with 1: the
 #        fields deterministic by design (bytes per peer, memory peaks and breakdowns, the
-#        configuration) equal; the measured times and the process RSS are removed.
+#        configuration) equal; the measured times, the throughput derived from them and the
+#        process RSS are removed.
 set -u
 mode=$1 bs=$2 same=$3 scen=$4; shift 4
 dir=$(mktemp -d)
@@ -27,7 +28,7 @@ case $mode in
       "$@" -np 2 "$bs" run "$scen" --threads "${t%b}" --out "$dir/r$t.json" >/dev/null ||
         { echo "deterministic: burstsim run --threads ${t%b} failed"; exit 1; }
     done
-    drop="time_s step fwd bwd compute comm_exposed rss_bytes threads_per_rank wall_s"
+    drop="time_s step fwd bwd compute comm_exposed rss_bytes threads_per_rank wall_s throughput"
     # shellcheck disable=SC2086
     { check "$dir/r1.json" "$dir/r2.json" $drop; check "$dir/r1.json" "$dir/r1b.json" $drop; }
     grep -q '"sent_to"' "$dir/r1.json" || { echo "deterministic: the run JSON has no bytes per peer"; fail=1; }

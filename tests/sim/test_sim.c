@@ -884,11 +884,17 @@ static void test_trace_json(void **state) {
   assert_non_null(root);
   cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
   assert_true(cJSON_IsArray(ev) && cJSON_GetArraySize(ev) > 0);
-  int fwd = 0, bwd = 0, comm = 0;
+  int fwd = 0, bwd = 0, comm = 0, tracks = 0;
   double last = 0;
   const cJSON *e;
   cJSON_ArrayForEach(e, ev) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+    assert_true(cJSON_IsString(ph));
+    if (strcmp(ph->valuestring, "X")) { /* metadata: the tracks' names */
+      tracks += !strcmp(ph->valuestring, "M") && !strcmp(name->valuestring, "thread_name");
+      continue;
+    }
     const cJSON *ts = cJSON_GetObjectItemCaseSensitive(e, "ts"), *dur = cJSON_GetObjectItemCaseSensitive(e, "dur");
     assert_true(cJSON_IsString(name) && cJSON_IsNumber(ts) && cJSON_IsNumber(dur) && dur->valuedouble >= 0);
     fwd += !strcmp(name->valuestring, "attn_fwd");
@@ -896,6 +902,7 @@ static void test_trace_json(void **state) {
     comm += !strncmp(name->valuestring, "send to", 7);
     if (ts->valuedouble + dur->valuedouble > last) last = ts->valuedouble + dur->valuedouble;
   }
+  assert_int_equal(tracks, 16);   /* a named track per rank */
   assert_int_equal(fwd, 16 * 16); /* G blocks per rank */
   assert_int_equal(bwd, 16 * 16);
   assert_true(comm > 0);

@@ -1,0 +1,61 @@
+/*
+ * warnings.c — the settings of a point that are accepted but change nothing, or look like a
+ * slip (warnings.h). Each is a sentence that names its key; a sweep says each distinct one
+ * once. The rules follow what the plans do with each key (plans/workload.c: ZeRO shards only
+ * the data-parallel group's state, recomputation replays a training layer's forward).
+ */
+#include "warnings.h"
+
+#include <stdio.h>
+
+void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *ctx), void *ctx) {
+  char t[BS_WARNING_LEN];
+  const bs_workload *w = &c->work;
+  const bs_model *m = &c->model;
+  int attn = w->scope == BS_SCOPE_ATTENTION, train = w->phase == BS_TRAIN;
+  if (c->par.zero > 0) {
+    if (attn) {
+      snprintf(t, sizeof t,
+               "parallel.zero: stage %d has no effect at attention scope (no weights, gradients or "
+               "optimizer state; use workload.scope = layer or model)",
+               c->par.zero);
+      say(t, ctx);
+    } else if (c->par.method == BS_TP || c->par.gpus < 2) {
+      snprintf(t, sizeof t,
+               "parallel.zero: stage %d has no effect with %s on %d GPUs (no data-parallel group "
+               "to shard over)",
+               c->par.zero, bs_method_name(c->par.method), c->par.gpus);
+      say(t, ctx);
+    } else if (!train && c->par.zero < 3) {
+      snprintf(t, sizeof t,
+               "parallel.zero: stage %d shards gradients and optimizer state, which %s does not "
+               "have: no effect",
+               c->par.zero, bs_phase_name(w->phase));
+      say(t, ctx);
+    }
+  }
+  if (w->recompute && attn) { /* outside train, layer and model scope refuse it (plans/workload.c) */
+    snprintf(t, sizeof t,
+             "workload.recompute: no effect at attention scope (it replays a training layer's "
+             "forward; use workload.scope = layer or model)");
+    say(t, ctx);
+  }
+  int64_t keys = w->seq_len + (w->phase == BS_DECODE ? w->decode_tokens : 0);
+  if (w->window > 0 && w->window >= keys) {
+    snprintf(t, sizeof t, "workload.window: %lld holds the whole sequence (%lld tokens): no effect",
+             (long long)w->window, (long long)keys);
+    say(t, ctx);
+  }
+  if (w->decode_tokens != 1 && w->phase != BS_DECODE) {
+    snprintf(t, sizeof t, "workload.decode_tokens: %lld has no effect outside phase decode",
+             (long long)w->decode_tokens);
+    say(t, ctx);
+  }
+  if (!attn && m->hidden > 0 && m->heads * m->head_dim != m->hidden) {
+    snprintf(t, sizeof t,
+             "model.heads * model.head_dim = %lld * %lld = %lld, not model.hidden = %lld: accepted "
+             "(the projections map hidden to heads * head_dim), but check the shape",
+             (long long)m->heads, (long long)m->head_dim, (long long)(m->heads * m->head_dim), (long long)m->hidden);
+    say(t, ctx);
+  }
+}
