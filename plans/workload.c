@@ -38,9 +38,11 @@
 void bs_param_count_of(const bs_config *c, bs_param_count *pc) {
   memset(pc, 0, sizeof *pc);
   const bs_model *m = &c->model;
-  int64_t g = c->par.method == BS_TP ? c->par.gpus : 1, H = m->hidden;
+  bs_mesh mesh;
+  if (bs_mesh_of(c, &mesh, NULL, 0)) return;
+  int64_t g = mesh.size[BS_DIM_TP], H = m->hidden;
   pc->tp = g;
-  pc->dp = c->par.method == BS_TP ? 1 : c->par.gpus;
+  pc->dp = (int64_t)mesh.size[BS_DIM_CP] * mesh.size[BS_DIM_DP]; /* the ranks holding the same weights */
   pc->qkv = H * (m->heads + 2 * m->kv_heads) * m->head_dim / g;
   pc->o = m->heads * m->head_dim * H / g;
   pc->gate_up = 2 * H * m->ffn / g;
@@ -80,9 +82,34 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
     snprintf(err, errlen, "workload.kv_cache: drop needs phase prefill, not %s", bs_phase_name(c->work.phase));
     return -1;
   }
-  if (c->par.method == BS_TP &&
-      (m->ffn % p->G != 0 || m->hidden % p->G != 0 || (c->work.scope == BS_SCOPE_MODEL && m->vocab % p->G != 0))) {
-    snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide hidden, ffn and vocab", p->G);
+  int tp = p->mesh.size[BS_DIM_TP];
+  if (m->ffn % tp != 0 || m->hidden % tp != 0 || (c->work.scope == BS_SCOPE_MODEL && m->vocab % tp != 0)) {
+    if (!p->composed) snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide hidden, ffn and vocab", p->G);
+    else snprintf(err, errlen, "parallel.tp: %d must divide model.hidden, ffn and vocab", tp);
+    return -1;
+  }
+  if (tp > 1 && c->par.tp_variant == 3 && p->composed && p->mesh.att_dim == BS_DIM_CP &&
+      (p->mesh.micro_batch * (p->N / p->mesh.size[BS_DIM_CP])) % tp != 0) {
+    snprintf(err, errlen,
+             "parallel.tp: sequence parallelism (tp_variant v3) splits a rank's %lld tokens over tp = %d ranks",
+             (long long)(p->mesh.micro_batch * (p->N / p->mesh.size[BS_DIM_CP])), tp);
+    return -1;
+  }
+  bs_group gg;
+  if (c->work.phase == BS_TRAIN && plan_grad_group(p, 0, &gg)) {
+    char o[32];
+    bs_order_string(c->par.order, o, sizeof o);
+    snprintf(err, errlen,
+             "parallel.order: cp and dp must be neighbours in the order (the ranks holding the same weights, dp x "
+             "cp, form one strided group), not in %s",
+             o);
+    return -1;
+  }
+  if (p->mesh.microbatches > 1 && c->work.phase != BS_TRAIN) {
+    snprintf(err, errlen,
+             "parallel.micro_batch: %lld microbatches per replica need phase train (inference runs the replica's "
+             "batch at once; leave micro_batch out)",
+             (long long)p->mesh.microbatches);
     return -1;
   }
   if (m->layers > (BS_WL_MAX_BUFS - 64) / 12) {
@@ -141,6 +168,9 @@ typedef struct bs_wl {
   int32_t zb[2], zh[2]; /* ZeRO-3: gathered weight sets, current and prefetched */
   int zuse;             /* ZeRO-3: index of the next weight use */
   attn_stream as;
+  plan_rank_map map; /* where this rank's attention group sits (compose.c) */
+  int64_t mb, nmb;   /* the microbatch being run, microbatches per step */
+  int64_t mbs;       /* sequences per microbatch */
 } bs_wl;
 
 /* ---------- ids and ops ---------- */
@@ -255,7 +285,7 @@ static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *s
   memset(s, 0, sizeof *s);
   for (int i = 0; i < BS_PLAN_MAX_BUFS; i++) s->bmap[i] = -1;
   for (int i = 0; i < BS_PLAN_MAX_HANDLES; i++) s->hmap[i] = -1;
-  s->in = bs_plan_iter_new(w->p->attn, w->it->rank);
+  s->in = bs_plan_iter_new(w->p->attn, w->map.local);
   if (!s->in) {
     w->it->err = 1;
     return -1;
@@ -322,6 +352,9 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
     break;
   default: return;
   }
+  plan_rank_map m = w->map;
+  m.b0 += w->mb * w->mbs; /* this microbatch's sequences */
+  plan_map_op(&m, &o);
   plan_push_copy(w->it, &o);
 }
 
@@ -439,14 +472,17 @@ static void stream_free_all(bs_wl *w, int keep_kv) {
 /* ---------- pieces of a layer ---------- */
 
 /* ZeRO-3: weight sets in the order the program uses them, gathered one ahead. */
+static int zero3_uses_mb(const bs_wl *w) { return (int)((w->model ? w->L + 2 : w->L) * (w->train ? 2 : 1)); }
+
 static int64_t zero3_set(const bs_wl *w, int u) {
   int64_t L = w->L, n = w->model ? L + 2 : L;
+  u %= zero3_uses_mb(w); /* every microbatch uses the sets again */
   int64_t k = u < n ? u : u - n, first = u < n ? w->pc.embed : w->pc.head + w->pc.final_norm;
   int64_t last = u < n ? w->pc.head + w->pc.final_norm : w->pc.embed;
   if (!w->model) return w->pc.layer;
   return k == 0 ? first : k == n - 1 ? last : w->pc.layer;
 }
-static int zero3_uses(const bs_wl *w) { return (int)((w->model ? w->L + 2 : w->L) * (w->train ? 2 : 1)); }
+static int zero3_uses(const bs_wl *w) { return zero3_uses_mb(w) * (int)w->nmb; }
 
 static void zero3_issue(bs_wl *w, int u) {
   int slot = u % 2;
@@ -568,7 +604,9 @@ static void grad_reduce(bs_wl *w, int64_t set, int32_t *bucket) {
   w_free(w, &w->gbuck);
   w->gbuck = *bucket;
   *bucket = -1;
-  if (w->pc.dp <= 1) return;
+  /* gradients accumulate over the microbatches and are reduced in the last one's backward; stages 2
+   * and 3 keep no full gradient, so they reduce every microbatch's */
+  if (w->pc.dp <= 1 || (w->zero < 2 && w->mb + 1 < w->nmb)) return;
   int64_t sh = bs_zero_shard(set, w->pc.dp);
   if (w->zero == 0) w->gh = w_coll(w, BS_COLL_ALLREDUCE, w->dpg, sh * w->pc.dp * w->es);
   else w->gh = w_coll(w, BS_COLL_REDUCE_SCATTER, w->dpg, sh * w->pc.dp * w->es);
@@ -748,6 +786,20 @@ static int layer_bwd_step(bs_wl *w) {
   }
 }
 
+/* After a microbatch's backward: the next microbatch's forward, or the optimizer step. */
+static void next_microbatch(bs_wl *w) {
+  w_free(w, &w->dx);
+  if (++w->mb == w->nmb) {
+    w->stage = S_OPT;
+    return;
+  }
+  plan_phase(w->it, 1, 0);
+  plan_phase(w->it, 0, 1);
+  w->stage = w->model ? S_EMBED : S_LFWD;
+  w->layer = 0;
+  w->fsub = 0;
+}
+
 static void gen_step(bs_wl *w) {
   switch (w->stage) {
   case S_INIT:
@@ -790,12 +842,15 @@ static void gen_step(bs_wl *w) {
   case S_LBWD:
     if (layer_bwd_step(w)) {
       w->sub = 0;
-      if (w->layer-- == 0) w->stage = w->model ? S_EMBED_BWD : S_OPT;
+      if (w->layer-- == 0) {
+        if (w->model) w->stage = S_EMBED_BWD;
+        else next_microbatch(w);
+      }
     }
     return;
   case S_EMBED_BWD:
     stage_embed_bwd(w);
-    w->stage = S_OPT;
+    next_microbatch(w);
     return;
   case S_OPT:
     w_wait(w, &w->gh);
@@ -823,9 +878,9 @@ static int plan_gen_workload(bs_plan_iter *it) {
   return 0;
 }
 
-static void plan_wl_free(bs_wl *w);
+static void plan_wl_free(void *v);
 
-static bs_wl *plan_wl_new(bs_plan_iter *it) {
+static void *plan_wl_new(bs_plan_iter *it) {
   const bs_plan *p = it->p;
   const bs_config *c = &p->cfg;
   bs_wl *w = calloc(1, sizeof *w);
@@ -848,28 +903,33 @@ static bs_wl *plan_wl_new(bs_plan_iter *it) {
   w->recompute = w->train && c->work.recompute;
   w->drop_kv = c->work.phase == BS_PREFILL && c->work.kv_cache == BS_KV_DROP;
   w->zero = c->par.zero;
-  w->tp = c->par.method == BS_TP && p->G > 1;
+  w->tp = p->mesh.size[BS_DIM_TP] > 1;
   w->v3 = w->tp && c->par.tp_variant == 3;
   bs_param_count_of(c, &w->pc);
   w->g = w->pc.tp;
+  plan_map_of(p, it->rank, &w->map);
+  w->nmb = p->mesh.microbatches;
+  w->mbs = p->mesh.micro_batch;
   w->es = p->es;
   w->H = c->model.hidden;
   w->F = c->model.ffn;
   w->V = c->model.vocab;
   w->qkvw = (p->Zq + 2 * p->Zkv) * p->d;
-  if (p->decode) w->T = p->B * p->nq_dec; /* the new tokens, on every rank */
-  else if (c->par.method == BS_TP) w->T = p->B * p->N;
-  else w->T = p->B * (p->N / p->G);
-  w->Tn = w->v3 ? w->T / p->G : w->T;
-  w->dpg = (bs_group){0, 1, (int32_t)w->pc.dp};
-  w->tpg = (bs_group){0, 1, (int32_t)w->pc.tp};
+  int A = p->mesh.size[p->mesh.att_dim];    /* the attention group's ranks */
+  if (p->decode) w->T = w->mbs * p->nq_dec; /* the new tokens, on every rank */
+  else if (p->mesh.att_dim == BS_DIM_TP) w->T = w->mbs * p->N;
+  else w->T = w->mbs * (p->N / A);
+  w->Tn = w->v3 ? w->T / w->g : w->T;
+  w->tpg = plan_mesh_group(p, it->rank, BS_DIM_TP);
+  if (plan_grad_group(p, it->rank, &w->dpg)) w->dpg = (bs_group){it->rank, 1, 1}; /* refused at creation (train) */
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
   w->tmp = w->dx = w->logits = w->gh = w->gbuck = w->gnew = w->ehb = -1;
   w->zb[0] = w->zb[1] = w->zh[0] = w->zh[1] = -1;
   return w;
 }
 
-static void plan_wl_free(bs_wl *w) {
+static void plan_wl_free(void *v) {
+  bs_wl *w = v;
   if (!w) return;
   bs_plan_iter_free(w->as.in);
   free(w->saved);

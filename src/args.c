@@ -87,7 +87,7 @@ int bs_args_int64(bs_args *a, int64_t lo, int64_t hi, int64_t *out) {
 }
 
 int bs_args_int(bs_args *a, long lo, long hi, int *out) {
-  int64_t x;
+  int64_t x = 0;
   if (bs_args_int64(a, lo, hi, &x)) return -1;
   *out = (int)x;
   return 0;

@@ -134,6 +134,14 @@ static const bs_field result_rows[] = {
   {AT("plan.ring_inner", "GPUs", BS_FIELD_INT, decision.ring_inner), .present = has_plan},
   {AT("plan.ring_outer", "rings", BS_FIELD_INT, decision.ring_outer), .present = has_plan},
   {AT("plan.ulysses_degree", "GPUs", BS_FIELD_INT, decision.ulysses_degree), .present = has_plan},
+  /* the rank grid it ran on (composed parallelism; cp: the attention group's ranks) */
+  {AT("parallel.tp", "GPUs", BS_FIELD_INT, decision.tp), .present = has_plan},
+  {AT("parallel.cp", "GPUs", BS_FIELD_INT, decision.cp), .present = has_plan},
+  {AT("parallel.dp", "replicas", BS_FIELD_INT, decision.dp), .present = has_plan},
+  {AT("parallel.pp", "stages", BS_FIELD_INT, decision.pp), .present = has_plan},
+  {AT("parallel.micro_batch", "sequences", BS_FIELD_I64, decision.micro_batch), .present = has_plan},
+  {AT("parallel.microbatches", "microbatches", BS_FIELD_I64, decision.microbatches), .present = has_plan},
+  {AT("parallel.order", "", BS_FIELD_CHARS, decision.order), .present = has_plan},
   /* a point that could not run */
   {AT("error", "", BS_FIELD_CHARS, error), .present = has_error, CSV(35, "error"), .quote = 1},
   /* the figures */
