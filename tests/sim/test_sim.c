@@ -817,6 +817,67 @@ static void fold_case_full(const char *topo, int gpus, int nodes_per_leaf, doubl
   bs_result_free(&folded);
 }
 
+/* A composed point folded and not: the same figures. */
+static void fold_composed(bs_config *c, int nodes_per_leaf, const char *expect) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.nodes_per_leaf = nodes_per_leaf;
+  o.fold = BS_OFF;
+  bs_result full, folded;
+  char err[512] = "";
+  if (bs_sim_run(c, &o, &full, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  o.fold = BS_ON;
+  if (bs_sim_run(c, &o, &folded, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  if (!strstr(folded.sim_network, expect)) {
+    fprintf(stderr, "tp %d dp %d: expected '%s' in '%s'\n", c->par.tp, c->par.dp, expect, folded.sim_network);
+    fail();
+  }
+  assert_true(folded.sim_actors < full.sim_actors);
+  const double tol = 1e-3;
+  assert_close(folded.time.step, full.time.step, tol);
+  assert_close(folded.time.fwd, full.time.fwd, tol);
+  assert_close(folded.time.bwd, full.time.bwd, tol);
+  assert_close(folded.time.comm_exposed + 1e-30, full.time.comm_exposed + 1e-30, tol);
+  assert_int_equal(folded.comm.per_rank_max_sent, full.comm.per_rank_max_sent);
+  assert_int_equal(folded.comm.total, full.comm.total);
+  assert_int_equal(folded.comm.intra_node, full.comm.intra_node);
+  assert_int_equal(folded.comm.inter_node, full.comm.inter_node);
+  assert_int_equal(folded.mem.peak_bytes_max, full.mem.peak_bytes_max);
+  for (int r = 0; r < c->par.gpus; r++) assert_close(folded.ranks[r].step, full.ranks[r].step, tol);
+  bs_result_free(&full);
+  bs_result_free(&folded);
+}
+
+/* Composed parallelism: context-parallel rings per tensor-parallel index and replica fold onto the
+ * nodes their programs repeat over; the gradient group of a tensor-parallel index is strided (its
+ * ring collectives and whole trees fold like the plain ones). */
+static void test_fold_composed(void **state) {
+  (void)state;
+  bs_config c;
+  burst_config(&c, 128, 65536, 0); /* 16 nodes; a cp ring of 16 spans 4, and repeats over 4 replicas */
+  c.par.double_ring = BS_AUTO;
+  c.par.tp = 2;
+  c.par.dp = 4;
+  c.work.batch = 4;
+  c.work.causal = 1;
+  c.par.layout = BS_ZIGZAG;
+  fold_composed(&c, 2, "ranks simulated");
+  /* model scope, 2 layers, gradients over dp x cp of each tp index: ring and tree allreduces */
+  c.work.scope = BS_SCOPE_MODEL;
+  c.model.layers = 2;
+  c.par.tp_variant = 3;
+  for (int a = 0; a < 2; a++) {
+    c.cluster.coll_algo = a ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
+    fold_composed(&c, 2, "ranks simulated");
+  }
+}
+
 static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr, int causal,
                              bs_layout layout, const char *expect) {
   fold_case_full(topo, gpus, nodes_per_leaf, 0, m, dr, causal, layout, expect);
@@ -947,6 +1008,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_burst_bytes_anchors),
     cmocka_unit_test(test_double_ring_parallel_nics),
     cmocka_unit_test(test_fold_matches_full),
+    cmocka_unit_test(test_fold_composed),
     cmocka_unit_test(test_fold_refuses_asymmetric),
     cmocka_unit_test(test_trace_json),
     cmocka_unit_test(test_trace_none_on_failure),
