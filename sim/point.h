@@ -34,7 +34,7 @@
 #include "sim/sim.h"
 
 #define MAX_HANDLES 256
-#define MAX_BUFS 1024
+#define MAX_BUFS 2048
 #define MAX_PEERS 64
 
 /* ------------------------------------------------------------------ */

@@ -878,6 +878,61 @@ static void test_fold_composed(void **state) {
   }
 }
 
+/* A small model whose embedding and head cost next to nothing, so that every stage's task is its layers. */
+static void pp_model(bs_config *c, int gpus, int pp, int dp, int64_t layers, int64_t batch) {
+  bs_config_default(c);
+  c->model.hidden = 1024;
+  c->model.heads = c->model.kv_heads = 8;
+  c->model.head_dim = 128;
+  c->model.ffn = 4096;
+  c->model.vocab = 64;
+  c->model.preset[0] = 0;
+  c->model.layers = layers;
+  c->work.seq_len = 8192;
+  c->work.scope = BS_SCOPE_MODEL;
+  c->work.batch = batch;
+  c->par.gpus = gpus;
+  c->par.pp = pp;
+  c->par.dp = dp;
+  c->par.micro_batch = 1;
+}
+
+static double pp_step(const bs_config *c) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_result r;
+  char err[512] = "";
+  if (bs_sim_run(c, &o, &r, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  double t = r.time.step;
+  bs_result_free(&r);
+  return t;
+}
+
+/*
+ * The pipeline bubble comes out of the simulated 1F1B schedule: p = 4 stages of 2 layers, m = 8
+ * microbatches. One stage's work per microbatch (T) and the step's fixed part (gradient
+ * reduction, optimizer) come from one-stage runs of 2 layers with 1 and 8 microbatches; the
+ * textbook 1F1B step is (m + p - 1) T plus the fixed part: a bubble of (p - 1) / m.
+ */
+static void test_pp_bubble(void **state) {
+  (void)state;
+  bs_config c;
+  pp_model(&c, 8, 4, 2, 8, 16); /* 2 replicas of 4 stages: 8 microbatches each */
+  double t_pp = pp_step(&c);
+  pp_model(&c, 8, 1, 8, 2, 8); /* one stage: 2 layers, 1 microbatch per replica */
+  double t1 = pp_step(&c);
+  pp_model(&c, 8, 1, 8, 2, 64); /* 8 microbatches */
+  double t8 = pp_step(&c);
+  double T = (t8 - t1) / 7, fixed = t1 - T, m = 8, p = 4;
+  double bubble = (t_pp - fixed) / (m * T) - 1;
+  fprintf(stderr, "1F1B: step %.6f s, T %.6f s, fixed %.6f s: bubble %.4f, textbook (p - 1) / m = %.4f\n", t_pp, T,
+          fixed, bubble, (p - 1) / m);
+  assert_true(fabs(bubble - (p - 1) / m) < 0.01);
+}
+
 static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr, int causal,
                              bs_layout layout, const char *expect) {
   fold_case_full(topo, gpus, nodes_per_leaf, 0, m, dr, causal, layout, expect);
@@ -1009,6 +1064,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_double_ring_parallel_nics),
     cmocka_unit_test(test_fold_matches_full),
     cmocka_unit_test(test_fold_composed),
+    cmocka_unit_test(test_pp_bubble),
     cmocka_unit_test(test_fold_refuses_asymmetric),
     cmocka_unit_test(test_trace_json),
     cmocka_unit_test(test_trace_none_on_failure),
