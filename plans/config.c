@@ -118,6 +118,9 @@ void bs_config_default(bs_config *c) {
   c->par.ulysses_degree = 8;
   c->par.tp_variant = 1;
   c->par.zero = 0;
+  c->par.tp = c->par.dp = c->par.pp = 1;
+  c->par.micro_batch = 0;
+  for (int d = 0; d < BS_DIM_COUNT; d++) c->par.order[d] = (int8_t)d;
   c->par.ranks_per_node = 8;
   strcpy(c->cluster.topology, "dgx-a100");
   strcpy(c->cluster.profile, "a100-sxm4-80gb");

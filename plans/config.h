@@ -6,6 +6,7 @@
 #ifndef BURSTSIM_CONFIG_H
 #define BURSTSIM_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { BS_BF16 = 0, BS_FP16 = 1, BS_FP32 = 2 } bs_dtype;
@@ -43,9 +44,16 @@ typedef struct {
   bs_kv_cache kv_cache;  /* prefill, layer and model scope */
 } bs_workload;
 
+/* The dimensions of composed parallelism (Megatron's names): tensor, context, data, pipeline. */
+typedef enum { BS_DIM_TP = 0, BS_DIM_CP, BS_DIM_DP, BS_DIM_PP, BS_DIM_COUNT } bs_dim;
+
 typedef struct {
   bs_method method;
   int gpus;
+  /* Composed parallelism: tp x cp x dp x pp = gpus, cp derived (method tp: tp = gpus / (dp pp), cp = 1). */
+  int tp, dp, pp;
+  int micro_batch;            /* sequences per microbatch; 0 = batch / dp (one microbatch per replica) */
+  int8_t order[BS_DIM_COUNT]; /* bs_dim, the one varying fastest over the ranks first (tp-cp-dp-pp) */
   bs_layout layout;
   bs_tristate double_ring;
   int lao;                        /* burst: 1 = tiled local attention, 0 = score block materialised */
@@ -56,6 +64,19 @@ typedef struct {
   int zero;                       /* 0..3 */
   int ranks_per_node;             /* real runs: ranks grouped into a "node"; sim: from topology */
 } bs_parallel;
+
+/*
+ * The rank grid a config resolves to: each dimension's size and stride over
+ * the ranks (rank = sum of coordinate x stride), the attention group's
+ * dimension (cp, or tp for method tp) and the microbatches. plans/mesh.c.
+ */
+typedef struct {
+  int size[BS_DIM_COUNT];
+  int stride[BS_DIM_COUNT];
+  int att_dim;          /* the dimension one attention runs over: BS_DIM_CP, or BS_DIM_TP for method tp */
+  int64_t micro_batch;  /* sequences per microbatch */
+  int64_t microbatches; /* per step and replica: batch / (dp x micro_batch) */
+} bs_mesh;
 
 typedef struct {
   char topology[256];     /* preset name or XML path */
@@ -86,6 +107,16 @@ const char *bs_scope_name(bs_scope s);
 const char *bs_coll_algo_name(bs_coll_algo a);
 const char *bs_placement_name(bs_placement p);
 const char *bs_kv_cache_name(bs_kv_cache k);
+const char *bs_dim_name(bs_dim d);
+
+/* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */
+int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);
+/* This rank's coordinate along dimension d. */
+int bs_mesh_coord(const bs_mesh *m, int rank, int d);
+/* The order written as the scenario key takes it ("tp-cp-dp-pp"). */
+void bs_order_string(const int8_t order[BS_DIM_COUNT], char *buf, size_t n);
+/* Parses an order ("tp-cp-dp-pp": each dimension once); 0, or -1. */
+int bs_order_parse(const char *s, int8_t order[BS_DIM_COUNT]);
 
 /* A default config: llama2-7b shapes, train, 32K, burst on 8 GPUs. */
 void bs_config_default(bs_config *c);

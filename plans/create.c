@@ -79,15 +79,88 @@ static int decide(const bs_config *cfg, int ranks_per_node, bs_decision *d, char
   return 0;
 }
 
-int bs_plan_decide(const bs_config *cfg, int ranks_per_node, bs_decision *d) {
-  return decide(cfg, ranks_per_node, d, NULL, 0);
+/* The attention group's config: its ranks, its share of the heads, one microbatch. */
+static void inner_config(const bs_config *c, const bs_mesh *m, bs_config *ac) {
+  *ac = *c;
+  ac->work.scope = BS_SCOPE_ATTENTION;
+  ac->par.gpus = m->size[m->att_dim];
+  if (m->att_dim == BS_DIM_CP) {
+    ac->model.heads /= m->size[BS_DIM_TP];
+    ac->model.kv_heads /= m->size[BS_DIM_TP];
+  }
+  ac->work.batch = m->micro_batch;
+  ac->par.tp = ac->par.dp = ac->par.pp = 1;
+  ac->par.micro_batch = 0;
+  for (int i = 0; i < BS_DIM_COUNT; i++) ac->par.order[i] = (int8_t)i;
 }
 
-void bs_plan_decision(const bs_plan *p, bs_decision *d) { decide(&p->cfg, p->rpn, d, NULL, 0); }
+/* Members of the attention group per node (<= 0: one node), for its double ring. */
+static int inner_rpn(const bs_mesh *m, int rpn) {
+  int s = m->stride[m->att_dim], A = m->size[m->att_dim];
+  if (rpn <= 0) return rpn;
+  if (s >= rpn || rpn % s != 0) return 1;
+  return rpn / s < A ? rpn / s : A;
+}
+
+static int composed(const bs_config *cfg, const bs_mesh *m) { return m->size[m->att_dim] != cfg->par.gpus; }
+
+/* The decision with the mesh, for a composed plan that of its attention group. */
+static int decide_all(const bs_config *cfg, int ranks_per_node, bs_decision *d, char *err, size_t errlen) {
+  bs_mesh m;
+  if (bs_mesh_of(cfg, &m, err, errlen)) {
+    memset(d, 0, sizeof *d);
+    return -1;
+  }
+  int rc;
+  if (composed(cfg, &m)) {
+    bs_config ac;
+    inner_config(cfg, &m, &ac);
+    rc = decide(&ac, inner_rpn(&m, ranks_per_node), d, err, errlen);
+  } else {
+    rc = decide(cfg, ranks_per_node, d, err, errlen);
+  }
+  d->tp = m.size[BS_DIM_TP];
+  d->cp = m.size[BS_DIM_CP];
+  d->dp = m.size[BS_DIM_DP];
+  d->pp = m.size[BS_DIM_PP];
+  d->micro_batch = m.micro_batch;
+  d->microbatches = m.microbatches;
+  bs_order_string(cfg->par.order, d->order, sizeof d->order);
+  return rc;
+}
+
+int bs_plan_decide(const bs_config *cfg, int ranks_per_node, bs_decision *d) {
+  return decide_all(cfg, ranks_per_node, d, NULL, 0);
+}
+
+void bs_plan_decision(const bs_plan *p, bs_decision *d) { decide_all(&p->cfg, p->rpn, d, NULL, 0); }
+
+/* What composition asks of a config beyond the method's own checks. */
+static int check_composed(const bs_config *c, const bs_mesh *m, char *err, size_t errlen) {
+  char msg[320];
+  int tp = m->size[BS_DIM_TP];
+  if (m->att_dim == BS_DIM_CP && tp > 1 && (c->model.heads % tp != 0 || c->model.kv_heads % tp != 0)) {
+    snprintf(msg, sizeof msg, "parallel.tp: %d must divide model.heads (%lld) and model.kv_heads (%lld)", tp,
+             (long long)c->model.heads, (long long)c->model.kv_heads);
+    return fail(err, errlen, msg);
+  }
+  if (c->work.scope == BS_SCOPE_ATTENTION && m->microbatches > 1) {
+    snprintf(msg, sizeof msg,
+             "parallel.micro_batch: %lld sequences make %lld microbatches per replica; attention scope runs one "
+             "(leave micro_batch out, or set workload.scope = layer or model)",
+             (long long)m->micro_batch, (long long)m->microbatches);
+    return fail(err, errlen, msg);
+  }
+  if (m->size[BS_DIM_PP] > 1 && c->work.scope != BS_SCOPE_MODEL)
+    return fail(err, errlen, "parallel.pp: pipeline stages split a model's layers (set workload.scope = model)");
+  return 0;
+}
 
 int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char *err, size_t errlen) {
   *out = NULL;
   if (check_common(cfg, err, errlen)) return -1;
+  bs_mesh mesh;
+  if (bs_mesh_of(cfg, &mesh, err, errlen) || check_composed(cfg, &mesh, err, errlen)) return -1;
   bs_plan *p = calloc(1, sizeof *p);
   if (!p) return fail(err, errlen, "out of memory");
   p->cfg = *cfg;
@@ -103,12 +176,31 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   p->es = bs_dtype_bytes(cfg->model.dtype);
   p->elem = cfg->model.dtype == BS_FP32 ? BS_ELEM_F32 : (cfg->model.dtype == BS_FP16 ? BS_ELEM_F16 : BS_ELEM_BF16);
   p->adt = cfg->model.dtype == BS_FP32 ? ATTN_FP32 : ATTN_BF16;
+  p->mesh = mesh;
+  p->composed = composed(cfg, &mesh);
+  p->rpn = ranks_per_node;
+  bs_config ac;
+  inner_config(cfg, &mesh, &ac);
+  const plan_scope *ps = plan_scope_of(cfg->work.scope);
+  if (p->composed) {
+    /* the attention group's plan makes the method's decisions and checks */
+    if (bs_plan_create(&ac, inner_rpn(&mesh, ranks_per_node), &p->attn, err, errlen) ||
+        (ps && ps->check(p, err, errlen))) {
+      bs_plan_free(p);
+      return -1;
+    }
+    p->P = p->attn->P;
+    p->M = p->attn->M;
+    if (ps) p->attn->in_layer = 1;
+    p->scope = ps ? ps : &plan_scope_compose;
+    *out = p;
+    return 0;
+  }
   bs_decision d;
   if (decide(cfg, ranks_per_node, &d, err, errlen)) {
     free(p);
     return -1;
   }
-  p->rpn = ranks_per_node;
   p->P = d.ring_outer > 1 ? d.ring_inner : p->G;
   p->M = d.ring_outer;
   const plan_method *pm = plan_method_of(cfg->par.method);
@@ -116,10 +208,7 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
     free(p);
     return -1;
   }
-  const plan_scope *ps = plan_scope_of(cfg->work.scope);
   if (ps) {
-    bs_config ac = *cfg;
-    ac.work.scope = BS_SCOPE_ATTENTION;
     if (ps->check(p, err, errlen) || bs_plan_create(&ac, ranks_per_node, &p->attn, err, errlen)) {
       free(p);
       return -1;

@@ -64,6 +64,7 @@ bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t h
   s.n_total = n_total;
   s.head0 = head0;
   s.heads = heads;
+  s.b0 = 0;
   return s;
 }
 
@@ -98,8 +99,12 @@ attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t 
 
 int bs_plan_ranks(const bs_plan *p) { return p->G; }
 const bs_config *bs_plan_config(const bs_plan *p) { return &p->cfg; }
-int bs_plan_inner_ranks(const bs_plan *p) { return p->M > 1 ? p->P : 1; }
+int bs_plan_inner_ranks(const bs_plan *p) {
+  if (p->composed) return bs_plan_inner_ranks(p->attn);
+  return p->M > 1 ? p->P : 1;
+}
 int bs_plan_has_bwd(const bs_plan *p) { return p->bwd; }
+int64_t bs_plan_local_batch(const bs_plan *p) { return p->mesh.micro_batch; }
 
 attn_params bs_plan_reference_params(const bs_plan *p) {
   attn_params a = plan_attn_params(p, p->Zq, p->Zkv, p->decode ? p->nq_dec : p->N, p->N);

@@ -91,6 +91,7 @@ typedef struct {
   int32_t part, parts;  /* this shard is part `part` of `parts` (1 = all tokens) */
   int64_t n_total;      /* tokens in the whole sequence */
   int32_t head0, heads; /* heads held: [head0, head0 + heads) */
+  int64_t b0;           /* first sequence held: batch index b of the buffer is sequence b0 + b */
 } bs_shard;
 
 int64_t bs_shard_tokens(const bs_shard *s);           /* tokens held */
@@ -247,6 +248,8 @@ void bs_plan_decision(const bs_plan *p, bs_decision *d);
 /* The single-rank computation the plan distributes: global shapes and mask
  * (decode: Nq = decode_tokens at positions seq_len..). For references. */
 attn_params bs_plan_reference_params(const bs_plan *p);
+/* Sequences a rank's role buffers hold (one microbatch of its replica). */
+int64_t bs_plan_local_batch(const bs_plan *p);
 /* usp: ranks in the ring across ulysses groups (1 for other methods). */
 int bs_plan_usp_ring_size(const bs_plan *p);
 /* 1 when the plan has a backward pass (phase train). */

@@ -49,7 +49,32 @@ struct bs_plan {
   const struct plan_scope *scope; /* layer / model scope: its row, which the iterator runs; NULL otherwise */
   int in_layer;                   /* this attention plan runs inside a layer: tp leaves its block
                                      collectives to the layer's projections */
+  bs_mesh mesh;                   /* the rank grid (a plain method: one dimension of G ranks) */
+  int composed;                   /* attention runs over a group of the ranks (p->attn), its ops mapped */
 };
+
+/*
+ * Where a rank's attention group sits (compose.c): the attention plan's rank
+ * i is global rank base + stride x i, and its role buffers hold query heads
+ * from head_q0, key/value heads from head_kv0 and sequences from b0 of the
+ * global tensors.
+ */
+typedef struct {
+  int32_t base, stride;
+  int32_t local; /* this rank's index in the attention plan */
+  int32_t head_q0, head_kv0;
+  int64_t b0;
+} plan_rank_map;
+
+/* The map of `rank` in plan p (identity for a plan that is not composed; b0 of the first microbatch). */
+void plan_map_of(const bs_plan *p, int rank, plan_rank_map *m);
+/* Rewrites an op of the attention plan into the global ranks and tensors. */
+void plan_map_op(const plan_rank_map *m, bs_op *op);
+/* The group of `rank` along dimension d of p's mesh (tp, cp, dp, pp). */
+bs_group plan_mesh_group(const bs_plan *p, int rank, int d);
+/* The group that holds the same weights (dp x cp, Megatron's gradient group): 0 and the group, or -1
+ * when cp and dp are not neighbours in the order (not a strided group). */
+int plan_grad_group(const bs_plan *p, int rank, bs_group *g);
 
 /* Ring-engine state for the forward K,V ring (double ring capable). */
 typedef struct {
@@ -147,7 +172,7 @@ struct bs_plan_iter {
   char errmsg[192]; /* why the plan cannot go on (a point too large), when set */
   void *state;      /* the method's generator state (plan_method.state_size bytes, zeroed) */
   bs_op sink;       /* target of pushes past a full queue (then err is set) */
-  struct bs_wl *wl; /* layer / model scope: the scope generator's state (plan.scope->open) */
+  void *wl;         /* layer / model scope, composed plans: the scope generator's state (plan.scope->open) */
 };
 
 /*
@@ -244,8 +269,8 @@ typedef struct plan_scope {
   /* Validation of the scope's own settings: 0, or -1 with "section.key: what is wrong" in err. */
   int (*check)(const bs_plan *p, char *err, size_t errlen);
   /* The per-iterator state (NULL: out of memory), and its release. */
-  struct bs_wl *(*open)(bs_plan_iter *it);
-  void (*close)(struct bs_wl *w);
+  void *(*open)(bs_plan_iter *it);
+  void (*close)(void *w);
   /* Emits the next segment's ops into the iterator's queue; returns 0 when done. */
   int (*gen)(bs_plan_iter *it);
 } plan_scope;
@@ -253,5 +278,7 @@ typedef struct plan_scope {
 /* The row of scope s (methods.c): NULL for attention scope, workload.c's row for any other. */
 const plan_scope *plan_scope_of(bs_scope s);
 extern const plan_scope plan_scope_workload;
+/* The attention-scope row of a composed plan: the attention plan, mapped (compose.c). */
+extern const plan_scope plan_scope_compose;
 
 #endif

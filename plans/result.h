@@ -59,6 +59,10 @@ typedef struct {
   int double_ring;            /* the K,V ring runs as a double ring (ring_outer > 1) */
   int ring_inner, ring_outer; /* ring sizes P x M: ranks per inner ring, inner rings; 1 x 1: no ring */
   int ulysses_degree;         /* ranks per all-to-all group (ulysses: all, usp: the degree); 1: none */
+  int tp, cp, dp, pp;         /* the rank grid (plans/mesh.c); cp: the attention group's ranks */
+  int64_t micro_batch;        /* sequences per microbatch */
+  int64_t microbatches;       /* microbatches per step and replica */
+  char order[16];             /* the dimensions fastest first over the ranks ("tp-cp-dp-pp") */
 } bs_decision;
 
 typedef struct {

@@ -8,6 +8,7 @@
 #include "plan_impl.h"
 
 int bs_plan_usp_ring_size(const bs_plan *p) {
+  if (p->composed) return bs_plan_usp_ring_size(p->attn);
   if (p->cfg.par.method != BS_USP || p->cfg.par.ulysses_degree < 1) return 1;
   return p->G / p->cfg.par.ulysses_degree;
 }

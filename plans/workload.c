@@ -35,12 +35,19 @@
 
 /* ---------- parameter counts ---------- */
 
-void bs_param_count_of(const bs_config *c, bs_param_count *pc) {
+void bs_param_count_of(const bs_config *c, bs_param_count *pc) { bs_param_count_stage(c, 0, pc); }
+
+void bs_param_count_stage(const bs_config *c, int stage, bs_param_count *pc) {
   memset(pc, 0, sizeof *pc);
   const bs_model *m = &c->model;
-  int64_t g = c->par.method == BS_TP ? c->par.gpus : 1, H = m->hidden;
+  bs_mesh mesh;
+  if (bs_mesh_of(c, &mesh, NULL, 0)) return;
+  int pp = mesh.size[BS_DIM_PP];
+  int64_t L = m->layers / pp; /* the stage's layers (plan creation checks pp divides them) */
+  int first = stage == 0, last = stage == pp - 1;
+  int64_t g = mesh.size[BS_DIM_TP], H = m->hidden;
   pc->tp = g;
-  pc->dp = c->par.method == BS_TP ? 1 : c->par.gpus;
+  pc->dp = (int64_t)mesh.size[BS_DIM_CP] * mesh.size[BS_DIM_DP]; /* the ranks holding the same weights */
   pc->qkv = H * (m->heads + 2 * m->kv_heads) * m->head_dim / g;
   pc->o = m->heads * m->head_dim * H / g;
   pc->gate_up = 2 * H * m->ffn / g;
@@ -48,11 +55,11 @@ void bs_param_count_of(const bs_config *c, bs_param_count *pc) {
   pc->norms = 2 * H;
   pc->layer = pc->qkv + pc->o + pc->gate_up + pc->down + pc->norms;
   if (c->work.scope == BS_SCOPE_MODEL) {
-    pc->embed = m->vocab * H / g;
-    pc->head = H * m->vocab / g;
-    pc->final_norm = H;
-    pc->total = m->layers * pc->layer + pc->embed + pc->head + pc->final_norm;
-    pc->shard_total = m->layers * bs_zero_shard(pc->layer, pc->dp) + bs_zero_shard(pc->embed, pc->dp) +
+    pc->embed = first ? m->vocab * H / g : 0;
+    pc->head = last ? H * m->vocab / g : 0;
+    pc->final_norm = last ? H : 0;
+    pc->total = L * pc->layer + pc->embed + pc->head + pc->final_norm;
+    pc->shard_total = L * bs_zero_shard(pc->layer, pc->dp) + bs_zero_shard(pc->embed, pc->dp) +
                       bs_zero_shard(pc->head + pc->final_norm, pc->dp);
   } else {
     pc->total = pc->layer;
@@ -80,14 +87,55 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
     snprintf(err, errlen, "workload.kv_cache: drop needs phase prefill, not %s", bs_phase_name(c->work.phase));
     return -1;
   }
-  if (c->par.method == BS_TP &&
-      (m->ffn % p->G != 0 || m->hidden % p->G != 0 || (c->work.scope == BS_SCOPE_MODEL && m->vocab % p->G != 0))) {
-    snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide hidden, ffn and vocab", p->G);
+  int tp = p->mesh.size[BS_DIM_TP];
+  if (m->ffn % tp != 0 || m->hidden % tp != 0 || (c->work.scope == BS_SCOPE_MODEL && m->vocab % tp != 0)) {
+    if (!p->composed) snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide hidden, ffn and vocab", p->G);
+    else snprintf(err, errlen, "parallel.tp: %d must divide model.hidden, ffn and vocab", tp);
     return -1;
   }
-  if (m->layers > (BS_WL_MAX_BUFS - 64) / 12) {
-    snprintf(err, errlen, "model.layers: %lld layers exceed the plan's buffer ids (at most %d)", (long long)m->layers,
-             (BS_WL_MAX_BUFS - 64) / 12);
+  if (tp > 1 && c->par.tp_variant == 3 && p->composed && p->mesh.att_dim == BS_DIM_CP &&
+      (p->mesh.micro_batch * (p->N / p->mesh.size[BS_DIM_CP])) % tp != 0) {
+    snprintf(err, errlen,
+             "parallel.tp: sequence parallelism (tp_variant v3) splits a rank's %lld tokens over tp = %d ranks",
+             (long long)(p->mesh.micro_batch * (p->N / p->mesh.size[BS_DIM_CP])), tp);
+    return -1;
+  }
+  bs_group gg;
+  if (c->work.phase == BS_TRAIN && plan_grad_group(p, 0, &gg)) {
+    char o[32];
+    bs_order_string(c->par.order, o, sizeof o);
+    snprintf(err, errlen,
+             "parallel.order: cp and dp must be neighbours in the order (the ranks holding the same weights, dp x "
+             "cp, form one strided group), not in %s",
+             o);
+    return -1;
+  }
+  if (p->mesh.microbatches > 1 && c->work.phase != BS_TRAIN) {
+    snprintf(err, errlen,
+             "parallel.micro_batch: %lld microbatches per replica need phase train (inference runs the replica's "
+             "batch at once; leave micro_batch out)",
+             (long long)p->mesh.microbatches);
+    return -1;
+  }
+  int pp = p->mesh.size[BS_DIM_PP];
+  if (pp > 1 && m->layers % pp != 0) {
+    snprintf(err, errlen, "parallel.pp: %d stages do not split model.layers (%lld) evenly", pp, (long long)m->layers);
+    return -1;
+  }
+  if (pp > 1 && c->par.zero >= 2) {
+    snprintf(err, errlen,
+             "parallel.zero: stage %d with pipeline stages is not modelled (DeepSpeed's pipeline engine refuses ZeRO "
+             "2 and 3; Megatron's distributed optimizer is ZeRO-1)",
+             c->par.zero);
+    return -1;
+  }
+  /* a stage keeps its layers' activations for every microbatch in flight (1F1B: up to pp) */
+  int64_t inflight = c->work.phase == BS_TRAIN ? (p->mesh.microbatches < pp ? p->mesh.microbatches : pp) : 1;
+  if (m->layers / pp * inflight > (BS_WL_MAX_BUFS - 64) / 12) {
+    snprintf(err, errlen,
+             "model.layers: %lld layers per stage with %lld microbatches in flight exceed the plan's buffer ids (at "
+             "most %d layers x microbatches)",
+             (long long)(m->layers / pp), (long long)inflight, (BS_WL_MAX_BUFS - 64) / 12);
     return -1;
   }
   return 0;
@@ -117,7 +165,7 @@ typedef struct {
 enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
 
 /* Program stages. */
-enum { S_INIT = 0, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_OPT, S_FINI, S_DONE };
+enum { S_INIT = 0, S_TASK, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_TASK_END, S_OPT, S_FINI, S_DONE };
 
 typedef struct bs_wl {
   bs_plan_iter *it; /* the outer iterator (its queue receives the ops) */
@@ -141,7 +189,21 @@ typedef struct bs_wl {
   int32_t zb[2], zh[2]; /* ZeRO-3: gathered weight sets, current and prefetched */
   int zuse;             /* ZeRO-3: index of the next weight use */
   attn_stream as;
+  plan_rank_map map; /* where this rank's attention group sits (compose.c) */
+  int64_t mb, nmb;   /* the microbatch being run, microbatches per step */
+  int64_t mbs;       /* sequences per microbatch */
+  /* pipeline parallelism: this rank's stage of pp, its neighbours, the 1F1B schedule's position */
+  int pp, pstage, has_embed, has_head;
+  int32_t prev, next;       /* ranks of the previous and the next stage */
+  int64_t task, ntasks;     /* the schedule's task being run (a microbatch's forward or backward) */
+  int task_bwd;             /* the task is a backward */
+  int64_t slots;            /* microbatches whose activations a stage holds at once */
+  int32_t pp_in;            /* the activation received from the previous stage (a forward) */
+  int32_t ps_h[2], ps_b[2]; /* sends to a neighbour stage in flight and their buffers */
 } bs_wl;
+
+/* Index of the current layer's saved buffers: [slot][layer], the slot of the microbatch. */
+static int64_t slot_layer(const bs_wl *w) { return (w->mb % w->slots) * w->L + w->layer; }
 
 /* ---------- ids and ops ---------- */
 
@@ -255,7 +317,7 @@ static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *s
   memset(s, 0, sizeof *s);
   for (int i = 0; i < BS_PLAN_MAX_BUFS; i++) s->bmap[i] = -1;
   for (int i = 0; i < BS_PLAN_MAX_HANDLES; i++) s->hmap[i] = -1;
-  s->in = bs_plan_iter_new(w->p->attn, w->it->rank);
+  s->in = bs_plan_iter_new(w->p->attn, w->map.local);
   if (!s->in) {
     w->it->err = 1;
     return -1;
@@ -322,6 +384,9 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
     break;
   default: return;
   }
+  plan_rank_map m = w->map;
+  m.b0 += w->mb * w->mbs; /* this microbatch's sequences */
+  plan_map_op(&m, &o);
   plan_push_copy(w->it, &o);
 }
 
@@ -387,7 +452,7 @@ static int stream_pull(bs_wl *w) {
 static void stream_fwd_end(bs_wl *w) {
   const int keep = 1;
   attn_stream *s = &w->as;
-  int64_t l = w->layer;
+  int64_t l = slot_layer(w);
   int n = 0;
   /* a replay of the forward recognises them by their allocation number */
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
@@ -426,27 +491,30 @@ static void stream_free_all(bs_wl *w, int keep_kv) {
     if (s->bmap[b] < 0) continue;
     int r = s->aop[b].u.alloc.role;
     if (keep_kv && (r == BS_ROLE_K || r == BS_ROLE_V) && n < SAVE_MAX) {
-      w->saved[w->layer * SAVE_MAX + n++] = s->bmap[b]; /* the KV cache stays */
+      w->saved[slot_layer(w) * SAVE_MAX + n++] = s->bmap[b]; /* the KV cache stays */
       continue;
     }
     int32_t id = s->bmap[b];
     w_free(w, &id);
     s->bmap[b] = -1;
   }
-  if (keep_kv) w->nsaved[w->layer] = n;
+  if (keep_kv) w->nsaved[slot_layer(w)] = n;
 }
 
 /* ---------- pieces of a layer ---------- */
 
 /* ZeRO-3: weight sets in the order the program uses them, gathered one ahead. */
+static int zero3_uses_mb(const bs_wl *w) { return (int)((w->model ? w->L + 2 : w->L) * (w->train ? 2 : 1)); }
+
 static int64_t zero3_set(const bs_wl *w, int u) {
   int64_t L = w->L, n = w->model ? L + 2 : L;
+  u %= zero3_uses_mb(w); /* every microbatch uses the sets again */
   int64_t k = u < n ? u : u - n, first = u < n ? w->pc.embed : w->pc.head + w->pc.final_norm;
   int64_t last = u < n ? w->pc.head + w->pc.final_norm : w->pc.embed;
   if (!w->model) return w->pc.layer;
   return k == 0 ? first : k == n - 1 ? last : w->pc.layer;
 }
-static int zero3_uses(const bs_wl *w) { return (int)((w->model ? w->L + 2 : w->L) * (w->train ? 2 : 1)); }
+static int zero3_uses(const bs_wl *w) { return zero3_uses_mb(w) * (int)w->nmb; }
 
 static void zero3_issue(bs_wl *w, int u) {
   int slot = u % 2;
@@ -568,7 +636,9 @@ static void grad_reduce(bs_wl *w, int64_t set, int32_t *bucket) {
   w_free(w, &w->gbuck);
   w->gbuck = *bucket;
   *bucket = -1;
-  if (w->pc.dp <= 1) return;
+  /* gradients accumulate over the microbatches and are reduced in the last one's backward; stages 2
+   * and 3 keep no full gradient, so they reduce every microbatch's */
+  if (w->pc.dp <= 1 || (w->zero < 2 && w->mb + 1 < w->nmb)) return;
   int64_t sh = bs_zero_shard(set, w->pc.dp);
   if (w->zero == 0) w->gh = w_coll(w, BS_COLL_ALLREDUCE, w->dpg, sh * w->pc.dp * w->es);
   else w->gh = w_coll(w, BS_COLL_REDUCE_SCATTER, w->dpg, sh * w->pc.dp * w->es);
@@ -651,8 +721,8 @@ static void stage_opt(bs_wl *w) {
     if (w->model) {
       for (int64_t l = 0; l < w->L; l++)
         w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
-      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
-      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
+      if (w->has_embed) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
+      if (w->has_head) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
     } else {
       w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
     }
@@ -660,7 +730,7 @@ static void stage_opt(bs_wl *w) {
 }
 
 static void stage_fini(bs_wl *w) {
-  for (int64_t l = 0; l < w->L; l++) {
+  for (int64_t l = 0; l < w->slots * w->L; l++) {
     for (int j = 0; j < w->nsaved[l]; j++) w_free(w, &w->saved[l * SAVE_MAX + j]);
     w->nsaved[l] = 0;
     w_free(w, &w->act[l]);
@@ -675,7 +745,7 @@ static void stage_fini(bs_wl *w) {
  * backward when `again`). Returns 1 when the forward is over. */
 static int layer_fwd_step(bs_wl *w, int again) {
   int keep = w->train && !w->recompute;
-  int64_t l = w->layer;
+  int64_t l = slot_layer(w);
   if (w->fsub == 0) {
     if (!again) zero3_acquire(w);
     if (w->train) /* recompute keeps the layer input only */
@@ -711,7 +781,7 @@ static int layer_fwd_step(bs_wl *w, int again) {
 
 /* One step of layer l's backward. Returns 1 when done. */
 static int layer_bwd_step(bs_wl *w) {
-  int64_t l = w->layer;
+  int64_t l = slot_layer(w);
   switch (w->sub) {
   case 0:
     zero3_acquire(w);
@@ -748,15 +818,122 @@ static int layer_bwd_step(bs_wl *w) {
   }
 }
 
+/*
+ * The schedule: task t of this stage is a microbatch's forward or backward.
+ * One stage (no pipeline) runs each microbatch's forward then its backward.
+ * Pipeline stages run 1F1B (PipeDream-Flush, Narayanan et al. 2021, as
+ * Megatron-LM schedules it): stage s of p runs min(p - s - 1, m) forwards,
+ * then alternates one forward and one backward, then the backwards left.
+ * Inference runs the forwards only.
+ */
+static void pp_task(const bs_wl *w, int64_t t, int *bwd, int64_t *mb) {
+  int64_t m = w->nmb, warm = w->pp - w->pstage - 1;
+  if (warm > m) warm = m;
+  if (!w->train || t < warm) {
+    *bwd = 0;
+    *mb = t;
+  } else if (t < warm + 2 * (m - warm)) {
+    int64_t k = t - warm;
+    *bwd = (int)(k % 2);
+    *mb = k % 2 ? k / 2 : warm + k / 2;
+  } else {
+    *bwd = 1;
+    *mb = t - warm - (m - warm);
+  }
+}
+
+/* Point-to-point with a neighbour stage (tags of kind 0: microbatch in the step bits). */
+static int32_t w_p2p(bs_wl *w, bs_op_kind kind, int32_t peer, int32_t buf, int64_t bytes) {
+  bs_op *op = plan_push(w->it, kind);
+  op->handle = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+  op->u.p2p.peer = peer;
+  op->u.p2p.tag = (int32_t)(w->mb & 2047);
+  op->u.p2p.buf = R(buf, 0);
+  op->u.p2p.bytes = bytes;
+  op->step = (int32_t)w->mb;
+  return op->handle;
+}
+
+/* The sends to neighbour stages still in flight: joined before the next task's own messages. */
+static void pp_join_sends(bs_wl *w) {
+  for (int i = 0; i < 2; i++) {
+    w_wait(w, &w->ps_h[i]);
+    w_free(w, &w->ps_b[i]);
+  }
+}
+
+/* A stage's output (forward: activations, backward: their gradient) to a neighbour stage. */
+static void pp_send(bs_wl *w, int32_t peer) {
+  int i = w->ps_h[0] < 0 ? 0 : 1;
+  w_wait(w, &w->ps_h[i]);
+  w_free(w, &w->ps_b[i]);
+  w->ps_b[i] = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_COMM);
+  w->ps_h[i] = w_p2p(w, BS_OP_SEND, peer, w->ps_b[i], w->Tn * w->H * w->es);
+}
+
+/* A neighbour stage's output into a new buffer, waited (the task cannot start without it). */
+static int32_t pp_recv(bs_wl *w, int32_t peer, bs_mem_class cls) {
+  int32_t b = w_alloc(w, w->Tn * w->H * w->es, cls);
+  int32_t h = w_p2p(w, BS_OP_RECV, peer, b, w->Tn * w->H * w->es);
+  w_wait(w, &h);
+  return b;
+}
+
+/* The start of task t: phase marks, the microbatch, the input from the neighbour stage. */
+static void task_start(bs_wl *w) {
+  int bwd;
+  int64_t mb;
+  pp_task(w, w->task, &bwd, &mb);
+  if (w->task > 0 && bwd != w->task_bwd) {
+    plan_phase(w->it, w->task_bwd, 0);
+    plan_phase(w->it, bwd, 1);
+  }
+  w->task_bwd = bwd;
+  w->mb = mb;
+  w->fsub = 0;
+  w->sub = 0;
+  if (!bwd) {
+    if (w->pstage > 0) w->pp_in = pp_recv(w, w->prev, BS_MEM_COMM);
+    w->layer = 0;
+    w->stage = w->has_embed ? S_EMBED : S_LFWD;
+    return;
+  }
+  if (w->has_head) {
+    w->dx = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE); /* gradient of the residual stream */
+    stage_head_bwd(w);
+  } else if (w->pp > 1) {
+    w->dx = pp_recv(w, w->next, BS_MEM_WORKSPACE);
+  }
+  w->layer = w->L - 1;
+  w->stage = S_LBWD;
+}
+
+/* The end of a task: the output to the neighbour stage; the next task, or the step's end. */
+static void task_end(bs_wl *w) {
+  if (!w->task_bwd) {
+    w_free(w, &w->pp_in);
+    if (w->pstage < w->pp - 1) pp_send(w, w->next);
+  } else {
+    w_free(w, &w->dx);
+    if (w->pstage > 0) pp_send(w, w->prev);
+  }
+  if (++w->task < w->ntasks) {
+    w->stage = S_TASK;
+    return;
+  }
+  pp_join_sends(w);
+  w->stage = w->train ? S_OPT : S_FINI;
+}
+
 static void gen_step(bs_wl *w) {
   switch (w->stage) {
   case S_INIT:
     plan_phase(w->it, 0, 1);
     stage_init(w);
-    w->stage = w->model ? S_EMBED : S_LFWD;
-    w->layer = 0;
-    w->fsub = 0;
+    w->task = 0;
+    w->stage = S_TASK;
     return;
+  case S_TASK: task_start(w); return;
   case S_EMBED:
     stage_embed(w);
     w->stage = S_LFWD;
@@ -764,39 +941,24 @@ static void gen_step(bs_wl *w) {
   case S_LFWD:
     if (layer_fwd_step(w, 0)) {
       w->fsub = 0;
-      if (++w->layer == w->L) w->stage = w->model ? S_HEAD : (w->train ? S_LBWD : S_FINI);
-      if (w->stage == S_LBWD) {
-        plan_phase(w->it, 0, 0);
-        plan_phase(w->it, 1, 1);
-        w->layer = w->L - 1;
-        w->sub = 0;
-      }
+      if (++w->layer == w->L) w->stage = w->has_head ? S_HEAD : S_TASK_END;
     }
     return;
   case S_HEAD:
     stage_head(w);
-    if (!w->train) {
-      w->stage = S_FINI;
-      return;
-    }
-    plan_phase(w->it, 0, 0);
-    plan_phase(w->it, 1, 1);
-    w->dx = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE); /* gradient of the residual stream */
-    stage_head_bwd(w);
-    w->stage = S_LBWD;
-    w->layer = w->L - 1;
-    w->sub = 0;
+    w->stage = S_TASK_END;
     return;
   case S_LBWD:
     if (layer_bwd_step(w)) {
       w->sub = 0;
-      if (w->layer-- == 0) w->stage = w->model ? S_EMBED_BWD : S_OPT;
+      if (w->layer-- == 0) w->stage = w->has_embed ? S_EMBED_BWD : S_TASK_END;
     }
     return;
   case S_EMBED_BWD:
     stage_embed_bwd(w);
-    w->stage = S_OPT;
+    w->stage = S_TASK_END;
     return;
+  case S_TASK_END: task_end(w); return;
   case S_OPT:
     w_wait(w, &w->gh);
     w_free(w, &w->gbuck);
@@ -823,9 +985,9 @@ static int plan_gen_workload(bs_plan_iter *it) {
   return 0;
 }
 
-static void plan_wl_free(bs_wl *w);
+static void plan_wl_free(void *v);
 
-static bs_wl *plan_wl_new(bs_plan_iter *it) {
+static void *plan_wl_new(bs_plan_iter *it) {
   const bs_plan *p = it->p;
   const bs_config *c = &p->cfg;
   bs_wl *w = calloc(1, sizeof *w);
@@ -833,43 +995,58 @@ static bs_wl *plan_wl_new(bs_plan_iter *it) {
   w->it = it;
   w->p = p;
   w->model = c->work.scope == BS_SCOPE_MODEL;
-  w->L = w->model ? c->model.layers : 1;
-  w->saved = malloc(sizeof *w->saved * (size_t)(w->L * SAVE_MAX));
-  w->saved_seq = malloc(sizeof *w->saved_seq * (size_t)(w->L * SAVE_MAX));
-  w->nsaved = calloc((size_t)w->L, sizeof *w->nsaved);
-  w->act = malloc(sizeof *w->act * (size_t)w->L);
+  w->pp = p->mesh.size[BS_DIM_PP];
+  w->pstage = bs_mesh_coord(&p->mesh, it->rank, BS_DIM_PP);
+  w->prev = it->rank - p->mesh.stride[BS_DIM_PP];
+  w->next = it->rank + p->mesh.stride[BS_DIM_PP];
+  w->has_embed = w->model && w->pstage == 0;
+  w->has_head = w->model && w->pstage == w->pp - 1;
+  w->L = w->model ? c->model.layers / w->pp : 1;
+  w->nmb = p->mesh.microbatches;
+  w->train = c->work.phase == BS_TRAIN;
+  w->ntasks = w->train ? 2 * w->nmb : w->nmb;
+  w->slots = w->train ? (w->nmb < w->pp ? w->nmb : w->pp) : 1;
+  int64_t nl = w->slots * w->L;
+  w->saved = malloc(sizeof *w->saved * (size_t)(nl * SAVE_MAX));
+  w->saved_seq = malloc(sizeof *w->saved_seq * (size_t)(nl * SAVE_MAX));
+  w->nsaved = calloc((size_t)nl, sizeof *w->nsaved);
+  w->act = malloc(sizeof *w->act * (size_t)nl);
   if (!w->saved || !w->saved_seq || !w->nsaved || !w->act) {
     plan_wl_free(w);
     return NULL;
   }
-  for (int64_t i = 0; i < w->L * SAVE_MAX; i++) w->saved[i] = -1;
-  for (int64_t i = 0; i < w->L; i++) w->act[i] = -1;
-  w->train = c->work.phase == BS_TRAIN;
+  for (int64_t i = 0; i < nl * SAVE_MAX; i++) w->saved[i] = -1;
+  for (int64_t i = 0; i < nl; i++) w->act[i] = -1;
   w->recompute = w->train && c->work.recompute;
   w->drop_kv = c->work.phase == BS_PREFILL && c->work.kv_cache == BS_KV_DROP;
   w->zero = c->par.zero;
-  w->tp = c->par.method == BS_TP && p->G > 1;
+  w->tp = p->mesh.size[BS_DIM_TP] > 1;
   w->v3 = w->tp && c->par.tp_variant == 3;
-  bs_param_count_of(c, &w->pc);
+  bs_param_count_stage(c, w->pstage, &w->pc);
   w->g = w->pc.tp;
+  plan_map_of(p, it->rank, &w->map);
+  w->mbs = p->mesh.micro_batch;
   w->es = p->es;
   w->H = c->model.hidden;
   w->F = c->model.ffn;
   w->V = c->model.vocab;
   w->qkvw = (p->Zq + 2 * p->Zkv) * p->d;
-  if (p->decode) w->T = p->B * p->nq_dec; /* the new tokens, on every rank */
-  else if (c->par.method == BS_TP) w->T = p->B * p->N;
-  else w->T = p->B * (p->N / p->G);
-  w->Tn = w->v3 ? w->T / p->G : w->T;
-  w->dpg = (bs_group){0, 1, (int32_t)w->pc.dp};
-  w->tpg = (bs_group){0, 1, (int32_t)w->pc.tp};
+  int A = p->mesh.size[p->mesh.att_dim];    /* the attention group's ranks */
+  if (p->decode) w->T = w->mbs * p->nq_dec; /* the new tokens, on every rank */
+  else if (p->mesh.att_dim == BS_DIM_TP) w->T = w->mbs * p->N;
+  else w->T = w->mbs * (p->N / A);
+  w->Tn = w->v3 ? w->T / w->g : w->T;
+  w->tpg = plan_mesh_group(p, it->rank, BS_DIM_TP);
+  if (plan_grad_group(p, it->rank, &w->dpg)) w->dpg = (bs_group){it->rank, 1, 1}; /* refused at creation (train) */
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
   w->tmp = w->dx = w->logits = w->gh = w->gbuck = w->gnew = w->ehb = -1;
   w->zb[0] = w->zb[1] = w->zh[0] = w->zh[1] = -1;
+  w->pp_in = w->ps_h[0] = w->ps_h[1] = w->ps_b[0] = w->ps_b[1] = -1;
   return w;
 }
 
-static void plan_wl_free(bs_wl *w) {
+static void plan_wl_free(void *v) {
+  bs_wl *w = v;
   if (!w) return;
   bs_plan_iter_free(w->as.in);
   free(w->saved);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { K_I64, K_INT, K_U64, K_STR } kind;
+typedef enum { K_I64, K_INT, K_U64, K_STR, K_ORDER } kind;
 typedef struct {
   const char *name;
   size_t off;
@@ -47,6 +47,11 @@ static const field fields[] = {
   F("parallel.tp_variant", par.tp_variant, K_INT),
   F("parallel.zero", par.zero, K_INT),
   F("parallel.ranks_per_node", par.ranks_per_node, K_INT),
+  F("parallel.tp", par.tp, K_INT),
+  F("parallel.dp", par.dp, K_INT),
+  F("parallel.pp", par.pp, K_INT),
+  F("parallel.micro_batch", par.micro_batch, K_INT),
+  F("parallel.order", par.order, K_ORDER),
   F("cluster.topology", cluster.topology, K_STR),
   F("cluster.profile", cluster.profile, K_STR),
   F("cluster.nodes", cluster.nodes, K_INT),
@@ -84,6 +89,7 @@ static void hash_field(uint64_t *h, const bs_config *c, const field *f) {
     break;
   }
   case K_STR: *h = fnv(*h, p, strnlen(p, 256) + 1); break;
+  case K_ORDER: *h = fnv(*h, p, BS_DIM_COUNT); break;
   }
 }
 

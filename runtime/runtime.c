@@ -52,16 +52,17 @@ static int64_t global_index(gshape g, int64_t b, int64_t h, int64_t t, int64_t x
   return ((b * g.heads + h) * g.tokens + t) * g.width + x;
 }
 
-/* Fills a role buffer (q, k, v, dout) from its shard. */
-static void fill_input(const bs_plan *p, uint64_t seed, bs_role role, const bs_shard *s, void *buf, int bf16) {
+/* Fills a role buffer (q, k, v, dout) of nb sequences from its shard. */
+static void fill_input(const bs_plan *p, uint64_t seed, bs_role role, const bs_shard *s, int64_t nb, void *buf,
+                       int bf16) {
   gshape g = role_shape(p, role);
   int64_t n = bs_shard_tokens(s);
-  for (int64_t b = 0; b < g.B; b++)
+  for (int64_t b = 0; b < nb; b++)
     for (int64_t h = 0; h < s->heads; h++)
       for (int64_t i = 0; i < n; i++) {
-        int64_t t = bs_shard_token(s, i), at = bs_shard_index(s, g.B, b, h, i, g.width);
+        int64_t t = bs_shard_token(s, i), at = bs_shard_index(s, nb, b, h, i, g.width);
         for (int64_t x = 0; x < g.width; x++) {
-          float v = input_value(seed, role, (uint64_t)global_index(g, b, s->head0 + h, t, x));
+          float v = input_value(seed, role, (uint64_t)global_index(g, s->b0 + b, s->head0 + h, t, x));
           if (bf16) ((uint16_t *)buf)[at + x] = attn_f32_to_bf16(v);
           else ((float *)buf)[at + x] = v;
         }
@@ -200,7 +201,7 @@ static int op_alloc(rt *t, const bs_op *op, double t0, char *err, size_t errlen)
   rb->role = op->u.alloc.role;
   rb->shard = op->u.alloc.shard;
   if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT)
-    fill_input(t->plan, t->cfg->seed, rb->role, &rb->shard, rb->ptr, t->bf16);
+    fill_input(t->plan, t->cfg->seed, rb->role, &rb->shard, bs_plan_local_batch(t->plan), rb->ptr, t->bf16);
   t->setup += bs_now_s() - t0;
   t->live += rb->bytes;
   t->live_cls[rb->cls] += rb->bytes;
@@ -384,13 +385,13 @@ static int reference(const bs_plan *p, uint64_t seed, int bf16, int threads, flo
   const bs_role inputs[] = {BS_ROLE_Q, BS_ROLE_K, BS_ROLE_V, BS_ROLE_DOUT};
   for (int j = 0; j < 4; j++) {
     gshape g = role_shape(p, inputs[j]);
-    bs_shard s = {BS_CONTIGUOUS, 0, 1, g.tokens, 0, (int32_t)g.heads};
+    bs_shard s = {BS_CONTIGUOUS, 0, 1, g.tokens, 0, (int32_t)g.heads, 0};
     in[inputs[j]] = malloc((size_t)(g.B * g.heads * g.tokens * g.width) * (bf16 ? 2 : 4));
     if (!in[inputs[j]]) {
       snprintf(err, errlen, "reference: out of memory");
       return -1;
     }
-    fill_input(p, seed, inputs[j], &s, in[inputs[j]], bf16);
+    fill_input(p, seed, inputs[j], &s, g.B, in[inputs[j]], bf16);
   }
   const bs_role outs[] = {BS_ROLE_O, BS_ROLE_LSE, BS_ROLE_DQ, BS_ROLE_DK, BS_ROLE_DV};
   for (int j = 0; j < 5; j++) {
@@ -419,13 +420,13 @@ static int reference(const bs_plan *p, uint64_t seed, int bf16, int threads, flo
 static void compare(const bs_plan *p, const out_meta *m, const float *got, const float *ref, unsigned char *cover,
                     double *maxerr) {
   gshape g = role_shape(p, (bs_role)m->role);
-  int64_t n = bs_shard_tokens(&m->shard);
-  for (int64_t b = 0; b < g.B; b++)
+  int64_t n = bs_shard_tokens(&m->shard), nb = bs_plan_local_batch(p);
+  for (int64_t b = 0; b < nb; b++)
     for (int64_t h = 0; h < m->shard.heads; h++)
       for (int64_t i = 0; i < n; i++) {
-        int64_t t = bs_shard_token(&m->shard, i), li = bs_shard_index(&m->shard, g.B, b, h, i, g.width);
+        int64_t t = bs_shard_token(&m->shard, i), li = bs_shard_index(&m->shard, nb, b, h, i, g.width);
         for (int64_t x = 0; x < g.width; x++) {
-          int64_t gi = global_index(g, b, m->shard.head0 + h, t, x);
+          int64_t gi = global_index(g, m->shard.b0 + b, m->shard.head0 + h, t, x);
           double e;
           if (isinf(ref[gi]) || isinf(got[li + x])) e = (ref[gi] == got[li + x]) ? 0 : INFINITY;
           else e = fabs((double)got[li + x] - (double)ref[gi]);

@@ -259,18 +259,18 @@ int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t
 
 /* A table cell: "-" for a figure of a point without figures. */
 static void table_cell(const bs_field *f, const bs_result *x, char *cell, size_t n) {
-  if (f->figure && !bs_result_has_figures(x)) snprintf(cell, n, "-");
+  if ((f->figure && !bs_result_has_figures(x)) || (f->present && !f->present(x))) snprintf(cell, n, "-");
   else f->cell(x, bs_field_value(f, x), cell, n);
 }
 
-/* A setting's column is shown when the points differ in it. */
+/* A setting's column is shown when the points that have it differ in it. */
 static int varies(const bs_field *f, const bs_result *r, int n) {
   char a[64], b[64];
-  if (n < 2) return 0;
-  table_cell(f, &r[0], a, sizeof a);
-  for (int i = 1; i < n; i++) {
-    table_cell(f, &r[i], b, sizeof b);
-    if (strcmp(a, b)) return 1;
+  int seen = 0;
+  for (int i = 0; i < n; i++) {
+    if (f->present && !f->present(&r[i])) continue;
+    table_cell(f, &r[i], seen ? b : a, 64);
+    if (seen++ && strcmp(a, b)) return 1;
   }
   return 0;
 }

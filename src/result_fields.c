@@ -189,7 +189,7 @@ static const bs_field result_rows[] = {
   {AT("ulysses_degree", "GPUs", BS_FIELD_INT, cfg.par.ulysses_degree), CSV(12, "ulysses_degree"),
    VARY("ulysses_degree", cell_int)},
   {NAMED("ulysses_placement", placement), CSV(48, "ulysses_placement"), VARY("placement", cell_text)},
-  {NAMED("tp_variant", tp_variant), CSV(13, "tp_variant"), VARY("tp", cell_text)},
+  {NAMED("tp_variant", tp_variant), CSV(13, "tp_variant"), VARY("tpv", cell_text)},
   {AT("zero", "stage", BS_FIELD_INT, cfg.par.zero), CSV(14, "zero"), VARY("zero", cell_int)},
   {AT("decode_tokens", "tokens", BS_FIELD_I64, cfg.work.decode_tokens), CSV(44, "decode_tokens"),
    VARY("decode_tokens", cell_int)},
@@ -214,6 +214,17 @@ static const bs_field result_rows[] = {
   {AT("plan.ring_outer", "rings", BS_FIELD_INT, decision.ring_outer), .present = has_plan, CSV(51, "plan_ring_outer")},
   {AT("plan.ulysses_degree", "GPUs", BS_FIELD_INT, decision.ulysses_degree), .present = has_plan,
    CSV(52, "plan_ulysses_degree")},
+  /* the rank grid it ran on (composed parallelism; cp: the attention group's ranks) */
+  {AT("parallel.tp", "GPUs", BS_FIELD_INT, decision.tp), .present = has_plan, CSV(60, "tp"), VARY("tp", cell_int)},
+  {AT("parallel.cp", "GPUs", BS_FIELD_INT, decision.cp), .present = has_plan, CSV(61, "cp"), VARY("cp", cell_int)},
+  {AT("parallel.dp", "replicas", BS_FIELD_INT, decision.dp), .present = has_plan, CSV(62, "dp"), VARY("dp", cell_int)},
+  {AT("parallel.pp", "stages", BS_FIELD_INT, decision.pp), .present = has_plan, CSV(63, "pp"), VARY("pp", cell_int)},
+  {AT("parallel.micro_batch", "sequences", BS_FIELD_I64, decision.micro_batch), .present = has_plan,
+   CSV(64, "micro_batch"), VARY("mbs", cell_int)},
+  {AT("parallel.microbatches", "microbatches", BS_FIELD_I64, decision.microbatches), .present = has_plan,
+   CSV(65, "microbatches")},
+  {AT("parallel.order", "", BS_FIELD_CHARS, decision.order), .present = has_plan, CSV(66, "order"),
+   VARY("order", cell_text)},
   /* ok, refused (the method or platform cannot run the point) or failed; a point that is not ok
    * has its reason in error and no figures (null in JSON, empty in CSV, "-" in the table) */
   {NAMED("status", status), CSV(36, "status")},

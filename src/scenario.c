@@ -293,6 +293,23 @@ static int set_tp_variant(bs_config *c, const char *v, char *why, size_t n) {
 ENUM_SETTER(set_ulysses_placement, par.ulysses_placement, bs_placement, "head-first", "ring-first")
 INT_SETTER(set_zero, par.zero, 0, 3, 0)
 INT_SETTER(set_ranks_per_node, par.ranks_per_node, 1, 1 << 16, 0)
+INT_SETTER(set_tp, par.tp, 1, 1 << 20, 0)
+INT_SETTER(set_dp, par.dp, 1, 1 << 20, 0)
+INT_SETTER(set_pp, par.pp, 1, 1 << 12, 0)
+static int set_micro_batch(bs_config *c, const char *v, char *why, size_t n) {
+  int64_t x;
+  if (!strcmp(v, "auto")) return c->par.micro_batch = 0, 0;
+  if (parse_int64(v, 1, 1 << 20, 0, &x, why, n)) return -1;
+  c->par.micro_batch = (int)x;
+  return 0;
+}
+static int set_order(bs_config *c, const char *v, char *why, size_t n) {
+  if (!bs_order_parse(v, c->par.order)) return 0;
+  char cb[SHOWN + 4];
+  snprintf(why, n, "'%s' is not an order of tp, cp, dp and pp, each once, fastest first (e.g. tp-cp-dp-pp)",
+           clip(v, cb));
+  return -1;
+}
 
 static int set_topology(bs_config *c, const char *v, char *why, size_t n) {
   return parse_name(v, c->cluster.topology, sizeof c->cluster.topology, why, n);
@@ -338,6 +355,11 @@ static const key_def keys[] = {
   {"parallel", "tp_variant", set_tp_variant, "v1 | v3"},
   {"parallel", "zero", set_zero, "0 | 1 | 2 | 3"},
   {"parallel", "ranks_per_node", set_ranks_per_node, "ranks per node in real runs"},
+  {"parallel", "tp", set_tp, "tensor-parallel degree (Megatron, sequence parallel with tp_variant v3)"},
+  {"parallel", "dp", set_dp, "data-parallel replicas"},
+  {"parallel", "pp", set_pp, "pipeline stages (model scope)"},
+  {"parallel", "micro_batch", set_micro_batch, "sequences per microbatch | auto (batch / dp)"},
+  {"parallel", "order", set_order, "dimensions fastest first over the ranks (tp-cp-dp-pp)"},
   {"cluster", "topology", set_topology, "a generator of bs_topo_generator_names | FILE.xml"},
   {"cluster", "profile", set_profile, "a profile of calib/profiles | FILE.json (default: the topology's)"},
   {"cluster", "nodes", set_nodes, "nodes, 0 = from gpus"},

@@ -7,6 +7,9 @@
  *   - they equal the published volume of the method, written out here from
  *     the point's shapes (independently of plans/),
  *   - the simulated peak memory equals the runtime allocator's peak.
+ * A composed point (parallel.tp, dp) runs the method over its attention group:
+ * the volume is the method's over cp ranks (method tp: tp ranks), for the
+ * replica's batch (batch / dp) and the rank's heads (heads / tp).
  * Collective bytes follow the ring convention on both sides (the runtime
  * counts what a ring moves; the simulator must run with coll_algo = ring).
  *
@@ -21,6 +24,7 @@
 typedef struct {
   char method[32], phase[16], bwd_comm[16], tp_variant[8], dtype[8], coll_algo[8];
   int64_t G, N, B, Z, Zk, d, hidden, U, tq, es;
+  int64_t ranks; /* every rank of the point (G: the attention group's) */
 } point;
 
 static cJSON *load(const char *path) {
@@ -89,6 +93,20 @@ static int read_point(cJSON *r, point *p) {
     return -1;
   if (!strcmp(p->phase, "decode") && get_int(r, "decode_tokens", &p->tq)) return -1;
   p->es = strcmp(p->dtype, "fp32") ? 2 : 4;
+  p->ranks = p->G;
+  cJSON *par = cJSON_GetObjectItem(r, "parallel");
+  int64_t tp = 1, cp = p->G, dp = 1;
+  if (par && (get_int(par, "tp", &tp) || get_int(par, "cp", &cp) || get_int(par, "dp", &dp))) return -1;
+  if (tp < 1 || cp < 1 || dp < 1 || p->B % dp) return -1;
+  p->B /= dp; /* the replica's sequences */
+  if (strcmp(p->method, "tp")) {
+    if (p->Z % tp || p->Zk % tp) return -1;
+    p->Z /= tp; /* the rank's heads */
+    p->Zk /= tp;
+    p->G = cp;
+  } else {
+    p->G = tp;
+  }
   return p->G >= 1 && p->N % p->G == 0 ? 0 : -1;
 }
 
@@ -162,7 +180,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   point ps;
-  if (read_point(sim, &ps) || strcmp(ps.method, p.method) || ps.G != p.G || ps.N != p.N) {
+  if (read_point(sim, &ps) || strcmp(ps.method, p.method) || ps.G != p.G || ps.N != p.N || ps.B != p.B) {
     fprintf(stderr, "%s and %s are not the same point\n", argv[1], argv[2]);
     fails++;
   }
@@ -176,12 +194,12 @@ int main(int argc, char **argv) {
     fails++;
   }
   cJSON *rr = cJSON_GetObjectItem(run, "ranks"), *sr = cJSON_GetObjectItem(sim, "ranks");
-  if (cJSON_GetArraySize(rr) != p.G || cJSON_GetArraySize(sr) != p.G) {
+  if (cJSON_GetArraySize(rr) != p.ranks || cJSON_GetArraySize(sr) != p.ranks) {
     fprintf(stderr, "ranks: run has %d, sim has %d, the point %lld\n", cJSON_GetArraySize(rr), cJSON_GetArraySize(sr),
-            (long long)p.G);
+            (long long)p.ranks);
     fails++;
   } else {
-    for (int i = 0; i < p.G; i++) {
+    for (int i = 0; i < p.ranks; i++) {
       int64_t rb, sb, rp, sp, rk, sk;
       cJSON *a = cJSON_GetArrayItem(rr, i), *b = cJSON_GetArrayItem(sr, i);
       if (get_int(a, "rank", &rk) || get_int(b, "rank", &sk) || get_int(a, "bytes_sent", &rb) ||
