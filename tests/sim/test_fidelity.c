@@ -5,7 +5,8 @@
  * x = sqrt(Nq Nk), interpolated in log2 x and clamped below the table), the
  * per-call cost of a collective (collectives.base_s, paid once whatever the
  * algorithm), and a link's message-size factors (a small message pays the
- * small-message latency and bandwidth, a large one the link's own).
+ * small-message latency and bandwidth, a large one the link's own); and an
+ * allreduce over nodes that share NICs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -101,8 +102,8 @@ static void test_attn_pass_tables(void **st) {
 
 /* ---------------- per-call collective cost ---------------- */
 
-/* One allreduce of `bytes` over n toy ranks with profile `prof`; returns the step time. */
-static double one_allreduce(toy_files *t, int n, int64_t bytes, bs_coll_algo algo) {
+/* One allreduce of `bytes` over the n ranks of configuration c; returns the step time. */
+static double allreduce_on(const bs_config *c, int n, int64_t bytes) {
   static toy_plan pl;
   memset(&pl, 0, sizeof pl);
   pl.ranks = n;
@@ -115,19 +116,50 @@ static double one_allreduce(toy_files *t, int n, int64_t bytes, bs_coll_algo alg
     int h = 2;
     toy_wait(&pl, r, 1, &h);
   }
-  bs_config c;
-  toy_config(&c, t, n);
-  c.cluster.coll_algo = algo;
   bs_sim_opts o;
   bs_sim_opts_default(&o);
   bs_sim_source s = toy_source(&pl);
   bs_result r;
   char err[512] = "";
-  int rc = bs_sim_run_source(&c, &o, &s, &r, NULL, NULL, err, sizeof err);
+  int rc = bs_sim_run_source(c, &o, &s, &r, NULL, NULL, err, sizeof err);
   if (rc) fail_msg("%s", err);
   double step = r.time.step;
   bs_result_free(&r);
   return step;
+}
+
+/* One allreduce of `bytes` over n toy ranks (profile and platform of t); the step time. */
+static double one_allreduce(toy_files *t, int n, int64_t bytes, bs_coll_algo algo) {
+  bs_config c;
+  toy_config(&c, t, n);
+  c.cluster.coll_algo = algo;
+  return allreduce_on(&c, n, bytes);
+}
+
+/*
+ * Shared NICs (4 per 8 GPUs, nccl-tests #119's servers) and an allreduce across 3 DGX A100 nodes
+ * chosen by auto: the fold pre-pass and the run judge the algorithm from the same routes (this
+ * stopped on an internal check when the route model counted a GPU's share of a NIC and SimGrid the
+ * whole NIC). The ring of 8 rail channels, 2 per NIC, runs each hop as one flow at half a NIC:
+ * base + route latency + 2(n-1) parts / (24 GB/s / 2).
+ */
+static void test_shared_nic_allreduce(void **st) {
+  (void)st;
+  static bs_profile prof;
+  char err[512] = "";
+  if (bs_profile_load("a100-sxm4-80gb", &prof, err, sizeof err)) fail_msg("%s", err);
+  bs_config c;
+  bs_config_default(&c);
+  c.par.gpus = 24;
+  snprintf(c.cluster.topology, sizeof c.cluster.topology, "dgx-a100");
+  snprintf(c.cluster.profile, sizeof c.cluster.profile, "a100-sxm4-80gb");
+  c.cluster.nics_per_node = 4;
+  c.cluster.coll_algo = BS_COLL_ALGO_AUTO;
+  const int64_t bytes = 128 << 20;
+  int64_t chunk = bytes / 24, part = chunk / 8 + (chunk % 8 != 0);
+  double nic_bw = prof.link[BS_LINK_NIC].bw_Bps, nic_lat = prof.link[BS_LINK_NIC].lat_s;
+  double want = prof.coll_base_s + 2 * nic_lat + 2.0 * 23 * (double)part / (nic_bw / 2);
+  assert_close(allreduce_on(&c, 24, bytes), want, 1e-4);
 }
 
 /* The toy profile with a collectives section added. */
@@ -241,6 +273,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_attn_pass_tables),
     cmocka_unit_test(test_coll_base_cost),
     cmocka_unit_test(test_small_message_factors),
+    cmocka_unit_test(test_shared_nic_allreduce),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
