@@ -121,9 +121,7 @@ def comm_value(build, row):
     nbytes = size // n if op == "allgather" else size  # fidelity_point takes allgather's per-rank share
     cmd = [os.path.join(build, "tests", "sim", "fidelity_point"), profile, topo, str(gpus), op, str(nbytes), str(arg)]
     if nics:
-        # ring: with shared NICs the auto choice stops on an internal check of the route model
-        # (sim_group_links_model reports half the NIC bandwidth SimGrid's routes give)
-        cmd += ["nics=%d" % nics, "algo=ring"]
+        cmd.append("nics=%d" % nics)
     t = float(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     if unit == "us":
         return t * 1e6

@@ -204,6 +204,32 @@ static void test_coll_base_cost(void **st) {
   }
 }
 
+/* The profile writer keeps the per-call cost (calibration writes profiles through it). */
+static void test_coll_base_roundtrip(void **st) {
+  (void)st;
+  static bs_profile p, q;
+  char err[512] = "", path[256];
+  if (bs_profile_load("h100-sxm", &p, err, sizeof err)) fail_msg("%s", err);
+  assert_true(p.coll_base_s > 0);
+  temp_file(path, sizeof path, "roundtrip", ".json", "");
+  if (bs_profile_save(&p, path, "test", err, sizeof err)) fail_msg("%s", err);
+  int rc = bs_profile_load(path, &q, err, sizeof err);
+  unlink(path);
+  if (rc) fail_msg("%s", err);
+  assert_true(q.coll_base_s == p.coll_base_s);
+  p.coll_base_s = 0; /* absent when 0: a calibrated host profile stays without it */
+  temp_file(path, sizeof path, "roundtrip", ".json", "");
+  if (bs_profile_save(&p, path, "test", err, sizeof err)) fail_msg("%s", err);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[1 << 16];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  unlink(path);
+  assert_null(strstr(text, "collectives"));
+}
+
 /* ---------------- message-size factors ---------------- */
 
 #define NV_BW 100e9
@@ -270,9 +296,8 @@ static void test_small_message_factors(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_attn_pass_tables),
-    cmocka_unit_test(test_coll_base_cost),
-    cmocka_unit_test(test_small_message_factors),
+    cmocka_unit_test(test_attn_pass_tables),     cmocka_unit_test(test_coll_base_cost),
+    cmocka_unit_test(test_coll_base_roundtrip),  cmocka_unit_test(test_small_message_factors),
     cmocka_unit_test(test_shared_nic_allreduce),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
