@@ -71,6 +71,9 @@ COMMS = [
      "arXiv 2411.01783 Table 8 (decode SendRecv, 2 hosts)", "check"),
     ("h100-sxm", "sendrecv, 2 GPUs on NVLink, 1 GiB", "dgx-h100", 8, "sendrecv", GiB, 1, 0, 180, "GB/s",
      "nccl-tests #268 (plateau near 180)", "check"),
+    # one KV block of a pass-KV ring iteration: 128000 tokens / CP4 = 32000 tokens x 1 KV head x d 128 x (K, V) x 2 B
+    ("h100-sxm-96gb", "sendrecv of one KV block (16.4 MB) across hosts", "dgx-h100", 16, "sendrecv", 16384000, 8, 0, 627,
+     "us", "arXiv 2411.01783 Table 5 (pass-KV SendRecv, 4 hosts, 128K)", "check"),
 ]
 
 
