@@ -12,6 +12,9 @@
  *              when the result is filled, so that it folds);
  *   all-to-all every pair at once, as NCCL's grouped send/recv does.
  *
+ * Every call first pays the profile's per-call base cost (collectives.base_s),
+ * once, whatever the algorithm.
+ *
  * Groups are written in real ranks; mailboxes are named by actor slots, so a
  * folded run folds them.
  */
@@ -432,6 +435,9 @@ static void coll_main(int argc, char **argv) {
   rank_state *rs = job->rs;
   coll_setup s;
   if (coll_prepare(rs, job, &s) == 0) {
+    /* The call's fixed cost (the profile's collectives.base_s), before any step. */
+    double base = rs->ctx->prof ? rs->ctx->prof->coll_base_s : 0;
+    if (base > 0) sg_actor_sleep_for(base);
     if (s.algo == BS_COLL_ALGO_TREE) coll_tree(rs, job, &s);
     else if (s.steps < 0) coll_alltoall(rs, job, &s);
     else coll_ring(rs, job, &s);

@@ -157,9 +157,9 @@ int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, dou
     return 0;
   }
   *lat = 2 * t->link[BS_LINK_NIC].lat_s;
+  /* The route's own bandwidth, as SimGrid reports it (coll.c checks that the two agree): GPUs that
+   * share a NIC share it in the simulation, not in this figure. */
   *bw = t->link[BS_LINK_NIC].bw_Bps;
-  /* GPUs that share a NIC share its bandwidth: a GPU's part of it. */
-  if (bs_topo_nics(t) < g) *bw = *bw * bs_topo_nics(t) / g;
   int la = na / L, lb = nb / L;
   if (a % g == b % g && la == lb) return 0;
   /* Through the core: both leaves' uplinks. */

@@ -42,8 +42,9 @@ int bs_platform_apply_profile(const bs_profile *prof, int generated);
  * The route between real ranks a != b of a generated dgx platform at its full
  * size, as the generator lays it out: inside a node GPU - NVSwitch - GPU; on
  * one rail under one leaf NIC - leaf - NIC; otherwise NIC - leaf uplink - core
- * - leaf uplink - NIC. *lat: the summed latency, *bw: the narrowest link (a
- * NIC that several GPUs share counts with one GPU's part of its bandwidth).
+ * - leaf uplink - NIC. *lat: the summed latency, *bw: the narrowest link, as
+ * SimGrid reports the route (a NIC that several GPUs share counts whole: the
+ * sharing happens in the simulated flows).
  * Returns 0, or -1 when the platform is not a generated dgx one.
  */
 int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, double *bw);

@@ -172,6 +172,23 @@ static int get_opt_bytes(const cJSON *obj, const char *key, double hi, int64_t *
 
 #define ROUND_MAX 0x1p30 /* an allocation granule of more than 1 GiB is a unit slip */
 
+/* The optional "collectives" section (format in profile.h): a per-call base cost, absent = 0. */
+static int parse_collectives(const cJSON *cj, bs_profile *p, const char *path, char *err, size_t errlen) {
+  if (!cJSON_IsObject(cj)) {
+    snprintf(err, errlen, "%s: collectives: must be an object {\"base_s\": {\"value\": s, \"source\": \"...\"}}", path);
+    return -1;
+  }
+  const cJSON *k;
+  cJSON_ArrayForEach(k, cj) {
+    if (strcmp(k->string, "base_s")) {
+      snprintf(err, errlen, "%s: collectives.%s: unknown key (base_s)", path, k->string);
+      return -1;
+    }
+  }
+  if (!cJSON_GetObjectItemCaseSensitive(cj, "base_s")) return 0;
+  return get_range(cj, "base_s", 0, LAT_MAX, "s", &p->coll_base_s, path, "collectives", err, errlen);
+}
+
 /* The framework's memory terms (format in profile.h); each absent key leaves its term out. */
 static int parse_memory_terms(const cJSON *dev, bs_profile *p, const char *path, char *err, size_t errlen) {
   if (get_opt_bytes(dev, "reserved_bytes", floor(p->memory_bytes) - 1, &p->reserved_bytes, path, "device", err,
@@ -565,6 +582,8 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
   snprintf(p->net_model, sizeof p->net_model, "CM02");
   const cJSON *net = cJSON_GetObjectItemCaseSensitive(root, "network");
   if (net && parse_network(net, p, path, err, errlen)) goto out;
+  const cJSON *colls = cJSON_GetObjectItemCaseSensitive(root, "collectives");
+  if (colls && parse_collectives(colls, p, path, err, errlen)) goto out;
   const cJSON *host = cJSON_GetObjectItemCaseSensitive(root, "host");
   if (host) {
     double cores = 0;
@@ -659,6 +678,10 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
   cJSON_AddStringToObject(net, "model", p->net_model);
   cJSON_AddNumberToObject(net, "crosstraffic", p->crosstraffic);
   cJSON_AddNumberToObject(net, "tcp_gamma", p->tcp_gamma);
+  if (p->coll_base_s > 0) {
+    cJSON *cj = cJSON_AddObjectToObject(root, "collectives");
+    cJSON_AddItemToObject(cj, "base_s", val(p->coll_base_s, source));
+  }
   if (p->host_speed > 0) {
     cJSON *h = cJSON_AddObjectToObject(root, "host");
     cJSON_AddItemToObject(h, "speed_flops", val(p->host_speed, source));

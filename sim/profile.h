@@ -72,6 +72,11 @@
  *                "source": "..."}     factors: piecewise by message size
  *   },
  *   "network": {"model": "CM02", "crosstraffic": 0, "tcp_gamma": 0, "source": "..."},
+ *   "collectives": {             optional; absent = 0 (calibrated host profiles leave it out)
+ *     "base_s": {...}            fixed cost of every collective call (NCCL's per-call base
+ *                                latency: its kernel launch and the channels' setup), paid once
+ *                                per call before the algorithm's steps, whatever the algorithm
+ *   },
  *   "host": {"speed_flops": {...}, "cores": {...}}      (host topology only)
  * }
  */
@@ -136,7 +141,8 @@ typedef struct {
   char net_model[32];
   int crosstraffic;
   double tcp_gamma;
-  double host_speed; /* host topology: flop/s of the shared CPU (0 = none) */
+  double coll_base_s; /* fixed cost of one collective call, s (0 = none) */
+  double host_speed;  /* host topology: flop/s of the shared CPU (0 = none) */
   int host_cores;
 } bs_profile;
 
