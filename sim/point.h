@@ -54,7 +54,10 @@ typedef struct {
   void *rx; /* RECV: the payload lands here */
   double t_post;
   int64_t op_index;
-  int step; /* the op's ring step / stage (-1: none), for messages */
+  int step;       /* the op's ring step / stage (-1: none), for messages */
+  double t_match; /* SEND / RECV: when both sides had posted (-1: not yet, or not known) */
+  int coll_seq;   /* COLL: the rank's collective number ... */
+  bs_group group; /* ... and its group (whose members' arrivals bound the wait for peers) */
 } handle;
 
 typedef struct {
@@ -63,10 +66,15 @@ typedef struct {
   bs_mem_class cls;
 } membuf;
 
+#define PEND_RING 32 /* posts on one side of a pair that wait for the other side, remembered */
 typedef struct {
   int peer; /* slot of the peer */
   int dir;  /* 0 send (me -> peer), 1 recv (peer -> me) */
   sg_mailbox_t mb;
+  /* matching, for time_s.wait_for_peers: messages of a pair match in order, so the k-th post of
+   * one side meets the k-th of the other; a side ahead keeps its handles until the other posts */
+  int64_t posted;
+  short pend[PEND_RING];
 } mbcache;
 
 typedef struct rank_state {
@@ -84,6 +92,9 @@ typedef struct rank_state {
   int nmbc;
   int coll_seq;
   double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
+  double peer_wait; /* the part of `exposed` spent before the last peer had posted (time_s.wait_for_peers) */
+  double *coll_arr; /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
+  int coll_arr_cap;
   int64_t sent, recvd, intra, inter;
   int64_t op_index;
   int finished;
@@ -141,6 +152,11 @@ static inline int node_of_rank(const sim_ctx *c, int rank) {
   return rank / c->rpn;
 }
 static inline sg_host_t host_of(const sim_ctx *c, int rank) { return c->rs[slot_of(c, rank)].host; }
+/* cluster.straggler: how many times longer real rank `rank`'s COMPUTE ops take (1: not the straggler). */
+static inline double sim_compute_factor(const bs_config *cfg, int rank) {
+  const bs_cluster *k = &cfg->cluster;
+  return k->straggler_factor > 0 && rank == k->straggler_rank ? k->straggler_factor : 1.0;
+}
 
 /* ------------------------------------------------------------------ */
 /* ctx.c                                                               */
