@@ -153,7 +153,7 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
     }
     snprintf(ps->file, sizeof ps->file, "%s", topo);
     ps->ranks_per_node = cfg->par.ranks_per_node > 0 ? cfg->par.ranks_per_node : 1;
-    return 0;
+    return resolve_whatifs(cfg, ps, err, errlen);
   }
   ps->generated = 1;
   if (bs_topo_defaults(topo, 1, &ps->tp, err, errlen)) return -1;

@@ -221,7 +221,8 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
 int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen);
 /* The times of a result are ones the simulator can report; 0, or -1 with a message. */
 int sim_check_times(const bs_result *out, char *err, size_t errlen);
-/* The result names the profile the point ran with: --profile (as given) over the scenario's. */
+/* The result names the profile the point ran with: --profile (as given) over the scenario's;
+ * and the leaves: --nodes-per-leaf and --oversub over cluster.nodes_per_leaf and cluster.oversub. */
 void sim_record_profile(bs_result *out, const bs_sim_opts *opts);
 
 /* ------------------------------------------------------------------ */
