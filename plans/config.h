@@ -72,7 +72,7 @@ typedef struct {
   int degrade_one_node;    /* ... of node degrade_node only (0: of every node) ... */
   int degrade_node;
   double degrade_factor; /* ... at this share of their bandwidth, in (0, 1] (0 = none) */
-  int failed_node;       /* with failed_nics > 0: on this node ... */
+  int failed_node;       /* with failed_nics > 0: on this node (-1: on every node) ... */
   int failed_nics;       /* ... this many NICs (the last, by rail) are down (0 = none) */
 } bs_cluster;
 

@@ -296,11 +296,15 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
     snprintf(why, whylen, "not applicable (%s)", !ps->generated ? "user platform file" : "one shared host");
     return 0;
   }
-  /* What-ifs of one node break the node symmetry the fold shifts by: no fold. */
+  /* A what-if of one node breaks the node symmetry the fold shifts by; failed NICs on every
+   * node break the rails (the fold keeps a node's GPUs by whole NICs): no fold. */
   if (ps->tp.failed_nics > 0 || ps->tp.degrade_factor > 0) {
-    snprintf(why, whylen, "no: %s of node %d breaks the node symmetry",
-             ps->tp.failed_nics > 0 ? "cluster.failed_nics" : "cluster.degrade",
-             ps->tp.failed_nics > 0 ? ps->tp.failed_node : ps->tp.degrade_node);
+    if (ps->tp.failed_nics > 0 && ps->tp.failed_node < 0)
+      snprintf(why, whylen, "no: cluster.failed_nics on every node breaks the rails");
+    else
+      snprintf(why, whylen, "no: %s of node %d breaks the node symmetry",
+               ps->tp.failed_nics > 0 ? "cluster.failed_nics" : "cluster.degrade",
+               ps->tp.failed_nics > 0 ? ps->tp.failed_node : ps->tp.degrade_node);
     return 0;
   }
   rank_info *ri = malloc(sizeof *ri * (size_t)G);

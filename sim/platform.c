@@ -98,15 +98,19 @@ static int resolve_whatifs(const bs_config *cfg, bs_platform_spec *ps, char *err
                k->failed_node, k->failed_nics, ps->generated ? ps->tp.name : ps->file);
       return -1;
     }
-    if (k->failed_node < 0 || k->failed_node >= K) {
+    if (k->failed_node < -1 || k->failed_node >= K) {
       snprintf(err, errlen, "cluster.failed_nics: node %d is not a node of %s with %d node(s) (0 .. %d)",
                k->failed_node, ps->tp.name, K, K - 1);
       return -1;
     }
     int nics = bs_topo_nics(&ps->tp);
     if (k->failed_nics >= nics) {
-      snprintf(err, errlen, "cluster.failed_nics: %d of the %d NICs of node %d down leaves none", k->failed_nics, nics,
-               k->failed_node);
+      if (k->failed_node < 0)
+        snprintf(err, errlen, "cluster.failed_nics: all:%d: %d of the %d NICs of every node down leaves none",
+                 k->failed_nics, k->failed_nics, nics);
+      else
+        snprintf(err, errlen, "cluster.failed_nics: %d of the %d NICs of node %d down leaves none", k->failed_nics,
+                 nics, k->failed_node);
       return -1;
     }
     ps->tp.failed_node = k->failed_node;

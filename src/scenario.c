@@ -400,9 +400,9 @@ static int set_failed_nics(bs_config *c, const char *v, char *why, size_t n) {
   }
   char a[32];
   const char *f;
-  int64_t node, k;
-  if (split_colon(v, a, sizeof a, &f, "NODE:NICS (3:1)", why, n) || parse_int64(a, 0, 1 << 16, 0, &node, why, n) ||
-      parse_int64(f, 1, 1 << 16, 0, &k, why, n))
+  int64_t node = -1, k;
+  if (split_colon(v, a, sizeof a, &f, "NODE:NICS or all:NICS (3:1)", why, n) ||
+      (strcmp(a, "all") && parse_int64(a, 0, 1 << 16, 0, &node, why, n)) || parse_int64(f, 1, 1 << 16, 0, &k, why, n))
     return -1;
   c->cluster.failed_node = (int)node;
   c->cluster.failed_nics = (int)k;
@@ -464,7 +464,7 @@ static const key_def keys[] = {
   {"cluster", "oversub", set_oversub, "dgx: leaf oversubscription, 1 .. 1e6 (default 1; --oversub wins)"},
   {"cluster", "straggler", set_straggler, "none | RANK:F (sim: that rank's COMPUTE takes F times longer)"},
   {"cluster", "degrade", set_degrade, "none | CLASS:F | CLASS@NODE:F (sim: links of a class at F of their bandwidth)"},
-  {"cluster", "failed_nics", set_failed_nics, "none | NODE:K (sim: K NICs of that node down, traffic on the others)"},
+  {"cluster", "failed_nics", set_failed_nics, "none | NODE:K | all:K (sim: K NICs of a node, or of every node, down)"},
   {"output", "trace", set_trace, "on | off"},
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))

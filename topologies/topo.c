@@ -216,7 +216,7 @@ int bs_topo_nic_of(const bs_topo_params *p, int i) {
 
 int bs_topo_nic_of_node(const bs_topo_params *p, int n, int i) {
   int j = bs_topo_nic_of(p, i), live = bs_topo_nics(p) - p->failed_nics;
-  if (p->failed_nics > 0 && n == p->failed_node && live > 0 && j >= live) j %= live;
+  if (p->failed_nics > 0 && (n == p->failed_node || p->failed_node < 0) && live > 0 && j >= live) j %= live;
   return j;
 }
 

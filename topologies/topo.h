@@ -55,7 +55,8 @@ typedef struct {
   int wrap_offset; /* dgx fold quotient (see bs_topo_fold_quotient): 0 = none */
   /* What-ifs of one node (all zero: none). Links of class degrade_class on node degrade_node
    * (fabric: the uplinks of that node's leaf, every rail) at degrade_factor of their bandwidth;
-   * the last failed_nics NICs of node failed_node down (dgx), their GPUs moved to the others. */
+   * the last failed_nics NICs of node failed_node (-1: of every node) down (dgx), their GPUs
+   * moved to the others. */
   int degrade_node, degrade_class;
   double degrade_factor;
   int failed_node, failed_nics;
@@ -87,7 +88,7 @@ int bs_topo_nic_of(const bs_topo_params *p, int i);
 int bs_topo_nics(const bs_topo_params *p);
 /*
  * dgx generators: the NIC local GPU i of node n uses, failed NICs included: on the node with
- * failed_nics > 0 the last failed_nics NICs are down and a GPU whose NIC j is down sends
+ * failed_nics > 0 (every node when failed_node is -1) the last failed_nics NICs are down and a GPU whose NIC j is down sends
  * through NIC j mod (NICs - failed_nics), the first live NICs in rail order. Elsewhere
  * bs_topo_nic_of.
  */

@@ -335,6 +335,9 @@ static void test_failed_nic_reroutes(void **state) {
     assert_int_equal(bs_topo_nic_of_node(&p, 0, i), want[i]);
     assert_int_equal(bs_topo_nic_of_node(&p, 1, i), i);
   }
+  p.failed_node = -1; /* all:3 */
+  for (int n = 0; n < 2; n++)
+    for (int i = 0; i < 8; i++) assert_int_equal(bs_topo_nic_of_node(&p, n, i), want[i]);
 }
 
 /* A point with a what-if: the fold refuses the asymmetric ones and folds the symmetric one
@@ -410,6 +413,11 @@ static void set_failed(bs_config *c) {
   c->cluster.failed_nics = 1;
 }
 
+static void set_failed_all(bs_config *c) {
+  c->cluster.failed_node = -1;
+  c->cluster.failed_nics = 1;
+}
+
 static void test_whatif_fold_exact(void **state) {
   (void)state;
   fold_case("straggler 37:1.3", 0, set_straggler);
@@ -417,6 +425,7 @@ static void test_whatif_fold_exact(void **state) {
   fold_case("degrade fabric:0.25", 1, set_fabric_half);
   fold_case("degrade nvlink@3:0.5", 0, set_nvlink_node);
   fold_case("failed_nics 5:1", 0, set_failed);
+  fold_case("failed_nics all:1", 0, set_failed_all);
 }
 
 /* Values the point cannot take: errors that name the key, before SimGrid starts (-2). */
