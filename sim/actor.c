@@ -22,27 +22,27 @@
 #include <simgrid/exec.h>
 #include <simgrid/mailbox.h>
 
-/* The cache entry of rs's side of the pair with peer_slot (created), or NULL when the cache is full. */
-static mbcache *pair_entry(rank_state *rs, int peer_slot, int dir) {
+static sg_mailbox_t mailbox(rank_state *rs, int peer_slot, int dir) {
   for (int i = 0; i < rs->nmbc; i++)
-    if (rs->mbc[i].peer == peer_slot && rs->mbc[i].dir == dir) return &rs->mbc[i];
-  if (rs->nmbc >= MAX_PEERS) return NULL;
+    if (rs->mbc[i].peer == peer_slot && rs->mbc[i].dir == dir) return rs->mbc[i].mb;
   char name[48];
   int src = dir ? peer_slot : rs->slot, dst = dir ? rs->slot : peer_slot;
   snprintf(name, sizeof name, "p%d:%d", src, dst);
-  mbcache *e = &rs->mbc[rs->nmbc++];
-  memset(e, 0, sizeof *e);
-  *e = (mbcache){.peer = peer_slot, .dir = dir, .mb = sg_mailbox_by_name(name)};
-  return e;
+  sg_mailbox_t mb = sg_mailbox_by_name(name);
+  if (rs->nmbc < MAX_PEERS) rs->mbc[rs->nmbc++] = (mbcache){peer_slot, dir, mb};
+  return mb;
 }
 
-static sg_mailbox_t mailbox(rank_state *rs, int peer_slot, int dir) {
-  mbcache *e = pair_entry(rs, peer_slot, dir);
-  if (e) return e->mb;
-  char name[48];
-  int src = dir ? peer_slot : rs->slot, dst = dir ? rs->slot : peer_slot;
-  snprintf(name, sizeof name, "p%d:%d", src, dst);
-  return sg_mailbox_by_name(name);
+/* rs's side of the pair with peer_slot (created), or NULL when rs already has MAX_PEERS. */
+static pairmatch *pair_entry(rank_state *rs, int peer_slot, int dir) {
+  for (int i = 0; i < rs->npm; i++)
+    if (rs->pm[i].peer == peer_slot && rs->pm[i].dir == dir) return &rs->pm[i];
+  if (rs->npm >= MAX_PEERS) return NULL;
+  pairmatch *e = &rs->pm[rs->npm++];
+  memset(e, 0, sizeof *e);
+  e->peer = peer_slot;
+  e->dir = dir;
+  return e;
 }
 
 /*
@@ -56,7 +56,7 @@ static void note_match(rank_state *rs, int peer_slot, int dir, int hd) {
   sim_ctx *c = rs->ctx;
   handle *h = &rs->h[hd];
   h->t_match = -1;
-  mbcache *me = pair_entry(rs, peer_slot, dir), *other = pair_entry(&c->rs[peer_slot], rs->slot, !dir);
+  pairmatch *me = pair_entry(rs, peer_slot, dir), *other = pair_entry(&c->rs[peer_slot], rs->slot, !dir);
   if (!me || !other) return;
   int64_t k = me->posted++;
   if (other->posted > k) { /* the peer posted its k-th first: both meet now */

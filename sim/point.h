@@ -66,16 +66,21 @@ typedef struct {
   bs_mem_class cls;
 } membuf;
 
-#define PEND_RING 32 /* posts on one side of a pair that wait for the other side, remembered */
 typedef struct {
   int peer; /* slot of the peer */
   int dir;  /* 0 send (me -> peer), 1 recv (peer -> me) */
   sg_mailbox_t mb;
-  /* matching, for time_s.wait_for_peers: messages of a pair match in order, so the k-th post of
-   * one side meets the k-th of the other; a side ahead keeps its handles until the other posts */
+} mbcache;
+
+/* Matching, for time_s.wait_for_peers: messages of a pair match in order, so the k-th post of one
+ * side meets the k-th of the other; a side ahead keeps its handles until the other posts. Plain
+ * bookkeeping, apart from the mailboxes (it makes no SimGrid call, so it never reorders actors). */
+#define PEND_RING 32 /* posts on one side of a pair that wait for the other side, remembered */
+typedef struct {
+  int peer, dir; /* as in mbcache */
   int64_t posted;
   short pend[PEND_RING];
-} mbcache;
+} pairmatch;
 
 typedef struct rank_state {
   struct sim_ctx *ctx;
@@ -90,6 +95,8 @@ typedef struct rank_state {
   int64_t cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
   mbcache mbc[MAX_PEERS];
   int nmbc;
+  pairmatch pm[MAX_PEERS];
+  int npm;
   int coll_seq;
   double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
   double peer_wait; /* the part of `exposed` spent before the last peer had posted (time_s.wait_for_peers) */

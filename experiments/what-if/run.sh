@@ -31,5 +31,5 @@ done > "$OUT/points.txt"
 # Slowdown against each method's uniform point (what-if "none"); straggler factor series for the plot.
 awk -v d="$OUT/dat" -f "$HERE/series.awk" "$OUT/points.txt"
 gnuplot -e "d='$OUT/dat'; o='$OUT'" "$HERE/plot.gp"
-awk -v wall="$wall" -f "$LIB/fmt.awk" -f "$HERE/report.awk" "$OUT/points.txt" > "$OUT/report.md"
-echo "what-if: $OUT/report.md"
+awk -f "$LIB/fmt.awk" -f "$HERE/report.awk" "$OUT/points.txt" > "$OUT/report.md"
+echo "what-if: $OUT/report.md ($wall s of simulation)"
