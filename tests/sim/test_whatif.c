@@ -226,6 +226,46 @@ static void test_degrade_halves_nic(void **state) {
   fprintf(stderr, "NIC transfer of %lld B: %.9f s, at half rate %.9f s\n", (long long)B, full, half);
 }
 
+/* The generator's wiring of one node's degrade: node 2's NVLink and NICs, and (fabric@2) the
+ * uplinks of its leaf on every rail, at the factor; the other nodes and leaves as they were. */
+static double xml_bw(const char *xml, const char *link) {
+  char key[96];
+  snprintf(key, sizeof key, "<link id=\"%s\" bandwidth=\"", link);
+  const char *at = strstr(xml, key);
+  assert_non_null(at);
+  return strtod(at + strlen(key), NULL);
+}
+
+static void test_degrade_xml(void **state) {
+  (void)state;
+  bs_topo_params p;
+  char err[256];
+  assert_int_equal(bs_topo_defaults("dgx-a100", 4, &p, err, sizeof err), 0);
+  p.nodes_per_leaf = 2;
+  p.degrade_node = 2;
+  p.degrade_factor = 0.25;
+  const bs_link_class cls[] = {BS_LINK_NVLINK, BS_LINK_NIC, BS_LINK_FABRIC};
+  for (size_t i = 0; i < 3; i++) {
+    p.degrade_class = (int)cls[i];
+    char *xml = bs_topo_xml(&p, err, sizeof err);
+    assert_non_null(xml);
+    double nv = p.link[BS_LINK_NVLINK].bw_Bps, nic = p.link[BS_LINK_NIC].bw_Bps, up = bs_topo_uplink_bw(&p, 0);
+    double f = p.degrade_factor;
+    assert_true(xml_bw(xml, "nvlink-n2-g5") == (cls[i] == BS_LINK_NVLINK ? f * nv : nv));
+    assert_true(xml_bw(xml, "nvlink-n3-g5") == nv);
+    assert_true(xml_bw(xml, "nic-n2-g3") == (cls[i] == BS_LINK_NIC ? f * nic : nic));
+    assert_true(xml_bw(xml, "nic-n1-g3") == nic);
+    for (int r = 0; r < 8; r++) {
+      char l[32];
+      snprintf(l, sizeof l, "fabric-r%d-l1", r);
+      assert_true(xml_bw(xml, l) == (cls[i] == BS_LINK_FABRIC ? f * up : up));
+      snprintf(l, sizeof l, "fabric-r%d-l0", r);
+      assert_true(xml_bw(xml, l) == up);
+    }
+    free(xml);
+  }
+}
+
 /* A platform file whose links carry class names: the class at half its bandwidth. */
 static void test_degrade_user_file(void **state) {
   (void)state;
@@ -532,10 +572,15 @@ static void test_leaf_keys(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_straggler_ring_exact), cmocka_unit_test(test_straggler_coll_wait),
-    cmocka_unit_test(test_degrade_halves_nic),   cmocka_unit_test(test_degrade_user_file),
-    cmocka_unit_test(test_failed_nic_reroutes),  cmocka_unit_test(test_whatif_fold_exact),
-    cmocka_unit_test(test_whatif_bad_values),    cmocka_unit_test(test_leaf_keys),
+    cmocka_unit_test(test_straggler_ring_exact),
+    cmocka_unit_test(test_straggler_coll_wait),
+    cmocka_unit_test(test_degrade_halves_nic),
+    cmocka_unit_test(test_degrade_xml),
+    cmocka_unit_test(test_degrade_user_file),
+    cmocka_unit_test(test_failed_nic_reroutes),
+    cmocka_unit_test(test_whatif_fold_exact),
+    cmocka_unit_test(test_whatif_bad_values),
+    cmocka_unit_test(test_leaf_keys),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
