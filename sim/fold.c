@@ -382,7 +382,9 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
       free(ri);
       return 0;
     }
-    if (why[0] == 'o') snprintf(why, whylen, "no: rank %d's program differs from its image's", bad);
+    if (why[0] == 'o')
+      snprintf(why, whylen, "no: rank %d's program differs from its image's%s", bad,
+               cfg->cluster.straggler_factor > 0 && cfg->cluster.straggler_factor != 1 ? " (cluster.straggler)" : "");
   }
   if (M == K && Pf == P) snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
   free(ri);

@@ -411,6 +411,7 @@ static void fold_case(const char *whatif, int expect_fold, void (*set)(bs_config
           full.time.step, folded.sim_network);
   if (expect_fold) assert_true(folded.sim_actors < 64);
   else assert_int_equal(folded.sim_actors, 64);
+  if (c.cluster.straggler_factor > 0) assert_non_null(strstr(folded.sim_network, "(cluster.straggler)"));
   const double tol = 1e-3;
   assert_close(folded.time.step, full.time.step, tol);
   assert_close(folded.time.fwd, full.time.fwd, tol);
