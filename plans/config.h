@@ -84,6 +84,17 @@ typedef struct {
   int nodes;              /* 0 = derived from gpus / gpus-per-node */
   int nics_per_node;      /* 0 = the topology's own (dgx: one per GPU) */
   bs_coll_algo coll_algo; /* sim: allreduce as NCCL ring, double binary tree, or the faster modelled */
+  /* sim what-ifs; all zero = none (the uniform cluster) */
+  int nodes_per_leaf;      /* dgx: nodes under one leaf switch, 0 = the generator's (16) */
+  double oversub;          /* dgx: leaf downlink / uplink ratio, 0 = the generator's (1) */
+  int straggler_rank;      /* with straggler_factor > 0: this rank's COMPUTE ops ... */
+  double straggler_factor; /* ... take this many times longer (0 = no straggler) */
+  int degrade_class;       /* with degrade_factor > 0: links of this class (topologies/topo.h) ... */
+  int degrade_one_node;    /* ... of node degrade_node only (0: of every node) ... */
+  int degrade_node;
+  double degrade_factor; /* ... at this share of their bandwidth, in (0, 1] (0 = none) */
+  int failed_node;       /* with failed_nics > 0: on this node (-1: on every node) ... */
+  int failed_nics;       /* ... this many NICs (the last, by rail) are down (0 = none) */
 } bs_cluster;
 
 typedef struct {

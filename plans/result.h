@@ -30,6 +30,7 @@ typedef struct {
   double step, fwd, bwd; /* seconds */
   double compute;        /* time in COMPUTE ops */
   double comm_exposed;   /* time blocked in WAIT / collectives */
+  double wait_for_peers; /* sim: the part of comm_exposed before the last peer had posted (docs/design.md) */
 } bs_times;
 
 typedef struct {
@@ -51,6 +52,7 @@ typedef struct {
   double step, fwd, bwd, compute, comm_exposed;
   int64_t bytes_sent, bytes_recv;
   int64_t peak_bytes;
+  double wait_for_peers; /* sim: see bs_times (0 in real runs) */
 } bs_rank_result;
 
 /* What the plan decided from the request (the result JSON's "plan" object). */

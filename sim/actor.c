@@ -14,6 +14,7 @@
 #include "sim/point.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
@@ -30,6 +31,40 @@ static sg_mailbox_t mailbox(rank_state *rs, int peer_slot, int dir) {
   sg_mailbox_t mb = sg_mailbox_by_name(name);
   if (rs->nmbc < MAX_PEERS) rs->mbc[rs->nmbc++] = (mbcache){peer_slot, dir, mb};
   return mb;
+}
+
+/* rs's side of the pair with peer_slot (created), or NULL when rs already has MAX_PEERS. */
+static pairmatch *pair_entry(rank_state *rs, int peer_slot, int dir) {
+  for (int i = 0; i < rs->npm; i++)
+    if (rs->pm[i].peer == peer_slot && rs->pm[i].dir == dir) return &rs->pm[i];
+  if (rs->npm >= MAX_PEERS) return NULL;
+  pairmatch *e = &rs->pm[rs->npm++];
+  memset(e, 0, sizeof *e);
+  e->peer = peer_slot;
+  e->dir = dir;
+  return e;
+}
+
+/*
+ * When a message's two sides have both posted (time_s.wait_for_peers): the k-th SEND of a pair
+ * meets the k-th RECV (one mailbox per ordered pair, matched in order), so whichever side posts
+ * second fixes the match time of both. A side that posts first leaves its handle in its ring;
+ * the other side, posting, stamps it. Beyond the peer cache or the ring the time stays unknown
+ * (-1) and the wait counts as transfer.
+ */
+static void note_match(rank_state *rs, int peer_slot, int dir, int hd) {
+  sim_ctx *c = rs->ctx;
+  handle *h = &rs->h[hd];
+  h->t_match = -1;
+  pairmatch *me = pair_entry(rs, peer_slot, dir), *other = pair_entry(&c->rs[peer_slot], rs->slot, !dir);
+  if (!me || !other) return;
+  int64_t k = me->posted++;
+  if (other->posted > k) { /* the peer posted its k-th first: both meet now */
+    h->t_match = h->t_post;
+    if (other->posted - k <= PEND_RING) c->rs[peer_slot].h[other->pend[k % PEND_RING]].t_match = h->t_post;
+  } else {
+    me->pend[k % PEND_RING] = (short)hd;
+  }
 }
 
 /* The payload of a message: its tag and size, never NULL. */
@@ -115,6 +150,7 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
   h->op_index = rs->op_index;
   h->step = op->step;
   int ps = slot_of(c, peer);
+  note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
   if (op->kind == BS_OP_SEND) {
     h->kind = H_SEND;
     h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), h->bytes);
@@ -127,6 +163,34 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
     sim_add_bytes(rs, &rs->recvd, h->bytes, "bytes received");
   }
   return 0;
+}
+
+/* Remembers when this rank arrived at its next collective (number rs->coll_seq). 0 or -1. */
+static int note_coll_arrival(rank_state *rs) {
+  int k = rs->coll_seq;
+  if (k >= rs->coll_arr_cap) {
+    int cap = rs->coll_arr_cap ? 2 * rs->coll_arr_cap : 64;
+    double *a = realloc(rs->coll_arr, sizeof *a * (size_t)cap);
+    if (!a) {
+      sim_error(rs->ctx, "out of memory");
+      return -1;
+    }
+    rs->coll_arr = a;
+    rs->coll_arr_cap = cap;
+  }
+  rs->coll_arr[k] = simgrid_get_clock();
+  return 0;
+}
+
+/* When the last member of a finished collective arrived at it (its members' COLL posts). */
+static double coll_last_arrival(const rank_state *rs, const handle *h) {
+  const sim_ctx *c = rs->ctx;
+  double last = h->t_post;
+  for (int i = 0; i < h->group.size; i++) {
+    const rank_state *m = &c->rs[slot_of(c, h->group.first + h->group.stride * i)];
+    if (h->coll_seq < m->coll_seq && m->coll_arr[h->coll_seq] > last) last = m->coll_arr[h->coll_seq];
+  }
+  return last;
 }
 
 static int do_coll(rank_state *rs, const bs_op *op) {
@@ -146,9 +210,13 @@ static int do_coll(rank_state *rs, const bs_op *op) {
               rs->rank, (long long)rs->op_index, g->first, g->stride, g->size, (long long)op->u.coll.bytes, c->G);
     return -1;
   }
+  if (note_coll_arrival(rs)) return -1;
+  int seq = rs->coll_seq;
   sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, g, op->u.coll.bytes);
   if (!a) return -1;
   handle *h = &rs->h[hd];
+  h->coll_seq = seq;
+  h->group = *g;
   h->kind = H_COLL;
   h->coll = a;
   h->t_post = simgrid_get_clock();
@@ -239,14 +307,19 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   note_blocked(rs, n, which, nc);
   if (c->nlinks || c->trace) wait_each(rs, comms, which, nc);
   else if (nc) sg_comm_wait_all(comms, (size_t)nc);
+  double ready = t0; /* the last peer's post: before it the rank waits for peers, after it for transfers */
   for (int i = 0; i < n; i++) {
     int hd = op->u.wait.handles[i];
     handle *h = &rs->h[hd];
+    double m = h->kind == H_COLL ? -1 : h->t_match;
+    if (m > ready) ready = m;
     if (h->kind == H_COLL) {
       rs->blk_kind = 2;
       rs->blk_post_op = h->op_index;
       sg_actor_join(h->coll, -1);
       sg_actor_unref(h->coll);
+      double a = coll_last_arrival(rs, h);
+      if (a > ready) ready = a;
     } else if (h->kind == H_RECV && check_recv(rs, h)) {
       h->kind = H_FREE;
       return -1;
@@ -256,6 +329,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   rs->blk_kind = 0;
   double t1 = simgrid_get_clock();
   rs->exposed += t1 - t0;
+  rs->peer_wait += (ready < t1 ? ready : t1) - t0;
   if (t1 > t0) sim_trace_event(c, "wait", rs->rank, rs->node, t0, t1, "wait");
   return 0;
 }
@@ -268,6 +342,7 @@ static int do_compute(rank_state *rs, const bs_op *op) {
     sim_error(c, "rank %d op #%lld: %s", rs->rank, (long long)rs->op_index, err);
     return -1;
   }
+  d *= sim_compute_factor(c->cfg, rs->rank); /* cluster.straggler */
   double t0 = simgrid_get_clock();
   c->events++;
   if (c->shared_host) {

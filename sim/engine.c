@@ -152,6 +152,7 @@ static int start_simgrid(const bs_config *cfg, const bs_sim_opts *opts, point *p
     snprintf(err, errlen, "SimGrid refused the profile's message-size factors");
     return -1;
   }
+  if (!pt->ps.generated && bs_platform_apply_degrade(cfg, pt->ps.file, err, errlen)) return -1;
   snprintf(out->sim_network, sizeof out->sim_network,
            "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.32s%s; coll: %s %s; "
            "fold: %.90s",
@@ -302,8 +303,10 @@ int sim_point(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source
   if (ctx.rpn > 0) bs_plan_decide(cfg, ctx.rpn, &out->decision);
   sim_trace_abort(&ctx);
   if (ctx.rs)
-    for (int s = 0; s < ctx.A; s++)
+    for (int s = 0; s < ctx.A; s++) {
       if (ctx.rs[s].it) ctx.src->iter_free(ctx.rs[s].it);
+      free(ctx.rs[s].coll_arr);
+    }
   free(ctx.rs);
   free(ctx.links);
   free(pt.xml);

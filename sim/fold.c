@@ -133,8 +133,10 @@ static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, c
  * The op stream of `rank` with peers written relative to it and COMPUTE by its
  * modelled duration, hashed; and the offsets it talks over.
  */
-static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_dtype dt, bs_coll_algo algo,
+static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const bs_profile *prof, bs_coll_algo algo,
                           fold_env *env, int rank, int G, int rpn, rank_info *ri, char *err, size_t errlen) {
+  bs_dtype dt = cfg->model.dtype;
+  double slow = sim_compute_factor(cfg, rank); /* a straggler's program differs from its image's */
   void *it = src->iter_new(src->ctx, rank);
   if (!it) {
     snprintf(err, errlen, "out of memory (plan iterator)");
@@ -161,7 +163,7 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
         return -1;
       }
       h = mix(h, (uint64_t)op.u.compute.kernel);
-      h = mix(h, dbits(d));
+      h = mix(h, dbits(d * slow));
       break;
     }
     case BS_OP_SEND:
@@ -216,6 +218,14 @@ static int rank_signature(const bs_sim_source *src, const bs_profile *prof, bs_d
   return 0;
 }
 
+/* A degrade of a network class (NIC or fabric) on every node: the leaves-merged fold assumes
+ * uplinks that carry their leaf's NICs in full, which a degraded fabric (or, by the same
+ * rule, a degraded NIC class) no longer proves; the other folds compare routes and keep it. */
+static int whatif_network(const bs_config *cfg) {
+  const bs_cluster *k = &cfg->cluster;
+  return k->degrade_factor > 0 && (k->degrade_class == BS_LINK_FABRIC || k->degrade_class == BS_LINK_NIC);
+}
+
 /* Signatures of ranks t, t + nt, t + 2 nt, ... (one pre-pass thread). */
 typedef struct {
   const bs_config *cfg;
@@ -230,8 +240,8 @@ typedef struct {
 static void *sig_worker(void *arg) {
   sig_job *j = arg;
   for (int r = j->t; r < j->G && !j->rc; r += j->nt)
-    j->rc = rank_signature(j->src, j->prof, j->cfg->model.dtype, j->cfg->cluster.coll_algo, &j->env, r, j->G, j->P,
-                           &j->ri[r], j->err, sizeof j->err);
+    j->rc = rank_signature(j->cfg, j->src, j->prof, j->cfg->cluster.coll_algo, &j->env, r, j->G, j->P, &j->ri[r],
+                           j->err, sizeof j->err);
   return NULL;
 }
 
@@ -287,6 +297,17 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
     snprintf(why, whylen, "not applicable (%s)", !ps->generated ? "user platform file" : "one shared host");
     return 0;
   }
+  /* A what-if of one node breaks the node symmetry the fold shifts by; failed NICs on every
+   * node break the rails (the fold keeps a node's GPUs by whole NICs): no fold. */
+  if (ps->tp.failed_nics > 0 || ps->tp.degrade_factor > 0) {
+    if (ps->tp.failed_nics > 0 && ps->tp.failed_node < 0)
+      snprintf(why, whylen, "no: cluster.failed_nics on every node breaks the rails");
+    else
+      snprintf(why, whylen, "no: %s of node %d breaks the node symmetry",
+               ps->tp.failed_nics > 0 ? "cluster.failed_nics" : "cluster.degrade",
+               ps->tp.failed_nics > 0 ? ps->tp.failed_node : ps->tp.degrade_node);
+    return 0;
+  }
   rank_info *ri = malloc(sizeof *ri * (size_t)G);
   if (!ri) {
     snprintf(err, errlen, "out of memory");
@@ -330,7 +351,7 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
    */
   int Ml = 0;
   if (!strncmp(ps->tp.name, "dgx-", 4) && ps->tp.nodes_per_leaf < K && ps->tp.oversub <= 1 &&
-      ps->tp.link[BS_LINK_FABRIC].lat_s == 0 && !cross && !coll_general) {
+      ps->tp.link[BS_LINK_FABRIC].lat_s == 0 && !cross && !coll_general && !whatif_network(cfg)) {
     bs_topo_params one = ps->tp;
     one.nodes_per_leaf = K;
     Ml = bs_topo_fold_nodes(&one, D);
@@ -375,7 +396,9 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
       free(ri);
       return 0;
     }
-    if (why[0] == 'o') snprintf(why, whylen, "no: rank %d's program differs from its image's", bad);
+    if (why[0] == 'o')
+      snprintf(why, whylen, "no: rank %d's program differs from its image's%s", bad,
+               cfg->cluster.straggler_factor > 0 && cfg->cluster.straggler_factor != 1 ? " (cluster.straggler)" : "");
   }
   if (M == K && Pf == P) snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
   free(ri);

@@ -95,6 +95,7 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
   out->time.bwd = ext(a.time.bwd, b.time.bwd, k);
   out->time.compute = ext(a.time.compute, b.time.compute, k);
   out->time.comm_exposed = ext(a.time.comm_exposed, b.time.comm_exposed, k);
+  out->time.wait_for_peers = ext(a.time.wait_for_peers, b.time.wait_for_peers, k);
   const char *over = ext_counts(&a, out, k);
   if (over) {
     bs_result_free(&a);
@@ -116,6 +117,7 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
     x->bwd = ext(y->bwd, x->bwd, k);
     x->compute = ext(y->compute, x->compute, k);
     x->comm_exposed = ext(y->comm_exposed, x->comm_exposed, k);
+    x->wait_for_peers = ext(y->wait_for_peers, x->wait_for_peers, k);
   }
   out->sim_wall_s = a.sim_wall_s + b.sim_wall_s;
   out->sim_events = a.sim_events + b.sim_events;

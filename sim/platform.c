@@ -38,6 +38,107 @@ static int resolve_nics(const bs_config *cfg, bs_platform_spec *ps, char *err, s
   return -1;
 }
 
+/* 1 when a generated platform of this kind has links of class c. */
+static int topo_has_class(const bs_platform_spec *ps, int c) {
+  const char *t = ps->tp.name;
+  if (ps->shared_host) return c == BS_LINK_SHM;
+  if (!strncmp(t, "dgx-", 4)) return c == BS_LINK_NVLINK || c == BS_LINK_NIC || c == BS_LINK_FABRIC;
+  return c == BS_LINK_PCIE || c == BS_LINK_HOSTBRIDGE || c == BS_LINK_NIC; /* a100-pcie-node */
+}
+
+/*
+ * The what-ifs of cfg->cluster checked against the platform and written into it: a straggler
+ * names a rank of the point; a degraded class exists on the platform (a user file: see
+ * bs_platform_apply_degrade) and its node too; failed NICs leave the node one. A degrade of every
+ * node scales the class's bandwidth (the fold keeps it, as every node has it); one of a single
+ * node and failed NICs go to the generator (topo.h). 0 or -1 with a message naming the key.
+ */
+static int resolve_whatifs(const bs_config *cfg, bs_platform_spec *ps, char *err, size_t errlen) {
+  const bs_cluster *k = &cfg->cluster;
+  int G = cfg->par.gpus, K = ps->generated ? ps->tp.nodes : 0;
+  if (k->straggler_factor > 0 && (k->straggler_rank < 0 || k->straggler_rank >= G)) {
+    snprintf(err, errlen, "cluster.straggler: rank %d is not a rank of parallel.gpus = %d (0 .. %d)", k->straggler_rank,
+             G, G - 1);
+    return -1;
+  }
+  if (k->degrade_factor > 0) {
+    const char *cn = bs_link_class_name((bs_link_class)k->degrade_class);
+    if (!(k->degrade_factor <= 1) || k->degrade_class < 0 || k->degrade_class >= BS_LINK_CLASS_COUNT) {
+      snprintf(err, errlen, "cluster.degrade: factor %g of class %s must be in (0, 1]", k->degrade_factor, cn);
+      return -1;
+    }
+    if (!ps->generated) {
+      if (k->degrade_one_node) {
+        snprintf(err, errlen, "cluster.degrade: %s@%d: one node's links only on a generated topology (%s is a file)",
+                 cn, k->degrade_node, ps->file);
+        return -1;
+      }
+      return 0; /* applied, and checked, once loaded */
+    }
+    if (!topo_has_class(ps, k->degrade_class)) {
+      snprintf(err, errlen, "cluster.degrade: topology %s has no %s links", ps->tp.name, cn);
+      return -1;
+    }
+    if (k->degrade_one_node && k->degrade_node >= K) {
+      snprintf(err, errlen, "cluster.degrade: node %d is not a node of %s with %d node(s) (0 .. %d)", k->degrade_node,
+               ps->tp.name, K, K - 1);
+      return -1;
+    }
+    if (k->degrade_one_node) {
+      ps->tp.degrade_node = k->degrade_node;
+      ps->tp.degrade_class = k->degrade_class;
+      ps->tp.degrade_factor = k->degrade_factor;
+    } else {
+      ps->tp.link[k->degrade_class].bw_Bps *= k->degrade_factor;
+    }
+  }
+  if (k->failed_nics > 0) {
+    if (!ps->generated || strncmp(ps->tp.name, "dgx-", 4)) {
+      snprintf(err, errlen, "cluster.failed_nics: %d:%d: only the dgx topologies have NICs to fail over (%s)",
+               k->failed_node, k->failed_nics, ps->generated ? ps->tp.name : ps->file);
+      return -1;
+    }
+    if (k->failed_node < -1 || k->failed_node >= K) {
+      snprintf(err, errlen, "cluster.failed_nics: node %d is not a node of %s with %d node(s) (0 .. %d)",
+               k->failed_node, ps->tp.name, K, K - 1);
+      return -1;
+    }
+    int nics = bs_topo_nics(&ps->tp);
+    if (k->failed_nics >= nics) {
+      if (k->failed_node < 0)
+        snprintf(err, errlen, "cluster.failed_nics: all:%d: %d of the %d NICs of every node down leaves none",
+                 k->failed_nics, k->failed_nics, nics);
+      else
+        snprintf(err, errlen, "cluster.failed_nics: %d of the %d NICs of node %d down leaves none", k->failed_nics,
+                 nics, k->failed_node);
+      return -1;
+    }
+    ps->tp.failed_node = k->failed_node;
+    ps->tp.failed_nics = k->failed_nics;
+  }
+  return 0;
+}
+
+int bs_platform_apply_degrade(const bs_config *cfg, const char *file, char *err, size_t errlen) {
+  const bs_cluster *k = &cfg->cluster;
+  if (!(k->degrade_factor > 0)) return 0;
+  size_t n = sg_link_count();
+  sg_link_t *links = sg_link_list();
+  int hit = 0;
+  for (size_t i = 0; i < n; i++)
+    if (bs_link_class_of(sg_link_get_name(links[i])) == k->degrade_class) {
+      sg_link_set_bandwidth(links[i], sg_link_get_bandwidth(links[i]) * k->degrade_factor);
+      hit++;
+    }
+  free(links);
+  if (!hit) {
+    snprintf(err, errlen, "cluster.degrade: %s has no link named %s-... (link classes: topologies/topo.h)", file,
+             bs_link_class_name((bs_link_class)k->degrade_class));
+    return -1;
+  }
+  return 0;
+}
+
 int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, bs_platform_spec *ps,
                         char *err, size_t errlen) {
   memset(ps, 0, sizeof *ps);
@@ -56,7 +157,7 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
     }
     snprintf(ps->file, sizeof ps->file, "%s", topo);
     ps->ranks_per_node = cfg->par.ranks_per_node > 0 ? cfg->par.ranks_per_node : 1;
-    return 0;
+    return resolve_whatifs(cfg, ps, err, errlen);
   }
   ps->generated = 1;
   if (bs_topo_defaults(topo, 1, &ps->tp, err, errlen)) return -1;
@@ -84,10 +185,13 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
     }
     ps->tp.nodes = nodes;
     ps->ranks_per_node = gpn;
-    if (opts->nodes_per_leaf > 0) ps->tp.nodes_per_leaf = opts->nodes_per_leaf;
-    if (opts->oversub > 0) ps->tp.oversub = opts->oversub;
+    /* The flags (opts) win over the scenario keys. */
+    int npl = opts->nodes_per_leaf > 0 ? opts->nodes_per_leaf : cfg->cluster.nodes_per_leaf;
+    double over = opts->oversub > 0 ? opts->oversub : cfg->cluster.oversub;
+    if (npl > 0) ps->tp.nodes_per_leaf = npl;
+    if (over > 0) ps->tp.oversub = over;
   }
-  if (resolve_nics(cfg, ps, err, errlen)) return -1;
+  if (resolve_nics(cfg, ps, err, errlen) || resolve_whatifs(cfg, ps, err, errlen)) return -1;
   return bs_topo_check(&ps->tp, err, errlen);
 }
 

@@ -39,6 +39,13 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
 int bs_platform_apply_profile(const bs_profile *prof, int generated);
 
 /*
+ * A user platform file once loaded and the profile applied: cluster.degrade's class at its
+ * factor of the bandwidth (generated platforms are written with it). 0, or -1 with
+ * "cluster.degrade: ..." when the file has no link of that class.
+ */
+int bs_platform_apply_degrade(const bs_config *cfg, const char *file, char *err, size_t errlen);
+
+/*
  * The route between real ranks a != b of a generated dgx platform at its full
  * size, as the generator lays it out: inside a node GPU - NVSwitch - GPU; on
  * one rail under one leaf NIC - leaf - NIC; otherwise NIC - leaf uplink - core

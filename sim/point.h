@@ -54,7 +54,10 @@ typedef struct {
   void *rx; /* RECV: the payload lands here */
   double t_post;
   int64_t op_index;
-  int step; /* the op's ring step / stage (-1: none), for messages */
+  int step;       /* the op's ring step / stage (-1: none), for messages */
+  double t_match; /* SEND / RECV: when both sides had posted (-1: not yet, or not known) */
+  int coll_seq;   /* COLL: the rank's collective number ... */
+  bs_group group; /* ... and its group (whose members' arrivals bound the wait for peers) */
 } handle;
 
 typedef struct {
@@ -69,6 +72,16 @@ typedef struct {
   sg_mailbox_t mb;
 } mbcache;
 
+/* Matching, for time_s.wait_for_peers: messages of a pair match in order, so the k-th post of one
+ * side meets the k-th of the other; a side ahead keeps its handles until the other posts. Plain
+ * bookkeeping, apart from the mailboxes (it makes no SimGrid call, so it never reorders actors). */
+#define PEND_RING 32 /* posts on one side of a pair that wait for the other side, remembered */
+typedef struct {
+  int peer, dir; /* as in mbcache */
+  int64_t posted;
+  short pend[PEND_RING];
+} pairmatch;
+
 typedef struct rank_state {
   struct sim_ctx *ctx;
   int slot; /* actor index (mailbox names, host gpu<slot>) */
@@ -82,8 +95,13 @@ typedef struct rank_state {
   int64_t cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
   mbcache mbc[MAX_PEERS];
   int nmbc;
+  pairmatch pm[MAX_PEERS];
+  int npm;
   int coll_seq;
   double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
+  double peer_wait; /* the part of `exposed` spent before the last peer had posted (time_s.wait_for_peers) */
+  double *coll_arr; /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
+  int coll_arr_cap;
   int64_t sent, recvd, intra, inter;
   int64_t op_index;
   int finished;
@@ -143,6 +161,11 @@ static inline int node_of_rank(const sim_ctx *c, int rank) {
   return rank / c->rpn;
 }
 static inline sg_host_t host_of(const sim_ctx *c, int rank) { return c->rs[slot_of(c, rank)].host; }
+/* cluster.straggler: how many times longer real rank `rank`'s COMPUTE ops take (1: not the straggler). */
+static inline double sim_compute_factor(const bs_config *cfg, int rank) {
+  const bs_cluster *k = &cfg->cluster;
+  return k->straggler_factor > 0 && rank == k->straggler_rank ? k->straggler_factor : 1.0;
+}
 
 /* ------------------------------------------------------------------ */
 /* ctx.c                                                               */
@@ -207,7 +230,8 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
 int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen);
 /* The times of a result are ones the simulator can report; 0, or -1 with a message. */
 int sim_check_times(const bs_result *out, char *err, size_t errlen);
-/* The result names the profile the point ran with: --profile (as given) over the scenario's. */
+/* The result names the profile the point ran with: --profile (as given) over the scenario's;
+ * and the leaves: --nodes-per-leaf and --oversub over cluster.nodes_per_leaf and cluster.oversub. */
 void sim_record_profile(bs_result *out, const bs_sim_opts *opts);
 
 /* ------------------------------------------------------------------ */

@@ -78,7 +78,7 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
   int G = c->G, A = c->A;
   out->nranks = G;
   out->ranks = calloc((size_t)G, sizeof *out->ranks);
-  double step = 0, fwd = 0, bwd = 0, comp = 0, expo = 0;
+  double step = 0, fwd = 0, bwd = 0, comp = 0, expo = 0, peer = 0;
   int64_t maxsent = 0, total = 0, intra = 0, inter = 0, peak = 0;
   int peak_slot = 0;
   for (int s = 0; s < A; s++) {
@@ -88,6 +88,7 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
     if (rs->bwd > bwd) bwd = rs->bwd;
     if (rs->compute > comp) comp = rs->compute;
     if (rs->exposed > expo) expo = rs->exposed;
+    if (rs->peer_wait > peer) peer = rs->peer_wait;
     if (rs->sent > maxsent) maxsent = rs->sent;
     if (__builtin_add_overflow(total, rs->sent, &total) || __builtin_add_overflow(intra, rs->intra, &intra) ||
         __builtin_add_overflow(inter, rs->inter, &inter)) {
@@ -112,6 +113,7 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
   out->time.bwd = bwd;
   out->time.compute = comp;
   out->time.comm_exposed = expo;
+  out->time.wait_for_peers = peer;
   out->comm.per_rank_max_sent = maxsent;
   out->comm.total = total;
   out->comm.intra_node = intra;
@@ -124,8 +126,8 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
     for (int r = 0; r < G; r++) {
       const rank_state *rs = &c->rs[slot_of(c, r)];
       int64_t t = tsent ? tsent[r] : 0; /* a tree member receives what it sends */
-      out->ranks[r] = (bs_rank_result){r,           rs->end,      rs->fwd,       rs->bwd,     rs->compute,
-                                       rs->exposed, rs->sent + t, rs->recvd + t, rs->mem_peak};
+      out->ranks[r] = (bs_rank_result){r,           rs->end,      rs->fwd,       rs->bwd,      rs->compute,
+                                       rs->exposed, rs->sent + t, rs->recvd + t, rs->mem_peak, rs->peer_wait};
     }
   free(tsent);
   out->sim_events = c->events;
@@ -147,7 +149,8 @@ int sim_check_times(const bs_result *out, char *err, size_t errlen) {
            {"time.fwd", out->time.fwd},
            {"time.bwd", out->time.bwd},
            {"time.compute", out->time.compute},
-           {"time.comm_exposed", out->time.comm_exposed}};
+           {"time.comm_exposed", out->time.comm_exposed},
+           {"time.wait_for_peers", out->time.wait_for_peers}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (!(t[i].v >= 0 && t[i].v <= BS_SIM_TIME_MAX)) {
       snprintf(err, errlen,
@@ -161,4 +164,9 @@ int sim_check_times(const bs_result *out, char *err, size_t errlen) {
 
 void sim_record_profile(bs_result *out, const bs_sim_opts *opts) {
   if (opts && opts->profile) snprintf(out->cfg.cluster.profile, sizeof out->cfg.cluster.profile, "%s", opts->profile);
+  /* --nodes-per-leaf and --oversub win over the keys (platform.c): the result says what ran */
+  if (opts && !strncmp(out->cfg.cluster.topology, "dgx-", 4)) {
+    if (opts->nodes_per_leaf > 0) out->cfg.cluster.nodes_per_leaf = opts->nodes_per_leaf;
+    if (opts->oversub > 0) out->cfg.cluster.oversub = opts->oversub;
+  }
 }

@@ -8,6 +8,7 @@
  * settings and leaves every figure row empty.
  */
 #include "result_fields.h"
+#include "topologies/topo.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +27,26 @@ static const char *dtype(const bs_result *r) { return bs_dtype_name(r->cfg.model
 static const char *coll_algo(const bs_result *r) { return bs_coll_algo_name(r->cfg.cluster.coll_algo); }
 static const char *bwd_comm(const bs_result *r) { return r->cfg.par.bwd_opt ? "optimized" : "plain"; }
 static const char *tp_variant(const bs_result *r) { return r->cfg.par.tp_variant == 3 ? "v3" : "v1"; }
+/* cluster.* what-ifs the point applied, "none" for the uniform cluster (no commas: a CSV cell). */
+static const char *whatif(const bs_result *r) {
+  static _Thread_local char b[160];
+  const bs_cluster *k = &r->cfg.cluster;
+  size_t n = 0;
+  b[0] = '\0';
+#define WI(...) n += (size_t)snprintf(b + n, n < sizeof b ? sizeof b - n : 0, __VA_ARGS__)
+  if (k->straggler_factor > 0) WI("%sstraggler=%d:%g", n ? " " : "", k->straggler_rank, k->straggler_factor);
+  if (k->degrade_factor > 0 && k->degrade_one_node)
+    WI("%sdegrade=%s@%d:%g", n ? " " : "", bs_link_class_name((bs_link_class)k->degrade_class), k->degrade_node,
+       k->degrade_factor);
+  else if (k->degrade_factor > 0)
+    WI("%sdegrade=%s:%g", n ? " " : "", bs_link_class_name((bs_link_class)k->degrade_class), k->degrade_factor);
+  if (k->failed_nics > 0 && k->failed_node < 0) WI("%sfailed_nics=all:%d", n ? " " : "", k->failed_nics);
+  else if (k->failed_nics > 0) WI("%sfailed_nics=%d:%d", n ? " " : "", k->failed_node, k->failed_nics);
+  if (k->oversub > 0) WI("%soversub=%g", n ? " " : "", k->oversub);
+  if (k->nodes_per_leaf > 0) WI("%snodes_per_leaf=%d", n ? " " : "", k->nodes_per_leaf);
+#undef WI
+  return n ? b : "none";
+}
 static const char *double_ring(const bs_result *r) {
   bs_tristate d = r->cfg.par.double_ring;
   return d == BS_AUTO ? "auto" : d ? "on" : "off";
@@ -208,6 +229,7 @@ static const bs_field result_rows[] = {
    VARY("nics", cell_int)},
   {AT("profile", "", BS_FIELD_CHARS, cfg.cluster.profile), CSV(20, "profile"), VARY("profile", cell_text)},
   {NAMED("coll_algo", coll_algo), CSV(46, "coll_algo"), VARY("coll_algo", cell_text)},
+  {NAMED("whatif", whatif), CSV(68, "whatif"), VARY("whatif", cell_text)},
   /* what the plan decided */
   {AT("plan.double_ring", "", BS_FIELD_BOOL, decision.double_ring), .present = has_plan, CSV(49, "plan_double_ring")},
   {AT("plan.ring_inner", "GPUs", BS_FIELD_INT, decision.ring_inner), .present = has_plan, CSV(50, "plan_ring_inner")},
@@ -251,6 +273,12 @@ static const bs_field result_rows[] = {
    CSV(25, "comm_exposed_s"),
    .digits = 9,
    TABLE("exposed", 8, cell_pct_of_step)},
+  {.figure = 1,
+   AT("time_s.wait_for_peers", "s", BS_FIELD_REAL, time.wait_for_peers),
+   .present = is_sim,
+   CSV(67, "wait_for_peers_s"),
+   .digits = 9,
+   TABLE("peers", 6, cell_pct_of_step)},
   {.figure = 1,
    AT("comm_bytes.per_rank_max_sent", "B", BS_FIELD_I64, comm.per_rank_max_sent),
    CSV(26, "bytes_per_rank_max")},
@@ -331,6 +359,7 @@ static const bs_field rank_rows[] = {
   {RANK("bytes_sent", "B", BS_FIELD_I64, bytes_sent)},
   {RANK("bytes_recv", "B", BS_FIELD_I64, bytes_recv)},
   {RANK("peak_bytes", "B", BS_FIELD_I64, peak_bytes)},
+  {RANK("wait_for_peers", "s", BS_FIELD_REAL, wait_for_peers)},
 };
 
 const bs_field *bs_result_fields(int *n) {

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,6 +323,121 @@ INT_SETTER(set_nics_per_node, cluster.nics_per_node, 1, 1 << 16, 0)
 ENUM_SETTER(set_coll_algo, cluster.coll_algo, bs_coll_algo, "ring", "tree", "auto")
 BOOL_SETTER(set_trace, trace)
 
+/* ---- what-ifs (sim): values "none" or A:F ------------------------------ */
+
+/* A factor: a finite real in (0, hi]. */
+static int parse_factor(const char *v, double hi, double *out, char *why, size_t n) {
+  char cb[SHOWN + 4], *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x)) {
+    snprintf(why, n, "factor '%s' is not a number", clip(v, cb));
+    return -1;
+  }
+  if (!(x > 0) || x > hi) {
+    snprintf(why, n, "factor %g must be > 0%s", x, hi < 1e300 ? " and <= 1" : "");
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+/* "A:F" into its two halves (A copied into a, at most cap - 1 characters); -1 when there is no ':'. */
+static int split_colon(const char *v, char *a, size_t cap, const char **f, const char *form, char *why, size_t n) {
+  char cb[SHOWN + 4];
+  const char *colon = strchr(v, ':');
+  if (!colon || (size_t)(colon - v) >= cap || colon == v || !colon[1]) {
+    snprintf(why, n, "'%s' is not %s or none", clip(v, cb), form);
+    return -1;
+  }
+  memcpy(a, v, (size_t)(colon - v));
+  a[colon - v] = '\0';
+  *f = colon + 1;
+  return 0;
+}
+
+static int set_straggler(bs_config *c, const char *v, char *why, size_t n) {
+  if (!strcmp(v, "none")) {
+    c->cluster.straggler_rank = 0;
+    c->cluster.straggler_factor = 0;
+    return 0;
+  }
+  char a[32];
+  const char *f;
+  int64_t r;
+  double x;
+  if (split_colon(v, a, sizeof a, &f, "RANK:FACTOR (17:1.5)", why, n) || parse_int64(a, 0, 1 << 20, 0, &r, why, n) ||
+      parse_factor(f, 1e300, &x, why, n))
+    return -1;
+  c->cluster.straggler_rank = (int)r;
+  c->cluster.straggler_factor = x;
+  return 0;
+}
+
+static int set_degrade(bs_config *c, const char *v, char *why, size_t n) {
+  bs_cluster *k = &c->cluster;
+  if (!strcmp(v, "none")) {
+    k->degrade_factor = 0;
+    k->degrade_one_node = 0;
+    return 0;
+  }
+  char a[48], cb[SHOWN + 4];
+  const char *f;
+  double x;
+  if (split_colon(v, a, sizeof a, &f, "CLASS:FACTOR or CLASS@NODE:FACTOR (nic:0.5, nvlink@3:0.5)", why, n)) return -1;
+  char *at = strchr(a, '@');
+  int64_t node = 0;
+  if (at) {
+    *at = '\0';
+    if (parse_int64(at + 1, 0, 1 << 16, 0, &node, why, n)) return -1;
+  }
+  int cls = -1;
+  for (int i = 0; i < BS_LINK_CLASS_COUNT; i++)
+    if (!strcmp(a, bs_link_class_name((bs_link_class)i))) cls = i;
+  if (cls < 0) {
+    size_t off = (size_t)snprintf(why, n, "unknown link class '%s' (known:", clip(a, cb));
+    for (int i = 0; i < BS_LINK_CLASS_COUNT && off < n; i++)
+      off += (size_t)snprintf(why + off, n - off, " %s", bs_link_class_name((bs_link_class)i));
+    if (off < n) snprintf(why + off, n - off, ")");
+    return -1;
+  }
+  if (parse_factor(f, 1, &x, why, n)) return -1;
+  k->degrade_class = cls;
+  k->degrade_one_node = at != NULL;
+  k->degrade_node = (int)node;
+  k->degrade_factor = x;
+  return 0;
+}
+
+static int set_failed_nics(bs_config *c, const char *v, char *why, size_t n) {
+  if (!strcmp(v, "none")) {
+    c->cluster.failed_node = 0;
+    c->cluster.failed_nics = 0;
+    return 0;
+  }
+  char a[32];
+  const char *f;
+  int64_t node = -1, k;
+  if (split_colon(v, a, sizeof a, &f, "NODE:NICS or all:NICS (3:1)", why, n) ||
+      (strcmp(a, "all") && parse_int64(a, 0, 1 << 16, 0, &node, why, n)) || parse_int64(f, 1, 1 << 16, 0, &k, why, n))
+    return -1;
+  c->cluster.failed_node = (int)node;
+  c->cluster.failed_nics = (int)k;
+  return 0;
+}
+INT_SETTER(set_nodes_per_leaf, cluster.nodes_per_leaf, 1, 1 << 20, 0)
+static int set_oversub(bs_config *c, const char *v, char *why, size_t n) {
+  char cb[SHOWN + 4], *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 1 || x > 1e6) {
+    snprintf(why, n, "'%s' is not a ratio in [1, 1e6]", clip(v, cb));
+    return -1;
+  }
+  c->cluster.oversub = x;
+  return 0;
+}
+
 /* Table order is application order: model.preset must come before the model keys. */
 static const key_def keys[] = {
   {"model", "preset", set_preset, "a name of bs_model_preset_name"},
@@ -365,6 +481,12 @@ static const key_def keys[] = {
   {"cluster", "nodes", set_nodes, "nodes, 0 = from gpus"},
   {"cluster", "nics_per_node", set_nics_per_node, "NICs per node, dividing its GPUs (dgx; default: one per GPU)"},
   {"cluster", "coll_algo", set_coll_algo, "ring | tree | auto (sim: how an allreduce is shaped)"},
+  {"cluster", "nodes_per_leaf", set_nodes_per_leaf,
+   "dgx: nodes under one leaf switch (default 16; --nodes-per-leaf wins)"},
+  {"cluster", "oversub", set_oversub, "dgx: leaf oversubscription, 1 .. 1e6 (default 1; --oversub wins)"},
+  {"cluster", "straggler", set_straggler, "none | RANK:F (sim: that rank's COMPUTE takes F times longer)"},
+  {"cluster", "degrade", set_degrade, "none | CLASS:F | CLASS@NODE:F (sim: links of a class at F of their bandwidth)"},
+  {"cluster", "failed_nics", set_failed_nics, "none | NODE:K | all:K (sim: K NICs of a node, or of every node, down)"},
   {"output", "trace", set_trace, "on | off"},
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))

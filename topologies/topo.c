@@ -214,6 +214,19 @@ int bs_topo_nic_of(const bs_topo_params *p, int i) {
   return g > 0 ? (int)((long)i * bs_topo_nics(p) / g) : i;
 }
 
+int bs_topo_nic_of_node(const bs_topo_params *p, int n, int i) {
+  int j = bs_topo_nic_of(p, i), live = bs_topo_nics(p) - p->failed_nics;
+  if (p->failed_nics > 0 && (n == p->failed_node || p->failed_node < 0) && live > 0 && j >= live) j %= live;
+  return j;
+}
+
+/* A link's value on node n: degraded when the what-if names its class and node. */
+static bs_link_val node_link(const bs_topo_params *p, bs_link_class c, int n) {
+  bs_link_val v = p->link[c];
+  if (p->degrade_factor > 0 && (int)c == p->degrade_class && n == p->degrade_node) v.bw_Bps *= p->degrade_factor;
+  return v;
+}
+
 /* The link of node n's NIC j: named after its GPU when each GPU has its own. */
 static void nic_link_name(const bs_topo_params *p, int n, int j, char *l, size_t len) {
   if (bs_topo_nics(p) == p->gpus_per_node) snprintf(l, len, "nic-n%d-g%d", n, j);
@@ -230,7 +243,7 @@ static void gen_dgx_shared_nic_routes(sbuf *b, const bs_topo_params *p) {
   for (int n = 0; n < K; n++)
     for (int x = 0; x < g; x++)
       for (int y = 0; y < g; y++) {
-        if (x == y || bs_topo_nic_of(p, x) != bs_topo_nic_of(p, y)) continue;
+        if (x == y || bs_topo_nic_of_node(p, n, x) != bs_topo_nic_of_node(p, n, y)) continue;
         sb_printf(b,
                   "    <bypassRoute src=\"gpu%d\" dst=\"gpu%d\"><link_ctn id=\"nvlink-n%d-g%d\" direction=\"UP\"/>"
                   "<link_ctn id=\"nvlink-n%d-g%d\" direction=\"DOWN\"/></bypassRoute>\n",
@@ -255,17 +268,19 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
   sb_printf(b, "    <router id=\"core\"/>\n");
   for (int n = 0; n < K; n++)
     for (int i = 0; i < g; i++) {
+      bs_link_val nv = node_link(p, BS_LINK_NVLINK, n), nc = node_link(p, BS_LINK_NIC, n);
       snprintf(l, sizeof l, "nvlink-n%d-g%d", n, i);
-      sb_link(b, l, &p->link[BS_LINK_NVLINK]);
+      sb_link(b, l, &nv);
       if (nics == g) {
         nic_link_name(p, n, i, l, sizeof l);
-        sb_link(b, l, &p->link[BS_LINK_NIC]);
+        sb_link(b, l, &nc);
       }
     }
   for (int n = 0; nics != g && n < K; n++)
     for (int j = 0; j < nics; j++) {
+      bs_link_val nc = node_link(p, BS_LINK_NIC, n);
       nic_link_name(p, n, j, l, sizeof l);
-      sb_link(b, l, &p->link[BS_LINK_NIC]);
+      sb_link(b, l, &nc);
     }
   for (int j = 0; j < nics; j++)
     for (int q = 0; q < leaves; q++) {
@@ -274,13 +289,15 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
        * links balanced perfectly, as ECMP aims to). */
       bs_link_val up = p->link[BS_LINK_FABRIC];
       up.bw_Bps = bs_topo_uplink_bw(p, q);
+      if (p->degrade_factor > 0 && p->degrade_class == BS_LINK_FABRIC && p->degrade_node / L == q)
+        up.bw_Bps *= p->degrade_factor;
       snprintf(l, sizeof l, "fabric-r%d-l%d", j, q);
       sb_link(b, l, &up);
     }
   for (int n = 0; n < K; n++) {
     snprintf(a, sizeof a, "nvsw-n%d", n);
     for (int i = 0; i < g; i++) {
-      int r = n * g + i, j = bs_topo_nic_of(p, i);
+      int r = n * g + i, j = bs_topo_nic_of_node(p, n, i);
       snprintf(c, sizeof c, "gpu%d", r);
       snprintf(l, sizeof l, "nvlink-n%d-g%d", n, i);
       sb_edge(b, c, a, l);
@@ -296,7 +313,7 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
       snprintf(l, sizeof l, "fabric-r%d-l%d", j, q);
       sb_edge(b, a, "core", l);
     }
-  if (nics != g) gen_dgx_shared_nic_routes(b, p);
+  if (nics != g || p->failed_nics > 0) gen_dgx_shared_nic_routes(b, p);
   /* Fold quotient: wrapping same-rail messages go up and down the rail's uplink. */
   char ln[64], lm[64];
   for (int D = p->wrap_offset, n = 0; D > 0 && n < K; n++)
@@ -328,16 +345,18 @@ static void gen_pcie(sbuf *b, const bs_topo_params *p) {
       sb_printf(b, "    <host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", n * g + i, n);
   }
   for (int n = 0; n < K; n++) {
+    bs_link_val pc = node_link(p, BS_LINK_PCIE, n), hb = node_link(p, BS_LINK_HOSTBRIDGE, n),
+                nc = node_link(p, BS_LINK_NIC, n);
     for (int i = 0; i < g; i++) {
       snprintf(l, sizeof l, "pcie-n%d-g%d", n, i);
-      sb_link(b, l, &p->link[BS_LINK_PCIE]);
+      sb_link(b, l, &pc);
     }
     for (int w = 0; w < g / s; w++) {
       snprintf(l, sizeof l, "hostbridge-n%d-s%d", n, w);
-      sb_link(b, l, &p->link[BS_LINK_HOSTBRIDGE]);
+      sb_link(b, l, &hb);
     }
     snprintf(l, sizeof l, "nic-n%d", n);
-    sb_link(b, l, &p->link[BS_LINK_NIC]);
+    sb_link(b, l, &nc);
   }
   for (int n = 0; n < K; n++) {
     snprintf(c, sizeof c, "root-n%d", n);
@@ -364,7 +383,8 @@ static void gen_host(sbuf *b, const bs_topo_params *p) {
             "      <prop id=\"node\" value=\"0\"/><prop id=\"cores\" value=\"%d\"/>\n"
             "    </host>\n",
             p->host_speed, p->host_cores);
-  sb_link(b, "shm-cpu", &p->link[BS_LINK_SHM]);
+  bs_link_val shm = node_link(p, BS_LINK_SHM, 0);
+  sb_link(b, "shm-cpu", &shm);
   sb_printf(b, "    <route src=\"cpu\" dst=\"cpu\"><link_ctn id=\"shm-cpu\" direction=\"UP\"/></route>\n");
 }
 

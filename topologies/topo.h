@@ -53,6 +53,13 @@ typedef struct {
   double host_speed;        /* host: flop/s of the whole CPU (the exec rate the engine uses) */
   bs_link_val link[BS_LINK_CLASS_COUNT];
   int wrap_offset; /* dgx fold quotient (see bs_topo_fold_quotient): 0 = none */
+  /* What-ifs of one node (all zero: none). Links of class degrade_class on node degrade_node
+   * (fabric: the uplinks of that node's leaf, every rail) at degrade_factor of their bandwidth;
+   * the last failed_nics NICs of node failed_node (-1: of every node) down (dgx), their GPUs
+   * moved to the others. */
+  int degrade_node, degrade_class;
+  double degrade_factor;
+  int failed_node, failed_nics;
 } bs_topo_params;
 
 /* 1 if name is one of the generators. */
@@ -79,6 +86,13 @@ int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, 
 int bs_topo_nic_of(const bs_topo_params *p, int i);
 /* dgx generators: the NICs of a node (gpus_per_node when nics_per_node is 0). */
 int bs_topo_nics(const bs_topo_params *p);
+/*
+ * dgx generators: the NIC local GPU i of node n uses, failed NICs included: on the node with
+ * failed_nics > 0 (every node when failed_node is -1) the last failed_nics NICs are down and a GPU whose NIC j is down sends
+ * through NIC j mod (NICs - failed_nics), the first live NICs in rail order. Elsewhere
+ * bs_topo_nic_of.
+ */
+int bs_topo_nic_of_node(const bs_topo_params *p, int n, int i);
 
 /* Checks the parameters (counts positive, leaves divide, ...). */
 int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen);

@@ -1,7 +1,7 @@
 # report.awk: writes composed's report.md from the sweeps' CSV files (read by column name with
 # lib/csv.awk); every figure in a sentence is looked up in the simulated points, never typed in.
 # Usage: awk -f lib/csv.awk -f lib/fmt.awk -f report.awk nemo-16k.csv nemo-64k.csv grid.csv meta.csv
-#        meta-1m.csv usp.csv > report.md
+#        meta-tp.csv meta-1m.csv usp.csv > report.md
 function gib(b) { return b == "" ? "-" : sprintf("%.1f", b / 1073741824) }
 function cell(x) { return x == "" ? "-" : x }
 function fits() { return V["status"] != "ok" ? V["status"] : (V["oom"] == "1" ? "OOM" : "fits") }
@@ -45,16 +45,15 @@ END {
   print "per sequence of the recipe."
   print ""
   table("grid", "LLaMA-2-7B, 1M tokens, 1024 GPUs: tensor parallel inside a node, burst ring across nodes")
-  printf "The fastest split here is %s (tp x cp x dp x pp) at %s a step, the slowest %s at %s:", BESTG, tm(BEST), WORSTG, tm(WORST)
-  print " with one replica the 8 sequences run as 8 microbatches one after the other, each spread over all"
-  print "1024 GPUs with a short ring block per step; with 8 replicas each sequence has 128 GPUs."
+  printf "The fastest split here is %s (tp x cp x dp x pp) at %s a step, the slowest %s at %s.\n", BESTG, tm(BEST), WORSTG, tm(WORST)
   print ""
   table("meta", "Llama 3.1 405B prefill, 128K tokens: TP 8 in a node x context-parallel ring over N nodes")
-  table("meta-1m", "Llama 3.1 405B prefill, 1M tokens on 16 nodes (128 GPUs): context parallel against tensor parallel")
+  table("meta-tp", "Llama 3.1 405B prefill, 128K tokens: tensor parallelism alone over 2 and 4 nodes (TP 16, TP 32)")
+  table("meta-1m", "Llama 3.1 405B prefill, 1M tokens on 16 nodes (128 GPUs), TP 8 x CP 16")
   if (TT[8, 131072] != "" && TT[128, 131072] != "")
     printf "From 1 to 16 nodes the 128K prefill goes from %s to %s (%.1fx faster on 16x the GPUs).", tm(TT[8, 131072]), tm(TT[128, 131072]), TT[8, 131072] / TT[128, 131072]
-  if (TT[128, 1048576] != "" && TTP[128, 1048576] != "")
-    printf " At 1M tokens on 128 GPUs the context-parallel ring takes %s against %s for tensor parallelism over all 128 (its all-reduces cross the nodes on every layer).", tm(TT[128, 1048576]), tm(TTP[128, 1048576])
+  if (TT[16, 131072] != "" && TTP[16, 131072] != "")
+    printf " On 2 nodes TP 8 x CP 2 takes %s against %s for TP 16 (its all-reduces cross the nodes twice a layer).", tm(TT[16, 131072]), tm(TTP[16, 131072])
   print " The weights are bf16 here (101 GB a GPU at TP 8): the points are OOM on an 80 or 96 GB H100,"
   print "which is why Meta serves 405B with FP8 weights; `model.fp8` is not modelled yet."
   print ""

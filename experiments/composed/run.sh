@@ -14,7 +14,8 @@ sweep nemo-16k "$HERE/nemo-llama3-8b.ini"
 sweep nemo-64k "$HERE/nemo-llama3-8b.ini" --set workload.seq_len=64K --set parallel.gpus=32
 sweep grid "$HERE/llama2-7b-grid.ini"
 sweep meta "$HERE/meta-405b.ini"
-sweep meta-1m "$HERE/meta-405b.ini" --set parallel.gpus=128 --set workload.seq_len=1M --set parallel.method=ring,tp
+sweep meta-tp "$HERE/meta-405b.ini" --set parallel.method=tp --set parallel.tp=1 --set parallel.gpus=16,32
+sweep meta-1m "$HERE/meta-405b.ini" --set parallel.gpus=128 --set workload.seq_len=1M
 sweep usp "$HERE/usp-llama3-8b.ini"
 
 # nodes, prefill time, ideal scaling from one node (ok points of the 128K sweep)
@@ -22,6 +23,6 @@ awk -f "$LIB/csv.awk" -e 'csv_row() && V["status"] == "ok" { n = V["gpus"] / 8; 
   print n, V["step_s"], (t1 != "" ? t1 / n : V["step_s"]) }' "$OUT/meta.csv" > "$OUT/dat/meta.dat"
 gnuplot -e "d='$OUT/dat'; o='$OUT'" "$HERE/plot.gp"
 cd "$OUT"
-awk -f "$LIB/csv.awk" -f "$LIB/fmt.awk" -f "$HERE/report.awk" nemo-16k.csv nemo-64k.csv grid.csv meta.csv meta-1m.csv \
-  usp.csv > report.md
+awk -f "$LIB/csv.awk" -f "$LIB/fmt.awk" -f "$HERE/report.awk" nemo-16k.csv nemo-64k.csv grid.csv meta.csv meta-tp.csv \
+  meta-1m.csv usp.csv > report.md
 echo "composed: $OUT/report.md"

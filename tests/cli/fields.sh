@@ -1,6 +1,6 @@
 #!/bin/sh
 # fields.sh BURSTSIM CHECK_FIELDS SRCDIR — one small sweep written as JSON and CSV (methods that run
-# and one that fails, train and decode), read back by check_fields against the table of field
+# and one that fails, train and decode, what-ifs), read back by check_fields against the table of field
 # descriptions: every CSV column is described, and JSON and CSV carry the same values.
 bs=$1; check=$2; src=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/bs-fields-XXXXXX") || exit 1
@@ -16,4 +16,10 @@ timeout 120 "$bs" sim "$src/tests/sim/small.ini" --set parallel.gpus=8 --set wor
   --out "$work/d.json" --csv "$work/d.csv" >"$work/log" 2>&1 || { cat "$work/log"; fail "the decode sweep failed"; }
 grep -q '"decode_tokens"' "$work/d.json" || fail "the decode sweep's JSON has no decode_tokens"
 "$check" "$work/d.json" "$work/d.csv" || fail "decode sweep: JSON, CSV and the field table disagree"
-echo "fields.sh: both sweeps read back against the field table"
+timeout 120 "$bs" sim "$src/tests/sim/small.ini" --set parallel.gpus=16 --set workload.seq_len=16K \
+  --set parallel.method=ring --set cluster.straggler=none,3:1.5 --set cluster.degrade=nic:0.5 \
+  --out "$work/w.json" --csv "$work/w.csv" >"$work/log" 2>&1 || { cat "$work/log"; fail "the what-if sweep failed"; }
+grep -q '"whatif":[[:space:]]*"straggler=3:1.5 degrade=nic:0.5"' "$work/w.json" || fail "the what-if sweep's JSON lacks its whatif"
+grep -q ',straggler=3:1.5 degrade=nic:0.5$' "$work/w.csv" || fail "the what-if sweep's CSV lacks its whatif column"
+"$check" "$work/w.json" "$work/w.csv" || fail "what-if sweep: JSON, CSV and the field table disagree"
+echo "fields.sh: the three sweeps read back against the field table"

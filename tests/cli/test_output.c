@@ -102,9 +102,9 @@ static void test_json_run_result(void **st) {
                         "scope",       "causal",        "window",        "recompute",      "layout",
                         "double_ring", "lao",           "bwd_comm",      "ulysses_degree", "ulysses_placement",
                         "tp_variant",  "zero",          "decode_tokens", "kv_cache",       "model",
-                        "topology",    "nics_per_node", "profile",       "coll_algo",      "plan",
-                        "parallel",    "status",        "time_s",        "comm_bytes",     "memory",
-                        "throughput",  "ranks"};
+                        "topology",    "nics_per_node", "profile",       "coll_algo",      "whatif",
+                        "plan",        "parallel",      "status",        "time_s",         "comm_bytes",
+                        "memory",      "throughput",    "ranks"};
   int i = 0;
   for (cJSON *k = a->child; k; k = k->next, i++) {
     assert_true(i < (int)(sizeof keys / sizeof keys[0]));
@@ -123,7 +123,7 @@ static void test_json_run_result(void **st) {
   assert_int_equal(cJSON_GetObjectItem(r1, "rank")->valueint, 1);
   assert_float_equal(cJSON_GetObjectItem(r1, "step")->valuedouble, 1.25, 0);
   assert_int_equal(cJSON_GetObjectItem(r1, "peak_bytes")->valueint, 9);
-  assert_int_equal(cJSON_GetArraySize(r1), 9);
+  assert_int_equal(cJSON_GetArraySize(r1), 10);
   cJSON_Delete(root);
 }
 
@@ -386,6 +386,8 @@ static void test_csv_rfc4180(void **st) {
   assert_string_equal(rows[2].f[prof], "my,\"odd\" profile.json");
   assert_string_equal(rows[1].f[topo], "a\nb.xml");
   assert_string_equal(rows[1].f[ecol], "");
+  assert_string_equal(rows[0].f[ncol - 1], "whatif"); /* the last column appended */
+  assert_string_equal(rows[2].f[ncol - 1], "none");
   assert_string_equal(rows[2].f[0], "ring");
   free(text);
 }

@@ -220,6 +220,11 @@ static const key_case key_cases[] = {
   {"cluster.nodes", "many", "-1"},
   {"cluster.nics_per_node", "two", "0"},
   {"cluster.coll_algo", "1", "star"},
+  {"cluster.nodes_per_leaf", "two", "0"},
+  {"cluster.oversub", "0.5", "fast"},
+  {"cluster.straggler", "17:0", "17"},
+  {"cluster.degrade", "nic:1.5", "nvme:0.5"},
+  {"cluster.failed_nics", "3:0", "3"},
   {"output.trace", "2", "verbose"},
 };
 #define NKEY_CASES (sizeof key_cases / sizeof key_cases[0])
@@ -260,6 +265,9 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.profile")            ? "host"
                      : !strcmp(c->key, "cluster.coll_algo")          ? "tree"
                      : !strcmp(c->key, "workload.kv_cache")          ? "drop"
+                     : !strcmp(c->key, "cluster.straggler")          ? "3:1.5"
+                     : !strcmp(c->key, "cluster.degrade")            ? "nic:0.5"
+                     : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
                         !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
                        ? "on"
