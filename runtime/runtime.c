@@ -95,6 +95,7 @@ typedef struct {
   int peer, tag, step;
   int64_t bytes;
   int coll;
+  float expect; /* a NOREF receive: the first float it must deliver (0 = no check; scratch.h) */
 } hinfo;
 
 typedef struct {
@@ -251,6 +252,7 @@ static int op_compute(rt *t, const bs_op *op, double t0, char *err, size_t errle
 /* A receive slot of the scratch for handle h (a NOREF receive or collective). */
 static char *scratch_recv(rt *t, const bs_op *op, char *err, size_t errlen) {
   char *r = bs_scratch_take(&t->scratch, op->handle);
+  if (r && t->scratch.recv_bytes >= 4) memset(r, 0, 4); /* what the op delivers must overwrite it (op_wait) */
   if (!r)
     snprintf(err, errlen, "rank %d, step %d: no scratch slot left for handle %d (the sizing pass saw fewer)", t->rank,
              op->step, op->handle);
@@ -267,7 +269,8 @@ static int op_p2p(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
               ? bs_comm_isend(t->comm, data, op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen)
               : bs_comm_irecv(t->comm, data, op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen);
   if (crc) return BS_RUN_EFATAL;
-  t->hi[h] = (hinfo){op->kind, peer, op->u.p2p.tag, op->step, op->u.p2p.bytes, 0};
+  t->hi[h] = (hinfo){op->kind, peer, op->u.p2p.tag, op->step, op->u.p2p.bytes, 0, 0.0f};
+  if (op->kind == BS_OP_RECV && op->u.p2p.buf.buf < 0) t->hi[h].expect = bs_scratch_expected(op);
   if (op->kind == BS_OP_SEND) t->sent_to[peer] += op->u.p2p.bytes;
   else t->recv_from[peer] += op->u.p2p.bytes;
   record(t, op, 0, peer, op->u.p2p.bytes, t0, bs_now_s());
@@ -298,7 +301,8 @@ static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
   int crc = bs_comm_icoll(t->comm, (bs_comm_coll)op->u.coll.kind, (bs_comm_red)op->u.coll.red, ty, g, send, recv, bytes,
                           &t->req[h], err, errlen);
   if (crc) return BS_RUN_EFATAL;
-  t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op->step, op->u.coll.bytes, op->u.coll.kind};
+  t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op->step, op->u.coll.bytes, op->u.coll.kind, 0.0f};
+  if (op->u.coll.recv.buf < 0) t->hi[h].expect = bs_scratch_expected(op);
   int64_t s = bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g.size);
   t->coll_sent += s;
   t->coll_recv += s;
@@ -311,6 +315,9 @@ static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
   for (int j = 0; j < op->u.wait.n && rc == BS_RUN_OK; j++) {
     int h = op->u.wait.handles[j];
     int w = bs_comm_wait(t->comm, t->req[h], t->timeout);
+    const char *slot = bs_scratch_slot(&t->scratch, h);
+    float got = 0;
+    if (w == BS_COMM_OK && slot && t->hi[h].expect != 0) memcpy(&got, slot, sizeof got);
     bs_scratch_give(&t->scratch, h);
     if (w == BS_COMM_TIMEOUT) {
       char tmp[160];
@@ -319,6 +326,11 @@ static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
       rc = BS_RUN_EFATAL;
     } else if (w != BS_COMM_OK) {
       snprintf(err, errlen, "rank %d, step %d: MPI wait failed", t->rank, op->step);
+      rc = BS_RUN_EFATAL;
+    } else if (got != t->hi[h].expect) {
+      char tmp[160];
+      snprintf(err, errlen, "rank %d, step %d: %s delivered %g where its group gives %g", t->rank, op->step,
+               peer_what(&t->hi[h], tmp, sizeof tmp), (double)got, (double)t->hi[h].expect);
       rc = BS_RUN_EFATAL;
     }
   }

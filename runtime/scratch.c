@@ -131,6 +131,14 @@ static float *floats(int64_t n) {
 
 static char *bytes_of(int64_t n) { return n > 0 ? calloc(1, (size_t)n) : NULL; }
 
+/* The send data: fp32 ones (a sum over a group of g ranks then reads g), zero in a trailing partial float. */
+static char *ones(int64_t n) {
+  char *b = bytes_of(n);
+  const float one = 1.0f;
+  for (int64_t i = 0; b && i + 4 <= n; i += 4) memcpy(b + i, &one, 4);
+  return b;
+}
+
 int bs_scratch_create(bs_scratch *s, const bs_plan *p, int rank, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   if (size_pass(s, p, rank, err, errlen)) return -1;
@@ -139,7 +147,7 @@ int bs_scratch_create(bs_scratch *s, const bs_plan *p, int rank, char *err, size
   s->c = floats(s->nc);
   s->x = floats(s->nx);
   s->y = floats(s->nx);
-  s->send = bytes_of(s->send_bytes);
+  s->send = ones(s->send_bytes);
   s->recv = s->nrecv > 0 ? calloc((size_t)s->nrecv, sizeof *s->recv) : NULL;
   s->busy = s->nrecv > 0 ? calloc((size_t)s->nrecv, 1) : NULL;
   s->slot_of = s->nhandles > 0 ? malloc((size_t)s->nhandles * sizeof *s->slot_of) : NULL;
@@ -184,6 +192,22 @@ char *bs_scratch_take(bs_scratch *s, int h) {
       return s->recv[i];
     }
   return NULL;
+}
+
+char *bs_scratch_slot(const bs_scratch *s, int h) {
+  return h >= 0 && h < s->nhandles && s->slot_of[h] >= 0 ? s->recv[s->slot_of[h]] : NULL;
+}
+
+float bs_scratch_expected(const bs_op *op) {
+  if (op->kind == BS_OP_RECV) return op->u.p2p.bytes >= 4 ? 1.0f : 0.0f;
+  if (op->kind != BS_OP_COLL) return 0.0f;
+  bs_scratch_coll cs = bs_scratch_coll_shape(op);
+  int reduce = op->u.coll.kind == BS_COLL_ALLREDUCE || op->u.coll.kind == BS_COLL_REDUCE_SCATTER;
+  int size = op->u.coll.group.size > 0 ? op->u.coll.group.size : 1;
+  if (cs.recv_bytes < 4 || (!reduce && cs.bytes < 4)) return 0.0f;
+  /* all-to-all: the first block comes from another rank's block at its offset, aligned only in whole floats */
+  if (op->u.coll.kind == BS_COLL_ALLTOALL && (cs.bytes / size) % 4 != 0) return 0.0f;
+  return reduce && op->u.coll.red == BS_RED_SUM ? (float)op->u.coll.group.size : 1.0f;
 }
 
 void bs_scratch_give(bs_scratch *s, int h) {

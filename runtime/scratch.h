@@ -9,8 +9,9 @@
  *
  * The scratch is outside the plan's memory model: the plan's ALLOCs are what
  * the run's peak counts (and what the simulator counts); the scratch shows in
- * the process's RSS only. Its contents are meaningless: it carries no
- * activation from one op to the next.
+ * the process's RSS only. It carries no activation from one op to the
+ * next; its send data are fp32 ones, which lets the runtime check that each
+ * collective delivered what its group should (bs_scratch_expected).
  */
 #ifndef BURSTSIM_RUNTIME_SCRATCH_H
 #define BURSTSIM_RUNTIME_SCRATCH_H
@@ -60,6 +61,14 @@ int64_t bs_scratch_bytes(const bs_scratch *s);
 
 /* A free receive slot for handle h, or NULL when every slot is in flight (a program the pass did not see). */
 char *bs_scratch_take(bs_scratch *s, int h);
+/*
+ * A check that the transfer really happened over the group the op names: the send data are fp32
+ * ones, so the first float a NOREF receive or collective delivers is the group size for a sum, 1
+ * otherwise. bs_scratch_expected: that value for op, 0 when the op delivers too few bytes to tell.
+ * bs_scratch_slot: handle h's receive slot (NULL: none).
+ */
+float bs_scratch_expected(const bs_op *op);
+char *bs_scratch_slot(const bs_scratch *s, int h);
 /* The slot of handle h back, when it has one (at the WAIT that joins it). */
 void bs_scratch_give(bs_scratch *s, int h);
 

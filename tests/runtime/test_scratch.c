@@ -3,7 +3,8 @@
  * models (runtime/scratch.h) and the compute paths that use it: the
  * generic GEMM computes C = A B (against a brute-force product, across row
  * tiles with a progress poll after each), the generic elementwise pass adds,
- * a collective's shape on scratch is rounded as comm.h needs, and a layer
+ * a collective's shape on scratch is rounded as comm.h needs (and the value
+ * its first delivered float must have), and a layer
  * plan's scratch is sized to the largest operands a hand count of its GEMMs,
  * passes and gradient all-reduce gives; an attention plan needs none.
  */
@@ -59,6 +60,21 @@ static void test_coll_shape(void **state) {
   expect_shape(BS_COLL_REDUCE_SCATTER, BS_ELEM_F32, 2, 48, BS_COMM_F32, 48, 24);
   expect_shape(BS_COLL_ALLGATHER, BS_ELEM_BF16, 3, 3, BS_COMM_BYTES, 3, 9);
   expect_shape(BS_COLL_ALLTOALL, BS_ELEM_BF16, 4, 10, BS_COMM_BYTES, 12, 12);
+  /* what the first delivered float must be (send data are fp32 ones): the group size for a sum */
+  bs_op e = coll_op(BS_COLL_ALLREDUCE, BS_ELEM_BF16, 4, 64);
+  assert_true(bs_scratch_expected(&e) == 4.0f);
+  e = coll_op(BS_COLL_REDUCE_SCATTER, BS_ELEM_F32, 3, 48);
+  assert_true(bs_scratch_expected(&e) == 3.0f);
+  e.u.coll.red = BS_RED_MAX;
+  assert_true(bs_scratch_expected(&e) == 1.0f);
+  e = coll_op(BS_COLL_ALLGATHER, BS_ELEM_BF16, 2, 8);
+  assert_true(bs_scratch_expected(&e) == 1.0f);
+  e = coll_op(BS_COLL_ALLGATHER, BS_ELEM_BF16, 2, 2); /* too few bytes to tell */
+  assert_true(bs_scratch_expected(&e) == 0.0f);
+  e = coll_op(BS_COLL_ALLTOALL, BS_ELEM_BF16, 4, 32);
+  assert_true(bs_scratch_expected(&e) == 1.0f);
+  e = coll_op(BS_COLL_ALLTOALL, BS_ELEM_BF16, 4, 24); /* blocks of 6 bytes: not whole floats */
+  assert_true(bs_scratch_expected(&e) == 0.0f);
   bs_op with_ref = coll_op(BS_COLL_ALLREDUCE, BS_ELEM_F32, 2, 64);
   with_ref.u.coll.send = with_ref.u.coll.recv = (bs_ref){3, 0};
   assert_int_equal(bs_scratch_uses(&with_ref), 0);
@@ -184,6 +200,9 @@ static void test_layer_sizes(void **state) {
     assert_int_equal(s.recv_bytes, P * 4);
     assert_int_equal(s.send_bytes, P * 4);
     assert_int_equal(bs_scratch_bytes(&s), (3 * T * 2 * F + 2 * s.nx) * 4 + 2 * P * 4);
+    float first;
+    memcpy(&first, s.send, sizeof first);
+    assert_true(first == 1.0f); /* the send data every delivered value is checked against */
     /* one slot: a second handle in flight finds none until the first is given back */
     char *r0 = bs_scratch_take(&s, 0);
     assert_non_null(r0);
