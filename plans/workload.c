@@ -35,11 +35,16 @@
 
 /* ---------- parameter counts ---------- */
 
-void bs_param_count_of(const bs_config *c, bs_param_count *pc) {
+void bs_param_count_of(const bs_config *c, bs_param_count *pc) { bs_param_count_stage(c, 0, pc); }
+
+void bs_param_count_stage(const bs_config *c, int stage, bs_param_count *pc) {
   memset(pc, 0, sizeof *pc);
   const bs_model *m = &c->model;
   bs_mesh mesh;
   if (bs_mesh_of(c, &mesh, NULL, 0)) return;
+  int pp = mesh.size[BS_DIM_PP];
+  int64_t L = m->layers / pp; /* the stage's layers (plan creation checks pp divides them) */
+  int first = stage == 0, last = stage == pp - 1;
   int64_t g = mesh.size[BS_DIM_TP], H = m->hidden;
   pc->tp = g;
   pc->dp = (int64_t)mesh.size[BS_DIM_CP] * mesh.size[BS_DIM_DP]; /* the ranks holding the same weights */
@@ -50,11 +55,11 @@ void bs_param_count_of(const bs_config *c, bs_param_count *pc) {
   pc->norms = 2 * H;
   pc->layer = pc->qkv + pc->o + pc->gate_up + pc->down + pc->norms;
   if (c->work.scope == BS_SCOPE_MODEL) {
-    pc->embed = m->vocab * H / g;
-    pc->head = H * m->vocab / g;
-    pc->final_norm = H;
-    pc->total = m->layers * pc->layer + pc->embed + pc->head + pc->final_norm;
-    pc->shard_total = m->layers * bs_zero_shard(pc->layer, pc->dp) + bs_zero_shard(pc->embed, pc->dp) +
+    pc->embed = first ? m->vocab * H / g : 0;
+    pc->head = last ? H * m->vocab / g : 0;
+    pc->final_norm = last ? H : 0;
+    pc->total = L * pc->layer + pc->embed + pc->head + pc->final_norm;
+    pc->shard_total = L * bs_zero_shard(pc->layer, pc->dp) + bs_zero_shard(pc->embed, pc->dp) +
                       bs_zero_shard(pc->head + pc->final_norm, pc->dp);
   } else {
     pc->total = pc->layer;
@@ -112,9 +117,25 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
              (long long)p->mesh.microbatches);
     return -1;
   }
-  if (m->layers > (BS_WL_MAX_BUFS - 64) / 12) {
-    snprintf(err, errlen, "model.layers: %lld layers exceed the plan's buffer ids (at most %d)", (long long)m->layers,
-             (BS_WL_MAX_BUFS - 64) / 12);
+  int pp = p->mesh.size[BS_DIM_PP];
+  if (pp > 1 && m->layers % pp != 0) {
+    snprintf(err, errlen, "parallel.pp: %d stages do not split model.layers (%lld) evenly", pp, (long long)m->layers);
+    return -1;
+  }
+  if (pp > 1 && c->par.zero >= 2) {
+    snprintf(err, errlen,
+             "parallel.zero: stage %d with pipeline stages is not modelled (DeepSpeed's pipeline engine refuses ZeRO "
+             "2 and 3; Megatron's distributed optimizer is ZeRO-1)",
+             c->par.zero);
+    return -1;
+  }
+  /* a stage keeps its layers' activations for every microbatch in flight (1F1B: up to pp) */
+  int64_t inflight = c->work.phase == BS_TRAIN ? (p->mesh.microbatches < pp ? p->mesh.microbatches : pp) : 1;
+  if (m->layers / pp * inflight > (BS_WL_MAX_BUFS - 64) / 12) {
+    snprintf(err, errlen,
+             "model.layers: %lld layers per stage with %lld microbatches in flight exceed the plan's buffer ids (at "
+             "most %d layers x microbatches)",
+             (long long)(m->layers / pp), (long long)inflight, (BS_WL_MAX_BUFS - 64) / 12);
     return -1;
   }
   return 0;
@@ -144,7 +165,7 @@ typedef struct {
 enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
 
 /* Program stages. */
-enum { S_INIT = 0, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_OPT, S_FINI, S_DONE };
+enum { S_INIT = 0, S_TASK, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_TASK_END, S_OPT, S_FINI, S_DONE };
 
 typedef struct bs_wl {
   bs_plan_iter *it; /* the outer iterator (its queue receives the ops) */
@@ -171,7 +192,18 @@ typedef struct bs_wl {
   plan_rank_map map; /* where this rank's attention group sits (compose.c) */
   int64_t mb, nmb;   /* the microbatch being run, microbatches per step */
   int64_t mbs;       /* sequences per microbatch */
+  /* pipeline parallelism: this rank's stage of pp, its neighbours, the 1F1B schedule's position */
+  int pp, pstage, has_embed, has_head;
+  int32_t prev, next;       /* ranks of the previous and the next stage */
+  int64_t task, ntasks;     /* the schedule's task being run (a microbatch's forward or backward) */
+  int task_bwd;             /* the task is a backward */
+  int64_t slots;            /* microbatches whose activations a stage holds at once */
+  int32_t pp_in;            /* the activation received from the previous stage (a forward) */
+  int32_t ps_h[2], ps_b[2]; /* sends to a neighbour stage in flight and their buffers */
 } bs_wl;
+
+/* Index of the current layer's saved buffers: [slot][layer], the slot of the microbatch. */
+static int64_t slot_layer(const bs_wl *w) { return (w->mb % w->slots) * w->L + w->layer; }
 
 /* ---------- ids and ops ---------- */
 
@@ -420,7 +452,7 @@ static int stream_pull(bs_wl *w) {
 static void stream_fwd_end(bs_wl *w) {
   const int keep = 1;
   attn_stream *s = &w->as;
-  int64_t l = w->layer;
+  int64_t l = slot_layer(w);
   int n = 0;
   /* a replay of the forward recognises them by their allocation number */
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
@@ -459,14 +491,14 @@ static void stream_free_all(bs_wl *w, int keep_kv) {
     if (s->bmap[b] < 0) continue;
     int r = s->aop[b].u.alloc.role;
     if (keep_kv && (r == BS_ROLE_K || r == BS_ROLE_V) && n < SAVE_MAX) {
-      w->saved[w->layer * SAVE_MAX + n++] = s->bmap[b]; /* the KV cache stays */
+      w->saved[slot_layer(w) * SAVE_MAX + n++] = s->bmap[b]; /* the KV cache stays */
       continue;
     }
     int32_t id = s->bmap[b];
     w_free(w, &id);
     s->bmap[b] = -1;
   }
-  if (keep_kv) w->nsaved[w->layer] = n;
+  if (keep_kv) w->nsaved[slot_layer(w)] = n;
 }
 
 /* ---------- pieces of a layer ---------- */
@@ -689,8 +721,8 @@ static void stage_opt(bs_wl *w) {
     if (w->model) {
       for (int64_t l = 0; l < w->L; l++)
         w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
-      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
-      w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
+      if (w->has_embed) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
+      if (w->has_head) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
     } else {
       w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
     }
@@ -698,7 +730,7 @@ static void stage_opt(bs_wl *w) {
 }
 
 static void stage_fini(bs_wl *w) {
-  for (int64_t l = 0; l < w->L; l++) {
+  for (int64_t l = 0; l < w->slots * w->L; l++) {
     for (int j = 0; j < w->nsaved[l]; j++) w_free(w, &w->saved[l * SAVE_MAX + j]);
     w->nsaved[l] = 0;
     w_free(w, &w->act[l]);
@@ -713,7 +745,7 @@ static void stage_fini(bs_wl *w) {
  * backward when `again`). Returns 1 when the forward is over. */
 static int layer_fwd_step(bs_wl *w, int again) {
   int keep = w->train && !w->recompute;
-  int64_t l = w->layer;
+  int64_t l = slot_layer(w);
   if (w->fsub == 0) {
     if (!again) zero3_acquire(w);
     if (w->train) /* recompute keeps the layer input only */
@@ -749,7 +781,7 @@ static int layer_fwd_step(bs_wl *w, int again) {
 
 /* One step of layer l's backward. Returns 1 when done. */
 static int layer_bwd_step(bs_wl *w) {
-  int64_t l = w->layer;
+  int64_t l = slot_layer(w);
   switch (w->sub) {
   case 0:
     zero3_acquire(w);
@@ -786,18 +818,111 @@ static int layer_bwd_step(bs_wl *w) {
   }
 }
 
-/* After a microbatch's backward: the next microbatch's forward, or the optimizer step. */
-static void next_microbatch(bs_wl *w) {
-  w_free(w, &w->dx);
-  if (++w->mb == w->nmb) {
-    w->stage = S_OPT;
+/*
+ * The schedule: task t of this stage is a microbatch's forward or backward.
+ * One stage (no pipeline) runs each microbatch's forward then its backward.
+ * Pipeline stages run 1F1B (PipeDream-Flush, Narayanan et al. 2021, as
+ * Megatron-LM schedules it): stage s of p runs min(p - s - 1, m) forwards,
+ * then alternates one forward and one backward, then the backwards left.
+ * Inference runs the forwards only.
+ */
+static void pp_task(const bs_wl *w, int64_t t, int *bwd, int64_t *mb) {
+  int64_t m = w->nmb, warm = w->pp - w->pstage - 1;
+  if (warm > m) warm = m;
+  if (!w->train || t < warm) {
+    *bwd = 0;
+    *mb = t;
+  } else if (t < warm + 2 * (m - warm)) {
+    int64_t k = t - warm;
+    *bwd = (int)(k % 2);
+    *mb = k % 2 ? k / 2 : warm + k / 2;
+  } else {
+    *bwd = 1;
+    *mb = t - warm - (m - warm);
+  }
+}
+
+/* Point-to-point with a neighbour stage (tags of kind 0: microbatch in the step bits). */
+static int32_t w_p2p(bs_wl *w, bs_op_kind kind, int32_t peer, int32_t buf, int64_t bytes) {
+  bs_op *op = plan_push(w->it, kind);
+  op->handle = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+  op->u.p2p.peer = peer;
+  op->u.p2p.tag = (int32_t)(w->mb & 2047);
+  op->u.p2p.buf = R(buf, 0);
+  op->u.p2p.bytes = bytes;
+  op->step = (int32_t)w->mb;
+  return op->handle;
+}
+
+/* The sends to neighbour stages still in flight: joined before the next task's own messages. */
+static void pp_join_sends(bs_wl *w) {
+  for (int i = 0; i < 2; i++) {
+    w_wait(w, &w->ps_h[i]);
+    w_free(w, &w->ps_b[i]);
+  }
+}
+
+/* A stage's output (forward: activations, backward: their gradient) to a neighbour stage. */
+static void pp_send(bs_wl *w, int32_t peer) {
+  int i = w->ps_h[0] < 0 ? 0 : 1;
+  w_wait(w, &w->ps_h[i]);
+  w_free(w, &w->ps_b[i]);
+  w->ps_b[i] = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_COMM);
+  w->ps_h[i] = w_p2p(w, BS_OP_SEND, peer, w->ps_b[i], w->Tn * w->H * w->es);
+}
+
+/* A neighbour stage's output into a new buffer, waited (the task cannot start without it). */
+static int32_t pp_recv(bs_wl *w, int32_t peer, bs_mem_class cls) {
+  int32_t b = w_alloc(w, w->Tn * w->H * w->es, cls);
+  int32_t h = w_p2p(w, BS_OP_RECV, peer, b, w->Tn * w->H * w->es);
+  w_wait(w, &h);
+  return b;
+}
+
+/* The start of task t: phase marks, the microbatch, the input from the neighbour stage. */
+static void task_start(bs_wl *w) {
+  int bwd;
+  int64_t mb;
+  pp_task(w, w->task, &bwd, &mb);
+  if (w->task > 0 && bwd != w->task_bwd) {
+    plan_phase(w->it, w->task_bwd, 0);
+    plan_phase(w->it, bwd, 1);
+  }
+  w->task_bwd = bwd;
+  w->mb = mb;
+  w->fsub = 0;
+  w->sub = 0;
+  if (!bwd) {
+    if (w->pstage > 0) w->pp_in = pp_recv(w, w->prev, BS_MEM_COMM);
+    w->layer = 0;
+    w->stage = w->has_embed ? S_EMBED : S_LFWD;
     return;
   }
-  plan_phase(w->it, 1, 0);
-  plan_phase(w->it, 0, 1);
-  w->stage = w->model ? S_EMBED : S_LFWD;
-  w->layer = 0;
-  w->fsub = 0;
+  if (w->has_head) {
+    w->dx = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE); /* gradient of the residual stream */
+    stage_head_bwd(w);
+  } else if (w->pp > 1) {
+    w->dx = pp_recv(w, w->next, BS_MEM_WORKSPACE);
+  }
+  w->layer = w->L - 1;
+  w->stage = S_LBWD;
+}
+
+/* The end of a task: the output to the neighbour stage; the next task, or the step's end. */
+static void task_end(bs_wl *w) {
+  if (!w->task_bwd) {
+    w_free(w, &w->pp_in);
+    if (w->pstage < w->pp - 1) pp_send(w, w->next);
+  } else {
+    w_free(w, &w->dx);
+    if (w->pstage > 0) pp_send(w, w->prev);
+  }
+  if (++w->task < w->ntasks) {
+    w->stage = S_TASK;
+    return;
+  }
+  pp_join_sends(w);
+  w->stage = w->train ? S_OPT : S_FINI;
 }
 
 static void gen_step(bs_wl *w) {
@@ -805,10 +930,10 @@ static void gen_step(bs_wl *w) {
   case S_INIT:
     plan_phase(w->it, 0, 1);
     stage_init(w);
-    w->stage = w->model ? S_EMBED : S_LFWD;
-    w->layer = 0;
-    w->fsub = 0;
+    w->task = 0;
+    w->stage = S_TASK;
     return;
+  case S_TASK: task_start(w); return;
   case S_EMBED:
     stage_embed(w);
     w->stage = S_LFWD;
@@ -816,42 +941,24 @@ static void gen_step(bs_wl *w) {
   case S_LFWD:
     if (layer_fwd_step(w, 0)) {
       w->fsub = 0;
-      if (++w->layer == w->L) w->stage = w->model ? S_HEAD : (w->train ? S_LBWD : S_FINI);
-      if (w->stage == S_LBWD) {
-        plan_phase(w->it, 0, 0);
-        plan_phase(w->it, 1, 1);
-        w->layer = w->L - 1;
-        w->sub = 0;
-      }
+      if (++w->layer == w->L) w->stage = w->has_head ? S_HEAD : S_TASK_END;
     }
     return;
   case S_HEAD:
     stage_head(w);
-    if (!w->train) {
-      w->stage = S_FINI;
-      return;
-    }
-    plan_phase(w->it, 0, 0);
-    plan_phase(w->it, 1, 1);
-    w->dx = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE); /* gradient of the residual stream */
-    stage_head_bwd(w);
-    w->stage = S_LBWD;
-    w->layer = w->L - 1;
-    w->sub = 0;
+    w->stage = S_TASK_END;
     return;
   case S_LBWD:
     if (layer_bwd_step(w)) {
       w->sub = 0;
-      if (w->layer-- == 0) {
-        if (w->model) w->stage = S_EMBED_BWD;
-        else next_microbatch(w);
-      }
+      if (w->layer-- == 0) w->stage = w->has_embed ? S_EMBED_BWD : S_TASK_END;
     }
     return;
   case S_EMBED_BWD:
     stage_embed_bwd(w);
-    next_microbatch(w);
+    w->stage = S_TASK_END;
     return;
+  case S_TASK_END: task_end(w); return;
   case S_OPT:
     w_wait(w, &w->gh);
     w_free(w, &w->gbuck);
@@ -888,27 +995,36 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->it = it;
   w->p = p;
   w->model = c->work.scope == BS_SCOPE_MODEL;
-  w->L = w->model ? c->model.layers : 1;
-  w->saved = malloc(sizeof *w->saved * (size_t)(w->L * SAVE_MAX));
-  w->saved_seq = malloc(sizeof *w->saved_seq * (size_t)(w->L * SAVE_MAX));
-  w->nsaved = calloc((size_t)w->L, sizeof *w->nsaved);
-  w->act = malloc(sizeof *w->act * (size_t)w->L);
+  w->pp = p->mesh.size[BS_DIM_PP];
+  w->pstage = bs_mesh_coord(&p->mesh, it->rank, BS_DIM_PP);
+  w->prev = it->rank - p->mesh.stride[BS_DIM_PP];
+  w->next = it->rank + p->mesh.stride[BS_DIM_PP];
+  w->has_embed = w->model && w->pstage == 0;
+  w->has_head = w->model && w->pstage == w->pp - 1;
+  w->L = w->model ? c->model.layers / w->pp : 1;
+  w->nmb = p->mesh.microbatches;
+  w->train = c->work.phase == BS_TRAIN;
+  w->ntasks = w->train ? 2 * w->nmb : w->nmb;
+  w->slots = w->train ? (w->nmb < w->pp ? w->nmb : w->pp) : 1;
+  int64_t nl = w->slots * w->L;
+  w->saved = malloc(sizeof *w->saved * (size_t)(nl * SAVE_MAX));
+  w->saved_seq = malloc(sizeof *w->saved_seq * (size_t)(nl * SAVE_MAX));
+  w->nsaved = calloc((size_t)nl, sizeof *w->nsaved);
+  w->act = malloc(sizeof *w->act * (size_t)nl);
   if (!w->saved || !w->saved_seq || !w->nsaved || !w->act) {
     plan_wl_free(w);
     return NULL;
   }
-  for (int64_t i = 0; i < w->L * SAVE_MAX; i++) w->saved[i] = -1;
-  for (int64_t i = 0; i < w->L; i++) w->act[i] = -1;
-  w->train = c->work.phase == BS_TRAIN;
+  for (int64_t i = 0; i < nl * SAVE_MAX; i++) w->saved[i] = -1;
+  for (int64_t i = 0; i < nl; i++) w->act[i] = -1;
   w->recompute = w->train && c->work.recompute;
   w->drop_kv = c->work.phase == BS_PREFILL && c->work.kv_cache == BS_KV_DROP;
   w->zero = c->par.zero;
   w->tp = p->mesh.size[BS_DIM_TP] > 1;
   w->v3 = w->tp && c->par.tp_variant == 3;
-  bs_param_count_of(c, &w->pc);
+  bs_param_count_stage(c, w->pstage, &w->pc);
   w->g = w->pc.tp;
   plan_map_of(p, it->rank, &w->map);
-  w->nmb = p->mesh.microbatches;
   w->mbs = p->mesh.micro_batch;
   w->es = p->es;
   w->H = c->model.hidden;
@@ -925,6 +1041,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
   w->tmp = w->dx = w->logits = w->gh = w->gbuck = w->gnew = w->ehb = -1;
   w->zb[0] = w->zb[1] = w->zh[0] = w->zh[1] = -1;
+  w->pp_in = w->ps_h[0] = w->ps_h[1] = w->ps_b[0] = w->ps_b[1] = -1;
   return w;
 }
 

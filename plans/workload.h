@@ -18,7 +18,7 @@
 /* Layer and model plans hold more buffers and handles than one attention
  * call: their ids are below these bounds (attention scope keeps
  * BS_PLAN_MAX_BUFS / BS_PLAN_MAX_HANDLES). */
-#define BS_WL_MAX_BUFS 1024
+#define BS_WL_MAX_BUFS 2048
 #define BS_WL_MAX_HANDLES 256
 
 /* Bytes Adam moves per parameter: fp32 master, m, v read and written (24),
@@ -36,8 +36,11 @@ typedef struct {
                               final norm with the head) of ceil(set / dp) */
 } bs_param_count;
 
-/* Parameter counts of cfg's workload for one rank. */
+/* Parameter counts of cfg's workload for one rank (of the first pipeline stage). */
 void bs_param_count_of(const bs_config *cfg, bs_param_count *pc);
+/* The same for a rank of pipeline stage `stage`: its layers (layers / pp), the embedding on the
+ * first stage, the final norm and the LM head on the last. */
+void bs_param_count_stage(const bs_config *cfg, int stage, bs_param_count *pc);
 
 /* ceil(n / dp): the ZeRO shard of a parameter set of n. */
 static inline int64_t bs_zero_shard(int64_t n, int64_t dp) { return dp > 1 ? (n + dp - 1) / dp : n; }

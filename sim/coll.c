@@ -201,10 +201,10 @@ static void tree_account(rank_state *rs, const coll_job *job, int me, const int 
   }
 }
 
-/* An all-rank tree timed as a whole: its bytes, per size, counted once (by rank 0). */
-static int wtree_add(sim_ctx *c, int64_t bytes) {
+/* An all-rank tree timed as a whole: its bytes, per size and group, counted once (by the group's first member). */
+static int wtree_add(sim_ctx *c, int64_t bytes, const bs_group *g) {
   for (int i = 0; i < c->nwtree; i++)
-    if (c->wtree[i].bytes == bytes) {
+    if (c->wtree[i].bytes == bytes && c->wtree[i].first == g->first && c->wtree[i].stride == g->stride) {
       c->wtree[i].count++;
       return 0;
     }
@@ -213,6 +213,8 @@ static int wtree_add(sim_ctx *c, int64_t bytes) {
     return -1;
   }
   c->wtree[c->nwtree].bytes = bytes;
+  c->wtree[c->nwtree].first = g->first;
+  c->wtree[c->nwtree].stride = g->stride;
   c->wtree[c->nwtree++].count = 1;
   return 0;
 }
@@ -229,7 +231,7 @@ static void coll_tree(rank_state *rs, const coll_job *job, coll_setup *s) {
     return;
   }
   if (!whole) tree_account(rs, job, s->me, s->node);
-  else if (rs->rank == 0 && wtree_add(c, job->bytes)) return;
+  else if (rs->rank == job->group.first && wtree_add(c, job->bytes, &job->group)) return;
   if (s->t_tree < 0) s->t_tree = bs_tree_allreduce_time(s->n, s->node, job->bytes, &s->l);
   c->events++;
   sg_actor_sleep_for(s->t_tree > 0 ? s->t_tree : 0);

@@ -60,4 +60,6 @@ bs_coll_algo sim_auto_algo(int n, const int *node, int multi, int64_t bytes, con
   return *t_tree < sim_ring_lockstep_time(l, multi, 2 * (n - 1), bytes / n / C) ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
 }
 
-int sim_whole_tree(int G, const bs_group *g) { return g->first == 0 && g->stride == 1 && g->size == G && G > 1; }
+int sim_whole_tree(int G, const bs_group *g) {
+  return g->stride >= 1 && g->first >= 0 && g->first < g->stride && (int64_t)g->stride * g->size == G && g->size > 1;
+}

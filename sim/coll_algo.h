@@ -43,7 +43,9 @@ double sim_ring_lockstep_time(const bs_coll_links *l, int multi, int steps, int6
 bs_coll_algo sim_auto_algo(int n, const int *node, int multi, int64_t bytes, const bs_coll_links *l, int C,
                            double *t_tree);
 
-/* A group of every one of G ranks: its tree allreduce, when not run as steps, is timed as a whole. */
+/* A group of every one of G ranks, or of every rank of one residue modulo its stride (composed
+ * parallelism's gradient group of a tensor-parallel index): its tree allreduce, when not run as
+ * steps, is timed as a whole. */
 int sim_whole_tree(int G, const bs_group *g);
 
 #endif

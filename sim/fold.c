@@ -89,23 +89,24 @@ static int prepass_algo(fold_env *env, bs_coll_algo algo, const bs_group *g, int
 }
 
 /*
- * A ring collective over a group of consecutive ranks (stride 1) talks only
- * to its ring neighbours (on every channel), so what a rank's timeline
- * depends on is where they are relative to it, not where the group starts:
- * hash their offsets (node, index in node) and count only them as node
- * offsets. This lets model-scope plans, whose gradient collectives span every
- * rank, fold like their rings (peers taken modulo the fold, as for
- * point-to-point). All-to-alls, trees and strided groups keep the whole-group
+ * A ring collective talks only to its ring neighbours (on every channel), so
+ * what a rank's timeline depends on is where they are relative to it, not
+ * where the group starts: hash their offsets (node, index in node) and count
+ * only them as node offsets. This lets model-scope plans, whose gradient
+ * collectives span every rank (or, composed, every rank of a tensor-parallel
+ * index: a strided group), fold like their rings (peers taken modulo the
+ * fold, as for point-to-point). All-to-alls and trees keep the whole-group
  * rule. Returns 1 when it applied.
  */
 static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, const bs_group *g, int64_t bytes,
                           int rank, int rpn, int G, uint64_t *h, rank_info *ri) {
-  if (kind == BS_COLL_ALLTOALL || g->stride != 1 || g->size < 2) return 0;
-  int me = rank - g->first, K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
+  if (kind == BS_COLL_ALLTOALL || g->stride < 1 || g->size < 2 || (rank - g->first) % g->stride != 0) return 0;
+  int me = (rank - g->first) / g->stride, K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
   if (kind == BS_COLL_ALLREDUCE) {
     int a = prepass_algo(env, algo, g, bytes, rpn);
-    /* A tree over every rank timed as a whole (coll.c) is the same on every member. */
-    if (a == BS_COLL_ALGO_TREE && sim_whole_tree(G, g) && env->model != BS_COLL_STEPS &&
+    /* A tree over every rank (of one residue, its first member on node 0, which a fold keeps)
+     * timed as a whole (coll.c) is the same on every member. */
+    if (a == BS_COLL_ALGO_TREE && sim_whole_tree(G, g) && g->stride <= rpn && env->model != BS_COLL_STEPS &&
         (env->model != BS_COLL_MODEL_AUTO || K >= 2))
       return 1;
     /* Any other tree talks to tree neighbours, not ring ones. */
@@ -114,8 +115,8 @@ static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, c
   if (me < 0 || me >= g->size) return 0;
   int C = sim_ring_channels(env->rails, rpn, g);
   for (int ch = 0; ch < C; ch++) {
-    int nb[2] = {g->first + sim_ring_peer(C, rpn, g->size, ch, me, +1),
-                 g->first + sim_ring_peer(C, rpn, g->size, ch, me, -1)};
+    int nb[2] = {sim_member(g, sim_ring_peer(C, rpn, g->size, ch, me, +1)),
+                 sim_member(g, sim_ring_peer(C, rpn, g->size, ch, me, -1))};
     for (int j = 0; j < 2; j++) {
       int dn = (((nb[j] / rpn) - mynode) % K + K) % K, di = (((nb[j] % rpn) - myidx) % rpn + rpn) % rpn;
       *h = mix(*h, (uint64_t)dn);
@@ -334,9 +335,22 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
     one.nodes_per_leaf = K;
     Ml = bs_topo_fold_nodes(&one, D);
   }
-  /* Largest reduction first, then less. */
-  int cand[7][3] = {{Ml, Pf, 0}, {Ml, P, 0}, {Mq, Pf, D}, {Mq, P, D}, {M, Pf, 0}, {M, P, 0}, {K, Pf, 0}};
-  for (int c = 0; c < 7; c++) {
+  /* Largest reduction first, then less; then larger node counts, for plans whose programs repeat
+   * only every few nodes (composed parallelism: a context-parallel ring per replica). */
+  int cand[64][3] = {{Ml, Pf, 0}, {Ml, P, 0}, {Mq, Pf, D}, {Mq, P, D}, {M, Pf, 0}, {M, P, 0}, {K, Pf, 0}};
+  int nc = 7;
+  if (M < K) {
+    int leaves_merged = Ml > 0;
+    bs_topo_params one = ps->tp;
+    if (leaves_merged) one.nodes_per_leaf = K;
+    for (int m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->tp, D, (leaves_merged ? Ml : M) + 1);
+         m > 0 && m < K && nc < 64; m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->tp, D, m + 1)) {
+      cand[nc][0] = m;
+      cand[nc][1] = P;
+      cand[nc++][2] = 0;
+    }
+  }
+  for (int c = 0; c < nc; c++) {
     int m = cand[c][0], pf = cand[c][1];
     if (!m || (m == K && pf == P)) continue;
     int ok = 1, bad = -1;
@@ -354,9 +368,9 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
       snprintf(why, whylen,
                "%d of %d ranks simulated (%d of %d nodes%s, %d of %d per node; offsets %d node(s), %d in node)", m * pf,
                G, m, K,
-               cand[c][2] ? " with leaf wrap"
-               : c < 2    ? ", leaves merged"
-                          : "",
+               cand[c][2]                ? " with leaf wrap"
+               : c < 2 || (c >= 7 && Ml) ? ", leaves merged"
+                                         : "",
                pf, P, D, Din);
       free(ri);
       return 0;

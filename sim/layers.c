@@ -11,7 +11,10 @@
  * it applies, and the two reduced models run as plain points
  * (bs_sim_run_source). tests/sim/test_layers.c checks it against the
  * straightforward run of a deeper model (within 0.1 %); opts->layers =
- * BS_OFF simulates every layer.
+ * BS_OFF simulates every layer. Pipeline stages (parallel.pp > 1) simulate
+ * every layer: a 1F1B step is the longest path through the stages' tasks, a
+ * maximum of sums linear in the layers, which a straight line through two
+ * depths need not follow.
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +24,8 @@
 #define LB 4
 
 int bs_sim_layers_apply(const bs_config *cfg, const bs_sim_opts *opts) {
-  return opts && opts->layers != BS_OFF && cfg->work.scope == BS_SCOPE_MODEL && cfg->model.layers > LB;
+  return opts && opts->layers != BS_OFF && cfg->work.scope == BS_SCOPE_MODEL && cfg->model.layers > LB &&
+         cfg->par.pp <= 1;
 }
 
 static double ext(double a, double b, int64_t k) { return a + (double)k * (b - a); }

@@ -34,7 +34,7 @@
 #include "sim/sim.h"
 
 #define MAX_HANDLES 256
-#define MAX_BUFS 1024
+#define MAX_BUFS 2048
 #define MAX_PEERS 64
 
 /* ------------------------------------------------------------------ */
@@ -117,10 +117,12 @@ typedef struct sim_ctx {
   /* per-link statistics */
   bs_link_stat *links;
   int nlinks;
-  /* tree allreduces over all ranks timed as alpha-beta: their bytes, per (bytes), counted once */
+  /* tree allreduces over all ranks (or all of one residue: a strided group, sim_whole_tree) timed
+   * as alpha-beta: their bytes, per (bytes, group), counted once by the group's first member */
   struct {
     int64_t bytes, count;
-  } wtree[16];
+    int first, stride;
+  } wtree[64];
   int nwtree;
 } sim_ctx;
 

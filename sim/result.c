@@ -35,17 +35,19 @@ static int whole_tree_bytes(const sim_ctx *c, int64_t *total, int64_t *intra, in
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  for (int r = 0; r < G; r++) node[r] = node_of_rank(c, r);
   int bad = 0;
   for (int w = 0; w < c->nwtree && !bad; w++) {
-    if (bs_tree_member_bytes(G, node, c->wtree[w].bytes, s1, i1)) {
+    int first = c->wtree[w].first, stride = c->wtree[w].stride, n = G / stride;
+    for (int i = 0; i < n; i++) node[i] = node_of_rank(c, first + stride * i);
+    if (bs_tree_member_bytes(n, node, c->wtree[w].bytes, s1, i1)) {
       bad = 1;
       break;
     }
-    for (int r = 0; r < G && !bad; r++) {
+    for (int i = 0; i < n && !bad; i++) {
       int64_t a, b;
-      bad = __builtin_mul_overflow(s1[r], c->wtree[w].count, &a) ||
-            __builtin_mul_overflow(i1[r], c->wtree[w].count, &b) || __builtin_add_overflow(tsent[r], a, &tsent[r]) ||
+      int r = first + stride * i;
+      bad = __builtin_mul_overflow(s1[i], c->wtree[w].count, &a) ||
+            __builtin_mul_overflow(i1[i], c->wtree[w].count, &b) || __builtin_add_overflow(tsent[r], a, &tsent[r]) ||
             __builtin_add_overflow(*total, a, total) || __builtin_add_overflow(*inter, b, inter) ||
             __builtin_add_overflow(*intra, a - b, intra);
     }

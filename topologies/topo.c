@@ -411,6 +411,10 @@ int bs_topo_fold_quotient(const bs_topo_params *p, int max_node_offset) {
 }
 
 int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset) {
+  return bs_topo_fold_nodes_from(p, max_node_offset, 0);
+}
+
+int bs_topo_fold_nodes_from(const bs_topo_params *p, int max_node_offset, int min_nodes) {
   const generator *g = find_gen(p->name);
   if (!g || g->kind == GEN_HOST) return 0;
   int K = p->nodes, D = max_node_offset < 0 ? 0 : max_node_offset;
@@ -419,7 +423,7 @@ int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset) {
   int L = leafy ? p->nodes_per_leaf : 1;
   for (int m = 2; (long)m * L < K; m++) {
     int M = m * L;
-    if (K % M) continue;
+    if (K % M || M < min_nodes) continue;
     if (M <= 2L * D) continue;            /* +D and -D must stay distinct peers */
     if (leafy && m < D / L + 2) continue; /* a flow crosses at most D/L+1 leaves */
     return M;

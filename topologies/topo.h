@@ -100,6 +100,9 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen);
  * platform has no node symmetry, as the host).
  */
 int bs_topo_fold_nodes(const bs_topo_params *p, int max_node_offset);
+/* The same, the smallest such M of at least min_nodes (a plan whose programs repeat only every few
+ * nodes folds onto a larger M). */
+int bs_topo_fold_nodes_from(const bs_topo_params *p, int max_node_offset, int min_nodes);
 
 /*
  * The tighter fold of the dgx fabric: one leaf's worth of nodes (returned, or

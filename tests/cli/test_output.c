@@ -98,10 +98,10 @@ static void test_json_run_result(void **st) {
   r.nranks = 2;
   cJSON *root = bs_output_json_tree("run", &r, 1);
   cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
-  const char *keys[] = {"method",         "gpus",       "seq_len", "batch",       "phase",    "scope",
-                        "causal",         "window",     "layout",  "double_ring", "lao",      "bwd_comm",
-                        "ulysses_degree", "tp_variant", "zero",    "model",       "topology", "profile",
-                        "coll_algo",      "plan",       "time_s",  "comm_bytes",  "memory",   "ranks"};
+  const char *keys[] = {"method", "gpus",       "seq_len",     "batch",   "phase",     "scope",          "causal",
+                        "window", "layout",     "double_ring", "lao",     "bwd_comm",  "ulysses_degree", "tp_variant",
+                        "zero",   "model",      "topology",    "profile", "coll_algo", "plan",           "parallel",
+                        "time_s", "comm_bytes", "memory",      "ranks"};
   int i = 0;
   for (cJSON *k = a->child; k; k = k->next, i++) {
     assert_true(i < (int)(sizeof keys / sizeof keys[0]));

@@ -210,6 +210,11 @@ static const key_case key_cases[] = {
   {"parallel.tp_variant", "1", "v2"},
   {"parallel.zero", "one", "4"},
   {"parallel.ranks_per_node", "8.0", "65537"},
+  {"parallel.tp", "two", "0"},
+  {"parallel.dp", "2.5", "0"},
+  {"parallel.pp", "x", "4097"},
+  {"parallel.micro_batch", "half", "0"},
+  {"parallel.order", "tp-tp-dp-pp", "cp-tp-dp"},
   {"cluster.topology", NULL, NULL}, /* names: only empty and too long; unknown names fail at run */
   {"cluster.profile", NULL, NULL},
   {"cluster.nodes", "many", "-1"},
@@ -250,6 +255,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "parallel.bwd_comm")          ? "plain"
                      : !strcmp(c->key, "parallel.tp_variant")        ? "v3"
                      : !strcmp(c->key, "parallel.ulysses_placement") ? "ring-first"
+                     : !strcmp(c->key, "parallel.order")             ? "cp-tp-dp-pp"
                      : !strcmp(c->key, "cluster.topology")           ? "host"
                      : !strcmp(c->key, "cluster.profile")            ? "host"
                      : !strcmp(c->key, "cluster.coll_algo")          ? "tree"

@@ -27,6 +27,10 @@ typedef struct {
   bs_mem_class first_cls[5];
   int64_t peak;
   int64_t cls_allocated[BS_MEM_CLASS_COUNT];
+  int64_t coll_by_size[17]; /* bytes sent in collectives, by group size (composed: one size per group kind) */
+  int64_t p2p_sent, p2p_recv;
+  int nsend, nrecv;
+  int64_t sent_to[16], recv_from[16]; /* point-to-point bytes by peer (ranks < 16) */
 } rank_walk;
 
 static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
@@ -80,8 +84,18 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
       assert_true(op.handle >= 0 && op.handle < BS_WL_MAX_HANDLES && !hlive[op.handle]);
       hlive[op.handle] = 1;
       if (op.kind == BS_OP_COLL) {
-        w->coll_sent[op.u.coll.kind] += bs_coll_bytes_sent(op.u.coll.kind, op.u.coll.bytes, op.u.coll.group.size);
+        int64_t b = bs_coll_bytes_sent(op.u.coll.kind, op.u.coll.bytes, op.u.coll.group.size);
+        w->coll_sent[op.u.coll.kind] += b;
         w->ncoll[op.u.coll.kind]++;
+        if (op.u.coll.group.size <= 16) w->coll_by_size[op.u.coll.group.size] += b;
+      } else if (op.kind == BS_OP_SEND) {
+        w->p2p_sent += op.u.p2p.bytes;
+        w->nsend++;
+        if (op.u.p2p.peer >= 0 && op.u.p2p.peer < 16) w->sent_to[op.u.p2p.peer] += op.u.p2p.bytes;
+      } else {
+        w->p2p_recv += op.u.p2p.bytes;
+        w->nrecv++;
+        if (op.u.p2p.peer >= 0 && op.u.p2p.peer < 16) w->recv_from[op.u.p2p.peer] += op.u.p2p.bytes;
       }
       break;
     case BS_OP_WAIT:
@@ -263,6 +277,73 @@ static void test_zero(void **st) {
     }
 }
 
+/* Parameters a rank holds of one layer (tensor-parallel degree g: norms are not sharded). */
+static int64_t layer_params(const bs_config *c, int64_t g) {
+  int64_t H = c->model.hidden, F = c->model.ffn, d = c->model.head_dim;
+  return H * (c->model.heads + 2 * c->model.kv_heads) * d / g + c->model.heads * d * H / g + 3 * H * F / g + 2 * H;
+}
+
+/*
+ * Composed tp 2 x cp 2 x dp 2 (tp fastest): every rank holds half of each GEMM's weights; the
+ * tensor-parallel all-reduces (v1: two per layer and pass, the embedding's and the head's) run
+ * over groups of 2 on the tokens of the rank's context share; the gradients of ZeRO-1 (reduce-
+ * scatter, then all-gather of the updated weights) over the dp x cp group of 4.
+ */
+static void test_composed_groups(void **st) {
+  (void)st;
+  bs_config c = cfg_of(BS_BURST, 8, BS_SCOPE_MODEL, BS_TRAIN);
+  c.par.tp = 2;
+  c.par.dp = 2;
+  c.work.batch = 2;
+  c.par.zero = 1;
+  bs_plan *p = make(&c);
+  int64_t H = 64, V = 256, L = 2, es = 2, N = 256, cp = 2, tp = 2, D = 4;
+  int64_t psi = L * layer_params(&c, tp) + 2 * V * H / tp + H;
+  bs_param_count pc;
+  bs_param_count_of(&c, &pc);
+  assert_int_equal(pc.total, psi);
+  assert_int_equal(pc.dp, D);
+  for (int r = 0; r < 8; r++) {
+    rank_walk w;
+    walk_rank(p, r, &w);
+    assert_int_equal(w.first_allocs[0], 2 * psi);
+    int64_t T = 1 * N / cp, ar = T * H * es; /* one microbatch of one sequence, the rank's tokens */
+    assert_int_equal(w.coll_by_size[2], (4 * L + 2) * (2 * (tp - 1) * (ar / tp)));
+    int64_t shards =
+      L * bs_zero_shard(layer_params(&c, tp), D) + bs_zero_shard(V * H / tp, D) + bs_zero_shard(V * H / tp + H, D);
+    assert_int_equal(w.coll_by_size[4], 2 * (D - 1) * shards * es);
+  }
+  bs_plan_free(p);
+}
+
+/*
+ * Pipeline: 2 stages x cp 2, one layer each, 4 microbatches. The first stage holds the embedding,
+ * the last the final norm and the head; each forward sends the stage's activations (tokens of the
+ * rank x hidden) to the next stage and each backward their gradient back.
+ */
+static void test_pipeline_stages(void **st) {
+  (void)st;
+  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+  c.par.pp = 2;
+  c.work.batch = 4;
+  bs_plan *p = make(&c);
+  int64_t H = 64, V = 256, es = 2, m = 4, T = 256 / 2;
+  int64_t layer = layer_params(&c, 1);
+  for (int r = 0; r < 4; r++) {
+    int stage = r / 2; /* order tp-cp-dp-pp: pp slowest */
+    bs_param_count pc;
+    bs_param_count_stage(&c, stage, &pc);
+    assert_int_equal(pc.total, layer + (stage == 0 ? V * H : V * H + H));
+    rank_walk w;
+    walk_rank(p, r, &w);
+    assert_int_equal(w.first_allocs[0], 2 * pc.total);
+    int other = stage == 0 ? r + 2 : r - 2; /* the same context index on the other stage */
+    assert_int_equal(w.sent_to[other], m * T * H * es);
+    assert_int_equal(w.recv_from[other], m * T * H * es);
+  }
+  bs_plan_free(p);
+}
+
 /* Inference: no gradients or optimizer; decode's GEMMs see only the new tokens. */
 static void test_inference(void **st) {
   (void)st;
@@ -336,9 +417,10 @@ static void test_kv_cache(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_layer_flops), cmocka_unit_test(test_model_flops_recompute),
-    cmocka_unit_test(test_tp_v1_v3),    cmocka_unit_test(test_zero),
-    cmocka_unit_test(test_inference),   cmocka_unit_test(test_kv_cache),
+    cmocka_unit_test(test_layer_flops),     cmocka_unit_test(test_model_flops_recompute),
+    cmocka_unit_test(test_tp_v1_v3),        cmocka_unit_test(test_zero),
+    cmocka_unit_test(test_inference),       cmocka_unit_test(test_kv_cache),
+    cmocka_unit_test(test_composed_groups), cmocka_unit_test(test_pipeline_stages),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -817,6 +817,122 @@ static void fold_case_full(const char *topo, int gpus, int nodes_per_leaf, doubl
   bs_result_free(&folded);
 }
 
+/* A composed point folded and not: the same figures. */
+static void fold_composed(bs_config *c, int nodes_per_leaf, const char *expect) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.nodes_per_leaf = nodes_per_leaf;
+  o.fold = BS_OFF;
+  bs_result full, folded;
+  char err[512] = "";
+  if (bs_sim_run(c, &o, &full, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  o.fold = BS_ON;
+  if (bs_sim_run(c, &o, &folded, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  if (!strstr(folded.sim_network, expect)) {
+    fprintf(stderr, "tp %d dp %d: expected '%s' in '%s'\n", c->par.tp, c->par.dp, expect, folded.sim_network);
+    fail();
+  }
+  assert_true(folded.sim_actors < full.sim_actors);
+  const double tol = 1e-3;
+  assert_close(folded.time.step, full.time.step, tol);
+  assert_close(folded.time.fwd, full.time.fwd, tol);
+  assert_close(folded.time.bwd, full.time.bwd, tol);
+  assert_close(folded.time.comm_exposed + 1e-30, full.time.comm_exposed + 1e-30, tol);
+  assert_int_equal(folded.comm.per_rank_max_sent, full.comm.per_rank_max_sent);
+  assert_int_equal(folded.comm.total, full.comm.total);
+  assert_int_equal(folded.comm.intra_node, full.comm.intra_node);
+  assert_int_equal(folded.comm.inter_node, full.comm.inter_node);
+  assert_int_equal(folded.mem.peak_bytes_max, full.mem.peak_bytes_max);
+  for (int r = 0; r < c->par.gpus; r++) assert_close(folded.ranks[r].step, full.ranks[r].step, tol);
+  bs_result_free(&full);
+  bs_result_free(&folded);
+}
+
+/* Composed parallelism: context-parallel rings per tensor-parallel index and replica fold onto the
+ * nodes their programs repeat over; the gradient group of a tensor-parallel index is strided (its
+ * ring collectives and whole trees fold like the plain ones). */
+static void test_fold_composed(void **state) {
+  (void)state;
+  bs_config c;
+  burst_config(&c, 128, 65536, 0); /* 16 nodes; a cp ring of 16 spans 4, and repeats over 4 replicas */
+  c.par.double_ring = BS_AUTO;
+  c.par.tp = 2;
+  c.par.dp = 4;
+  c.work.batch = 4;
+  c.work.causal = 1;
+  c.par.layout = BS_ZIGZAG;
+  fold_composed(&c, 2, "ranks simulated");
+  /* model scope, 2 layers, gradients over dp x cp of each tp index: ring and tree allreduces */
+  c.work.scope = BS_SCOPE_MODEL;
+  c.model.layers = 2;
+  c.par.tp_variant = 3;
+  for (int a = 0; a < 2; a++) {
+    c.cluster.coll_algo = a ? BS_COLL_ALGO_TREE : BS_COLL_ALGO_RING;
+    fold_composed(&c, 2, "ranks simulated");
+  }
+}
+
+/* A small model whose embedding and head cost next to nothing, so that every stage's task is its layers. */
+static void pp_model(bs_config *c, int gpus, int pp, int dp, int64_t layers, int64_t batch) {
+  bs_config_default(c);
+  c->model.hidden = 1024;
+  c->model.heads = c->model.kv_heads = 8;
+  c->model.head_dim = 128;
+  c->model.ffn = 4096;
+  c->model.vocab = 64;
+  c->model.preset[0] = 0;
+  c->model.layers = layers;
+  c->work.seq_len = 8192;
+  c->work.scope = BS_SCOPE_MODEL;
+  c->work.batch = batch;
+  c->par.gpus = gpus;
+  c->par.pp = pp;
+  c->par.dp = dp;
+  c->par.micro_batch = 1;
+}
+
+static double pp_step(const bs_config *c) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_result r;
+  char err[512] = "";
+  if (bs_sim_run(c, &o, &r, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    fail();
+  }
+  double t = r.time.step;
+  bs_result_free(&r);
+  return t;
+}
+
+/*
+ * The pipeline bubble comes out of the simulated 1F1B schedule: p = 4 stages of 2 layers, m = 8
+ * microbatches. One stage's work per microbatch (T) and the step's fixed part (gradient
+ * reduction, optimizer) come from one-stage runs of 2 layers with 1 and 8 microbatches; the
+ * textbook 1F1B step is (m + p - 1) T plus the fixed part: a bubble of (p - 1) / m.
+ */
+static void test_pp_bubble(void **state) {
+  (void)state;
+  bs_config c;
+  pp_model(&c, 8, 4, 2, 8, 16); /* 2 replicas of 4 stages: 8 microbatches each */
+  double t_pp = pp_step(&c);
+  pp_model(&c, 8, 1, 8, 2, 8); /* one stage: 2 layers, 1 microbatch per replica */
+  double t1 = pp_step(&c);
+  pp_model(&c, 8, 1, 8, 2, 64); /* 8 microbatches */
+  double t8 = pp_step(&c);
+  double T = (t8 - t1) / 7, fixed = t1 - T, m = 8, p = 4;
+  double bubble = (t_pp - fixed) / (m * T) - 1;
+  fprintf(stderr, "1F1B: step %.6f s, T %.6f s, fixed %.6f s: bubble %.4f, textbook (p - 1) / m = %.4f\n", t_pp, T,
+          fixed, bubble, (p - 1) / m);
+  assert_true(fabs(bubble - (p - 1) / m) < 0.01);
+}
+
 static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr, int causal,
                              bs_layout layout, const char *expect) {
   fold_case_full(topo, gpus, nodes_per_leaf, 0, m, dr, causal, layout, expect);
@@ -947,6 +1063,8 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_burst_bytes_anchors),
     cmocka_unit_test(test_double_ring_parallel_nics),
     cmocka_unit_test(test_fold_matches_full),
+    cmocka_unit_test(test_fold_composed),
+    cmocka_unit_test(test_pp_bubble),
     cmocka_unit_test(test_fold_refuses_asymmetric),
     cmocka_unit_test(test_trace_json),
     cmocka_unit_test(test_trace_none_on_failure),
