@@ -103,11 +103,12 @@ static int run_elemwise(const bs_compute_ctx *x, const bs_compute *c, const bs_c
   case BS_EW_ZERO: return be->zero(b->out[0], (size_t)c->elems * sizeof(float));
   case BS_EW_ADD: return be->add(c->elems, b->out[0], b->in[0]);
   default: {
-    /* BS_EW_GENERIC (a norm, an activation, a residual add, the optimizer step): one pass
-     * out[0] += in[0] over elems elements of the operands the caller gives (the runtime's
-     * scratch); without operands the op is modelled work only */
-    if (!b->in[0] || !b->out[0]) return 0;
-    int rc = be->add(c->elems, b->out[0], b->in[0]);
+    /* BS_EW_GENERIC (a norm, an activation, a residual add, the optimizer step): one pass over
+     * elems fp32 elements of the operand the caller gives (out[0], the runtime's scratch), read and
+     * written in place as the plans' roofline counts it; without an operand it is modelled only */
+    if (!b->out[0] || c->elems <= 0) return 0;
+    if (!be->scale) return ATTN_EINVAL;
+    int rc = be->scale(c->elems, b->out[0], 1.0f);
     poll(x);
     return rc;
   }

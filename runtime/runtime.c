@@ -164,8 +164,7 @@ static int run_compute(rt *t, const bs_op *op, char *err, size_t errlen) {
     b.in[1] = t->scratch.b;
     b.out[0] = t->scratch.c;
   } else if (c->kernel == BS_K_ELEMWISE && c->ew == BS_EW_GENERIC) {
-    b.in[0] = t->scratch.x;
-    b.out[0] = t->scratch.y;
+    b.out[0] = t->scratch.x;
   }
   bs_compute_ctx x = {bs_kernel_backend_cpu(), t->threads, t->tile, t->bf16, op->step, progress, t->comm};
   return bs_compute_run(&x, c, &b, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;

@@ -146,12 +146,11 @@ int bs_scratch_create(bs_scratch *s, const bs_plan *p, int rank, char *err, size
   s->b = floats(s->nb);
   s->c = floats(s->nc);
   s->x = floats(s->nx);
-  s->y = floats(s->nx);
   s->send = ones(s->send_bytes);
   s->recv = s->nrecv > 0 ? calloc((size_t)s->nrecv, sizeof *s->recv) : NULL;
   s->busy = s->nrecv > 0 ? calloc((size_t)s->nrecv, 1) : NULL;
   s->slot_of = s->nhandles > 0 ? malloc((size_t)s->nhandles * sizeof *s->slot_of) : NULL;
-  int ok = (!s->na || s->a) && (!s->nb || s->b) && (!s->nc || s->c) && (!s->nx || (s->x && s->y)) &&
+  int ok = (!s->na || s->a) && (!s->nb || s->b) && (!s->nc || s->c) && (!s->nx || s->x) &&
            (!s->send_bytes || s->send) && (!s->nrecv || (s->recv && s->busy)) && (!s->nhandles || s->slot_of);
   for (int i = 0; ok && i < s->nrecv; i++) ok = (s->recv[i] = bytes_of(s->recv_bytes)) != NULL;
   for (int h = 0; ok && h < s->nhandles; h++) s->slot_of[h] = -1;
@@ -165,8 +164,7 @@ int bs_scratch_create(bs_scratch *s, const bs_plan *p, int rank, char *err, size
 }
 
 int64_t bs_scratch_bytes(const bs_scratch *s) {
-  return (s->na + s->nb + s->nc + 2 * s->nx) * (int64_t)sizeof(float) + s->send_bytes +
-         (int64_t)s->nrecv * s->recv_bytes;
+  return (s->na + s->nb + s->nc + s->nx) * (int64_t)sizeof(float) + s->send_bytes + (int64_t)s->nrecv * s->recv_bytes;
 }
 
 void bs_scratch_free(bs_scratch *s) {
@@ -174,7 +172,6 @@ void bs_scratch_free(bs_scratch *s) {
   free(s->b);
   free(s->c);
   free(s->x);
-  free(s->y);
   free(s->send);
   for (int i = 0; s->recv && i < s->nrecv; i++) free(s->recv[i]);
   free(s->recv);

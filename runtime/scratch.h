@@ -23,14 +23,14 @@
 
 typedef struct {
   float *a, *b, *c;               /* GEMM: A [m x k], B [k x n], C [m x n], each the largest of the program */
-  float *x, *y;                   /* elementwise: y += x over elems */
+  float *x;                       /* elementwise: a pass over nx elements, in place */
   char *send;                     /* data of every NOREF send (only read, shared by all in flight) */
   char **recv;                    /* one receive slot per NOREF collective or receive in flight at once */
   int nrecv;                      /* slots */
   char *busy;                     /* per slot: held by a handle */
   int *slot_of;                   /* per handle id: its receive slot, -1 = none */
   int nhandles;                   /* handle ids the program uses are below this */
-  int64_t na, nb, nc, nx;         /* elements of a, b, c and of x, y */
+  int64_t na, nb, nc, nx;         /* elements of a, b, c and x */
   int64_t send_bytes, recv_bytes; /* bytes of send and of each receive slot */
 } bs_scratch;
 

@@ -2,7 +2,7 @@
  * test_scratch.c — the runtime's scratch for the ops a layer plan only
  * models (runtime/scratch.h) and the compute paths that use it: the
  * generic GEMM computes C = A B (against a brute-force product, across row
- * tiles with a progress poll after each), the generic elementwise pass adds,
+ * tiles with a progress poll after each), the generic elementwise pass reads and writes its elements in place,
  * a collective's shape on scratch is rounded as comm.h needs (and the value
  * its first delivered float must have), and a layer
  * plan's scratch is sized to the largest operands a hand count of its GEMMs,
@@ -118,14 +118,11 @@ static void test_generic_gemm(void **state) {
     }
 }
 
-/* The generic elementwise pass: out[0] += in[0] over elems. */
+/* The generic elementwise pass: in place over elems of out[0], which it reads and writes (values kept). */
 static void test_generic_elemwise(void **state) {
   (void)state;
-  float xs[9], ys[9];
-  for (int i = 0; i < 9; i++) {
-    xs[i] = val(i, 3);
-    ys[i] = val(i, 4);
-  }
+  float ys[9];
+  for (int i = 0; i < 9; i++) ys[i] = val(i, 4);
   bs_compute c;
   memset(&c, 0, sizeof c);
   c.kernel = BS_K_ELEMWISE;
@@ -133,12 +130,16 @@ static void test_generic_elemwise(void **state) {
   c.elems = 8; /* the ninth stays */
   bs_compute_bufs b;
   memset(&b, 0, sizeof b);
-  b.in[0] = xs;
   b.out[0] = ys;
-  bs_compute_ctx x = {bs_kernel_backend_cpu(), 1, 256, 0, 0, NULL, NULL};
+  bs_compute_ctx x = {bs_kernel_backend_cpu(), 1, 256, 0, 0, count_poll, NULL};
   char err[160];
+  polls = 0;
   assert_int_equal(bs_compute_run(&x, &c, &b, err, sizeof err), 0);
-  for (int i = 0; i < 9; i++) assert_true(ys[i] == (i < 8 ? val(i, 4) + val(i, 3) : val(i, 4)));
+  assert_int_equal(polls, 1);
+  for (int i = 0; i < 9; i++) assert_true(ys[i] == val(i, 4));
+  /* the backend's pass itself: x *= alpha over n, the rest untouched */
+  assert_int_equal(bs_kernel_backend_cpu()->scale(8, ys, 2.0f), 0);
+  for (int i = 0; i < 9; i++) assert_true(ys[i] == (i < 8 ? 2.0f * val(i, 4) : val(i, 4)));
 }
 
 static bs_config layer_cfg(bs_scope scope) {
@@ -199,7 +200,7 @@ static void test_layer_sizes(void **state) {
     assert_int_equal(s.nrecv, 1);
     assert_int_equal(s.recv_bytes, P * 4);
     assert_int_equal(s.send_bytes, P * 4);
-    assert_int_equal(bs_scratch_bytes(&s), (3 * T * 2 * F + 2 * s.nx) * 4 + 2 * P * 4);
+    assert_int_equal(bs_scratch_bytes(&s), (3 * T * 2 * F + s.nx) * 4 + 2 * P * 4);
     float first;
     memcpy(&first, s.send, sizeof first);
     assert_true(first == 1.0f); /* the send data every delivered value is checked against */
