@@ -283,14 +283,16 @@ static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
   const char *send = at(t, op->u.coll.send);
   char *recv = at(t, op->u.coll.recv);
   int64_t bytes = op->u.coll.bytes;
-  if (op->u.coll.send.buf < 0 || op->u.coll.recv.buf < 0) {
+  int on_scratch = bs_scratch_uses(op);
+  if (on_scratch) {
     /* bytes without buffers (a layer's tensor-, data-parallel or ZeRO collective): the real
-     * collective on scratch; a 16-bit reduction runs as an fp32 sum of the same bytes */
+     * collective on scratch, both sides (the bytes may be rounded up, past a plan buffer's end);
+     * a 16-bit reduction runs as an fp32 sum of the same bytes */
     bs_scratch_coll cs = bs_scratch_coll_shape(op);
     ty = cs.type;
     bytes = cs.bytes;
-    if (op->u.coll.send.buf < 0) send = t->scratch.send;
-    if (op->u.coll.recv.buf < 0 && !(recv = scratch_recv(t, op, err, errlen))) return BS_RUN_EFATAL;
+    send = t->scratch.send;
+    if (!(recv = scratch_recv(t, op, err, errlen))) return BS_RUN_EFATAL;
   }
   if ((op->u.coll.kind == BS_COLL_ALLREDUCE || op->u.coll.kind == BS_COLL_REDUCE_SCATTER) && ty != BS_COMM_F32) {
     snprintf(err, errlen, "step %d: %s of 16-bit data is not supported by the MPI backend", op->step,
@@ -301,7 +303,7 @@ static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
                           &t->req[h], err, errlen);
   if (crc) return BS_RUN_EFATAL;
   t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op->step, op->u.coll.bytes, op->u.coll.kind, 0.0f};
-  if (op->u.coll.recv.buf < 0) t->hi[h].expect = bs_scratch_expected(op);
+  if (on_scratch) t->hi[h].expect = bs_scratch_expected(op);
   int64_t s = bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g.size);
   t->coll_sent += s;
   t->coll_recv += s;
