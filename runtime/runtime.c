@@ -119,6 +119,8 @@ typedef struct {
   double setup, phase_setup0[2];
   int64_t live, peak, live_cls[BS_MEM_CLASS_COUNT], peak_cls[BS_MEM_CLASS_COUNT];
   int64_t *sent_to, *recv_from, coll_sent, coll_recv;
+  int64_t coll_intra, coll_inter; /* coll_sent by where the ring sends it: the next rank of the group */
+  int rpn;                        /* ranks per node, for that split */
   bs_trace_event *ev;
   int64_t nev;
   size_t cap_ev;
@@ -186,7 +188,7 @@ static void reset_stats(rt *t) {
   memset(t->peak_cls, 0, sizeof t->peak_cls);
   memset(t->sent_to, 0, (size_t)t->G * sizeof *t->sent_to);
   memset(t->recv_from, 0, (size_t)t->G * sizeof *t->recv_from);
-  t->coll_sent = t->coll_recv = 0;
+  t->coll_sent = t->coll_recv = t->coll_intra = t->coll_inter = 0;
   t->nev = 0;
 }
 
@@ -307,6 +309,10 @@ static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
   int64_t s = bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g.size);
   t->coll_sent += s;
   t->coll_recv += s;
+  /* the ring convention of the counters: a rank sends all of it to the next rank of its group */
+  int next = g.first + (((t->rank - g.first) / g.stride + 1) % g.size) * g.stride;
+  if (next / t->rpn == t->rank / t->rpn) t->coll_intra += s;
+  else t->coll_inter += s;
   record(t, op, op->u.coll.kind, -1, op->u.coll.bytes, t0, bs_now_s());
   return BS_RUN_OK;
 }
@@ -595,7 +601,7 @@ static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
 
 typedef struct {
   double step, fwd, bwd, compute, exposed;
-  int64_t sent, recv, peak, rss, coll_sent;
+  int64_t sent, recv, peak, rss, coll_sent, coll_intra, coll_inter;
   int64_t peak_cls[BS_MEM_CLASS_COUNT];
   int64_t scratch;
 } rank_stats;
@@ -617,8 +623,18 @@ static int collect(rt *t, bs_run_report *out, char *err, size_t errlen) {
 static int collect_all(rt *t, bs_run_report *out) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  rank_stats s = {t->wall - t->setup,           t->fwd,       t->bwd, t->compute, t->exposed, 0, 0, t->peak,
-                  (int64_t)ru.ru_maxrss * 1024, t->coll_sent, {0},    0};
+  rank_stats s;
+  memset(&s, 0, sizeof s);
+  s.step = t->wall - t->setup;
+  s.fwd = t->fwd;
+  s.bwd = t->bwd;
+  s.compute = t->compute;
+  s.exposed = t->exposed;
+  s.peak = t->peak;
+  s.rss = (int64_t)ru.ru_maxrss * 1024;
+  s.coll_sent = t->coll_sent;
+  s.coll_intra = t->coll_intra;
+  s.coll_inter = t->coll_inter;
   memcpy(s.peak_cls, t->peak_cls, sizeof s.peak_cls);
   s.scratch = bs_scratch_bytes(&t->scratch);
   for (int q = 0; q < t->G; q++) {
@@ -668,9 +684,7 @@ static int collect_all(rt *t, bs_run_report *out) {
   out->peer_sent = peers;
   out->coll_sent = calloc((size_t)G, sizeof(int64_t));
   out->peak_cls = calloc((size_t)G, sizeof *out->peak_cls);
-  int rpn = t->opts->ranks_per_node > 0 ? t->opts->ranks_per_node
-                                        : (t->cfg->par.ranks_per_node > 0 ? t->cfg->par.ranks_per_node : G);
-  int maxpeak = 0;
+  int rpn = t->rpn, maxpeak = 0;
   for (int q = 0; q < G; q++) {
     rank_stats *a = &all[q];
     r->ranks[q] = (bs_rank_result){q, a->step, a->fwd, a->bwd, a->compute, a->exposed, a->sent, a->recv, a->peak};
@@ -687,6 +701,8 @@ static int collect_all(rt *t, bs_run_report *out) {
       if (d / rpn == q / rpn) r->comm.intra_node += peers[q * G + d];
       else r->comm.inter_node += peers[q * G + d];
     }
+    r->comm.intra_node += a->coll_intra;
+    r->comm.inter_node += a->coll_inter;
     if (a->peak > all[maxpeak].peak) maxpeak = q;
     if (a->rss > r->mem.rss_bytes) r->mem.rss_bytes = a->rss;
     if (a->scratch > out->scratch_bytes) out->scratch_bytes = a->scratch;
@@ -745,6 +761,8 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   out->threads = t->threads;
   t->tile = opts->tile_rows > 0 ? opts->tile_rows : BS_COMPUTE_TILE_ROWS;
   t->timeout = opts->timeout_s > 0 ? opts->timeout_s : 120.0;
+  t->rpn =
+    opts->ranks_per_node > 0 ? opts->ranks_per_node : (cfg->par.ranks_per_node > 0 ? cfg->par.ranks_per_node : G);
   t->sent_to = calloc((size_t)G, sizeof(int64_t));
   t->recv_from = calloc((size_t)G, sizeof(int64_t));
   /* OpenBLAS (the projections at layer scope) runs as many threads as the kernels, not one per core */

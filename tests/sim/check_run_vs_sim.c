@@ -6,7 +6,8 @@
  *   - the bytes each rank sent are equal in both,
  *   - they equal the published volume of the method, written out here from
  *     the point's shapes (independently of plans/),
- *   - the simulated peak memory equals the runtime allocator's peak.
+ *   - the simulated peak memory equals the runtime allocator's peak,
+ *   - the run's intra- plus inter-node bytes are its total, which is the simulator's.
  * A composed point (parallel.tp, dp) runs the method over its attention group:
  * the volume is the method's over cp ranks (method tp: tp ranks), for the
  * replica's batch (batch / dp) and the rank's heads (heads / tp).
@@ -200,6 +201,16 @@ int main(int argc, char **argv) {
   int64_t want = attention ? anchors_bytes(&p) : -1;
   if (attention && want < 0) {
     fprintf(stderr, "no published formula for %s %s here\n", p.method, p.phase);
+    fails++;
+  }
+  /* every byte a run counts is inside a node or across nodes, collectives included (the ring sends
+   * to the next rank of the group), and the totals agree with the simulator's */
+  int64_t rt[4] = {-1, -1, -1, -1}, st = -2;
+  cJSON *rc = cJSON_GetObjectItem(run, "comm_bytes"), *sc = cJSON_GetObjectItem(sim, "comm_bytes");
+  if (!rc || !sc || get_int(rc, "total", &rt[0]) || get_int(rc, "intra_node", &rt[1]) ||
+      get_int(rc, "inter_node", &rt[2]) || get_int(sc, "total", &st) || rt[1] + rt[2] != rt[0] || rt[0] != st) {
+    fprintf(stderr, "comm_bytes: run total %lld (intra %lld + inter %lld), sim total %lld\n", (long long)rt[0],
+            (long long)rt[1], (long long)rt[2], (long long)st);
     fails++;
   }
   cJSON *rr = cJSON_GetObjectItem(run, "ranks"), *sr = cJSON_GetObjectItem(sim, "ranks");
