@@ -43,11 +43,14 @@ typedef struct {
   /* Elementwise, fp32, over rows of width d. rescale: den = exp(lse - m) (0 where lse = -inf), num = o den.
    * finalize: o = num / den, lse = m + log(den) (o = 0, lse = -inf where den = 0). softmax: each of the
    * rows (a's B * Zq * Nq) of the ld-wide score matrix s, masked by a's mask from column 0, becomes its
-   * softmax in place and its log-sum-exp goes to lse. add: dst += src over n elements. */
+   * softmax in place and its log-sum-exp goes to lse. add: dst += src over n elements. scale: x *= alpha
+   * over n elements, in place (one read and one write of each: the pass the plans' generic elementwise
+   * ops model, norms, activations and the optimizer step). */
   int (*rescale)(int64_t rows, int64_t d, const float *o, const float *lse, const float *m, float *num, float *den);
   int (*finalize)(int64_t rows, int64_t d, const float *num, const float *den, const float *m, float *o, float *lse);
   int (*softmax)(const attn_params *a, int64_t ld, float *s, float *lse);
   int (*add)(int64_t n, float *dst, const float *src);
+  int (*scale)(int64_t n, float *x, float alpha);
   /* Memory: zero-filled allocation, release, copy and zero fill of bytes. */
   void *(*alloc)(size_t bytes);
   void (*free)(void *ptr);

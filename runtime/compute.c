@@ -102,14 +102,38 @@ static int run_elemwise(const bs_compute_ctx *x, const bs_compute *c, const bs_c
   case BS_EW_SOFTMAX: return be->softmax(&c->a, c->ld, b->out[0], b->out[1]);
   case BS_EW_ZERO: return be->zero(b->out[0], (size_t)c->elems * sizeof(float));
   case BS_EW_ADD: return be->add(c->elems, b->out[0], b->in[0]);
-  default: /* BS_EW_GENERIC: modelled work, nothing to compute */ return 0;
+  default: {
+    /* BS_EW_GENERIC (a norm, an activation, a residual add, the optimizer step): one pass over
+     * elems fp32 elements of the operand the caller gives (out[0], the runtime's scratch), read and
+     * written in place as the plans' roofline counts it; without an operand it is modelled only */
+    if (!b->out[0] || c->elems <= 0) return 0;
+    if (!be->scale) return ATTN_EINVAL;
+    int rc = be->scale(c->elems, b->out[0], 1.0f);
+    poll(x);
+    return rc;
   }
+  }
+}
+
+/* A projection the plans only model (BS_GEMM_GENERIC, m x n x k): C [m x n] = A [m x k] B [k x n] in
+ * fp32 on the operands the caller gives (in[0], in[1], out[0]: the runtime's scratch), in row tiles
+ * with progress polls between them as attention has; without operands it is modelled work only. */
+static int run_generic_gemm(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b) {
+  const float *A = b->in[0], *B = b->in[1];
+  float *C = b->out[0];
+  if (!A || !B || !C || c->m <= 0 || c->n <= 0 || c->k <= 0) return 0;
+  for (int64_t r0 = 0; r0 < c->m; r0 += x->tile_rows) {
+    int64_t rows = c->m - r0 < x->tile_rows ? c->m - r0 : x->tile_rows;
+    x->be->gemm(0, rows, c->n, c->k, 1.0f, A + r0 * c->k, c->k, B, c->n, 0.0f, C + r0 * c->n, c->n);
+    poll(x);
+  }
+  return 0;
 }
 
 /* The explicit score matrix of li2021: S = scale q k^T, or o += P v, per (batch, head). */
 static int run_gemm(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b, char *err, size_t errlen) {
   const attn_params *a = &c->a;
-  if (c->gemm == BS_GEMM_GENERIC) return 0;
+  if (c->gemm == BS_GEMM_GENERIC) return run_generic_gemm(x, c, b);
   if (x->bf16) {
     snprintf(err, errlen, "step %d: the explicit-score GEMM runs in fp32 only", x->step);
     return -1;

@@ -4,7 +4,10 @@
  * real run, and the calibration times it, so a profile measures exactly the
  * calls a run makes: attention per (batch, head, query-row tile) with an
  * optional progress poll between tiles, delta, merge, the explicit-score
- * GEMMs, the elementwise ops the plans name, and copies.
+ * GEMMs, the elementwise ops the plans name, and copies. The ops a layer
+ * plan only models (GENERIC GEMM and ELEMWISE) run on the operands the
+ * caller hands in (the runtime's scratch, runtime/scratch.h), or not at all
+ * when it hands none.
  */
 #ifndef BURSTSIM_RUNTIME_COMPUTE_H
 #define BURSTSIM_RUNTIME_COMPUTE_H

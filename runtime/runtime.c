@@ -7,8 +7,12 @@
  * overlap real), SEND/RECV/COLL posted non-blocking, WAIT with a deadline.
  * Inputs are a pure function of the seed and the global (tensor, batch, head,
  * token, column) index, so every rank count sees the same global tensors and
- * rank 0 can rebuild them for the single-rank reference.
+ * rank 0 can rebuild them for the single-rank reference. At layer and model
+ * scope the ops the plan only models (projections, norms, the optimizer step,
+ * collectives that name bytes but no buffer) run on per-rank scratch
+ * (scratch.h), outside the plan's memory.
  */
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +22,8 @@
 #include <sys/resource.h>
 #include "runtime.h"
 #include "runtime/compute.h"
+#include "runtime/scratch.h"
+#include "plans/workload.h"
 #include "watchdog.h"
 #include "kernels/comm/comm_mpi.h"
 #include "base/clock.h"
@@ -71,6 +77,11 @@ static void fill_input(const bs_plan *p, uint64_t seed, bs_role role, const bs_s
 
 /* ---------------- per-run state ---------------- */
 
+/* Buffer and handle ids of every scope (layer and model plans use more than one attention call). */
+#define RT_MAX_BUFS BS_WL_MAX_BUFS
+#define RT_MAX_HANDLES BS_WL_MAX_HANDLES
+_Static_assert(RT_MAX_BUFS >= BS_PLAN_MAX_BUFS && RT_MAX_HANDLES >= BS_PLAN_MAX_HANDLES, "id bounds");
+
 typedef struct {
   void *ptr;
   int64_t bytes;
@@ -84,6 +95,7 @@ typedef struct {
   int peer, tag, step;
   int64_t bytes;
   int coll;
+  float expect; /* a NOREF receive: the first float it must deliver (0 = no check; scratch.h) */
 } hinfo;
 
 typedef struct {
@@ -95,9 +107,10 @@ typedef struct {
   int rank, G, threads, bf16;
   int64_t tile;
   double timeout;
-  rbuf buf[BS_PLAN_MAX_BUFS];
-  int req[BS_PLAN_MAX_HANDLES];
-  hinfo hi[BS_PLAN_MAX_HANDLES];
+  rbuf buf[RT_MAX_BUFS];
+  int req[RT_MAX_HANDLES];
+  hinfo hi[RT_MAX_HANDLES];
+  bs_scratch scratch; /* operands of the modelled ops (layer and model scope) */
   /* measurements */
   double t_start, fwd, bwd, compute, exposed, phase_t0[2], wall;
   /* Time in ALLOC ops (allocation, zero fill, generating the inputs), left out of
@@ -106,6 +119,8 @@ typedef struct {
   double setup, phase_setup0[2];
   int64_t live, peak, live_cls[BS_MEM_CLASS_COUNT], peak_cls[BS_MEM_CLASS_COUNT];
   int64_t *sent_to, *recv_from, coll_sent, coll_recv;
+  int64_t coll_intra, coll_inter; /* coll_sent by where the ring sends it: the next rank of the group */
+  int rpn;                        /* ranks per node, for that split */
   bs_trace_event *ev;
   int64_t nev;
   size_t cap_ev;
@@ -129,7 +144,7 @@ static void record(rt *t, const bs_op *op, int detail, int peer, int64_t bytes, 
 }
 
 static char *at(rt *t, bs_ref r) {
-  return r.buf >= 0 && r.buf < BS_PLAN_MAX_BUFS && t->buf[r.buf].ptr ? (char *)t->buf[r.buf].ptr + r.off : NULL;
+  return r.buf >= 0 && r.buf < RT_MAX_BUFS && t->buf[r.buf].ptr ? (char *)t->buf[r.buf].ptr + r.off : NULL;
 }
 
 /* ---------------- kernels ---------------- */
@@ -145,7 +160,14 @@ static int run_compute(rt *t, const bs_op *op, char *err, size_t errlen) {
   for (int i = 0; i < BS_OP_OUT; i++) b.out[i] = at(t, c->out[i]);
   int bwd = c->kernel == BS_K_ATTN_BWD || c->kernel == BS_K_ATTN_BWD_UNFUSED;
   bs_ref w = c->in[bwd ? 7 : 3];
-  b.ws_bytes = w.buf >= 0 && w.buf < BS_PLAN_MAX_BUFS ? t->buf[w.buf].bytes - w.off : 0;
+  b.ws_bytes = w.buf >= 0 && w.buf < RT_MAX_BUFS ? t->buf[w.buf].bytes - w.off : 0;
+  if (c->kernel == BS_K_GEMM && c->gemm == BS_GEMM_GENERIC) { /* a modelled projection: scratch operands */
+    b.in[0] = t->scratch.a;
+    b.in[1] = t->scratch.b;
+    b.out[0] = t->scratch.c;
+  } else if (c->kernel == BS_K_ELEMWISE && c->ew == BS_EW_GENERIC) {
+    b.out[0] = t->scratch.x;
+  }
   bs_compute_ctx x = {bs_kernel_backend_cpu(), t->threads, t->tile, t->bf16, op->step, progress, t->comm};
   return bs_compute_run(&x, c, &b, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
 }
@@ -153,7 +175,7 @@ static int run_compute(rt *t, const bs_op *op, char *err, size_t errlen) {
 /* ---------------- one execution of the plan ---------------- */
 
 static void free_all(rt *t) {
-  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
+  for (int b = 0; b < RT_MAX_BUFS; b++) {
     free(t->buf[b].ptr);
     t->buf[b].ptr = NULL;
   }
@@ -166,7 +188,7 @@ static void reset_stats(rt *t) {
   memset(t->peak_cls, 0, sizeof t->peak_cls);
   memset(t->sent_to, 0, (size_t)t->G * sizeof *t->sent_to);
   memset(t->recv_from, 0, (size_t)t->G * sizeof *t->recv_from);
-  t->coll_sent = t->coll_recv = 0;
+  t->coll_sent = t->coll_recv = t->coll_intra = t->coll_inter = 0;
   t->nev = 0;
 }
 
@@ -228,14 +250,28 @@ static int op_compute(rt *t, const bs_op *op, double t0, char *err, size_t errle
   return rc;
 }
 
+/* A receive slot of the scratch for handle h (a NOREF receive or collective). */
+static char *scratch_recv(rt *t, const bs_op *op, char *err, size_t errlen) {
+  char *r = bs_scratch_take(&t->scratch, op->handle);
+  if (r && t->scratch.recv_bytes >= 4) memset(r, 0, 4); /* what the op delivers must overwrite it (op_wait) */
+  if (!r)
+    snprintf(err, errlen, "rank %d, step %d: no scratch slot left for handle %d (the sizing pass saw fewer)", t->rank,
+             op->step, op->handle);
+  return r;
+}
+
 static int op_p2p(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
   int h = op->handle, peer = op->u.p2p.peer;
-  int crc =
-    op->kind == BS_OP_SEND
-      ? bs_comm_isend(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen)
-      : bs_comm_irecv(t->comm, at(t, op->u.p2p.buf), op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen);
+  char *data = at(t, op->u.p2p.buf);
+  if (op->u.p2p.buf.buf < 0) /* bytes without a buffer (a modelled transfer): scratch */
+    data = op->kind == BS_OP_SEND ? t->scratch.send : scratch_recv(t, op, err, errlen);
+  if (op->u.p2p.buf.buf < 0 && !data && op->u.p2p.bytes > 0) return BS_RUN_EFATAL;
+  int crc = op->kind == BS_OP_SEND
+              ? bs_comm_isend(t->comm, data, op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen)
+              : bs_comm_irecv(t->comm, data, op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen);
   if (crc) return BS_RUN_EFATAL;
-  t->hi[h] = (hinfo){op->kind, peer, op->u.p2p.tag, op->step, op->u.p2p.bytes, 0};
+  t->hi[h] = (hinfo){op->kind, peer, op->u.p2p.tag, op->step, op->u.p2p.bytes, 0, 0.0f};
+  if (op->kind == BS_OP_RECV && op->u.p2p.buf.buf < 0) t->hi[h].expect = bs_scratch_expected(op);
   if (op->kind == BS_OP_SEND) t->sent_to[peer] += op->u.p2p.bytes;
   else t->recv_from[peer] += op->u.p2p.bytes;
   record(t, op, 0, peer, op->u.p2p.bytes, t0, bs_now_s());
@@ -246,18 +282,37 @@ static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
   int h = op->handle;
   bs_comm_group g = {op->u.coll.group.first, op->u.coll.group.stride, op->u.coll.group.size};
   bs_comm_type ty = op->u.coll.elem == BS_ELEM_F32 ? BS_COMM_F32 : BS_COMM_BYTES;
+  const char *send = at(t, op->u.coll.send);
+  char *recv = at(t, op->u.coll.recv);
+  int64_t bytes = op->u.coll.bytes;
+  int on_scratch = bs_scratch_uses(op);
+  if (on_scratch) {
+    /* bytes without buffers (a layer's tensor-, data-parallel or ZeRO collective): the real
+     * collective on scratch, both sides (the bytes may be rounded up, past a plan buffer's end);
+     * a 16-bit reduction runs as an fp32 sum of the same bytes */
+    bs_scratch_coll cs = bs_scratch_coll_shape(op);
+    ty = cs.type;
+    bytes = cs.bytes;
+    send = t->scratch.send;
+    if (!(recv = scratch_recv(t, op, err, errlen))) return BS_RUN_EFATAL;
+  }
   if ((op->u.coll.kind == BS_COLL_ALLREDUCE || op->u.coll.kind == BS_COLL_REDUCE_SCATTER) && ty != BS_COMM_F32) {
     snprintf(err, errlen, "step %d: %s of 16-bit data is not supported by the MPI backend", op->step,
              bs_coll_name(op->u.coll.kind));
     return BS_RUN_EFATAL;
   }
-  int crc = bs_comm_icoll(t->comm, (bs_comm_coll)op->u.coll.kind, (bs_comm_red)op->u.coll.red, ty, g,
-                          at(t, op->u.coll.send), at(t, op->u.coll.recv), op->u.coll.bytes, &t->req[h], err, errlen);
+  int crc = bs_comm_icoll(t->comm, (bs_comm_coll)op->u.coll.kind, (bs_comm_red)op->u.coll.red, ty, g, send, recv, bytes,
+                          &t->req[h], err, errlen);
   if (crc) return BS_RUN_EFATAL;
-  t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op->step, op->u.coll.bytes, op->u.coll.kind};
+  t->hi[h] = (hinfo){BS_OP_COLL, -1, 0, op->step, op->u.coll.bytes, op->u.coll.kind, 0.0f};
+  if (on_scratch) t->hi[h].expect = bs_scratch_expected(op);
   int64_t s = bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g.size);
   t->coll_sent += s;
   t->coll_recv += s;
+  /* the ring convention of the counters: a rank sends all of it to the next rank of its group */
+  int next = g.first + (((t->rank - g.first) / g.stride + 1) % g.size) * g.stride;
+  if (next / t->rpn == t->rank / t->rpn) t->coll_intra += s;
+  else t->coll_inter += s;
   record(t, op, op->u.coll.kind, -1, op->u.coll.bytes, t0, bs_now_s());
   return BS_RUN_OK;
 }
@@ -267,6 +322,10 @@ static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
   for (int j = 0; j < op->u.wait.n && rc == BS_RUN_OK; j++) {
     int h = op->u.wait.handles[j];
     int w = bs_comm_wait(t->comm, t->req[h], t->timeout);
+    const char *slot = bs_scratch_slot(&t->scratch, h);
+    float got = 0;
+    if (w == BS_COMM_OK && slot && t->hi[h].expect != 0) memcpy(&got, slot, sizeof got);
+    bs_scratch_give(&t->scratch, h);
     if (w == BS_COMM_TIMEOUT) {
       char tmp[160];
       snprintf(err, errlen, "rank %d, step %d: no answer within %.1f s waiting for %s; a peer died or stalled", t->rank,
@@ -274,6 +333,11 @@ static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
       rc = BS_RUN_EFATAL;
     } else if (w != BS_COMM_OK) {
       snprintf(err, errlen, "rank %d, step %d: MPI wait failed", t->rank, op->step);
+      rc = BS_RUN_EFATAL;
+    } else if (got != t->hi[h].expect) {
+      char tmp[160];
+      snprintf(err, errlen, "rank %d, step %d: %s delivered %g where its group gives %g", t->rank, op->step,
+               peer_what(&t->hi[h], tmp, sizeof tmp), (double)got, (double)t->hi[h].expect);
       rc = BS_RUN_EFATAL;
     }
   }
@@ -452,12 +516,12 @@ static int verify(rt *t, bs_run_report *out, char *err, size_t errlen) {
 static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
   const bs_plan *p = t->plan;
   int n_local = 0;
-  for (int b = 0; b < BS_PLAN_MAX_BUFS; b++)
+  for (int b = 0; b < RT_MAX_BUFS; b++)
     if (t->buf[b].ptr && is_output(t->buf[b].role)) n_local++;
   int *counts = t->rank == 0 ? calloc((size_t)t->G, sizeof(int)) : NULL;
   MPI_Gather(&n_local, 1, MPI_INT, counts, 1, MPI_INT, 0, t->world);
   if (t->rank != 0) {
-    for (int b = 0; b < BS_PLAN_MAX_BUFS; b++)
+    for (int b = 0; b < RT_MAX_BUFS; b++)
       if (t->buf[b].ptr && is_output(t->buf[b].role)) {
         out_meta m = {t->buf[b].role, t->buf[b].shard, t->buf[b].bytes};
         MPI_Send(&m, (int)sizeof m, MPI_BYTE, 0, 900, t->world);
@@ -482,7 +546,7 @@ static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
       float *data;
       if (src == 0) {
         int seen = -1, b;
-        for (b = 0; b < BS_PLAN_MAX_BUFS; b++)
+        for (b = 0; b < RT_MAX_BUFS; b++)
           if (t->buf[b].ptr && is_output(t->buf[b].role) && ++seen == j) break;
         m = (out_meta){t->buf[b].role, t->buf[b].shard, t->buf[b].bytes};
         data = t->buf[b].ptr;
@@ -537,8 +601,9 @@ static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
 
 typedef struct {
   double step, fwd, bwd, compute, exposed;
-  int64_t sent, recv, peak, rss, coll_sent;
+  int64_t sent, recv, peak, rss, coll_sent, coll_intra, coll_inter;
   int64_t peak_cls[BS_MEM_CLASS_COUNT];
+  int64_t scratch;
 } rank_stats;
 
 static int collect_all(rt *t, bs_run_report *out);
@@ -558,9 +623,20 @@ static int collect(rt *t, bs_run_report *out, char *err, size_t errlen) {
 static int collect_all(rt *t, bs_run_report *out) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  rank_stats s = {t->wall - t->setup,           t->fwd,       t->bwd, t->compute, t->exposed, 0, 0, t->peak,
-                  (int64_t)ru.ru_maxrss * 1024, t->coll_sent, {0}};
+  rank_stats s;
+  memset(&s, 0, sizeof s);
+  s.step = t->wall - t->setup;
+  s.fwd = t->fwd;
+  s.bwd = t->bwd;
+  s.compute = t->compute;
+  s.exposed = t->exposed;
+  s.peak = t->peak;
+  s.rss = (int64_t)ru.ru_maxrss * 1024;
+  s.coll_sent = t->coll_sent;
+  s.coll_intra = t->coll_intra;
+  s.coll_inter = t->coll_inter;
   memcpy(s.peak_cls, t->peak_cls, sizeof s.peak_cls);
+  s.scratch = bs_scratch_bytes(&t->scratch);
   for (int q = 0; q < t->G; q++) {
     s.sent += t->sent_to[q];
     s.recv += t->recv_from[q];
@@ -608,9 +684,7 @@ static int collect_all(rt *t, bs_run_report *out) {
   out->peer_sent = peers;
   out->coll_sent = calloc((size_t)G, sizeof(int64_t));
   out->peak_cls = calloc((size_t)G, sizeof *out->peak_cls);
-  int rpn = t->opts->ranks_per_node > 0 ? t->opts->ranks_per_node
-                                        : (t->cfg->par.ranks_per_node > 0 ? t->cfg->par.ranks_per_node : G);
-  int maxpeak = 0;
+  int rpn = t->rpn, maxpeak = 0;
   for (int q = 0; q < G; q++) {
     rank_stats *a = &all[q];
     r->ranks[q] = (bs_rank_result){q, a->step, a->fwd, a->bwd, a->compute, a->exposed, a->sent, a->recv, a->peak, 0};
@@ -627,8 +701,11 @@ static int collect_all(rt *t, bs_run_report *out) {
       if (d / rpn == q / rpn) r->comm.intra_node += peers[q * G + d];
       else r->comm.inter_node += peers[q * G + d];
     }
+    r->comm.intra_node += a->coll_intra;
+    r->comm.inter_node += a->coll_inter;
     if (a->peak > all[maxpeak].peak) maxpeak = q;
     if (a->rss > r->mem.rss_bytes) r->mem.rss_bytes = a->rss;
+    if (a->scratch > out->scratch_bytes) out->scratch_bytes = a->scratch;
   }
   r->mem.peak_bytes_max = all[maxpeak].peak;
   memcpy(r->mem.breakdown, all[maxpeak].peak_cls, sizeof r->mem.breakdown);
@@ -655,8 +732,11 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
              bs_dtype_name(cfg->model.dtype));
     return BS_RUN_EINPUT;
   }
-  if (cfg->work.scope != BS_SCOPE_ATTENTION) {
-    snprintf(err, errlen, "workload.scope: the runtime runs attention scope only, not %s",
+  if (cfg->work.scope != BS_SCOPE_ATTENTION && opts->verify) {
+    snprintf(err, errlen,
+             "--verify: checks attention scope only, not workload.scope = %s (a layer or model plan frees its "
+             "attention's outputs before its end, and its projections run on scratch); verify this point's "
+             "attention with workload.scope = attention",
              bs_scope_name(cfg->work.scope));
     return BS_RUN_EINPUT;
   }
@@ -681,9 +761,14 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   out->threads = t->threads;
   t->tile = opts->tile_rows > 0 ? opts->tile_rows : BS_COMPUTE_TILE_ROWS;
   t->timeout = opts->timeout_s > 0 ? opts->timeout_s : 120.0;
+  t->rpn =
+    opts->ranks_per_node > 0 ? opts->ranks_per_node : (cfg->par.ranks_per_node > 0 ? cfg->par.ranks_per_node : G);
   t->sent_to = calloc((size_t)G, sizeof(int64_t));
   t->recv_from = calloc((size_t)G, sizeof(int64_t));
-  int rc = bs_comm_mpi_create(world, &t->comm, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
+  /* OpenBLAS (the projections at layer scope) runs as many threads as the kernels, not one per core */
+  openblas_set_num_threads(t->threads);
+  int rc = bs_scratch_create(&t->scratch, plan, rank, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
+  if (rc == BS_RUN_OK) rc = bs_comm_mpi_create(world, &t->comm, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
   for (int w = 0; rc == BS_RUN_OK && w <= opts->warmup; w++) {
     rc = execute(t, w == opts->warmup, err, errlen);
     if (rc == BS_RUN_OK && w < opts->warmup) free_all(t);
@@ -691,6 +776,7 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   if (rc == BS_RUN_OK) rc = collect(t, out, err, errlen);
   if (rc == BS_RUN_OK && opts->verify) rc = verify(t, out, err, errlen);
   free_all(t);
+  bs_scratch_free(&t->scratch);
   if (rc != BS_RUN_EFATAL) bs_comm_free(t->comm);
   free(t->sent_to);
   free(t->recv_from);

@@ -5,7 +5,11 @@
  * MPI), measuring time per phase, time blocked on
  * communication, bytes per peer and the plan allocator's peak. A
  * verification mode gathers the outputs to rank 0 and compares them with a
- * single-rank reference computed by the same kernels on the whole sequence.
+ * single-rank reference computed by the same kernels on the whole sequence
+ * (attention scope only). At layer and model scope the ops the plan only
+ * models run for real on scratch operands (runtime/scratch.h): projections as
+ * fp32 GEMMs, norms and activations as elementwise passes, collectives that
+ * name only bytes as the real MPI collective.
  * No file I/O here: the trace comes back as events for src/ to write.
  */
 #ifndef BURSTSIM_RUNTIME_H
@@ -49,7 +53,9 @@ typedef struct {
   int verified;           /* 1 when verify ran and every output passed */
   bs_trace_event *events; /* rank 0 with opts.trace: all ranks' events */
   int64_t nevents;
-  int threads; /* threads per rank used */
+  int threads;           /* threads per rank used */
+  int64_t scratch_bytes; /* rank 0: the largest scratch of the modelled ops (layer, model scope) of a rank:
+                            in its RSS, not in the plan's peak */
 } bs_run_report;
 
 enum { BS_RUN_OK = 0, BS_RUN_EINPUT = -1, BS_RUN_EFATAL = -2, BS_RUN_EVERIFY = 1 };

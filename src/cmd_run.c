@@ -23,8 +23,10 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: mpirun -np G burstsim run SCENARIO.ini [--set section.key=value]... [--out FILE.json]\n"
           "                                [--trace FILE.json] [--verify] [--threads N] [--timeout S] [--warmup N]\n"
-          "  Runs the scenario's plan for real on G MPI ranks with the CPU kernels.\n"
+          "  Runs the scenario's plan for real on G MPI ranks with the CPU kernels. At layer and model scope\n"
+          "  the projections, norms and optimizer step run on scratch operands outside the plan's memory.\n"
           "  --verify    gather outputs and gradients to rank 0 and compare with a single-rank reference\n"
+          "              (attention scope only; layer and model scope run their projections on scratch)\n"
           "  --threads   kernel threads per rank, 1 .. %d (default: cores / ranks; the bound is above any\n"
           "              machine's cores and keeps the OpenMP runtime from failing to start the threads)\n"
           "  --timeout   seconds any wait may block before the run is aborted, > 0 and at most a week\n"
@@ -74,9 +76,9 @@ static int key_line(const char *path, const char *msg) {
 
 static void print_table(const bs_run_report *rep) {
   const bs_result *r = &rep->res;
-  printf("%s  G=%d  N=%lld  %s  %s%s  threads/rank=%d\n", bs_method_name(r->cfg.par.method), r->nranks,
+  printf("%s  G=%d  N=%lld  %s  %s%s  %s scope  threads/rank=%d\n", bs_method_name(r->cfg.par.method), r->nranks,
          (long long)r->cfg.work.seq_len, bs_phase_name(r->cfg.work.phase), bs_layout_name(r->cfg.par.layout),
-         r->cfg.work.causal ? " causal" : "", rep->threads);
+         r->cfg.work.causal ? " causal" : "", bs_scope_name(r->cfg.work.scope), rep->threads);
   printf("%5s %10s %10s %10s %10s %10s %12s %12s %12s\n", "rank", "step_s", "fwd_s", "bwd_s", "compute_s", "exposed_s",
          "sent_B", "recv_B", "peak_B");
   for (int i = 0; i < r->nranks; i++) {
@@ -85,6 +87,8 @@ static void print_table(const bs_run_report *rep) {
            x->compute, x->comm_exposed, (long long)x->bytes_sent, (long long)x->bytes_recv, (long long)x->peak_bytes);
   }
   printf("peak RSS %.1f MiB", (double)r->mem.rss_bytes / 1048576.0);
+  if (rep->scratch_bytes > 0) /* the operands of the modelled ops: in the RSS, outside the plan's peak_B */
+    printf(" (of which scratch %.1f MiB, outside peak_B)", (double)rep->scratch_bytes / 1048576.0);
   if (rep->verify_tol > 0) {
     printf("; verify (max error / max|ref|, bound %.0e):", rep->verify_tol);
     for (int k = BS_ROLE_O; k <= BS_ROLE_DV; k++)
@@ -103,6 +107,7 @@ static int write_json(const char *path, bs_run_report *reps, const bs_result *re
     const bs_run_report *rep = &reps[i];
     int G = rep->res.nranks;
     cJSON_AddNumberToObject(rj, "threads_per_rank", rep->threads);
+    if (rep->scratch_bytes > 0) cJSON_AddNumberToObject(rj, "scratch_bytes", (double)rep->scratch_bytes);
     for (int q = 0; ranks && q < G && q < cJSON_GetArraySize(ranks); q++) {
       cJSON *e = cJSON_GetArrayItem(ranks, q);
       cJSON *to = cJSON_AddArrayToObject(e, "sent_to"), *from = cJSON_AddArrayToObject(e, "recv_from");

@@ -64,6 +64,11 @@ static int cpu_add(int64_t n, float *dst, const float *src) {
   return ATTN_OK;
 }
 
+static int cpu_scale(int64_t n, float *x, float alpha) {
+  for (int64_t e = 0; e < n; e++) x[e] *= alpha;
+  return ATTN_OK;
+}
+
 static void *cpu_alloc(size_t bytes) { return calloc(1, bytes); }
 
 static int cpu_copy(void *dst, const void *src, size_t bytes) {
@@ -93,6 +98,7 @@ static const bs_kernel_backend cpu_backend = {
   .finalize = cpu_finalize,
   .softmax = cpu_softmax,
   .add = cpu_add,
+  .scale = cpu_scale,
   .alloc = cpu_alloc,
   .free = free,
   .copy = cpu_copy,
