@@ -150,13 +150,13 @@ typedef struct {
  */
 typedef struct {
   int32_t q, k, v, o, lse, scores;
-  int32_t qb[2];      /* receive buffers of the visiting query shards */
-  int32_t po, pl;     /* partials (O fp32, lse) of the visiting shards, block per origin: the all-to-all's send */
-  int32_t ro, rl;     /* the all-to-all's receive: block p = my queries against rank p's K,V */
-  int64_t q_bytes;    /* one query shard */
+  int32_t qb[2];        /* receive buffers of the visiting query shards */
+  int32_t po, pl;       /* partials (O fp32, lse) of the visiting shards, block per origin: the all-to-all's send */
+  int32_t ro, rl;       /* the all-to-all's receive: block p = my queries against rank p's K,V */
+  int64_t q_bytes;      /* one query shard */
   int64_t o_blk, l_blk; /* one block of po, pl */
-  bs_shard qs, ks;    /* my query shard, my K,V shard */
-  int64_t qpos_off;   /* added to query positions (decode: seq_len; prefill: cached tokens) */
+  bs_shard qs, ks;      /* my query shard, my K,V shard */
+  int64_t qpos_off;     /* added to query positions (decode: seq_len; prefill: cached tokens) */
   int seg, at;
 } passq;
 /* The forward of a pass-Q plan (prefill, decode); 0 when done. */

@@ -25,7 +25,7 @@ typedef struct {
   char method[32], phase[16], bwd_comm[16], tp_variant[8], dtype[8], coll_algo[8], cp_pass[8];
   int64_t G, N, B, Z, Zk, d, hidden, U, tq, es;
   int64_t cached; /* prefill: tokens already in the KV cache */
-  int64_t ranks; /* every rank of the point (G: the attention group's) */
+  int64_t ranks;  /* every rank of the point (G: the attention group's) */
 } point;
 
 static cJSON *load(const char *path) {
