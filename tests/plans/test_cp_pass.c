@@ -148,6 +148,30 @@ static void test_partials_memory(void **st) {
   }
 }
 
+/* Composed with tensor parallelism (tp 2 x cp 2): each cp group runs pass-Q over its ranks with the
+ * rank's half of the heads, so a rank sends the pass-Q volume of 4 query heads over a ring of 2. */
+static void test_composed(void **st) {
+  (void)st;
+  for (int decode = 0; decode < 2; decode++) {
+    bs_config c = cfg_of(BS_RING, 4, 256, decode ? 0 : 128, decode ? BS_CONTIGUOUS : BS_ZIGZAG, 1, BS_PASS_Q);
+    c.par.tp = 2;
+    if (decode) {
+      c.work.phase = BS_DECODE;
+      c.work.decode_tokens = 4;
+    }
+    walk_result w;
+    walk(&c, &w);
+    bs_config one = c; /* the volume of one cp group of 2 ranks and 4 heads */
+    one.par.gpus = 2;
+    one.model.heads = 4;
+    int64_t want = pass_q_bytes(&one, decode ? 4 : 128);
+    for (int r = 0; r < 4; r++) {
+      assert_int_equal(w.sent[r] + w.coll_sent[r], want);
+      assert_int_equal(w.ncoll[r][BS_COLL_ALLTOALL], 2);
+    }
+  }
+}
+
 static void expect_error(bs_config c, const char *key) {
   bs_plan *p = NULL;
   char err[320] = "";
@@ -203,10 +227,8 @@ static void test_bad_values(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_bytes_and_flops),
-    cmocka_unit_test(test_decode),
-    cmocka_unit_test(test_partials_memory),
-    cmocka_unit_test(test_bad_values),
+    cmocka_unit_test(test_bytes_and_flops), cmocka_unit_test(test_decode),     cmocka_unit_test(test_partials_memory),
+    cmocka_unit_test(test_composed),        cmocka_unit_test(test_bad_values),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
