@@ -40,6 +40,10 @@ const char *bs_kv_cache_name(bs_kv_cache k) {
   static const char *n[] = {"keep", "drop"};
   return (k >= 0 && k <= BS_KV_DROP) ? n[k] : "?";
 }
+const char *bs_cp_pass_name(bs_cp_pass c) {
+  static const char *n[] = {"kv", "q"};
+  return (c >= 0 && c <= BS_PASS_Q) ? n[c] : "?";
+}
 const char *bs_mem_class_name(bs_mem_class c) {
   static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
                             "weights", "grads",  "optimizer", "activations"};

@@ -25,6 +25,10 @@ typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_TREE, BS_COLL_ALGO_AUTO } bs_
  * cache a generation goes on with) or are freed after its attention (a
  * first-token-latency benchmark). */
 typedef enum { BS_KV_KEEP = 0, BS_KV_DROP } bs_kv_cache;
+/* What travels a context-parallel ring (Meta's CP inference, arXiv 2411.01783 §3): the K,V shards
+ * (pass-KV), or the query shards, whose partial outputs return to their owner by an all-to-all
+ * and are merged there (pass-Q). */
+typedef enum { BS_PASS_KV = 0, BS_PASS_Q } bs_cp_pass;
 
 typedef struct {
   char preset[32]; /* "" when given explicitly */
@@ -42,6 +46,7 @@ typedef struct {
   int64_t decode_tokens; /* decode: query tokens per step */
   int recompute;         /* model scope: activation recomputation */
   bs_kv_cache kv_cache;  /* prefill, layer and model scope */
+  int64_t cached_tokens; /* prefill: tokens of seq_len already in the KV cache (0 = none) */
 } bs_workload;
 
 /* The dimensions of composed parallelism (Megatron's names): tensor, context, data, pipeline. */
@@ -63,6 +68,7 @@ typedef struct {
   int tp_variant;                 /* 1 or 3 */
   int zero;                       /* 0..3 */
   int ranks_per_node;             /* real runs: ranks grouped into a "node"; sim: from topology */
+  bs_cp_pass cp_pass;             /* burst, ring: what travels the ring */
 } bs_parallel;
 
 /*
@@ -118,6 +124,7 @@ const char *bs_scope_name(bs_scope s);
 const char *bs_coll_algo_name(bs_coll_algo a);
 const char *bs_placement_name(bs_placement p);
 const char *bs_kv_cache_name(bs_kv_cache k);
+const char *bs_cp_pass_name(bs_cp_pass c);
 const char *bs_dim_name(bs_dim d);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */

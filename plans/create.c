@@ -14,6 +14,46 @@ static int fail(char *err, size_t errlen, const char *msg) {
   return -1;
 }
 
+/* parallel.cp_pass and workload.cached_tokens: what runs them (burst's and ring's forward, passq.c). */
+static int check_pass(const bs_config *c, char *err, size_t errlen) {
+  char m[320];
+  int ringed = c->par.method == BS_BURST || c->par.method == BS_RING;
+  if (c->par.cp_pass != BS_PASS_KV && c->par.cp_pass != BS_PASS_Q)
+    return fail(err, errlen, "parallel.cp_pass: unknown value (kv or q)");
+  if (c->par.cp_pass == BS_PASS_Q) {
+    if (!ringed) {
+      snprintf(m, sizeof m,
+               "parallel.cp_pass: q needs method burst or ring (%s has no K,V ring whose place the queries "
+               "could take)",
+               bs_method_name(c->par.method));
+      return fail(err, errlen, m);
+    }
+    if (c->work.phase == BS_TRAIN)
+      return fail(err, errlen,
+                  "parallel.cp_pass: q runs the forward only (set workload.phase = prefill or decode; training "
+                  "passes K,V)");
+  }
+  int64_t C = c->work.cached_tokens;
+  if (C < 0) return fail(err, errlen, "workload.cached_tokens: must not be negative");
+  if (C == 0) return 0;
+  if (C >= c->work.seq_len) {
+    snprintf(m, sizeof m, "workload.cached_tokens: %lld must be below seq_len %lld (at least one new token)",
+             (long long)C, (long long)c->work.seq_len);
+    return fail(err, errlen, m);
+  }
+  if (c->work.phase != BS_PREFILL)
+    return fail(err, errlen,
+                "workload.cached_tokens: a KV cache is read by prefill (set workload.phase = prefill; decode "
+                "attends to its cache of seq_len tokens already)");
+  if (!ringed) {
+    snprintf(m, sizeof m, "workload.cached_tokens: needs method burst or ring, not %s", bs_method_name(c->par.method));
+    return fail(err, errlen, m);
+  }
+  if (c->work.scope != BS_SCOPE_ATTENTION)
+    return fail(err, errlen, "workload.cached_tokens: runs at workload.scope = attention only");
+  return 0;
+}
+
 static int check_common(const bs_config *c, char *err, size_t errlen) {
   char m[256];
   if (c->par.method < 0 || c->par.method >= BS_METHOD_COUNT)
@@ -46,7 +86,7 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
   } else if (pm->decode == 2) {
     return fail(err, errlen, "parallel.method: tree is a decode method (set workload.phase = decode)");
   }
-  return 0;
+  return check_pass(c, err, errlen);
 }
 
 /*
@@ -65,7 +105,8 @@ static int decide(const bs_config *cfg, int ranks_per_node, bs_decision *d, char
   if (pm->ring == 1) d->ring_inner = G;
   if (pm->ring == 2 && U >= 1 && G % U == 0) d->ring_inner = G / U;
   int want = cfg->par.double_ring == BS_ON || (cfg->par.double_ring == BS_AUTO && rpn > 1 && rpn < G && G % rpn == 0);
-  if (want && pm->double_ring && cfg->work.phase != BS_DECODE) {
+  /* pass-Q runs a single ring: its all-to-all, not the ring, crosses every node */
+  if (want && pm->double_ring && cfg->work.phase != BS_DECODE && cfg->par.cp_pass != BS_PASS_Q) {
     if (G % rpn != 0) {
       char m[256];
       snprintf(m, sizeof m, "parallel.double_ring: ranks_per_node %d does not divide gpus %d", rpn, G);
@@ -173,6 +214,7 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   p->decode = cfg->work.phase == BS_DECODE;
   p->bwd = cfg->work.phase == BS_TRAIN;
   p->nq_dec = cfg->work.decode_tokens;
+  p->Nc = cfg->work.cached_tokens;
   p->es = bs_dtype_bytes(cfg->model.dtype);
   p->elem = cfg->model.dtype == BS_FP32 ? BS_ELEM_F32 : (cfg->model.dtype == BS_FP16 ? BS_ELEM_F16 : BS_ELEM_BF16);
   p->adt = cfg->model.dtype == BS_FP32 ? ATTN_FP32 : ATTN_BF16;

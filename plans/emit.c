@@ -12,30 +12,43 @@
 
 /* ---------- shard blocks ---------- */
 
-/* The position blocks of a shard: one, or two chunks for zigzag. */
+/* The position blocks of a shard: one, two chunks for zigzag, and as many
+ * again for a K,V shard against a cache (its cache part, then its new part).
+ * before: tokens stored ahead of the block in the buffer; idx: the chunk. */
 typedef struct {
   int64_t pos0, stride, len;
   int idx;
+  int64_t before;
 } blk;
 
-static int shard_blks(const bs_shard *s, blk b[2]) {
+static int plain_blks(const bs_shard *s, int64_t pos_off, int64_t before, blk b[2]) {
   int64_t n = bs_shard_tokens(s);
   if (s->parts <= 1) {
-    b[0] = (blk){0, 1, n, 0};
+    b[0] = (blk){pos_off, 1, n, 0, before};
     return 1;
   }
   if (s->layout == BS_STRIPED) {
-    b[0] = (blk){s->part, s->parts, n, 0};
+    b[0] = (blk){pos_off + s->part, s->parts, n, 0, before};
     return 1;
   }
   if (s->layout == BS_ZIGZAG) {
     int64_t c = n / 2;
-    b[0] = (blk){(int64_t)s->part * c, 1, c, 0};
-    b[1] = (blk){(2 * (int64_t)s->parts - 1 - s->part) * c, 1, c, 1};
+    b[0] = (blk){pos_off + (int64_t)s->part * c, 1, c, 0, before};
+    b[1] = (blk){pos_off + (2 * (int64_t)s->parts - 1 - s->part) * c, 1, c, 1, before + c};
     return 2;
   }
-  b[0] = (blk){(int64_t)s->part * n, 1, n, 0};
+  b[0] = (blk){pos_off + (int64_t)s->part * n, 1, n, 0, before};
   return 1;
+}
+
+static int shard_blks(const bs_shard *s, blk b[4]) {
+  if (s->n_cache <= 0) return plain_blks(s, 0, 0, b);
+  bs_shard c = *s, f = *s;
+  c.n_cache = f.n_cache = 0;
+  c.n_total = s->n_cache;
+  f.n_total = s->n_total - s->n_cache;
+  int nc = plain_blks(&c, 0, 0, b);
+  return nc + plain_blks(&f, s->n_cache, bs_shard_tokens(&c), b + nc);
 }
 
 /* ---------- queue, ids ---------- */
@@ -162,10 +175,11 @@ bs_compute *plan_compute(bs_plan_iter *it, bs_kernel k) {
 
 /* ---------- attention of two shards ---------- */
 
-int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
-                   int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2]) {
+static int emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
+                     int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2], int64_t o_at,
+                     int64_t lse_at) {
   const bs_plan *p = it->p;
-  blk qb[2], kb[2];
+  blk qb[4], kb[4];
   int nqb = shard_blks(qs, qb), nkb = shard_blks(ks, kb), emitted = 0;
   int causal = p->cfg.work.causal;
   int64_t window = p->cfg.work.window;
@@ -188,9 +202,9 @@ int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t h
       a.mask.q_stride = qb[x].stride;
       a.mask.k_pos0 = kb[y].pos0;
       a.mask.k_stride = kb[y].stride;
-      int64_t qoff = qb[x].idx * p->B * hq * qb[x].len * p->d; /* elements */
-      int64_t koff = kb[y].idx * p->B * hkv * kb[y].len * p->d;
-      int64_t loff = qb[x].idx * p->B * hq * qb[x].len;
+      int64_t qoff = qb[x].before * p->B * hq * p->d; /* elements */
+      int64_t koff = kb[y].before * p->B * hkv * p->d;
+      int64_t loff = qb[x].before * p->B * hq;
       bs_compute *c;
       if (!bwd) {
         c = plan_compute(it, unfused ? BS_K_ATTN_FWD_UNFUSED : BS_K_ATTN_FWD);
@@ -202,8 +216,8 @@ int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t h
         c->in[1] = R(b->k, koff * p->es);
         c->in[2] = R(b->v, koff * p->es);
         if (unfused) c->in[3] = R(b->scores, 0);
-        c->out[0] = R(b->o, qoff * 4);
-        c->out[1] = R(b->lse, loff * 4);
+        c->out[0] = R(b->o, o_at + qoff * 4);
+        c->out[1] = R(b->lse, lse_at + loff * 4);
       } else {
         c = plan_compute(it, unfused ? BS_K_ATTN_BWD_UNFUSED : BS_K_ATTN_BWD);
         c->a = a;
@@ -223,6 +237,33 @@ int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t h
       emitted++;
     }
   return emitted;
+}
+
+int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
+                   int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2]) {
+  return emit_attn(it, bwd, unfused, hq, hkv, qs, qpos_off, ks, b, init, 0, 0);
+}
+
+int plan_emit_attn_at(bs_plan_iter *it, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs, int64_t qpos_off,
+                      const bs_shard *ks, const attn_bufs *b, int init[2], int64_t o_at, int64_t lse_at) {
+  return emit_attn(it, 0, unfused, hq, hkv, qs, qpos_off, ks, b, init, o_at, lse_at);
+}
+
+int64_t plan_shard_pairs(const bs_plan *p, const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, int chunk) {
+  blk qb[4], kb[4];
+  int nqb = shard_blks(qs, qb), nkb = shard_blks(ks, kb);
+  int64_t sum = 0;
+  for (int x = 0; x < nqb; x++)
+    for (int y = 0; y < nkb; y++) {
+      if (chunk >= 0 && qb[x].idx != chunk) continue;
+      int64_t pairs = qb[x].stride == kb[y].stride
+                        ? plan_visible_pairs(qb[x].pos0 + qpos_off, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride,
+                                             p->cfg.work.causal, p->cfg.work.window)
+                        : qb[x].len * kb[y].len;
+      if (pairs < 0 || sum > INT64_MAX - pairs) return -1;
+      sum += pairs;
+    }
+  return sum;
 }
 
 /* ---------- stopping ---------- */

@@ -32,9 +32,30 @@ const char *bs_role_name(bs_role r) {
 
 /* ---------- shards ---------- */
 
-int64_t bs_shard_tokens(const bs_shard *s) { return s->parts > 0 ? s->n_total / s->parts : 0; }
+/* The two pieces of a shard against a KV cache: the cache's part, then the new tokens' part. */
+static void shard_pieces(const bs_shard *s, bs_shard *cache, bs_shard *fresh) {
+  *cache = *fresh = *s;
+  cache->n_cache = fresh->n_cache = 0;
+  cache->n_total = s->n_cache;
+  fresh->n_total = s->n_total - s->n_cache;
+}
+
+int64_t bs_shard_tokens(const bs_shard *s) {
+  if (s->n_cache > 0) {
+    bs_shard c, f;
+    shard_pieces(s, &c, &f);
+    return bs_shard_tokens(&c) + bs_shard_tokens(&f);
+  }
+  return s->parts > 0 ? s->n_total / s->parts : 0;
+}
 
 int64_t bs_shard_token(const bs_shard *s, int64_t i) {
+  if (s->n_cache > 0) {
+    bs_shard c, f;
+    shard_pieces(s, &c, &f);
+    int64_t nc = bs_shard_tokens(&c);
+    return i < nc ? bs_shard_token(&c, i) : s->n_cache + bs_shard_token(&f, i - nc);
+  }
   int64_t n = bs_shard_tokens(s);
   if (s->parts <= 1) return i;
   switch (s->layout) {
@@ -48,6 +69,13 @@ int64_t bs_shard_token(const bs_shard *s, int64_t i) {
 }
 
 int64_t bs_shard_index(const bs_shard *s, int64_t B, int64_t b, int64_t h, int64_t i, int64_t width) {
+  if (s->n_cache > 0) {
+    bs_shard c, f;
+    shard_pieces(s, &c, &f);
+    int64_t nc = bs_shard_tokens(&c);
+    if (i < nc) return bs_shard_index(&c, B, b, h, i, width);
+    return B * s->heads * nc * width + bs_shard_index(&f, B, b, h, i - nc, width);
+  }
   int64_t n = bs_shard_tokens(s);
   if (s->layout == BS_ZIGZAG && s->parts > 1) {
     int64_t c = n / 2, chunk = i / c, r = i % c;
@@ -65,6 +93,7 @@ bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t h
   s.head0 = head0;
   s.heads = heads;
   s.b0 = 0;
+  s.n_cache = 0;
   return s;
 }
 
@@ -107,8 +136,9 @@ int bs_plan_has_bwd(const bs_plan *p) { return p->bwd; }
 int64_t bs_plan_local_batch(const bs_plan *p) { return p->mesh.micro_batch; }
 
 attn_params bs_plan_reference_params(const bs_plan *p) {
-  attn_params a = plan_attn_params(p, p->Zq, p->Zkv, p->decode ? p->nq_dec : p->N, p->N);
+  attn_params a = plan_attn_params(p, p->Zq, p->Zkv, p->decode ? p->nq_dec : p->N - p->Nc, p->N);
   if (p->decode) a.mask.q_pos0 = p->N;
+  else a.mask.q_pos0 = p->Nc; /* prefill against a cache: the new tokens come after it */
   return a;
 }
 

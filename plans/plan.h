@@ -92,6 +92,11 @@ typedef struct {
   int64_t n_total;      /* tokens in the whole sequence */
   int32_t head0, heads; /* heads held: [head0, head0 + heads) */
   int64_t b0;           /* first sequence held: batch index b of the buffer is sequence b0 + b */
+  /* Prefill against a KV cache (K, V shards only): the first n_cache tokens of the sequence are
+   * the cache, split by `layout` over `parts` as if alone, and the buffer holds this part of the
+   * cache, then this part of the n_total - n_cache new tokens (positions n_cache..), each stored
+   * as a shard of its own. 0: no cache. */
+  int64_t n_cache;
 } bs_shard;
 
 int64_t bs_shard_tokens(const bs_shard *s);           /* tokens held */

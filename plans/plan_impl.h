@@ -40,6 +40,7 @@ struct bs_plan {
   int rpn;                  /* ranks per node the plan was made for (<= 0: one node) */
   int64_t B, Zq, Zkv, d, N; /* global shapes */
   int64_t nq_dec;           /* decode: query tokens */
+  int64_t Nc;               /* prefill: tokens of N already in the KV cache (queries are the N - Nc others) */
   int es;                   /* bytes per stored element (q, k, v, dout) */
   bs_elem elem;
   attn_dtype adt;
@@ -143,6 +144,25 @@ typedef struct {
 } a2a_xfer;
 
 /*
+ * Pass-Q (passq.c): the query shards travel the ring, each rank keeps the
+ * partial (O, lse) of every visiting shard against its K,V, and an all-to-all
+ * returns them to their owners, who merge them.
+ */
+typedef struct {
+  int32_t q, k, v, o, lse, scores;
+  int32_t qb[2];        /* receive buffers of the visiting query shards */
+  int32_t po, pl;       /* partials (O fp32, lse) of the visiting shards, block per origin: the all-to-all's send */
+  int32_t ro, rl;       /* the all-to-all's receive: block p = my queries against rank p's K,V */
+  int64_t q_bytes;      /* one query shard */
+  int64_t o_blk, l_blk; /* one block of po, pl */
+  bs_shard qs, ks;      /* my query shard, my K,V shard */
+  int64_t qpos_off;     /* added to query positions (decode: seq_len; prefill: cached tokens) */
+  int seg, at;
+} passq;
+/* The forward of a pass-Q plan (prefill, decode); 0 when done. */
+int passq_gen(bs_plan_iter *it, passq *s, int unfused);
+
+/*
  * The state of the sequence-sharded ring methods (burst, ring, and the
  * backward li2021 borrows): role buffers, the two ring engines, and where the
  * forward and the backward are in their segments. The backward keeps its own
@@ -157,6 +177,7 @@ typedef struct {
   ring_bwd rb;
   int seg, at;   /* forward: segment and ring step */
   int bseg, bat; /* backward: segment and ring step */
+  passq pq;      /* parallel.cp_pass = q: the pass-Q forward instead */
 } ring_seq;
 
 #define QCAP 256
@@ -237,6 +258,14 @@ typedef struct {
 } attn_bufs;
 int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
                    int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2]);
+
+/* The forward of plan_emit_attn with its outputs at byte offsets o_at, lse_at of b->o, b->lse (a
+ * block of a buffer of partials: pass-Q). */
+int plan_emit_attn_at(bs_plan_iter *it, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs, int64_t qpos_off,
+                      const bs_shard *ks, const attn_bufs *b, int init[2], int64_t o_at, int64_t lse_at);
+/* Visible (query, key) pairs of a query shard (its zigzag chunk `chunk`, or all of it for -1)
+ * against a key shard (-1 past 2^63 - 1). */
+int64_t plan_shard_pairs(const bs_plan *p, const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, int chunk);
 
 /* Forward ring engine. Set the fields of r, call ring_fwd_begin (ALLOCs the
  * comm buffers), then ring_fwd_step for s = 0 .. S-1 (returns 0 past the end),

@@ -15,6 +15,22 @@ int plan_check_ring(const bs_plan *p, char *err, size_t errlen) {
              bs_layout_name(c->par.layout));
     return -1;
   }
+  if (p->decode && c->par.cp_pass == BS_PASS_Q && p->nq_dec % p->G != 0) {
+    snprintf(err, errlen, "workload.decode_tokens: pass-Q splits the %lld query tokens over the %d ranks of the ring",
+             (long long)p->nq_dec, p->G);
+    return -1;
+  }
+  if (p->Nc > 0) { /* the cache and the new tokens are each split by the layout */
+    int64_t parts = c->par.layout == BS_ZIGZAG ? 2 * (int64_t)p->G : p->G;
+    if (p->Nc % parts != 0 || (p->N - p->Nc) % parts != 0) {
+      snprintf(err, errlen,
+               "workload.cached_tokens: %lld cached and %lld new tokens must each divide into %lld parts (%s over %d "
+               "ranks)",
+               (long long)p->Nc, (long long)(p->N - p->Nc), (long long)parts, bs_layout_name(c->par.layout), p->G);
+      return -1;
+    }
+    return 0;
+  }
   if (c->par.layout == BS_ZIGZAG) {
     if (p->N % (2 * (int64_t)p->G) != 0) {
       snprintf(err, errlen, "parallel.gpus: zigzag needs 2 x gpus (%lld) to divide seq_len %lld",

@@ -444,7 +444,14 @@ void ring_bwd_end(bs_plan_iter *it, ring_bwd *r) {
 
 static bs_shard q_shard(const bs_plan *p, int rank) {
   if (p->decode) return plan_shard(BS_CONTIGUOUS, 0, 1, p->nq_dec, 0, (int32_t)p->Zq);
-  return plan_shard(p->cfg.par.layout, rank, p->G, p->N, 0, (int32_t)p->Zq);
+  return plan_shard(p->cfg.par.layout, rank, p->G, p->N - p->Nc, 0, (int32_t)p->Zq);
+}
+
+/* The K,V shard of ring position `part`: with a KV cache, its part of the cache and of the new tokens. */
+static bs_shard kv_shard(const bs_plan *p, int part) {
+  bs_shard s = plan_shard(p->cfg.par.layout, part, p->G, p->N, 0, (int32_t)p->Zkv);
+  s.n_cache = p->Nc;
+  return s;
 }
 
 /* The forward ring over all G ranks (a double ring when the plan chose one). */
@@ -460,8 +467,8 @@ static void seq_fwd_ring(bs_plan_iter *it, ring_seq *s, const bs_shard *qs) {
   rf->hq = p->Zq;
   rf->hkv = p->Zkv;
   rf->qs = *qs;
-  rf->qpos_off = p->decode ? p->N : 0;
-  rf->ks = plan_shard(p->cfg.par.layout, 0, p->G, p->N, 0, (int32_t)p->Zkv);
+  rf->qpos_off = p->decode ? p->N : p->Nc;
+  rf->ks = kv_shard(p, 0);
   rf->q = s->q;
   rf->o = s->o;
   rf->lse = s->lse;
@@ -478,7 +485,7 @@ static void seq_fwd_begin(bs_plan_iter *it, ring_seq *s, int unfused) {
   int r = it->rank;
   int64_t n = p->N / p->G;
   bs_shard qs = q_shard(p, r);
-  bs_shard ks = plan_shard(p->cfg.par.layout, r, p->G, p->N, 0, (int32_t)p->Zkv);
+  bs_shard ks = kv_shard(p, r);
   int64_t nq = bs_shard_tokens(&qs);
   plan_phase(it, 0, 1);
   s->q = plan_alloc(it, p->B * p->Zq * nq * p->d * p->es, BS_MEM_INPUT, BS_ROLE_Q, &qs, p->elem);
@@ -618,6 +625,7 @@ int ring_seq_bwd(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused
 
 int ring_seq_gen(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused) {
   const bs_plan *p = it->p;
+  if (p->cfg.par.cp_pass == BS_PASS_Q) return passq_gen(it, &s->pq, unfused);
   switch (s->seg) {
   case 0:
     seq_fwd_begin(it, s, unfused);

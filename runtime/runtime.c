@@ -449,7 +449,7 @@ static int reference(const bs_plan *p, uint64_t seed, int bf16, int threads, flo
   const bs_role inputs[] = {BS_ROLE_Q, BS_ROLE_K, BS_ROLE_V, BS_ROLE_DOUT};
   for (int j = 0; j < 4; j++) {
     gshape g = role_shape(p, inputs[j]);
-    bs_shard s = {BS_CONTIGUOUS, 0, 1, g.tokens, 0, (int32_t)g.heads, 0};
+    bs_shard s = {BS_CONTIGUOUS, 0, 1, g.tokens, 0, (int32_t)g.heads, 0, 0};
     in[inputs[j]] = malloc((size_t)(g.B * g.heads * g.tokens * g.width) * (bf16 ? 2 : 4));
     if (!in[inputs[j]]) {
       snprintf(err, errlen, "reference: out of memory");

@@ -17,7 +17,8 @@
  *
  * P counts the pairs the mask leaves visible: N^2 without a mask, N (N + 1) / 2 causal
  * (about half: causal attention counted as the model sees it), fewer with a window;
- * decode: decode_tokens queries after seq_len cached keys. With Zkv = Zq, F = 4h (two
+ * decode: decode_tokens queries after seq_len cached keys; prefill with cached_tokens: the
+ * seq_len - cached_tokens new tokens (T above) after the cache. With Zkv = Zq, F = 4h (two
  * matrices, 16 h^2 instead of 24 h^2 for SwiGLU's three of 8h/3) and no mask this is
  * Megatron's 24 h^2 + 4 s h per token and layer.
  *
@@ -32,6 +33,7 @@
 
 double bs_step_tokens(const bs_config *c) {
   double per_seq = c->work.phase == BS_DECODE ? (double)c->work.decode_tokens : (double)c->work.seq_len;
+  if (c->work.phase == BS_PREFILL) per_seq -= (double)c->work.cached_tokens; /* the cached ones are not processed */
   return (double)c->work.batch * per_seq;
 }
 
@@ -40,6 +42,8 @@ static double visible_pairs(const bs_config *c) {
   int64_t N = c->work.seq_len, p;
   if (c->work.phase == BS_DECODE)
     p = bs_visible_pairs(N, c->work.decode_tokens, 0, N, 1, c->work.causal, c->work.window);
+  else if (c->work.phase == BS_PREFILL && c->work.cached_tokens > 0) /* new tokens after the cache */
+    p = bs_visible_pairs(c->work.cached_tokens, N - c->work.cached_tokens, 0, N, 1, c->work.causal, c->work.window);
   else p = bs_visible_pairs(0, N, 0, N, 1, c->work.causal, c->work.window);
   return p < 0 ? NAN : (double)p;
 }

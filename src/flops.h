@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include "plans/config.h"
 
-/* Tokens one step processes, over all GPUs: batch x seq_len (train, prefill) or
- * batch x decode_tokens (decode). */
+/* Tokens one step processes, over all GPUs: batch x seq_len (train, prefill; less the
+ * cached_tokens of a prefill against a KV cache) or batch x decode_tokens (decode). */
 double bs_step_tokens(const bs_config *c);
 /* Model FLOPs of one step of the point's scope, over all GPUs (recomputation not
  * counted; train = 3 x forward); NaN when the shape is not known (hidden, ffn or

@@ -54,6 +54,7 @@ static const char *double_ring(const bs_result *r) {
 
 /* When the JSON carries a row. */
 static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg.work.kv_cache); }
+static const char *cp_pass(const bs_result *r) { return bs_cp_pass_name(r->cfg.par.cp_pass); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
@@ -215,6 +216,9 @@ static const bs_field result_rows[] = {
   {AT("decode_tokens", "tokens", BS_FIELD_I64, cfg.work.decode_tokens), CSV(44, "decode_tokens"),
    VARY("decode_tokens", cell_int)},
   {NAMED("kv_cache", kv_cache), CSV(45, "kv_cache"), VARY("kv_cache", cell_text)},
+  /* pass-KV or pass-Q, prefill against a KV cache (JSON and the table; no CSV column yet) */
+  {NAMED("cp_pass", cp_pass), VARY("cp_pass", cell_text)},
+  {AT("cached_tokens", "tokens", BS_FIELD_I64, cfg.work.cached_tokens), VARY("cached", cell_int)},
   {AT("model.preset", "", BS_FIELD_CHARS, cfg.model.preset), CSV(37, "preset"), VARY("preset", cell_text)},
   {AT("model.hidden", "elements", BS_FIELD_I64, cfg.model.hidden), CSV(38, "hidden"), VARY("hidden", cell_int)},
   {AT("model.heads", "heads", BS_FIELD_I64, cfg.model.heads), CSV(16, "heads"), VARY("heads", cell_int)},

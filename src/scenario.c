@@ -250,6 +250,8 @@ ENUM_SETTER(set_scope, work.scope, bs_scope, "attention", "layer", "model")
 INT_SETTER(set_decode_tokens, work.decode_tokens, 1, 1 << 20, 1)
 BOOL_SETTER(set_recompute, work.recompute)
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
+INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
+ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
 static int set_seed(bs_config *c, const char *v, char *why, size_t n) {
   int64_t x;
   if (parse_int64(v, 0, INT64_MAX, 0, &x, why, n)) return -1;
@@ -458,6 +460,8 @@ static const key_def keys[] = {
   {"workload", "decode_tokens", set_decode_tokens, "query tokens per decode step"},
   {"workload", "recompute", set_recompute, "activation recomputation"},
   {"workload", "kv_cache", set_kv_cache, "keep | drop (prefill: each layer's K, V stay or go after attention)"},
+  {"workload", "cached_tokens", set_cached_tokens,
+   "prefill: tokens of seq_len already in the KV cache, 0 = none (K, M suffixes)"},
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
@@ -475,6 +479,7 @@ static const key_def keys[] = {
   {"parallel", "dp", set_dp, "data-parallel replicas"},
   {"parallel", "pp", set_pp, "pipeline stages (model scope)"},
   {"parallel", "micro_batch", set_micro_batch, "sequences per microbatch | auto (batch / dp)"},
+  {"parallel", "cp_pass", set_cp_pass, "kv | q (burst, ring: K,V or the queries travel the ring)"},
   {"parallel", "order", set_order, "dimensions fastest first over the ranks (tp-cp-dp-pp)"},
   {"cluster", "topology", set_topology, "a generator of bs_topo_generator_names | FILE.xml"},
   {"cluster", "profile", set_profile, "a profile of calib/profiles | FILE.json (default: the topology's)"},

@@ -51,6 +51,13 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
              (long long)w->decode_tokens);
     say(t, ctx);
   }
+  if (c->par.cp_pass == BS_PASS_Q && c->par.double_ring == BS_ON &&
+      (c->par.method == BS_BURST || c->par.method == BS_RING)) {
+    snprintf(t, sizeof t,
+             "parallel.double_ring: on has no effect with parallel.cp_pass = q (pass-Q runs one ring; its "
+             "all-to-all crosses the nodes)");
+    say(t, ctx);
+  }
   if (!attn && m->hidden > 0 && m->heads * m->head_dim != m->hidden) {
     snprintf(t, sizeof t,
              "model.heads * model.head_dim = %lld * %lld = %lld, not model.hidden = %lld: accepted "

@@ -198,6 +198,7 @@ static const key_case key_cases[] = {
   {"workload.decode_tokens", "x", "0"},
   {"workload.recompute", "3", "sometimes"},
   {"workload.kv_cache", "1", "discard"},
+  {"workload.cached_tokens", "some", "-1"},
   {"workload.seed", "0x10", "-1"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
@@ -215,6 +216,7 @@ static const key_case key_cases[] = {
   {"parallel.pp", "x", "4097"},
   {"parallel.micro_batch", "half", "0"},
   {"parallel.order", "tp-tp-dp-pp", "cp-tp-dp"},
+  {"parallel.cp_pass", "1", "o"},
   {"cluster.topology", NULL, NULL}, /* names: only empty and too long; unknown names fail at run */
   {"cluster.profile", NULL, NULL},
   {"cluster.nodes", "many", "-1"},
@@ -268,6 +270,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.straggler")          ? "3:1.5"
                      : !strcmp(c->key, "cluster.degrade")            ? "nic:0.5"
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
+                     : !strcmp(c->key, "parallel.cp_pass")           ? "q"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
                         !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
                        ? "on"

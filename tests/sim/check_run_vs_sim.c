@@ -28,9 +28,10 @@
 #include <string.h>
 
 typedef struct {
-  char method[32], phase[16], bwd_comm[16], tp_variant[8], dtype[8], coll_algo[8], scope[16];
+  char method[32], phase[16], bwd_comm[16], tp_variant[8], dtype[8], coll_algo[8], scope[16], cp_pass[8];
   int64_t G, N, B, Z, Zk, d, hidden, U, tq, es;
-  int64_t ranks; /* every rank of the point (G: the attention group's) */
+  int64_t cached; /* prefill: tokens already in the KV cache */
+  int64_t ranks;  /* every rank of the point (G: the attention group's) */
 } point;
 
 static cJSON *load(const char *path) {
@@ -99,6 +100,8 @@ static int read_point(cJSON *r, point *p) {
       get_str(r, "scope", p->scope, sizeof p->scope))
     return -1;
   if (!strcmp(p->phase, "decode") && get_int(r, "decode_tokens", &p->tq)) return -1;
+  if (get_str(r, "cp_pass", p->cp_pass, sizeof p->cp_pass)) strcpy(p->cp_pass, "kv");
+  if (get_int(r, "cached_tokens", &p->cached)) p->cached = 0;
   p->es = strcmp(p->dtype, "fp32") ? 2 : 4;
   p->ranks = p->G;
   cJSON *par = cJSON_GetObjectItem(r, "parallel");
@@ -126,6 +129,14 @@ static int64_t anchors_bytes(const point *p) {
   int64_t G = p->G, n = p->N / G, B = p->B, Z = p->Z, Zk = p->Zk, d = p->d, es = p->es;
   int train = !strcmp(p->phase, "train"), decode = !strcmp(p->phase, "decode");
   if (G == 1) return 0;
+  if (!strcmp(p->cp_pass, "q") && (!strcmp(p->method, "burst") || !strcmp(p->method, "ring")) && !train) {
+    /* Pass-Q (Meta's context-parallel inference, arXiv 2411.01783 §3.3): "the query embeddings are passed
+     * around the ring" — each rank's T/G new query tokens (all query heads) move G−1 times — then "an All2All
+     * exchanges the partial attention outputs and softmax statistics": the G−1 partial O (fp32 here) and lse
+     * blocks that belong to the other ranks. T: the tokens that are not in the KV cache (decode: its queries). */
+    int64_t T = decode ? p->tq : p->N - p->cached, nq = T / G;
+    return (G - 1) * (B * Z * nq * d * es + B * Z * nq * d * 4 + B * Z * nq * 4);
+  }
   if (!strcmp(p->method, "burst") && !decode) {
     /* Backward: "Q, dQ, dO ring plus D and lse (fp32, B·Z·N/G each) per step; ... dQ returns to its owner":
      * Q, dO, D (or O in fp32, plain backward: "rings O instead of D"), lse move G−1 times, dQ (fp32) G times. */
