@@ -10,7 +10,18 @@
  * comm buffers and workspaces are freed when the forward ends. The backward
  * of layer l replays a fresh iterator's forward without emitting it (only to
  * learn its ids, mapping the saved buffers back) and streams its backward.
- * With recompute the layer's forward is streamed again instead. A forward-only
+ * With full recompute (workload.recompute = full) the layer's forward is
+ * streamed again instead. Selective recompute (Korthikanti et al. 2022,
+ * arXiv 2205.05198, section 4.2) recomputes the attention core only: the
+ * layer keeps its non-attention activations and the core's inputs and output
+ * (Q, K, V, O, which the QKV and output projections need anyway) and drops
+ * what the core alone needs (lse, a method's head-sharded copies); the
+ * backward streams the attention's forward again, emitted this time, around
+ * the kept buffers (no QKV projection), and goes on into its backward. The
+ * paper's recomputed part is the 5as/h term of sbh(34 + 5as/h): the score,
+ * softmax and dropout tensors, which FlashAttention-style kernels never keep
+ * here, so selective saves lse and the copies and costs one attention forward
+ * (4bs^2h FLOPs per layer without a causal mask). A forward-only
  * plan keeps every layer's K and V to its end (the KV cache; at prefill
  * workload.kv_cache = drop frees them as soon as the layer's attention is over).
  *
@@ -77,6 +88,10 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   }
   if (c->par.zero < 0 || c->par.zero > 3) {
     snprintf(err, errlen, "parallel.zero: %d is not 0, 1, 2 or 3", c->par.zero);
+    return -1;
+  }
+  if (c->work.recompute < BS_RECOMPUTE_OFF || c->work.recompute > BS_RECOMPUTE_SELECTIVE) {
+    snprintf(err, errlen, "workload.recompute: %d is not off (0), full (1) or selective (2)", c->work.recompute);
     return -1;
   }
   if (c->work.recompute && c->work.phase != BS_TRAIN) {
@@ -154,6 +169,8 @@ typedef struct {
   int seqof[BS_PLAN_MAX_BUFS]; /* allocation number of each live id */
   int nalloc;                  /* ALLOCs seen so far */
   int replay;                  /* forward replayed without emission */
+  int rerun;                   /* selective: forward emitted again, the saved buffers reused */
+  int skip_hook;               /* rerun: the forward's hook (QKV projection) is not run again */
   int after_begin;             /* a PHASE begin seen, its leading ALLOCs not yet over */
   const int32_t *saved;        /* replay: the outer ids kept at forward end */
   const int *saved_seq;        /* ... and the allocation numbers they had */
@@ -310,8 +327,13 @@ static bs_mem_class layer_class(const bs_op *a) {
 
 /* Kept from forward to backward: the role buffers of the forward and the
  * method's own saved activations (ulysses' head-sharded copies). */
-static int kept(const bs_op *a) { return a->u.alloc.role != BS_ROLE_TMP || a->u.alloc.cls == BS_MEM_ACTIVATIONS; }
+static int kept(const bs_op *a, int selective) {
+  int r = a->u.alloc.role;
+  if (selective) return r == BS_ROLE_Q || r == BS_ROLE_K || r == BS_ROLE_V || r == BS_ROLE_O;
+  return r != BS_ROLE_TMP || a->u.alloc.cls == BS_MEM_ACTIVATIONS;
+}
 
+/* replay: 0 streams a forward, 1 replays it silently (ids only), 2 emits it again around the kept buffers. */
 static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved_seq, int nsaved) {
   attn_stream *s = &w->as;
   memset(s, 0, sizeof *s);
@@ -322,7 +344,8 @@ static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *s
     w->it->err = 1;
     return -1;
   }
-  s->replay = replay;
+  s->replay = replay == 1;
+  s->rerun = s->skip_hook = replay == 2;
   s->saved = saved;
   s->saved_seq = saved_seq;
   s->nsaved = nsaved;
@@ -348,6 +371,12 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
     int b = src->u.alloc.buf;
     s->aop[b] = *src;
     s->seqof[b] = s->nalloc++;
+    if (s->rerun)
+      for (int j = 0; j < s->nsaved; j++)
+        if (s->saved_seq[j] == s->seqof[b]) {
+          s->bmap[b] = s->saved[j]; /* kept from the forward: no new allocation */
+          return;
+        }
     s->bmap[b] = take(w->bufs, BS_WL_MAX_BUFS, w->it);
     o.u.alloc.buf = s->bmap[b];
     o.u.alloc.cls = layer_class(src);
@@ -433,7 +462,9 @@ static int stream_pull(bs_wl *w) {
     }
     if (s->after_begin && op.kind != BS_OP_ALLOC) {
       s->after_begin = 0;
-      if (!s->replay) {
+      if (s->skip_hook) {
+        s->skip_hook = 0;
+      } else if (!s->replay) {
         s->held = op;
         s->has_held = 1;
         return EV_HOOK;
@@ -448,7 +479,7 @@ static int stream_pull(bs_wl *w) {
   }
 }
 
-/* Forward end: free what is not kept; record what is (train without recompute). */
+/* Forward end: free what is not kept; record what is (train without full recompute). */
 static void stream_fwd_end(bs_wl *w) {
   const int keep = 1;
   attn_stream *s = &w->as;
@@ -457,7 +488,7 @@ static void stream_fwd_end(bs_wl *w) {
   /* a replay of the forward recognises them by their allocation number */
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
     if (s->bmap[b] < 0) continue;
-    if (keep && kept(&s->aop[b]) && n < SAVE_MAX) {
+    if (keep && kept(&s->aop[b], w->recompute == BS_RECOMPUTE_SELECTIVE) && n < SAVE_MAX) {
       w->saved_seq[l * SAVE_MAX + n] = s->seqof[b];
       w->saved[l * SAVE_MAX + n++] = s->bmap[b];
       s->bmap[b] = -1; /* the layer owns it now */
@@ -744,7 +775,7 @@ static void stage_fini(bs_wl *w) {
 /* One step of a layer's forward (the forward pass, or its recomputation in the
  * backward when `again`). Returns 1 when the forward is over. */
 static int layer_fwd_step(bs_wl *w, int again) {
-  int keep = w->train && !w->recompute;
+  int keep = w->train && w->recompute != BS_RECOMPUTE_FULL;
   int64_t l = slot_layer(w);
   if (w->fsub == 0) {
     if (!again) zero3_acquire(w);
@@ -786,14 +817,17 @@ static int layer_bwd_step(bs_wl *w) {
   case 0:
     zero3_acquire(w);
     grad_bucket(w, w->pc.layer, &w->gnew);
-    if (w->recompute) {
+    if (w->recompute == BS_RECOMPUTE_FULL) {
       w_free(w, &w->act[l]); /* the checkpoint gives way to the full set */
       w->fsub = 0;
       w->sub = 2;
       return 0;
     }
     layer_mlp_bwd(w);
-    if (stream_start(w, 1, &w->saved[l * SAVE_MAX], &w->saved_seq[l * SAVE_MAX], w->nsaved[l])) return 1;
+    /* selective: the attention core's forward runs again from the kept Q, K, V (and O) */
+    if (stream_start(w, w->recompute == BS_RECOMPUTE_SELECTIVE ? 2 : 1, &w->saved[l * SAVE_MAX],
+                     &w->saved_seq[l * SAVE_MAX], w->nsaved[l]))
+      return 1;
     w->sub = 1;
     return 0;
   case 1: {
@@ -1017,7 +1051,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   }
   for (int64_t i = 0; i < nl * SAVE_MAX; i++) w->saved[i] = -1;
   for (int64_t i = 0; i < nl; i++) w->act[i] = -1;
-  w->recompute = w->train && c->work.recompute;
+  w->recompute = w->train ? c->work.recompute : BS_RECOMPUTE_OFF;
   w->drop_kv = c->work.phase == BS_PREFILL && c->work.kv_cache == BS_KV_DROP;
   w->zero = c->par.zero;
   w->tp = p->mesh.size[BS_DIM_TP] > 1;

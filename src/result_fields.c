@@ -33,6 +33,7 @@ static const char *double_ring(const bs_result *r) {
 
 /* When the JSON carries a row. */
 static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg.work.kv_cache); }
+static const char *recompute(const bs_result *r) { return bs_recompute_name(r->cfg.work.recompute); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
@@ -181,7 +182,7 @@ static const bs_field result_rows[] = {
   {NAMED("scope", scope), CSV(6, "scope"), VARY("scope", cell_text)},
   {AT("causal", "", BS_FIELD_BOOL, cfg.work.causal), CSV(7, "causal"), VARY("causal", cell_onoff)},
   {AT("window", "tokens", BS_FIELD_I64, cfg.work.window), CSV(42, "window"), VARY("window", cell_int)},
-  {AT("recompute", "", BS_FIELD_BOOL, cfg.work.recompute), CSV(43, "recompute"), VARY("recompute", cell_onoff)},
+  {NAMED("recompute", recompute), CSV(43, "recompute"), VARY("recompute", cell_text)},
   {NAMED("layout", layout), CSV(8, "layout"), VARY("layout", cell_text)},
   {NAMED("double_ring", double_ring), CSV(9, "double_ring"), VARY("double_ring", cell_text)},
   {AT("lao", "", BS_FIELD_BOOL, cfg.par.lao), CSV(10, "lao"), VARY("lao", cell_onoff)},

@@ -31,6 +31,8 @@ typedef struct {
   int64_t p2p_sent, p2p_recv;
   int nsend, nrecv;
   int64_t sent_to[16], recv_from[16]; /* point-to-point bytes by peer (ranks < 16) */
+  int64_t act_at_bwd;                 /* live ACTIVATIONS bytes when the first backward begins */
+  int seen_bwd;
 } rank_walk;
 
 static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
@@ -39,6 +41,7 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
   assert_non_null(it);
   static int64_t size[BS_WL_MAX_BUFS];
   static char live[BS_WL_MAX_BUFS], hlive[BS_WL_MAX_HANDLES];
+  static bs_mem_class cls[BS_WL_MAX_BUFS];
   memset(live, 0, sizeof live);
   memset(hlive, 0, sizeof hlive);
   int64_t cur = 0;
@@ -51,6 +54,7 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
       assert_true(b >= 0 && b < BS_WL_MAX_BUFS && !live[b]);
       live[b] = 1;
       size[b] = op.u.alloc.bytes;
+      cls[b] = op.u.alloc.cls;
       cur += size[b];
       if (cur > w->peak) w->peak = cur;
       w->cls_allocated[op.u.alloc.cls] += op.u.alloc.bytes;
@@ -102,6 +106,13 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
       for (int j = 0; j < op.u.wait.n; j++) {
         assert_true(hlive[op.u.wait.handles[j]]);
         hlive[op.u.wait.handles[j]] = 0;
+      }
+      break;
+    case BS_OP_PHASE:
+      if (op.u.phase.begin && op.u.phase.fwd_bwd == 1 && !w->seen_bwd) {
+        w->seen_bwd = 1;
+        for (int b = 0; b < BS_WL_MAX_BUFS; b++)
+          if (live[b] && cls[b] == BS_MEM_ACTIVATIONS) w->act_at_bwd += size[b];
       }
       break;
     default: break;
@@ -196,6 +207,61 @@ static void test_model_flops_recompute(void **st) {
     assert_true(w.gemm_flops == want);
     bs_plan_free(p);
   }
+}
+
+/*
+ * Selective recompute against Korthikanti et al. 2022 (arXiv 2205.05198), section 4. The paper
+ * keeps sbh(34 + 5as/h) bytes per layer (s tokens, b sequences, h hidden, a heads; fp16, GPT with
+ * dropout), sbh/t (34 + 5as/h) with tensor and sequence parallelism over t, and selective recompute
+ * drops the 5as/h term (scores, softmax, its dropout) and recomputes the attention core, 4bs^2h
+ * FLOPs per layer (QK^T and attention over V, no causal mask). Here (LLaMA layer: RMSNorm, SwiGLU,
+ * no dropout; FlashAttention: no score tensor) a rank with s tokens of b = 1 keeps, in bytes:
+ *   es (4sh + 3sF)          layer input, norm1 out, residual, norm2 out, gate + up, SwiGLU out
+ *   es s (a + 2 a_kv) d     Q, K, V                 (the paper's 4sbh + 2sbh)
+ *   4 s a d                 O in fp32 (the output projection's input)
+ *   4 a s                   lse in fp32             (what replaces the paper's 5as^2b)
+ * (with a = a_kv, F = 8h/3 and es = 2 the first three make the paper's 34 sbh). Selective keeps
+ * all but lse; full keeps the layer input (es s h); the recomputed FLOPs are the attention
+ * forward over the rank's s queries and all N keys: 4 s N a d (4 b N^2 h / G), and full also
+ * recomputes the forward GEMMs. Under tp v3 every term is divided by t (s = N, heads a / t).
+ */
+static void recompute_case(bs_method m, int G, int64_t s, int64_t t) {
+  bs_config c = cfg_of(m, G, BS_SCOPE_LAYER, BS_TRAIN);
+  c.par.tp_variant = 3;
+  int64_t h = c.model.hidden, F = c.model.ffn, a = c.model.heads, akv = c.model.kv_heads, d = c.model.head_dim;
+  int64_t N = c.work.seq_len, es = 2;
+  int64_t rest = es * (4 * s * h + 3 * s * F) / t, qkv = es * s * (a + 2 * akv) * d / t, o = 4 * s * a * d / t;
+  int64_t lse = 4 * a * s / t;
+  double core_fwd = 4.0 * (double)s * (double)N * (double)(a * d) / (double)t;
+  rank_walk w[3];
+  int modes[3] = {BS_RECOMPUTE_OFF, BS_RECOMPUTE_SELECTIVE, BS_RECOMPUTE_FULL};
+  for (int i = 0; i < 3; i++) {
+    c.work.recompute = modes[i];
+    bs_plan *p = make(&c);
+    walk_rank(p, 1, &w[i]);
+    bs_plan_free(p);
+    assert_true(w[i].seen_bwd);
+  }
+  assert_int_equal(w[0].act_at_bwd, rest + qkv + o + lse);
+  assert_int_equal(w[1].act_at_bwd, rest + qkv + o);
+  assert_int_equal(w[2].act_at_bwd, es * s * h / t);
+  /* selective: the attention core's forward once more, no GEMM again; full: the whole forward */
+  assert_true(w[1].attn_flops - w[0].attn_flops == core_fwd);
+  assert_true(w[1].gemm_flops == w[0].gemm_flops);
+  assert_true(w[2].attn_flops - w[0].attn_flops == core_fwd);
+  assert_true(w[2].gemm_flops == w[0].gemm_flops * 4 / 3);
+}
+
+static void test_recompute_selective(void **st) {
+  (void)st;
+  recompute_case(BS_BURST, 4, 64, 1); /* sequence parallel: 256 / 4 tokens a rank */
+  recompute_case(BS_TP, 4, 256, 4);   /* Megatron tp + sequence parallelism over t = 4 */
+  /* the old boolean: true is full */
+  bs_config d;
+  bs_config_default(&d);
+  assert_int_equal(d.work.recompute, BS_RECOMPUTE_OFF);
+  assert_int_equal(BS_RECOMPUTE_FULL, 1);
+  assert_string_equal(bs_recompute_name(BS_RECOMPUTE_SELECTIVE), "selective");
 }
 
 /* Per-rank TP bytes: S = B N H es; all-reduce 2(G-1)/G S, all-gather (G-1) S/G, reduce-scatter (G-1)/G S. */
@@ -417,10 +483,15 @@ static void test_kv_cache(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_layer_flops),     cmocka_unit_test(test_model_flops_recompute),
-    cmocka_unit_test(test_tp_v1_v3),        cmocka_unit_test(test_zero),
-    cmocka_unit_test(test_inference),       cmocka_unit_test(test_kv_cache),
-    cmocka_unit_test(test_composed_groups), cmocka_unit_test(test_pipeline_stages),
+    cmocka_unit_test(test_layer_flops),
+    cmocka_unit_test(test_model_flops_recompute),
+    cmocka_unit_test(test_tp_v1_v3),
+    cmocka_unit_test(test_zero),
+    cmocka_unit_test(test_inference),
+    cmocka_unit_test(test_kv_cache),
+    cmocka_unit_test(test_composed_groups),
+    cmocka_unit_test(test_pipeline_stages),
+    cmocka_unit_test(test_recompute_selective),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
