@@ -78,6 +78,44 @@ void bs_param_count_stage(const bs_config *c, int stage, bs_param_count *pc) {
   }
 }
 
+/* Megatron's interleaved schedule (Narayanan et al. 2021, section 2.2.2): pp_chunks model chunks per
+ * rank of layers / (pp x chunks) layers each; the microbatches go round the stages in groups of pp. */
+static int pp_check_interleaved(const bs_plan *p, char *err, size_t errlen) {
+  const bs_config *c = &p->cfg;
+  int pp = p->mesh.size[BS_DIM_PP], v = c->par.pp_chunks;
+  if (v < 1) {
+    snprintf(err, errlen, "parallel.pp_chunks: %d model chunks per rank; at least 1", v);
+    return -1;
+  }
+  if (pp < 2) {
+    snprintf(err, errlen, "parallel.pp_schedule: interleaved needs pipeline stages (parallel.pp of 2 or more, not %d)",
+             pp);
+    return -1;
+  }
+  if (c->model.layers % ((int64_t)pp * v) != 0) {
+    snprintf(err, errlen,
+             "parallel.pp_chunks: pp = %d stages x %d chunks do not split model.layers (%lld) evenly (interleaved "
+             "schedule)",
+             pp, v, (long long)c->model.layers);
+    return -1;
+  }
+  if (c->work.phase != BS_TRAIN) {
+    snprintf(err, errlen,
+             "parallel.pp_schedule: interleaved is a training schedule (phase %s runs one microbatch through the "
+             "stages; use 1f1b)",
+             bs_phase_name(c->work.phase));
+    return -1;
+  }
+  if (p->mesh.microbatches % pp != 0) {
+    snprintf(err, errlen,
+             "parallel.pp_schedule: interleaved needs the microbatches per replica (%lld = batch / (dp x "
+             "micro_batch)) to be a multiple of parallel.pp (%d)",
+             (long long)p->mesh.microbatches, pp);
+    return -1;
+  }
+  return 0;
+}
+
 static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   const bs_config *c = &p->cfg;
   const bs_model *m = &c->model;
@@ -146,11 +184,18 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   }
   /* a stage keeps its layers' activations for every microbatch in flight (1F1B: up to pp) */
   int64_t inflight = c->work.phase == BS_TRAIN ? (p->mesh.microbatches < pp ? p->mesh.microbatches : pp) : 1;
-  if (m->layers / pp * inflight > (BS_WL_MAX_BUFS - 64) / 12) {
+  int64_t per = m->layers / pp; /* layers whose activations one microbatch in flight holds */
+  if (c->par.pp_schedule == BS_PP_INTERLEAVED) {
+    if (pp_check_interleaved(p, err, errlen)) return -1;
+    int64_t v = c->par.pp_chunks, mv = p->mesh.microbatches * v, warm = 2 * (pp - 1) + (v - 1) * pp + 1;
+    per = m->layers / (pp * v);
+    inflight = c->work.phase == BS_TRAIN ? (mv < warm ? mv : warm) : 1; /* chunk-microbatches held by stage 0 */
+  }
+  if (per * inflight > (BS_WL_MAX_BUFS - 64) / 12) {
     snprintf(err, errlen,
              "model.layers: %lld layers per stage with %lld microbatches in flight exceed the plan's buffer ids (at "
              "most %d layers x microbatches)",
-             (long long)(m->layers / pp), (long long)inflight, (BS_WL_MAX_BUFS - 64) / 12);
+             (long long)per, (long long)inflight, (BS_WL_MAX_BUFS - 64) / 12);
     return -1;
   }
   return 0;
@@ -180,6 +225,9 @@ typedef struct {
 } attn_stream;
 
 enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
+
+/* Pipeline sends a rank keeps in flight at most (interleaved; 1F1B keeps 2). */
+#define PP_SENDS 32
 
 /* Program stages. */
 enum { S_INIT = 0, S_TASK, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_TASK_END, S_OPT, S_FINI, S_DONE };
@@ -211,16 +259,23 @@ typedef struct bs_wl {
   int64_t mbs;       /* sequences per microbatch */
   /* pipeline parallelism: this rank's stage of pp, its neighbours, the 1F1B schedule's position */
   int pp, pstage, has_embed, has_head;
-  int32_t prev, next;       /* ranks of the previous and the next stage */
-  int64_t task, ntasks;     /* the schedule's task being run (a microbatch's forward or backward) */
-  int task_bwd;             /* the task is a backward */
-  int64_t slots;            /* microbatches whose activations a stage holds at once */
-  int32_t pp_in;            /* the activation received from the previous stage (a forward) */
-  int32_t ps_h[2], ps_b[2]; /* sends to a neighbour stage in flight and their buffers */
+  int v, chunk;                           /* model chunks on this rank (interleaved; 1 for 1F1B), the task's chunk */
+  int t_embed, t_head;                    /* the task's chunk holds the embedding / the head */
+  int32_t prev, next;                     /* ranks of the previous and the next stage */
+  int32_t first, last;                    /* ranks of stage 0 and stage pp - 1 (interleaved: chunk c to c + 1) */
+  int64_t task, ntasks;                   /* the schedule's task being run (a microbatch's forward or backward) */
+  int task_bwd;                           /* the task is a backward */
+  int64_t slots;                          /* microbatches whose activations a stage holds at once */
+  int32_t pp_in;                          /* the activation received from the previous stage (a forward) */
+  int32_t ps_h[PP_SENDS], ps_b[PP_SENDS]; /* sends to a neighbour stage in flight and their buffers */
+  int nps;                                /* of which in use: 2 (1F1B), or a ring of more (interleaved) */
+  int64_t nsent;                          /* sends posted (interleaved: the ring's position) */
 } bs_wl;
 
-/* Index of the current layer's saved buffers: [slot][layer], the slot of the microbatch. */
-static int64_t slot_layer(const bs_wl *w) { return (w->mb % w->slots) * w->L + w->layer; }
+/* Index of the current layer's saved buffers: [chunk][slot][layer], the slot of the microbatch. */
+static int64_t slot_layer(const bs_wl *w) {
+  return ((int64_t)w->chunk * w->slots + w->mb % w->slots) * w->L + w->layer;
+}
 
 /* ---------- ids and ops ---------- */
 
@@ -750,7 +805,7 @@ static void stage_opt(bs_wl *w) {
   c->flops = 12.0 * (double)n;
   if ((w->zero == 1 || w->zero == 2) && w->pc.dp > 1) {
     if (w->model) {
-      for (int64_t l = 0; l < w->L; l++)
+      for (int64_t l = 0; l < w->L * w->v; l++)
         w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
       if (w->has_embed) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
       if (w->has_head) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
@@ -761,7 +816,7 @@ static void stage_opt(bs_wl *w) {
 }
 
 static void stage_fini(bs_wl *w) {
-  for (int64_t l = 0; l < w->slots * w->L; l++) {
+  for (int64_t l = 0; l < w->v * w->slots * w->L; l++) {
     for (int j = 0; j < w->nsaved[l]; j++) w_free(w, &w->saved[l * SAVE_MAX + j]);
     w->nsaved[l] = 0;
     w_free(w, &w->act[l]);
@@ -860,7 +915,7 @@ static int layer_bwd_step(bs_wl *w) {
  * then alternates one forward and one backward, then the backwards left.
  * Inference runs the forwards only.
  */
-static void pp_task(const bs_wl *w, int64_t t, int *bwd, int64_t *mb) {
+static void pp_task_1f1b(const bs_wl *w, int64_t t, int *bwd, int64_t *mb) {
   int64_t m = w->nmb, warm = w->pp - w->pstage - 1;
   if (warm > m) warm = m;
   if (!w->train || t < warm) {
@@ -876,12 +931,50 @@ static void pp_task(const bs_wl *w, int64_t t, int *bwd, int64_t *mb) {
   }
 }
 
-/* Point-to-point with a neighbour stage (tags of kind 0: microbatch in the step bits). */
+/*
+ * Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2, as Megatron-LM's
+ * forward_backward_pipelining_with_interleaving orders it): rank s holds v
+ * chunks, chunk c being stage c x p + s of p x v. The k-th of the m x v
+ * chunk-microbatches is microbatch (k / (p v)) p + k % p of chunk (k / p) % v
+ * for a forward and of chunk v - 1 - (k / p) % v for a backward: p
+ * microbatches through one chunk, then the same p through the next. Rank s
+ * runs (p - s - 1) x 2 + (v - 1) x p forwards (all of them when m = p), then
+ * alternates one forward and one backward, then the backwards left.
+ */
+static void pp_task_interleaved(const bs_wl *w, int64_t t, int *bwd, int64_t *mb, int *chunk) {
+  int64_t p = w->pp, v = w->v, total = w->nmb * v;
+  int64_t warm = (p - w->pstage - 1) * 2 + (v - 1) * p;
+  if (warm > total || w->nmb == p) warm = total;
+  int64_t k;
+  if (!w->train || t < warm) {
+    *bwd = 0;
+    k = t;
+  } else if (t < warm + 2 * (total - warm)) {
+    int64_t j = t - warm;
+    *bwd = (int)(j % 2);
+    k = j % 2 ? j / 2 : warm + j / 2;
+  } else {
+    *bwd = 1;
+    k = t - warm - (total - warm);
+  }
+  *mb = k / (p * v) * p + k % p;
+  int64_t c = k / p % v;
+  *chunk = (int)(*bwd ? v - 1 - c : c);
+}
+
+static void pp_task(const bs_wl *w, int64_t t, int *bwd, int64_t *mb, int *chunk) {
+  *chunk = 0;
+  if (w->v > 1) pp_task_interleaved(w, t, bwd, mb, chunk);
+  else pp_task_1f1b(w, t, bwd, mb);
+}
+
+/* Point-to-point with a neighbour stage (tags of kind 0: microbatch in the step bits; interleaved:
+ * a backward's bit 1024 as well, since one pair of ranks then carries both directions' messages). */
 static int32_t w_p2p(bs_wl *w, bs_op_kind kind, int32_t peer, int32_t buf, int64_t bytes) {
   bs_op *op = plan_push(w->it, kind);
   op->handle = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
   op->u.p2p.peer = peer;
-  op->u.p2p.tag = (int32_t)(w->mb & 2047);
+  op->u.p2p.tag = w->v > 1 ? (int32_t)((w->task_bwd ? 1024 : 0) | (w->mb & 1023)) : (int32_t)(w->mb & 2047);
   op->u.p2p.buf = R(buf, 0);
   op->u.p2p.bytes = bytes;
   op->step = (int32_t)w->mb;
@@ -890,7 +983,7 @@ static int32_t w_p2p(bs_wl *w, bs_op_kind kind, int32_t peer, int32_t buf, int64
 
 /* The sends to neighbour stages still in flight: joined before the next task's own messages. */
 static void pp_join_sends(bs_wl *w) {
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < w->nps; i++) {
     w_wait(w, &w->ps_h[i]);
     w_free(w, &w->ps_b[i]);
   }
@@ -898,7 +991,9 @@ static void pp_join_sends(bs_wl *w) {
 
 /* A stage's output (forward: activations, backward: their gradient) to a neighbour stage. */
 static void pp_send(bs_wl *w, int32_t peer) {
-  int i = w->ps_h[0] < 0 ? 0 : 1;
+  /* interleaved: the oldest is joined when the ring is full (a rank's chunks send to two peers, and
+   * a blocking join of a newer send could wait on a peer that is itself waiting on this rank) */
+  int i = w->nps > 2 ? (int)(w->nsent++ % w->nps) : w->ps_h[0] < 0 ? 0 : 1;
   w_wait(w, &w->ps_h[i]);
   w_free(w, &w->ps_b[i]);
   w->ps_b[i] = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_COMM);
@@ -915,28 +1010,34 @@ static int32_t pp_recv(bs_wl *w, int32_t peer, bs_mem_class cls) {
 
 /* The start of task t: phase marks, the microbatch, the input from the neighbour stage. */
 static void task_start(bs_wl *w) {
-  int bwd;
+  int bwd, chunk;
   int64_t mb;
-  pp_task(w, w->task, &bwd, &mb);
+  pp_task(w, w->task, &bwd, &mb, &chunk);
   if (w->task > 0 && bwd != w->task_bwd) {
     plan_phase(w->it, w->task_bwd, 0);
     plan_phase(w->it, bwd, 1);
   }
   w->task_bwd = bwd;
   w->mb = mb;
+  w->chunk = chunk;
+  w->t_embed = w->has_embed && chunk == 0;
+  w->t_head = w->has_head && chunk == w->v - 1;
   w->fsub = 0;
   w->sub = 0;
   if (!bwd) {
     if (w->pstage > 0) w->pp_in = pp_recv(w, w->prev, BS_MEM_COMM);
+    else if (chunk > 0) w->pp_in = pp_recv(w, w->last, BS_MEM_COMM); /* chunk - 1 of the last stage */
     w->layer = 0;
-    w->stage = w->has_embed ? S_EMBED : S_LFWD;
+    w->stage = w->t_embed ? S_EMBED : S_LFWD;
     return;
   }
-  if (w->has_head) {
+  if (w->t_head) {
     w->dx = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE); /* gradient of the residual stream */
     stage_head_bwd(w);
-  } else if (w->pp > 1) {
+  } else if (w->pstage < w->pp - 1) {
     w->dx = pp_recv(w, w->next, BS_MEM_WORKSPACE);
+  } else if (chunk < w->v - 1) {
+    w->dx = pp_recv(w, w->first, BS_MEM_WORKSPACE); /* from chunk + 1 of the first stage */
   }
   w->layer = w->L - 1;
   w->stage = S_LBWD;
@@ -947,9 +1048,11 @@ static void task_end(bs_wl *w) {
   if (!w->task_bwd) {
     w_free(w, &w->pp_in);
     if (w->pstage < w->pp - 1) pp_send(w, w->next);
+    else if (w->chunk < w->v - 1) pp_send(w, w->first); /* on to chunk + 1 of the first stage */
   } else {
     w_free(w, &w->dx);
     if (w->pstage > 0) pp_send(w, w->prev);
+    else if (w->chunk > 0) pp_send(w, w->last); /* back to chunk - 1 of the last stage */
   }
   if (++w->task < w->ntasks) {
     w->stage = S_TASK;
@@ -975,7 +1078,7 @@ static void gen_step(bs_wl *w) {
   case S_LFWD:
     if (layer_fwd_step(w, 0)) {
       w->fsub = 0;
-      if (++w->layer == w->L) w->stage = w->has_head ? S_HEAD : S_TASK_END;
+      if (++w->layer == w->L) w->stage = w->t_head ? S_HEAD : S_TASK_END;
     }
     return;
   case S_HEAD:
@@ -985,7 +1088,7 @@ static void gen_step(bs_wl *w) {
   case S_LBWD:
     if (layer_bwd_step(w)) {
       w->sub = 0;
-      if (w->layer-- == 0) w->stage = w->has_embed ? S_EMBED_BWD : S_TASK_END;
+      if (w->layer-- == 0) w->stage = w->t_embed ? S_EMBED_BWD : S_TASK_END;
     }
     return;
   case S_EMBED_BWD:
@@ -1033,14 +1136,18 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->pstage = bs_mesh_coord(&p->mesh, it->rank, BS_DIM_PP);
   w->prev = it->rank - p->mesh.stride[BS_DIM_PP];
   w->next = it->rank + p->mesh.stride[BS_DIM_PP];
+  w->first = it->rank - w->pstage * p->mesh.stride[BS_DIM_PP];
+  w->last = w->first + (w->pp - 1) * p->mesh.stride[BS_DIM_PP];
   w->has_embed = w->model && w->pstage == 0;
   w->has_head = w->model && w->pstage == w->pp - 1;
-  w->L = w->model ? c->model.layers / w->pp : 1;
+  w->v = w->model && c->par.pp_schedule == BS_PP_INTERLEAVED ? c->par.pp_chunks : 1;
+  w->L = w->model ? c->model.layers / (w->pp * w->v) : 1; /* layers of one chunk */
   w->nmb = p->mesh.microbatches;
   w->train = c->work.phase == BS_TRAIN;
-  w->ntasks = w->train ? 2 * w->nmb : w->nmb;
-  w->slots = w->train ? (w->nmb < w->pp ? w->nmb : w->pp) : 1;
-  int64_t nl = w->slots * w->L;
+  w->ntasks = (w->train ? 2 * w->nmb : w->nmb) * w->v;
+  /* microbatches a chunk holds at once: 1F1B up to pp; interleaved, every one (indexed by microbatch) */
+  w->slots = w->train ? (w->v > 1 ? w->nmb : w->nmb < w->pp ? w->nmb : w->pp) : 1;
+  int64_t nl = w->v * w->slots * w->L;
   w->saved = malloc(sizeof *w->saved * (size_t)(nl * SAVE_MAX));
   w->saved_seq = malloc(sizeof *w->saved_seq * (size_t)(nl * SAVE_MAX));
   w->nsaved = calloc((size_t)nl, sizeof *w->nsaved);
@@ -1075,7 +1182,9 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
   w->tmp = w->dx = w->logits = w->gh = w->gbuck = w->gnew = w->ehb = -1;
   w->zb[0] = w->zb[1] = w->zh[0] = w->zh[1] = -1;
-  w->pp_in = w->ps_h[0] = w->ps_h[1] = w->ps_b[0] = w->ps_b[1] = -1;
+  w->pp_in = -1;
+  for (int i = 0; i < PP_SENDS; i++) w->ps_h[i] = w->ps_b[i] = -1;
+  w->nps = w->v > 1 ? PP_SENDS : 2;
   return w;
 }
 
