@@ -248,7 +248,8 @@ typedef struct bs_wl {
   int *saved_seq;               /* [L][SAVE_MAX]: their allocation numbers in the forward */
   int *nsaved;
   int32_t *act; /* [L]: the layer's other saved activations (or checkpoint) */
-  int32_t tmp, dx, logits;
+  int32_t tmp, dx;
+  int32_t *logits;      /* [slot]: the head's logits of a microbatch (interleaved: several in flight) */
   int32_t gh, gbuck;    /* outstanding gradient collective and its bucket */
   int32_t gnew, ehb;    /* buckets being filled: this layer's, embedding + head's */
   int32_t zb[2], zh[2]; /* ZeRO-3: gathered weight sets, current and prefetched */
@@ -762,11 +763,11 @@ static void stage_head(bs_wl *w) {
   int64_t v = w->V / w->g;
   w_ew(w, w->Tn * w->H, 4); /* final RMSNorm */
   int32_t gb = tp_gather(w);
-  w->logits = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
+  w->logits[w->mb % w->slots] = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
   w_linear(w, w->T, v, w->H, 0); /* LM head */
   w_free(w, &gb);
   w_ew(w, w->T * v, 5); /* softmax cross-entropy (or sampling) */
-  if (!w->train) w_free(w, &w->logits);
+  if (!w->train) w_free(w, &w->logits[w->mb % w->slots]);
   zero3_release(w);
 }
 
@@ -778,7 +779,7 @@ static void stage_head_bwd(bs_wl *w) {
   int32_t gx = tp_gather(w);
   w_linear(w, w->T, v, w->H, 1);
   w_free(w, &gx);
-  w_free(w, &w->logits);
+  w_free(w, &w->logits[w->mb % w->slots]);
   tp_reduce(w);
   w_ew(w, w->Tn * w->H, 6); /* final norm backward */
   zero3_release(w);
@@ -1152,7 +1153,8 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->saved_seq = malloc(sizeof *w->saved_seq * (size_t)(nl * SAVE_MAX));
   w->nsaved = calloc((size_t)nl, sizeof *w->nsaved);
   w->act = malloc(sizeof *w->act * (size_t)nl);
-  if (!w->saved || !w->saved_seq || !w->nsaved || !w->act) {
+  w->logits = malloc(sizeof *w->logits * (size_t)w->slots);
+  if (!w->saved || !w->saved_seq || !w->nsaved || !w->act || !w->logits) {
     plan_wl_free(w);
     return NULL;
   }
@@ -1180,7 +1182,8 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->tpg = plan_mesh_group(p, it->rank, BS_DIM_TP);
   if (plan_grad_group(p, it->rank, &w->dpg)) w->dpg = (bs_group){it->rank, 1, 1}; /* refused at creation (train) */
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
-  w->tmp = w->dx = w->logits = w->gh = w->gbuck = w->gnew = w->ehb = -1;
+  for (int64_t i = 0; i < w->slots; i++) w->logits[i] = -1;
+  w->tmp = w->dx = w->gh = w->gbuck = w->gnew = w->ehb = -1;
   w->zb[0] = w->zb[1] = w->zh[0] = w->zh[1] = -1;
   w->pp_in = -1;
   for (int i = 0; i < PP_SENDS; i++) w->ps_h[i] = w->ps_b[i] = -1;
@@ -1196,6 +1199,7 @@ static void plan_wl_free(void *v) {
   free(w->saved_seq);
   free(w->nsaved);
   free(w->act);
+  free(w->logits);
   free(w);
 }
 

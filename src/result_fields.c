@@ -34,6 +34,7 @@ static const char *double_ring(const bs_result *r) {
 /* When the JSON carries a row. */
 static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg.work.kv_cache); }
 static const char *recompute(const bs_result *r) { return bs_recompute_name(r->cfg.work.recompute); }
+static const char *pp_schedule(const bs_result *r) { return bs_pp_schedule_name(r->cfg.par.pp_schedule); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
@@ -220,6 +221,10 @@ static const bs_field result_rows[] = {
   {AT("parallel.cp", "GPUs", BS_FIELD_INT, decision.cp), .present = has_plan, CSV(61, "cp"), VARY("cp", cell_int)},
   {AT("parallel.dp", "replicas", BS_FIELD_INT, decision.dp), .present = has_plan, CSV(62, "dp"), VARY("dp", cell_int)},
   {AT("parallel.pp", "stages", BS_FIELD_INT, decision.pp), .present = has_plan, CSV(63, "pp"), VARY("pp", cell_int)},
+  {NAMED("parallel.pp_schedule", pp_schedule), .present = has_plan, CSV(67, "pp_schedule"),
+   VARY("schedule", cell_text)},
+  {AT("parallel.pp_chunks", "chunks", BS_FIELD_INT, decision.pp_chunks), .present = has_plan, CSV(68, "pp_chunks"),
+   VARY("chunks", cell_int)},
   {AT("parallel.micro_batch", "sequences", BS_FIELD_I64, decision.micro_batch), .present = has_plan,
    CSV(64, "micro_batch"), VARY("mbs", cell_int)},
   {AT("parallel.microbatches", "microbatches", BS_FIELD_I64, decision.microbatches), .present = has_plan,

@@ -120,7 +120,9 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
   }
   assert_int_equal(bs_plan_iter_error(it), 0);
   bs_plan_iter_free(it);
-  for (int b = 0; b < BS_WL_MAX_BUFS; b++) assert_int_equal(live[b], 0);
+  for (int b = 0; b < BS_WL_MAX_BUFS; b++)
+    if (live[b]) fail_msg("rank %d: buffer %d (%lld B, class %s) never freed", rank, b, (long long)size[b],
+                          bs_mem_class_name(cls[b]));
   for (int h = 0; h < BS_WL_MAX_HANDLES; h++) assert_int_equal(hlive[h], 0);
 }
 
@@ -410,6 +412,83 @@ static void test_pipeline_stages(void **st) {
   bs_plan_free(p);
 }
 
+/*
+ * Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2): pp = 4 ranks (cp = 1, so rank = stage)
+ * of v chunks; chunk c of rank s is stage c x 4 + s of the 4v, layers / (4v) layers each. Every rank
+ * still holds layers / 4 layers (the first the embedding, the last the final norm and head), so its
+ * weights are those of 1F1B. Messages of T x H x es bytes, per microbatch: a forward from rank s
+ * to s + 1 for every chunk, from the last rank to the first for chunks 0 .. v - 2; the backward
+ * mirrors them.
+ */
+static void test_pipeline_interleaved(void **st) {
+  (void)st;
+  int64_t H = 64, V = 256, es = 2, T = 256;
+  int cases[][3] = {{4, 2, 4}, {4, 2, 8}, {4, 4, 8}, {2, 2, 4}, {2, 4, 2}, {4, 2, 12}}; /* pp, chunks, microbatches */
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int pp = cases[k][0], v = cases[k][1], m = cases[k][2];
+    print_message("pp %d chunks %d microbatches %d\n", pp, v, m);
+    bs_config c = cfg_of(BS_BURST, pp, BS_SCOPE_MODEL, BS_TRAIN);
+    c.model.layers = 16;
+    c.par.pp = pp;
+    c.par.pp_schedule = BS_PP_INTERLEAVED;
+    c.par.pp_chunks = v;
+    c.work.batch = m;
+    bs_plan *p = make(&c);
+    int64_t layer = layer_params(&c, 1), msg = T * H * es;
+    for (int r = 0; r < pp; r++) {
+      bs_param_count pc;
+      bs_param_count_stage(&c, r, &pc);
+      int64_t want = 16 / pp * layer + (r == 0 ? V * H : 0) + (r == pp - 1 ? V * H + H : 0);
+      assert_int_equal(pc.total, want);
+      rank_walk w;
+      walk_rank(p, r, &w); /* ids in range, ALLOC/FREE paired, every handle waited */
+      assert_int_equal(w.first_allocs[0], 2 * want);
+      int next = (r + 1) % pp, prev = (r + pp - 1) % pp;
+      int64_t to_next = (r < pp - 1 ? v : v - 1) * m * msg, to_prev = (r > 0 ? v : v - 1) * m * msg;
+      if (pp == 2) {
+        assert_int_equal(w.sent_to[next], to_next + to_prev);
+        assert_int_equal(w.recv_from[next], to_next + to_prev);
+      } else {
+        assert_int_equal(w.sent_to[next], to_next);
+        assert_int_equal(w.sent_to[prev], to_prev);
+        assert_int_equal(w.recv_from[prev], (r > 0 ? v : v - 1) * m * msg);
+        assert_int_equal(w.recv_from[next], (r < pp - 1 ? v : v - 1) * m * msg);
+      }
+      assert_int_equal(w.nsend, (to_next + to_prev) / msg);
+    }
+    bs_plan_free(p);
+  }
+  /* the default: 1F1B, and 2 chunks when interleaved */
+  bs_config d;
+  bs_config_default(&d);
+  assert_int_equal(d.par.pp_schedule, BS_PP_1F1B);
+  assert_int_equal(d.par.pp_chunks, 2);
+}
+
+/* Bad interleaved settings: an error naming the key. */
+static void interleaved_refused(int pp, int v, int64_t layers, int64_t batch, bs_phase ph, const char *want) {
+  bs_config c = cfg_of(BS_BURST, pp, BS_SCOPE_MODEL, ph);
+  c.model.layers = layers;
+  c.par.pp = pp;
+  c.par.pp_schedule = BS_PP_INTERLEAVED;
+  c.par.pp_chunks = v;
+  c.work.batch = batch;
+  bs_plan *q = NULL;
+  char err[320] = "";
+  assert_int_equal(bs_plan_create(&c, pp, &q, err, sizeof err), -1);
+  if (!strstr(err, want)) fail_msg("error '%s' lacks '%s'", err, want);
+}
+
+static void test_pipeline_interleaved_refused(void **st) {
+  (void)st;
+  interleaved_refused(2, 0, 8, 4, BS_TRAIN, "parallel.pp_chunks: 0 model chunks per rank; at least 1");
+  interleaved_refused(2, 3, 8, 4, BS_TRAIN,
+                      "parallel.pp_chunks: pp = 2 stages x 3 chunks do not split model.layers (8)");
+  interleaved_refused(4, 2, 8, 6, BS_TRAIN, "parallel.pp_schedule: interleaved needs the microbatches per replica (6");
+  interleaved_refused(1, 2, 8, 4, BS_TRAIN, "parallel.pp_schedule: interleaved needs pipeline stages");
+  interleaved_refused(2, 2, 8, 1, BS_PREFILL, "parallel.pp_schedule: interleaved is a training schedule");
+}
+
 /* Inference: no gradients or optimizer; decode's GEMMs see only the new tokens. */
 static void test_inference(void **st) {
   (void)st;
@@ -492,6 +571,8 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_composed_groups),
     cmocka_unit_test(test_pipeline_stages),
     cmocka_unit_test(test_recompute_selective),
+    cmocka_unit_test(test_pipeline_interleaved),
+    cmocka_unit_test(test_pipeline_interleaved_refused),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
