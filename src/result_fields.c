@@ -34,9 +34,12 @@ static const char *double_ring(const bs_result *r) {
 /* When the JSON carries a row. */
 static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg.work.kv_cache); }
 static const char *recompute(const bs_result *r) { return bs_recompute_name(r->cfg.work.recompute); }
-static const char *pp_schedule(const bs_result *r) { return bs_pp_schedule_name(r->cfg.par.pp_schedule); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
+/* With the rank grid: "" for a point refused before a plan was made (as its order). */
+static const char *pp_schedule(const bs_result *r) {
+  return has_plan(r) ? bs_pp_schedule_name(r->cfg.par.pp_schedule) : "";
+}
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
 static const char *placement(const bs_result *r) { return bs_placement_name(r->cfg.par.ulysses_placement); }
 
