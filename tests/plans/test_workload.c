@@ -121,8 +121,9 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
   assert_int_equal(bs_plan_iter_error(it), 0);
   bs_plan_iter_free(it);
   for (int b = 0; b < BS_WL_MAX_BUFS; b++)
-    if (live[b]) fail_msg("rank %d: buffer %d (%lld B, class %s) never freed", rank, b, (long long)size[b],
-                          bs_mem_class_name(cls[b]));
+    if (live[b])
+      fail_msg("rank %d: buffer %d (%lld B, class %s) never freed", rank, b, (long long)size[b],
+               bs_mem_class_name(cls[b]));
   for (int h = 0; h < BS_WL_MAX_HANDLES; h++) assert_int_equal(hlive[h], 0);
 }
 
