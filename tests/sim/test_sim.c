@@ -962,6 +962,19 @@ static void test_pp_bubble_interleaved(void **state) {
   fprintf(stderr, "interleaved: step %.6f s, T %.6f s, fixed %.6f s: bubble %.4f, paper (p - 1) / (m v) = %.4f\n", t_il,
           T, fixed, bubble, (p - 1) / (m * v));
   assert_true(fabs(bubble - (p - 1) / (m * v)) < 0.01);
+  /* other shapes run to the end (no rank waits forever), m = pp (all forwards first) included,
+   * and shorten the step against 1F1B */
+  int shapes[][3] = {{2, 4, 4}, {4, 2, 4}, {8, 2, 8}, {4, 4, 12}}; /* pp, chunks, microbatches */
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    int pp = shapes[i][0], ch = shapes[i][1], mb = shapes[i][2];
+    pp_model(&c, 8, pp, 8 / pp, pp * ch, (int64_t)mb * (8 / pp));
+    double t_1f1b = pp_step(&c);
+    c.par.pp_schedule = BS_PP_INTERLEAVED;
+    c.par.pp_chunks = ch;
+    double t = pp_step(&c);
+    fprintf(stderr, "pp %d chunks %d microbatches %d: 1F1B %.6f s, interleaved %.6f s\n", pp, ch, mb, t_1f1b, t);
+    assert_true(t < t_1f1b);
+  }
 }
 
 static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr, int causal,
