@@ -30,8 +30,9 @@ typedef struct {
   int64_t coll_by_size[17]; /* bytes sent in collectives, by group size (composed: one size per group kind) */
   int64_t p2p_sent, p2p_recv;
   int nsend, nrecv;
-  int64_t sent_to[16], recv_from[16]; /* point-to-point bytes by peer (ranks < 16) */
-  int64_t act_at_bwd;                 /* live ACTIVATIONS bytes when the first backward begins */
+  int64_t sent_to[16], recv_from[16];  /* point-to-point bytes by peer (ranks < 16) */
+  int64_t act_at_bwd;                  /* live ACTIVATIONS bytes when the first backward begins */
+  int32_t recv_tag[64], recv_peer[64]; /* the first 64 point-to-point receives, in program order */
   int seen_bwd;
 } rank_walk;
 
@@ -98,6 +99,10 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
         if (op.u.p2p.peer >= 0 && op.u.p2p.peer < 16) w->sent_to[op.u.p2p.peer] += op.u.p2p.bytes;
       } else {
         w->p2p_recv += op.u.p2p.bytes;
+        if (w->nrecv < 64) {
+          w->recv_tag[w->nrecv] = op.u.p2p.tag;
+          w->recv_peer[w->nrecv] = op.u.p2p.peer;
+        }
         w->nrecv++;
         if (op.u.p2p.peer >= 0 && op.u.p2p.peer < 16) w->recv_from[op.u.p2p.peer] += op.u.p2p.bytes;
       }
@@ -456,6 +461,31 @@ static void test_pipeline_interleaved(void **st) {
         assert_int_equal(w.recv_from[next], (r < pp - 1 ? v : v - 1) * m * msg);
       }
       assert_int_equal(w.nsend, (to_next + to_prev) / msg);
+    }
+    bs_plan_free(p);
+  }
+  /*
+   * The order on rank 0 of pp 4, v 2, m 8, derived by hand from Megatron's schedule: 2 x 3 + 4 = 10
+   * warm-up forwards (chunk 0 of microbatches 0-3, chunk 1 of 0-3, chunk 0 of 4-5), 6 forward /
+   * backward pairs, 10 backwards. Chunk 1's forwards receive from rank 3 (tag = microbatch), the
+   * backwards from rank 1 (1024 + microbatch): chunk 1 of 0-3, chunk 0 of 0-3, chunk 1 of 4-7, chunk 0
+   * of 4-7.
+   */
+  {
+    bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+    c.model.layers = 8;
+    c.par.pp = 4;
+    c.par.pp_schedule = BS_PP_INTERLEAVED;
+    c.work.batch = 8;
+    bs_plan *p = make(&c);
+    rank_walk w;
+    walk_rank(p, 0, &w);
+    const int32_t want[] = {0, 1,    2,    3,    1024, 1025, 4,    1026, 5,    1027, 6,    1024,
+                            7, 1025, 1026, 1027, 1028, 1029, 1030, 1031, 1028, 1029, 1030, 1031};
+    assert_int_equal(w.nrecv, sizeof want / sizeof want[0]);
+    for (int i = 0; i < w.nrecv; i++) {
+      if (w.recv_tag[i] != want[i]) fail_msg("receive %d: tag %d, want %d", i, w.recv_tag[i], want[i]);
+      assert_int_equal(w.recv_peer[i], want[i] < 1024 ? 3 : 1);
     }
     bs_plan_free(p);
   }
