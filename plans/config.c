@@ -44,6 +44,14 @@ const char *bs_cp_pass_name(bs_cp_pass c) {
   static const char *n[] = {"kv", "q"};
   return (c >= 0 && c <= BS_PASS_Q) ? n[c] : "?";
 }
+const char *bs_recompute_name(int r) {
+  static const char *n[] = {"off", "full", "selective"};
+  return (r >= 0 && r <= BS_RECOMPUTE_SELECTIVE) ? n[r] : "?";
+}
+const char *bs_pp_schedule_name(bs_pp_schedule s) {
+  static const char *n[] = {"1f1b", "interleaved"};
+  return (s >= 0 && s <= BS_PP_INTERLEAVED) ? n[s] : "?";
+}
 const char *bs_mem_class_name(bs_mem_class c) {
   static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
                             "weights", "grads",  "optimizer", "activations"};
@@ -123,6 +131,8 @@ void bs_config_default(bs_config *c) {
   c->par.tp_variant = 1;
   c->par.zero = 0;
   c->par.tp = c->par.dp = c->par.pp = 1;
+  c->par.pp_schedule = BS_PP_1F1B;
+  c->par.pp_chunks = 2;
   c->par.micro_batch = 0;
   for (int d = 0; d < BS_DIM_COUNT; d++) c->par.order[d] = (int8_t)d;
   c->par.ranks_per_node = 8;

@@ -29,6 +29,11 @@ typedef enum { BS_KV_KEEP = 0, BS_KV_DROP } bs_kv_cache;
  * (pass-KV), or the query shards, whose partial outputs return to their owner by an all-to-all
  * and are merged there (pass-Q). */
 typedef enum { BS_PASS_KV = 0, BS_PASS_Q } bs_cp_pass;
+/* Activation recomputation (Korthikanti et al. 2022): full keeps a layer's input only, selective
+ * recomputes the attention core. 1 is full, so the old boolean keeps its meaning. */
+typedef enum { BS_RECOMPUTE_OFF = 0, BS_RECOMPUTE_FULL = 1, BS_RECOMPUTE_SELECTIVE = 2 } bs_recompute;
+/* Pipeline schedule: 1F1B, or Megatron's interleaved 1F1B over pp_chunks model chunks per rank. */
+typedef enum { BS_PP_1F1B = 0, BS_PP_INTERLEAVED } bs_pp_schedule;
 
 typedef struct {
   char preset[32]; /* "" when given explicitly */
@@ -44,7 +49,7 @@ typedef struct {
   int64_t window; /* 0 = none */
   bs_scope scope;
   int64_t decode_tokens; /* decode: query tokens per step */
-  int recompute;         /* model scope: activation recomputation */
+  int recompute;         /* model scope: activation recomputation (bs_recompute) */
   bs_kv_cache kv_cache;  /* prefill, layer and model scope */
   int64_t cached_tokens; /* prefill: tokens of seq_len already in the KV cache (0 = none) */
 } bs_workload;
@@ -57,6 +62,8 @@ typedef struct {
   int gpus;
   /* Composed parallelism: tp x cp x dp x pp = gpus, cp derived (method tp: tp = gpus / (dp pp), cp = 1). */
   int tp, dp, pp;
+  bs_pp_schedule pp_schedule; /* 1f1b or interleaved */
+  int pp_chunks;              /* interleaved: model chunks (virtual stages) per rank */
   int micro_batch;            /* sequences per microbatch; 0 = batch / dp (one microbatch per replica) */
   int8_t order[BS_DIM_COUNT]; /* bs_dim, the one varying fastest over the ranks first (tp-cp-dp-pp) */
   bs_layout layout;
@@ -125,6 +132,8 @@ const char *bs_coll_algo_name(bs_coll_algo a);
 const char *bs_placement_name(bs_placement p);
 const char *bs_kv_cache_name(bs_kv_cache k);
 const char *bs_cp_pass_name(bs_cp_pass c);
+const char *bs_recompute_name(int r);
+const char *bs_pp_schedule_name(bs_pp_schedule s);
 const char *bs_dim_name(bs_dim d);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */

@@ -164,6 +164,7 @@ static int decide_all(const bs_config *cfg, int ranks_per_node, bs_decision *d, 
   d->cp = m.size[BS_DIM_CP];
   d->dp = m.size[BS_DIM_DP];
   d->pp = m.size[BS_DIM_PP];
+  d->pp_chunks = cfg->par.pp_schedule == BS_PP_INTERLEAVED && d->pp > 1 ? cfg->par.pp_chunks : 1;
   d->micro_batch = m.micro_batch;
   d->microbatches = m.microbatches;
   bs_order_string(cfg->par.order, d->order, sizeof d->order);

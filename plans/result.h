@@ -62,6 +62,7 @@ typedef struct {
   int ring_inner, ring_outer; /* ring sizes P x M: ranks per inner ring, inner rings; 1 x 1: no ring */
   int ulysses_degree;         /* ranks per all-to-all group (ulysses: all, usp: the degree); 1: none */
   int tp, cp, dp, pp;         /* the rank grid (plans/mesh.c); cp: the attention group's ranks */
+  int pp_chunks;              /* model chunks per rank: 1 (1f1b), or parallel.pp_chunks (interleaved) */
   int64_t micro_batch;        /* sequences per microbatch */
   int64_t microbatches;       /* microbatches per step and replica */
   char order[16];             /* the dimensions fastest first over the ranks ("tp-cp-dp-pp") */

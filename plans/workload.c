@@ -10,7 +10,18 @@
  * comm buffers and workspaces are freed when the forward ends. The backward
  * of layer l replays a fresh iterator's forward without emitting it (only to
  * learn its ids, mapping the saved buffers back) and streams its backward.
- * With recompute the layer's forward is streamed again instead. A forward-only
+ * With full recompute (workload.recompute = full) the layer's forward is
+ * streamed again instead. Selective recompute (Korthikanti et al. 2022,
+ * arXiv 2205.05198, section 4.2) recomputes the attention core only: the
+ * layer keeps its non-attention activations and the core's inputs and output
+ * (Q, K, V, O, which the QKV and output projections need anyway) and drops
+ * what the core alone needs (lse, a method's head-sharded copies); the
+ * backward streams the attention's forward again, emitted this time, around
+ * the kept buffers (no QKV projection), and goes on into its backward. The
+ * paper's recomputed part is the 5as/h term of sbh(34 + 5as/h): the score,
+ * softmax and dropout tensors, which FlashAttention-style kernels never keep
+ * here, so selective saves lse and the copies and costs one attention forward
+ * (4bs^2h FLOPs per layer without a causal mask). A forward-only
  * plan keeps every layer's K and V to its end (the KV cache; at prefill
  * workload.kv_cache = drop frees them as soon as the layer's attention is over).
  *
@@ -67,6 +78,44 @@ void bs_param_count_stage(const bs_config *c, int stage, bs_param_count *pc) {
   }
 }
 
+/* Megatron's interleaved schedule (Narayanan et al. 2021, section 2.2.2): pp_chunks model chunks per
+ * rank of layers / (pp x chunks) layers each; the microbatches go round the stages in groups of pp. */
+static int pp_check_interleaved(const bs_plan *p, char *err, size_t errlen) {
+  const bs_config *c = &p->cfg;
+  int pp = p->mesh.size[BS_DIM_PP], v = c->par.pp_chunks;
+  if (v < 1) {
+    snprintf(err, errlen, "parallel.pp_chunks: %d model chunks per rank; at least 1", v);
+    return -1;
+  }
+  if (pp < 2) {
+    snprintf(err, errlen, "parallel.pp_schedule: interleaved needs pipeline stages (parallel.pp of 2 or more, not %d)",
+             pp);
+    return -1;
+  }
+  if (c->model.layers % ((int64_t)pp * v) != 0) {
+    snprintf(err, errlen,
+             "parallel.pp_chunks: pp = %d stages x %d chunks do not split model.layers (%lld) evenly (interleaved "
+             "schedule)",
+             pp, v, (long long)c->model.layers);
+    return -1;
+  }
+  if (c->work.phase != BS_TRAIN) {
+    snprintf(err, errlen,
+             "parallel.pp_schedule: interleaved is a training schedule (phase %s runs one microbatch through the "
+             "stages; use 1f1b)",
+             bs_phase_name(c->work.phase));
+    return -1;
+  }
+  if (p->mesh.microbatches % pp != 0) {
+    snprintf(err, errlen,
+             "parallel.pp_schedule: interleaved needs the microbatches per replica (%lld = batch / (dp x "
+             "micro_batch)) to be a multiple of parallel.pp (%d)",
+             (long long)p->mesh.microbatches, pp);
+    return -1;
+  }
+  return 0;
+}
+
 static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   const bs_config *c = &p->cfg;
   const bs_model *m = &c->model;
@@ -77,6 +126,10 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   }
   if (c->par.zero < 0 || c->par.zero > 3) {
     snprintf(err, errlen, "parallel.zero: %d is not 0, 1, 2 or 3", c->par.zero);
+    return -1;
+  }
+  if (c->work.recompute < BS_RECOMPUTE_OFF || c->work.recompute > BS_RECOMPUTE_SELECTIVE) {
+    snprintf(err, errlen, "workload.recompute: %d is not off (0), full (1) or selective (2)", c->work.recompute);
     return -1;
   }
   if (c->work.recompute && c->work.phase != BS_TRAIN) {
@@ -131,11 +184,18 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   }
   /* a stage keeps its layers' activations for every microbatch in flight (1F1B: up to pp) */
   int64_t inflight = c->work.phase == BS_TRAIN ? (p->mesh.microbatches < pp ? p->mesh.microbatches : pp) : 1;
-  if (m->layers / pp * inflight > (BS_WL_MAX_BUFS - 64) / 12) {
+  int64_t per = m->layers / pp; /* layers whose activations one microbatch in flight holds */
+  if (c->par.pp_schedule == BS_PP_INTERLEAVED) {
+    if (pp_check_interleaved(p, err, errlen)) return -1;
+    int64_t v = c->par.pp_chunks, mv = p->mesh.microbatches * v, warm = 2 * (pp - 1) + (v - 1) * pp + 1;
+    per = m->layers / (pp * v);
+    inflight = c->work.phase == BS_TRAIN ? (mv < warm ? mv : warm) : 1; /* chunk-microbatches held by stage 0 */
+  }
+  if (per * inflight > (BS_WL_MAX_BUFS - 64) / 12) {
     snprintf(err, errlen,
              "model.layers: %lld layers per stage with %lld microbatches in flight exceed the plan's buffer ids (at "
              "most %d layers x microbatches)",
-             (long long)(m->layers / pp), (long long)inflight, (BS_WL_MAX_BUFS - 64) / 12);
+             (long long)per, (long long)inflight, (BS_WL_MAX_BUFS - 64) / 12);
     return -1;
   }
   return 0;
@@ -154,6 +214,8 @@ typedef struct {
   int seqof[BS_PLAN_MAX_BUFS]; /* allocation number of each live id */
   int nalloc;                  /* ALLOCs seen so far */
   int replay;                  /* forward replayed without emission */
+  int rerun;                   /* selective: forward emitted again, the saved buffers reused */
+  int skip_hook;               /* rerun: the forward's hook (QKV projection) is not run again */
   int after_begin;             /* a PHASE begin seen, its leading ALLOCs not yet over */
   const int32_t *saved;        /* replay: the outer ids kept at forward end */
   const int *saved_seq;        /* ... and the allocation numbers they had */
@@ -163,6 +225,9 @@ typedef struct {
 } attn_stream;
 
 enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
+
+/* Pipeline sends a rank keeps in flight at most (interleaved; 1F1B keeps 2). */
+#define PP_SENDS 32
 
 /* Program stages. */
 enum { S_INIT = 0, S_TASK, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_TASK_END, S_OPT, S_FINI, S_DONE };
@@ -183,7 +248,8 @@ typedef struct bs_wl {
   int *saved_seq;               /* [L][SAVE_MAX]: their allocation numbers in the forward */
   int *nsaved;
   int32_t *act; /* [L]: the layer's other saved activations (or checkpoint) */
-  int32_t tmp, dx, logits;
+  int32_t tmp, dx;
+  int32_t *logits;      /* [slot]: the head's logits of a microbatch (interleaved: several in flight) */
   int32_t gh, gbuck;    /* outstanding gradient collective and its bucket */
   int32_t gnew, ehb;    /* buckets being filled: this layer's, embedding + head's */
   int32_t zb[2], zh[2]; /* ZeRO-3: gathered weight sets, current and prefetched */
@@ -194,16 +260,23 @@ typedef struct bs_wl {
   int64_t mbs;       /* sequences per microbatch */
   /* pipeline parallelism: this rank's stage of pp, its neighbours, the 1F1B schedule's position */
   int pp, pstage, has_embed, has_head;
-  int32_t prev, next;       /* ranks of the previous and the next stage */
-  int64_t task, ntasks;     /* the schedule's task being run (a microbatch's forward or backward) */
-  int task_bwd;             /* the task is a backward */
-  int64_t slots;            /* microbatches whose activations a stage holds at once */
-  int32_t pp_in;            /* the activation received from the previous stage (a forward) */
-  int32_t ps_h[2], ps_b[2]; /* sends to a neighbour stage in flight and their buffers */
+  int v, chunk;                           /* model chunks on this rank (interleaved; 1 for 1F1B), the task's chunk */
+  int t_embed, t_head;                    /* the task's chunk holds the embedding / the head */
+  int32_t prev, next;                     /* ranks of the previous and the next stage */
+  int32_t first, last;                    /* ranks of stage 0 and stage pp - 1 (interleaved: chunk c to c + 1) */
+  int64_t task, ntasks;                   /* the schedule's task being run (a microbatch's forward or backward) */
+  int task_bwd;                           /* the task is a backward */
+  int64_t slots;                          /* microbatches whose activations a stage holds at once */
+  int32_t pp_in;                          /* the activation received from the previous stage (a forward) */
+  int32_t ps_h[PP_SENDS], ps_b[PP_SENDS]; /* sends to a neighbour stage in flight and their buffers */
+  int nps;                                /* of which in use: 2 (1F1B), or a ring of more (interleaved) */
+  int64_t nsent;                          /* sends posted (interleaved: the ring's position) */
 } bs_wl;
 
-/* Index of the current layer's saved buffers: [slot][layer], the slot of the microbatch. */
-static int64_t slot_layer(const bs_wl *w) { return (w->mb % w->slots) * w->L + w->layer; }
+/* Index of the current layer's saved buffers: [chunk][slot][layer], the slot of the microbatch. */
+static int64_t slot_layer(const bs_wl *w) {
+  return ((int64_t)w->chunk * w->slots + w->mb % w->slots) * w->L + w->layer;
+}
 
 /* ---------- ids and ops ---------- */
 
@@ -310,8 +383,13 @@ static bs_mem_class layer_class(const bs_op *a) {
 
 /* Kept from forward to backward: the role buffers of the forward and the
  * method's own saved activations (ulysses' head-sharded copies). */
-static int kept(const bs_op *a) { return a->u.alloc.role != BS_ROLE_TMP || a->u.alloc.cls == BS_MEM_ACTIVATIONS; }
+static int kept(const bs_op *a, int selective) {
+  int r = a->u.alloc.role;
+  if (selective) return r == BS_ROLE_Q || r == BS_ROLE_K || r == BS_ROLE_V || r == BS_ROLE_O;
+  return r != BS_ROLE_TMP || a->u.alloc.cls == BS_MEM_ACTIVATIONS;
+}
 
+/* replay: 0 streams a forward, 1 replays it silently (ids only), 2 emits it again around the kept buffers. */
 static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved_seq, int nsaved) {
   attn_stream *s = &w->as;
   memset(s, 0, sizeof *s);
@@ -322,7 +400,8 @@ static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *s
     w->it->err = 1;
     return -1;
   }
-  s->replay = replay;
+  s->replay = replay == 1;
+  s->rerun = s->skip_hook = replay == 2;
   s->saved = saved;
   s->saved_seq = saved_seq;
   s->nsaved = nsaved;
@@ -348,6 +427,12 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
     int b = src->u.alloc.buf;
     s->aop[b] = *src;
     s->seqof[b] = s->nalloc++;
+    if (s->rerun)
+      for (int j = 0; j < s->nsaved; j++)
+        if (s->saved_seq[j] == s->seqof[b]) {
+          s->bmap[b] = s->saved[j]; /* kept from the forward: no new allocation */
+          return;
+        }
     s->bmap[b] = take(w->bufs, BS_WL_MAX_BUFS, w->it);
     o.u.alloc.buf = s->bmap[b];
     o.u.alloc.cls = layer_class(src);
@@ -433,7 +518,9 @@ static int stream_pull(bs_wl *w) {
     }
     if (s->after_begin && op.kind != BS_OP_ALLOC) {
       s->after_begin = 0;
-      if (!s->replay) {
+      if (s->skip_hook) {
+        s->skip_hook = 0;
+      } else if (!s->replay) {
         s->held = op;
         s->has_held = 1;
         return EV_HOOK;
@@ -448,7 +535,7 @@ static int stream_pull(bs_wl *w) {
   }
 }
 
-/* Forward end: free what is not kept; record what is (train without recompute). */
+/* Forward end: free what is not kept; record what is (train without full recompute). */
 static void stream_fwd_end(bs_wl *w) {
   const int keep = 1;
   attn_stream *s = &w->as;
@@ -457,7 +544,7 @@ static void stream_fwd_end(bs_wl *w) {
   /* a replay of the forward recognises them by their allocation number */
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
     if (s->bmap[b] < 0) continue;
-    if (keep && kept(&s->aop[b]) && n < SAVE_MAX) {
+    if (keep && kept(&s->aop[b], w->recompute == BS_RECOMPUTE_SELECTIVE) && n < SAVE_MAX) {
       w->saved_seq[l * SAVE_MAX + n] = s->seqof[b];
       w->saved[l * SAVE_MAX + n++] = s->bmap[b];
       s->bmap[b] = -1; /* the layer owns it now */
@@ -676,11 +763,11 @@ static void stage_head(bs_wl *w) {
   int64_t v = w->V / w->g;
   w_ew(w, w->Tn * w->H, 4); /* final RMSNorm */
   int32_t gb = tp_gather(w);
-  w->logits = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
+  w->logits[w->mb % w->slots] = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
   w_linear(w, w->T, v, w->H, 0); /* LM head */
   w_free(w, &gb);
   w_ew(w, w->T * v, 5); /* softmax cross-entropy (or sampling) */
-  if (!w->train) w_free(w, &w->logits);
+  if (!w->train) w_free(w, &w->logits[w->mb % w->slots]);
   zero3_release(w);
 }
 
@@ -692,7 +779,7 @@ static void stage_head_bwd(bs_wl *w) {
   int32_t gx = tp_gather(w);
   w_linear(w, w->T, v, w->H, 1);
   w_free(w, &gx);
-  w_free(w, &w->logits);
+  w_free(w, &w->logits[w->mb % w->slots]);
   tp_reduce(w);
   w_ew(w, w->Tn * w->H, 6); /* final norm backward */
   zero3_release(w);
@@ -719,7 +806,7 @@ static void stage_opt(bs_wl *w) {
   c->flops = 12.0 * (double)n;
   if ((w->zero == 1 || w->zero == 2) && w->pc.dp > 1) {
     if (w->model) {
-      for (int64_t l = 0; l < w->L; l++)
+      for (int64_t l = 0; l < w->L * w->v; l++)
         w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
       if (w->has_embed) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
       if (w->has_head) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
@@ -730,7 +817,7 @@ static void stage_opt(bs_wl *w) {
 }
 
 static void stage_fini(bs_wl *w) {
-  for (int64_t l = 0; l < w->slots * w->L; l++) {
+  for (int64_t l = 0; l < w->v * w->slots * w->L; l++) {
     for (int j = 0; j < w->nsaved[l]; j++) w_free(w, &w->saved[l * SAVE_MAX + j]);
     w->nsaved[l] = 0;
     w_free(w, &w->act[l]);
@@ -744,7 +831,7 @@ static void stage_fini(bs_wl *w) {
 /* One step of a layer's forward (the forward pass, or its recomputation in the
  * backward when `again`). Returns 1 when the forward is over. */
 static int layer_fwd_step(bs_wl *w, int again) {
-  int keep = w->train && !w->recompute;
+  int keep = w->train && w->recompute != BS_RECOMPUTE_FULL;
   int64_t l = slot_layer(w);
   if (w->fsub == 0) {
     if (!again) zero3_acquire(w);
@@ -786,14 +873,17 @@ static int layer_bwd_step(bs_wl *w) {
   case 0:
     zero3_acquire(w);
     grad_bucket(w, w->pc.layer, &w->gnew);
-    if (w->recompute) {
+    if (w->recompute == BS_RECOMPUTE_FULL) {
       w_free(w, &w->act[l]); /* the checkpoint gives way to the full set */
       w->fsub = 0;
       w->sub = 2;
       return 0;
     }
     layer_mlp_bwd(w);
-    if (stream_start(w, 1, &w->saved[l * SAVE_MAX], &w->saved_seq[l * SAVE_MAX], w->nsaved[l])) return 1;
+    /* selective: the attention core's forward runs again from the kept Q, K, V (and O) */
+    if (stream_start(w, w->recompute == BS_RECOMPUTE_SELECTIVE ? 2 : 1, &w->saved[l * SAVE_MAX],
+                     &w->saved_seq[l * SAVE_MAX], w->nsaved[l]))
+      return 1;
     w->sub = 1;
     return 0;
   case 1: {
@@ -826,7 +916,7 @@ static int layer_bwd_step(bs_wl *w) {
  * then alternates one forward and one backward, then the backwards left.
  * Inference runs the forwards only.
  */
-static void pp_task(const bs_wl *w, int64_t t, int *bwd, int64_t *mb) {
+static void pp_task_1f1b(const bs_wl *w, int64_t t, int *bwd, int64_t *mb) {
   int64_t m = w->nmb, warm = w->pp - w->pstage - 1;
   if (warm > m) warm = m;
   if (!w->train || t < warm) {
@@ -842,12 +932,50 @@ static void pp_task(const bs_wl *w, int64_t t, int *bwd, int64_t *mb) {
   }
 }
 
-/* Point-to-point with a neighbour stage (tags of kind 0: microbatch in the step bits). */
+/*
+ * Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2, as Megatron-LM's
+ * forward_backward_pipelining_with_interleaving orders it): rank s holds v
+ * chunks, chunk c being stage c x p + s of p x v. The k-th of the m x v
+ * chunk-microbatches is microbatch (k / (p v)) p + k % p of chunk (k / p) % v
+ * for a forward and of chunk v - 1 - (k / p) % v for a backward: p
+ * microbatches through one chunk, then the same p through the next. Rank s
+ * runs (p - s - 1) x 2 + (v - 1) x p forwards (all of them when m = p), then
+ * alternates one forward and one backward, then the backwards left.
+ */
+static void pp_task_interleaved(const bs_wl *w, int64_t t, int *bwd, int64_t *mb, int *chunk) {
+  int64_t p = w->pp, v = w->v, total = w->nmb * v;
+  int64_t warm = (p - w->pstage - 1) * 2 + (v - 1) * p;
+  if (warm > total || w->nmb == p) warm = total;
+  int64_t k;
+  if (!w->train || t < warm) {
+    *bwd = 0;
+    k = t;
+  } else if (t < warm + 2 * (total - warm)) {
+    int64_t j = t - warm;
+    *bwd = (int)(j % 2);
+    k = j % 2 ? j / 2 : warm + j / 2;
+  } else {
+    *bwd = 1;
+    k = t - warm - (total - warm);
+  }
+  *mb = k / (p * v) * p + k % p;
+  int64_t c = k / p % v;
+  *chunk = (int)(*bwd ? v - 1 - c : c);
+}
+
+static void pp_task(const bs_wl *w, int64_t t, int *bwd, int64_t *mb, int *chunk) {
+  *chunk = 0;
+  if (w->v > 1) pp_task_interleaved(w, t, bwd, mb, chunk);
+  else pp_task_1f1b(w, t, bwd, mb);
+}
+
+/* Point-to-point with a neighbour stage (tags of kind 0: microbatch in the step bits; interleaved:
+ * a backward's bit 1024 as well, since one pair of ranks then carries both directions' messages). */
 static int32_t w_p2p(bs_wl *w, bs_op_kind kind, int32_t peer, int32_t buf, int64_t bytes) {
   bs_op *op = plan_push(w->it, kind);
   op->handle = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
   op->u.p2p.peer = peer;
-  op->u.p2p.tag = (int32_t)(w->mb & 2047);
+  op->u.p2p.tag = w->v > 1 ? (int32_t)((w->task_bwd ? 1024 : 0) | (w->mb & 1023)) : (int32_t)(w->mb & 2047);
   op->u.p2p.buf = R(buf, 0);
   op->u.p2p.bytes = bytes;
   op->step = (int32_t)w->mb;
@@ -856,7 +984,7 @@ static int32_t w_p2p(bs_wl *w, bs_op_kind kind, int32_t peer, int32_t buf, int64
 
 /* The sends to neighbour stages still in flight: joined before the next task's own messages. */
 static void pp_join_sends(bs_wl *w) {
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < w->nps; i++) {
     w_wait(w, &w->ps_h[i]);
     w_free(w, &w->ps_b[i]);
   }
@@ -864,7 +992,9 @@ static void pp_join_sends(bs_wl *w) {
 
 /* A stage's output (forward: activations, backward: their gradient) to a neighbour stage. */
 static void pp_send(bs_wl *w, int32_t peer) {
-  int i = w->ps_h[0] < 0 ? 0 : 1;
+  /* interleaved: the oldest is joined when the ring is full (a rank's chunks send to two peers, and
+   * a blocking join of a newer send could wait on a peer that is itself waiting on this rank) */
+  int i = w->nps > 2 ? (int)(w->nsent++ % w->nps) : w->ps_h[0] < 0 ? 0 : 1;
   w_wait(w, &w->ps_h[i]);
   w_free(w, &w->ps_b[i]);
   w->ps_b[i] = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_COMM);
@@ -881,28 +1011,34 @@ static int32_t pp_recv(bs_wl *w, int32_t peer, bs_mem_class cls) {
 
 /* The start of task t: phase marks, the microbatch, the input from the neighbour stage. */
 static void task_start(bs_wl *w) {
-  int bwd;
+  int bwd, chunk;
   int64_t mb;
-  pp_task(w, w->task, &bwd, &mb);
+  pp_task(w, w->task, &bwd, &mb, &chunk);
   if (w->task > 0 && bwd != w->task_bwd) {
     plan_phase(w->it, w->task_bwd, 0);
     plan_phase(w->it, bwd, 1);
   }
   w->task_bwd = bwd;
   w->mb = mb;
+  w->chunk = chunk;
+  w->t_embed = w->has_embed && chunk == 0;
+  w->t_head = w->has_head && chunk == w->v - 1;
   w->fsub = 0;
   w->sub = 0;
   if (!bwd) {
     if (w->pstage > 0) w->pp_in = pp_recv(w, w->prev, BS_MEM_COMM);
+    else if (chunk > 0) w->pp_in = pp_recv(w, w->last, BS_MEM_COMM); /* chunk - 1 of the last stage */
     w->layer = 0;
-    w->stage = w->has_embed ? S_EMBED : S_LFWD;
+    w->stage = w->t_embed ? S_EMBED : S_LFWD;
     return;
   }
-  if (w->has_head) {
+  if (w->t_head) {
     w->dx = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE); /* gradient of the residual stream */
     stage_head_bwd(w);
-  } else if (w->pp > 1) {
+  } else if (w->pstage < w->pp - 1) {
     w->dx = pp_recv(w, w->next, BS_MEM_WORKSPACE);
+  } else if (chunk < w->v - 1) {
+    w->dx = pp_recv(w, w->first, BS_MEM_WORKSPACE); /* from chunk + 1 of the first stage */
   }
   w->layer = w->L - 1;
   w->stage = S_LBWD;
@@ -913,9 +1049,11 @@ static void task_end(bs_wl *w) {
   if (!w->task_bwd) {
     w_free(w, &w->pp_in);
     if (w->pstage < w->pp - 1) pp_send(w, w->next);
+    else if (w->chunk < w->v - 1) pp_send(w, w->first); /* on to chunk + 1 of the first stage */
   } else {
     w_free(w, &w->dx);
     if (w->pstage > 0) pp_send(w, w->prev);
+    else if (w->chunk > 0) pp_send(w, w->last); /* back to chunk - 1 of the last stage */
   }
   if (++w->task < w->ntasks) {
     w->stage = S_TASK;
@@ -941,7 +1079,7 @@ static void gen_step(bs_wl *w) {
   case S_LFWD:
     if (layer_fwd_step(w, 0)) {
       w->fsub = 0;
-      if (++w->layer == w->L) w->stage = w->has_head ? S_HEAD : S_TASK_END;
+      if (++w->layer == w->L) w->stage = w->t_head ? S_HEAD : S_TASK_END;
     }
     return;
   case S_HEAD:
@@ -951,7 +1089,7 @@ static void gen_step(bs_wl *w) {
   case S_LBWD:
     if (layer_bwd_step(w)) {
       w->sub = 0;
-      if (w->layer-- == 0) w->stage = w->has_embed ? S_EMBED_BWD : S_TASK_END;
+      if (w->layer-- == 0) w->stage = w->t_embed ? S_EMBED_BWD : S_TASK_END;
     }
     return;
   case S_EMBED_BWD:
@@ -999,25 +1137,30 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->pstage = bs_mesh_coord(&p->mesh, it->rank, BS_DIM_PP);
   w->prev = it->rank - p->mesh.stride[BS_DIM_PP];
   w->next = it->rank + p->mesh.stride[BS_DIM_PP];
+  w->first = it->rank - w->pstage * p->mesh.stride[BS_DIM_PP];
+  w->last = w->first + (w->pp - 1) * p->mesh.stride[BS_DIM_PP];
   w->has_embed = w->model && w->pstage == 0;
   w->has_head = w->model && w->pstage == w->pp - 1;
-  w->L = w->model ? c->model.layers / w->pp : 1;
+  w->v = w->model && c->par.pp_schedule == BS_PP_INTERLEAVED ? c->par.pp_chunks : 1;
+  w->L = w->model ? c->model.layers / (w->pp * w->v) : 1; /* layers of one chunk */
   w->nmb = p->mesh.microbatches;
   w->train = c->work.phase == BS_TRAIN;
-  w->ntasks = w->train ? 2 * w->nmb : w->nmb;
-  w->slots = w->train ? (w->nmb < w->pp ? w->nmb : w->pp) : 1;
-  int64_t nl = w->slots * w->L;
+  w->ntasks = (w->train ? 2 * w->nmb : w->nmb) * w->v;
+  /* microbatches a chunk holds at once: 1F1B up to pp; interleaved, every one (indexed by microbatch) */
+  w->slots = w->train ? (w->v > 1 ? w->nmb : w->nmb < w->pp ? w->nmb : w->pp) : 1;
+  int64_t nl = w->v * w->slots * w->L;
   w->saved = malloc(sizeof *w->saved * (size_t)(nl * SAVE_MAX));
   w->saved_seq = malloc(sizeof *w->saved_seq * (size_t)(nl * SAVE_MAX));
   w->nsaved = calloc((size_t)nl, sizeof *w->nsaved);
   w->act = malloc(sizeof *w->act * (size_t)nl);
-  if (!w->saved || !w->saved_seq || !w->nsaved || !w->act) {
+  w->logits = malloc(sizeof *w->logits * (size_t)w->slots);
+  if (!w->saved || !w->saved_seq || !w->nsaved || !w->act || !w->logits) {
     plan_wl_free(w);
     return NULL;
   }
   for (int64_t i = 0; i < nl * SAVE_MAX; i++) w->saved[i] = -1;
   for (int64_t i = 0; i < nl; i++) w->act[i] = -1;
-  w->recompute = w->train && c->work.recompute;
+  w->recompute = w->train ? c->work.recompute : BS_RECOMPUTE_OFF;
   w->drop_kv = c->work.phase == BS_PREFILL && c->work.kv_cache == BS_KV_DROP;
   w->zero = c->par.zero;
   w->tp = p->mesh.size[BS_DIM_TP] > 1;
@@ -1039,9 +1182,12 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->tpg = plan_mesh_group(p, it->rank, BS_DIM_TP);
   if (plan_grad_group(p, it->rank, &w->dpg)) w->dpg = (bs_group){it->rank, 1, 1}; /* refused at creation (train) */
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
-  w->tmp = w->dx = w->logits = w->gh = w->gbuck = w->gnew = w->ehb = -1;
+  for (int64_t i = 0; i < w->slots; i++) w->logits[i] = -1;
+  w->tmp = w->dx = w->gh = w->gbuck = w->gnew = w->ehb = -1;
   w->zb[0] = w->zb[1] = w->zh[0] = w->zh[1] = -1;
-  w->pp_in = w->ps_h[0] = w->ps_h[1] = w->ps_b[0] = w->ps_b[1] = -1;
+  w->pp_in = -1;
+  for (int i = 0; i < PP_SENDS; i++) w->ps_h[i] = w->ps_b[i] = -1;
+  w->nps = w->v > 1 ? PP_SENDS : 2;
   return w;
 }
 
@@ -1053,6 +1199,7 @@ static void plan_wl_free(void *v) {
   free(w->saved_seq);
   free(w->nsaved);
   free(w->act);
+  free(w->logits);
   free(w);
 }
 

@@ -55,8 +55,13 @@ static const char *double_ring(const bs_result *r) {
 /* When the JSON carries a row. */
 static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg.work.kv_cache); }
 static const char *cp_pass(const bs_result *r) { return bs_cp_pass_name(r->cfg.par.cp_pass); }
+static const char *recompute(const bs_result *r) { return bs_recompute_name(r->cfg.work.recompute); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
+/* With the rank grid: "" for a point refused before a plan was made (as its order). */
+static const char *pp_schedule(const bs_result *r) {
+  return has_plan(r) ? bs_pp_schedule_name(r->cfg.par.pp_schedule) : "";
+}
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
 static const char *placement(const bs_result *r) { return bs_placement_name(r->cfg.par.ulysses_placement); }
 
@@ -203,7 +208,7 @@ static const bs_field result_rows[] = {
   {NAMED("scope", scope), CSV(6, "scope"), VARY("scope", cell_text)},
   {AT("causal", "", BS_FIELD_BOOL, cfg.work.causal), CSV(7, "causal"), VARY("causal", cell_onoff)},
   {AT("window", "tokens", BS_FIELD_I64, cfg.work.window), CSV(42, "window"), VARY("window", cell_int)},
-  {AT("recompute", "", BS_FIELD_BOOL, cfg.work.recompute), CSV(43, "recompute"), VARY("recompute", cell_onoff)},
+  {NAMED("recompute", recompute), CSV(43, "recompute"), VARY("recompute", cell_text)},
   {NAMED("layout", layout), CSV(8, "layout"), VARY("layout", cell_text)},
   {NAMED("double_ring", double_ring), CSV(9, "double_ring"), VARY("double_ring", cell_text)},
   {AT("lao", "", BS_FIELD_BOOL, cfg.par.lao), CSV(10, "lao"), VARY("lao", cell_onoff)},
@@ -217,8 +222,9 @@ static const bs_field result_rows[] = {
    VARY("decode_tokens", cell_int)},
   {NAMED("kv_cache", kv_cache), CSV(45, "kv_cache"), VARY("kv_cache", cell_text)},
   /* pass-KV or pass-Q, prefill against a KV cache (JSON and the table; no CSV column yet) */
-  {NAMED("cp_pass", cp_pass), VARY("cp_pass", cell_text)},
-  {AT("cached_tokens", "tokens", BS_FIELD_I64, cfg.work.cached_tokens), VARY("cached", cell_int)},
+  {NAMED("cp_pass", cp_pass), CSV(71, "cp_pass"), VARY("cp_pass", cell_text)},
+  {AT("cached_tokens", "tokens", BS_FIELD_I64, cfg.work.cached_tokens), CSV(72, "cached_tokens"),
+   VARY("cached", cell_int)},
   {AT("model.preset", "", BS_FIELD_CHARS, cfg.model.preset), CSV(37, "preset"), VARY("preset", cell_text)},
   {AT("model.hidden", "elements", BS_FIELD_I64, cfg.model.hidden), CSV(38, "hidden"), VARY("hidden", cell_int)},
   {AT("model.heads", "heads", BS_FIELD_I64, cfg.model.heads), CSV(16, "heads"), VARY("heads", cell_int)},
@@ -245,6 +251,10 @@ static const bs_field result_rows[] = {
   {AT("parallel.cp", "GPUs", BS_FIELD_INT, decision.cp), .present = has_plan, CSV(61, "cp"), VARY("cp", cell_int)},
   {AT("parallel.dp", "replicas", BS_FIELD_INT, decision.dp), .present = has_plan, CSV(62, "dp"), VARY("dp", cell_int)},
   {AT("parallel.pp", "stages", BS_FIELD_INT, decision.pp), .present = has_plan, CSV(63, "pp"), VARY("pp", cell_int)},
+  {NAMED("parallel.pp_schedule", pp_schedule), .present = has_plan, CSV(69, "pp_schedule"),
+   VARY("schedule", cell_text)},
+  {AT("parallel.pp_chunks", "chunks", BS_FIELD_INT, decision.pp_chunks), .present = has_plan, CSV(70, "pp_chunks"),
+   VARY("chunks", cell_int)},
   {AT("parallel.micro_batch", "sequences", BS_FIELD_I64, decision.micro_batch), .present = has_plan,
    CSV(64, "micro_batch"), VARY("mbs", cell_int)},
   {AT("parallel.microbatches", "microbatches", BS_FIELD_I64, decision.microbatches), .present = has_plan,

@@ -248,7 +248,16 @@ BOOL_SETTER(set_causal, work.causal)
 INT_SETTER(set_window, work.window, 0, BIG, 1)
 ENUM_SETTER(set_scope, work.scope, bs_scope, "attention", "layer", "model")
 INT_SETTER(set_decode_tokens, work.decode_tokens, 1, 1 << 20, 1)
-BOOL_SETTER(set_recompute, work.recompute)
+/* off | selective | full; a boolean keeps its old meaning (true = full). */
+static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
+  int b;
+  if (!strcmp(v, "selective")) return c->work.recompute = BS_RECOMPUTE_SELECTIVE, 0;
+  if (!strcmp(v, "full")) return c->work.recompute = BS_RECOMPUTE_FULL, 0;
+  if (!parse_bool(v, &b, why, n)) return c->work.recompute = b ? BS_RECOMPUTE_FULL : BS_RECOMPUTE_OFF, 0;
+  char cb[SHOWN + 4];
+  snprintf(why, n, "'%s' is not off, selective or full (true/on = full, false = off)", clip(v, cb));
+  return -1;
+}
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
@@ -299,6 +308,8 @@ INT_SETTER(set_ranks_per_node, par.ranks_per_node, 1, 1 << 16, 0)
 INT_SETTER(set_tp, par.tp, 1, 1 << 20, 0)
 INT_SETTER(set_dp, par.dp, 1, 1 << 20, 0)
 INT_SETTER(set_pp, par.pp, 1, 1 << 12, 0)
+ENUM_SETTER(set_pp_schedule, par.pp_schedule, bs_pp_schedule, "1f1b", "interleaved")
+INT_SETTER(set_pp_chunks, par.pp_chunks, 1, 1 << 12, 0)
 static int set_micro_batch(bs_config *c, const char *v, char *why, size_t n) {
   int64_t x;
   if (!strcmp(v, "auto")) return c->par.micro_batch = 0, 0;
@@ -458,7 +469,7 @@ static const key_def keys[] = {
   {"workload", "window", set_window, "sliding window, 0 = none"},
   {"workload", "scope", set_scope, "attention | layer | model"},
   {"workload", "decode_tokens", set_decode_tokens, "query tokens per decode step"},
-  {"workload", "recompute", set_recompute, "activation recomputation"},
+  {"workload", "recompute", set_recompute, "off | selective | full (true = full)"},
   {"workload", "kv_cache", set_kv_cache, "keep | drop (prefill: each layer's K, V stay or go after attention)"},
   {"workload", "cached_tokens", set_cached_tokens,
    "prefill: tokens of seq_len already in the KV cache, 0 = none (K, M suffixes)"},
@@ -478,6 +489,8 @@ static const key_def keys[] = {
   {"parallel", "tp", set_tp, "tensor-parallel degree (Megatron, sequence parallel with tp_variant v3)"},
   {"parallel", "dp", set_dp, "data-parallel replicas"},
   {"parallel", "pp", set_pp, "pipeline stages (model scope)"},
+  {"parallel", "pp_schedule", set_pp_schedule, "1f1b | interleaved"},
+  {"parallel", "pp_chunks", set_pp_chunks, "interleaved: model chunks per rank (default 2)"},
   {"parallel", "micro_batch", set_micro_batch, "sequences per microbatch | auto (batch / dp)"},
   {"parallel", "cp_pass", set_cp_pass, "kv | q (burst, ring: K,V or the queries travel the ring)"},
   {"parallel", "order", set_order, "dimensions fastest first over the ranks (tp-cp-dp-pp)"},

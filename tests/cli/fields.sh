@@ -20,6 +20,6 @@ timeout 120 "$bs" sim "$src/tests/sim/small.ini" --set parallel.gpus=16 --set wo
   --set parallel.method=ring --set cluster.straggler=none,3:1.5 --set cluster.degrade=nic:0.5 \
   --out "$work/w.json" --csv "$work/w.csv" >"$work/log" 2>&1 || { cat "$work/log"; fail "the what-if sweep failed"; }
 grep -q '"whatif":[[:space:]]*"straggler=3:1.5 degrade=nic:0.5"' "$work/w.json" || fail "the what-if sweep's JSON lacks its whatif"
-grep -q ',straggler=3:1.5 degrade=nic:0.5$' "$work/w.csv" || fail "the what-if sweep's CSV lacks its whatif column"
+grep -q ',straggler=3:1.5 degrade=nic:0.5,' "$work/w.csv" || fail "the what-if sweep's CSV lacks its whatif column"
 "$check" "$work/w.json" "$work/w.csv" || fail "what-if sweep: JSON, CSV and the field table disagree"
 echo "fields.sh: the three sweeps read back against the field table"

@@ -196,7 +196,7 @@ static const key_case key_cases[] = {
   {"workload.window", "none", "-1"},
   {"workload.scope", "0", "block"},
   {"workload.decode_tokens", "x", "0"},
-  {"workload.recompute", "3", "sometimes"},
+  {"workload.recompute", "3", "partial"},
   {"workload.kv_cache", "1", "discard"},
   {"workload.cached_tokens", "some", "-1"},
   {"workload.seed", "0x10", "-1"},
@@ -214,6 +214,8 @@ static const key_case key_cases[] = {
   {"parallel.tp", "two", "0"},
   {"parallel.dp", "2.5", "0"},
   {"parallel.pp", "x", "4097"},
+  {"parallel.pp_schedule", "1", "zero-bubble"},
+  {"parallel.pp_chunks", "two", "0"},
   {"parallel.micro_batch", "half", "0"},
   {"parallel.order", "tp-tp-dp-pp", "cp-tp-dp"},
   {"parallel.cp_pass", "1", "o"},
@@ -271,6 +273,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.degrade")            ? "nic:0.5"
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
                      : !strcmp(c->key, "parallel.cp_pass")           ? "q"
+                     : !strcmp(c->key, "parallel.pp_schedule")       ? "interleaved"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
                         !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
                        ? "on"

@@ -30,7 +30,10 @@ typedef struct {
   int64_t coll_by_size[17]; /* bytes sent in collectives, by group size (composed: one size per group kind) */
   int64_t p2p_sent, p2p_recv;
   int nsend, nrecv;
-  int64_t sent_to[16], recv_from[16]; /* point-to-point bytes by peer (ranks < 16) */
+  int64_t sent_to[16], recv_from[16];  /* point-to-point bytes by peer (ranks < 16) */
+  int64_t act_at_bwd;                  /* live ACTIVATIONS bytes when the first backward begins */
+  int32_t recv_tag[64], recv_peer[64]; /* the first 64 point-to-point receives, in program order */
+  int seen_bwd;
 } rank_walk;
 
 static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
@@ -39,6 +42,7 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
   assert_non_null(it);
   static int64_t size[BS_WL_MAX_BUFS];
   static char live[BS_WL_MAX_BUFS], hlive[BS_WL_MAX_HANDLES];
+  static bs_mem_class cls[BS_WL_MAX_BUFS];
   memset(live, 0, sizeof live);
   memset(hlive, 0, sizeof hlive);
   int64_t cur = 0;
@@ -51,6 +55,7 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
       assert_true(b >= 0 && b < BS_WL_MAX_BUFS && !live[b]);
       live[b] = 1;
       size[b] = op.u.alloc.bytes;
+      cls[b] = op.u.alloc.cls;
       cur += size[b];
       if (cur > w->peak) w->peak = cur;
       w->cls_allocated[op.u.alloc.cls] += op.u.alloc.bytes;
@@ -94,6 +99,10 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
         if (op.u.p2p.peer >= 0 && op.u.p2p.peer < 16) w->sent_to[op.u.p2p.peer] += op.u.p2p.bytes;
       } else {
         w->p2p_recv += op.u.p2p.bytes;
+        if (w->nrecv < 64) {
+          w->recv_tag[w->nrecv] = op.u.p2p.tag;
+          w->recv_peer[w->nrecv] = op.u.p2p.peer;
+        }
         w->nrecv++;
         if (op.u.p2p.peer >= 0 && op.u.p2p.peer < 16) w->recv_from[op.u.p2p.peer] += op.u.p2p.bytes;
       }
@@ -104,12 +113,22 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
         hlive[op.u.wait.handles[j]] = 0;
       }
       break;
+    case BS_OP_PHASE:
+      if (op.u.phase.begin && op.u.phase.fwd_bwd == 1 && !w->seen_bwd) {
+        w->seen_bwd = 1;
+        for (int b = 0; b < BS_WL_MAX_BUFS; b++)
+          if (live[b] && cls[b] == BS_MEM_ACTIVATIONS) w->act_at_bwd += size[b];
+      }
+      break;
     default: break;
     }
   }
   assert_int_equal(bs_plan_iter_error(it), 0);
   bs_plan_iter_free(it);
-  for (int b = 0; b < BS_WL_MAX_BUFS; b++) assert_int_equal(live[b], 0);
+  for (int b = 0; b < BS_WL_MAX_BUFS; b++)
+    if (live[b])
+      fail_msg("rank %d: buffer %d (%lld B, class %s) never freed", rank, b, (long long)size[b],
+               bs_mem_class_name(cls[b]));
   for (int h = 0; h < BS_WL_MAX_HANDLES; h++) assert_int_equal(hlive[h], 0);
 }
 
@@ -196,6 +215,61 @@ static void test_model_flops_recompute(void **st) {
     assert_true(w.gemm_flops == want);
     bs_plan_free(p);
   }
+}
+
+/*
+ * Selective recompute against Korthikanti et al. 2022 (arXiv 2205.05198), section 4. The paper
+ * keeps sbh(34 + 5as/h) bytes per layer (s tokens, b sequences, h hidden, a heads; fp16, GPT with
+ * dropout), sbh/t (34 + 5as/h) with tensor and sequence parallelism over t, and selective recompute
+ * drops the 5as/h term (scores, softmax, its dropout) and recomputes the attention core, 4bs^2h
+ * FLOPs per layer (QK^T and attention over V, no causal mask). Here (LLaMA layer: RMSNorm, SwiGLU,
+ * no dropout; FlashAttention: no score tensor) a rank with s tokens of b = 1 keeps, in bytes:
+ *   es (4sh + 3sF)          layer input, norm1 out, residual, norm2 out, gate + up, SwiGLU out
+ *   es s (a + 2 a_kv) d     Q, K, V                 (the paper's 4sbh + 2sbh)
+ *   4 s a d                 O in fp32 (the output projection's input)
+ *   4 a s                   lse in fp32             (what replaces the paper's 5as^2b)
+ * (with a = a_kv, F = 8h/3 and es = 2 the first three make the paper's 34 sbh). Selective keeps
+ * all but lse; full keeps the layer input (es s h); the recomputed FLOPs are the attention
+ * forward over the rank's s queries and all N keys: 4 s N a d (4 b N^2 h / G), and full also
+ * recomputes the forward GEMMs. Under tp v3 every term is divided by t (s = N, heads a / t).
+ */
+static void recompute_case(bs_method m, int G, int64_t s, int64_t t) {
+  bs_config c = cfg_of(m, G, BS_SCOPE_LAYER, BS_TRAIN);
+  c.par.tp_variant = 3;
+  int64_t h = c.model.hidden, F = c.model.ffn, a = c.model.heads, akv = c.model.kv_heads, d = c.model.head_dim;
+  int64_t N = c.work.seq_len, es = 2;
+  int64_t rest = es * (4 * s * h + 3 * s * F) / t, qkv = es * s * (a + 2 * akv) * d / t, o = 4 * s * a * d / t;
+  int64_t lse = 4 * a * s / t;
+  double core_fwd = 4.0 * (double)s * (double)N * (double)(a * d) / (double)t;
+  rank_walk w[3];
+  int modes[3] = {BS_RECOMPUTE_OFF, BS_RECOMPUTE_SELECTIVE, BS_RECOMPUTE_FULL};
+  for (int i = 0; i < 3; i++) {
+    c.work.recompute = modes[i];
+    bs_plan *p = make(&c);
+    walk_rank(p, 1, &w[i]);
+    bs_plan_free(p);
+    assert_true(w[i].seen_bwd);
+  }
+  assert_int_equal(w[0].act_at_bwd, rest + qkv + o + lse);
+  assert_int_equal(w[1].act_at_bwd, rest + qkv + o);
+  assert_int_equal(w[2].act_at_bwd, es * s * h / t);
+  /* selective: the attention core's forward once more, no GEMM again; full: the whole forward */
+  assert_true(w[1].attn_flops - w[0].attn_flops == core_fwd);
+  assert_true(w[1].gemm_flops == w[0].gemm_flops);
+  assert_true(w[2].attn_flops - w[0].attn_flops == core_fwd);
+  assert_true(w[2].gemm_flops == w[0].gemm_flops * 4 / 3);
+}
+
+static void test_recompute_selective(void **st) {
+  (void)st;
+  recompute_case(BS_BURST, 4, 64, 1); /* sequence parallel: 256 / 4 tokens a rank */
+  recompute_case(BS_TP, 4, 256, 4);   /* Megatron tp + sequence parallelism over t = 4 */
+  /* the old boolean: true is full */
+  bs_config d;
+  bs_config_default(&d);
+  assert_int_equal(d.work.recompute, BS_RECOMPUTE_OFF);
+  assert_int_equal(BS_RECOMPUTE_FULL, 1);
+  assert_string_equal(bs_recompute_name(BS_RECOMPUTE_SELECTIVE), "selective");
 }
 
 /* Per-rank TP bytes: S = B N H es; all-reduce 2(G-1)/G S, all-gather (G-1) S/G, reduce-scatter (G-1)/G S. */
@@ -344,6 +418,108 @@ static void test_pipeline_stages(void **st) {
   bs_plan_free(p);
 }
 
+/*
+ * Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2): pp = 4 ranks (cp = 1, so rank = stage)
+ * of v chunks; chunk c of rank s is stage c x 4 + s of the 4v, layers / (4v) layers each. Every rank
+ * still holds layers / 4 layers (the first the embedding, the last the final norm and head), so its
+ * weights are those of 1F1B. Messages of T x H x es bytes, per microbatch: a forward from rank s
+ * to s + 1 for every chunk, from the last rank to the first for chunks 0 .. v - 2; the backward
+ * mirrors them.
+ */
+static void test_pipeline_interleaved(void **st) {
+  (void)st;
+  int64_t H = 64, V = 256, es = 2, T = 256;
+  int cases[][3] = {{4, 2, 4}, {4, 2, 8}, {4, 4, 8}, {2, 2, 4}, {2, 4, 2}, {4, 2, 12}}; /* pp, chunks, microbatches */
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int pp = cases[k][0], v = cases[k][1], m = cases[k][2];
+    print_message("pp %d chunks %d microbatches %d\n", pp, v, m);
+    bs_config c = cfg_of(BS_BURST, pp, BS_SCOPE_MODEL, BS_TRAIN);
+    c.model.layers = 16;
+    c.par.pp = pp;
+    c.par.pp_schedule = BS_PP_INTERLEAVED;
+    c.par.pp_chunks = v;
+    c.work.batch = m;
+    bs_plan *p = make(&c);
+    int64_t layer = layer_params(&c, 1), msg = T * H * es;
+    for (int r = 0; r < pp; r++) {
+      bs_param_count pc;
+      bs_param_count_stage(&c, r, &pc);
+      int64_t want = 16 / pp * layer + (r == 0 ? V * H : 0) + (r == pp - 1 ? V * H + H : 0);
+      assert_int_equal(pc.total, want);
+      rank_walk w;
+      walk_rank(p, r, &w); /* ids in range, ALLOC/FREE paired, every handle waited */
+      assert_int_equal(w.first_allocs[0], 2 * want);
+      int next = (r + 1) % pp, prev = (r + pp - 1) % pp;
+      int64_t to_next = (r < pp - 1 ? v : v - 1) * m * msg, to_prev = (r > 0 ? v : v - 1) * m * msg;
+      if (pp == 2) {
+        assert_int_equal(w.sent_to[next], to_next + to_prev);
+        assert_int_equal(w.recv_from[next], to_next + to_prev);
+      } else {
+        assert_int_equal(w.sent_to[next], to_next);
+        assert_int_equal(w.sent_to[prev], to_prev);
+        assert_int_equal(w.recv_from[prev], (r > 0 ? v : v - 1) * m * msg);
+        assert_int_equal(w.recv_from[next], (r < pp - 1 ? v : v - 1) * m * msg);
+      }
+      assert_int_equal(w.nsend, (to_next + to_prev) / msg);
+    }
+    bs_plan_free(p);
+  }
+  /*
+   * The order on rank 0 of pp 4, v 2, m 8, derived by hand from Megatron's schedule: 2 x 3 + 4 = 10
+   * warm-up forwards (chunk 0 of microbatches 0-3, chunk 1 of 0-3, chunk 0 of 4-5), 6 forward /
+   * backward pairs, 10 backwards. Chunk 1's forwards receive from rank 3 (tag = microbatch), the
+   * backwards from rank 1 (1024 + microbatch): chunk 1 of 0-3, chunk 0 of 0-3, chunk 1 of 4-7, chunk 0
+   * of 4-7.
+   */
+  {
+    bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+    c.model.layers = 8;
+    c.par.pp = 4;
+    c.par.pp_schedule = BS_PP_INTERLEAVED;
+    c.work.batch = 8;
+    bs_plan *p = make(&c);
+    rank_walk w;
+    walk_rank(p, 0, &w);
+    const int32_t want[] = {0, 1,    2,    3,    1024, 1025, 4,    1026, 5,    1027, 6,    1024,
+                            7, 1025, 1026, 1027, 1028, 1029, 1030, 1031, 1028, 1029, 1030, 1031};
+    assert_int_equal(w.nrecv, sizeof want / sizeof want[0]);
+    for (int i = 0; i < w.nrecv; i++) {
+      if (w.recv_tag[i] != want[i]) fail_msg("receive %d: tag %d, want %d", i, w.recv_tag[i], want[i]);
+      assert_int_equal(w.recv_peer[i], want[i] < 1024 ? 3 : 1);
+    }
+    bs_plan_free(p);
+  }
+  /* the default: 1F1B, and 2 chunks when interleaved */
+  bs_config d;
+  bs_config_default(&d);
+  assert_int_equal(d.par.pp_schedule, BS_PP_1F1B);
+  assert_int_equal(d.par.pp_chunks, 2);
+}
+
+/* Bad interleaved settings: an error naming the key. */
+static void interleaved_refused(int pp, int v, int64_t layers, int64_t batch, bs_phase ph, const char *want) {
+  bs_config c = cfg_of(BS_BURST, pp, BS_SCOPE_MODEL, ph);
+  c.model.layers = layers;
+  c.par.pp = pp;
+  c.par.pp_schedule = BS_PP_INTERLEAVED;
+  c.par.pp_chunks = v;
+  c.work.batch = batch;
+  bs_plan *q = NULL;
+  char err[320] = "";
+  assert_int_equal(bs_plan_create(&c, pp, &q, err, sizeof err), -1);
+  if (!strstr(err, want)) fail_msg("error '%s' lacks '%s'", err, want);
+}
+
+static void test_pipeline_interleaved_refused(void **st) {
+  (void)st;
+  interleaved_refused(2, 0, 8, 4, BS_TRAIN, "parallel.pp_chunks: 0 model chunks per rank; at least 1");
+  interleaved_refused(2, 3, 8, 4, BS_TRAIN,
+                      "parallel.pp_chunks: pp = 2 stages x 3 chunks do not split model.layers (8)");
+  interleaved_refused(4, 2, 8, 6, BS_TRAIN, "parallel.pp_schedule: interleaved needs the microbatches per replica (6");
+  interleaved_refused(1, 2, 8, 4, BS_TRAIN, "parallel.pp_schedule: interleaved needs pipeline stages");
+  interleaved_refused(2, 2, 8, 1, BS_PREFILL, "parallel.pp_schedule: interleaved is a training schedule");
+}
+
 /* Inference: no gradients or optimizer; decode's GEMMs see only the new tokens. */
 static void test_inference(void **st) {
   (void)st;
@@ -417,10 +593,17 @@ static void test_kv_cache(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_layer_flops),     cmocka_unit_test(test_model_flops_recompute),
-    cmocka_unit_test(test_tp_v1_v3),        cmocka_unit_test(test_zero),
-    cmocka_unit_test(test_inference),       cmocka_unit_test(test_kv_cache),
-    cmocka_unit_test(test_composed_groups), cmocka_unit_test(test_pipeline_stages),
+    cmocka_unit_test(test_layer_flops),
+    cmocka_unit_test(test_model_flops_recompute),
+    cmocka_unit_test(test_tp_v1_v3),
+    cmocka_unit_test(test_zero),
+    cmocka_unit_test(test_inference),
+    cmocka_unit_test(test_kv_cache),
+    cmocka_unit_test(test_composed_groups),
+    cmocka_unit_test(test_pipeline_stages),
+    cmocka_unit_test(test_recompute_selective),
+    cmocka_unit_test(test_pipeline_interleaved),
+    cmocka_unit_test(test_pipeline_interleaved_refused),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
