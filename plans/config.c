@@ -52,6 +52,10 @@ const char *bs_pp_schedule_name(bs_pp_schedule s) {
   static const char *n[] = {"1f1b", "interleaved"};
   return (s >= 0 && s <= BS_PP_INTERLEAVED) ? n[s] : "?";
 }
+const char *bs_fp8_name(bs_fp8 f) {
+  static const char *n[] = {"off", "ffn", "all"};
+  return (f >= 0 && f <= BS_FP8_ALL) ? n[f] : "?";
+}
 const char *bs_mem_class_name(bs_mem_class c) {
   static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
                             "weights", "grads",  "optimizer", "activations"};
@@ -90,6 +94,7 @@ int bs_model_preset(const char *name, bs_model *m) {
     const preset *p = &presets[i];
     if (strcmp(p->name, name) != 0) continue;
     bs_dtype dt = m->dtype;
+    bs_fp8 f8 = m->fp8;
     memset(m, 0, sizeof *m);
     strncpy(m->preset, p->name, sizeof m->preset - 1);
     m->hidden = p->hidden;
@@ -100,6 +105,7 @@ int bs_model_preset(const char *name, bs_model *m) {
     m->ffn = p->ffn;
     m->vocab = p->vocab;
     m->dtype = dt;
+    m->fp8 = f8;
     return 0;
   }
   return -1;

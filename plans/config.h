@@ -35,10 +35,15 @@ typedef enum { BS_RECOMPUTE_OFF = 0, BS_RECOMPUTE_FULL = 1, BS_RECOMPUTE_SELECTI
 /* Pipeline schedule: 1F1B, or Megatron's interleaved 1F1B over pp_chunks model chunks per rank. */
 typedef enum { BS_PP_1F1B = 0, BS_PP_INTERLEAVED } bs_pp_schedule;
 
+/* Which GEMMs run in FP8 (Transformer Engine style: the MLP's, or every projection's; the LM head
+ * and attention stay in the storage type). */
+typedef enum { BS_FP8_OFF = 0, BS_FP8_FFN, BS_FP8_ALL } bs_fp8;
+
 typedef struct {
   char preset[32]; /* "" when given explicitly */
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
   bs_dtype dtype;
+  bs_fp8 fp8;
 } bs_model;
 
 typedef struct {
@@ -135,6 +140,7 @@ const char *bs_cp_pass_name(bs_cp_pass c);
 const char *bs_recompute_name(int r);
 const char *bs_pp_schedule_name(bs_pp_schedule s);
 const char *bs_dim_name(bs_dim d);
+const char *bs_fp8_name(bs_fp8 f);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */
 int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);

@@ -163,6 +163,14 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
              o);
     return -1;
   }
+  if (m->fp8 < BS_FP8_OFF || m->fp8 > BS_FP8_ALL) {
+    snprintf(err, errlen, "model.fp8: unknown value %d", (int)m->fp8);
+    return -1;
+  }
+  if (m->fp8 != BS_FP8_OFF && c->work.phase != BS_TRAIN && c->par.zero >= 3) {
+    snprintf(err, errlen, "model.fp8: FP8 weights with ZeRO-3 gathers are not modelled (inference holds them whole)");
+    return -1;
+  }
   if (p->mesh.microbatches > 1 && c->work.phase != BS_TRAIN) {
     snprintf(err, errlen,
              "parallel.micro_batch: %lld microbatches per replica need phase train (inference runs the replica's "
@@ -319,15 +327,22 @@ static bs_compute *w_gemm(bs_wl *w, int64_t m, int64_t n, int64_t k) {
   return c;
 }
 
-/* A forward GEMM [m x k] x [k x n], or its backward: dX = dY W^T and dW = X^T dY. */
-static void w_linear(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd) {
+/* A forward GEMM [m x k] x [k x n], or its backward: dX = dY W^T and dW = X^T dY; fp8: all three
+ * with FP8 operands (Transformer Engine runs the forward, data-gradient and weight-gradient GEMMs
+ * of an FP8 layer in FP8). */
+static void w_linear8(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd, int fp8) {
   if (!bwd) {
-    w_gemm(w, m, n, k);
+    w_gemm(w, m, n, k)->fp8 = fp8;
     return;
   }
-  w_gemm(w, m, k, n);
-  w_gemm(w, k, n, m);
+  w_gemm(w, m, k, n)->fp8 = fp8;
+  w_gemm(w, k, n, m)->fp8 = fp8;
 }
+static void w_linear(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd) { w_linear8(w, m, n, k, bwd, 0); }
+
+/* model.fp8: the attention projections (all) and the MLP's GEMMs (ffn, all) in FP8. */
+static int fp8_proj(const bs_wl *w) { return w->p->cfg.model.fp8 == BS_FP8_ALL; }
+static int fp8_mlp(const bs_wl *w) { return w->p->cfg.model.fp8 != BS_FP8_OFF; }
 
 static void w_ew(bs_wl *w, int64_t elems, double flops_per_elem) {
   bs_compute *c = plan_compute(w->it, BS_K_ELEMWISE);
@@ -651,25 +666,25 @@ static void layer_pre(bs_wl *w) { w_ew(w, w->Tn * w->H, 4); /* RMSNorm: square, 
 
 static void layer_qkv(bs_wl *w) {
   int32_t gb = tp_gather(w);
-  w_linear(w, w->T, w->qkvw / w->g, w->H, 0);
+  w_linear8(w, w->T, w->qkvw / w->g, w->H, 0, fp8_proj(w));
   w_free(w, &gb);
 }
 
 /* After attention: output projection, residual, norm, MLP, residual. */
 static void layer_post(bs_wl *w) {
   int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0);
+  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0, fp8_proj(w));
   tp_reduce(w);
   w_ew(w, w->Tn * w->H, 1); /* residual add */
   w_free(w, &t);
   w_ew(w, w->Tn * w->H, 4); /* RMSNorm */
   int32_t gb = tp_gather(w);
   int32_t gu = w_alloc(w, w->T * 3 * w->F / w->g * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, 2 * w->F / w->g, w->H, 0); /* gate and up */
+  w_linear8(w, w->T, 2 * w->F / w->g, w->H, 0, fp8_mlp(w)); /* gate and up */
   w_free(w, &gb);
   w_ew(w, w->T * w->F / w->g, 5); /* SwiGLU: silu(gate) * up */
   t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, w->H, w->F / w->g, 0); /* down */
+  w_linear8(w, w->T, w->H, w->F / w->g, 0, fp8_mlp(w)); /* down */
   w_free(w, &gu);
   tp_reduce(w);
   w_ew(w, w->Tn * w->H, 1); /* residual add */
@@ -682,13 +697,13 @@ static void layer_mlp_bwd(bs_wl *w) {
   int32_t gy = tp_gather(w); /* v3: grad of the reduce-scatter */
   int32_t gx = tp_gather(w); /* v3: norm2 output gathered again for dW */
   int32_t da = w_alloc(w, w->T * f * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, w->H, f, 1); /* down */
+  w_linear8(w, w->T, w->H, f, 1, fp8_mlp(w)); /* down */
   w_free(w, &gy);
   int32_t dgu = w_alloc(w, w->T * 2 * f * w->es, BS_MEM_WORKSPACE);
   w_ew(w, w->T * f, 8); /* SwiGLU backward */
   w_free(w, &da);
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, 2 * f, w->H, 1); /* gate and up */
+  w_linear8(w, w->T, 2 * f, w->H, 1, fp8_mlp(w)); /* gate and up */
   w_free(w, &gx);
   w_free(w, &dgu);
   tp_reduce(w);
@@ -700,7 +715,7 @@ static void layer_mlp_bwd(bs_wl *w) {
 /* Backward of the output projection (at the attention backward's hook: dO). */
 static void layer_o_bwd(bs_wl *w) {
   int32_t gy = tp_gather(w);
-  w_linear(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 1);
+  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 1, fp8_proj(w));
   w_free(w, &gy);
 }
 
@@ -708,7 +723,7 @@ static void layer_o_bwd(bs_wl *w) {
 static void layer_qkv_bwd(bs_wl *w) {
   int32_t gx = tp_gather(w); /* v3: norm1 output gathered again for dW */
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear(w, w->T, w->qkvw / w->g, w->H, 1);
+  w_linear8(w, w->T, w->qkvw / w->g, w->H, 1, fp8_proj(w));
   w_free(w, &gx);
   tp_reduce(w);
   w_ew(w, w->Tn * w->H, 6); /* RMSNorm backward */
@@ -741,10 +756,19 @@ static void grad_bucket(bs_wl *w, int64_t set, int32_t *bucket) {
 /* Parameter sets besides the layers: the embedding, and the final norm with the LM head. */
 static int64_t head_set(const bs_wl *w) { return w->pc.head + w->pc.final_norm; }
 
+/* Inference with FP8 GEMMs holds their weights in FP8 (one byte; Meta serves Llama 3 405B so):
+ * the bytes of this rank's weights. Training keeps them in the storage type (master weights and
+ * optimizer as without FP8; the FP8 copies are transient). */
+static int64_t weight_bytes(const bs_wl *w, int64_t params) {
+  if (w->train) return params * w->es;
+  int64_t f8 = w->L * ((fp8_proj(w) ? w->pc.qkv + w->pc.o : 0) + (fp8_mlp(w) ? w->pc.gate_up + w->pc.down : 0));
+  return (params - f8) * w->es + f8;
+}
+
 static void stage_init(bs_wl *w) {
   int64_t psi = w->pc.total, sh = w->pc.shard_total, dp = w->pc.dp;
   int z = w->zero;
-  w->w_all = w_alloc(w, (z >= 3 && dp > 1 ? sh : psi) * w->es, BS_MEM_WEIGHTS);
+  w->w_all = w_alloc(w, z >= 3 && dp > 1 ? sh * w->es : weight_bytes(w, psi), BS_MEM_WEIGHTS);
   if (w->train) {
     w->g_all = w_alloc(w, (z >= 2 && dp > 1 ? sh : psi) * w->es, BS_MEM_GRADS);
     for (int j = 0; j < 3; j++) w->opt[j] = w_alloc(w, (z >= 1 && dp > 1 ? sh : psi) * 4, BS_MEM_OPTIMIZER);

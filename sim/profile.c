@@ -539,6 +539,10 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
       in_range(p->mem_bw_Bps, BW_MIN, BW_MAX, "B/s", path, "device", "mem_bw_Bps", err, errlen))
     goto out;
   if (parse_memory_terms(dev, p, path, err, errlen)) goto out;
+  if (cJSON_GetObjectItemCaseSensitive(dev, "peak_flops_fp8") &&
+      (get_val(dev, "peak_flops_fp8", &p->peak_flops_fp8, 0, path, "device", err, errlen) ||
+       in_range(p->peak_flops_fp8, FLOPS_MIN, FLOPS_MAX, "FLOP/s", path, "device", "peak_flops_fp8", err, errlen)))
+    goto out;
   const cJSON *ks = cJSON_GetObjectItemCaseSensitive(root, "kernels");
   if (!cJSON_IsObject(ks)) {
     snprintf(err, errlen, "%s: kernels: missing", path);
@@ -618,6 +622,7 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
   cJSON_AddItemToObject(dev, "memory_bytes", val(p->memory_bytes, source));
   cJSON_AddItemToObject(dev, "peak_flops", val(p->peak_flops, source));
   cJSON_AddItemToObject(dev, "mem_bw_Bps", val(p->mem_bw_Bps, source));
+  if (p->peak_flops_fp8 > 0) cJSON_AddItemToObject(dev, "peak_flops_fp8", val(p->peak_flops_fp8, source));
   if (p->reserved_bytes) cJSON_AddItemToObject(dev, "reserved_bytes", val((double)p->reserved_bytes, source));
   if (p->alloc_round_bytes) cJSON_AddItemToObject(dev, "alloc_round_bytes", val((double)p->alloc_round_bytes, source));
   if (p->alloc_small_bytes) cJSON_AddItemToObject(dev, "alloc_small_bytes", val((double)p->alloc_small_bytes, source));
@@ -774,11 +779,16 @@ static double tiled_quant(const bs_kernel_model *km, double m, double n, double 
 /* The tiled GEMM model (format in profile.h). */
 static double tiled_time(const bs_profile *p, const bs_kernel_model *km, const bs_compute *c, int eb, double flops) {
   double m = c->m > 0 ? (double)c->m : 1, n = c->n > 0 ? (double)c->n : 1, k = c->k > 0 ? (double)c->k : 1;
+  double peak = p->peak_flops;
+  if (c->fp8) { /* FP8 operands: one byte each, the FP8 peak (the output stays in the storage type) */
+    peak = p->peak_flops_fp8;
+    eb = 1;
+  }
   double batch = gemm_batch(c, flops);
   double bytes = batch * (m * k + k * n + m * n) * eb;
   double q = tiled_quant(km, m, n, batch) * k / (k + km->k_overhead);
   double tb = bytes / (p->mem_bw_Bps * km->bw_efficiency);
-  double tf = flops / (p->peak_flops * km->peak_fraction * q);
+  double tf = flops / (peak * km->peak_fraction * q);
   return km->launch_s + (tb > tf ? tb : tf);
 }
 
@@ -796,6 +806,12 @@ double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype
   }
   const bs_kernel_model *m = &p->kernel[c->kernel];
   int eb = bs_dtype_bytes(dt);
+  if (c->fp8 && !(p->peak_flops_fp8 > 0 && m->kind == BS_KM_TILED)) {
+    snprintf(err, errlen,
+             "model.fp8: profile %s has no FP8 GEMMs (device.peak_flops_fp8 and a tiled gemm model are needed)",
+             p->name);
+    return -1;
+  }
   double flops = c->flops > 0 ? c->flops : 0;
   switch (m->kind) {
   case BS_KM_TABLE: {

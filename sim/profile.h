@@ -16,6 +16,8 @@
  *     "memory_bytes":  {"value": 80e9, "source": "..."},   capacity for OOM
  *     "peak_flops":    {...},   dense tensor FLOP/s (GEMM, unfused attention)
  *     "mem_bw_Bps":    {...},   device memory bandwidth (memory-bound kernels)
+ *     "peak_flops_fp8": {...},   optional: dense FP8 tensor FLOP/s, the peak of GEMMs that
+ *                                model.fp8 runs in FP8 (absent: the device has no FP8 GEMMs)
  *     optional, as a framework holds memory (each absent key leaves its term out):
  *     "reserved_bytes":          {...}   per process, outside the tensors (CUDA context,
  *                                        NCCL buffers): the capacity for OOM is
@@ -132,6 +134,7 @@ typedef struct {
   char name[64];
   char path[512];
   double memory_bytes, peak_flops, mem_bw_Bps;
+  double peak_flops_fp8;           /* dense FP8 tensor FLOP/s (0 = the device has none) */
   int64_t reserved_bytes;          /* per process, outside the tensors (0 = none) */
   int64_t alloc_round_bytes;       /* granule of large allocations (0 or 1 = exact) */
   int64_t alloc_small_bytes;       /* the largest small allocation (0 = none is small) */

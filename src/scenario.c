@@ -240,6 +240,7 @@ INT_SETTER(set_layers, model.layers, 1, 1 << 12, 0)
 INT_SETTER(set_ffn, model.ffn, 1, 1 << 22, 0)
 INT_SETTER(set_vocab, model.vocab, 1, 1 << 24, 0)
 ENUM_SETTER(set_dtype, model.dtype, bs_dtype, "bf16", "fp16", "fp32")
+ENUM_SETTER(set_fp8, model.fp8, bs_fp8, "off", "ffn", "all")
 
 ENUM_SETTER(set_phase, work.phase, bs_phase, "train", "prefill", "decode")
 INT_SETTER(set_seq_len, work.seq_len, 1, BIG, 1)
@@ -462,6 +463,7 @@ static const key_def keys[] = {
   {"model", "ffn", set_ffn, "MLP inner width"},
   {"model", "vocab", set_vocab, "vocabulary size"},
   {"model", "dtype", set_dtype, "bf16 | fp16 | fp32"},
+  {"model", "fp8", set_fp8, "off | ffn | all (layer and model scope: which GEMMs run in FP8)"},
   {"workload", "phase", set_phase, "train | prefill | decode"},
   {"workload", "seq_len", set_seq_len, "tokens (K, M suffixes)"},
   {"workload", "batch", set_batch, "sequences"},
@@ -850,9 +852,10 @@ static int apply_set(parse_state *st, const char *set, int idx) {
   return 0;
 }
 
-/* The model shape keys a preset sets (all model keys but preset and dtype). */
+/* The model shape keys a preset sets (all model keys but preset, dtype and fp8). */
 static int from_preset(int k) {
-  return !strcmp(keys[k].section, "model") && strcmp(keys[k].key, "preset") && strcmp(keys[k].key, "dtype");
+  return !strcmp(keys[k].section, "model") && strcmp(keys[k].key, "preset") && strcmp(keys[k].key, "dtype") &&
+         strcmp(keys[k].key, "fp8");
 }
 
 /*

@@ -13,6 +13,11 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
   const bs_workload *w = &c->work;
   const bs_model *m = &c->model;
   int attn = w->scope == BS_SCOPE_ATTENTION, train = w->phase == BS_TRAIN;
+  if (m->fp8 != BS_FP8_OFF && attn) {
+    snprintf(t, sizeof t, "model.fp8: %s has no effect at attention scope (FP8 applies to the projections and MLP)",
+             bs_fp8_name(m->fp8));
+    say(t, ctx);
+  }
   if (c->par.zero > 0) {
     if (attn) {
       snprintf(t, sizeof t,

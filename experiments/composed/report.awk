@@ -47,15 +47,15 @@ END {
   table("grid", "LLaMA-2-7B, 1M tokens, 1024 GPUs: tensor parallel inside a node, burst ring across nodes")
   printf "The fastest split here is %s (tp x cp x dp x pp) at %s a step, the slowest %s at %s.\n", BESTG, tm(BEST), WORSTG, tm(WORST)
   print ""
-  table("meta", "Llama 3.1 405B prefill, 128K tokens: TP 8 in a node x context-parallel ring over N nodes")
+  table("meta", "Llama 3.1 405B prefill (FP8 GEMMs), 128K tokens: TP 8 in a node x context-parallel ring over N nodes")
   table("meta-tp", "Llama 3.1 405B prefill, 128K tokens: tensor parallelism alone over 2 and 4 nodes (TP 16, TP 32)")
   table("meta-1m", "Llama 3.1 405B prefill, 1M tokens on 16 nodes (128 GPUs), TP 8 x CP 16")
   if (TT[8, 131072] != "" && TT[128, 131072] != "")
     printf "From 1 to 16 nodes the 128K prefill goes from %s to %s (%.1fx faster on 16x the GPUs).", tm(TT[8, 131072]), tm(TT[128, 131072]), TT[8, 131072] / TT[128, 131072]
   if (TT[16, 131072] != "" && TTP[16, 131072] != "")
     printf " On 2 nodes TP 8 x CP 2 takes %s against %s for TP 16 (its all-reduces cross the nodes twice a layer).", tm(TT[16, 131072]), tm(TTP[16, 131072])
-  print " The weights are bf16 here (101 GB a GPU at TP 8): the points are OOM on an 80 or 96 GB H100,"
-  print "which is why Meta serves 405B with FP8 weights; `model.fp8` is not modelled yet."
+  print " The projections and MLP run in FP8 with FP8 weights (`model.fp8 = all`), as Meta serves the"
+  print "model: 51 GB of weights a GPU at TP 8, where bf16 would need 101 GB."
   print ""
   table("usp", "LLaMA-3-8B, 128K tokens, 16 GPUs: tensor parallel x Ulysses x ring (usp)")
   printf "The fastest is %s at %s; %d combinations are refused (tp x ulysses must not exceed the 8 KV heads).\n", UBG, tm(UB), REFUSED

@@ -189,6 +189,7 @@ static const key_case key_cases[] = {
   {"model.ffn", "1e4", "4194305"},
   {"model.vocab", "32k0", "16777217"},
   {"model.dtype", "16", "fp8"},
+  {"model.fp8", "1", "mlp"},
   {"workload.phase", "1", "finetune"},
   {"workload.seq_len", "long", "2097152M"},
   {"workload.batch", "1.5", "1048577"},
@@ -256,6 +257,7 @@ static void test_every_key(void **st) {
     /* a valid value given twice */
     const char *ok = !strcmp(c->key, "model.preset")                 ? "llama2-7b"
                      : !strcmp(c->key, "model.dtype")                ? "fp16"
+                     : !strcmp(c->key, "model.fp8")                  ? "ffn"
                      : !strcmp(c->key, "workload.phase")             ? "train"
                      : !strcmp(c->key, "workload.scope")             ? "layer"
                      : !strcmp(c->key, "parallel.method")            ? "ring"

@@ -21,6 +21,7 @@
 
 typedef struct {
   double gemm_flops, attn_flops, ew_elems;
+  double gemm_fp8_flops;            /* of GEMMs in FP8 (model.fp8) */
   int64_t coll_sent[BS_COLL_COUNT]; /* bs_coll_bytes_sent per kind */
   int ncoll[BS_COLL_COUNT];
   int64_t first_allocs[5]; /* the persistent weights, grads, Adam states */
@@ -75,6 +76,7 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
       if (op.u.compute.kernel == BS_K_GEMM) {
         assert_true(op.u.compute.flops == 2.0 * op.u.compute.m * op.u.compute.n * op.u.compute.k);
         w->gemm_flops += op.u.compute.flops;
+        if (op.u.compute.fp8) w->gemm_fp8_flops += op.u.compute.flops;
       } else if (op.u.compute.kernel == BS_K_ELEMWISE) {
         w->ew_elems += (double)op.u.compute.elems;
       } else if (op.u.compute.kernel <= BS_K_ATTN_BWD_UNFUSED) {
@@ -520,6 +522,32 @@ static void test_pipeline_interleaved_refused(void **st) {
   interleaved_refused(2, 2, 8, 1, BS_PREFILL, "parallel.pp_schedule: interleaved is a training schedule");
 }
 
+/*
+ * model.fp8: ffn runs the MLP's GEMMs in FP8 (forward, data and weight gradient: 3 x its forward
+ * FLOPs in training), all the attention projections too; the LM head never. Inference holds the
+ * FP8 GEMMs' weights in one byte; training keeps them in the storage type.
+ */
+static void test_fp8_gemms(void **st) {
+  (void)st;
+  for (int f = BS_FP8_OFF; f <= BS_FP8_ALL; f++)
+    for (int ph = BS_TRAIN; ph <= BS_PREFILL; ph++) {
+      bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, (bs_phase)ph);
+      c.model.fp8 = (bs_fp8)f;
+      bs_plan *p = make(&c);
+      rank_walk w;
+      walk_rank(p, 1, &w);
+      double T = 256 / 4, H = 64, F = 128, L = 2, passes = ph == BS_TRAIN ? 3 : 1;
+      double qkv = (4 + 2 * 4) * 16, o = 4 * 16;
+      double mlp = 2 * T * H * 2 * F + 2 * T * F * H, proj = 2 * T * H * qkv + 2 * T * o * H;
+      double want = f == BS_FP8_OFF ? 0 : passes * L * (mlp + (f == BS_FP8_ALL ? proj : 0));
+      assert_true(w.gemm_fp8_flops == want);
+      int64_t psi = 2 * layer_params(&c, 1) + 2 * 256 * 64 + 64;
+      int64_t f8 = f == BS_FP8_OFF ? 0 : 2 * (3 * 64 * 128 + (f == BS_FP8_ALL ? (int64_t)(64 * qkv + o * 64) : 0));
+      assert_int_equal(w.first_allocs[0], ph == BS_TRAIN ? 2 * psi : 2 * (psi - f8) + f8);
+      bs_plan_free(p);
+    }
+}
+
 /* Inference: no gradients or optimizer; decode's GEMMs see only the new tokens. */
 static void test_inference(void **st) {
   (void)st;
@@ -601,6 +629,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_kv_cache),
     cmocka_unit_test(test_composed_groups),
     cmocka_unit_test(test_pipeline_stages),
+    cmocka_unit_test(test_fp8_gemms),
     cmocka_unit_test(test_recompute_selective),
     cmocka_unit_test(test_pipeline_interleaved),
     cmocka_unit_test(test_pipeline_interleaved_refused),

@@ -219,6 +219,36 @@ static void test_round_trip(void **st) {
   }
 }
 
+/* model.fp8: an FP8 GEMM runs at the FP8 peak with one-byte operands (compute-bound: the exact wave
+ * at 2 PFLOP/s; memory-bound: half the operand bytes); a profile without an FP8 rate refuses it;
+ * the key survives the writer; the shipped Hopper profiles carry the datasheet's dense FP8 figure. */
+static void test_fp8(void **st) {
+  (void)st;
+  static bs_profile p, q;
+  toy_profile(&p);
+  bs_compute c = gemm(1536, 2816, 4096);
+  c.fp8 = 1;
+  char err[512] = "";
+  assert_true(bs_profile_kernel_time(&p, &c, BS_BF16, err, sizeof err) < 0);
+  assert_non_null(strstr(err, "model.fp8: profile toy has no FP8 GEMMs"));
+  p.peak_flops_fp8 = 2e15;
+  assert_rel(time_of(&p, &c), 5e-6 + c.flops / (2e15 * 0.8), 1e-12);
+  p.mem_bw_Bps = 2e12;
+  bs_compute v = gemm(1, 12288, 4096);
+  v.fp8 = 1;
+  assert_rel(time_of(&p, &v), 5e-6 + (1.0 * 4096 + 4096.0 * 12288 + 12288.0) / (2e12 * 0.9), 1e-12);
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/bs_gemm_fp8_%ld.json", (long)getpid());
+  if (bs_profile_save(&p, path, "test", err, sizeof err)) fail_msg("%s", err);
+  if (bs_profile_load(path, &q, err, sizeof err)) fail_msg("%s", err);
+  unlink(path);
+  assert_true(q.peak_flops_fp8 == 2e15);
+  if (bs_profile_load("h100-sxm", &q, err, sizeof err)) fail_msg("%s", err);
+  assert_true(q.peak_flops_fp8 == 1979e12);
+  if (bs_profile_load("a100-sxm4-80gb", &q, err, sizeof err)) fail_msg("%s", err);
+  assert_true(q.peak_flops_fp8 == 0);
+}
+
 /* Roofline GEMMs (old profiles, the shipped host profile) keep their formula. */
 static void test_roofline_kept(void **st) {
   (void)st;
@@ -240,7 +270,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_exact_wave),  cmocka_unit_test(test_wasted_wave),       cmocka_unit_test(test_tile_padding),
     cmocka_unit_test(test_orientation), cmocka_unit_test(test_k_overhead),        cmocka_unit_test(test_memory_bound),
     cmocka_unit_test(test_batched),     cmocka_unit_test(test_large_square_peak), cmocka_unit_test(test_cited_figures),
-    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_roofline_kept),
+    cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_roofline_kept),     cmocka_unit_test(test_fp8),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
