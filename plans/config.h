@@ -146,6 +146,12 @@ const char *bs_fp8_name(bs_fp8 f);
 int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);
 /* This rank's coordinate along dimension d. */
 int bs_mesh_coord(const bs_mesh *m, int rank, int d);
+/* The group kind traffic between these ranks belongs to (results' bytes by group): the one
+ * dimension whose coordinate differs, BS_DIM_DP when dp or cp and dp differ (the gradient group
+ * dp x cp), the outermost otherwise; -1 for equal ranks. A collective is classed by its first
+ * member against its second and its last (bs_mesh_group_kind). */
+int bs_mesh_pair_kind(const bs_mesh *m, int a, int b);
+int bs_mesh_group_kind(const bs_mesh *m, int first, int stride, int size);
 /* The order written as the scenario key takes it ("tp-cp-dp-pp"). */
 void bs_order_string(const int8_t order[BS_DIM_COUNT], char *buf, size_t n);
 /* Parses an order ("tp-cp-dp-pp": each dimension once); 0, or -1. */

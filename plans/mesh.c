@@ -51,6 +51,29 @@ int bs_order_parse(const char *s, int8_t order[BS_DIM_COUNT]) {
 
 int bs_mesh_coord(const bs_mesh *m, int rank, int d) { return rank / m->stride[d] % m->size[d]; }
 
+/* The dimensions in which ranks a and b differ, as bits. */
+static int differ(const bs_mesh *m, int a, int b) {
+  int bits = 0;
+  for (int d = 0; d < BS_DIM_COUNT; d++)
+    if (bs_mesh_coord(m, a, d) != bs_mesh_coord(m, b, d)) bits |= 1 << d;
+  return bits;
+}
+
+static int kind_of_bits(int bits) {
+  if (!bits) return -1;
+  if (bits & 1 << BS_DIM_DP) return BS_DIM_DP; /* gradients over dp, or dp x cp */
+  if (bits & 1 << BS_DIM_PP) return BS_DIM_PP;
+  if (bits & 1 << BS_DIM_CP) return BS_DIM_CP;
+  return BS_DIM_TP;
+}
+
+int bs_mesh_pair_kind(const bs_mesh *m, int a, int b) { return kind_of_bits(differ(m, a, b)); }
+
+int bs_mesh_group_kind(const bs_mesh *m, int first, int stride, int size) {
+  if (size < 2) return -1;
+  return kind_of_bits(differ(m, first, first + stride) | differ(m, first, first + stride * (size - 1)));
+}
+
 #define FAIL(...)                                          \
   do {                                                     \
     if (err && errlen) snprintf(err, errlen, __VA_ARGS__); \

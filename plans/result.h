@@ -37,6 +37,9 @@ typedef struct {
   int64_t per_rank_max_sent;
   int64_t total; /* sum over ranks of bytes sent */
   int64_t intra_node, inter_node;
+  /* per rank (max over ranks) by the group the traffic belongs to (bs_dim: tp, cp, dp x cp
+   * gradients, pp), each op counted at its plan volume (collectives as rings) */
+  int64_t by_group[BS_DIM_COUNT];
 } bs_bytes;
 
 typedef struct {
@@ -52,7 +55,8 @@ typedef struct {
   double step, fwd, bwd, compute, comm_exposed;
   int64_t bytes_sent, bytes_recv;
   int64_t peak_bytes;
-  double wait_for_peers; /* sim: see bs_times (0 in real runs) */
+  double wait_for_peers;          /* sim: see bs_times (0 in real runs) */
+  int64_t by_group[BS_DIM_COUNT]; /* sim: bytes sent by group kind (bs_bytes.by_group) */
 } bs_rank_result;
 
 /* What the plan decided from the request (the result JSON's "plan" object). */

@@ -676,7 +676,7 @@ static int collect_all(rt *t, bs_run_report *out) {
   if (!root) {
     r->nranks = 1;
     r->ranks = calloc(1, sizeof *r->ranks);
-    r->ranks[0] = (bs_rank_result){t->rank, s.step, s.fwd, s.bwd, s.compute, s.exposed, s.sent, s.recv, s.peak, 0};
+    r->ranks[0] = (bs_rank_result){t->rank, s.step, s.fwd, s.bwd, s.compute, s.exposed, s.sent, s.recv, s.peak, 0, {0}};
     return 0;
   }
   r->nranks = G;
@@ -687,7 +687,8 @@ static int collect_all(rt *t, bs_run_report *out) {
   int rpn = t->rpn, maxpeak = 0;
   for (int q = 0; q < G; q++) {
     rank_stats *a = &all[q];
-    r->ranks[q] = (bs_rank_result){q, a->step, a->fwd, a->bwd, a->compute, a->exposed, a->sent, a->recv, a->peak, 0};
+    r->ranks[q] =
+      (bs_rank_result){q, a->step, a->fwd, a->bwd, a->compute, a->exposed, a->sent, a->recv, a->peak, 0, {0}};
     out->coll_sent[q] = a->coll_sent;
     memcpy(out->peak_cls[q], a->peak_cls, sizeof a->peak_cls);
     if (a->step > r->time.step) r->time.step = a->step;

@@ -155,6 +155,10 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
     h->kind = H_SEND;
     h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), h->bytes);
     sim_account_sent(rs, peer, h->bytes);
+    if (c->mesh.size[0] > 0) {
+      int k = bs_mesh_pair_kind(&c->mesh, rs->rank, peer);
+      if (k >= 0) rs->by_group[k] += h->bytes;
+    }
     c->events++;
   } else {
     h->kind = H_RECV;
@@ -212,6 +216,10 @@ static int do_coll(rank_state *rs, const bs_op *op) {
   }
   if (note_coll_arrival(rs)) return -1;
   int seq = rs->coll_seq;
+  if (c->mesh.size[0] > 0) {
+    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
+    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g->size);
+  }
   sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, g, op->u.coll.bytes);
   if (!a) return -1;
   handle *h = &rs->h[hd];

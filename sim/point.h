@@ -103,6 +103,7 @@ typedef struct rank_state {
   double *coll_arr; /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
   int coll_arr_cap;
   int64_t sent, recvd, intra, inter;
+  int64_t by_group[BS_DIM_COUNT]; /* the plan's volume of its sends by group kind (bs_bytes.by_group) */
   int64_t op_index;
   int finished;
   /* where the rank is blocked (formatted only if it deadlocks) */
@@ -113,6 +114,7 @@ typedef struct rank_state {
 
 typedef struct sim_ctx {
   const bs_config *cfg;
+  bs_mesh mesh; /* the rank grid, to class traffic by group */
   const bs_sim_opts *opts;
   const bs_profile *prof;
   const bs_sim_source *src;

@@ -127,8 +127,14 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
       const rank_state *rs = &c->rs[slot_of(c, r)];
       int64_t t = tsent ? tsent[r] : 0; /* a tree member receives what it sends */
       out->ranks[r] = (bs_rank_result){r,           rs->end,      rs->fwd,       rs->bwd,      rs->compute,
-                                       rs->exposed, rs->sent + t, rs->recvd + t, rs->mem_peak, rs->peer_wait};
+                                       rs->exposed, rs->sent + t, rs->recvd + t, rs->mem_peak, rs->peer_wait,
+                                       {0}};
+      memcpy(out->ranks[r].by_group, rs->by_group, sizeof rs->by_group);
     }
+  for (int r = 0; r < G; r++)
+    for (int d = 0; d < BS_DIM_COUNT; d++)
+      if (c->rs[slot_of(c, r)].by_group[d] > out->comm.by_group[d])
+        out->comm.by_group[d] = c->rs[slot_of(c, r)].by_group[d];
   free(tsent);
   out->sim_events = c->events;
   return 0;

@@ -993,6 +993,35 @@ static void test_pp_bubble_interleaved(void **state) {
   }
 }
 
+/*
+ * Bytes by group (comm_bytes.by_group): with ring collectives every byte a rank sends belongs to one
+ * group, so the four add up to its bytes; the pipeline's share is its microbatches' activations
+ * (tokens of the rank x hidden x 2 bytes) one way, as the first and last stages send.
+ */
+static void test_bytes_by_group(void **state) {
+  (void)state;
+  bs_config c;
+  pp_model(&c, 16, 2, 2, 4, 8); /* tp 2 x cp 2 x dp 2 x pp 2, 4 layers, 4 microbatches a replica */
+  c.par.tp = 2;
+  c.par.zero = 1;
+  c.cluster.coll_algo = BS_COLL_ALGO_RING;
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_result r;
+  char err[512] = "";
+  if (bs_sim_run(&c, &o, &r, err, sizeof err)) fail_msg("%s", err);
+  for (int k = 0; k < r.nranks; k++) {
+    const bs_rank_result *x = &r.ranks[k];
+    int64_t sum = x->by_group[BS_DIM_TP] + x->by_group[BS_DIM_CP] + x->by_group[BS_DIM_DP] + x->by_group[BS_DIM_PP];
+    assert_int_equal(sum, x->bytes_sent);
+    assert_true(x->by_group[BS_DIM_TP] > 0 && x->by_group[BS_DIM_CP] > 0 && x->by_group[BS_DIM_DP] > 0);
+    int64_t act = 4 * (8192 / 2) * 1024 * 2; /* 4 microbatches of 4K tokens x 1024 hidden in bf16 */
+    assert_int_equal(x->by_group[BS_DIM_PP], act);
+  }
+  assert_int_equal(r.comm.by_group[BS_DIM_PP], 4 * (8192 / 2) * 1024 * 2);
+  bs_result_free(&r);
+}
+
 static void fold_case_layout(const char *topo, int gpus, int nodes_per_leaf, bs_method m, int dr, int causal,
                              bs_layout layout, const char *expect) {
   fold_case_full(topo, gpus, nodes_per_leaf, 0, m, dr, causal, layout, expect);
@@ -1132,6 +1161,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_fold_matches_full),
     cmocka_unit_test(test_fold_composed),
     cmocka_unit_test(test_pp_bubble),
+    cmocka_unit_test(test_bytes_by_group),
     cmocka_unit_test(test_pp_bubble_interleaved),
     cmocka_unit_test(test_fold_refuses_asymmetric),
     cmocka_unit_test(test_trace_json),
