@@ -119,6 +119,7 @@ typedef struct {
   int ew;                    /* ELEMWISE: a bs_elemwise saying what the runtime computes */
   int gemm;                  /* GEMM: a bs_gemm_kind */
   int fp8;                   /* GEMM: operands in FP8 at the device's FP8 rate (model.fp8) */
+  const char *label;         /* what the op is, for traces ("QKV projection"; a string literal); NULL: its kernel */
   int64_t ld;                /* GEMM / SOFTMAX: leading dimension (columns) of the score matrix */
   int64_t col0;              /* GEMM: first column of the score block this op touches */
   int64_t t_a, t_b, t_chunk; /* COPY: in viewed as [t_a][t_b][t_chunk bytes] -> out [t_b][t_a][t_chunk]; 0 = plain */

@@ -330,22 +330,30 @@ static bs_compute *w_gemm(bs_wl *w, int64_t m, int64_t n, int64_t k) {
 /* A forward GEMM [m x k] x [k x n], or its backward: dX = dY W^T and dW = X^T dY; fp8: all three
  * with FP8 operands (Transformer Engine runs the forward, data-gradient and weight-gradient GEMMs
  * of an FP8 layer in FP8). */
-static void w_linear8(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd, int fp8) {
+static void w_linear8(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd, int fp8, const char *what) {
+  bs_compute *c[2] = {NULL, NULL};
   if (!bwd) {
-    w_gemm(w, m, n, k)->fp8 = fp8;
-    return;
+    c[0] = w_gemm(w, m, n, k);
+  } else {
+    c[0] = w_gemm(w, m, k, n);
+    c[1] = w_gemm(w, k, n, m);
   }
-  w_gemm(w, m, k, n)->fp8 = fp8;
-  w_gemm(w, k, n, m)->fp8 = fp8;
+  for (int i = 0; i < 2 && c[i]; i++) {
+    c[i]->fp8 = fp8;
+    c[i]->label = what;
+  }
 }
-static void w_linear(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd) { w_linear8(w, m, n, k, bwd, 0); }
+static void w_linear(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd, const char *what) {
+  w_linear8(w, m, n, k, bwd, 0, what);
+}
 
 /* model.fp8: the attention projections (all) and the MLP's GEMMs (ffn, all) in FP8. */
 static int fp8_proj(const bs_wl *w) { return w->p->cfg.model.fp8 == BS_FP8_ALL; }
 static int fp8_mlp(const bs_wl *w) { return w->p->cfg.model.fp8 != BS_FP8_OFF; }
 
-static void w_ew(bs_wl *w, int64_t elems, double flops_per_elem) {
+static void w_ew(bs_wl *w, int64_t elems, double flops_per_elem, const char *what) {
   bs_compute *c = plan_compute(w->it, BS_K_ELEMWISE);
+  c->label = what;
   c->ew = BS_EW_GENERIC;
   c->elems = elems;
   c->flops = flops_per_elem * (double)elems;
@@ -662,32 +670,32 @@ static int64_t saved_bytes(const bs_wl *w) {
 }
 
 /* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */
-static void layer_pre(bs_wl *w) { w_ew(w, w->Tn * w->H, 4); /* RMSNorm: square, sum, scale, weight */ }
+static void layer_pre(bs_wl *w) { w_ew(w, w->Tn * w->H, 4, "RMSNorm"); /* square, sum, scale, weight */ }
 
 static void layer_qkv(bs_wl *w) {
   int32_t gb = tp_gather(w);
-  w_linear8(w, w->T, w->qkvw / w->g, w->H, 0, fp8_proj(w));
+  w_linear8(w, w->T, w->qkvw / w->g, w->H, 0, fp8_proj(w), "QKV projection");
   w_free(w, &gb);
 }
 
 /* After attention: output projection, residual, norm, MLP, residual. */
 static void layer_post(bs_wl *w) {
   int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0, fp8_proj(w));
+  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0, fp8_proj(w), "output projection");
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 1); /* residual add */
+  w_ew(w, w->Tn * w->H, 1, "residual add");
   w_free(w, &t);
-  w_ew(w, w->Tn * w->H, 4); /* RMSNorm */
+  w_ew(w, w->Tn * w->H, 4, "RMSNorm");
   int32_t gb = tp_gather(w);
   int32_t gu = w_alloc(w, w->T * 3 * w->F / w->g * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, 2 * w->F / w->g, w->H, 0, fp8_mlp(w)); /* gate and up */
+  w_linear8(w, w->T, 2 * w->F / w->g, w->H, 0, fp8_mlp(w), "MLP gate and up");
   w_free(w, &gb);
-  w_ew(w, w->T * w->F / w->g, 5); /* SwiGLU: silu(gate) * up */
+  w_ew(w, w->T * w->F / w->g, 5, "SwiGLU"); /* silu(gate) * up */
   t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, w->H, w->F / w->g, 0, fp8_mlp(w)); /* down */
+  w_linear8(w, w->T, w->H, w->F / w->g, 0, fp8_mlp(w), "MLP down");
   w_free(w, &gu);
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 1); /* residual add */
+  w_ew(w, w->Tn * w->H, 1, "residual add");
   w_free(w, &t);
 }
 
@@ -697,25 +705,25 @@ static void layer_mlp_bwd(bs_wl *w) {
   int32_t gy = tp_gather(w); /* v3: grad of the reduce-scatter */
   int32_t gx = tp_gather(w); /* v3: norm2 output gathered again for dW */
   int32_t da = w_alloc(w, w->T * f * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, w->H, f, 1, fp8_mlp(w)); /* down */
+  w_linear8(w, w->T, w->H, f, 1, fp8_mlp(w), "MLP down backward");
   w_free(w, &gy);
   int32_t dgu = w_alloc(w, w->T * 2 * f * w->es, BS_MEM_WORKSPACE);
-  w_ew(w, w->T * f, 8); /* SwiGLU backward */
+  w_ew(w, w->T * f, 8, "SwiGLU backward");
   w_free(w, &da);
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, 2 * f, w->H, 1, fp8_mlp(w)); /* gate and up */
+  w_linear8(w, w->T, 2 * f, w->H, 1, fp8_mlp(w), "MLP gate and up backward");
   w_free(w, &gx);
   w_free(w, &dgu);
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6); /* RMSNorm backward */
-  w_ew(w, w->Tn * w->H, 1); /* residual gradient add */
+  w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
+  w_ew(w, w->Tn * w->H, 1, "residual gradient add");
   w_free(w, &dn);
 }
 
 /* Backward of the output projection (at the attention backward's hook: dO). */
 static void layer_o_bwd(bs_wl *w) {
   int32_t gy = tp_gather(w);
-  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 1, fp8_proj(w));
+  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 1, fp8_proj(w), "output projection backward");
   w_free(w, &gy);
 }
 
@@ -723,11 +731,11 @@ static void layer_o_bwd(bs_wl *w) {
 static void layer_qkv_bwd(bs_wl *w) {
   int32_t gx = tp_gather(w); /* v3: norm1 output gathered again for dW */
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, w->qkvw / w->g, w->H, 1, fp8_proj(w));
+  w_linear8(w, w->T, w->qkvw / w->g, w->H, 1, fp8_proj(w), "QKV projection backward");
   w_free(w, &gx);
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6); /* RMSNorm backward */
-  w_ew(w, w->Tn * w->H, 1); /* residual gradient add */
+  w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
+  w_ew(w, w->Tn * w->H, 1, "residual gradient add");
   w_free(w, &dn);
 }
 
@@ -777,7 +785,7 @@ static void stage_init(bs_wl *w) {
 
 static void stage_embed(bs_wl *w) {
   zero3_acquire(w);
-  w_ew(w, w->T * w->H, 0); /* lookup (vocab-parallel under tp, then reduced) */
+  w_ew(w, w->T * w->H, 0, "embedding lookup"); /* vocab-parallel under tp, then reduced */
   tp_reduce(w);
   zero3_release(w);
 }
@@ -785,12 +793,12 @@ static void stage_embed(bs_wl *w) {
 static void stage_head(bs_wl *w) {
   zero3_acquire(w);
   int64_t v = w->V / w->g;
-  w_ew(w, w->Tn * w->H, 4); /* final RMSNorm */
+  w_ew(w, w->Tn * w->H, 4, "final RMSNorm");
   int32_t gb = tp_gather(w);
   w->logits[w->mb % w->slots] = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
-  w_linear(w, w->T, v, w->H, 0); /* LM head */
+  w_linear(w, w->T, v, w->H, 0, "LM head");
   w_free(w, &gb);
-  w_ew(w, w->T * v, 5); /* softmax cross-entropy (or sampling) */
+  w_ew(w, w->T * v, 5, "cross-entropy"); /* softmax cross-entropy (or sampling) */
   if (!w->train) w_free(w, &w->logits[w->mb % w->slots]);
   zero3_release(w);
 }
@@ -799,13 +807,13 @@ static void stage_head_bwd(bs_wl *w) {
   zero3_acquire(w);
   grad_bucket(w, head_set(w), &w->ehb);
   int64_t v = w->V / w->g;
-  w_ew(w, w->T * v, 3); /* cross-entropy backward */
+  w_ew(w, w->T * v, 3, "cross-entropy backward");
   int32_t gx = tp_gather(w);
-  w_linear(w, w->T, v, w->H, 1);
+  w_linear(w, w->T, v, w->H, 1, "LM head backward");
   w_free(w, &gx);
   w_free(w, &w->logits[w->mb % w->slots]);
   tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6); /* final norm backward */
+  w_ew(w, w->Tn * w->H, 6, "final RMSNorm backward");
   zero3_release(w);
   grad_reduce(w, head_set(w), &w->ehb);
 }
@@ -813,7 +821,7 @@ static void stage_head_bwd(bs_wl *w) {
 static void stage_embed_bwd(bs_wl *w) {
   zero3_acquire(w);
   grad_bucket(w, w->pc.embed, &w->ehb);
-  w_ew(w, w->T * w->H, 1); /* scatter-add into the embedding gradient */
+  w_ew(w, w->T * w->H, 1, "embedding gradient"); /* scatter-add */
   zero3_release(w);
   grad_reduce(w, w->pc.embed, &w->ehb);
   w_wait(w, &w->gh);
@@ -825,6 +833,7 @@ static void stage_opt(bs_wl *w) {
   w_free(w, &w->gbuck);
   int64_t n = w->zero >= 1 && w->pc.dp > 1 ? w->pc.shard_total : w->pc.total;
   bs_compute *c = plan_compute(w->it, BS_K_ELEMWISE);
+  c->label = "Adam step";
   c->ew = BS_EW_GENERIC;
   c->elems = n * BS_ADAM_BYTES_PER_PARAM / (2 * w->es); /* the roofline reads + writes 2 x elems x es */
   c->flops = 12.0 * (double)n;

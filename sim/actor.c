@@ -225,6 +225,7 @@ static int do_coll(rank_state *rs, const bs_op *op) {
   handle *h = &rs->h[hd];
   h->coll_seq = seq;
   h->group = *g;
+  h->ckind = op->u.coll.kind;
   h->kind = H_COLL;
   h->coll = a;
   h->t_post = simgrid_get_clock();
@@ -291,6 +292,21 @@ static void wait_each(rank_state *rs, sg_comm_t *comms, int *which, int nc) {
   }
 }
 
+/* The trace's name of a wait: what its first handle is ("wait: dp x cp gradients reduce_scatter",
+ * "wait: recv from 3, step 2"). */
+static void wait_name(const rank_state *rs, const handle *h, char *nm, size_t n) {
+  static const char *const kind[] = {"tp", "cp", "dp x cp gradients", "pp"};
+  const sim_ctx *c = rs->ctx;
+  if (h->kind == H_COLL) {
+    int k = c->mesh.size[0] > 0 ? bs_mesh_group_kind(&c->mesh, h->group.first, h->group.stride, h->group.size) : -1;
+    snprintf(nm, n, "wait: %s%s%s", k >= 0 ? kind[k] : "", k >= 0 ? " " : "", bs_coll_name((bs_coll_kind)h->ckind));
+  } else if (h->step >= 0) {
+    snprintf(nm, n, "wait: %s %d, step %d", h->kind == H_SEND ? "send to" : "recv from", h->peer, h->step);
+  } else {
+    snprintf(nm, n, "wait: %s %d", h->kind == H_SEND ? "send to" : "recv from", h->peer);
+  }
+}
+
 static int do_wait(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int n = op->u.wait.n;
@@ -301,6 +317,10 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   sg_comm_t comms[BS_MAX_WAIT];
   int which[BS_MAX_WAIT], nc = 0;
   double t0 = simgrid_get_clock();
+  char nm[80] = "wait";
+  if (c->trace && n > 0 && op->u.wait.handles[0] >= 0 && op->u.wait.handles[0] < MAX_HANDLES &&
+      rs->h[op->u.wait.handles[0]].kind != H_FREE)
+    wait_name(rs, &rs->h[op->u.wait.handles[0]], nm, sizeof nm);
   for (int i = 0; i < n; i++) {
     int hd = op->u.wait.handles[i];
     if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind == H_FREE) {
@@ -338,7 +358,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   double t1 = simgrid_get_clock();
   rs->exposed += t1 - t0;
   rs->peer_wait += (ready < t1 ? ready : t1) - t0;
-  if (t1 > t0) sim_trace_event(c, "wait", rs->rank, rs->node, t0, t1, "wait");
+  if (t1 > t0) sim_trace_event(c, nm, rs->rank, rs->node, t0, t1, "wait");
   return 0;
 }
 
@@ -367,7 +387,16 @@ static int do_compute(rank_state *rs, const bs_op *op) {
   }
   double t1 = simgrid_get_clock();
   rs->compute += t1 - t0;
-  sim_trace_event(c, bs_kernel_name(op->u.compute.kernel), rs->rank, rs->node, t0, t1, "compute");
+  if (c->trace) {
+    const bs_compute *k = &op->u.compute;
+    char nm[80];
+    if (k->label) snprintf(nm, sizeof nm, "%s", k->label);
+    else if (k->kernel <= BS_K_ATTN_BWD_UNFUSED && op->step >= 0)
+      snprintf(nm, sizeof nm, "attention %s, step %d", k->kernel <= BS_K_ATTN_FWD_UNFUSED ? "forward" : "backward",
+               op->step);
+    else snprintf(nm, sizeof nm, "%s", bs_kernel_name(k->kernel));
+    sim_trace_event(c, nm, rs->rank, rs->node, t0, t1, "compute");
+  }
   return 0;
 }
 

@@ -58,6 +58,7 @@ typedef struct {
   double t_match; /* SEND / RECV: when both sides had posted (-1: not yet, or not known) */
   int coll_seq;   /* COLL: the rank's collective number ... */
   bs_group group; /* ... and its group (whose members' arrivals bound the wait for peers) */
+  int ckind;      /* COLL: its bs_coll_kind, for the trace */
 } handle;
 
 typedef struct {
