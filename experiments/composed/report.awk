@@ -49,11 +49,12 @@ END {
   print ""
   table("meta", "Llama 3.1 405B prefill (FP8 GEMMs), 128K tokens: TP 8 in a node x context-parallel ring over N nodes")
   table("meta-tp", "Llama 3.1 405B prefill, 128K tokens: tensor parallelism alone over 2 and 4 nodes (TP 16, TP 32)")
+  print "The tp plan shards the KV heads, so it stops at 8 ranks for 405B's 8 KV heads (replicating them,"
+  print "as some inference engines do, is not modelled): context parallelism is how this model crosses nodes."
+  print ""
   table("meta-1m", "Llama 3.1 405B prefill, 1M tokens on 16 nodes (128 GPUs), TP 8 x CP 16")
   if (TT[8, 131072] != "" && TT[128, 131072] != "")
     printf "From 1 to 16 nodes the 128K prefill goes from %s to %s (%.1fx faster on 16x the GPUs).", tm(TT[8, 131072]), tm(TT[128, 131072]), TT[8, 131072] / TT[128, 131072]
-  if (TT[16, 131072] != "" && TTP[16, 131072] != "")
-    printf " On 2 nodes TP 8 x CP 2 takes %s against %s for TP 16 (its all-reduces cross the nodes twice a layer).", tm(TT[16, 131072]), tm(TTP[16, 131072])
   print " The projections and MLP run in FP8 with FP8 weights (`model.fp8 = all`), as Meta serves the"
   print "model: 51 GB of weights a GPU at TP 8, where bf16 would need 101 GB."
   print ""
