@@ -8,20 +8,25 @@ function fits() { return V["status"] != "ok" ? V["status"] : (V["oom"] == "1" ? 
 function mfu() { return V["mfu"] == "" ? "-" : sprintf("%.1f %%", 100 * V["mfu"]) }
 function tps() { return V["tokens_per_s_per_gpu"] == "" ? "-" : sprintf("%.0f", V["tokens_per_s_per_gpu"]) }
 function stp() { return V["step_s"] == "" ? "-" : tm(V["step_s"]) }
-function grid() { return sprintf("%s x %s x %s x %s", V["tp"], V["cp"], V["dp"], V["pp"]) }
+function grid() {
+  return sprintf("%s x %s x %s x %s%s", V["tp"], V["cp"], V["dp"], V["pp"],
+                 V["method"] == "usp" ? " (ulysses " V["ulysses_degree"] ")" : "")
+}
 {
   if (!csv_row()) next
   t = FILENAME; sub(/.*\//, "", t); sub(/\.csv$/, "", t)
   n = ++N[t]
   ROW[t, n] = sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", V["method"], V["gpus"], tok(V["seq_len"]),
                       cell(V["tp"]) == "-" ? "-" : grid(), stp(), tps(), mfu(), gib(V["peak_bytes_max"]), fits())
-  if (V["status"] == "ok") {
+  if (V["status"] == "ok" && V["oom"] != "1") {
     if (t == "grid" && (BEST == "" || V["step_s"] + 0 < BEST)) { BEST = V["step_s"] + 0; BESTG = grid() }
     if (t == "grid" && (WORST == "" || V["step_s"] + 0 > WORST)) { WORST = V["step_s"] + 0; WORSTG = grid() }
     if (t ~ /^meta/ && V["method"] == "ring") { TT[V["gpus"], V["seq_len"]] = V["step_s"] }
     if (t ~ /^meta/ && V["method"] == "tp") { TTP[V["gpus"], V["seq_len"]] = V["step_s"] }
     if (t == "usp" && (UB == "" || V["step_s"] + 0 < UB)) { UB = V["step_s"] + 0; UBG = "tp " V["tp"] ", ulysses " V["ulysses_degree"] }
-  } else if (t == "usp") REFUSED++
+  }
+  if (t == "usp" && V["status"] != "ok") REFUSED++
+  if (t == "usp" && V["oom"] == "1") UOOM++
 }
 function table(t, title,   i) {
   print "### " title
@@ -45,7 +50,7 @@ END {
   print "per sequence of the recipe."
   print ""
   table("grid", "LLaMA-2-7B, 1M tokens, 1024 GPUs: tensor parallel inside a node, burst ring across nodes")
-  printf "The fastest split here is %s (tp x cp x dp x pp) at %s a step, the slowest %s at %s.\n", BESTG, tm(BEST), WORSTG, tm(WORST)
+  printf "The fastest split that fits here is %s (tp x cp x dp x pp) at %s a step, the slowest %s at %s.\n", BESTG, tm(BEST), WORSTG, tm(WORST)
   print ""
   table("meta", "Llama 3.1 405B prefill (FP8 GEMMs), 128K tokens: TP 8 in a node x context-parallel ring over N nodes")
   table("meta-tp", "Llama 3.1 405B prefill, 128K tokens: tensor parallelism alone over 2 and 4 nodes (TP 16, TP 32)")
@@ -54,12 +59,12 @@ END {
   print ""
   table("meta-1m", "Llama 3.1 405B prefill, 1M tokens on 16 nodes (128 GPUs), TP 8 x CP 16")
   if (TT[8, 131072] != "" && TT[128, 131072] != "")
-    printf "From 1 to 16 nodes the 128K prefill goes from %s to %s (%.1fx faster on 16x the GPUs).", tm(TT[8, 131072]), tm(TT[128, 131072]), TT[8, 131072] / TT[128, 131072]
-  print " The projections and MLP run in FP8 with FP8 weights (`model.fp8 = all`), as Meta serves the"
+    printf "From 1 to 16 nodes the 128K prefill goes from %s to %s (%.1fx faster on 16x the GPUs).\n", tm(TT[8, 131072]), tm(TT[128, 131072]), TT[8, 131072] / TT[128, 131072]
+  print "The projections and MLP run in FP8 with FP8 weights (`model.fp8 = all`), as Meta serves the"
   print "model: 51 GB of weights a GPU at TP 8, where bf16 would need 101 GB."
   print ""
   table("usp", "LLaMA-3-8B, 128K tokens, 16 GPUs: tensor parallel x Ulysses x ring (usp)")
-  printf "The fastest is %s at %s; %d combinations are refused (tp x ulysses must not exceed the 8 KV heads).\n", UBG, tm(UB), REFUSED
+  printf "The fastest that fits is %s at %s; %d combinations pass the 80 GB and %d are refused (tp x ulysses must not exceed the 8 KV heads).\n", UBG, tm(UB), UOOM, REFUSED
   print ""
   print "![Llama 3.1 405B prefill](prefill.png)"
 }

@@ -22,8 +22,7 @@ sweep meta-1m "$HERE/meta-405b.ini" --set parallel.gpus=128 --set workload.seq_l
 sweep usp "$HERE/usp-llama3-8b.ini"
 
 # nodes, prefill time, ideal scaling from one node (ok points of the 128K sweep)
-awk -f "$LIB/csv.awk" -e 'csv_row() && V["status"] == "ok" { n = V["gpus"] / 8; if (n == 1) t1 = V["step_s"];
-  print n, V["step_s"], (t1 != "" ? t1 / n : V["step_s"]) }' "$OUT/meta.csv" > "$OUT/dat/meta.dat"
+awk -f "$LIB/csv.awk" -f "$HERE/prefill.awk" "$OUT/meta.csv" > "$OUT/dat/meta.dat"
 gnuplot -e "d='$OUT/dat'; o='$OUT'" "$HERE/plot.gp"
 cd "$OUT"
 awk -f "$LIB/csv.awk" -f "$LIB/fmt.awk" -f "$HERE/report.awk" nemo-16k.csv nemo-64k.csv grid.csv meta.csv meta-tp.csv \
