@@ -51,8 +51,9 @@ static void put_json_text(FILE *f, const char *s) {
   }
 }
 
-/* The tracks named: a process per node ("node 3"), a thread per rank ("rank 17"; a folded actor
- * "rank 17 (fold: for N ranks)"), and the note of a partial trace as an instant event at 0. */
+/* The tracks named: a process per node ("node 3"), a thread per rank ("rank 17"; composed, its
+ * place in the grid "rank 17 (tp 1, cp 4, dp 0, pp 0)"; a folded actor "... (fold: for N ranks)"),
+ * and the note of a partial trace as an instant event at 0. */
 static void trace_names(sim_ctx *c) {
   for (int s = 0; s < c->A; s++) {
     const rank_state *rs = &c->rs[s];
@@ -63,6 +64,10 @@ static void trace_names(sim_ctx *c) {
               rs->node, rs->node);
     fprintf(c->trace, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"rank %d",
             rs->node, rs->rank, rs->rank);
+    if (c->mesh.size[0] > 0 && c->mesh.size[BS_DIM_CP] < c->G) /* its place in the grid: its role */
+      fprintf(c->trace, " (tp %d, cp %d, dp %d, pp %d)", bs_mesh_coord(&c->mesh, rs->rank, BS_DIM_TP),
+              bs_mesh_coord(&c->mesh, rs->rank, BS_DIM_CP), bs_mesh_coord(&c->mesh, rs->rank, BS_DIM_DP),
+              bs_mesh_coord(&c->mesh, rs->rank, BS_DIM_PP));
     if (c->A < c->G) fprintf(c->trace, " (fold: for %d ranks)", c->G / c->A);
     fprintf(c->trace, "\"}}");
   }
