@@ -21,11 +21,10 @@ done
 wall=$(($(date +%s) - start))
 
 # One row per point: method, seq_len, whatif, step_s, wait_for_peers_s, comm_exposed_s, compute_s,
-# status (CSV columns 1, 3, 37, 21, 36, 25, 24, 35; the what-if label holds no comma, its spaces
-# become '+'; the error is "" when none).
+# status (the CSV's columns by name, lib/csv.awk; the what-if label holds no comma, its spaces
+# become '+').
 for f in "$OUT"/straggler-*.csv "$OUT"/nic-*.csv "$OUT"/failed-*.csv "$OUT"/leaf-*.csv; do
-  awk -F, 'NR > 1 { e = $35; gsub(/"/, "", e); w = $37; gsub(/ /, "+", w)
-                    print $1, $3, w, $21, $36, $25, $24, (e == "" ? "ok" : "error") }' "$f"
+  awk -f "$LIB/csv.awk" -f "$HERE/points.awk" "$f"
 done > "$OUT/points.txt"
 
 # Slowdown against each method's uniform point (what-if "none"); straggler factor series for the plot.
