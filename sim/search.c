@@ -240,7 +240,7 @@ static int walk_all(bs_search *s, const bs_search_opts *o, double t0, char *err,
       break;
     }
     char why[256];
-    int w = bs_sim_walk(&c->cfg, o->opts, prof, &c->walk, why, sizeof why);
+    int w = bs_sim_walk(&c->cfg, o->opts, prof, !o->all_ranks, &c->walk, why, sizeof why);
     if (w == -2 || w == -1) { /* -1: a plan that breaks its own invariants is not a candidate either */
       c->status = BS_CAND_ILLEGAL;
       snprintf(c->why, sizeof c->why, "%s", why);
@@ -324,7 +324,9 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
       s->skipped++;
       continue;
     }
-    if (!o->brute_force && nt == K && c->bound > top[K - 1] && dominated(s, sim, nsim, c->bound, c->walk.peak_bytes)) {
+    if (o->dry_run) continue;
+    if (!o->brute_force && nt == K && c->bound > top[K - 1] &&
+        (o->top_only || dominated(s, sim, nsim, c->bound, c->walk.peak_bytes))) {
       c->status = BS_CAND_BOUND;
       s->bound++;
       continue;
@@ -345,8 +347,14 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
       s->failed++;
       continue;
     }
-    c->status = BS_CAND_SIMULATED;
     s->simulated++;
+    if (c->res.mem.oom) { /* past the capacity on a rank the corner walk did not see */
+      c->status = BS_CAND_MEMORY;
+      s->memory++;
+      s->memory_by_sim++;
+      continue;
+    }
+    c->status = BS_CAND_SIMULATED;
     sim[nsim++] = order[j];
     if (c->res.time.step < c->bound) s->bound_violations++;
     top_insert(top, &nt, K, c->res.time.step);

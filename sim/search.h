@@ -27,7 +27,7 @@ typedef struct {
 typedef enum {
   BS_CAND_PENDING = 0,
   BS_CAND_ILLEGAL,   /* the plan (or the platform) refuses it: why */
-  BS_CAND_MEMORY,    /* its peak memory passes the capacity: never simulated */
+  BS_CAND_MEMORY,    /* its peak memory passes the capacity: not simulated (but memory_by_sim) */
   BS_CAND_BOUND,     /* its lower bound rules it out of the top K and the front: never simulated */
   BS_CAND_SIMULATED, /* res holds its figures */
   BS_CAND_FAILED,    /* the simulation failed or the simulator refused it: why */
@@ -55,6 +55,7 @@ typedef struct {
   bs_cand *c;
   int n;
   int legal, memory, bound, simulated, failed, skipped;
+  int memory_by_sim;    /* of memory: found out of memory by their simulation (counted in simulated too) */
   int bound_violations; /* simulated steps below their bound (must stay 0: the bound's proof) */
   bs_search_reason reasons[BS_SEARCH_MAX_REASONS];
   int nreasons, other_reasons;
@@ -72,6 +73,9 @@ typedef struct {
   bs_search_progress progress; /* or NULL */
   void *progress_ctx;
   int brute_force; /* tests: simulate every legal point that fits, no bound */
+  int dry_run;     /* walk only: legality, memory and bounds, nothing simulated */
+  int top_only;    /* skip by the top K alone: the front is then that of the simulated points */
+  int all_ranks;   /* walk every rank, not the grid's corners (walk.h) */
 } bs_search_opts;
 
 /* The candidates of the base points (a scenario's cross product) with the auto keys spread over

@@ -89,8 +89,36 @@ static int walk_rank(const bs_plan *plan, int rank, const bs_config *cfg, const 
   return rc;
 }
 
-/* Every rank of one depth: the highest peak (first such rank's classes) and the busiest rank's compute. */
-static int walk_plan(const bs_config *cfg, int rpn, const bs_profile *prof, bs_walk *out, char *err, size_t errlen) {
+/*
+ * The corner ranks of cfg's grid: every combination of the first and the last coordinate of
+ * tp, cp, dp and pp (at most 16 ranks), in rank order. *n of them; 0, or -1 (not a grid).
+ */
+static int corner_ranks(const bs_config *cfg, int *ranks, int *n) {
+  bs_mesh m;
+  if (bs_mesh_of(cfg, &m, NULL, 0)) return -1;
+  *n = 0;
+  for (int mask = 0; mask < 1 << BS_DIM_COUNT; mask++) {
+    int r = 0, dup = 0;
+    for (int d = 0; d < BS_DIM_COUNT; d++) {
+      int last = mask >> d & 1;
+      if (last && m.size[d] == 1) dup = 1; /* the same rank as with the first coordinate */
+      r += (last ? m.size[d] - 1 : 0) * m.stride[d];
+    }
+    if (!dup) ranks[(*n)++] = r;
+  }
+  for (int i = 1; i < *n; i++) /* rank order, as the simulator scans its ranks */
+    for (int j = i; j > 0 && ranks[j - 1] > ranks[j]; j--) {
+      int t = ranks[j];
+      ranks[j] = ranks[j - 1];
+      ranks[j - 1] = t;
+    }
+  return 0;
+}
+
+/* Every rank (or the corners) of one depth: the highest peak (first such rank's classes) and the
+ * busiest rank's compute. */
+static int walk_plan(const bs_config *cfg, int rpn, const bs_profile *prof, int corners, bs_walk *out, char *err,
+                     size_t errlen) {
   bs_plan *plan = NULL;
   if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return -2;
   rank_mem *m = malloc(sizeof *m);
@@ -99,16 +127,18 @@ static int walk_plan(const bs_config *cfg, int rpn, const bs_profile *prof, bs_w
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  int rc = 0, G = bs_plan_ranks(plan);
+  int rc = 0, G = bs_plan_ranks(plan), list[1 << BS_DIM_COUNT], nlist = 0;
+  if (corners && corner_ranks(cfg, list, &nlist)) corners = 0;
   out->peak_bytes = 0;
   out->compute_s = 0;
   memset(out->breakdown, 0, sizeof out->breakdown);
-  for (int r = 0; r < G && !rc; r++) {
+  for (int i = 0; i < (corners ? nlist : G) && !rc; i++) {
+    int r = corners ? list[i] : i;
     int64_t peak, cls[BS_MEM_CLASS_COUNT];
     double comp;
     rc = walk_rank(plan, r, cfg, prof, m, &peak, cls, &comp, err, errlen);
     if (rc) break;
-    if (peak > out->peak_bytes || r == 0) {
+    if (peak > out->peak_bytes || i == 0) {
       out->peak_bytes = peak;
       memcpy(out->breakdown, cls, sizeof cls);
     }
@@ -126,8 +156,8 @@ static int exti(int64_t a, int64_t b, int64_t k, int64_t *x) {
                                                                                                                    : 0;
 }
 
-int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, bs_walk *out, char *err,
-                size_t errlen) {
+int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int corners, bs_walk *out,
+                char *err, size_t errlen) {
   bs_sim_opts opts;
   if (opts_in) opts = *opts_in;
   else bs_sim_opts_default(&opts);
@@ -138,7 +168,7 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   out->capacity_bytes = bs_profile_capacity_bytes(prof);
   int rc;
   if (!bs_sim_layers_apply(cfg, &opts)) {
-    rc = walk_plan(cfg, ps.ranks_per_node, prof, out, err, errlen);
+    rc = walk_plan(cfg, ps.ranks_per_node, prof, corners, out, err, errlen);
     out->oom = out->peak_bytes > out->capacity_bytes;
     return rc;
   }
@@ -149,8 +179,8 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   bs_walk a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  if ((rc = walk_plan(&ca, ps.ranks_per_node, prof, &a, err, errlen)) ||
-      (rc = walk_plan(&cb, ps.ranks_per_node, prof, &b, err, errlen)))
+  if ((rc = walk_plan(&ca, ps.ranks_per_node, prof, corners, &a, err, errlen)) ||
+      (rc = walk_plan(&cb, ps.ranks_per_node, prof, corners, &b, err, errlen)))
     return rc;
   int64_t k = cfg->model.layers - 3;
   if (exti(a.peak_bytes, b.peak_bytes, k, &out->peak_bytes)) {

@@ -43,10 +43,17 @@ typedef struct {
  * Walks every rank's plan of cfg (ALLOC, FREE and COMPUTE only) on the
  * platform opts and prof give. With the layer shortcut (bs_sim_layers_apply)
  * the 3- and 4-layer models are walked and extended to L layers as bs_sim_run
- * extends them. Returns 0; -2 when the point is not valid (bs_plan_create's
+ * extends them.
+ * corners = 1 walks only the corner ranks of the grid (the first and the last coordinate of
+ * each of tp, cp, dp, pp: at most 16 ranks) instead of all: the peak and the compute are then
+ * those of a subset of the ranks, so at most the simulator's (equal when the rank that holds
+ * the peak, or the busiest, is a corner: the last rank of a contiguous causal ring, the first
+ * pipeline stage); still a lower bound of the step, and a peak past the capacity is still an
+ * out-of-memory point. Search walks the corners (a 256-rank ring walked whole costs seconds).
+ * Returns 0; -2 when the point is not valid (bs_plan_create's
  * error, or the platform's: the message names the key); -1 on a broken plan.
  */
-int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, bs_walk *out, char *err,
-                size_t errlen);
+int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int corners, bs_walk *out,
+                char *err, size_t errlen);
 
 #endif

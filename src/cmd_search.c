@@ -46,6 +46,9 @@ static void search_usage(FILE *f) {
           "  --report DIR   DIR/report.md with DIR/front.png (gnuplot) of the Pareto front\n"
           "  --profile P    profile name or JSON file (overrides cluster.profile)\n"
           "  --quiet        no progress line\n"
+          "  --dry-run      walk only: the counts, each fitting point's lower bound and peak, no simulation\n"
+          "  --top-only     skip by the top K alone (fewer simulations; the front is then the simulated\n"
+          "                 points' front, not necessarily the whole space's)\n"
           "\n"
           "Ctrl-C ends the search and prints the best found so far. Exit status: 0 a configuration\n"
           "fits; 1 none fits or an output could not be written; 2 bad input or an empty space.\n");
@@ -54,7 +57,7 @@ static void search_usage(FILE *f) {
 typedef struct {
   const char *scenario, *out, *csv, *report, *profile;
   char *sets[MAX_SETS];
-  int nsets, top, quiet, help;
+  int nsets, top, quiet, help, dry_run, top_only;
 } search_args;
 
 static int parse_int(const char *v, int lo, int hi, int *out) {
@@ -76,8 +79,8 @@ static int parse_args(int argc, char **argv, search_args *A, char *err, size_t n
       A->help = 1;
       return 0;
     }
-    if (!strcmp(a, "--quiet")) {
-      A->quiet = 1;
+    if (!strcmp(a, "--quiet") || !strcmp(a, "--dry-run") || !strcmp(a, "--top-only")) {
+      *(a[2] == 'q' ? &A->quiet : a[2] == 'd' ? &A->dry_run : &A->top_only) = 1;
       continue;
     }
     if (!strcmp(a, "--out")) dst = &A->out;
@@ -207,13 +210,33 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
           "\ncandidates %d: illegal %d, legal %d (pruned by memory %d, pruned by bound %d, simulated %d, failed %d%s)"
           "; a brute force would simulate %d; %.1f s\n",
           s->n, illegal_count(s), s->legal, s->memory, s->bound, s->simulated, s->failed,
-          s->interrupted ? ", interrupted" : "", s->legal - s->memory, s->wall_s);
+          s->interrupted ? ", interrupted" : "", s->legal - s->memory + s->memory_by_sim, s->wall_s);
+  if (s->memory_by_sim)
+    fprintf(f, "%d of the simulated passed the capacity on a rank the walk of the grid's corners did not see\n",
+            s->memory_by_sim);
   if (s->skipped) fprintf(f, "interrupted: %d candidates not examined; the best found so far is above\n", s->skipped);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "  illegal x%d: %s\n", s->reasons[i].count, s->reasons[i].example);
   if (s->other_reasons) fprintf(f, "  illegal x%d: other reasons\n", s->other_reasons);
   if (s->bound_violations)
     fprintf(f, "warning: %d simulated steps fell below their lower bound (a bug: please report)\n",
             s->bound_violations);
+}
+
+/* --dry-run: the counts and the cheapest bounds, nothing simulated. */
+static void dry_run_report(const bs_search *s) {
+  int n = 0;
+  for (int i = 0; i < s->n; i++) n += s->c[i].status == BS_CAND_PENDING;
+  printf("candidates %d: illegal %d, legal %d (pruned by memory %d, to simulate at most %d)\n", s->n, illegal_count(s),
+         s->legal, s->memory, n);
+  for (int i = 0; i < s->nreasons; i++) printf("  illegal x%d: %s\n", s->reasons[i].count, s->reasons[i].example);
+  printf("lower bound (s)  peak GiB (grid corners)  configuration\n");
+  for (int i = 0; i < s->n; i++) {
+    const bs_cand *c = &s->c[i];
+    if (c->status != BS_CAND_PENDING) continue;
+    char l[256];
+    cfg_label(&c->cfg, l, sizeof l);
+    printf("%14.4g  %22.2f  %s\n", c->bound, gib(c->walk.peak_bytes), l);
+  }
 }
 
 /* ---- files --------------------------------------------------------------- */
@@ -242,11 +265,12 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
   cJSON_AddNumberToObject(o, "legal", s->legal);
   cJSON_AddNumberToObject(o, "pruned_memory", s->memory);
   cJSON_AddNumberToObject(o, "pruned_bound", s->bound);
+  cJSON_AddNumberToObject(o, "memory_found_by_simulation", s->memory_by_sim);
   cJSON_AddNumberToObject(o, "simulated", s->simulated);
   cJSON_AddNumberToObject(o, "failed", s->failed);
   cJSON_AddNumberToObject(o, "not_examined", s->skipped);
   cJSON_AddBoolToObject(o, "interrupted", s->interrupted);
-  cJSON_AddNumberToObject(o, "brute_force_simulations", s->legal - s->memory);
+  cJSON_AddNumberToObject(o, "brute_force_simulations", s->legal - s->memory + s->memory_by_sim);
   cJSON_AddNumberToObject(o, "wall_s", s->wall_s);
   cJSON *r = cJSON_AddArrayToObject(o, "illegal_reasons");
   for (int i = 0; i < s->nreasons; i++) {
@@ -362,8 +386,8 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   fprintf(f,
           "\n## Counts\n\n%d candidates: %d illegal, %d legal; %d pruned by memory (capacity %.2f GiB), %d "
           "pruned by bound, %d simulated, %d failed; a brute force would simulate %d. %.1f s.\n",
-          s->n, illegal_count(s), s->legal, s->memory, cap, s->bound, s->simulated, s->failed, s->legal - s->memory,
-          s->wall_s);
+          s->n, illegal_count(s), s->legal, s->memory, cap, s->bound, s->simulated, s->failed,
+          s->legal - s->memory + s->memory_by_sim, s->wall_s);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "\n- illegal x%d: %s", s->reasons[i].count, s->reasons[i].example);
   fprintf(f, "\n");
   fclose(f);
@@ -440,7 +464,7 @@ int cmd_search(int argc, char **argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old);
   int tty = isatty(2) && !A.quiet;
-  bs_search_opts so = {A.top, &opts, &stop_flag, tty ? progress : NULL, NULL, 0};
+  bs_search_opts so = {A.top, &opts, &stop_flag, tty ? progress : NULL, NULL, 0, A.dry_run, A.top_only, 0};
   int rc = bs_search_run(&s, &so, err, sizeof err);
   sigaction(SIGINT, &old, NULL);
   if (tty) fprintf(stderr, "\r\033[K");
@@ -456,6 +480,12 @@ int cmd_search(int argc, char **argv) {
     bs_search_free(&s);
     bs_scenario_free(&sc);
     return 2;
+  }
+  if (A.dry_run) {
+    dry_run_report(&s);
+    bs_search_free(&s);
+    bs_scenario_free(&sc);
+    return 0;
   }
   int nr = 0, nf = 0, *rank = bs_search_ranking(&s, &nr), *front = bs_search_front(&s, &nf);
   int k = nr < A.top ? nr : A.top;

@@ -43,7 +43,7 @@ static void walk_vs_sim(const bs_config *c, const char *what) {
   assert_non_null(prof);
   assert_int_equal(bs_profile_load(c->cluster.profile, prof, err, sizeof err), 0);
   bs_walk w;
-  int wrc = bs_sim_walk(c, &o, prof, &w, err, sizeof err);
+  int wrc = bs_sim_walk(c, &o, prof, 0, &w, err, sizeof err);
   if (wrc) print_error("%s: walk: %s\n", what, err);
   assert_int_equal(wrc, 0);
   bs_result r;
@@ -63,6 +63,13 @@ static void walk_vs_sim(const bs_config *c, const char *what) {
   assert_true(rel <= 1e-6);
   /* ... and at most the step. */
   assert_true(w.compute_s * (1 - 2e-3) <= r.time.step);
+  /* The corners: a subset, so at most the whole walk; equal on these grids. */
+  bs_walk wc;
+  assert_int_equal(bs_sim_walk(c, &o, prof, 1, &wc, err, sizeof err), 0);
+  assert_true(wc.peak_bytes <= w.peak_bytes && wc.compute_s <= w.compute_s);
+  if (wc.peak_bytes != w.peak_bytes || wc.compute_s != w.compute_s)
+    print_message("%s: corners %lld B %.6g s, all ranks %lld B %.6g s\n", what, (long long)wc.peak_bytes, wc.compute_s,
+                  (long long)w.peak_bytes, w.compute_s);
   bs_result_free(&r);
   free(prof);
 }
@@ -109,7 +116,7 @@ static void run_search(const bs_config *base, const bs_search_autos *a, int brut
   assert_int_equal(bs_search_expand(base, 1, a, s, err, sizeof err), 0);
   bs_sim_opts o;
   bs_sim_opts_default(&o);
-  bs_search_opts so = {10, &o, NULL, NULL, NULL, brute};
+  bs_search_opts so = {10, &o, NULL, NULL, NULL, brute, 0, 0, 0};
   int rc = bs_search_run(s, &so, err, sizeof err);
   if (rc) print_error("search: %s\n", err);
   assert_int_equal(rc, 0);
@@ -133,7 +140,7 @@ static void test_brute_force(void **st) {
   assert_int_equal(fast.n, brute.n);
   assert_true(fast.simulated >= 10);
   assert_true(fast.bound > 0); /* the bound pruned something, or the test proves nothing */
-  assert_int_equal(brute.simulated, brute.legal - brute.memory);
+  assert_int_equal(brute.simulated, brute.legal - brute.memory + brute.memory_by_sim);
   int nf, nb, *rf = bs_search_ranking(&fast, &nf), *rb = bs_search_ranking(&brute, &nb);
   assert_true(nb >= 10);
   for (int i = 0; i < 10; i++) {
