@@ -254,7 +254,7 @@ static int walk_all(bs_search *s, const bs_search_opts *o, double t0, char *err,
       continue;
     }
     double slack = bs_sim_layers_apply(&c->cfg, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
-    c->bound = c->walk.compute_s * (1 - slack);
+    c->bound = (c->walk.replay_s > c->walk.compute_s ? c->walk.replay_s : c->walk.compute_s) * (1 - slack);
     if (o->progress && (i + 1) % 64 == 0) o->progress(o->progress_ctx, s, i + 1, s->n, NAN, bs_now_s() - t0);
   }
   for (int i = 0; i < np; i++) free(profs[i].prof);

@@ -36,16 +36,17 @@ typedef struct {
   int64_t capacity_bytes;                /* the profile's capacity less its reserve: memory.capacity_bytes */
   int oom;                               /* peak_bytes > capacity_bytes, as the result's memory.oom */
   double compute_s;                      /* the busiest rank's COMPUTE time at the profile's rates */
-  int ranks_per_node;                    /* what the plan was built with (the platform's) */
+  double replay_s;    /* the latest end with every message taking no time (walk.c): a lower bound of the step */
+  int ranks_per_node; /* what the plan was built with (the platform's) */
 } bs_walk;
 
 /*
- * Walks every rank's plan of cfg (ALLOC, FREE and COMPUTE only) on the
- * platform opts and prof give. With the layer shortcut (bs_sim_layers_apply)
+ * Replays every rank's plan of cfg on the platform opts and prof give, with
+ * compute at the profile's rates and every message taking no time (walk.c). With the layer shortcut (bs_sim_layers_apply)
  * the 3- and 4-layer models are walked and extended to L layers as bs_sim_run
  * extends them.
- * corners = 1 walks only the corner ranks of the grid (the first and the last coordinate of
- * each of tp, cp, dp, pp: at most 16 ranks) instead of all: the peak and the compute are then
+ * corners = 1 replays only the corner ranks of the grid (the first and the last coordinate of
+ * each of tp, cp, dp, with every pipeline stage: at most 8 pp ranks) instead of all: the peak and the compute are then
  * those of a subset of the ranks, so at most the simulator's (equal when the rank that holds
  * the peak, or the busiest, is a corner: the last rank of a contiguous causal ring, the first
  * pipeline stage); still a lower bound of the step, and a peak past the capacity is still an

@@ -155,11 +155,14 @@ static int tp_of(const bs_config *c) {
 static double tiny0(double x) { return fabs(x) < 1e-9 ? 0 : x; }
 
 static void cfg_label(const bs_config *c, char *b, size_t n) {
-  int l =
-    snprintf(b, n, "%s tp=%d dp=%d pp=%d layout=%s zero=%d recompute=%s micro_batch=%d", bs_method_name(c->par.method),
-             tp_of(c), c->par.dp > 0 ? c->par.dp : 1, c->par.pp > 0 ? c->par.pp : 1, bs_layout_name(c->par.layout),
-             c->par.zero, c->work.recompute ? "on" : "off", c->par.micro_batch);
-  if (c->par.micro_batch == 0 && l > 0 && (size_t)l + 4 < n) l += snprintf(b + l - 1, n - (size_t)l + 1, "auto") - 1;
+  int dp = c->par.dp > 0 ? c->par.dp : 1, pp = c->par.pp > 0 ? c->par.pp : 1, tp = tp_of(c);
+  int l = snprintf(
+    b, n, "%s tp=%d cp=%d dp=%d pp=%d layout=%s zero=%d recompute=%s micro_batch=", bs_method_name(c->par.method), tp,
+    c->par.gpus / (tp * dp * pp), dp, pp, bs_layout_name(c->par.layout), c->par.zero, c->work.recompute ? "on" : "off");
+  if (l > 0 && (size_t)l < n) {
+    if (c->par.micro_batch) l += snprintf(b + l, n - (size_t)l, "%d", c->par.micro_batch);
+    else l += snprintf(b + l, n - (size_t)l, "auto");
+  }
   if (c->par.method == BS_USP && l > 0 && (size_t)l < n)
     snprintf(b + l, n - (size_t)l, " ulysses_degree=%d", c->par.ulysses_degree);
 }
