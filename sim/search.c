@@ -13,12 +13,21 @@
  * earlier than the sum of its COMPUTE durations, and the step (the latest rank's
  * end, result.c) is at least the largest such sum over the ranks, the walk's
  * compute_s. A fold simulates one rank per class of ranks with the same
- * timeline, so the simulated step is still the maximum over all ranks. Pipeline
- * stages change which ops a rank has, not this argument.
+ * timeline, so the simulated step is still the maximum over all ranks.
+ * The walk's replay_s is tighter (walk.c): the ranks' ops replayed in program
+ * order with each COMPUTE taking d, a SEND/RECV pair completing when both are
+ * posted, a COLL when posted, and a rank outside the replay always ready. In
+ * the simulation a COMPUTE takes at least d, a message completes no earlier
+ * than both its posts (SimGrid's mailbox rendezvous), a WAIT returns no
+ * earlier than its handles complete, and a COLL no earlier than its post. By
+ * induction over each rank's ops in order, every op starts in the simulation
+ * no earlier than in the replay (each start is a maximum of sums of terms the
+ * simulation makes larger or equal), so every replayed rank's end, and their
+ * maximum replay_s, is at most the step. The bound is max(replay_s, compute_s).
  * With the layer shortcut the step is extended from 3 and 4 simulated layers,
  * which is not the full simulation: there the bound holds for the full
  * simulation, which the shortcut matches within 0.1 % (tests/sim/test_layers.c),
- * so the bound used is compute_s x (1 - LAYERS_SLACK). Every simulated step is
+ * so the bound used is the walk's bound x (1 - LAYERS_SLACK). Every simulated step is
  * checked against its bound (bound_violations), so a broken proof shows.
  *
  * Exactness of the skip: a candidate c is skipped only when K candidates are
