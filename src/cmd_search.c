@@ -300,6 +300,14 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
   return rc;
 }
 
+/* A point of the plot: peak GiB, step, and a short label (method, tp, cp, pp, recompute). */
+static void dat_row(FILE *f, const bs_cand *c) {
+  int dp = c->cfg.par.dp > 0 ? c->cfg.par.dp : 1, pp = c->cfg.par.pp > 0 ? c->cfg.par.pp : 1, tp = tp_of(&c->cfg);
+  fprintf(f, "%.4f %.6g \"%s tp%d cp%d pp%d%s\"\n", gib(c->res.mem.peak_bytes_max), c->res.time.step,
+          bs_method_name(c->cfg.par.method), tp, c->cfg.par.gpus / (tp * dp * pp), pp,
+          c->cfg.work.recompute ? " rc" : "");
+}
+
 /* DIR/front.dat, DIR/front.gp, DIR/front.png (when gnuplot runs) and DIR/report.md. */
 static int write_report(const char *dir, const char *scenario, const bs_search *s, const int *rank, int nr,
                         const int *front, int nf, int K, char *err, size_t n) {
@@ -315,13 +323,9 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
     return -1;
   }
   fprintf(f, "# peak_GiB step_s label (the Pareto front); then every simulated point\n");
-  for (int i = 0; i < nf; i++)
-    fprintf(f, "%.4f %.6g \"%s\"\n", gib(s->c[front[i]].res.mem.peak_bytes_max), s->c[front[i]].res.time.step,
-            bs_method_name(s->c[front[i]].cfg.par.method));
+  for (int i = 0; i < nf; i++) dat_row(f, &s->c[front[i]]);
   fprintf(f, "\n\n");
-  for (int i = 0; i < nr; i++)
-    fprintf(f, "%.4f %.6g \"%s\"\n", gib(s->c[rank[i]].res.mem.peak_bytes_max), s->c[rank[i]].res.time.step,
-            bs_method_name(s->c[rank[i]].cfg.par.method));
+  for (int i = 0; i < nr; i++) dat_row(f, &s->c[rank[i]]);
   fclose(f);
   snprintf(p, sizeof p, "%s/front.gp", dir);
   if (!(f = fopen(p, "w"))) {
