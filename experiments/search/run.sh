@@ -47,4 +47,26 @@ for cluster in a100 h100; do
     head -3 "$OUT/$cluster-longest-$n.txt" >> "$OUT/$cluster-longest.txt"
   done
 done
-echo "reports in $OUT"
+# One summary: the answers, and the best split's report per cluster.
+{
+  echo "# burstsim search: three questions on LLaMA-2-7B (experiments/search/run.sh)"
+  for cluster in a100 h100; do
+    echo
+    echo "## $cluster"
+    echo
+    echo "Fewest GPUs for 512K tokens:"
+    echo
+    grep -E "fit on|do not fit" "$OUT/$cluster-fewest-gpus.txt" | sed 's/^/- /'
+    echo
+    echo "Longest sequence on 16 GPUs:"
+    echo
+    grep -E "fit on|do not fit" "$OUT/$cluster-longest.txt" | sed 's/^/- /'
+    echo
+    echo "Best split of 32 GPUs at 256K tokens ($cluster-best-split/report.md):"
+    echo
+    sed -n '/^## Top/,/^## Why/p' "$OUT/$cluster-best-split/report.md" | grep '^|'
+    echo
+    grep -E '^[0-9]+ candidates' "$OUT/$cluster-best-split/report.md"
+  done
+} > "$OUT/report.md"
+echo "reports in $OUT (summary: $OUT/report.md)"
