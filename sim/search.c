@@ -334,6 +334,10 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
       continue;
     }
     if (o->dry_run) continue;
+    if (o->parts > 1 && j % o->parts != o->part) {
+      c->status = BS_CAND_REMOTE;
+      continue;
+    }
     if (!o->brute_force && nt == K && c->bound > top[K - 1] &&
         (o->top_only || dominated(s, sim, nsim, c->bound, c->walk.peak_bytes))) {
       c->status = BS_CAND_BOUND;
@@ -359,6 +363,7 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
     s->simulated++;
     if (c->res.mem.oom) { /* past the capacity on a rank the corner walk did not see */
       c->status = BS_CAND_MEMORY;
+      c->sim_oom = 1;
       s->memory++;
       s->memory_by_sim++;
       continue;
@@ -401,6 +406,20 @@ int *bs_search_front(const bs_search *s, int *n) {
     }
   }
   return r;
+}
+
+void bs_search_recount(bs_search *s) {
+  s->legal = s->memory = s->bound = s->simulated = s->failed = s->skipped = s->memory_by_sim = 0;
+  for (int i = 0; i < s->n; i++) {
+    const bs_cand *c = &s->c[i];
+    s->legal += c->status != BS_CAND_ILLEGAL && !(c->status == BS_CAND_SKIPPED && c->walk.capacity_bytes == 0);
+    s->memory += c->status == BS_CAND_MEMORY;
+    s->memory_by_sim += c->sim_oom;
+    s->simulated += c->status == BS_CAND_SIMULATED || c->sim_oom;
+    s->bound += c->status == BS_CAND_BOUND;
+    s->failed += c->status == BS_CAND_FAILED;
+    s->skipped += c->status == BS_CAND_SKIPPED;
+  }
 }
 
 void bs_search_free(bs_search *s) {

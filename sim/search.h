@@ -31,7 +31,8 @@ typedef enum {
   BS_CAND_BOUND,     /* its lower bound rules it out of the top K and the front: never simulated */
   BS_CAND_SIMULATED, /* res holds its figures */
   BS_CAND_FAILED,    /* the simulation failed or the simulator refused it: why */
-  BS_CAND_SKIPPED    /* the search was interrupted before it */
+  BS_CAND_SKIPPED,   /* the search was interrupted before it */
+  BS_CAND_REMOTE     /* under mpirun: another rank's (bs_search_opts.part) */
 } bs_cand_status;
 
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
   char why[256];
   bs_walk walk;
   double bound; /* seconds: the step is at least this */
+  int sim_oom;  /* simulated, and found past the capacity by the simulation */
   bs_result res;
 } bs_cand;
 
@@ -68,6 +70,9 @@ typedef void (*bs_search_progress)(void *ctx, const bs_search *s, int done, int 
 
 typedef struct {
   int top_k;                   /* K (>= 1) */
+  int part, parts;             /* under mpirun: simulate the j-th cheapest candidate when j % parts == part
+                                  (parts <= 1: all); pruning then uses this part's results alone, which
+                                  prunes less but stays exact */
   const bs_sim_opts *opts;     /* how every point is simulated */
   volatile sig_atomic_t *stop; /* set (by SIGINT) to end the search with what it has */
   bs_search_progress progress; /* or NULL */
@@ -92,6 +97,9 @@ int *bs_search_ranking(const bs_search *s, int *n);
 /* The Pareto front of step time against peak memory among the simulated candidates, fastest
  * first (each uses less memory than every faster one). Caller frees. */
 int *bs_search_front(const bs_search *s, int *n);
+
+/* The counts recomputed from the candidates' statuses (after merging the parts of mpirun ranks). */
+void bs_search_recount(bs_search *s);
 
 void bs_search_free(bs_search *s);
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <mpi.h>
 
 #include "commands.h"
 #include "output.h"
@@ -50,6 +51,8 @@ static void search_usage(FILE *f) {
           "  --top-only     skip by the top K alone (fewer simulations; the front is then the simulated\n"
           "                 points' front, not necessarily the whole space's)\n"
           "\n"
+          "Under mpirun -np P the candidates are dealt to the ranks (cheapest bound first, round-robin);\n"
+          "each prunes with its own results and rank 0 gathers and prints.\n"
           "Ctrl-C ends the search and prints the best found so far. Exit status: 0 a configuration\n"
           "fits; 1 none fits or an output could not be written; 2 bad input or an empty space.\n");
 }
@@ -401,6 +404,72 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   return 0;
 }
 
+/* Launched by mpirun with more than one rank? (Open MPI's environment, or PMI's.) */
+static int launched_by_mpirun(void) {
+  const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+  if (!n) n = getenv("PMI_SIZE");
+  return n && atoi(n) > 1;
+}
+
+/* What one rank decided about a candidate it owned, sent to rank 0. */
+typedef struct {
+  int idx, status, sim_oom;
+  char why[256];
+  bs_result res; /* without its per-rank figures */
+} part_rec;
+
+/* Under mpirun: rank 0 takes in what every other rank decided about its candidates. 0 or -1. */
+static int merge_parts(bs_search *s, int rank, int size) {
+  if (rank != 0) {
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+      bs_cand_status st = s->c[i].status;
+      n += st == BS_CAND_SIMULATED || st == BS_CAND_BOUND || st == BS_CAND_FAILED || s->c[i].sim_oom ||
+           (st == BS_CAND_SKIPPED && s->c[i].walk.capacity_bytes > 0);
+    }
+    if (MPI_Send(&n, 1, MPI_INT, 0, 1, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+    for (int i = 0; i < s->n; i++) {
+      bs_cand *c = &s->c[i];
+      if (!(c->status == BS_CAND_SIMULATED || c->status == BS_CAND_BOUND || c->status == BS_CAND_FAILED || c->sim_oom ||
+            (c->status == BS_CAND_SKIPPED && c->walk.capacity_bytes > 0)))
+        continue;
+      part_rec r;
+      memset(&r, 0, sizeof r);
+      r.idx = i;
+      r.status = (int)c->status;
+      r.sim_oom = c->sim_oom;
+      memcpy(r.why, c->why, sizeof r.why);
+      r.res = c->res;
+      r.res.ranks = NULL;
+      r.res.nranks = 0;
+      r.res.mode = NULL;
+      if (MPI_Send(&r, (int)sizeof r, MPI_BYTE, 0, 2, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+    }
+    return 0;
+  }
+  part_rec *r = malloc(sizeof *r);
+  if (!r) return -1;
+  for (int src = 1; src < size; src++) {
+    int n = 0;
+    if (MPI_Recv(&n, 1, MPI_INT, src, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS) return free(r), -1;
+    for (int k = 0; k < n; k++) {
+      if (MPI_Recv(r, (int)sizeof *r, MPI_BYTE, src, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+          r->idx < 0 || r->idx >= s->n)
+        return free(r), -1;
+      bs_cand *c = &s->c[r->idx];
+      c->status = (bs_cand_status)r->status;
+      c->sim_oom = r->sim_oom;
+      memcpy(c->why, r->why, sizeof c->why);
+      c->res = r->res;
+      c->res.mode = "sim";
+    }
+  }
+  free(r);
+  bs_search_recount(s);
+  if (s->skipped) s->interrupted = 1;
+  return 0;
+}
+
 /* The keys search spreads when they are left out or set to auto. */
 static const char *const auto_keys[] = {"parallel.method",
                                         "parallel.tp",
@@ -465,14 +534,37 @@ int cmd_search(int argc, char **argv) {
     bs_scenario_free(&sc);
     return 2;
   }
+  int mpi_rank = 0, mpi_size = 1;
+  if (launched_by_mpirun()) {
+    setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0); /* the forked simulations never touch MPI */
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+      fprintf(stderr, "burstsim search: MPI_Init failed\n");
+      bs_search_free(&s);
+      bs_scenario_free(&sc);
+      return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+  }
   struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old);
-  int tty = isatty(2) && !A.quiet;
-  bs_search_opts so = {A.top, &opts, &stop_flag, tty ? progress : NULL, NULL, 0, A.dry_run, A.top_only, 0};
+  int tty = isatty(2) && !A.quiet && mpi_rank == 0;
+  bs_search_opts so = {A.top, mpi_rank, mpi_size,  &opts,      &stop_flag, tty ? progress : NULL,
+                       NULL,  0,        A.dry_run, A.top_only, 0};
   int rc = bs_search_run(&s, &so, err, sizeof err);
+  if (!rc && mpi_size > 1 && merge_parts(&s, mpi_rank, mpi_size)) {
+    fprintf(stderr, "burstsim search: rank %d: gathering the candidates failed\n", mpi_rank);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (mpi_size > 1) MPI_Finalize();
+  if (mpi_rank != 0) {
+    bs_search_free(&s);
+    bs_scenario_free(&sc);
+    return rc ? 2 : 0;
+  }
   sigaction(SIGINT, &old, NULL);
   if (tty) fprintf(stderr, "\r\033[K");
   if (rc) {

@@ -116,17 +116,38 @@ static void test_walk_peak_equals_sim(void **st) {
   }
 }
 
-static void run_search(const bs_config *base, const bs_search_autos *a, int brute, bs_search *s) {
+static void run_search_part(const bs_config *base, const bs_search_autos *a, int brute, int part, int parts,
+                            bs_search *s) {
   char err[512] = "";
   assert_int_equal(bs_search_expand(base, 1, a, s, err, sizeof err), 0);
   bs_sim_opts o;
   bs_sim_opts_default(&o);
-  bs_search_opts so = {10, &o, NULL, NULL, NULL, brute, 0, 0, 0};
+  bs_search_opts so = {.top_k = 10, .part = part, .parts = parts, .opts = &o, .brute_force = brute};
   int rc = bs_search_run(s, &so, err, sizeof err);
   if (rc) print_error("search: %s\n", err);
   assert_int_equal(rc, 0);
   assert_int_equal(s->bound_violations, 0);
   assert_int_equal(s->failed, 0);
+}
+
+static void run_search(const bs_config *base, const bs_search_autos *a, int brute, bs_search *s) {
+  run_search_part(base, a, brute, 0, 1, s);
+}
+
+/* Two mpirun ranks' parts, merged as cmd_search.c merges them: rank 1's candidates into rank 0's. */
+static void run_split(const bs_config *base, const bs_search_autos *a, bs_search *s) {
+  bs_search other;
+  run_search_part(base, a, 0, 0, 2, s);
+  run_search_part(base, a, 0, 1, 2, &other);
+  assert_int_equal(s->n, other.n);
+  for (int i = 0; i < s->n; i++)
+    if (s->c[i].status == BS_CAND_REMOTE) {
+      bs_result_free(&s->c[i].res);
+      s->c[i] = other.c[i];
+      memset(&other.c[i].res, 0, sizeof other.c[i].res); /* moved */
+    }
+  bs_search_recount(s);
+  bs_search_free(&other);
 }
 
 static void test_brute_force(void **st) {
@@ -139,9 +160,10 @@ static void test_brute_force(void **st) {
   c.work.batch = 2;
   bs_search_autos a = {1, 1, 1, 1, 1, 1, 0, 1, 1};
   c.par.pp = 1;
-  bs_search fast, brute;
+  bs_search fast, brute, split;
   run_search(&c, &a, 0, &fast);
   run_search(&c, &a, 1, &brute);
+  run_split(&c, &a, &split);
   assert_int_equal(fast.n, brute.n);
   assert_true(fast.simulated >= 10);
   assert_true(fast.bound > 0); /* the bound pruned something, or the test proves nothing */
@@ -155,6 +177,15 @@ static void test_brute_force(void **st) {
   int ff, fb, *pf = bs_search_front(&fast, &ff), *pb = bs_search_front(&brute, &fb);
   assert_int_equal(ff, fb);
   for (int i = 0; i < ff; i++) assert_int_equal(pf[i], pb[i]);
+  /* Split over two ranks (each pruning with its own results): the same top 10 and front. */
+  int ns, *rs = bs_search_ranking(&split, &ns), fs, *ps = bs_search_front(&split, &fs);
+  for (int i = 0; i < 10; i++) assert_int_equal(rs[i], rb[i]);
+  assert_int_equal(fs, fb);
+  for (int i = 0; i < fs; i++) assert_int_equal(ps[i], pb[i]);
+  assert_int_equal(split.simulated + split.bound, fast.simulated + fast.bound);
+  free(rs);
+  free(ps);
+  bs_search_free(&split);
   print_message("search: %d candidates, %d legal, %d simulated, %d pruned by bound (brute force %d)\n", fast.n,
                 fast.legal, fast.simulated, fast.bound, brute.simulated);
   free(rf);
