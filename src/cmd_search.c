@@ -346,12 +346,10 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
           "set ylabel 'step time (s)'\n"
           "set logscale y\n"
           "set key outside right top\n"
-          "%s"
           "plot 'front.dat' index 1 u 1:2 w p pt 7 ps 0.6 lc rgb '#9090b0' t 'simulated', \\\n"
           "     'front.dat' index 0 u 1:2 w lp pt 7 lc rgb '#c03030' t 'Pareto front', \\\n"
-          "     'front.dat' index 0 u 1:2:3 w labels offset 1,0.6 left notitle\n",
-          cap > 0 ? "" : "");
-  if (cap > 0) fprintf(f, "# capacity (less the reserve): %.2f GiB\n", cap);
+          "     'front.dat' index 0 u 1:2:3 w labels offset 1,0.6 left notitle\n");
+  fprintf(f, "# every point fits the capacity less the reserve: %.2f GiB\n", cap);
   fclose(f);
   char cmd[8400];
   snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot front.gp 2>/dev/null", dir);
