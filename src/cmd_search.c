@@ -223,6 +223,13 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   if (s->skipped) fprintf(f, "interrupted: %d candidates not examined; the best found so far is above\n", s->skipped);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "  illegal x%d: %s\n", s->reasons[i].count, s->reasons[i].example);
   if (s->other_reasons) fprintf(f, "  illegal x%d: other reasons\n", s->other_reasons);
+  for (int i = 0, shown = 0; i < s->n && shown < 5; i++)
+    if (s->c[i].status == BS_CAND_FAILED) {
+      char l[256];
+      cfg_label(&s->c[i].cfg, l, sizeof l);
+      fprintf(f, "  failed: %s: %s\n", l, s->c[i].why);
+      shown++;
+    }
   if (s->bound_violations)
     fprintf(f, "warning: %d simulated steps fell below their lower bound (a bug: please report)\n",
             s->bound_violations);
