@@ -9,9 +9,11 @@
  * the profile's modelled duration, or executes on the shared CPU of the host
  * topology. Where a rank waits is kept, so that a deadlock names it. An
  * allocation holds its bytes rounded as the profile's allocator rounds them
- * (the model state aside: alloc_held).
+ * (the model state aside: bs_sim_alloc_held, walk.h, which search's memory
+ * walk calls too).
  */
 #include "sim/point.h"
+#include "sim/walk.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,22 +80,6 @@ static void decode_msg(void *p, int *tag, int64_t *bytes_low) {
   *bytes_low = (int64_t)(v & 0x7fffffffull);
 }
 
-/*
- * The bytes an ALLOC holds: rounded as the profile's allocator rounds a request,
- * except the model state (weights, gradients, optimizer states). A plan holds
- * those as one buffer per set where a framework holds one tensor per parameter,
- * and the parameter tensors of the model presets are whole multiples of the
- * allocator's granules already (but for llama2-13b's 16-bit MLP matrices, half a
- * granule off each); rounding the merged buffer would also make memory grow
- * other than linearly with the layers, which the layer shortcut (layers.c)
- * relies on.
- */
-static int64_t alloc_held(const bs_profile *prof, const bs_op *op) {
-  bs_mem_class cls = op->u.alloc.cls;
-  if (cls == BS_MEM_WEIGHTS || cls == BS_MEM_GRADS || cls == BS_MEM_OPTIMIZER) return op->u.alloc.bytes;
-  return bs_profile_alloc_bytes(prof, op->u.alloc.bytes);
-}
-
 static int do_alloc(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int b = op->u.alloc.buf;
@@ -105,7 +91,7 @@ static int do_alloc(rank_state *rs, const bs_op *op) {
               rs->rank, (long long)rs->op_index, b, (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
     return -1;
   }
-  int64_t held = alloc_held(c->prof, op);
+  int64_t held = bs_sim_alloc_held(c->prof, op); /* walk.c: search prunes by the same count */
   rs->buf[b] = (membuf){1, held, op->u.alloc.cls};
   sim_add_bytes(rs, &rs->mem_cur, held, "memory in use");
   sim_add_bytes(rs, &rs->cls_cur[op->u.alloc.cls], held, "memory in use");

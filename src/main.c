@@ -14,6 +14,7 @@ typedef struct {
 
 static const command commands[] = {
   {"sim", cmd_sim, "sim SCENARIO.ini [--set k=v]... [--profile P.json] [--out F.json] [--csv F.csv] [--trace F.json]"},
+  {"search", cmd_search, "search SCENARIO.ini [--set k=v]... [--top K] [--out F.json] [--csv F.csv] [--report DIR]"},
   {"run", cmd_run, "run SCENARIO.ini [--set k=v]... [--out F.json] [--trace F.json]   (under mpirun -np G)"},
   {"calib", cmd_calib, "calib [--backend cpu|cuda] --out PROFILE.json                 (under mpirun -np G)"},
   {"validate", cmd_validate, "validate SCENARIO.ini [--profile P.json] [--out F.json]"},

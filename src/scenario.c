@@ -789,6 +789,30 @@ static int resolve_paths(parse_state *st, entry *e, const char *where) {
   return 0;
 }
 
+/* `burstsim search`: keys whose value "auto" means "search every legal value" (bs_scenario_auto_keys). */
+static const char *const *search_autos;
+
+void bs_scenario_auto_keys(const char *const *section_keys) { search_autos = section_keys; }
+
+/* A value "auto" of a key search spreads: the key is taken as not given. */
+static int search_auto(parse_state *st, int k, const char *value) {
+  if (!search_autos) return 0;
+  char v[16];
+  snprintf(v, sizeof v, "%s", value);
+  if (strcmp(trim(v), "auto")) return 0;
+  for (int i = 0; search_autos[i]; i++) {
+    const char *dot = strchr(search_autos[i], '.');
+    size_t sl = dot ? (size_t)(dot - search_autos[i]) : 0;
+    if (dot && strlen(keys[k].section) == sl && !strncmp(search_autos[i], keys[k].section, sl) &&
+        !strcmp(dot + 1, keys[k].key)) {
+      entry_clear(&st->entries[k]);
+      st->have[k] = 0;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value) {
   parse_state *st = user;
   if (st->failed) return 0;
@@ -806,6 +830,7 @@ static int handler(void *user, const char *section, const char *name, const char
     st->failed = 1;
     return 0;
   }
+  if (search_auto(st, k, value)) return 1;
   if (st->have[k]) {
     snprintf(st->err, st->errlen, "%s: %s.%s: duplicate key (first given at %s)", where, section, name,
              st->entries[k].where);
@@ -847,6 +872,7 @@ static int apply_set(parse_state *st, const char *set, int idx) {
     suggest_key(sec, name, st->err, st->errlen);
     return -1;
   }
+  if (search_auto(st, k, eq + 1)) return 0;
   if (entry_fill(&st->entries[k], &keys[k], eq + 1, where, st->err, st->errlen)) return -1;
   st->have[k] = 1;
   return 0;
@@ -1067,6 +1093,11 @@ const char *bs_scenario_where(const bs_scenario *s, const char *section_key) {
       return s->where && s->where[k] ? s->where[k] : s->path;
   }
   return NULL;
+}
+
+int bs_scenario_given(const bs_scenario *s, const char *section_key) {
+  const char *w = bs_scenario_where(s, section_key);
+  return w && strcmp(w, s->path) != 0;
 }
 
 const char *bs_scenario_key(int i, char *buf, size_t n) {

@@ -35,6 +35,15 @@ void bs_scenario_free(bs_scenario *s);
  */
 const char *bs_scenario_where(const bs_scenario *s, const char *section_key);
 
+/*
+ * `burstsim search`: a value "auto" of one of these keys ("section.key", the
+ * list ending with NULL) is taken as not given, so that search spreads the key
+ * over its legal values; NULL (the default) turns this off. And whether a key
+ * was given (in the file or by --set) rather than taking its default.
+ */
+void bs_scenario_auto_keys(const char *const *section_keys);
+int bs_scenario_given(const bs_scenario *s, const char *section_key);
+
 /* The i-th key of the table as "section.key" (tests walk every key), or NULL past the end. */
 const char *bs_scenario_key(int i, char *buf, size_t n);
 

@@ -1,0 +1,429 @@
+/*
+ * search.c — the engine of `burstsim search` (search.h): enumerate, prune the
+ * illegal (bs_plan_create's checks, through the walk), prune by memory (the
+ * walk's peak is the simulator's, byte for byte), then simulate cheapest lower
+ * bound first and skip what the bound rules out.
+ *
+ * The lower bound and why it is one. A simulated rank executes its ops one
+ * after another (actor.c): a COMPUTE op holds the rank for the profile's
+ * modelled duration d (sg_actor_sleep_for(d)), or, on the shared-CPU host
+ * topology, executes d x host_speed flops at a rate bounded by the host's
+ * speed, so for at least d. Nothing else a rank does (waits, posting
+ * communications, ALLOC, FREE, PHASE) takes negative time. Hence a rank ends no
+ * earlier than the sum of its COMPUTE durations, and the step (the latest rank's
+ * end, result.c) is at least the largest such sum over the ranks, the walk's
+ * compute_s. A fold simulates one rank per class of ranks with the same
+ * timeline, so the simulated step is still the maximum over all ranks.
+ * The walk's replay_s is tighter (walk.c): the ranks' ops replayed in program
+ * order with each COMPUTE taking d, a SEND/RECV pair completing when both are
+ * posted, a COLL when posted, and a rank outside the replay always ready. In
+ * the simulation a COMPUTE takes at least d, a message completes no earlier
+ * than both its posts (SimGrid's mailbox rendezvous), a WAIT returns no
+ * earlier than its handles complete, and a COLL no earlier than its post. By
+ * induction over each rank's ops in order, every op starts in the simulation
+ * no earlier than in the replay (each start is a maximum of sums of terms the
+ * simulation makes larger or equal), so every replayed rank's end, and their
+ * maximum replay_s, is at most the step. The bound is max(replay_s, compute_s).
+ * With the layer shortcut the step is extended from 3 and 4 simulated layers,
+ * which is not the full simulation: there the bound holds for the full
+ * simulation, which the shortcut matches within 0.1 % (tests/sim/test_layers.c),
+ * so the bound used is the walk's bound x (1 - LAYERS_SLACK). Every simulated step is
+ * checked against its bound (bound_violations), so a broken proof shows.
+ *
+ * Exactness of the skip: a candidate c is skipped only when K candidates are
+ * simulated with steps at most the K-th best, and the K-th best < bound(c) <=
+ * step(c) (so c is not in the top K), and a simulated candidate s has step(s)
+ * <= bound(c) and peak(s) <= peak(c) (so c is dominated: not on the front).
+ */
+#include "sim/search.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "base/clock.h"
+
+#define LAYERS_SLACK 2e-3 /* twice the layer shortcut's tested agreement */
+#define ROUND_SLACK 1e-9  /* a sum in another order than SimGrid's clock */
+
+/* ---- enumeration ---------------------------------------------------- */
+
+typedef struct {
+  bs_search *s;
+  int cap;
+} builder;
+
+static int push(builder *b, const bs_config *c) {
+  if (b->s->n == b->cap) {
+    int nc = b->cap ? 2 * b->cap : 256;
+    bs_cand *p = realloc(b->s->c, sizeof *p * (size_t)nc);
+    if (!p) return -1;
+    b->s->c = p;
+    b->cap = nc;
+  }
+  bs_cand *x = &b->s->c[b->s->n++];
+  memset(x, 0, sizeof *x);
+  x->cfg = *c;
+  return 0;
+}
+
+static int divisors(int64_t n, int *out, int max) {
+  int k = 0;
+  for (int64_t d = 1; d <= n && k < max; d++)
+    if (n % d == 0) out[k++] = (int)d;
+  return k;
+}
+
+static int takes_layouts(bs_method m) { return m == BS_BURST || m == BS_RING || m == BS_USP; }
+
+#define MAXV 64
+
+/* The auto keys of one base point, spread over their values. */
+static int expand_one(builder *b, const bs_config *base, const bs_search_autos *a) {
+  const bs_workload *w = &base->work;
+  int G = base->par.gpus, model = w->scope == BS_SCOPE_MODEL, train = w->phase == BS_TRAIN;
+  int methods[BS_METHOD_COUNT], nm = 0;
+  if (a->method) {
+    for (int m = 0; m < BS_METHOD_COUNT; m++)
+      if (m != BS_TREE || w->phase == BS_DECODE) methods[nm++] = m;
+  } else methods[nm++] = base->par.method;
+  int pps[MAXV], npp = a->pp && model ? divisors(G, pps, MAXV) : (pps[0] = base->par.pp, 1);
+  for (int im = 0; im < nm; im++)
+    for (int ip = 0; ip < npp; ip++) {
+      int pp = pps[ip] > 0 ? pps[ip] : 1;
+      if (G % pp) continue;
+      int dps[MAXV], ndp = 0;
+      if (a->dp) {
+        int all[MAXV], nall = divisors(G / pp, all, MAXV);
+        for (int i = 0; i < nall; i++)
+          if (w->batch % all[i] == 0) dps[ndp++] = all[i];
+      } else dps[ndp++] = base->par.dp;
+      for (int id = 0; id < ndp; id++) {
+        int dp = dps[id] > 0 ? dps[id] : 1;
+        if (G % (dp * pp)) continue;
+        int tps[MAXV], ntp;
+        if (!a->tp) tps[0] = base->par.tp, ntp = 1;
+        else if (methods[im] == BS_TP) tps[0] = 1, ntp = 1; /* method tp: tp = gpus / (dp pp) */
+        else ntp = divisors(G / (dp * pp), tps, MAXV);
+        int lays[3], nl = 0;
+        if (a->layout && takes_layouts((bs_method)methods[im]))
+          for (int l = 0; l < 3; l++) lays[nl++] = l;
+        else lays[nl++] = a->layout ? BS_CONTIGUOUS : base->par.layout;
+        int zs[4], nz = 0;
+        if (a->zero && model && train && dp > 1)
+          for (int z = 0; z < 4; z++) zs[nz++] = z;
+        else zs[nz++] = a->zero ? 0 : base->par.zero;
+        int mbs[MAXV], nmb = 0;
+        if (a->micro_batch && model && w->batch % dp == 0) nmb = divisors(w->batch / dp, mbs, MAXV);
+        else mbs[nmb++] = a->micro_batch ? 0 : base->par.micro_batch;
+        int rcs[2], nrc = 0;
+        if (a->recompute && model && train) rcs[nrc++] = 0, rcs[nrc++] = 1;
+        else rcs[nrc++] = base->work.recompute;
+        for (int it = 0; it < ntp; it++) {
+          int cp = methods[im] == BS_TP ? 1 : G / (dp * pp * tps[it]);
+          /* cp = 1: no method splits the sequence, so they all run the same plan: burst stands for them */
+          if (a->method && cp == 1 && methods[im] != BS_TP && methods[im] != methods[0]) continue;
+          int us[MAXV], nu = 0;
+          if (a->ulysses_degree && methods[im] == BS_USP) {
+            int all[MAXV], nall = divisors(cp, all, MAXV);
+            for (int i = 0; i < nall; i++)
+              if (all[i] > 1 && all[i] < cp) us[nu++] = all[i];
+            if (!nu) continue; /* usp needs 1 < ulysses_degree < cp: ring or ulysses otherwise */
+          } else us[nu++] = base->par.ulysses_degree;
+          for (int iu = 0; iu < nu; iu++)
+            for (int il = 0; il < (cp == 1 ? 1 : nl); il++)
+              for (int iz = 0; iz < nz; iz++)
+                for (int ib = 0; ib < nmb; ib++)
+                  for (int ir = 0; ir < nrc; ir++) {
+                    bs_config c = *base;
+                    c.par.method = (bs_method)methods[im];
+                    c.par.pp = pp;
+                    c.par.dp = dp;
+                    c.par.tp = tps[it];
+                    c.par.layout = (bs_layout)lays[il];
+                    c.par.zero = zs[iz];
+                    c.par.micro_batch = mbs[ib];
+                    c.work.recompute = rcs[ir];
+                    c.par.ulysses_degree = us[iu];
+                    if (push(b, &c)) return -1;
+                  }
+        }
+      }
+    }
+  return 0;
+}
+
+int bs_search_expand(const bs_config *base, int nbase, const bs_search_autos *a, bs_search *s, char *err,
+                     size_t errlen) {
+  memset(s, 0, sizeof *s);
+  builder b = {s, 0};
+  for (int i = 0; i < nbase; i++)
+    if (expand_one(&b, &base[i], a)) {
+      snprintf(err, errlen, "out of memory for %d candidates", s->n);
+      bs_search_free(s);
+      return -1;
+    }
+  if (s->n == 0) {
+    snprintf(err, errlen, "the search space is empty (no factorisation of parallel.gpus fits the keys given)");
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- pruning ---------------------------------------------------------- */
+
+/* A plan's message with its numbers written N: one reason class per check. */
+static void add_reason(bs_search *s, const char *why) {
+  char cls[160];
+  size_t k = 0;
+  for (const char *p = why; *p && k + 2 < sizeof cls; p++) {
+    if (*p >= '0' && *p <= '9') {
+      while (p[1] >= '0' && p[1] <= '9') p++;
+      cls[k++] = 'N';
+    } else cls[k++] = *p;
+  }
+  cls[k] = '\0';
+  for (int i = 0; i < s->nreasons; i++)
+    if (!strcmp(s->reasons[i].reason, cls)) {
+      s->reasons[i].count++;
+      return;
+    }
+  if (s->nreasons == BS_SEARCH_MAX_REASONS) {
+    s->other_reasons++;
+    return;
+  }
+  bs_search_reason *r = &s->reasons[s->nreasons++];
+  snprintf(r->reason, sizeof r->reason, "%s", cls);
+  snprintf(r->example, sizeof r->example, "%s", why);
+  r->count = 1;
+}
+
+typedef struct {
+  char name[256];
+  bs_profile *prof;
+} prof_slot;
+
+#define MAX_PROFILES 8
+
+static const bs_profile *profile_for(prof_slot *ps, int *np, const bs_config *c, const bs_sim_opts *o, char *err,
+                                     size_t errlen) {
+  const char *name = o && o->profile ? o->profile : c->cluster.profile;
+  for (int i = 0; i < *np; i++)
+    if (!strcmp(ps[i].name, name)) return ps[i].prof;
+  if (*np == MAX_PROFILES) {
+    snprintf(err, errlen, "cluster.profile: more than %d profiles in one search", MAX_PROFILES);
+    return NULL;
+  }
+  bs_profile *p = calloc(1, sizeof *p);
+  if (!p) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  char why[512];
+  if (bs_profile_load(name, p, why, sizeof why)) {
+    snprintf(err, errlen, "%s: %s", o && o->profile ? "--profile" : "cluster.profile", why);
+    free(p);
+    return NULL;
+  }
+  snprintf(ps[*np].name, sizeof ps[*np].name, "%s", name);
+  ps[*np].prof = p;
+  (*np)++;
+  return p;
+}
+
+/* Legality and memory of every candidate; the bounds of those that fit. 0 or -1. */
+static int walk_all(bs_search *s, const bs_search_opts *o, double t0, char *err, size_t errlen) {
+  prof_slot profs[MAX_PROFILES];
+  int np = 0, rc = 0;
+  for (int i = 0; i < s->n && !rc; i++) {
+    bs_cand *c = &s->c[i];
+    if (o->stop && *o->stop) {
+      c->status = BS_CAND_SKIPPED;
+      s->skipped++;
+      s->interrupted = 1;
+      continue;
+    }
+    const bs_profile *prof = profile_for(profs, &np, &c->cfg, o->opts, err, errlen);
+    if (!prof) {
+      rc = -1;
+      break;
+    }
+    char why[256];
+    int w = bs_sim_walk(&c->cfg, o->opts, prof, !o->all_ranks, &c->walk, why, sizeof why);
+    if (w == -2 || w == -1) { /* -1: a plan that breaks its own invariants is not a candidate either */
+      c->status = BS_CAND_ILLEGAL;
+      snprintf(c->why, sizeof c->why, "%s", why);
+      add_reason(s, why);
+      continue;
+    }
+    s->legal++;
+    if (c->walk.oom) {
+      c->status = BS_CAND_MEMORY;
+      s->memory++;
+      continue;
+    }
+    double slack = bs_sim_layers_apply(&c->cfg, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
+    c->bound = (c->walk.replay_s > c->walk.compute_s ? c->walk.replay_s : c->walk.compute_s) * (1 - slack);
+    if (o->progress && (i + 1) % 64 == 0) o->progress(o->progress_ctx, s, i + 1, s->n, NAN, bs_now_s() - t0);
+  }
+  for (int i = 0; i < np; i++) free(profs[i].prof);
+  return rc;
+}
+
+/* ---- branch and bound -------------------------------------------------- */
+
+static const bs_search *sort_s;
+static int by_bound(const void *x, const void *y) {
+  const bs_cand *a = &sort_s->c[*(const int *)x], *b = &sort_s->c[*(const int *)y];
+  if (a->bound != b->bound) return a->bound < b->bound ? -1 : 1;
+  return *(const int *)x - *(const int *)y;
+}
+static int by_step(const void *x, const void *y) {
+  const bs_cand *a = &sort_s->c[*(const int *)x], *b = &sort_s->c[*(const int *)y];
+  if (a->res.time.step != b->res.time.step) return a->res.time.step < b->res.time.step ? -1 : 1;
+  return *(const int *)x - *(const int *)y;
+}
+
+/* Keeps the K best steps so far (ascending) in top[0..*nt). */
+static void top_insert(double *top, int *nt, int K, double step) {
+  if (*nt == K) {
+    if (step >= top[K - 1]) return;
+    top[K - 1] = step;
+  } else top[(*nt)++] = step;
+  for (int i = *nt - 1; i > 0 && top[i - 1] > top[i]; i--) {
+    double t = top[i - 1];
+    top[i - 1] = top[i];
+    top[i] = t;
+  }
+}
+
+/* A simulated candidate at least as fast as bound and using at most peak bytes? */
+static int dominated(const bs_search *s, const int *sim, int nsim, double bound, int64_t peak) {
+  for (int i = 0; i < nsim; i++) {
+    const bs_cand *x = &s->c[sim[i]];
+    if (x->res.time.step <= bound && x->res.mem.peak_bytes_max <= peak) return 1;
+  }
+  return 0;
+}
+
+int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errlen) {
+  double t0 = bs_now_s();
+  int K = o->top_k > 0 ? o->top_k : 10;
+  if (walk_all(s, o, t0, err, errlen)) return -1;
+  int *order = malloc(sizeof *order * (size_t)(s->n + 1)), *sim = malloc(sizeof *sim * (size_t)(s->n + 1));
+  double *top = malloc(sizeof *top * (size_t)K);
+  if (!order || !sim || !top) {
+    free(order);
+    free(sim);
+    free(top);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  int n = 0, nsim = 0, nt = 0;
+  for (int i = 0; i < s->n; i++)
+    if (s->c[i].status == BS_CAND_PENDING) order[n++] = i;
+  sort_s = s;
+  qsort(order, (size_t)n, sizeof *order, by_bound);
+  double best = NAN;
+  for (int j = 0; j < n; j++) {
+    bs_cand *c = &s->c[order[j]];
+    if (o->stop && *o->stop) {
+      s->interrupted = 1;
+      c->status = BS_CAND_SKIPPED;
+      s->skipped++;
+      continue;
+    }
+    if (o->dry_run) continue;
+    if (o->parts > 1 && j % o->parts != o->part) {
+      c->status = BS_CAND_REMOTE;
+      continue;
+    }
+    if (!o->brute_force && nt == K && c->bound > top[K - 1] &&
+        (o->top_only || dominated(s, sim, nsim, c->bound, c->walk.peak_bytes))) {
+      c->status = BS_CAND_BOUND;
+      s->bound++;
+      continue;
+    }
+    char why[512] = "";
+    int rc = bs_sim_run(&c->cfg, o->opts, &c->res, why, sizeof why);
+    if (o->stop && *o->stop) { /* the signal killed this simulation: not a failure */
+      bs_result_free(&c->res);
+      memset(&c->res, 0, sizeof c->res);
+      s->interrupted = 1;
+      c->status = BS_CAND_SKIPPED;
+      s->skipped++;
+      continue;
+    }
+    if (rc) {
+      c->status = BS_CAND_FAILED;
+      snprintf(c->why, sizeof c->why, "%s", why[0] ? why : c->res.error);
+      s->failed++;
+      continue;
+    }
+    s->simulated++;
+    if (c->res.mem.oom) { /* past the capacity on a rank the corner walk did not see */
+      c->status = BS_CAND_MEMORY;
+      c->sim_oom = 1;
+      s->memory++;
+      s->memory_by_sim++;
+      continue;
+    }
+    c->status = BS_CAND_SIMULATED;
+    sim[nsim++] = order[j];
+    if (c->res.time.step < c->bound) s->bound_violations++;
+    top_insert(top, &nt, K, c->res.time.step);
+    best = top[0];
+    if (o->progress) o->progress(o->progress_ctx, s, j + 1, n, best, bs_now_s() - t0);
+  }
+  free(order);
+  free(sim);
+  free(top);
+  s->wall_s = bs_now_s() - t0;
+  return 0;
+}
+
+int *bs_search_ranking(const bs_search *s, int *n) {
+  int *r = malloc(sizeof *r * (size_t)(s->n + 1));
+  *n = 0;
+  if (!r) return NULL;
+  for (int i = 0; i < s->n; i++)
+    if (s->c[i].status == BS_CAND_SIMULATED) r[(*n)++] = i;
+  sort_s = s;
+  qsort(r, (size_t)*n, sizeof *r, by_step);
+  return r;
+}
+
+int *bs_search_front(const bs_search *s, int *n) {
+  int nr, *r = bs_search_ranking(s, &nr);
+  *n = 0;
+  if (!r) return NULL;
+  int64_t least = INT64_MAX;
+  for (int i = 0; i < nr; i++) {
+    int64_t m = s->c[r[i]].res.mem.peak_bytes_max;
+    if (m < least) {
+      least = m;
+      r[(*n)++] = r[i];
+    }
+  }
+  return r;
+}
+
+void bs_search_recount(bs_search *s) {
+  s->legal = s->memory = s->bound = s->simulated = s->failed = s->skipped = s->memory_by_sim = 0;
+  for (int i = 0; i < s->n; i++) {
+    const bs_cand *c = &s->c[i];
+    s->legal += c->status != BS_CAND_ILLEGAL && !(c->status == BS_CAND_SKIPPED && c->walk.capacity_bytes == 0);
+    s->memory += c->status == BS_CAND_MEMORY;
+    s->memory_by_sim += c->sim_oom;
+    s->simulated += c->status == BS_CAND_SIMULATED || c->sim_oom;
+    s->bound += c->status == BS_CAND_BOUND;
+    s->failed += c->status == BS_CAND_FAILED;
+    s->skipped += c->status == BS_CAND_SKIPPED;
+  }
+}
+
+void bs_search_free(bs_search *s) {
+  for (int i = 0; i < s->n; i++) bs_result_free(&s->c[i].res);
+  free(s->c);
+  memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,106 @@
+/*
+ * search.h — the engine of `burstsim search`: from the points a scenario fixes
+ * (model, workload, cluster, gpus, and any lists the user gave), the space of
+ * parallel configurations is enumerated, illegal ones are pruned with the
+ * plan's own checks, those whose memory cannot fit with the simulator's own
+ * accounting (walk.h), and the rest are simulated cheapest lower bound first,
+ * skipping every candidate whose bound proves it can neither enter the top K
+ * nor the Pareto front of step time against peak memory (branch and bound).
+ * Every rule is exact: tests/sim/test_search.c compares with simulating every
+ * legal point.
+ */
+#ifndef BURSTSIM_SIM_SEARCH_H
+#define BURSTSIM_SIM_SEARCH_H
+
+#include <signal.h>
+#include <stddef.h>
+#include "plans/config.h"
+#include "plans/result.h"
+#include "sim/sim.h"
+#include "sim/walk.h"
+
+/* The keys searched over every legal value because the scenario left them out (or said auto). */
+typedef struct {
+  int method, tp, dp, pp, layout, zero, micro_batch, recompute, ulysses_degree;
+} bs_search_autos;
+
+typedef enum {
+  BS_CAND_PENDING = 0,
+  BS_CAND_ILLEGAL,   /* the plan (or the platform) refuses it: why */
+  BS_CAND_MEMORY,    /* its peak memory passes the capacity: not simulated (but memory_by_sim) */
+  BS_CAND_BOUND,     /* its lower bound rules it out of the top K and the front: never simulated */
+  BS_CAND_SIMULATED, /* res holds its figures */
+  BS_CAND_FAILED,    /* the simulation failed or the simulator refused it: why */
+  BS_CAND_SKIPPED,   /* the search was interrupted before it */
+  BS_CAND_REMOTE     /* under mpirun: another rank's (bs_search_opts.part) */
+} bs_cand_status;
+
+typedef struct {
+  bs_config cfg;
+  bs_cand_status status;
+  char why[256];
+  bs_walk walk;
+  double bound; /* seconds: the step is at least this */
+  int sim_oom;  /* simulated, and found past the capacity by the simulation */
+  bs_result res;
+} bs_cand;
+
+#define BS_SEARCH_MAX_REASONS 32
+
+typedef struct {
+  char reason[160]; /* the plan's message with its numbers written N */
+  char example[256];
+  int count;
+} bs_search_reason;
+
+typedef struct {
+  bs_cand *c;
+  int n;
+  int legal, memory, bound, simulated, failed, skipped;
+  int memory_by_sim;    /* of memory: found out of memory by their simulation (counted in simulated too) */
+  int bound_violations; /* simulated steps below their bound (must stay 0: the bound's proof) */
+  bs_search_reason reasons[BS_SEARCH_MAX_REASONS];
+  int nreasons, other_reasons;
+  int interrupted;
+  double wall_s;
+} bs_search;
+
+/* Called after every simulated candidate (and once per 64 walked), for a progress line. */
+typedef void (*bs_search_progress)(void *ctx, const bs_search *s, int done, int todo, double best, double elapsed);
+
+typedef struct {
+  int top_k;                   /* K (>= 1) */
+  int part, parts;             /* under mpirun: simulate the j-th cheapest candidate when j % parts == part
+                                  (parts <= 1: all); pruning then uses this part's results alone, which
+                                  prunes less but stays exact */
+  const bs_sim_opts *opts;     /* how every point is simulated */
+  volatile sig_atomic_t *stop; /* set (by SIGINT) to end the search with what it has */
+  bs_search_progress progress; /* or NULL */
+  void *progress_ctx;
+  int brute_force; /* tests: simulate every legal point that fits, no bound */
+  int dry_run;     /* walk only: legality, memory and bounds, nothing simulated */
+  int top_only;    /* skip by the top K alone: the front is then that of the simulated points */
+  int all_ranks;   /* walk every rank, not the grid's corners (walk.h) */
+} bs_search_opts;
+
+/* The candidates of the base points (a scenario's cross product) with the auto keys spread over
+ * their values (README, "burstsim search"). 0, or -1 with a message (an empty space). */
+int bs_search_expand(const bs_config *base, int nbase, const bs_search_autos *a, bs_search *s, char *err,
+                     size_t errlen);
+
+/* Legality, memory, bound, then simulations. 0, or -1 with a message (a profile that does not load). */
+int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errlen);
+
+/* The simulated candidates, fastest first (ties: enumeration order); n of them. Caller frees. */
+int *bs_search_ranking(const bs_search *s, int *n);
+
+/* The Pareto front of step time against peak memory among the simulated candidates, fastest
+ * first (each uses less memory than every faster one). Caller frees. */
+int *bs_search_front(const bs_search *s, int *n);
+
+/* The counts recomputed from the candidates' statuses (after merging the parts of mpirun ranks). */
+void bs_search_recount(bs_search *s);
+
+void bs_search_free(bs_search *s);
+
+#endif

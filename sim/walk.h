@@ -1,0 +1,60 @@
+/*
+ * walk.h — a point's memory and compute read off its plan without SimGrid.
+ *
+ * `burstsim search` prunes candidates before it simulates them: memory first
+ * (a candidate that cannot fit is never simulated), time second (a lower bound
+ * on the step). Both must be the simulator's own figures, not a second model
+ * that can drift: the bytes an ALLOC holds come from bs_sim_alloc_held, which
+ * the rank actor (actor.c) calls too, and the walk applies the layer shortcut
+ * (layers.c) exactly as bs_sim_run does. tests/sim/test_walk.c checks that
+ * the walk's peak equals the simulated peak byte for byte.
+ */
+#ifndef BURSTSIM_SIM_WALK_H
+#define BURSTSIM_SIM_WALK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "plans/plan.h"
+#include "sim/profile.h"
+#include "sim/sim.h"
+
+/*
+ * The bytes an ALLOC holds on a simulated GPU: rounded as the profile's
+ * allocator rounds a request, except the model state (weights, gradients,
+ * optimizer states). A plan holds those as one buffer per set where a
+ * framework holds one tensor per parameter, and the parameter tensors of the
+ * model presets are whole multiples of the allocator's granules already (but
+ * for llama2-13b's 16-bit MLP matrices, half a granule off each); rounding the
+ * merged buffer would also make memory grow other than linearly with the
+ * layers, which the layer shortcut (layers.c) relies on.
+ */
+int64_t bs_sim_alloc_held(const bs_profile *prof, const bs_op *op);
+
+typedef struct {
+  int64_t peak_bytes;                    /* the highest rank's peak: the result's memory.peak_bytes */
+  int64_t breakdown[BS_MEM_CLASS_COUNT]; /* that rank's classes at its peak: memory.breakdown */
+  int64_t capacity_bytes;                /* the profile's capacity less its reserve: memory.capacity_bytes */
+  int oom;                               /* peak_bytes > capacity_bytes, as the result's memory.oom */
+  double compute_s;                      /* the busiest rank's COMPUTE time at the profile's rates */
+  double replay_s;    /* the latest end with every message taking no time (walk.c): a lower bound of the step */
+  int ranks_per_node; /* what the plan was built with (the platform's) */
+} bs_walk;
+
+/*
+ * Replays every rank's plan of cfg on the platform opts and prof give, with
+ * compute at the profile's rates and every message taking no time (walk.c). With the layer shortcut (bs_sim_layers_apply)
+ * the 3- and 4-layer models are walked and extended to L layers as bs_sim_run
+ * extends them.
+ * corners = 1 replays only the corner ranks of the grid (the first and the last coordinate of
+ * each of tp, cp, dp, with every pipeline stage: at most 8 pp ranks) instead of all: the peak and the compute are then
+ * those of a subset of the ranks, so at most the simulator's (equal when the rank that holds
+ * the peak, or the busiest, is a corner: the last rank of a contiguous causal ring, the first
+ * pipeline stage); still a lower bound of the step, and a peak past the capacity is still an
+ * out-of-memory point. Search walks the corners (a 256-rank ring walked whole costs seconds).
+ * Returns 0; -2 when the point is not valid (bs_plan_create's
+ * error, or the platform's: the message names the key); -1 on a broken plan.
+ */
+int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int corners, bs_walk *out,
+                char *err, size_t errlen);
+
+#endif

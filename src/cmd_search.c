@@ -1,0 +1,620 @@
+/*
+ * cmd_search.c — `burstsim search SCENARIO.ini`: the best parallel
+ * configuration for what the scenario fixes (model, workload, cluster, gpus).
+ * The parallel keys the scenario leaves out (or sets to auto) are spread over
+ * their legal values, the engine (sim/search.h) prunes illegal, out-of-memory
+ * and bound-dominated candidates and simulates the rest; this file parses the
+ * command line, prints the top K, why the next few lost, the Pareto front of
+ * step time against peak memory and the counts, and writes JSON, CSV and a
+ * markdown report with a gnuplot plot of the front.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <mpi.h>
+
+#include "commands.h"
+#include "output.h"
+#include "scenario.h"
+#include "sim/search.h"
+
+#define MAX_SETS 256
+#define LOSERS 5
+
+static void search_usage(FILE *f) {
+  fprintf(f,
+          "usage: burstsim search SCENARIO.ini [--set section.key=value]... [--top K] [--out F.json]\n"
+          "                       [--csv F.csv] [--report DIR] [--profile P] [--quiet]\n"
+          "\n"
+          "Finds the fastest parallel configuration for the model, workload, cluster and gpus the\n"
+          "scenario fixes. Parallel keys left out or set to auto are searched over every legal value\n"
+          "(method, tp, dp, pp, layout, zero, micro_batch; workload.recompute at model scope); a key\n"
+          "given as a list is searched over that list. Illegal points are pruned with the plan's\n"
+          "checks, points whose peak memory passes the profile's capacity are never simulated, and\n"
+          "the rest run cheapest lower bound (compute alone) first, skipping every point the bound\n"
+          "proves cannot enter the top K or the front of step time against peak memory.\n"
+          "\n"
+          "  --top K        configurations shown and written (default 10)\n"
+          "  --out F.json   the top K as results, and the search's counts, front and losers\n"
+          "  --csv F.csv    the top K, one row each\n"
+          "  --report DIR   DIR/report.md with DIR/front.png (gnuplot) of the Pareto front\n"
+          "  --profile P    profile name or JSON file (overrides cluster.profile)\n"
+          "  --quiet        no progress line\n"
+          "  --dry-run      walk only: the counts, each fitting point's lower bound and peak, no simulation\n"
+          "  --top-only     skip by the top K alone (fewer simulations; the front is then the simulated\n"
+          "                 points' front, not necessarily the whole space's)\n"
+          "\n"
+          "Under mpirun -np P the candidates are dealt to the ranks (cheapest bound first, round-robin);\n"
+          "each prunes with its own results and rank 0 gathers and prints.\n"
+          "Ctrl-C ends the search and prints the best found so far. Exit status: 0 a configuration\n"
+          "fits; 1 none fits or an output could not be written; 2 bad input or an empty space.\n");
+}
+
+typedef struct {
+  const char *scenario, *out, *csv, *report, *profile;
+  char *sets[MAX_SETS];
+  int nsets, top, quiet, help, dry_run, top_only;
+} search_args;
+
+static int parse_int(const char *v, int lo, int hi, int *out) {
+  char *end;
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || end == v || *end || x < lo || x > hi) return -1;
+  *out = (int)x;
+  return 0;
+}
+
+static int parse_args(int argc, char **argv, search_args *A, char *err, size_t n) {
+  memset(A, 0, sizeof *A);
+  A->top = 10;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char **dst = NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      A->help = 1;
+      return 0;
+    }
+    if (!strcmp(a, "--quiet") || !strcmp(a, "--dry-run") || !strcmp(a, "--top-only")) {
+      *(a[2] == 'q' ? &A->quiet : a[2] == 'd' ? &A->dry_run : &A->top_only) = 1;
+      continue;
+    }
+    if (!strcmp(a, "--out")) dst = &A->out;
+    else if (!strcmp(a, "--csv")) dst = &A->csv;
+    else if (!strcmp(a, "--report")) dst = &A->report;
+    else if (!strcmp(a, "--profile")) dst = &A->profile;
+    else if (!strcmp(a, "--set") || !strcmp(a, "--top")) {
+    } else if (a[0] == '-' && a[1]) {
+      snprintf(err, n, "unknown option '%s'", a);
+      return -1;
+    } else {
+      if (A->scenario) {
+        snprintf(err, n, "one scenario only ('%s' and '%s')", A->scenario, a);
+        return -1;
+      }
+      A->scenario = a;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      snprintf(err, n, "%s needs a value", a);
+      return -1;
+    }
+    const char *v = argv[++i];
+    if (dst) *dst = v;
+    else if (!strcmp(a, "--top")) {
+      if (parse_int(v, 1, 100000, &A->top)) {
+        snprintf(err, n, "--top: '%s' is not a count from 1 to 100000", v);
+        return -1;
+      }
+    } else {
+      if (A->nsets == MAX_SETS - 16) {
+        snprintf(err, n, "--set: more than %d", MAX_SETS - 16);
+        return -1;
+      }
+      A->sets[A->nsets++] = (char *)v;
+    }
+  }
+  if (!A->scenario) {
+    snprintf(err, n, "no scenario given");
+    return -1;
+  }
+  return 0;
+}
+
+static volatile sig_atomic_t stop_flag;
+static void on_sigint(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
+
+/* ---- the progress line (a terminal only) --------------------------------- */
+
+static void progress(void *ctx, const bs_search *s, int done, int todo, double best, double el) {
+  (void)ctx;
+  (void)s;
+  if (isnan(best)) fprintf(stderr, "\r\033[Kwalked %d of %d candidates, %.1f s", done, todo, el);
+  else
+    fprintf(stderr, "\r\033[K[%d/%d] simulated %d, best step %.4g s, %.1f s elapsed", done, todo, s->simulated, best,
+            el);
+  fflush(stderr);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+/* The tensor-parallel degree a point runs (method tp: gpus / (dp pp)). */
+static int tp_of(const bs_config *c) {
+  int dp = c->par.dp > 0 ? c->par.dp : 1, pp = c->par.pp > 0 ? c->par.pp : 1;
+  if (c->par.method == BS_TP) return c->par.gpus / (dp * pp);
+  return c->par.tp > 0 ? c->par.tp : 1;
+}
+
+static double tiny0(double x) { return fabs(x) < 1e-9 ? 0 : x; }
+
+static void cfg_label(const bs_config *c, char *b, size_t n) {
+  int dp = c->par.dp > 0 ? c->par.dp : 1, pp = c->par.pp > 0 ? c->par.pp : 1, tp = tp_of(c);
+  int l = snprintf(
+    b, n, "%s tp=%d cp=%d dp=%d pp=%d layout=%s zero=%d recompute=%s micro_batch=", bs_method_name(c->par.method), tp,
+    c->par.gpus / (tp * dp * pp), dp, pp, bs_layout_name(c->par.layout), c->par.zero, c->work.recompute ? "on" : "off");
+  if (l > 0 && (size_t)l < n) {
+    if (c->par.micro_batch) l += snprintf(b + l, n - (size_t)l, "%d", c->par.micro_batch);
+    else l += snprintf(b + l, n - (size_t)l, "auto");
+  }
+  if (c->par.method == BS_USP && l > 0 && (size_t)l < n)
+    snprintf(b + l, n - (size_t)l, " ulysses_degree=%d", c->par.ulysses_degree);
+}
+
+static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
+
+/* Why a candidate lost to the best: the parts of its step that grew, and its memory. */
+static void why_lost(const bs_cand *x, const bs_cand *best, char *b, size_t n) {
+  const bs_times *t = &x->res.time, *t0 = &best->res.time;
+  double idle = t->step - t->compute - t->comm_exposed, idle0 = t0->step - t0->compute - t0->comm_exposed;
+  snprintf(b, n,
+           "+%.1f %% step: compute %+.3g s, exposed communication %+.3g s, bubble and idle %+.3g s; peak memory "
+           "%.1f GiB (best %.1f GiB)",
+           100 * (t->step / t0->step - 1), tiny0(t->compute - t0->compute), tiny0(t->comm_exposed - t0->comm_exposed),
+           tiny0(idle - idle0), gib(x->res.mem.peak_bytes_max), gib(best->res.mem.peak_bytes_max));
+}
+
+static int illegal_count(const bs_search *s) {
+  int n = 0;
+  for (int i = 0; i < s->n; i++) n += s->c[i].status == BS_CAND_ILLEGAL;
+  return n;
+}
+
+static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, const int *front, int nf, int K) {
+  int k = nr < K ? nr : K;
+  for (int i = 0; i < k; i++) {
+    char l[256];
+    cfg_label(&s->c[rank[i]].cfg, l, sizeof l);
+    fprintf(f, "#%d  %s\n", i + 1, l);
+  }
+  if (nr > K) {
+    fprintf(f, "\nwhy the next ones lost (against #1):\n");
+    for (int i = K; i < nr && i < K + LOSERS; i++) {
+      char l[256], w[320];
+      cfg_label(&s->c[rank[i]].cfg, l, sizeof l);
+      why_lost(&s->c[rank[i]], &s->c[rank[0]], w, sizeof w);
+      fprintf(f, "#%d  %s\n     %s\n", i + 1, l, w);
+    }
+  }
+  fprintf(f, "\nPareto front (step time against peak memory):\n");
+  for (int i = 0; i < nf; i++) {
+    char l[256];
+    cfg_label(&s->c[front[i]].cfg, l, sizeof l);
+    fprintf(f, "  %10.4g s  %7.2f GiB  %s\n", s->c[front[i]].res.time.step, gib(s->c[front[i]].res.mem.peak_bytes_max),
+            l);
+  }
+  fprintf(f,
+          "\ncandidates %d: illegal %d, legal %d (pruned by memory %d, pruned by bound %d, simulated %d, failed %d%s)"
+          "; a brute force would simulate %d; %.1f s\n",
+          s->n, illegal_count(s), s->legal, s->memory, s->bound, s->simulated, s->failed,
+          s->interrupted ? ", interrupted" : "", s->legal - s->memory + s->memory_by_sim, s->wall_s);
+  if (s->memory_by_sim)
+    fprintf(f, "%d of the simulated passed the capacity on a rank the walk of the grid's corners did not see\n",
+            s->memory_by_sim);
+  if (s->skipped) fprintf(f, "interrupted: %d candidates not examined; the best found so far is above\n", s->skipped);
+  for (int i = 0; i < s->nreasons; i++) fprintf(f, "  illegal x%d: %s\n", s->reasons[i].count, s->reasons[i].example);
+  if (s->other_reasons) fprintf(f, "  illegal x%d: other reasons\n", s->other_reasons);
+  for (int i = 0, shown = 0; i < s->n && shown < 5; i++)
+    if (s->c[i].status == BS_CAND_FAILED) {
+      char l[256];
+      cfg_label(&s->c[i].cfg, l, sizeof l);
+      fprintf(f, "  failed: %s: %s\n", l, s->c[i].why);
+      shown++;
+    }
+  if (s->bound_violations)
+    fprintf(f, "warning: %d simulated steps fell below their lower bound (a bug: please report)\n",
+            s->bound_violations);
+}
+
+/* --dry-run: the counts and the cheapest bounds, nothing simulated. */
+static void dry_run_report(const bs_search *s) {
+  int n = 0;
+  for (int i = 0; i < s->n; i++) n += s->c[i].status == BS_CAND_PENDING;
+  printf("candidates %d: illegal %d, legal %d (pruned by memory %d, to simulate at most %d)\n", s->n, illegal_count(s),
+         s->legal, s->memory, n);
+  for (int i = 0; i < s->nreasons; i++) printf("  illegal x%d: %s\n", s->reasons[i].count, s->reasons[i].example);
+  printf("lower bound (s)  peak GiB (grid corners)  configuration\n");
+  for (int i = 0; i < s->n; i++) {
+    const bs_cand *c = &s->c[i];
+    if (c->status != BS_CAND_PENDING) continue;
+    char l[256];
+    cfg_label(&c->cfg, l, sizeof l);
+    printf("%14.4g  %22.2f  %s\n", c->bound, gib(c->walk.peak_bytes), l);
+  }
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+static cJSON *cand_json(const bs_cand *c) {
+  cJSON *o = cJSON_CreateObject();
+  char l[256];
+  cfg_label(&c->cfg, l, sizeof l);
+  cJSON_AddStringToObject(o, "config", l);
+  cJSON_AddNumberToObject(o, "step_s", c->res.time.step);
+  cJSON_AddNumberToObject(o, "peak_bytes", (double)c->res.mem.peak_bytes_max);
+  cJSON_AddNumberToObject(o, "bound_s", c->bound);
+  return o;
+}
+
+static int write_json(const char *path, const bs_search *s, const bs_result *top, int k, const int *rank, int nr,
+                      const int *front, int nf, int K, char *err, size_t n) {
+  cJSON *root = bs_output_json_tree("search", top, k);
+  if (!root) {
+    snprintf(err, n, "out of memory");
+    return -1;
+  }
+  cJSON *o = cJSON_AddObjectToObject(root, "search");
+  cJSON_AddNumberToObject(o, "candidates", s->n);
+  cJSON_AddNumberToObject(o, "illegal", illegal_count(s));
+  cJSON_AddNumberToObject(o, "legal", s->legal);
+  cJSON_AddNumberToObject(o, "pruned_memory", s->memory);
+  cJSON_AddNumberToObject(o, "pruned_bound", s->bound);
+  cJSON_AddNumberToObject(o, "memory_found_by_simulation", s->memory_by_sim);
+  cJSON_AddNumberToObject(o, "simulated", s->simulated);
+  cJSON_AddNumberToObject(o, "failed", s->failed);
+  cJSON_AddNumberToObject(o, "not_examined", s->skipped);
+  cJSON_AddBoolToObject(o, "interrupted", s->interrupted);
+  cJSON_AddNumberToObject(o, "brute_force_simulations", s->legal - s->memory + s->memory_by_sim);
+  cJSON_AddNumberToObject(o, "wall_s", s->wall_s);
+  cJSON *r = cJSON_AddArrayToObject(o, "illegal_reasons");
+  for (int i = 0; i < s->nreasons; i++) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "reason", s->reasons[i].reason);
+    cJSON_AddStringToObject(x, "example", s->reasons[i].example);
+    cJSON_AddNumberToObject(x, "count", s->reasons[i].count);
+    cJSON_AddItemToArray(r, x);
+  }
+  cJSON *l = cJSON_AddArrayToObject(o, "losers");
+  for (int i = K; i < nr && i < K + LOSERS; i++) {
+    cJSON *x = cand_json(&s->c[rank[i]]);
+    char w[320];
+    why_lost(&s->c[rank[i]], &s->c[rank[0]], w, sizeof w);
+    cJSON_AddStringToObject(x, "why", w);
+    cJSON_AddNumberToObject(x, "compute_s", s->c[rank[i]].res.time.compute);
+    cJSON_AddNumberToObject(x, "comm_exposed_s", s->c[rank[i]].res.time.comm_exposed);
+    cJSON_AddItemToArray(l, x);
+  }
+  cJSON *fr = cJSON_AddArrayToObject(o, "front");
+  for (int i = 0; i < nf; i++) cJSON_AddItemToArray(fr, cand_json(&s->c[front[i]]));
+  int rc = bs_output_json_write(path, root, err, n);
+  cJSON_Delete(root);
+  return rc;
+}
+
+/* A point of the plot: peak GiB, step, and a short label (method, tp, cp, pp, recompute). */
+static void dat_row(FILE *f, const bs_cand *c) {
+  int dp = c->cfg.par.dp > 0 ? c->cfg.par.dp : 1, pp = c->cfg.par.pp > 0 ? c->cfg.par.pp : 1, tp = tp_of(&c->cfg);
+  fprintf(f, "%.4f %.6g \"%s tp%d cp%d pp%d%s\"\n", gib(c->res.mem.peak_bytes_max), c->res.time.step,
+          bs_method_name(c->cfg.par.method), tp, c->cfg.par.gpus / (tp * dp * pp), pp,
+          c->cfg.work.recompute ? " rc" : "");
+}
+
+/* DIR/front.dat, DIR/front.gp, DIR/front.png (when gnuplot runs) and DIR/report.md. */
+static int write_report(const char *dir, const char *scenario, const bs_search *s, const int *rank, int nr,
+                        const int *front, int nf, int K, char *err, size_t n) {
+  if (mkdir(dir, 0777) && errno != EEXIST) {
+    snprintf(err, n, "--report %.900s: %s", dir, strerror(errno));
+    return -1;
+  }
+  char p[4096];
+  snprintf(p, sizeof p, "%s/front.dat", dir);
+  FILE *f = fopen(p, "w");
+  if (!f) {
+    snprintf(err, n, "--report %.900s: %s", p, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "# peak_GiB step_s label (the Pareto front); then every simulated point\n");
+  for (int i = 0; i < nf; i++) dat_row(f, &s->c[front[i]]);
+  fprintf(f, "\n\n");
+  for (int i = 0; i < nr; i++) dat_row(f, &s->c[rank[i]]);
+  fclose(f);
+  snprintf(p, sizeof p, "%s/front.gp", dir);
+  if (!(f = fopen(p, "w"))) {
+    snprintf(err, n, "--report %.900s: %s", p, strerror(errno));
+    return -1;
+  }
+  double cap = s->n ? gib(s->c[0].walk.capacity_bytes) : 0;
+  fprintf(f,
+          "# The Pareto front of step time against peak memory (burstsim search). gnuplot front.gp\n"
+          "set terminal pngcairo size 900,560 noenhanced\n"
+          "set output 'front.png'\n"
+          "set grid\n"
+          "set title 'step time against peak memory per GPU (every simulated candidate; the front joined)'\n"
+          "set xlabel 'peak memory per GPU (GiB)'\n"
+          "set ylabel 'step time (s)'\n"
+          "set logscale y\n"
+          "set key outside right top\n"
+          "plot 'front.dat' index 1 u 1:2 w p pt 7 ps 0.6 lc rgb '#9090b0' t 'simulated', \\\n"
+          "     'front.dat' index 0 u 1:2 w lp pt 7 lc rgb '#c03030' t 'Pareto front', \\\n"
+          "     'front.dat' index 0 u 1:2:3 w labels offset 1,0.6 left notitle\n");
+  fprintf(f, "# every point fits the capacity less the reserve: %.2f GiB\n", cap);
+  fclose(f);
+  char cmd[8400];
+  snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot front.gp 2>/dev/null", dir);
+  int plotted = !strchr(dir, '\'') && system(cmd) == 0;
+  snprintf(p, sizeof p, "%s/report.md", dir);
+  if (!(f = fopen(p, "w"))) {
+    snprintf(err, n, "--report %.900s: %s", p, strerror(errno));
+    return -1;
+  }
+  const bs_config *c0 = &s->c[0].cfg;
+  fprintf(f, "# burstsim search: %s\n\n", scenario);
+  fprintf(f, "%s %s, %lld tokens x %lld, %s scope, %d GPUs of %s (profile %s).\n\n", c0->model.preset,
+          bs_phase_name(c0->work.phase), (long long)c0->work.seq_len, (long long)c0->work.batch,
+          bs_scope_name(c0->work.scope), c0->par.gpus, c0->cluster.topology, c0->cluster.profile);
+  fprintf(f, "## Top %d\n\n| # | configuration | step (s) | compute (s) | exposed comm (s) | peak (GiB) |\n", K);
+  fprintf(f, "|---|---|---|---|---|---|\n");
+  for (int i = 0; i < nr && i < K; i++) {
+    const bs_cand *x = &s->c[rank[i]];
+    char l[256];
+    cfg_label(&x->cfg, l, sizeof l);
+    fprintf(f, "| %d | %s | %.4g | %.4g | %.4g | %.2f |\n", i + 1, l, x->res.time.step, x->res.time.compute,
+            x->res.time.comm_exposed, gib(x->res.mem.peak_bytes_max));
+  }
+  if (nr > K) {
+    fprintf(f, "\n## Why the next ones lost (against #1)\n\n");
+    for (int i = K; i < nr && i < K + LOSERS; i++) {
+      char l[256], w[320];
+      cfg_label(&s->c[rank[i]].cfg, l, sizeof l);
+      why_lost(&s->c[rank[i]], &s->c[rank[0]], w, sizeof w);
+      fprintf(f, "- #%d %s: %s\n", i + 1, l, w);
+    }
+  }
+  fprintf(f, "\n## Pareto front of step time against peak memory\n\n");
+  if (plotted) fprintf(f, "![front](front.png)\n\n");
+  else fprintf(f, "(gnuplot did not run: `gnuplot front.gp` in this directory draws front.png)\n\n");
+  fprintf(f, "| step (s) | peak (GiB) | configuration |\n|---|---|---|\n");
+  for (int i = 0; i < nf; i++) {
+    char l[256];
+    cfg_label(&s->c[front[i]].cfg, l, sizeof l);
+    fprintf(f, "| %.4g | %.2f | %s |\n", s->c[front[i]].res.time.step, gib(s->c[front[i]].res.mem.peak_bytes_max), l);
+  }
+  fprintf(f,
+          "\n## Counts\n\n%d candidates: %d illegal, %d legal; %d pruned by memory (capacity %.2f GiB), %d "
+          "pruned by bound, %d simulated, %d failed; a brute force would simulate %d. %.1f s.\n",
+          s->n, illegal_count(s), s->legal, s->memory, cap, s->bound, s->simulated, s->failed,
+          s->legal - s->memory + s->memory_by_sim, s->wall_s);
+  for (int i = 0; i < s->nreasons; i++) fprintf(f, "\n- illegal x%d: %s", s->reasons[i].count, s->reasons[i].example);
+  fprintf(f, "\n");
+  fclose(f);
+  return 0;
+}
+
+/* Launched by mpirun with more than one rank? (Open MPI's environment, or PMI's.) */
+static int launched_by_mpirun(void) {
+  const char *n = getenv("OMPI_COMM_WORLD_SIZE");
+  if (!n) n = getenv("PMI_SIZE");
+  return n && atoi(n) > 1;
+}
+
+/* What one rank decided about a candidate it owned, sent to rank 0. */
+typedef struct {
+  int idx, status, sim_oom;
+  char why[256];
+  bs_result res; /* without its per-rank figures */
+} part_rec;
+
+/* Under mpirun: rank 0 takes in what every other rank decided about its candidates. 0 or -1. */
+static int merge_parts(bs_search *s, int rank, int size) {
+  if (rank != 0) {
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+      bs_cand_status st = s->c[i].status;
+      n += st == BS_CAND_SIMULATED || st == BS_CAND_BOUND || st == BS_CAND_FAILED || s->c[i].sim_oom ||
+           (st == BS_CAND_SKIPPED && s->c[i].walk.capacity_bytes > 0);
+    }
+    if (MPI_Send(&n, 1, MPI_INT, 0, 1, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+    for (int i = 0; i < s->n; i++) {
+      bs_cand *c = &s->c[i];
+      if (!(c->status == BS_CAND_SIMULATED || c->status == BS_CAND_BOUND || c->status == BS_CAND_FAILED || c->sim_oom ||
+            (c->status == BS_CAND_SKIPPED && c->walk.capacity_bytes > 0)))
+        continue;
+      part_rec r;
+      memset(&r, 0, sizeof r);
+      r.idx = i;
+      r.status = (int)c->status;
+      r.sim_oom = c->sim_oom;
+      memcpy(r.why, c->why, sizeof r.why);
+      r.res = c->res;
+      r.res.ranks = NULL;
+      r.res.nranks = 0;
+      r.res.mode = NULL;
+      if (MPI_Send(&r, (int)sizeof r, MPI_BYTE, 0, 2, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+    }
+    return 0;
+  }
+  part_rec *r = malloc(sizeof *r);
+  if (!r) return -1;
+  for (int src = 1; src < size; src++) {
+    int n = 0;
+    if (MPI_Recv(&n, 1, MPI_INT, src, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS) return free(r), -1;
+    for (int k = 0; k < n; k++) {
+      if (MPI_Recv(r, (int)sizeof *r, MPI_BYTE, src, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+          r->idx < 0 || r->idx >= s->n)
+        return free(r), -1;
+      bs_cand *c = &s->c[r->idx];
+      c->status = (bs_cand_status)r->status;
+      c->sim_oom = r->sim_oom;
+      memcpy(c->why, r->why, sizeof c->why);
+      c->res = r->res;
+      c->res.mode = "sim";
+    }
+  }
+  free(r);
+  bs_search_recount(s);
+  if (s->skipped) s->interrupted = 1;
+  return 0;
+}
+
+/* The keys search spreads when they are left out or set to auto. */
+static const char *const auto_keys[] = {"parallel.method",
+                                        "parallel.tp",
+                                        "parallel.dp",
+                                        "parallel.pp",
+                                        "parallel.layout",
+                                        "parallel.zero",
+                                        "parallel.micro_batch",
+                                        "workload.recompute",
+                                        "parallel.ulysses_degree",
+                                        NULL};
+
+int cmd_search(int argc, char **argv) {
+  search_args A;
+  char err[1024];
+  if (parse_args(argc, argv, &A, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    search_usage(stderr);
+    return 2;
+  }
+  if (A.help) {
+    search_usage(stdout);
+    return 0;
+  }
+  bs_sim_single_blas_thread();
+  bs_scenario sc;
+  bs_scenario_auto_keys(auto_keys);
+  int lrc = bs_scenario_load(A.scenario, A.sets, A.nsets, &sc, err, sizeof err);
+  bs_scenario_auto_keys(NULL);
+  if (lrc) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    return 2;
+  }
+  bs_search_autos au;
+  au.method = !bs_scenario_given(&sc, "parallel.method");
+  au.tp = !bs_scenario_given(&sc, "parallel.tp");
+  au.dp = !bs_scenario_given(&sc, "parallel.dp");
+  au.pp = !bs_scenario_given(&sc, "parallel.pp");
+  au.layout = !bs_scenario_given(&sc, "parallel.layout");
+  au.zero = !bs_scenario_given(&sc, "parallel.zero");
+  au.micro_batch = !bs_scenario_given(&sc, "parallel.micro_batch");
+  au.recompute = !bs_scenario_given(&sc, "workload.recompute");
+  au.ulysses_degree = !bs_scenario_given(&sc, "parallel.ulysses_degree");
+  bs_sim_opts opts;
+  bs_sim_opts_default(&opts);
+  opts.profile = A.profile;
+  if (bs_sim_check_profile(&sc.points[0], &opts, err, sizeof err) ||
+      bs_sim_check_topology(&sc.points[0], err, sizeof err)) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    bs_scenario_free(&sc);
+    return 2;
+  }
+  const bs_path_role outs[] = {{"--out", A.out}, {"--csv", A.csv}};
+  if (bs_output_precheck(outs, 2, A.scenario, &sc, A.profile, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    bs_scenario_free(&sc);
+    return 2;
+  }
+  bs_search s;
+  if (bs_search_expand(sc.points, sc.npoints, &au, &s, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: %s: %s\n", A.scenario, err);
+    bs_scenario_free(&sc);
+    return 2;
+  }
+  int mpi_rank = 0, mpi_size = 1;
+  if (launched_by_mpirun()) {
+    setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0); /* the forked simulations never touch MPI */
+    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+      fprintf(stderr, "burstsim search: MPI_Init failed\n");
+      bs_search_free(&s);
+      bs_scenario_free(&sc);
+      return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+  }
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old);
+  int tty = isatty(2) && !A.quiet && mpi_rank == 0;
+  bs_search_opts so = {A.top, mpi_rank, mpi_size,  &opts,      &stop_flag, tty ? progress : NULL,
+                       NULL,  0,        A.dry_run, A.top_only, 0};
+  int rc = bs_search_run(&s, &so, err, sizeof err);
+  if (!rc && mpi_size > 1 && merge_parts(&s, mpi_rank, mpi_size)) {
+    fprintf(stderr, "burstsim search: rank %d: gathering the candidates failed\n", mpi_rank);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (mpi_size > 1) MPI_Finalize();
+  if (mpi_rank != 0) {
+    bs_search_free(&s);
+    bs_scenario_free(&sc);
+    return rc ? 2 : 0;
+  }
+  sigaction(SIGINT, &old, NULL);
+  if (tty) fprintf(stderr, "\r\033[K");
+  if (rc) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    bs_search_free(&s);
+    bs_scenario_free(&sc);
+    return 2;
+  }
+  if (s.legal == 0 && !s.interrupted) {
+    fprintf(stderr, "burstsim search: %s: no legal configuration in the space (%d candidates)\n", A.scenario, s.n);
+    for (int i = 0; i < s.nreasons; i++) fprintf(stderr, "  x%d: %s\n", s.reasons[i].count, s.reasons[i].example);
+    bs_search_free(&s);
+    bs_scenario_free(&sc);
+    return 2;
+  }
+  if (A.dry_run) {
+    dry_run_report(&s);
+    bs_search_free(&s);
+    bs_scenario_free(&sc);
+    return 0;
+  }
+  int nr = 0, nf = 0, *rank = bs_search_ranking(&s, &nr), *front = bs_search_front(&s, &nf);
+  int k = nr < A.top ? nr : A.top;
+  bs_result *top = calloc((size_t)k + 1, sizeof *top);
+  for (int i = 0; top && i < k; i++) top[i] = s.c[rank[i]].res; /* shallow: s owns them */
+  if (top && k) bs_output_table(stdout, top, k);
+  print_summary(stdout, &s, rank, nr, front, nf, A.top);
+  rc = nr ? 0 : 1;
+  if (!nr) fprintf(stderr, "burstsim search: no configuration fits (%d legal, %d past memory)\n", s.legal, s.memory);
+  if (A.out && write_json(A.out, &s, top, k, rank, nr, front, nf, A.top, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: --out %s\n", err);
+    rc = 1;
+  }
+  if (A.csv && bs_output_csv(A.csv, top, k, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: --csv %s\n", err);
+    rc = 1;
+  }
+  if (A.report && write_report(A.report, A.scenario, &s, rank, nr, front, nf, A.top, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    rc = 1;
+  }
+  free(top);
+  free(rank);
+  free(front);
+  bs_search_free(&s);
+  bs_scenario_free(&sc);
+  return rc;
+}

@@ -1,0 +1,205 @@
+/*
+ * test_search.c — `burstsim search`'s pruning is exact:
+ *   walk_peak_equals_sim  the plan walk's memory peak (sim/walk.h) equals the
+ *                         simulated peak byte for byte, class by class, for
+ *                         methods, scopes, ZeRO, recompute and composed grids;
+ *                         its compute is the simulated busiest rank's, and at
+ *                         most the step (the lower bound);
+ *   brute_force           a small space searched with memory and bound pruning
+ *                         gives the same top 10 and the same Pareto front as
+ *                         simulating every legal point that fits.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "tests/run_named.h"
+#include "sim/search.h"
+#include "sim/sim.h"
+#include "sim/walk.h"
+
+static bs_config base_cfg(bs_scope scope, int G) {
+  bs_config c;
+  bs_config_default(&c);
+  c.work.scope = scope;
+  c.work.seq_len = 32 * 1024;
+  c.work.causal = 1;
+  c.model.layers = 6;
+  c.par.gpus = G;
+  snprintf(c.cluster.topology, sizeof c.cluster.topology, "dgx-a100");
+  snprintf(c.cluster.profile, sizeof c.cluster.profile, "a100-sxm4-80gb");
+  return c;
+}
+
+static void walk_vs_sim(const bs_config *c, const char *what) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_profile *prof = calloc(1, sizeof *prof);
+  char err[512] = "";
+  assert_non_null(prof);
+  assert_int_equal(bs_profile_load(c->cluster.profile, prof, err, sizeof err), 0);
+  bs_walk w;
+  int wrc = bs_sim_walk(c, &o, prof, 0, &w, err, sizeof err);
+  if (wrc) print_error("%s: walk: %s\n", what, err);
+  assert_int_equal(wrc, 0);
+  bs_result r;
+  memset(&r, 0, sizeof r);
+  int rc = bs_sim_run(c, &o, &r, err, sizeof err);
+  if (rc) print_error("%s: sim: %s\n", what, err);
+  assert_int_equal(rc, 0);
+  if (w.peak_bytes != r.mem.peak_bytes_max)
+    print_error("%s: walk peak %lld, sim peak %lld\n", what, (long long)w.peak_bytes, (long long)r.mem.peak_bytes_max);
+  assert_int_equal(w.peak_bytes, r.mem.peak_bytes_max);
+  for (int k = 0; k < BS_MEM_CLASS_COUNT; k++) assert_int_equal(w.breakdown[k], r.mem.breakdown[k]);
+  assert_int_equal(w.capacity_bytes, r.mem.capacity_bytes);
+  assert_int_equal(w.oom, r.mem.oom);
+  /* The busiest rank's compute is what the simulator measured (it sleeps for each duration)... */
+  double rel = fabs(w.compute_s - r.time.compute) / r.time.compute;
+  if (rel > 1e-6) print_error("%s: walk compute %.9g s, sim compute %.9g s\n", what, w.compute_s, r.time.compute);
+  assert_true(rel <= 1e-6);
+  /* ... and at most the step, as is the replay without message times (at least the compute). */
+  assert_true(w.compute_s * (1 - 2e-3) <= r.time.step);
+  if (!(w.replay_s * (1 - 2e-3) <= r.time.step))
+    print_error("%s: replay %.9g s past the step %.9g s\n", what, w.replay_s, r.time.step);
+  assert_true(w.replay_s * (1 - 2e-3) <= r.time.step);
+  assert_true(w.replay_s >= w.compute_s * (1 - 1e-12));
+  /* The corners: a subset, so at most the whole walk; equal on these grids. */
+  bs_walk wc;
+  assert_int_equal(bs_sim_walk(c, &o, prof, 1, &wc, err, sizeof err), 0);
+  assert_true(wc.peak_bytes <= w.peak_bytes && wc.compute_s <= w.compute_s);
+  assert_true(wc.replay_s * (1 - 2e-3) <= r.time.step);
+  if (wc.peak_bytes != w.peak_bytes || wc.compute_s != w.compute_s)
+    print_message("%s: corners %lld B %.6g s, all ranks %lld B %.6g s\n", what, (long long)wc.peak_bytes, wc.compute_s,
+                  (long long)w.peak_bytes, w.compute_s);
+  bs_result_free(&r);
+  free(prof);
+}
+
+static void test_walk_peak_equals_sim(void **st) {
+  (void)st;
+  const struct {
+    bs_scope scope;
+    bs_method m;
+    int G, tp, dp, pp, zero, recompute, batch;
+    bs_layout layout;
+  } pts[] = {
+    {BS_SCOPE_ATTENTION, BS_BURST, 8, 1, 1, 1, 0, 0, 1, BS_ZIGZAG},
+    {BS_SCOPE_ATTENTION, BS_RING, 16, 1, 1, 1, 0, 0, 1, BS_STRIPED},
+    {BS_SCOPE_ATTENTION, BS_ULYSSES, 8, 1, 1, 1, 0, 0, 1, BS_CONTIGUOUS},
+    {BS_SCOPE_ATTENTION, BS_USP, 16, 1, 1, 1, 0, 0, 1, BS_ZIGZAG},
+    {BS_SCOPE_ATTENTION, BS_TP, 8, 1, 1, 1, 0, 0, 1, BS_CONTIGUOUS},
+    {BS_SCOPE_LAYER, BS_BURST, 8, 1, 1, 1, 0, 0, 1, BS_ZIGZAG},
+    {BS_SCOPE_MODEL, BS_BURST, 8, 1, 1, 1, 0, 1, 1, BS_ZIGZAG},       /* layer shortcut, recompute */
+    {BS_SCOPE_MODEL, BS_ULYSSES, 8, 1, 2, 1, 3, 0, 2, BS_CONTIGUOUS}, /* ZeRO-3 over dp 2 */
+    {BS_SCOPE_MODEL, BS_RING, 16, 2, 2, 1, 1, 0, 2, BS_ZIGZAG},       /* composed tp x cp x dp */
+    {BS_SCOPE_MODEL, BS_BURST, 8, 2, 1, 2, 0, 0, 2, BS_ZIGZAG},       /* pipeline, every layer simulated */
+    {BS_SCOPE_MODEL, BS_TP, 8, 1, 2, 1, 2, 1, 2, BS_CONTIGUOUS},
+  };
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    bs_config c = base_cfg(pts[i].scope, pts[i].G);
+    c.par.method = pts[i].m;
+    c.par.tp = pts[i].tp;
+    c.par.dp = pts[i].dp;
+    c.par.pp = pts[i].pp;
+    c.par.zero = pts[i].zero;
+    c.par.layout = pts[i].layout;
+    c.par.ulysses_degree = 4;
+    c.work.recompute = pts[i].recompute;
+    c.work.batch = pts[i].batch;
+    char what[64];
+    snprintf(what, sizeof what, "point %zu (%s)", i, bs_method_name(pts[i].m));
+    walk_vs_sim(&c, what);
+  }
+}
+
+static void run_search_part(const bs_config *base, const bs_search_autos *a, int brute, int part, int parts,
+                            bs_search *s) {
+  char err[512] = "";
+  assert_int_equal(bs_search_expand(base, 1, a, s, err, sizeof err), 0);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_search_opts so = {.top_k = 10, .part = part, .parts = parts, .opts = &o, .brute_force = brute};
+  int rc = bs_search_run(s, &so, err, sizeof err);
+  if (rc) print_error("search: %s\n", err);
+  assert_int_equal(rc, 0);
+  assert_int_equal(s->bound_violations, 0);
+  assert_int_equal(s->failed, 0);
+}
+
+static void run_search(const bs_config *base, const bs_search_autos *a, int brute, bs_search *s) {
+  run_search_part(base, a, brute, 0, 1, s);
+}
+
+/* Two mpirun ranks' parts, merged as cmd_search.c merges them: rank 1's candidates into rank 0's. */
+static void run_split(const bs_config *base, const bs_search_autos *a, bs_search *s) {
+  bs_search other;
+  run_search_part(base, a, 0, 0, 2, s);
+  run_search_part(base, a, 0, 1, 2, &other);
+  assert_int_equal(s->n, other.n);
+  for (int i = 0; i < s->n; i++)
+    if (s->c[i].status == BS_CAND_REMOTE) {
+      bs_result_free(&s->c[i].res);
+      s->c[i] = other.c[i];
+      memset(&other.c[i].res, 0, sizeof other.c[i].res); /* moved */
+    }
+  bs_search_recount(s);
+  bs_search_free(&other);
+}
+
+static void test_brute_force(void **st) {
+  (void)st;
+  /* 8 GPUs at model scope, two sequences per step: methods, tp x dp x pp, layouts, ZeRO, recompute;
+   * a capacity cut by the 16K sequences' memory is not reached, so a 40 GB profile would be
+   * needed to exercise memory pruning: the walk test above covers its figures. */
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
+  c.work.seq_len = 16 * 1024;
+  c.work.batch = 2;
+  bs_search_autos a = {1, 1, 1, 1, 1, 1, 0, 1, 1};
+  c.par.pp = 1;
+  bs_search fast, brute, split;
+  run_search(&c, &a, 0, &fast);
+  run_search(&c, &a, 1, &brute);
+  run_split(&c, &a, &split);
+  assert_int_equal(fast.n, brute.n);
+  assert_true(fast.simulated >= 10);
+  assert_true(fast.bound > 0); /* the bound pruned something, or the test proves nothing */
+  assert_int_equal(brute.simulated, brute.legal - brute.memory + brute.memory_by_sim);
+  int nf, nb, *rf = bs_search_ranking(&fast, &nf), *rb = bs_search_ranking(&brute, &nb);
+  assert_true(nb >= 10);
+  for (int i = 0; i < 10; i++) {
+    assert_int_equal(rf[i], rb[i]); /* the same candidate (both enumerate in the same order) */
+    assert_true(fast.c[rf[i]].res.time.step == brute.c[rb[i]].res.time.step);
+  }
+  int ff, fb, *pf = bs_search_front(&fast, &ff), *pb = bs_search_front(&brute, &fb);
+  assert_int_equal(ff, fb);
+  for (int i = 0; i < ff; i++) assert_int_equal(pf[i], pb[i]);
+  /* Split over two ranks (each pruning with its own results): the same top 10 and front. */
+  int ns, *rs = bs_search_ranking(&split, &ns), fs, *ps = bs_search_front(&split, &fs);
+  for (int i = 0; i < 10; i++) assert_int_equal(rs[i], rb[i]);
+  assert_int_equal(fs, fb);
+  for (int i = 0; i < fs; i++) assert_int_equal(ps[i], pb[i]);
+  assert_int_equal(split.simulated + split.bound, fast.simulated + fast.bound);
+  free(rs);
+  free(ps);
+  bs_search_free(&split);
+  print_message("search: %d candidates, %d legal, %d simulated, %d pruned by bound (brute force %d)\n", fast.n,
+                fast.legal, fast.simulated, fast.bound, brute.simulated);
+  free(rf);
+  free(rb);
+  free(pf);
+  free(pb);
+  bs_search_free(&fast);
+  bs_search_free(&brute);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest all[] = {
+    cmocka_unit_test(test_walk_peak_equals_sim),
+    cmocka_unit_test(test_brute_force),
+  };
+  return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
+}
