@@ -48,7 +48,7 @@ typedef enum { H_FREE = 0, H_SEND, H_RECV, H_COLL } hkind;
 typedef struct {
   hkind kind;
   sg_comm_t comm;  /* SEND / RECV */
-  sg_actor_t coll; /* COLL helper actor (referenced) */
+  sg_actor_t coll; /* COLL helper actor, or a SEND's that pays p2p.base_s (referenced) */
   int peer, tag;
   int64_t bytes;
   void *rx; /* RECV: the payload lands here */
