@@ -137,9 +137,10 @@ static int do_free(rank_state *rs, const bs_op *op) {
  */
 typedef struct {
   rank_state *rs;
-  int ps, peer, tag;
-  int64_t bytes;  /* the message's size, for every byte counter */
-  uint64_t wire;  /* the size SimGrid moves: bytes / p2p efficiency */
+  int ps, peer, tag, route;
+  int64_t seq;   /* the send's number among the rank's base-paying sends on its route */
+  int64_t bytes; /* the message's size, for every byte counter */
+  uint64_t wire; /* the size SimGrid moves: bytes / p2p efficiency */
   double base, t_post;
 } p2p_job;
 
@@ -150,8 +151,14 @@ static void p2p_send_main(int argc, char **argv) {
   rank_state *rs = job->rs;
   sim_ctx *c = rs->ctx;
   sg_actor_sleep_for(job->base);
+  /* Messages of a pair must reach the mailbox in post order. Sends on one route pay the same
+   * base, so an earlier one wakes no later than this one: at most a tie at this instant, which
+   * yielding resolves without advancing the clock. */
+  while (rs->p2p_put[job->route] != job->seq) sg_actor_yield();
   double t0 = simgrid_get_clock();
-  sg_comm_wait(sg_mailbox_put_async(mailbox(rs, job->ps, 0), encode_msg(job->tag, job->bytes), job->wire));
+  sg_comm_t comm = sg_mailbox_put_async(mailbox(rs, job->ps, 0), encode_msg(job->tag, job->bytes), job->wire);
+  rs->p2p_put[job->route]++;
+  sg_comm_wait(comm);
   double t = simgrid_get_clock();
   if (c->nlinks || c->trace) {
     sim_link_account(c, rs->host, c->rs[job->ps].host, job->bytes, t - t0);
@@ -204,7 +211,7 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
         sim_error(c, "out of memory");
         return -1;
       }
-      *job = (p2p_job){rs, ps, peer, h->tag, h->bytes, wire, base, h->t_post};
+      *job = (p2p_job){rs, ps, peer, h->tag, w, rs->p2p_posted[w]++, h->bytes, wire, base, h->t_post};
       char name[40];
       snprintf(name, sizeof name, "send%d.%lld", rs->slot, (long long)rs->op_index);
       sg_actor_t a = sg_actor_init(name, rs->host);

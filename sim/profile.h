@@ -161,7 +161,7 @@ typedef struct {
   /* point-to-point SEND/RECV of the plans, never collectives; [0] intra-node, [1] inter-node */
   double p2p_base_s[2];     /* fixed cost of one send, s (0 = none) */
   double p2p_efficiency[2]; /* fraction of the route's bandwidth a send reaches (0 or 1 = all) */
-  double host_speed;  /* host topology: flop/s of the shared CPU (0 = none) */
+  double host_speed;        /* host topology: flop/s of the shared CPU (0 = none) */
   int host_cores;
 } bs_profile;
 

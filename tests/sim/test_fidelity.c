@@ -360,6 +360,33 @@ static void test_p2p_send_cost(void **st) {
   toy_teardown(&t);
 }
 
+/* Sends that pay the base keep their order within a pair (K then V, as a RECV checks them): four
+ * sends of different tags and sizes, posted at once, all wake after the same base. */
+static void test_p2p_order(void **st) {
+  (void)st;
+  toy_files t;
+  toy_setup(&t, 2, 1);
+  char with[256];
+  add_section(t.prof, with, sizeof with, p2p_both);
+  unlink(t.prof);
+  snprintf(t.prof, sizeof t.prof, "%s", with);
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 2;
+  int hs[4] = {0, 1, 2, 3};
+  for (int k = 0; k < 4; k++) {
+    toy_p2p(&pl, 0, BS_OP_SEND, k, 1, 10 + k, 1000 * (k + 1));
+    toy_p2p(&pl, 1, BS_OP_RECV, k, 0, 10 + k, 1000 * (k + 1));
+  }
+  for (int r = 0; r < 2; r++) toy_wait(&pl, r, 4, hs);
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, &t, &r, err, sizeof err)) fail_msg("%s", err);
+  assert_true(r.time.step > P2P_BASE);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
 /* A collective never pays the p2p costs: every allreduce takes the same time with them. */
 static void test_p2p_leaves_collectives(void **st) {
   (void)st;
@@ -403,7 +430,7 @@ static void test_p2p_routes(void **st) {
     double plain = toy_message(per_node, NULL, 4096);
     double a = toy_message(per_node, intra, 4096), e = toy_message(per_node, inter, 4096);
     assert_close(per_node == 2 ? a - plain : e - plain, P2P_BASE, 1e-6); /* its own route's key */
-    assert_true((per_node == 2 ? e : a) == plain);                      /* never the other's */
+    assert_true((per_node == 2 ? e : a) == plain);                       /* never the other's */
   }
 }
 
@@ -439,11 +466,11 @@ static void test_p2p_roundtrip(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_attn_pass_tables),     cmocka_unit_test(test_coll_base_cost),
-    cmocka_unit_test(test_coll_base_roundtrip),  cmocka_unit_test(test_small_message_factors),
-    cmocka_unit_test(test_shared_nic_allreduce), cmocka_unit_test(test_p2p_send_cost),
+    cmocka_unit_test(test_attn_pass_tables),       cmocka_unit_test(test_coll_base_cost),
+    cmocka_unit_test(test_coll_base_roundtrip),    cmocka_unit_test(test_small_message_factors),
+    cmocka_unit_test(test_shared_nic_allreduce),   cmocka_unit_test(test_p2p_send_cost),
     cmocka_unit_test(test_p2p_leaves_collectives), cmocka_unit_test(test_p2p_routes),
-    cmocka_unit_test(test_p2p_roundtrip),
+    cmocka_unit_test(test_p2p_roundtrip),          cmocka_unit_test(test_p2p_order),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
