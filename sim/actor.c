@@ -408,8 +408,6 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   for (int i = 0; i < n; i++) {
     int hd = op->u.wait.handles[i];
     handle *h = &rs->h[hd];
-    double m = h->kind == H_COLL ? -1 : h->t_match;
-    if (m > ready) ready = m;
     if (h->kind == H_COLL) {
       rs->blk_kind = 2;
       rs->blk_post_op = h->op_index;
@@ -425,6 +423,9 @@ static int do_wait(rank_state *rs, const bs_op *op) {
       h->kind = H_FREE;
       return -1;
     }
+    /* read once the handle is done (a joined send's match may be stamped while it is joined) */
+    double m = h->kind == H_COLL ? -1 : h->t_match;
+    if (m > ready) ready = m;
     h->kind = H_FREE;
   }
   rs->blk_kind = 0;

@@ -387,6 +387,33 @@ static void test_p2p_order(void **st) {
   toy_teardown(&t);
 }
 
+/* A send that pays the base still counts the wait for a late receiver as waiting for a peer: rank 1
+ * copies first (2 x 4 MB / MEM_BW = 4 ms), then receives; rank 0 waits that long for it. */
+static void test_p2p_peer_wait(void **st) {
+  (void)st;
+  toy_files t;
+  toy_setup(&t, 2, 1);
+  char with[256];
+  add_section(t.prof, with, sizeof with, p2p_both);
+  unlink(t.prof);
+  snprintf(t.prof, sizeof t.prof, "%s", with);
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 2;
+  int h = 0;
+  toy_p2p(&pl, 0, BS_OP_SEND, 0, 1, 1, 4096);
+  toy_wait(&pl, 0, 1, &h);
+  toy_copy(&pl, 1, 4000000);
+  toy_p2p(&pl, 1, BS_OP_RECV, 0, 0, 1, 4096);
+  toy_wait(&pl, 1, 1, &h);
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, &t, &r, err, sizeof err)) fail_msg("%s", err);
+  assert_close(r.ranks[0].wait_for_peers, 2 * 4000000 / MEM_BW, 1e-6);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
 /* A collective never pays the p2p costs: every allreduce takes the same time with them. */
 static void test_p2p_leaves_collectives(void **st) {
   (void)st;
@@ -471,6 +498,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_shared_nic_allreduce),   cmocka_unit_test(test_p2p_send_cost),
     cmocka_unit_test(test_p2p_leaves_collectives), cmocka_unit_test(test_p2p_routes),
     cmocka_unit_test(test_p2p_roundtrip),          cmocka_unit_test(test_p2p_order),
+    cmocka_unit_test(test_p2p_peer_wait),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
