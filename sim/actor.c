@@ -115,6 +115,53 @@ static int do_free(rank_state *rs, const bs_op *op) {
   return 0;
 }
 
+/*
+ * A SEND that pays the profile's per-send base cost (p2p.*.base_s): its own actor sleeps the
+ * base, then moves the message and accounts it as wait_each does, while the rank goes on (an
+ * ncclSend returns at once; its kernel starts the transfer after the call's fixed cost). The
+ * rank's WAIT joins the actor.
+ */
+typedef struct {
+  rank_state *rs;
+  int ps, peer, tag, route;
+  int64_t seq;   /* the send's number among the rank's base-paying sends on its route */
+  int64_t bytes; /* the message's size, for every byte counter */
+  uint64_t wire; /* the size SimGrid moves: bytes / p2p efficiency */
+  double base, t_post;
+} p2p_job;
+
+static void p2p_send_main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  p2p_job *job = sg_actor_self_get_data();
+  rank_state *rs = job->rs;
+  sim_ctx *c = rs->ctx;
+  sg_actor_sleep_for(job->base);
+  /* Messages of a pair must reach the mailbox in post order. Sends on one route pay the same
+   * base, so an earlier one wakes no later than this one: at most a tie at this instant, which
+   * yielding resolves without advancing the clock. */
+  while (rs->p2p_put[job->route] != job->seq) sg_actor_yield();
+  double t0 = simgrid_get_clock();
+  sg_comm_t comm = sg_mailbox_put_async(mailbox(rs, job->ps, 0), encode_msg(job->tag, job->bytes), job->wire);
+  rs->p2p_put[job->route]++;
+  sg_comm_wait(comm);
+  double t = simgrid_get_clock();
+  if (c->nlinks || c->trace) {
+    sim_link_account(c, rs->host, c->rs[job->ps].host, job->bytes, t - t0);
+    char nm[48];
+    snprintf(nm, sizeof nm, "send to %d", job->peer);
+    sim_trace_event(c, nm, rs->rank, rs->node, job->t_post, t, "comm");
+  }
+  free(job);
+}
+
+/* The size SimGrid moves for a p2p message of `bytes` on route w (p2p efficiency, profile.h). */
+static uint64_t p2p_wire_bytes(const bs_profile *prof, int w, int64_t bytes) {
+  double eff = prof ? prof->p2p_efficiency[w] : 1;
+  if (!(eff > 0 && eff < 1)) return (uint64_t)bytes;
+  return (uint64_t)((double)bytes / eff + 0.5);
+}
+
 static int do_p2p(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int hd = op->handle, peer = op->u.p2p.peer;
@@ -139,7 +186,28 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
   note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
   if (op->kind == BS_OP_SEND) {
     h->kind = H_SEND;
-    h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), h->bytes);
+    int w = node_of_rank(c, rs->rank) != node_of_rank(c, peer); /* 0 intra-node, 1 inter-node */
+    uint64_t wire = p2p_wire_bytes(c->prof, w, h->bytes);
+    double base = c->prof ? c->prof->p2p_base_s[w] : 0;
+    h->coll = NULL;
+    h->comm = NULL;
+    if (base > 0) {
+      p2p_job *job = malloc(sizeof *job);
+      if (!job) {
+        sim_error(c, "out of memory");
+        return -1;
+      }
+      *job = (p2p_job){rs, ps, peer, h->tag, w, rs->p2p_posted[w]++, h->bytes, wire, base, h->t_post};
+      char name[40];
+      snprintf(name, sizeof name, "send%d.%lld", rs->slot, (long long)rs->op_index);
+      sg_actor_t a = sg_actor_init(name, rs->host);
+      sg_actor_ref(a);
+      sg_actor_set_data(a, job);
+      sg_actor_start_(a, p2p_send_main, 0, NULL);
+      h->coll = a;
+    } else {
+      h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), wire);
+    }
     sim_account_sent(rs, peer, h->bytes);
     if (c->mesh.size[0] > 0) {
       int k = bs_mesh_pair_kind(&c->mesh, rs->rank, peer);
@@ -148,6 +216,7 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
     c->events++;
   } else {
     h->kind = H_RECV;
+    h->coll = NULL;
     h->rx = NULL;
     h->comm = sg_mailbox_get_async(mailbox(rs, ps, 1), &h->rx);
     sim_add_bytes(rs, &rs->recvd, h->bytes, "bytes received");
@@ -314,7 +383,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
                 (long long)rs->op_index, hd);
       return -1;
     }
-    if (rs->h[hd].kind == H_COLL) continue;
+    if (rs->h[hd].kind == H_COLL || rs->h[hd].coll) continue; /* joined below */
     which[nc] = hd;
     comms[nc++] = rs->h[hd].comm;
   }
@@ -325,8 +394,6 @@ static int do_wait(rank_state *rs, const bs_op *op) {
   for (int i = 0; i < n; i++) {
     int hd = op->u.wait.handles[i];
     handle *h = &rs->h[hd];
-    double m = h->kind == H_COLL ? -1 : h->t_match;
-    if (m > ready) ready = m;
     if (h->kind == H_COLL) {
       rs->blk_kind = 2;
       rs->blk_post_op = h->op_index;
@@ -334,10 +401,17 @@ static int do_wait(rank_state *rs, const bs_op *op) {
       sg_actor_unref(h->coll);
       double a = coll_last_arrival(rs, h);
       if (a > ready) ready = a;
+    } else if (h->kind == H_SEND && h->coll) { /* a send that pays p2p.base_s: its actor */
+      sg_actor_join(h->coll, -1);
+      sg_actor_unref(h->coll);
+      h->coll = NULL;
     } else if (h->kind == H_RECV && check_recv(rs, h)) {
       h->kind = H_FREE;
       return -1;
     }
+    /* read once the handle is done (a joined send's match may be stamped while it is joined) */
+    double m = h->kind == H_COLL ? -1 : h->t_match;
+    if (m > ready) ready = m;
     h->kind = H_FREE;
   }
   rs->blk_kind = 0;

@@ -48,7 +48,7 @@ typedef enum { H_FREE = 0, H_SEND, H_RECV, H_COLL } hkind;
 typedef struct {
   hkind kind;
   sg_comm_t comm;  /* SEND / RECV */
-  sg_actor_t coll; /* COLL helper actor (referenced) */
+  sg_actor_t coll; /* COLL helper actor, or a SEND's that pays p2p.base_s (referenced) */
   int peer, tag;
   int64_t bytes;
   void *rx; /* RECV: the payload lands here */
@@ -97,6 +97,9 @@ typedef struct rank_state {
   mbcache mbc[MAX_PEERS];
   int nmbc;
   pairmatch pm[MAX_PEERS];
+  /* sends that pay p2p.base_s, per route (0 intra-node, 1 inter-node): how many were posted and how
+   * many have reached their mailbox; their actors put them in post order (actor.c) */
+  int64_t p2p_posted[2], p2p_put[2];
   int npm;
   int coll_seq;
   double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;

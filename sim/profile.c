@@ -189,6 +189,45 @@ static int parse_collectives(const cJSON *cj, bs_profile *p, const char *path, c
   return get_range(cj, "base_s", 0, LAT_MAX, "s", &p->coll_base_s, path, "collectives", err, errlen);
 }
 
+/* The optional "p2p" section (format in profile.h): per route ("intra_node", "inter_node") a
+ * per-send base cost and a bandwidth fraction; absent = 0 and 1 (no effect). */
+static const char *const p2p_route_name[2] = {"intra_node", "inter_node"};
+
+static int parse_p2p(const cJSON *pj, bs_profile *p, const char *path, char *err, size_t errlen) {
+  if (!cJSON_IsObject(pj)) {
+    snprintf(err, errlen, "%s: p2p: must be an object {\"intra_node\": {...}, \"inter_node\": {...}}", path);
+    return -1;
+  }
+  const cJSON *r;
+  cJSON_ArrayForEach(r, pj) {
+    int w = !strcmp(r->string, "intra_node") ? 0 : !strcmp(r->string, "inter_node") ? 1 : -1;
+    if (w < 0) {
+      snprintf(err, errlen, "%s: p2p.%s: unknown key (intra_node, inter_node)", path, r->string);
+      return -1;
+    }
+    char where[32];
+    snprintf(where, sizeof where, "p2p.%s", p2p_route_name[w]);
+    if (!cJSON_IsObject(r)) {
+      snprintf(err, errlen, "%s: %s: must be an object {\"base_s\": {...}, \"efficiency\": {...}}", path, where);
+      return -1;
+    }
+    const cJSON *k;
+    cJSON_ArrayForEach(k, r) {
+      if (strcmp(k->string, "base_s") && strcmp(k->string, "efficiency")) {
+        snprintf(err, errlen, "%s: %s.%s: unknown key (base_s, efficiency)", path, where, k->string);
+        return -1;
+      }
+    }
+    if (cJSON_GetObjectItemCaseSensitive(r, "base_s") &&
+        get_range(r, "base_s", 0, LAT_MAX, "s", &p->p2p_base_s[w], path, where, err, errlen))
+      return -1;
+    if (cJSON_GetObjectItemCaseSensitive(r, "efficiency") &&
+        get_range(r, "efficiency", FACTOR_MIN, 1, "", &p->p2p_efficiency[w], path, where, err, errlen))
+      return -1;
+  }
+  return 0;
+}
+
 /* The framework's memory terms (format in profile.h); each absent key leaves its term out. */
 static int parse_memory_terms(const cJSON *dev, bs_profile *p, const char *path, char *err, size_t errlen) {
   if (get_opt_bytes(dev, "reserved_bytes", floor(p->memory_bytes) - 1, &p->reserved_bytes, path, "device", err,
@@ -588,6 +627,9 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
   if (net && parse_network(net, p, path, err, errlen)) goto out;
   const cJSON *colls = cJSON_GetObjectItemCaseSensitive(root, "collectives");
   if (colls && parse_collectives(colls, p, path, err, errlen)) goto out;
+  p->p2p_efficiency[0] = p->p2p_efficiency[1] = 1;
+  const cJSON *p2p = cJSON_GetObjectItemCaseSensitive(root, "p2p");
+  if (p2p && parse_p2p(p2p, p, path, err, errlen)) goto out;
   const cJSON *host = cJSON_GetObjectItemCaseSensitive(root, "host");
   if (host) {
     double cores = 0;
@@ -686,6 +728,15 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
   if (p->coll_base_s > 0) {
     cJSON *cj = cJSON_AddObjectToObject(root, "collectives");
     cJSON_AddItemToObject(cj, "base_s", val(p->coll_base_s, source));
+  }
+  cJSON *pj = NULL;
+  for (int w = 0; w < 2; w++) {
+    int has_base = p->p2p_base_s[w] > 0, has_eff = p->p2p_efficiency[w] > 0 && p->p2p_efficiency[w] < 1;
+    if (!has_base && !has_eff) continue;
+    if (!pj) pj = cJSON_AddObjectToObject(root, "p2p");
+    cJSON *rj = cJSON_AddObjectToObject(pj, p2p_route_name[w]);
+    if (has_base) cJSON_AddItemToObject(rj, "base_s", val(p->p2p_base_s[w], source));
+    if (has_eff) cJSON_AddItemToObject(rj, "efficiency", val(p->p2p_efficiency[w], source));
   }
   if (p->host_speed > 0) {
     cJSON *h = cJSON_AddObjectToObject(root, "host");

@@ -79,6 +79,19 @@
  *                                latency: its kernel launch and the channels' setup), paid once
  *                                per call before the algorithm's steps, whatever the algorithm
  *   },
+ *   "p2p": {                     optional; absent = no effect (calibrated host profiles leave it out)
+ *     "intra_node": {"base_s": {...}, "efficiency": {...}},   each route and key optional
+ *     "inter_node": {"base_s": {...}, "efficiency": {...}}
+ *                                only the plans' SEND/RECV (ring attention's K,V blocks, pass-Q,
+ *                                pipeline sends), never a collective's steps: base_s is paid once
+ *                                per send before its transfer (NCCL's per-call cost of
+ *                                ncclSend/ncclRecv); efficiency in (0, 1] is the fraction of the
+ *                                route's bandwidth a send reaches (NCCL's p2p runs on fewer
+ *                                channels than its collectives): B bytes move as B / efficiency
+ *                                on the links (size factors looked up at that size), while every
+ *                                byte counter (sent, received, per link) keeps B. The route is
+ *                                intra_node when both ranks are on one node.
+ *   },
  *   "host": {"speed_flops": {...}, "cores": {...}}      (host topology only)
  * }
  */
@@ -145,7 +158,10 @@ typedef struct {
   int crosstraffic;
   double tcp_gamma;
   double coll_base_s; /* fixed cost of one collective call, s (0 = none) */
-  double host_speed;  /* host topology: flop/s of the shared CPU (0 = none) */
+  /* point-to-point SEND/RECV of the plans, never collectives; [0] intra-node, [1] inter-node */
+  double p2p_base_s[2];     /* fixed cost of one send, s (0 = none) */
+  double p2p_efficiency[2]; /* fraction of the route's bandwidth a send reaches (0 or 1 = all) */
+  double host_speed;        /* host topology: flop/s of the shared CPU (0 = none) */
   int host_cores;
 } bs_profile;
 

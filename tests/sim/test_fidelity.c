@@ -5,8 +5,10 @@
  * x = sqrt(Nq Nk), interpolated in log2 x and clamped below the table), the
  * per-call cost of a collective (collectives.base_s, paid once whatever the
  * algorithm), and a link's message-size factors (a small message pays the
- * small-message latency and bandwidth, a large one the link's own); and an
- * allreduce over nodes that share NICs.
+ * small-message latency and bandwidth, a large one the link's own); an
+ * allreduce over nodes that share NICs; and the point-to-point costs of the
+ * plans' SEND/RECV (p2p.*.base_s per send, p2p.*.efficiency of the route's
+ * bandwidth), which a collective never pays.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,6 +180,22 @@ static void add_coll_base(const toy_files *t, char *out, size_t outlen, double b
   temp_file(out, outlen, "collbase", ".json", with);
 }
 
+/* The toy profile with `section` ("\"key\": {...}") added at its top level. */
+static void add_section(const char *prof, char *out, size_t outlen, const char *section) {
+  FILE *f = fopen(prof, "r");
+  assert_non_null(f);
+  char text[4096];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  char *end = strrchr(text, '}');
+  assert_non_null(end);
+  *end = 0;
+  char with[4800];
+  snprintf(with, sizeof with, "%s,%s}", text, section);
+  temp_file(out, outlen, "p2p", ".json", with);
+}
+
 /* Every allreduce, by ring or by tree and at any size, takes exactly base_s longer. */
 static void test_coll_base_cost(void **st) {
   (void)st;
@@ -294,11 +312,193 @@ static void test_small_message_factors(void **st) {
   toy_teardown(&t);
 }
 
+/* ---------------- point-to-point costs ---------------- */
+
+#define P2P_BASE 20e-6
+#define P2P_EFF 0.5
+
+/* p2p keys on both routes (the two-GPU platform's hosts carry no node, so either may apply). */
+static const char *p2p_both =
+  "\"p2p\": {\"intra_node\": {\"base_s\": {\"value\": 2e-5, \"source\": \"test\"}, "
+  "\"efficiency\": {\"value\": 0.5, \"source\": \"test\"}}, "
+  "\"inter_node\": {\"base_s\": {\"value\": 2e-5, \"source\": \"test\"}, "
+  "\"efficiency\": {\"value\": 0.5, \"source\": \"test\"}}}";
+
+/* A send of B bytes takes base + route latency + B / (bw x efficiency), and still counts B bytes. */
+static void test_p2p_send_cost(void **st) {
+  (void)st;
+  toy_files t;
+  temp_file(t.xml, sizeof t.xml, "twogpu", ".xml", two_gpus);
+  temp_file(t.prof, sizeof t.prof, "factors", ".json", factor_profile);
+  char with[256];
+  add_section(t.prof, with, sizeof with, p2p_both);
+  toy_files tp = t;
+  snprintf(tp.prof, sizeof tp.prof, "%s", with);
+  /* sizes whose wire size (B / efficiency) is past the factors' small-message piece */
+  const int64_t sizes[] = {16385, 1 << 20, 64 << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    double b = (double)sizes[i];
+    assert_close(one_message(&t, sizes[i]), 2 * NV_LAT + b / NV_BW, 1e-6);
+    assert_close(one_message(&tp, sizes[i]), P2P_BASE + 2 * NV_LAT + b / (NV_BW * P2P_EFF), 1e-6);
+  }
+  /* the byte counters keep the message's size */
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 2;
+  toy_p2p(&pl, 0, BS_OP_SEND, 0, 1, 1, 1 << 20);
+  toy_p2p(&pl, 1, BS_OP_RECV, 0, 0, 1, 1 << 20);
+  for (int r = 0; r < 2; r++) {
+    int h = 0;
+    toy_wait(&pl, r, 1, &h);
+  }
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, &tp, &r, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(r.comm.total, 1 << 20);
+  bs_result_free(&r);
+  unlink(with);
+  toy_teardown(&t);
+}
+
+/* Sends that pay the base keep their order within a pair (K then V, as a RECV checks them): four
+ * sends of different tags and sizes, posted at once, all wake after the same base. */
+static void test_p2p_order(void **st) {
+  (void)st;
+  toy_files t;
+  toy_setup(&t, 2, 1);
+  char with[256];
+  add_section(t.prof, with, sizeof with, p2p_both);
+  unlink(t.prof);
+  snprintf(t.prof, sizeof t.prof, "%s", with);
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 2;
+  int hs[4] = {0, 1, 2, 3};
+  for (int k = 0; k < 4; k++) {
+    toy_p2p(&pl, 0, BS_OP_SEND, k, 1, 10 + k, 1000 * (k + 1));
+    toy_p2p(&pl, 1, BS_OP_RECV, k, 0, 10 + k, 1000 * (k + 1));
+  }
+  for (int r = 0; r < 2; r++) toy_wait(&pl, r, 4, hs);
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, &t, &r, err, sizeof err)) fail_msg("%s", err);
+  assert_true(r.time.step > P2P_BASE);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+/* A send that pays the base still counts the wait for a late receiver as waiting for a peer: rank 1
+ * copies first (2 x 4 MB / MEM_BW = 4 ms), then receives; rank 0 waits that long for it. */
+static void test_p2p_peer_wait(void **st) {
+  (void)st;
+  toy_files t;
+  toy_setup(&t, 2, 1);
+  char with[256];
+  add_section(t.prof, with, sizeof with, p2p_both);
+  unlink(t.prof);
+  snprintf(t.prof, sizeof t.prof, "%s", with);
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 2;
+  int h = 0;
+  toy_p2p(&pl, 0, BS_OP_SEND, 0, 1, 1, 4096);
+  toy_wait(&pl, 0, 1, &h);
+  toy_copy(&pl, 1, 4000000);
+  toy_p2p(&pl, 1, BS_OP_RECV, 0, 0, 1, 4096);
+  toy_wait(&pl, 1, 1, &h);
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, &t, &r, err, sizeof err)) fail_msg("%s", err);
+  assert_close(r.ranks[0].wait_for_peers, 2 * 4000000 / MEM_BW, 1e-6);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+/* A collective never pays the p2p costs: every allreduce takes the same time with them. */
+static void test_p2p_leaves_collectives(void **st) {
+  (void)st;
+  toy_files t;
+  toy_setup(&t, 4, 2);
+  char with[256];
+  add_section(t.prof, with, sizeof with, p2p_both);
+  toy_files tp = t;
+  snprintf(tp.prof, sizeof tp.prof, "%s", with);
+  const bs_coll_algo algos[] = {BS_COLL_ALGO_RING, BS_COLL_ALGO_TREE};
+  for (size_t a = 0; a < 2; a++) {
+    double plain = one_allreduce(&t, 4, 4 << 20, algos[a]), with_p2p = one_allreduce(&tp, 4, 4 << 20, algos[a]);
+    assert_true(plain > 0);
+    assert_true(with_p2p == plain);
+  }
+  unlink(with);
+  toy_teardown(&t);
+}
+
+/* One message from rank 0 to rank 1 on a toy of 2 hosts, per_node to a node, with `section`. */
+static double toy_message(int per_node, const char *section, int64_t bytes) {
+  toy_files t;
+  toy_setup(&t, 2, per_node);
+  char with[256];
+  if (section) {
+    add_section(t.prof, with, sizeof with, section);
+    unlink(t.prof);
+    snprintf(t.prof, sizeof t.prof, "%s", with);
+  }
+  double s = one_message(&t, bytes);
+  toy_teardown(&t);
+  return s;
+}
+
+/* Each route pays its own keys: intra_node inside a node, inter_node across nodes. */
+static void test_p2p_routes(void **st) {
+  (void)st;
+  const char *intra = "\"p2p\": {\"intra_node\": {\"base_s\": {\"value\": 2e-5, \"source\": \"t\"}}}";
+  const char *inter = "\"p2p\": {\"inter_node\": {\"base_s\": {\"value\": 2e-5, \"source\": \"t\"}}}";
+  for (int per_node = 1; per_node <= 2; per_node++) {
+    double plain = toy_message(per_node, NULL, 4096);
+    double a = toy_message(per_node, intra, 4096), e = toy_message(per_node, inter, 4096);
+    assert_close(per_node == 2 ? a - plain : e - plain, P2P_BASE, 1e-6); /* its own route's key */
+    assert_true((per_node == 2 ? e : a) == plain);                       /* never the other's */
+  }
+}
+
+/* The profile writer keeps the p2p keys, and writes none where there are none. */
+static void test_p2p_roundtrip(void **st) {
+  (void)st;
+  static bs_profile p, q;
+  char err[512] = "", path[256];
+  if (bs_profile_load("h100-sxm-96gb", &p, err, sizeof err)) fail_msg("%s", err);
+  assert_true(p.p2p_base_s[1] > 0 && p.p2p_efficiency[0] < 1 && p.p2p_efficiency[1] < 1);
+  temp_file(path, sizeof path, "roundtrip", ".json", "");
+  if (bs_profile_save(&p, path, "test", err, sizeof err)) fail_msg("%s", err);
+  int rc = bs_profile_load(path, &q, err, sizeof err);
+  unlink(path);
+  if (rc) fail_msg("%s", err);
+  for (int w = 0; w < 2; w++) {
+    assert_true(q.p2p_base_s[w] == p.p2p_base_s[w]);
+    assert_true(q.p2p_efficiency[w] == p.p2p_efficiency[w]);
+  }
+  if (bs_profile_load("host", &p, err, sizeof err)) fail_msg("%s", err);
+  assert_true(p.p2p_base_s[0] == 0 && p.p2p_base_s[1] == 0 && p.p2p_efficiency[0] == 1 && p.p2p_efficiency[1] == 1);
+  temp_file(path, sizeof path, "roundtrip", ".json", "");
+  if (bs_profile_save(&p, path, "test", err, sizeof err)) fail_msg("%s", err);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char text[1 << 16];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  unlink(path);
+  assert_null(strstr(text, "p2p"));
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_attn_pass_tables),     cmocka_unit_test(test_coll_base_cost),
-    cmocka_unit_test(test_coll_base_roundtrip),  cmocka_unit_test(test_small_message_factors),
-    cmocka_unit_test(test_shared_nic_allreduce),
+    cmocka_unit_test(test_attn_pass_tables),       cmocka_unit_test(test_coll_base_cost),
+    cmocka_unit_test(test_coll_base_roundtrip),    cmocka_unit_test(test_small_message_factors),
+    cmocka_unit_test(test_shared_nic_allreduce),   cmocka_unit_test(test_p2p_send_cost),
+    cmocka_unit_test(test_p2p_leaves_collectives), cmocka_unit_test(test_p2p_routes),
+    cmocka_unit_test(test_p2p_roundtrip),          cmocka_unit_test(test_p2p_order),
+    cmocka_unit_test(test_p2p_peer_wait),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -1055,6 +1055,10 @@ static void test_fold_matches_full(void **state) {
   fold_case_layout("dgx-a100", 64, 2, BS_RING, 1, 1, BS_ZIGZAG, "of 64 ranks simulated");
   /* One leaf. */
   fold_case("dgx-h100", 64, 0, BS_BURST, 1, "of 64 ranks simulated");
+  /* h100-sxm sets the p2p keys (a base per send across nodes, which runs on its own actor, and
+   * NVLink's p2p efficiency): the fold stays exact with them, across rails and along them. */
+  fold_case("dgx-h100", 64, 2, BS_RING, 1, "of 64 ranks simulated");
+  fold_case("dgx-h100", 64, 2, BS_BURST, 0, "of 64 ranks simulated");
   fold_case("a100-pcie-node", 64, 0, BS_BURST, 1, "32 of 64 ranks simulated (4 of 8 nodes, 8 of 8");
 }
 
