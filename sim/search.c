@@ -356,7 +356,10 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
     }
     if (rc) {
       c->status = BS_CAND_FAILED;
-      snprintf(c->why, sizeof c->why, "%s", why[0] ? why : c->res.error);
+      const char *reason = why[0] ? why : c->res.error;
+      size_t len = strnlen(reason, sizeof c->why - 1); /* kept to the first 255 characters */
+      memcpy(c->why, reason, len);
+      c->why[len] = '\0';
       s->failed++;
       continue;
     }
