@@ -289,6 +289,20 @@ static int link_from_pingpong(const bs_calib_data *d, const char *cls, bs_prof_l
   lk->present = 1;
   lk->bw_Bps = pp.seg[pp.nseg - 1].bw_Bps;
   lk->lat_s = pp.seg[0].lat_s;
+  /* On a loaded host the fitted intercept can land at or below zero, or the bulk slope at or below
+   * zero: a link the simulator cannot use. Then the smallest message's one-way time bounds the
+   * latency from above, and the largest message's rate stands for the bandwidth. */
+  if (!(lk->lat_s > 0) || !(lk->bw_Bps > 0)) {
+    int lo = 0, hi = 0;
+    for (int i = 1; i < n; i++) {
+      if (b[i] < b[lo] || (b[i] == b[lo] && t[i] < t[lo])) lo = i;
+      if (b[i] > b[hi]) hi = i;
+    }
+    if (!(lk->lat_s > 0)) lk->lat_s = t[lo] > 0 ? t[lo] : 1e-6;
+    if (!(lk->bw_Bps > 0)) lk->bw_Bps = t[hi] > 0 ? b[hi] / t[hi] : 1e9;
+    pp.seg[0].lat_s = lk->lat_s;
+    pp.seg[pp.nseg - 1].bw_Bps = lk->bw_Bps;
+  }
   lk->nfactors = pp.nseg;
   for (int s = 0; s < pp.nseg; s++) {
     lk->factors[s].min_bytes = pp.seg[s].min_bytes;
@@ -385,7 +399,7 @@ static int link_models(const bs_calib_data *d, bs_profile *p, cJSON *links_fit, 
       }
     bs_fit_lin ring;
     double agg = pp.seg[pp.nseg - 1].bw_Bps;
-    int ring_ok = rn >= 2 && bs_fit_linear(rb, rt, rn, &ring, err, errlen) == 0;
+    int ring_ok = rn >= 2 && bs_fit_linear(rb, rt, rn, &ring, err, errlen) == 0 && ring.c1 > 0;
     /* One node: every flow of the ring shares the host's one shm link. */
     if (d->nodes == 1 && ring_ok) agg = d->ranks / ring.c1;
     shm->bw_Bps = agg;
