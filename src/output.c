@@ -263,16 +263,13 @@ static void table_cell(const bs_field *f, const bs_result *x, char *cell, size_t
   else f->cell(x, bs_field_value(f, x), cell, n);
 }
 
-/* A setting's column is shown when the points that have it differ in it. The context-parallel
- * degree follows the GPU count unless some point composes (tp, dp or pp): only then is it news. */
+/* A setting's column is shown when the points that have it differ in it (and, for a row with a
+ * news predicate, some point makes it news). */
 static int varies(const bs_field *f, const bs_result *r, int n) {
   char a[64], b[64];
-  int seen = 0;
-  if (!strcmp(f->path, "parallel.cp")) {
-    int composed = 0;
-    for (int i = 0; i < n; i++) composed |= r[i].decision.valid && r[i].decision.cp != r[i].cfg.par.gpus;
-    if (!composed) return 0;
-  }
+  int seen = 0, news = !f->news;
+  for (int i = 0; i < n && !news; i++) news = f->news(&r[i]);
+  if (!news) return 0;
   for (int i = 0; i < n; i++) {
     if (f->present && !f->present(&r[i])) continue;
     table_cell(f, &r[i], seen ? b : a, 64);

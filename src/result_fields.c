@@ -58,6 +58,8 @@ static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg
 static const char *cp_pass(const bs_result *r) { return bs_cp_pass_name(r->cfg.par.cp_pass); }
 static const char *recompute(const bs_result *r) { return bs_recompute_name(r->cfg.work.recompute); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
+/* The context-parallel degree follows the GPU count unless the point composes (tp, dp or pp). */
+static int composed(const bs_result *r) { return r->decision.valid && r->decision.cp != r->cfg.par.gpus; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
 /* With the rank grid: "" for a point refused before a plan was made (as its order). */
 static const char *pp_schedule(const bs_result *r) {
@@ -250,7 +252,8 @@ static const bs_field result_rows[] = {
    CSV(52, "plan_ulysses_degree")},
   /* the rank grid it ran on (composed parallelism; cp: the attention group's ranks) */
   {AT("parallel.tp", "GPUs", BS_FIELD_INT, decision.tp), .present = has_plan, CSV(60, "tp"), VARY("tp", cell_int)},
-  {AT("parallel.cp", "GPUs", BS_FIELD_INT, decision.cp), .present = has_plan, CSV(61, "cp"), VARY("cp", cell_int)},
+  {AT("parallel.cp", "GPUs", BS_FIELD_INT, decision.cp), .present = has_plan, CSV(61, "cp"), VARY("cp", cell_int),
+   .news = composed},
   {AT("parallel.dp", "replicas", BS_FIELD_INT, decision.dp), .present = has_plan, CSV(62, "dp"), VARY("dp", cell_int)},
   {AT("parallel.pp", "stages", BS_FIELD_INT, decision.pp), .present = has_plan, CSV(63, "pp"), VARY("pp", cell_int)},
   {NAMED("parallel.pp_schedule", pp_schedule), .present = has_plan, CSV(69, "pp_schedule"),
