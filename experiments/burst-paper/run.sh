@@ -12,7 +12,7 @@ for s in prefill-tp prefill-ring prefill-burst train-tp train-burst; do
   sweep "$s" "$HERE/$s.ini"
 done
 for s in prefill-tp prefill-ring prefill-burst train-tp train-burst; do
-  awk -v tag=pcie -f "$LIB/rows.awk" "$OUT/$s.csv"
+  awk -v tag=pcie -f "$LIB/csv.awk" -f "$LIB/rows.awk" "$OUT/$s.csv"
 done > "$OUT/points.tsv"
 awk -F'\t' -v d="$OUT/dat" -f "$LIB/fmt.awk" -f "$HERE/label.awk" -f "$HERE/series.awk" "$OUT/points.tsv"
 CAP=$(awk -F'\t' '$18 > 0 { print $18; exit }' "$OUT/points.tsv")

@@ -1,32 +1,23 @@
 # rows.awk: turns `burstsim sim --csv` files into one tab-separated row per point, the columns the
 # experiments' reports and gnuplot scripts read (byte and memory figures per rank, in GiB), so every
-# run.sh parses the CSV the same way. The error text may hold commas: it is the 35th column, always
-# quoted (RFC 4180, quotes doubled), read from the 34th comma to its closing quote (the columns after
-# it are later additions). Usage: awk -v tag=NAME -f rows.awk points.csv ...   (tag labels the sweep)
+# run.sh parses the CSV the same way. Columns are read by name (lib/csv.awk, which must come first:
+# awk -v tag=NAME -f csv.awk -f rows.awk points.csv ...; tag labels the sweep).
 # Output columns: 1 tag, 2 method, 3 gpus, 4 seq_len, 5 layout, 6 double_ring, 7 topology,
 # 8 profile, 9 step_s, 10 fwd_s, 11 bwd_s, 12 compute_s, 13 exposed_s, 14 exposed_pct,
 # 15 intra GiB/rank, 16 inter GiB/rank, 17 peak GiB, 18 capacity GiB, 19 oom (0/1), 20 tp_variant,
 # 21 lao, 22 zero, 23 phase, 24 scope, 25 heads, 26 causal, 27 status (ok, OOM, error), 28 error text
 # ("-" when none), 29 kv_heads.
-BEGIN { FS = ","; OFS = "\t"; gib = 1024 * 1024 * 1024 }
-FNR == 1 { next }
-{
-  e = $0
-  for (i = 0; i < 34; i++) e = substr(e, index(e, ",") + 1)
-  q = ""
-  if (substr(e, 1, 1) != "\"") e = "\"\"" # not quoted: empty
-  for (i = 2; i <= length(e); i++) { # e starts with the opening quote
-    ch = substr(e, i, 1)
-    if (ch == "\"" && substr(e, i + 1, 1) == "\"") { q = q ch; i++ }
-    else if (ch == "\"") break
-    else q = q ch
-  }
-  e = q
+BEGIN { OFS = "\t"; gib = 1024 * 1024 * 1024 }
+csv_row() {
+  e = V["error"]
   gsub(/\t/, " ", e)
-  g = $2 > 0 ? $2 : 1
-  st = e != "" ? "error" : ($32 == 1 ? "OOM" : "ok")
-  pct = $21 > 0 ? 100 * $25 / $21 : 0
-  print tag, $1, $2, $3, $8, $9, $19, $20, $21, $22, $23, $24, $25, sprintf("%.2f", pct),
-        sprintf("%.6g", $28 / g / gib), sprintf("%.6g", $29 / g / gib), sprintf("%.6g", $30 / gib),
-        sprintf("%.2f", $31 / gib), $32, $13, $10, $14, $5, $6, $16, $7, st, (e == "" ? "-" : e), $17
+  g = V["gpus"] > 0 ? V["gpus"] : 1
+  st = e != "" ? "error" : (V["oom"] == 1 ? "OOM" : "ok")
+  pct = V["step_s"] > 0 ? 100 * V["comm_exposed_s"] / V["step_s"] : 0
+  print tag, V["method"], V["gpus"], V["seq_len"], V["layout"], V["double_ring"], V["topology"], V["profile"],
+        V["step_s"], V["fwd_s"], V["bwd_s"], V["compute_s"], V["comm_exposed_s"], sprintf("%.2f", pct),
+        sprintf("%.6g", V["bytes_intra_node"] / g / gib), sprintf("%.6g", V["bytes_inter_node"] / g / gib),
+        sprintf("%.6g", V["peak_bytes_max"] / gib), sprintf("%.2f", V["capacity_bytes"] / gib), V["oom"],
+        V["tp_variant"], V["lao"], V["zero"], V["phase"], V["scope"], V["heads"], V["causal"], st,
+        (e == "" ? "-" : e), V["kv_heads"]
 }

@@ -24,11 +24,11 @@ sweep fit-ring "$HERE/fit-ring.ini"
 sweep fit-heads "$HERE/fit-heads.ini"
 
 {
-  awk -v tag=a100 -f "$LIB/rows.awk" "$OUT/a100-ring.csv" "$OUT/a100-heads.csv"
-  awk -v tag=h100 -f "$LIB/rows.awk" "$OUT/h100-ring.csv" "$OUT/h100-heads.csv"
-  awk -v tag=dring -f "$LIB/rows.awk" "$OUT/dring.csv"
-  awk -v tag=layouts -f "$LIB/rows.awk" "$OUT/layouts.csv"
-  awk -v tag=fit -f "$LIB/rows.awk" "$OUT/fit-ring.csv" "$OUT/fit-heads.csv"
+  awk -v tag=a100 -f "$LIB/csv.awk" -f "$LIB/rows.awk" "$OUT/a100-ring.csv" "$OUT/a100-heads.csv"
+  awk -v tag=h100 -f "$LIB/csv.awk" -f "$LIB/rows.awk" "$OUT/h100-ring.csv" "$OUT/h100-heads.csv"
+  awk -v tag=dring -f "$LIB/csv.awk" -f "$LIB/rows.awk" "$OUT/dring.csv"
+  awk -v tag=layouts -f "$LIB/csv.awk" -f "$LIB/rows.awk" "$OUT/layouts.csv"
+  awk -v tag=fit -f "$LIB/csv.awk" -f "$LIB/rows.awk" "$OUT/fit-ring.csv" "$OUT/fit-heads.csv"
 } > "$OUT/points.tsv"
 
 # gnuplot series (series.awk says which files); valid points only.
