@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/common.sh"
 sweep gqa "$HERE/scenario.ini"
 sweep kv32 "$HERE/kv32.ini"
-awk -v tag=h100 -f "$LIB/rows.awk" "$OUT/gqa.csv" "$OUT/kv32.csv" > "$OUT/points.tsv"
+awk -v tag=h100 -f "$LIB/csv.awk" -f "$LIB/rows.awk" "$OUT/gqa.csv" "$OUT/kv32.csv" > "$OUT/points.tsv"
 awk -F'\t' -v d="$OUT/dat" -f "$LIB/fmt.awk" -f "$HERE/series.awk" "$OUT/points.tsv"
 gnuplot -e "d='$OUT/dat'; o='$OUT'" "$HERE/plot.gp"
 awk -F'\t' -f "$LIB/fmt.awk" -f "$HERE/report.awk" "$OUT/points.tsv" > "$OUT/report.md"
