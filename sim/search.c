@@ -116,8 +116,9 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
         int mbs[MAXV], nmb = 0;
         if (a->micro_batch && model && w->batch % dp == 0) nmb = divisors(w->batch / dp, mbs, MAXV);
         else mbs[nmb++] = a->micro_batch ? 0 : base->par.micro_batch;
-        int rcs[2], nrc = 0;
-        if (a->recompute && model && train) rcs[nrc++] = 0, rcs[nrc++] = 1;
+        int rcs[3], nrc = 0;
+        if (a->recompute && model && train)
+          rcs[nrc++] = BS_RECOMPUTE_OFF, rcs[nrc++] = BS_RECOMPUTE_FULL, rcs[nrc++] = BS_RECOMPUTE_SELECTIVE;
         else rcs[nrc++] = base->work.recompute;
         for (int it = 0; it < ntp; it++) {
           int cp = methods[im] == BS_TP ? 1 : G / (dp * pp * tps[it]);

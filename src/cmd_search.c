@@ -159,9 +159,9 @@ static double tiny0(double x) { return fabs(x) < 1e-9 ? 0 : x; }
 
 static void cfg_label(const bs_config *c, char *b, size_t n) {
   int dp = c->par.dp > 0 ? c->par.dp : 1, pp = c->par.pp > 0 ? c->par.pp : 1, tp = tp_of(c);
-  int l = snprintf(
-    b, n, "%s tp=%d cp=%d dp=%d pp=%d layout=%s zero=%d recompute=%s micro_batch=", bs_method_name(c->par.method), tp,
-    c->par.gpus / (tp * dp * pp), dp, pp, bs_layout_name(c->par.layout), c->par.zero, c->work.recompute ? "on" : "off");
+  int l = snprintf(b, n, "%s tp=%d cp=%d dp=%d pp=%d layout=%s zero=%d recompute=%s micro_batch=",
+                   bs_method_name(c->par.method), tp, c->par.gpus / (tp * dp * pp), dp, pp,
+                   bs_layout_name(c->par.layout), c->par.zero, bs_recompute_name(c->work.recompute));
   if (l > 0 && (size_t)l < n) {
     if (c->par.micro_batch) l += snprintf(b + l, n - (size_t)l, "%d", c->par.micro_batch);
     else l += snprintf(b + l, n - (size_t)l, "auto");
@@ -315,7 +315,9 @@ static void dat_row(FILE *f, const bs_cand *c) {
   int dp = c->cfg.par.dp > 0 ? c->cfg.par.dp : 1, pp = c->cfg.par.pp > 0 ? c->cfg.par.pp : 1, tp = tp_of(&c->cfg);
   fprintf(f, "%.4f %.6g \"%s tp%d cp%d pp%d%s\"\n", gib(c->res.mem.peak_bytes_max), c->res.time.step,
           bs_method_name(c->cfg.par.method), tp, c->cfg.par.gpus / (tp * dp * pp), pp,
-          c->cfg.work.recompute ? " rc" : "");
+          c->cfg.work.recompute == BS_RECOMPUTE_FULL ? " rc"
+          : c->cfg.work.recompute                    ? " sel"
+                                                     : "");
 }
 
 /* DIR/front.dat, DIR/front.gp, DIR/front.png (when gnuplot runs) and DIR/report.md. */
