@@ -120,6 +120,13 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
         if (a->recompute && model && train)
           rcs[nrc++] = BS_RECOMPUTE_OFF, rcs[nrc++] = BS_RECOMPUTE_FULL, rcs[nrc++] = BS_RECOMPUTE_SELECTIVE;
         else rcs[nrc++] = base->work.recompute;
+        /* pipeline schedules: {schedule, chunks}; interleaved where the chunks divide the layers */
+        int scs[3][2], nsc = 0;
+        if (a->pp_schedule && model && pp > 1) {
+          scs[nsc][0] = BS_PP_1F1B, scs[nsc++][1] = base->par.pp_chunks;
+          for (int v = 2; v <= 4; v *= 2)
+            if (base->model.layers % (pp * v) == 0) scs[nsc][0] = BS_PP_INTERLEAVED, scs[nsc++][1] = v;
+        } else scs[nsc][0] = base->par.pp_schedule, scs[nsc++][1] = base->par.pp_chunks;
         for (int it = 0; it < ntp; it++) {
           int cp = methods[im] == BS_TP ? 1 : G / (dp * pp * tps[it]);
           /* cp = 1: no method splits the sequence, so they all run the same plan: burst stands for them */
@@ -135,19 +142,22 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
             for (int il = 0; il < (cp == 1 ? 1 : nl); il++)
               for (int iz = 0; iz < nz; iz++)
                 for (int ib = 0; ib < nmb; ib++)
-                  for (int ir = 0; ir < nrc; ir++) {
-                    bs_config c = *base;
-                    c.par.method = (bs_method)methods[im];
-                    c.par.pp = pp;
-                    c.par.dp = dp;
-                    c.par.tp = tps[it];
-                    c.par.layout = (bs_layout)lays[il];
-                    c.par.zero = zs[iz];
-                    c.par.micro_batch = mbs[ib];
-                    c.work.recompute = rcs[ir];
-                    c.par.ulysses_degree = us[iu];
-                    if (push(b, &c)) return -1;
-                  }
+                  for (int ir = 0; ir < nrc; ir++)
+                    for (int is = 0; is < nsc; is++) {
+                      bs_config c = *base;
+                      c.par.pp_schedule = (bs_pp_schedule)scs[is][0];
+                      c.par.pp_chunks = scs[is][1];
+                      c.par.method = (bs_method)methods[im];
+                      c.par.pp = pp;
+                      c.par.dp = dp;
+                      c.par.tp = tps[it];
+                      c.par.layout = (bs_layout)lays[il];
+                      c.par.zero = zs[iz];
+                      c.par.micro_batch = mbs[ib];
+                      c.work.recompute = rcs[ir];
+                      c.par.ulysses_degree = us[iu];
+                      if (push(b, &c)) return -1;
+                    }
         }
       }
     }

@@ -22,6 +22,7 @@
 /* The keys searched over every legal value because the scenario left them out (or said auto). */
 typedef struct {
   int method, tp, dp, pp, layout, zero, micro_batch, recompute, ulysses_degree;
+  int pp_schedule; /* pipelines (pp > 1): 1F1B and the interleaved schedule over 2 or 4 chunks */
 } bs_search_autos;
 
 typedef enum {

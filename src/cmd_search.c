@@ -167,7 +167,9 @@ static void cfg_label(const bs_config *c, char *b, size_t n) {
     else l += snprintf(b + l, n - (size_t)l, "auto");
   }
   if (c->par.method == BS_USP && l > 0 && (size_t)l < n)
-    snprintf(b + l, n - (size_t)l, " ulysses_degree=%d", c->par.ulysses_degree);
+    l += snprintf(b + l, n - (size_t)l, " ulysses_degree=%d", c->par.ulysses_degree);
+  if (c->par.pp_schedule == BS_PP_INTERLEAVED && l > 0 && (size_t)l < n)
+    snprintf(b + l, n - (size_t)l, " pp_schedule=interleaved pp_chunks=%d", c->par.pp_chunks);
 }
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
@@ -487,6 +489,7 @@ static const char *const auto_keys[] = {"parallel.method",
                                         "parallel.micro_batch",
                                         "workload.recompute",
                                         "parallel.ulysses_degree",
+                                        "parallel.pp_schedule",
                                         NULL};
 
 int cmd_search(int argc, char **argv) {
@@ -520,6 +523,7 @@ int cmd_search(int argc, char **argv) {
   au.micro_batch = !bs_scenario_given(&sc, "parallel.micro_batch");
   au.recompute = !bs_scenario_given(&sc, "workload.recompute");
   au.ulysses_degree = !bs_scenario_given(&sc, "parallel.ulysses_degree");
+  au.pp_schedule = !bs_scenario_given(&sc, "parallel.pp_schedule") && !bs_scenario_given(&sc, "parallel.pp_chunks");
   bs_sim_opts opts;
   bs_sim_opts_default(&opts);
   opts.profile = A.profile;

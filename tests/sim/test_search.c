@@ -152,14 +152,16 @@ static void run_split(const bs_config *base, const bs_search_autos *a, bs_search
 
 static void test_brute_force(void **st) {
   (void)st;
-  /* 8 GPUs at model scope, two sequences per step: methods, tp x dp x pp, layouts, ZeRO, recompute;
+  /* 8 GPUs at model scope, two sequences per step: methods, tp x dp x pp, layouts, ZeRO, recompute,
+   * pipeline schedules;
    * a capacity cut by the 16K sequences' memory is not reached, so a 40 GB profile would be
    * needed to exercise memory pruning: the walk test above covers its figures. */
   bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
   c.work.seq_len = 16 * 1024;
   c.work.batch = 2;
-  bs_search_autos a = {1, 1, 1, 1, 1, 1, 0, 1, 1};
+  bs_search_autos a = {1, 1, 1, 1, 1, 1, 0, 1, 1, 1};
   c.par.pp = 1;
+  c.model.layers = 8; /* pipelines of 2 and 4 stages also run interleaved over 2 or 4 chunks */
   bs_search fast, brute, split;
   run_search(&c, &a, 0, &fast);
   run_search(&c, &a, 1, &brute);
