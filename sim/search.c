@@ -120,9 +120,11 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
         if (a->recompute && model && train)
           rcs[nrc++] = BS_RECOMPUTE_OFF, rcs[nrc++] = BS_RECOMPUTE_FULL, rcs[nrc++] = BS_RECOMPUTE_SELECTIVE;
         else rcs[nrc++] = base->work.recompute;
-        /* pipeline schedules: {schedule, chunks}; interleaved where the chunks divide the layers */
+        /* pipeline schedules: {schedule, chunks}; interleaved where the chunks divide the layers and
+         * pp can divide the microbatches (their count divides batch / dp: none is a multiple of pp
+         * unless batch / dp is, so the others would all be refused by the plan) */
         int scs[3][2], nsc = 0;
-        if (a->pp_schedule && model && pp > 1) {
+        if (a->pp_schedule && model && pp > 1 && (w->batch / dp) % pp == 0) {
           scs[nsc][0] = BS_PP_1F1B, scs[nsc++][1] = base->par.pp_chunks;
           for (int v = 2; v <= 4; v *= 2)
             if (base->model.layers % (pp * v) == 0) scs[nsc][0] = BS_PP_INTERLEAVED, scs[nsc++][1] = v;
