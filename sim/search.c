@@ -129,6 +129,11 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
           for (int v = 2; v <= 4; v *= 2)
             if (base->model.layers % (pp * v) == 0) scs[nsc][0] = BS_PP_INTERLEAVED, scs[nsc++][1] = v;
         } else scs[nsc][0] = base->par.pp_schedule, scs[nsc++][1] = base->par.pp_chunks;
+        /* what travels the ring: pass-Q runs on burst and ring, in prefill and decode */
+        int passes[2], npass = 0;
+        if (a->cp_pass && !train && (methods[im] == BS_BURST || methods[im] == BS_RING))
+          passes[npass++] = BS_PASS_KV, passes[npass++] = BS_PASS_Q;
+        else passes[npass++] = base->par.cp_pass;
         for (int it = 0; it < ntp; it++) {
           int cp = methods[im] == BS_TP ? 1 : G / (dp * pp * tps[it]);
           /* cp = 1: no method splits the sequence, so they all run the same plan: burst stands for them */
@@ -145,21 +150,23 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
               for (int iz = 0; iz < nz; iz++)
                 for (int ib = 0; ib < nmb; ib++)
                   for (int ir = 0; ir < nrc; ir++)
-                    for (int is = 0; is < nsc; is++) {
-                      bs_config c = *base;
-                      c.par.pp_schedule = (bs_pp_schedule)scs[is][0];
-                      c.par.pp_chunks = scs[is][1];
-                      c.par.method = (bs_method)methods[im];
-                      c.par.pp = pp;
-                      c.par.dp = dp;
-                      c.par.tp = tps[it];
-                      c.par.layout = (bs_layout)lays[il];
-                      c.par.zero = zs[iz];
-                      c.par.micro_batch = mbs[ib];
-                      c.work.recompute = rcs[ir];
-                      c.par.ulysses_degree = us[iu];
-                      if (push(b, &c)) return -1;
-                    }
+                    for (int is = 0; is < nsc; is++)
+                      for (int iq = 0; iq < (cp == 1 ? 1 : npass); iq++) {
+                        bs_config c = *base;
+                        c.par.pp_schedule = (bs_pp_schedule)scs[is][0];
+                        c.par.pp_chunks = scs[is][1];
+                        c.par.cp_pass = (bs_cp_pass)passes[iq];
+                        c.par.method = (bs_method)methods[im];
+                        c.par.pp = pp;
+                        c.par.dp = dp;
+                        c.par.tp = tps[it];
+                        c.par.layout = (bs_layout)lays[il];
+                        c.par.zero = zs[iz];
+                        c.par.micro_batch = mbs[ib];
+                        c.work.recompute = rcs[ir];
+                        c.par.ulysses_degree = us[iu];
+                        if (push(b, &c)) return -1;
+                      }
         }
       }
     }

@@ -23,6 +23,7 @@
 typedef struct {
   int method, tp, dp, pp, layout, zero, micro_batch, recompute, ulysses_degree;
   int pp_schedule; /* pipelines (pp > 1): 1F1B and the interleaved schedule over 2 or 4 chunks */
+  int cp_pass;     /* burst, ring in prefill and decode: pass-KV and pass-Q */
 } bs_search_autos;
 
 typedef enum {

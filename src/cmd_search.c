@@ -169,7 +169,8 @@ static void cfg_label(const bs_config *c, char *b, size_t n) {
   if (c->par.method == BS_USP && l > 0 && (size_t)l < n)
     l += snprintf(b + l, n - (size_t)l, " ulysses_degree=%d", c->par.ulysses_degree);
   if (c->par.pp_schedule == BS_PP_INTERLEAVED && l > 0 && (size_t)l < n)
-    snprintf(b + l, n - (size_t)l, " pp_schedule=interleaved pp_chunks=%d", c->par.pp_chunks);
+    l += snprintf(b + l, n - (size_t)l, " pp_schedule=interleaved pp_chunks=%d", c->par.pp_chunks);
+  if (c->par.cp_pass == BS_PASS_Q && l > 0 && (size_t)l < n) snprintf(b + l, n - (size_t)l, " cp_pass=q");
 }
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
@@ -480,17 +481,10 @@ static int merge_parts(bs_search *s, int rank, int size) {
 }
 
 /* The keys search spreads when they are left out or set to auto. */
-static const char *const auto_keys[] = {"parallel.method",
-                                        "parallel.tp",
-                                        "parallel.dp",
-                                        "parallel.pp",
-                                        "parallel.layout",
-                                        "parallel.zero",
-                                        "parallel.micro_batch",
-                                        "workload.recompute",
-                                        "parallel.ulysses_degree",
-                                        "parallel.pp_schedule",
-                                        NULL};
+static const char *const auto_keys[] = {"parallel.method",      "parallel.tp",        "parallel.dp",
+                                        "parallel.pp",          "parallel.layout",    "parallel.zero",
+                                        "parallel.micro_batch", "workload.recompute", "parallel.ulysses_degree",
+                                        "parallel.pp_schedule", "parallel.cp_pass",   NULL};
 
 int cmd_search(int argc, char **argv) {
   search_args A;
@@ -524,6 +518,7 @@ int cmd_search(int argc, char **argv) {
   au.recompute = !bs_scenario_given(&sc, "workload.recompute");
   au.ulysses_degree = !bs_scenario_given(&sc, "parallel.ulysses_degree");
   au.pp_schedule = !bs_scenario_given(&sc, "parallel.pp_schedule") && !bs_scenario_given(&sc, "parallel.pp_chunks");
+  au.cp_pass = !bs_scenario_given(&sc, "parallel.cp_pass");
   bs_sim_opts opts;
   bs_sim_opts_default(&opts);
   opts.profile = A.profile;

@@ -150,22 +150,12 @@ static void run_split(const bs_config *base, const bs_search_autos *a, bs_search
   bs_search_free(&other);
 }
 
-static void test_brute_force(void **st) {
-  (void)st;
-  /* 8 GPUs at model scope, two sequences per step: methods, tp x dp x pp, layouts, ZeRO, recompute,
-   * pipeline schedules;
-   * a capacity cut by the 16K sequences' memory is not reached, so a 40 GB profile would be
-   * needed to exercise memory pruning: the walk test above covers its figures. */
-  bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
-  c.work.seq_len = 16 * 1024;
-  c.work.batch = 2;
-  bs_search_autos a = {1, 1, 1, 1, 1, 1, 0, 1, 1, 1};
-  c.par.pp = 1;
-  c.model.layers = 8; /* pipelines of 2 and 4 stages also run interleaved over 2 or 4 chunks */
+/* Search and brute force (and search split over two ranks) agree on the top 10 and the front. */
+static void brute_agrees(const bs_config *c, const bs_search_autos *a) {
   bs_search fast, brute, split;
-  run_search(&c, &a, 0, &fast);
-  run_search(&c, &a, 1, &brute);
-  run_split(&c, &a, &split);
+  run_search(c, a, 0, &fast);
+  run_search(c, a, 1, &brute);
+  run_split(c, a, &split);
   assert_int_equal(fast.n, brute.n);
   assert_true(fast.simulated >= 10);
   assert_true(fast.bound > 0); /* the bound pruned something, or the test proves nothing */
@@ -198,10 +188,50 @@ static void test_brute_force(void **st) {
   bs_search_free(&brute);
 }
 
+static void test_brute_force(void **st) {
+  (void)st;
+  /* 8 GPUs at model scope, two sequences per step: methods, tp x dp x pp, layouts, ZeRO, recompute,
+   * pipeline schedules;
+   * a capacity cut by the 16K sequences' memory is not reached, so a 40 GB profile would be
+   * needed to exercise memory pruning: the walk test above covers its figures. */
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
+  c.work.seq_len = 16 * 1024;
+  c.work.batch = 2;
+  bs_search_autos a = {1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0};
+  c.par.pp = 1;
+  c.model.layers = 8; /* pipelines of 2 and 4 stages also run interleaved over 2 or 4 chunks */
+  brute_agrees(&c, &a);
+}
+
+static void test_brute_force_prefill(void **st) {
+  (void)st;
+  /* 16 GPUs, one attention layer's prefill at 64K: methods, tp, layouts, and what travels the ring
+   * (pass-KV and pass-Q on burst and ring). */
+  bs_config c = base_cfg(BS_SCOPE_ATTENTION, 16);
+  c.work.phase = BS_PREFILL;
+  c.work.seq_len = 64 * 1024;
+  bs_search_autos a = {1, 1, 0, 0, 1, 0, 0, 0, 1, 0, 1};
+  bs_search s;
+  char err[256];
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  int passq = 0;
+  for (int i = 0; i < s.n; i++) {
+    bs_method m = s.c[i].cfg.par.method;
+    if (s.c[i].cfg.par.cp_pass == BS_PASS_Q) {
+      assert_true(m == BS_BURST || m == BS_RING); /* the only methods with a pass-Q plan */
+      passq++;
+    }
+  }
+  assert_true(passq > 0);
+  bs_search_free(&s);
+  brute_agrees(&c, &a);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
     cmocka_unit_test(test_walk_peak_equals_sim),
     cmocka_unit_test(test_brute_force),
+    cmocka_unit_test(test_brute_force_prefill),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
