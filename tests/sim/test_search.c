@@ -197,7 +197,15 @@ static void test_brute_force(void **st) {
   bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
   c.work.seq_len = 16 * 1024;
   c.work.batch = 2;
-  bs_search_autos a = {1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0};
+  bs_search_autos a = {.method = 1,
+                       .tp = 1,
+                       .dp = 1,
+                       .pp = 1,
+                       .layout = 1,
+                       .zero = 1,
+                       .recompute = 1,
+                       .ulysses_degree = 1,
+                       .pp_schedule = 1};
   c.par.pp = 1;
   c.model.layers = 8; /* pipelines of 2 and 4 stages also run interleaved over 2 or 4 chunks */
   brute_agrees(&c, &a);
@@ -210,7 +218,7 @@ static void test_brute_force_prefill(void **st) {
   bs_config c = base_cfg(BS_SCOPE_ATTENTION, 16);
   c.work.phase = BS_PREFILL;
   c.work.seq_len = 64 * 1024;
-  bs_search_autos a = {1, 1, 0, 0, 1, 0, 0, 0, 1, 0, 1};
+  bs_search_autos a = {.method = 1, .tp = 1, .layout = 1, .ulysses_degree = 1, .cp_pass = 1};
   bs_search s;
   char err[256];
   assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
