@@ -395,7 +395,7 @@ static int set_degrade(bs_config *c, const char *v, char *why, size_t n) {
     k->degrade_one_node = 0;
     return 0;
   }
-  char a[48], cb[SHOWN + 4];
+  char a[48];
   const char *f;
   double x;
   if (split_colon(v, a, sizeof a, &f, "CLASS:FACTOR or CLASS@NODE:FACTOR (nic:0.5, nvlink@3:0.5)", why, n)) return -1;
@@ -405,16 +405,11 @@ static int set_degrade(bs_config *c, const char *v, char *why, size_t n) {
     *at = '\0';
     if (parse_int64(at + 1, 0, 1 << 16, 0, &node, why, n)) return -1;
   }
-  int cls = -1;
-  for (int i = 0; i < BS_LINK_CLASS_COUNT; i++)
-    if (!strcmp(a, bs_link_class_name((bs_link_class)i))) cls = i;
-  if (cls < 0) {
-    size_t off = (size_t)snprintf(why, n, "unknown link class '%s' (known:", clip(a, cb));
-    for (int i = 0; i < BS_LINK_CLASS_COUNT && off < n; i++)
-      off += (size_t)snprintf(why + off, n - off, " %s", bs_link_class_name((bs_link_class)i));
-    if (off < n) snprintf(why + off, n - off, ")");
-    return -1;
-  }
+  const char *classes[BS_LINK_CLASS_COUNT + 1];
+  for (int i = 0; i < BS_LINK_CLASS_COUNT; i++) classes[i] = bs_link_class_name((bs_link_class)i);
+  classes[BS_LINK_CLASS_COUNT] = NULL;
+  int cls = parse_enum(a, classes, why, n);
+  if (cls < 0) return -1;
   if (parse_factor(f, 1, &x, why, n)) return -1;
   k->degrade_class = cls;
   k->degrade_one_node = at != NULL;
