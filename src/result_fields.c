@@ -372,14 +372,13 @@ static const bs_field result_rows[] = {
   {.figure = 1, AT("memory.breakdown.grads", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_GRADS])},
   {.figure = 1, AT("memory.breakdown.optimizer", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OPTIMIZER])},
   {.figure = 1, AT("memory.breakdown.activations", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_ACTIVATIONS])},
-  /* sim: where the step goes (sim/explain.h): the critical rank's parts (they add up to the step) and
-   * the mean over ranks; the CSV has the critical rank's */
+  /* sim: where the step goes (sim/explain.h): the critical rank's parts (they add up to time_s.step)
+   * and the mean over ranks; the CSV has the critical rank's */
   {.figure = 1,
    AT("explain.critical_rank", "", BS_FIELD_INT, explain.critical_rank),
    .present = is_sim,
    CSV(78, "explain_rank")},
   {.figure = 1, AT("explain.ranks", "ranks", BS_FIELD_INT, explain.ranks), .present = is_sim},
-  {.figure = 1, AT("explain.step", "s", BS_FIELD_REAL, explain.step), .present = is_sim},
   {XPART("explain.critical.compute.attn_fwd", critical.compute[BS_XK_ATTN_FWD]), CSV(79, "explain_attn_fwd_s")},
   {XPART("explain.critical.compute.attn_bwd", critical.compute[BS_XK_ATTN_BWD]), CSV(80, "explain_attn_bwd_s")},
   {XPART("explain.critical.compute.merge", critical.compute[BS_XK_MERGE]), CSV(81, "explain_merge_s")},
