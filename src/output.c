@@ -382,7 +382,7 @@ void bs_output_explain_table(FILE *f, const bs_result *r, int n) {
     width[j] = c < 0 && rows[-1 - c].width < 0 ? -w : w;
   }
   fprintf(f,
-          "\nwhere the step goes: the critical rank of each point (the one that finished last), each part in ms "
+          "where the step goes: the critical rank of each point (the one that finished last), each part in ms "
           "and %% of its step\n");
   for (int j = 0; j < ncol; j++) {
     int c = col[j];
