@@ -388,10 +388,13 @@ static int do_wait(rank_state *rs, const bs_op *op) {
     comms[nc++] = rs->h[hd].comm;
   }
   note_blocked(rs, n, which, nc);
-  /* one at a time also when several: the last to finish names the wait's link class (explain) */
-  if (c->nlinks || c->trace || nc > 1) wait_each(rs, comms, which, nc);
+  /* explain: messages on routes of different classes are waited one at a time, to know which finished last */
+  int mixed = 0;
+  for (int i = 1; i < nc && !mixed; i++)
+    mixed = sim_handle_link(rs, &rs->h[which[i]]) != sim_handle_link(rs, &rs->h[which[0]]);
+  if (c->nlinks || c->trace || mixed) wait_each(rs, comms, which, nc);
   else if (nc) sg_comm_wait_all(comms, (size_t)nc);
-  handle last; /* the handle that finished last (wait_each puts it first), for explain's link class */
+  handle last; /* one that finished last (wait_each puts it first; else all share a class), for explain */
   int have = nc > 0;
   if (have) last = rs->h[which[0]];
   double ready = t0; /* the last peer's post: before it the rank waits for peers, after it for transfers */
