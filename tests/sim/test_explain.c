@@ -515,6 +515,11 @@ static void test_fold_matches_full(void **state) {
   for (int l = 0; l < BS_XL_COUNT; l++)
     assert_true(fabs(folded.explain.mean.exposed[l] - full.explain.mean.exposed[l]) <= tol * full.time.step);
   assert_true(fabs(folded.explain.mean.wait_for_peers - full.explain.mean.wait_for_peers) <= tol * full.time.step);
+  assert_int_equal(folded.explain.critical_rank, full.explain.critical_rank);
+  for (int k = 0; k < BS_XK_COUNT; k++)
+    assert_true(fabs(folded.explain.critical.compute[k] - full.explain.critical.compute[k]) <= tol * full.time.step);
+  for (int l = 0; l < BS_XL_COUNT; l++)
+    assert_true(fabs(folded.explain.critical.exposed[l] - full.explain.critical.exposed[l]) <= tol * full.time.step);
   assert_true(full.explain.critical.exposed[BS_XL_NETWORK] + full.explain.critical.exposed[BS_XL_NVLINK] > 0);
   bs_result_free(&full);
   bs_result_free(&folded);
