@@ -59,6 +59,44 @@ typedef struct {
   int64_t by_group[BS_DIM_COUNT]; /* sim: bytes sent by group kind (bs_bytes.by_group) */
 } bs_rank_result;
 
+/* Where a rank's step goes (the simulator fills it: sim/explain.h). The parts are disjoint and add
+ * up to the rank's step: compute by kernel kind less the kernels' launch cost, the launch cost of
+ * every kernel (the profile's launch_s each), exposed communication after the last peer had posted,
+ * by the link class of what the rank waited for, and waiting for a slower peer (wait_for_peers). */
+typedef enum {
+  BS_XK_ATTN_FWD = 0, /* attention forward, fused or materialised */
+  BS_XK_ATTN_BWD,     /* attention backward and its D = rowsum(dO o O) pre-pass */
+  BS_XK_MERGE,        /* merging partial (o, lse) results: the online-softmax rescale */
+  BS_XK_GEMM,         /* projections, MLP, LM head */
+  BS_XK_ELEMWISE,     /* norms, activations, adds, optimizer steps */
+  BS_XK_OTHER,        /* copies: packing, casts */
+  BS_XK_COUNT
+} bs_explain_kind;
+
+typedef enum {
+  BS_XL_NVLINK = 0, /* inside a node over NVLink / NVSwitch */
+  BS_XL_PCIE,       /* inside a node over PCIe (and the CPU root complex between sockets) */
+  BS_XL_SHM,        /* between ranks of one host through its memory (the host topology) */
+  BS_XL_NETWORK,    /* across nodes: NICs and the fabric */
+  BS_XL_OTHER,      /* links of no known class (a user platform's unnamed links) */
+  BS_XL_COUNT
+} bs_explain_link;
+
+typedef struct {
+  double compute[BS_XK_COUNT]; /* s: kernel time by kind, less the launch cost */
+  double launch;               /* s: the launch cost of every kernel */
+  double exposed[BS_XL_COUNT]; /* s: blocked on transfers after the last peer had posted, by link class */
+  double wait_for_peers;       /* s: blocked before the last peer had posted */
+} bs_explain_parts;
+
+typedef struct {
+  int critical_rank;         /* the rank that finished last (the lowest of a tie); -1: none */
+  int ranks;                 /* the ranks the mean is over */
+  double step;               /* s: when the critical rank ended, the sum of its parts */
+  bs_explain_parts critical; /* that rank's parts: they add up to the step */
+  bs_explain_parts mean;     /* the mean over the ranks */
+} bs_explain;
+
 /* What the plan decided from the request (the result JSON's "plan" object). */
 typedef struct {
   int valid;                  /* 0: not recorded (the point failed before a plan was made) */
@@ -88,6 +126,7 @@ typedef struct {
   int64_t sim_rss_bytes; /* sim: peak RSS of the simulating process */
   bs_decision decision;  /* what the plan decided (double ring, ring sizes, all-to-all groups) */
   int refused;           /* with error: the method or platform cannot run the point (not a failure) */
+  bs_explain explain;    /* sim: where the step goes */
 } bs_result;
 
 void bs_result_free(bs_result *r);

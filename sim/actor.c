@@ -388,12 +388,21 @@ static int do_wait(rank_state *rs, const bs_op *op) {
     comms[nc++] = rs->h[hd].comm;
   }
   note_blocked(rs, n, which, nc);
-  if (c->nlinks || c->trace) wait_each(rs, comms, which, nc);
+  /* explain: messages on routes of different classes are waited one at a time, to know which finished last */
+  int mixed = 0;
+  for (int i = 1; i < nc && !mixed; i++)
+    mixed = sim_handle_link(rs, &rs->h[which[i]]) != sim_handle_link(rs, &rs->h[which[0]]);
+  if (c->nlinks || c->trace || mixed) wait_each(rs, comms, which, nc);
   else if (nc) sg_comm_wait_all(comms, (size_t)nc);
+  handle last; /* one that finished last (wait_each puts it first; else all share a class), for explain */
+  int have = nc > 0;
+  if (have) last = rs->h[which[0]];
   double ready = t0; /* the last peer's post: before it the rank waits for peers, after it for transfers */
   for (int i = 0; i < n; i++) {
     int hd = op->u.wait.handles[i];
     handle *h = &rs->h[hd];
+    double before = simgrid_get_clock(); /* a join that moves the clock finished after all before it */
+    int joined = h->kind == H_COLL;
     if (h->kind == H_COLL) {
       rs->blk_kind = 2;
       rs->blk_post_op = h->op_index;
@@ -405,6 +414,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
       sg_actor_join(h->coll, -1);
       sg_actor_unref(h->coll);
       h->coll = NULL;
+      joined = 1;
     } else if (h->kind == H_RECV && check_recv(rs, h)) {
       h->kind = H_FREE;
       return -1;
@@ -412,12 +422,17 @@ static int do_wait(rank_state *rs, const bs_op *op) {
     /* read once the handle is done (a joined send's match may be stamped while it is joined) */
     double m = h->kind == H_COLL ? -1 : h->t_match;
     if (m > ready) ready = m;
+    if (joined && (!have || simgrid_get_clock() > before)) {
+      last = *h;
+      have = 1;
+    }
     h->kind = H_FREE;
   }
   rs->blk_kind = 0;
   double t1 = simgrid_get_clock();
   rs->exposed += t1 - t0;
   rs->peer_wait += (ready < t1 ? ready : t1) - t0;
+  bs_explain_wait(&rs->explain, t0, ready, t1, have && t1 > ready ? sim_handle_link(rs, &last) : BS_XL_OTHER);
   if (t1 > t0) sim_trace_event(c, nm, rs->rank, rs->node, t0, t1, "wait");
   return 0;
 }
@@ -447,6 +462,7 @@ static int do_compute(rank_state *rs, const bs_op *op) {
   }
   double t1 = simgrid_get_clock();
   rs->compute += t1 - t0;
+  bs_explain_compute(&rs->explain, op->u.compute.kernel, t1 - t0, c->prof->kernel[op->u.compute.kernel].launch_s);
   if (c->trace) {
     const bs_compute *k = &op->u.compute;
     char nm[80];

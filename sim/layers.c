@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "sim.h"
+#include "sim/explain.h"
 
 #define LA 3
 #define LB 4
@@ -96,6 +97,7 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
   out->time.compute = ext(a.time.compute, b.time.compute, k);
   out->time.comm_exposed = ext(a.time.comm_exposed, b.time.comm_exposed, k);
   out->time.wait_for_peers = ext(a.time.wait_for_peers, b.time.wait_for_peers, k);
+  bs_explain_extend(&a.explain, &out->explain, k);
   const char *over = ext_counts(&a, out, k);
   if (over) {
     bs_result_free(&a);

@@ -14,6 +14,8 @@
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
  *   result.c   the figures of a finished point
  *   trace.c    the Chrome trace and the per-link statistics
+ *   explain.c  where a rank's time goes (explain.h, no SimGrid call); link_class.c the class of a
+ *              waited handle's route
  *   ctx.c      the first error, byte counters, the wall clock
  *
  * Beside them, opts.c holds the options' defaults and blas_threads.c the
@@ -29,6 +31,7 @@
 
 #include "base/fileio.h"
 #include "plans/plan.h"
+#include "sim/explain.h"
 #include "sim/platform.h"
 #include "sim/profile.h"
 #include "sim/sim.h"
@@ -110,6 +113,13 @@ typedef struct rank_state {
   int64_t by_group[BS_DIM_COUNT]; /* the plan's volume of its sends by group kind (bs_bytes.by_group) */
   int64_t op_index;
   int finished;
+  bs_explain_parts explain; /* where the rank's time goes (explain.h) */
+  /* for explain (link_class.c): the link class (bs_explain_link) of the route to a peer's actor, and
+   * of the routes inside the rank's node plus one (0: not looked up yet) */
+  struct {
+    int peer, link;
+  } xroute[MAX_PEERS];
+  int nxroute, xnode;
   /* where the rank is blocked (formatted only if it deadlocks) */
   int blk_kind; /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
@@ -214,6 +224,14 @@ void sim_deadlock_error(sim_ctx *c);
 /* Starts the actor that runs rank rs's part of a collective (joined by its WAIT);
  * NULL (with the error recorded) when out of memory. */
 sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes);
+
+/* ------------------------------------------------------------------ */
+/* link_class.c                                                        */
+/* ------------------------------------------------------------------ */
+
+/* The link class a wait on handle h counts its transfer time to: a message's route, a collective's
+ * group span (the network across nodes, the node's route class inside one). */
+bs_explain_link sim_handle_link(rank_state *rs, const handle *h);
 
 /* ------------------------------------------------------------------ */
 /* fold.c                                                              */

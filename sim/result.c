@@ -4,7 +4,8 @@
  * scaled back when folded (every simulated rank stands for G/A ranks), memory
  * is the highest peak with its breakdown by class (the capacity it is held
  * against is the profile's less its per-process reserve), and all-rank tree
- * allreduces timed as a whole add every rank's bytes by its tree role. A
+ * allreduces timed as a whole add every rank's bytes by its tree role; where
+ * the step goes (explain) is the critical rank's and the mean over ranks. A
  * total that passes int64 or a time the simulator cannot resolve is an error,
  * never a wrapped or meaningless figure.
  */
@@ -136,6 +137,10 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
       if (c->rs[slot_of(c, r)].by_group[d] > out->comm.by_group[d])
         out->comm.by_group[d] = c->rs[slot_of(c, r)].by_group[d];
   free(tsent);
+  /* where the step goes: every real rank by its actor's parts (folded: G / A ranks share each) */
+  bs_explain_begin(&out->explain);
+  for (int r = 0; r < G; r++) bs_explain_add(&out->explain, r, c->rs[slot_of(c, r)].end, &c->rs[slot_of(c, r)].explain);
+  bs_explain_end(&out->explain);
   out->sim_events = c->events;
   return 0;
 }

@@ -124,6 +124,9 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
     else if (FLAG("--quiet", BS_ARG_SWITCH)) {
       CHECK(0);
       o->quiet = 1;
+    } else if (FLAG("--explain", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->explain = 1;
     } else if (m < 0) return -1;
     else if (bs_args_positional(&a)) {
       if (one_positional(&a, &o->scenario, "scenario file")) return -1;

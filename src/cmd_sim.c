@@ -29,7 +29,7 @@ static void sim_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim sim SCENARIO.ini [--set section.key=value]... [--profile P.json]\n"
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
-          "                    [--layers auto|off] [--quiet]\n"
+          "                    [--layers auto|off] [--explain] [--quiet]\n"
           "                    [--coll auto|steps|flow|analytic] [--nodes-per-leaf N] [--oversub X]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
@@ -54,6 +54,11 @@ static void sim_usage(FILE *f) {
           "  --timeout S        under mpirun -np K: seconds MPI start-up and the result gather may\n"
           "                     block (default 120), and the most rank 0 waits for another rank to\n"
           "                     finish its points (default: no bound, a point may take hours)\n"
+          "  --explain          a second table after the results: where each point's step goes,\n"
+          "                     for its critical rank (the one that finished last): compute by\n"
+          "                     kernel kind, kernel launches, exposed communication by link class\n"
+          "                     and waiting for slower peers, in ms and %% of the step (the JSON's\n"
+          "                     explain object has them always, with the mean over ranks)\n"
           "  --quiet            no progress on stderr (errors and warnings still)\n"
           "\n"
           "Exit status: 0 every point ran or was refused by its method or platform (the reason is\n"
@@ -358,6 +363,7 @@ static int write_outputs(const sweep *w) {
   char err[1024];
   int n = w->sc.npoints;
   bs_output_table(stdout, w->res, n);
+  if (w->A.explain) bs_output_explain_table(stdout, w->res, n);
   int rc = w->failed ? 1 : w->invalid == n ? 2 : 0;
   if (w->invalid && !w->failed)
     fprintf(stderr, "burstsim sim: %d of %d points refused by their method or platform (see the table)\n", w->invalid,

@@ -11,6 +11,7 @@
 
 #include "base/fileio.h"
 #include "result_fields.h"
+#include "sim/explain.h"
 #include "sim/profile.h"
 
 #include <cjson/cJSON.h>
@@ -318,5 +319,86 @@ void bs_output_table(FILE *f, const bs_result *r, int n) {
     if (!bs_result_has_figures(x)) fprintf(f, "  %s: %s", bs_result_status(x), x->error);
     fprintf(f, "\n");
   }
+  free(width);
+}
+
+/* The parts of explain in table order: compute by kind, launch, exposed by link class, peers. */
+#define XPARTS (BS_XK_COUNT + 1 + BS_XL_COUNT + 1)
+static const char *xpart_head(int i) {
+  static const char *const h[XPARTS] = {"attn fwd", "attn bwd", "merge", "gemm",    "elemwise",   "other", "launch",
+                                        "nvlink",   "pcie",     "shm",   "network", "other link", "peers"};
+  return h[i];
+}
+static double xpart(const bs_explain_parts *x, int i) {
+  if (i < BS_XK_COUNT) return x->compute[i];
+  if (i == BS_XK_COUNT) return x->launch;
+  if (i < XPARTS - 1) return x->exposed[i - BS_XK_COUNT - 1];
+  return x->wait_for_peers;
+}
+
+/* One cell of the explain table: column c < 0 a setting row (-1 - row index), XPARTS the step, 
+ * XPARTS + 1 the critical rank, else a part in ms and % of the step. */
+static void explain_cell(const bs_field *rows, int c, const bs_result *x, char *cell, size_t n) {
+  const bs_explain *e = &x->explain;
+  if (c < 0) table_cell(&rows[-1 - c], x, cell, n);
+  else if (!bs_result_has_figures(x) || e->critical_rank < 0) snprintf(cell, n, "-");
+  else if (c == XPARTS) snprintf(cell, n, "%.3f", e->step * 1e3);
+  else if (c == XPARTS + 1) snprintf(cell, n, "%d", e->critical_rank);
+  else {
+    double v = xpart(&e->critical, c);
+    snprintf(cell, n, "%.3f %5.1f%%", v * 1e3, e->step > 0 ? 100.0 * v / e->step : 0);
+  }
+}
+
+void bs_output_explain_table(FILE *f, const bs_result *r, int n) {
+  int nrows;
+  const bs_field *rows = bs_result_fields(&nrows);
+  int *col = calloc((size_t)nrows + XPARTS + 2, sizeof *col), ncol = 0;
+  int *width = calloc((size_t)nrows + XPARTS + 2, sizeof *width);
+  if (!col || !width) {
+    free(col);
+    free(width);
+    return;
+  }
+  /* the point's identity as the sim table shows it: the key columns and the settings that vary */
+  for (int k = 0; k < nrows; k++)
+    if (rows[k].head && !rows[k].figure && (!rows[k].vary || varies(&rows[k], r, n))) col[ncol++] = -1 - k;
+  col[ncol++] = XPARTS + 1;
+  col[ncol++] = XPARTS;
+  for (int p = 0; p < XPARTS; p++) { /* a part no point has is left out */
+    int some = 0;
+    for (int i = 0; i < n && !some; i++) some = bs_result_has_figures(&r[i]) && xpart(&r[i].explain.critical, p) != 0;
+    if (some) col[ncol++] = p;
+  }
+  for (int j = 0; j < ncol; j++) {
+    int c = col[j];
+    const char *h = c < 0 ? rows[-1 - c].head : c == XPARTS ? "step ms" : c == XPARTS + 1 ? "rank" : xpart_head(c);
+    int w = (int)strlen(h);
+    for (int i = 0; i < n; i++) {
+      char cell[64];
+      explain_cell(rows, c, &r[i], cell, sizeof cell);
+      if ((int)strlen(cell) > w) w = (int)strlen(cell);
+    }
+    width[j] = c < 0 && rows[-1 - c].width < 0 ? -w : w;
+  }
+  fprintf(f,
+          "where the step goes: the critical rank of each point (the one that finished last), each part in ms "
+          "and %% of its step\n");
+  for (int j = 0; j < ncol; j++) {
+    int c = col[j];
+    const char *h = c < 0 ? rows[-1 - c].head : c == XPARTS ? "step ms" : c == XPARTS + 1 ? "rank" : xpart_head(c);
+    fprintf(f, "%s%*s", j ? " " : "", width[j], h);
+  }
+  fprintf(f, "\n");
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < ncol; j++) {
+      char cell[64];
+      explain_cell(rows, col[j], &r[i], cell, sizeof cell);
+      fprintf(f, "%s%*s", j ? " " : "", width[j], cell);
+    }
+    if (!bs_result_has_figures(&r[i])) fprintf(f, "  %s", bs_result_status(&r[i]));
+    fprintf(f, "\n");
+  }
+  free(col);
   free(width);
 }

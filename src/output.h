@@ -24,6 +24,12 @@ int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t
  * bwd, exposed %, bytes per rank, peak GiB, OOM); a failed point shows its error. */
 void bs_output_table(FILE *f, const bs_result *r, int n);
 
+/* The --explain table of `burstsim sim`: per point, its key columns and the settings that vary, the
+ * critical rank (the one that finished last), the step in ms and each part of explain (compute by
+ * kernel kind, launch, exposed communication by link class, waiting for peers) in ms and % of the
+ * step; a part that no point has is left out. */
+void bs_output_explain_table(FILE *f, const bs_result *r, int n);
+
 /* Checks a command's outputs before any work, creating nothing (bs_out_check_all): each
  * writable, none the same file as an input (the scenario file, the --profile file, every
  * point's profile and platform XML; sc and profile may be NULL) or as another output.

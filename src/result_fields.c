@@ -201,6 +201,9 @@ static void cell_pct(const bs_result *r, bs_value v, char *dst, size_t n) {
 /* A setting's table column, shown when it varies over the sweep. */
 #define VARY(h, fn) .head = h, .width = -1, .cell = fn, .vary = 1
 
+/* A part of explain: a sim figure in seconds, at nine digits in the CSV. */
+#define XPART(p, member) .figure = 1, AT(p, "s", BS_FIELD_REAL, explain.member), .present = is_sim, .digits = 9
+
 static const bs_field result_rows[] = {
   /* the resolved request */
   {NAMED("method", method), CSV(1, "method"), TABLE("method", -12, cell_text), .key = 1},
@@ -369,6 +372,39 @@ static const bs_field result_rows[] = {
   {.figure = 1, AT("memory.breakdown.grads", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_GRADS])},
   {.figure = 1, AT("memory.breakdown.optimizer", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OPTIMIZER])},
   {.figure = 1, AT("memory.breakdown.activations", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_ACTIVATIONS])},
+  /* sim: where the step goes (sim/explain.h): the critical rank's parts (they add up to time_s.step)
+   * and the mean over ranks; the CSV has the critical rank's */
+  {.figure = 1,
+   AT("explain.critical_rank", "", BS_FIELD_INT, explain.critical_rank),
+   .present = is_sim,
+   CSV(78, "explain_rank")},
+  {.figure = 1, AT("explain.ranks", "ranks", BS_FIELD_INT, explain.ranks), .present = is_sim},
+  {XPART("explain.critical.compute.attn_fwd", critical.compute[BS_XK_ATTN_FWD]), CSV(79, "explain_attn_fwd_s")},
+  {XPART("explain.critical.compute.attn_bwd", critical.compute[BS_XK_ATTN_BWD]), CSV(80, "explain_attn_bwd_s")},
+  {XPART("explain.critical.compute.merge", critical.compute[BS_XK_MERGE]), CSV(81, "explain_merge_s")},
+  {XPART("explain.critical.compute.gemm", critical.compute[BS_XK_GEMM]), CSV(82, "explain_gemm_s")},
+  {XPART("explain.critical.compute.elemwise", critical.compute[BS_XK_ELEMWISE]), CSV(83, "explain_elemwise_s")},
+  {XPART("explain.critical.compute.other", critical.compute[BS_XK_OTHER]), CSV(84, "explain_other_compute_s")},
+  {XPART("explain.critical.launch", critical.launch), CSV(85, "explain_launch_s")},
+  {XPART("explain.critical.exposed.nvlink", critical.exposed[BS_XL_NVLINK]), CSV(86, "explain_nvlink_s")},
+  {XPART("explain.critical.exposed.pcie", critical.exposed[BS_XL_PCIE]), CSV(87, "explain_pcie_s")},
+  {XPART("explain.critical.exposed.shm", critical.exposed[BS_XL_SHM]), CSV(88, "explain_shm_s")},
+  {XPART("explain.critical.exposed.network", critical.exposed[BS_XL_NETWORK]), CSV(89, "explain_network_s")},
+  {XPART("explain.critical.exposed.other", critical.exposed[BS_XL_OTHER]), CSV(90, "explain_other_link_s")},
+  {XPART("explain.critical.wait_for_peers", critical.wait_for_peers), CSV(91, "explain_wait_for_peers_s")},
+  {XPART("explain.mean.compute.attn_fwd", mean.compute[BS_XK_ATTN_FWD])},
+  {XPART("explain.mean.compute.attn_bwd", mean.compute[BS_XK_ATTN_BWD])},
+  {XPART("explain.mean.compute.merge", mean.compute[BS_XK_MERGE])},
+  {XPART("explain.mean.compute.gemm", mean.compute[BS_XK_GEMM])},
+  {XPART("explain.mean.compute.elemwise", mean.compute[BS_XK_ELEMWISE])},
+  {XPART("explain.mean.compute.other", mean.compute[BS_XK_OTHER])},
+  {XPART("explain.mean.launch", mean.launch)},
+  {XPART("explain.mean.exposed.nvlink", mean.exposed[BS_XL_NVLINK])},
+  {XPART("explain.mean.exposed.pcie", mean.exposed[BS_XL_PCIE])},
+  {XPART("explain.mean.exposed.shm", mean.exposed[BS_XL_SHM])},
+  {XPART("explain.mean.exposed.network", mean.exposed[BS_XL_NETWORK])},
+  {XPART("explain.mean.exposed.other", mean.exposed[BS_XL_OTHER])},
+  {XPART("explain.mean.wait_for_peers", mean.wait_for_peers)},
   /* the simulator's own figures */
   {.figure = 1,
    AT("sim.wall_s", "s", BS_FIELD_REAL, sim_wall_s),
@@ -383,6 +419,7 @@ static const bs_field result_rows[] = {
   {.path = "ranks", .unit = "", .kind = BS_FIELD_RANKS, .present = has_ranks},
 };
 _Static_assert(BS_MEM_CLASS_COUNT == 9, "memory.breakdown has one row per memory class");
+_Static_assert(BS_XK_COUNT == 6 && BS_XL_COUNT == 5, "explain has one row per kernel kind and link class");
 
 #define RANK(p, u, k, member) .path = p, .unit = u, .kind = k, .off = offsetof(bs_rank_result, member)
 static const bs_field rank_rows[] = {

@@ -121,6 +121,11 @@ static void test_sim(void **state) {
   expect_ok("sim s.ini --quiet");
   assert_int_equal(opts.sim.quiet, 1);
   expect_bad("sim s.ini --quiet --quiet", "--quiet", "given twice");
+  assert_int_equal(opts.sim.explain, 0);
+  expect_ok("sim s.ini --explain");
+  assert_int_equal(opts.sim.explain, 1);
+  expect_bad("sim s.ini --explain --explain", "--explain", "given twice");
+  expect_bad("sim s.ini --explain=yes", "--explain", "takes no value");
   expect_bad("sim s.ini --fold maybe", "--fold", "'maybe' is not one of auto, on, off");
   expect_bad("sim s.ini --coll ring", "--coll", "'ring'");
   expect_bad("sim s.ini --oversub 0.5", "--oversub", "'0.5'");

@@ -175,6 +175,34 @@ static void test_table(void **st) {
   free(buf);
 }
 
+/* The --explain table: the critical rank and the step, every part some point has in ms and % of the
+ * step (a part no point has is left out), "-" and the status for a point without figures. */
+static void test_explain_table(void **st) {
+  (void)st;
+  bs_result r[2] = {sample(BS_BURST, 8), sample(BS_USP, 16)};
+  r[0].explain.critical_rank = 5;
+  r[0].explain.step = 1.5;
+  r[0].explain.critical.compute[BS_XK_ATTN_FWD] = 0.75;
+  r[0].explain.critical.launch = 0.375;
+  r[0].explain.critical.exposed[BS_XL_NETWORK] = 0.25;
+  r[0].explain.critical.wait_for_peers = 0.125;
+  r[1].refused = 1;
+  snprintf(r[1].error, sizeof r[1].error, "parallel.gpus: too many");
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  bs_output_explain_table(f, r, 2);
+  fclose(f);
+  fprintf(stderr, "%s", buf);
+  assert_non_null(strstr(buf, "where the step goes: the critical rank of each point"));
+  assert_non_null(strstr(buf, "rank  step ms       attn fwd         launch        network          peers\n"));
+  assert_non_null(strstr(buf, "   5 1500.000 750.000  50.0% 375.000  25.0% 250.000  16.7% 125.000   8.3%\n"));
+  assert_non_null(strstr(buf, "refused"));
+  assert_null(strstr(buf, "nvlink"));
+  assert_null(strstr(buf, "gemm"));
+  free(buf);
+}
+
 /* A refused and a failed point: the status and reason, no figures (null in JSON, empty in CSV,
  * "-" in the table), their settings still there; a column for each setting that varies, none
  * for one that does not. */
@@ -305,7 +333,7 @@ static void test_throughput_hand(void **st) {
 
 /* RFC 4180 parser for the test: the fields of every record of text. */
 typedef struct {
-  char f[80][512];
+  char f[128][512];
   int n;
 } csv_row;
 
@@ -431,15 +459,11 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "/tmp/bs_output_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_json_contract),
-    cmocka_unit_test(test_json_run_result),
-    cmocka_unit_test(test_csv),
-    cmocka_unit_test(test_atomic_failure),
-    cmocka_unit_test(test_table),
-    cmocka_unit_test(test_csv_rfc4180),
-    cmocka_unit_test(test_table_magnitudes),
-    cmocka_unit_test(test_no_figures),
-    cmocka_unit_test(test_throughput_hand),
+    cmocka_unit_test(test_json_contract), cmocka_unit_test(test_json_run_result),
+    cmocka_unit_test(test_csv),           cmocka_unit_test(test_atomic_failure),
+    cmocka_unit_test(test_table),         cmocka_unit_test(test_explain_table),
+    cmocka_unit_test(test_csv_rfc4180),   cmocka_unit_test(test_table_magnitudes),
+    cmocka_unit_test(test_no_figures),    cmocka_unit_test(test_throughput_hand),
   };
   int rc = BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
   char cmd[300];
