@@ -71,6 +71,13 @@ COMMS = [
      "arXiv 2411.01783 Table 8 (decode SendRecv, 2 hosts)", "built"),
     ("h100-sxm", "sendrecv, 2 GPUs on NVLink, 1 GiB", "dgx-h100", 8, "sendrecv", GiB, 1, 0, 180, "GB/s",
      "nccl-tests #268 (plateau near 180)", "built"),
+    # the two-socket PCIe node: NCCL's own path figures (src/graph/topo.h), and a measured 8-GPU ring as a check
+    ("a100-pcie-40gb", "sendrecv under one PCIe switch (GPU 0 -> 1), 1 GiB", "a100-pcie-node", 8, "sendrecv", GiB, 1,
+     0, 24, "GB/s", "NCCL src/graph/topo.h (Gen4 x16 = 2 x PCI_BW 12)", "built"),
+    ("a100-pcie-40gb", "sendrecv across the two CPU sockets (GPU 0 -> 4), 1 GiB", "a100-pcie-node", 8, "sendrecv",
+     GiB, 4, 0, 10, "GB/s", "NCCL src/graph/topo.h (SKL_QPI_BW 10)", "built"),
+    ("a100-pcie-40gb", "all_reduce, 8 GPUs on two sockets, 128 MB", "a100-pcie-node", 8, "allreduce", 128 << 20, 8, 0,
+     (8, 21), "GB/s", "nccl #841 (8 A100 80GB PCIe, 2 x EPYC 7543)", "check"),
     # one KV block of a pass-KV ring iteration: 128000 tokens / CP4 = 32000 tokens x 1 KV head x d 128 x (K, V) x 2 B
     ("h100-sxm-96gb", "sendrecv of one KV block (16.4 MB) across hosts", "dgx-h100", 16, "sendrecv", 16384000, 8, 0, 627,
      "us", "arXiv 2411.01783 Table 5 (pass-KV SendRecv, 4 hosts, 128K)", "built"),

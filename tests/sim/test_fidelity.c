@@ -8,7 +8,9 @@
  * small-message latency and bandwidth, a large one the link's own); an
  * allreduce over nodes that share NICs; and the point-to-point costs of the
  * plans' SEND/RECV (p2p.*.base_s per send, p2p.*.efficiency of the route's
- * bandwidth), which a collective never pays.
+ * bandwidth), which a collective never pays; and the two CPU sockets of the
+ * PCIe node (a100-pcie-node), where a transfer between sockets crosses the
+ * inter-socket link and one inside a switch does not.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -491,6 +493,77 @@ static void test_p2p_roundtrip(void **st) {
   assert_null(strstr(text, "p2p"));
 }
 
+/* ---------------- the two sockets of a PCIe node ---------------- */
+
+#define PC_BW 40e9
+#define PC_LAT 1e-6
+#define HB_BW 30e9
+#define HB_LAT 0.5e-6
+#define SO_BW 10e9
+#define SO_LAT 2e-6
+
+/* Distinct figures for the PCIe node's classes; no factors (identity at every size). */
+static const char *socket_profile =
+  "{\"format\": 1, \"name\": \"sockets\",\n"
+  " \"device\": {\"memory_bytes\": {\"value\": 1e9, \"source\": \"test\"},\n"
+  "   \"peak_flops\": {\"value\": 1e12, \"source\": \"test\"}, \"mem_bw_Bps\": {\"value\": 1e12, \"source\": "
+  "\"test\"}},\n"
+  " \"kernels\": {},\n"
+  " \"links\": {\"pcie\": {\"bandwidth_Bps\": {\"value\": 40e9, \"source\": \"test\"},\n"
+  "   \"latency_s\": {\"value\": 1e-6, \"source\": \"test\"}},\n"
+  "  \"hostbridge\": {\"bandwidth_Bps\": {\"value\": 30e9, \"source\": \"test\"},\n"
+  "   \"latency_s\": {\"value\": 0.5e-6, \"source\": \"test\"}},\n"
+  "  \"socket\": {\"bandwidth_Bps\": {\"value\": 10e9, \"source\": \"test\"},\n"
+  "   \"latency_s\": {\"value\": 2e-6, \"source\": \"test\"}}},\n"
+  " \"network\": {\"model\": \"CM02\", \"crosstraffic\": 0, \"tcp_gamma\": 0}}\n";
+
+/* Messages of `bytes` between the given (from, to) pairs, all at once, on 8 GPUs of one
+ * a100-pcie-node; the step time. */
+static double pcie_messages(const toy_files *t, int n, const int (*pair)[2], int64_t bytes) {
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 8;
+  int h[8] = {0};
+  for (int i = 0; i < n; i++) {
+    int a = pair[i][0], b = pair[i][1];
+    toy_p2p(&pl, a, BS_OP_SEND, h[a]++, b, 1 + i, bytes);
+    toy_p2p(&pl, b, BS_OP_RECV, h[b]++, a, 1 + i, bytes);
+  }
+  for (int r = 0; r < 8; r++) {
+    int hs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    if (h[r]) toy_wait(&pl, r, h[r], hs);
+  }
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, t, &r, err, sizeof err)) fail_msg("%s", err);
+  double step = r.time.step;
+  bs_result_free(&r);
+  return step;
+}
+
+/*
+ * GPUs 0-3 sit under PCIe switch 0 on socket 0, GPUs 4-7 under switch 1 on socket 1. Inside a
+ * switch: GPU link up, GPU link down. Across sockets: GPU link, the switch's host bridge, the
+ * inter-socket link, the other host bridge, the GPU link: the latencies add and the socket link
+ * is the narrowest. Two transfers across at once share it; two in opposite directions do not.
+ */
+static void test_pcie_sockets(void **st) {
+  (void)st;
+  toy_files t;
+  snprintf(t.xml, sizeof t.xml, "a100-pcie-node");
+  temp_file(t.prof, sizeof t.prof, "sockets", ".json", socket_profile);
+  const int64_t B = 64 << 20;
+  const double b = (double)B, across_lat = 2 * PC_LAT + 2 * HB_LAT + SO_LAT;
+  const int inside[1][2] = {{0, 1}}, across[1][2] = {{0, 4}}, back[1][2] = {{7, 2}};
+  assert_close(pcie_messages(&t, 1, inside, B), 2 * PC_LAT + b / PC_BW, 1e-6);
+  assert_close(pcie_messages(&t, 1, across, B), across_lat + b / SO_BW, 1e-6);
+  assert_close(pcie_messages(&t, 1, back, B), across_lat + b / SO_BW, 1e-6);
+  const int two_same[2][2] = {{0, 4}, {1, 5}}, two_opposite[2][2] = {{0, 4}, {5, 1}};
+  assert_close(pcie_messages(&t, 2, two_same, B), across_lat + 2 * b / SO_BW, 1e-6);
+  assert_close(pcie_messages(&t, 2, two_opposite, B), across_lat + b / SO_BW, 1e-6);
+  unlink(t.prof);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_attn_pass_tables),       cmocka_unit_test(test_coll_base_cost),
@@ -498,7 +571,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_shared_nic_allreduce),   cmocka_unit_test(test_p2p_send_cost),
     cmocka_unit_test(test_p2p_leaves_collectives), cmocka_unit_test(test_p2p_routes),
     cmocka_unit_test(test_p2p_roundtrip),          cmocka_unit_test(test_p2p_order),
-    cmocka_unit_test(test_p2p_peer_wait),
+    cmocka_unit_test(test_p2p_peer_wait),          cmocka_unit_test(test_pcie_sockets),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
