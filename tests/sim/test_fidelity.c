@@ -562,6 +562,14 @@ static void test_pcie_sockets(void **st) {
   assert_close(pcie_messages(&t, 2, two_same, B), across_lat + 2 * b / SO_BW, 1e-6);
   assert_close(pcie_messages(&t, 2, two_opposite, B), across_lat + b / SO_BW, 1e-6);
   unlink(t.prof);
+  /* sockets that do not split the switches evenly are refused with the counts */
+  bs_topo_params tp;
+  char err[256] = "";
+  assert_int_equal(bs_topo_defaults("a100-pcie-node", 1, &tp, err, sizeof err), 0);
+  assert_int_equal(tp.sockets_per_node, 2);
+  tp.sockets_per_node = 3;
+  assert_int_not_equal(bs_topo_check(&tp, err, sizeof err), 0);
+  assert_non_null(strstr(err, "3 CPU sockets must divide its 2 PCIe switches"));
 }
 
 int main(int argc, char **argv) {
