@@ -71,6 +71,17 @@ COMMS = [
      "arXiv 2411.01783 Table 8 (decode SendRecv, 2 hosts)", "built"),
     ("h100-sxm", "sendrecv, 2 GPUs on NVLink, 1 GiB", "dgx-h100", 8, "sendrecv", GiB, 1, 0, 180, "GB/s",
      "nccl-tests #268 (plateau near 180)", "built"),
+    # the per-send cost across nodes, taken over from the same Ampere measurement; H800 sends at its link's rate
+    ("a100-sxm4-80gb", "sendrecv 256 B across 2 nodes", "dgx-a100", 16, "sendrecv", 256, 8, 0, 30.7, "us",
+     "nccl-tests #214 (2 nodes x 1 A40)", "built"),
+    ("a800-sxm4-80gb", "sendrecv 256 B across 2 nodes", "dgx-a100", 16, "sendrecv", 256, 8, 0, 30.7, "us",
+     "nccl-tests #214 (2 nodes x 1 A40)", "built"),
+    ("a100-pcie-40gb", "sendrecv 256 B across 2 nodes", "a100-pcie-node", 16, "sendrecv", 256, 8, 0, 30.7, "us",
+     "nccl-tests #214 (2 nodes x 1 A40)", "built"),
+    ("h800-sxm5", "sendrecv 256 B across 2 nodes", "dgx-h100", 16, "sendrecv", 256, 8, 0, 30.7, "us",
+     "nccl-tests #214 (2 nodes x 1 A40)", "built"),
+    ("h800-sxm5", "sendrecv, 2 GPUs on NVLink, 1 GiB", "dgx-h100", 8, "sendrecv", GiB, 1, 0, 160, "GB/s",
+     "DeepSeek-V3 #28, DeepEP #16 (one-way, measured)", "built"),
     # the two-socket PCIe node: NCCL's own path figures (src/graph/topo.h), and a measured 8-GPU ring as a check
     ("a100-pcie-40gb", "sendrecv under one PCIe switch (GPU 0 -> 1), 1 GiB", "a100-pcie-node", 8, "sendrecv", GiB, 1,
      0, 24, "GB/s", "NCCL src/graph/topo.h (Gen4 x16 = 2 x PCI_BW 12)", "built"),
