@@ -456,6 +456,8 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
   p->host_speed = p->peak_flops;
   p->host_cores = d->cores;
   snprintf(p->net_model, sizeof p->net_model, "CM02");
+  /* measured through the runtime's MPI backend, whose MPI_Iallreduce is Open MPI's libnbc */
+  p->allreduce_lib = BS_ALLREDUCE_OMPI_LIBNBC;
   int primary = o->primary_bf16 ? 1 : 0;
   attn_models(d, primary, p, fits, types);
   other_models(d, primary, p, fits);

@@ -10,7 +10,8 @@
  * plans' SEND/RECV (p2p.*.base_s per send, p2p.*.efficiency of the route's
  * bandwidth), which a collective never pays; and the two CPU sockets of the
  * PCIe node (a100-pcie-node), where a transfer between sockets crosses the
- * inter-socket link and one inside a switch does not.
+ * inter-socket link and one inside a switch does not; and Open MPI libnbc's
+ * binomial allreduce, which the host profile's collectives run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -493,6 +494,78 @@ static void test_p2p_roundtrip(void **st) {
   assert_null(strstr(text, "p2p"));
 }
 
+/* ---------------- Open MPI libnbc's allreduce (the host profile's) ---------------- */
+
+static const char *libnbc_section =
+  "\"collectives\": {\"allreduce\": {\"value\": \"open-mpi-libnbc\", \"source\": \"test\"}}";
+
+/*
+ * With collectives.allreduce = open-mpi-libnbc, an allreduce below 4 ranks or 64 KiB is libnbc's
+ * binomial one: reduce rounds to member 0, then a broadcast from it, each the whole buffer B. On
+ * the toy platform (route latency L = 2 link latencies, x = B / link bandwidth): 2 ranks take
+ * 2 (L + x), where the ring takes 2 (L + x / 2); 4 ranks take (L + x) for 1->0 beside 3->2, (L + x)
+ * for 2->0, then 0 sends to 1 and 2 at once over its one link (L + 2x) and 2 to 3 (L + x): 4L + 5x.
+ * At 64 KiB on 4 ranks libnbc leaves the binomial algorithm: the ring's 6 (L + x / 4). Bytes are
+ * counted as the ring sends them, as the runtime counts them. A bad library name is refused.
+ */
+static void test_libnbc_allreduce(void **st) {
+  (void)st;
+  toy_files t;
+  toy_setup(&t, 4, 4);
+  char with[256];
+  add_section(t.prof, with, sizeof with, libnbc_section);
+  toy_files tl = t;
+  snprintf(tl.prof, sizeof tl.prof, "%s", with);
+  const double L = 2 * LINK_LAT;
+  const int64_t small = 1024, big = 65536;
+  double xs = (double)small / LINK_BW, xb = (double)big / LINK_BW;
+  assert_close(one_allreduce(&tl, 2, small, BS_COLL_ALGO_RING), 2 * (L + xs), 1e-6);
+  assert_close(one_allreduce(&t, 2, small, BS_COLL_ALGO_RING), 2 * (L + xs / 2), 1e-6);
+  assert_close(one_allreduce(&tl, 4, small, BS_COLL_ALGO_RING), 4 * L + 5 * xs, 1e-6);
+  assert_close(one_allreduce(&tl, 4, small, BS_COLL_ALGO_TREE), 4 * L + 5 * xs, 1e-6);
+  assert_close(one_allreduce(&tl, 4, big, BS_COLL_ALGO_RING), 6 * (L + xb / 4), 1e-6);
+  /* the byte counters keep the ring convention */
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 4;
+  for (int r = 0; r < 4; r++) {
+    bs_op *op = toy_push(&pl, r, BS_OP_COLL);
+    op->handle = 0;
+    op->u.coll.kind = BS_COLL_ALLREDUCE;
+    op->u.coll.group = (bs_group){0, 1, 4};
+    op->u.coll.bytes = small;
+    int h = 0;
+    toy_wait(&pl, r, 1, &h);
+  }
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, &tl, &r, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(r.comm.total, 4 * 2 * 3 * (small / 4));
+  bs_result_free(&r);
+  /* the key goes back out when the profile is written */
+  static bs_profile p, q;
+  char path[256];
+  if (bs_profile_load(tl.prof, &p, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(p.allreduce_lib, BS_ALLREDUCE_OMPI_LIBNBC);
+  temp_file(path, sizeof path, "libnbc", ".json", "");
+  if (bs_profile_save(&p, path, "test", err, sizeof err)) fail_msg("%s", err);
+  int rc = bs_profile_load(path, &q, err, sizeof err);
+  unlink(path);
+  if (rc) fail_msg("%s", err);
+  assert_int_equal(q.allreduce_lib, BS_ALLREDUCE_OMPI_LIBNBC);
+  unlink(with);
+  /* an unknown library */
+  add_section(t.prof, with, sizeof with, "\"collectives\": {\"allreduce\": {\"value\": \"mpich\", \"source\": \"x\"}}");
+  assert_int_not_equal(bs_profile_load(with, &p, err, sizeof err), 0);
+  assert_non_null(strstr(err, "collectives.allreduce: unknown 'mpich' (nccl, open-mpi-libnbc)"));
+  unlink(with);
+  add_section(t.prof, with, sizeof with, "\"collectives\": {\"allreduce\": \"open-mpi-libnbc\"}");
+  assert_int_not_equal(bs_profile_load(with, &p, err, sizeof err), 0);
+  assert_non_null(strstr(err, "collectives.allreduce: must be {\"value\""));
+  unlink(with);
+  toy_teardown(&t);
+}
+
 /* ---------------- the two sockets of a PCIe node ---------------- */
 
 #define PC_BW 40e9
@@ -580,6 +653,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_p2p_leaves_collectives), cmocka_unit_test(test_p2p_routes),
     cmocka_unit_test(test_p2p_roundtrip),          cmocka_unit_test(test_p2p_order),
     cmocka_unit_test(test_p2p_peer_wait),          cmocka_unit_test(test_pcie_sockets),
+    cmocka_unit_test(test_libnbc_allreduce),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
