@@ -74,7 +74,7 @@
  *                "source": "..."}     factors: piecewise by message size
  *   },
  *   "network": {"model": "CM02", "crosstraffic": 0, "tcp_gamma": 0, "source": "..."},
- *   "collectives": {             optional; absent = 0 (calibrated host profiles leave it out)
+ *   "collectives": {             optional; absent = 0 (calibrated profiles: base_s from a cold call)
  *     "base_s": {...}            fixed cost of every collective call (NCCL's per-call base
  *                                latency: its kernel launch and the channels' setup), paid once
  *                                per call before the algorithm's steps, whatever the algorithm
