@@ -506,7 +506,8 @@ static const char *libnbc_section =
  * 2 (L + x), where the ring takes 2 (L + x / 2); 4 ranks take (L + x) for 1->0 beside 3->2, (L + x)
  * for 2->0, then 0 sends to 1 and 2 at once over its one link (L + 2x) and 2 to 3 (L + x): 4L + 5x.
  * At 64 KiB on 4 ranks libnbc leaves the binomial algorithm: the ring's 6 (L + x / 4). Bytes are
- * counted as the ring sends them, as the runtime counts them. A bad library name is refused.
+ * counted as the ring sends them, as the runtime counts them. Rooted at one rank, the plan does not
+ * fold (the same plan with NCCL's allreduce does). A bad library name is refused.
  */
 static void test_libnbc_allreduce(void **st) {
   (void)st;
@@ -542,6 +543,36 @@ static void test_libnbc_allreduce(void **st) {
   if (run_toy(&pl, &tl, &r, err, sizeof err)) fail_msg("%s", err);
   assert_int_equal(r.comm.total, 4 * 2 * 3 * (small / 4));
   bs_result_free(&r);
+  /* rooted at one rank, it does not fold: 32 DGX A100 ranks (4 nodes), an allreduce per local
+   * index across the nodes; with NCCL's allreduce the same plan folds */
+  for (int lib = 0; lib < 2; lib++) {
+    bs_config c;
+    toy_config(&c, lib ? &tl : &t, 32);
+    snprintf(c.cluster.topology, sizeof c.cluster.topology, "dgx-a100");
+    memset(&pl, 0, sizeof pl);
+    pl.ranks = 32;
+    for (int k = 0; k < 32; k++) {
+      bs_op *op = toy_push(&pl, k, BS_OP_COLL);
+      op->handle = 0;
+      op->u.coll.kind = BS_COLL_ALLREDUCE;
+      op->u.coll.group = (bs_group){k % 8, 8, 4};
+      op->u.coll.bytes = small;
+      int h = 0;
+      toy_wait(&pl, k, 1, &h);
+    }
+    bs_sim_opts o;
+    bs_sim_opts_default(&o);
+    bs_sim_source src = toy_source(&pl);
+    if (bs_sim_run_source(&c, &o, &src, &r, NULL, NULL, err, sizeof err)) fail_msg("%s", err);
+    fprintf(stderr, "%s: %d actors; %s\n", lib ? "open-mpi-libnbc" : "nccl", r.sim_actors, r.sim_network);
+    if (lib) {
+      assert_int_equal(r.sim_actors, 32);
+      assert_non_null(strstr(r.sim_network, "open-mpi-libnbc"));
+    } else {
+      assert_true(r.sim_actors < 32);
+    }
+    bs_result_free(&r);
+  }
   /* the key goes back out when the profile is written */
   static bs_profile p, q;
   char path[256];
