@@ -4,7 +4,11 @@
  * ping-pong and bidirectional exchange between rank 0 and a rank of its own
  * node and of another node, a ring step over all ranks, and the four
  * collectives, 8 B (1 KiB for the rest) up to 64 or 256 MiB. Rank 0 prints
- * tables shaped like nccl-tests' (size, time, algbw, busbw).
+ * tables shaped like nccl-tests' (size, time, algbw, busbw). Last, the per-call
+ * cost of a collective met cold, as a decode step meets it (test
+ * "allreduce_cold"): one small allreduce after every rank has streamed through
+ * a buffer larger than its caches, timed alone; back-to-back repetitions keep
+ * the library's state and the caches warm and never see that cost.
  */
 #include "calib/measure.h"
 
@@ -83,6 +87,67 @@ static void bandwidths(int test, int64_t bytes, int n, double t, double *algbw, 
   else if (test >= T_ALLGATHER) f = (double)(n - 1) / n;
   *algbw = t > 0 ? size / t : 0;
   *busbw = *algbw * f;
+}
+
+/* Cold calls: repetitions, bytes streamed per rank before each, and the allreduce's size. */
+#define COLD_REPS 9
+#define COLD_EVICT_BYTES (64 << 20)
+#define COLD_BYTES 4
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* One allreduce of COLD_BYTES per repetition, after the caches are flushed and a barrier: the
+ * slowest rank's time; the median, minimum and maximum over the repetitions into a point. */
+static int measure_cold(link_call *l, const bs_calib_opts *o, bs_calib_data *d, char *err, size_t errlen) {
+  char *evict = malloc(COLD_EVICT_BYTES);
+  if (!bs_calib_all_ok(l->mpi, evict != NULL)) {
+    free(evict);
+    snprintf(err, errlen, "calib: out of memory for the cold-call buffer");
+    return -1;
+  }
+  double t[COLD_REPS];
+  int rc = 0;
+  l->test = T_ALLREDUCE;
+  l->bytes = COLD_BYTES;
+  for (int rep = 0; rep < COLD_REPS && !rc; rep++) {
+    memset(evict, rep + 1, COLD_EVICT_BYTES);
+    MPI_Barrier(l->mpi);
+    double t0 = MPI_Wtime();
+    int bad = link_op(l) != 0, any = 0;
+    double dt = MPI_Wtime() - t0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, l->mpi);
+    MPI_Allreduce(&dt, &t[rep], 1, MPI_DOUBLE, MPI_MAX, l->mpi);
+    if (any) {
+      snprintf(err, errlen, "calib: a cold %d-byte allreduce failed or timed out", COLD_BYTES);
+      rc = -1;
+    }
+  }
+  free(evict);
+  if (rc) return -1;
+  qsort(t, COLD_REPS, sizeof t[0], cmp_double);
+  bs_calib_lpoint *p = bs_calib_add_l(d);
+  if (!p) {
+    snprintf(err, errlen, "calib: out of memory");
+    return -1;
+  }
+  snprintf(p->test, sizeof p->test, "allreduce_cold");
+  p->ranks = d->ranks;
+  p->bytes = COLD_BYTES;
+  p->t_med = t[COLD_REPS / 2];
+  p->t_min = t[0];
+  p->t_max = t[COLD_REPS - 1];
+  p->reps = COLD_REPS;
+  if (o->log)
+    fprintf(o->log,
+            "#\n# allreduce_cold over %d ranks (one call after %d MiB streamed per rank and a barrier)\n"
+            "%14d %12.2f %12.2f %12.2f %12s %12s %5d\n",
+            d->ranks, COLD_EVICT_BYTES >> 20, COLD_BYTES, p->t_med * 1e6, p->t_min * 1e6, p->t_max * 1e6, "-", "-",
+            COLD_REPS),
+      fflush(o->log);
+  return 0;
 }
 
 int bs_calib_measure_links(MPI_Comm mpi, const bs_calib_opts *o, bs_calib_data *d, char *err, size_t errlen) {
@@ -169,6 +234,7 @@ int bs_calib_measure_links(MPI_Comm mpi, const bs_calib_opts *o, bs_calib_data *
           fflush(o->log);
     }
   }
+  if (!rc) rc = measure_cold(&l, o, d, err, errlen);
   free(sbuf);
   free(rbuf);
   bs_comm_free(comm);

@@ -16,6 +16,7 @@
 #include "kernels/attn.h"
 #include "plans/plan.h"
 #include "runtime/compute.h"
+#include "sim/coll_shape.h"
 #include "sim/profile.h"
 
 /* Largest relative residual at which a fit, rather than the measured rates, fills a table. */
@@ -376,6 +377,33 @@ static void other_models(const bs_calib_data *d, int primary, bs_profile *p, cJS
   gemm_fit(d, p, fits);
 }
 
+/*
+ * The per-call cost of a collective (collectives.base_s) from the cold call measure_links.c
+ * times: its median less what the simulator gives that call without it, libnbc's binomial
+ * allreduce on the shm link (2 ceil(log2 ranks) transfers of its bytes, one at a time on the
+ * critical path); 0 when the cold call is no slower.
+ */
+static void cold_call_cost(const bs_calib_data *d, bs_profile *p, cJSON *links_fit) {
+  const bs_prof_link *shm = &p->link[BS_LINK_SHM];
+  for (int i = 0; i < d->nl; i++) {
+    const bs_calib_lpoint *l = &d->l[i];
+    if (strcmp(l->test, "allreduce_cold") || l->ranks < 2 || !(shm->bw_Bps > 0)) continue;
+    double warm = 2.0 * bs_binomial_rounds(l->ranks) * (shm->lat_s + (double)l->bytes / shm->bw_Bps);
+    p->coll_base_s = l->t_med > warm ? l->t_med - warm : 0;
+    cJSON *cj = cJSON_CreateObject();
+    cJSON_AddStringToObject(
+      cj, "model",
+      "collectives.base_s = the median of one allreduce timed alone after the caches were "
+      "flushed, less the simulated warm call (libnbc binomial: 2 ceil(log2 ranks) shm transfers)");
+    num_obj(cj, "cold_median_s", l->t_med);
+    num_obj(cj, "cold_min_s", l->t_min);
+    num_obj(cj, "cold_max_s", l->t_max);
+    num_obj(cj, "warm_model_s", warm);
+    num_obj(cj, "base_s", p->coll_base_s);
+    cJSON_AddItemToObject(links_fit, "allreduce_cold", cj);
+  }
+}
+
 /* Links: ping-pong within rank 0's node gives the shm class, to another node the NIC class. */
 static int link_models(const bs_calib_data *d, bs_profile *p, cJSON *links_fit, char *err, size_t errlen) {
   bs_prof_link *shm = &p->link[BS_LINK_SHM];
@@ -429,6 +457,7 @@ static int link_models(const bs_calib_data *d, bs_profile *p, cJSON *links_fit, 
       link_fit_json(cj, &cf);
       cJSON_AddItemToObject(links_fit, colls[c], cj);
     }
+    cold_call_cost(d, p, links_fit);
   } else {
     /* One rank, or no second rank on rank 0's node: keep the shipped host profile's shm link. */
     bs_profile shipped;
@@ -456,6 +485,8 @@ static int build_profile(const bs_calib_data *d, const bs_calib_opts *o, const c
   p->host_speed = p->peak_flops;
   p->host_cores = d->cores;
   snprintf(p->net_model, sizeof p->net_model, "CM02");
+  /* measured through the runtime's MPI backend, whose MPI_Iallreduce is Open MPI's libnbc */
+  p->allreduce_lib = BS_ALLREDUCE_OMPI_LIBNBC;
   int primary = o->primary_bf16 ? 1 : 0;
   attn_models(d, primary, p, fits, types);
   other_models(d, primary, p, fits);

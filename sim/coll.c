@@ -10,7 +10,10 @@
  *              and broadcast down in pipelined chunks by two actors per tree,
  *              or timed as a whole (an all-rank tree's bytes are added once,
  *              when the result is filled, so that it folds);
- *   all-to-all every pair at once, as NCCL's grouped send/recv does.
+ *   all-to-all every pair at once, as NCCL's grouped send/recv does;
+ *   binomial   Open MPI libnbc's small allreduce (coll_shape.h), for a profile whose
+ *              collectives.allreduce is open-mpi-libnbc: reduce rounds to the first
+ *              member, then the broadcast back, each transfer the whole buffer.
  *
  * Every call first pays the profile's per-call base cost (collectives.base_s),
  * once, whatever the algorithm.
@@ -51,6 +54,7 @@ typedef struct {
   bs_coll_algo algo;
   double t_tree; /* the tree's modelled time, when auto computed it (else < 0) */
   bs_coll_model model;
+  int binomial; /* Open MPI libnbc's binomial allreduce instead of algo */
 } coll_setup;
 
 static int payload; /* SimGrid aborts on NULL payloads */
@@ -342,6 +346,43 @@ static void coll_ring(rank_state *rs, const coll_job *job, const coll_setup *s) 
 }
 
 /* ------------------------------------------------------------------ */
+/* Binomial allreduce (Open MPI libnbc)                                */
+/* ------------------------------------------------------------------ */
+
+static sg_mailbox_t binomial_mailbox(const sim_ctx *c, const coll_job *job, char phase, int from_rank, int to_rank) {
+  char nm[64];
+  snprintf(nm, sizeof nm, "b%d.%c:%d:%d", job->seq, phase, slot_of(c, from_rank), slot_of(c, to_rank));
+  return sg_mailbox_by_name(nm);
+}
+
+/* The whole buffer up the binomial tree to member 0 round by round, then down again; the bytes
+ * are counted as the runtime counts an allreduce (the ring convention: to the next member). */
+static void coll_binomial(rank_state *rs, const coll_job *job, const coll_setup *s) {
+  sim_ctx *c = rs->ctx;
+  const bs_group *g = &job->group;
+  int me = rs->rank, rounds = bs_binomial_rounds(s->n), peer = -1;
+  void *rx;
+  for (int r = 1; r <= rounds; r++) {
+    int d = bs_binomial_reduce_step(s->n, s->me, r, &peer);
+    if (d > 0) sg_comm_wait(sg_mailbox_get_async(binomial_mailbox(c, job, 'u', sim_member(g, peer), me), &rx));
+    if (d < 0)
+      sg_comm_wait(sg_mailbox_put_async(binomial_mailbox(c, job, 'u', me, sim_member(g, peer)), &payload, job->bytes));
+    if (d) c->events++;
+    if (d < 0) break;
+  }
+  int parent = bs_binomial_bcast_parent(s->me), kids[32];
+  if (parent >= 0) sg_comm_wait(sg_mailbox_get_async(binomial_mailbox(c, job, 'd', sim_member(g, parent), me), &rx));
+  int nk = bs_binomial_bcast_children(s->n, s->me, kids);
+  sg_comm_t out[32];
+  for (int k = 0; k < nk; k++) {
+    out[k] = sg_mailbox_put_async(binomial_mailbox(c, job, 'd', me, sim_member(g, kids[k])), &payload, job->bytes);
+    c->events++;
+  }
+  if (nk) sg_comm_wait_all(out, (size_t)nk);
+  sim_account_sent(rs, sim_member(g, (s->me + 1) % s->n), bs_coll_bytes_sent(job->kind, job->bytes, s->n));
+}
+
+/* ------------------------------------------------------------------ */
 /* One member's part                                                   */
 /* ------------------------------------------------------------------ */
 
@@ -372,7 +413,9 @@ static int coll_pick_algo(sim_ctx *c, const coll_job *job, coll_setup *s) {
   const bs_coll_links *l = &s->l;
   s->algo = job->kind == BS_COLL_ALLREDUCE ? c->cfg->cluster.coll_algo : BS_COLL_ALGO_RING;
   s->t_tree = -1;
-  if (s->algo != BS_COLL_ALGO_AUTO) return 0;
+  s->binomial = job->kind == BS_COLL_ALLREDUCE && c->prof && c->prof->allreduce_lib == BS_ALLREDUCE_OMPI_LIBNBC &&
+                bs_nbc_allreduce_binomial(s->n, job->bytes);
+  if (s->binomial || s->algo != BS_COLL_ALGO_AUTO) return 0;
   bs_coll_links lm;
   if (c->ps && !sim_group_links_model(c->ps, &job->group, s->node, &lm) &&
       (fabs(lm.lat_intra - l->lat_intra) > 1e-12 * (1 + l->lat_intra) ||
@@ -438,7 +481,8 @@ static void coll_main(int argc, char **argv) {
     /* The call's fixed cost (the profile's collectives.base_s), before any step. */
     double base = rs->ctx->prof ? rs->ctx->prof->coll_base_s : 0;
     if (base > 0) sg_actor_sleep_for(base);
-    if (s.algo == BS_COLL_ALGO_TREE) coll_tree(rs, job, &s);
+    if (s.binomial) coll_binomial(rs, job, &s);
+    else if (s.algo == BS_COLL_ALGO_TREE) coll_tree(rs, job, &s);
     else if (s.steps < 0) coll_alltoall(rs, job, &s);
     else coll_ring(rs, job, &s);
   }

@@ -281,3 +281,38 @@ int bs_ring_channel_peer(int P, int nn, int ch, int me, int dir) {
   chan_ends(P, nn, ch, pj, &pe, &px);
   return pj * P + (P == 1 ? 0 : px);
 }
+
+int bs_nbc_allreduce_binomial(int n, int64_t bytes) { return n < 4 || bytes < 65536; }
+
+int bs_binomial_rounds(int n) {
+  int r = 0;
+  while (r < 30 && (1 << r) < n) r++;
+  return r;
+}
+
+int bs_binomial_reduce_step(int n, int me, int r, int *peer) {
+  if (r < 1 || r > 30 || me < 0 || me >= n) return 0;
+  int half = 1 << (r - 1);
+  if (me % (2 * half) == 0) {
+    if (me + half >= n) return 0;
+    *peer = me + half;
+    return 1;
+  }
+  if ((me & -me) != half) return 0; /* me leaves in the round of its lowest set bit */
+  *peer = me - half;
+  return -1;
+}
+
+int bs_binomial_bcast_parent(int me) {
+  if (me <= 0) return -1;
+  int top = 1;
+  while (top <= me / 2) top *= 2;
+  return me - top;
+}
+
+int bs_binomial_bcast_children(int n, int me, int *out) {
+  int k = 0;
+  for (int r = 0; r < 31 && (1 << r) < n; r++)
+    if (me + (1 << r) < n && (me == 0 || me < (1 << r))) out[k++] = me + (1 << r);
+  return k;
+}

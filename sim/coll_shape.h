@@ -11,6 +11,9 @@
  *          half of the buffer, reduced up to its root and broadcast back down,
  *          pipelined in chunks.
  *   ring   NCCL's ring (the engine expands it: 2(n-1) steps for allreduce).
+ *   binomial  Open MPI libnbc's small-message allreduce: a binomial reduce to
+ *          member 0 and a binomial broadcast back (a profile whose
+ *          collectives.allreduce is open-mpi-libnbc).
  *   auto   the lower of the two modelled (alpha-beta) times, which is how NCCL
  *          chooses: NCCL src/graph/tuning.cc line ("No fixed size
  *          thresholds: the lowest modelled time picks the algorithm").
@@ -105,5 +108,25 @@ double bs_ring_time(int steps, int64_t chunk, double lat, double bw);
  * member on channel ch, or -1 for bad arguments.
  */
 int bs_ring_channel_peer(int P, int nn, int ch, int me, int dir);
+
+/*
+ * Open MPI 4.1's non-blocking allreduce (coll/libnbc, ompi/mca/coll/libnbc/nbc_iallreduce.c,
+ * nbc_allreduce_init and allred_sched_diss; the runtime's MPI backend calls MPI_Iallreduce, which
+ * the tuned component does not serve). Its default choice: the binomial algorithm below 4
+ * ranks or below 65536 bytes (and for in-place or non-commutative calls, which a COLL op does
+ * not say), else reduce-scatter + allgather. Returns 1 for the binomial one.
+ */
+int bs_nbc_allreduce_binomial(int n, int64_t bytes);
+
+/* The binomial allreduce of n members (member 0 the root): ceil(log2 n) rounds of reduce, each
+ * a whole buffer, then a binomial broadcast of the result. */
+int bs_binomial_rounds(int n);
+/* Reduce round r (1 .. rounds) of member me: 1 when me receives from *peer, -1 when it sends to
+ * *peer (its last round: it leaves the reduce), 0 when it does nothing. */
+int bs_binomial_reduce_step(int n, int me, int r, int *peer);
+/* Broadcast: the member me receives the result from (-1 for the root), and the members it then
+ * sends it to, all at once (into out, at most 31); returns their count. */
+int bs_binomial_bcast_parent(int me);
+int bs_binomial_bcast_children(int n, int me, int *out);
 
 #endif

@@ -330,6 +330,12 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
     coll |= ri[r].has_coll;
     coll_general |= ri[r].coll_general;
   }
+  /* Open MPI libnbc's small allreduce is rooted at a group's first member: no shift maps it onto itself. */
+  if (coll && prof && prof->allreduce_lib == BS_ALLREDUCE_OMPI_LIBNBC) {
+    free(ri);
+    snprintf(why, whylen, "no: the profile's allreduce (open-mpi-libnbc) is rooted at one rank");
+    return 0;
+  }
   int M = K >= 2 ? bs_topo_fold_nodes(&ps->tp, D) : 0;
   if (!M) M = K;
   int Pf = P;

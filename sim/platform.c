@@ -43,7 +43,7 @@ static int topo_has_class(const bs_platform_spec *ps, int c) {
   const char *t = ps->tp.name;
   if (ps->shared_host) return c == BS_LINK_SHM;
   if (!strncmp(t, "dgx-", 4)) return c == BS_LINK_NVLINK || c == BS_LINK_NIC || c == BS_LINK_FABRIC;
-  return c == BS_LINK_PCIE || c == BS_LINK_HOSTBRIDGE || c == BS_LINK_NIC; /* a100-pcie-node */
+  return c == BS_LINK_PCIE || c == BS_LINK_HOSTBRIDGE || c == BS_LINK_NIC || c == BS_LINK_SOCKET; /* a100-pcie-node */
 }
 
 /*

@@ -172,7 +172,31 @@ static int get_opt_bytes(const cJSON *obj, const char *key, double hi, int64_t *
 
 #define ROUND_MAX 0x1p30 /* an allocation granule of more than 1 GiB is a unit slip */
 
-/* The optional "collectives" section (format in profile.h): a per-call base cost, absent = 0. */
+/* The optional "collectives" section (format in profile.h): a per-call base cost, absent = 0, and
+ * the library whose allreduce algorithms run, absent = NCCL's. */
+static const char *const allreduce_lib_name[BS_ALLREDUCE_LIB_COUNT] = {"nccl", "open-mpi-libnbc"};
+
+const char *bs_allreduce_lib_name(bs_allreduce_lib l) {
+  return l >= 0 && l < BS_ALLREDUCE_LIB_COUNT ? allreduce_lib_name[l] : "?";
+}
+
+static int parse_allreduce_lib(const cJSON *cj, bs_profile *p, const char *path, char *err, size_t errlen) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(cj, "allreduce");
+  const cJSON *v = cJSON_IsObject(a) ? cJSON_GetObjectItemCaseSensitive(a, "value") : NULL;
+  if (!cJSON_IsString(v)) {
+    snprintf(err, errlen,
+             "%s: collectives.allreduce: must be {\"value\": \"nccl\" | \"open-mpi-libnbc\", \"source\": ...}", path);
+    return -1;
+  }
+  for (int l = 0; l < BS_ALLREDUCE_LIB_COUNT; l++)
+    if (!strcmp(v->valuestring, allreduce_lib_name[l])) {
+      p->allreduce_lib = (bs_allreduce_lib)l;
+      return 0;
+    }
+  snprintf(err, errlen, "%s: collectives.allreduce: unknown '%.40s' (nccl, open-mpi-libnbc)", path, v->valuestring);
+  return -1;
+}
+
 static int parse_collectives(const cJSON *cj, bs_profile *p, const char *path, char *err, size_t errlen) {
   if (!cJSON_IsObject(cj)) {
     snprintf(err, errlen, "%s: collectives: must be an object {\"base_s\": {\"value\": s, \"source\": \"...\"}}", path);
@@ -180,11 +204,12 @@ static int parse_collectives(const cJSON *cj, bs_profile *p, const char *path, c
   }
   const cJSON *k;
   cJSON_ArrayForEach(k, cj) {
-    if (strcmp(k->string, "base_s")) {
-      snprintf(err, errlen, "%s: collectives.%s: unknown key (base_s)", path, k->string);
+    if (strcmp(k->string, "base_s") && strcmp(k->string, "allreduce")) {
+      snprintf(err, errlen, "%s: collectives.%s: unknown key (base_s, allreduce)", path, k->string);
       return -1;
     }
   }
+  if (cJSON_GetObjectItemCaseSensitive(cj, "allreduce") && parse_allreduce_lib(cj, p, path, err, errlen)) return -1;
   if (!cJSON_GetObjectItemCaseSensitive(cj, "base_s")) return 0;
   return get_range(cj, "base_s", 0, LAT_MAX, "s", &p->coll_base_s, path, "collectives", err, errlen);
 }
@@ -725,9 +750,14 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
   cJSON_AddStringToObject(net, "model", p->net_model);
   cJSON_AddNumberToObject(net, "crosstraffic", p->crosstraffic);
   cJSON_AddNumberToObject(net, "tcp_gamma", p->tcp_gamma);
-  if (p->coll_base_s > 0) {
+  if (p->coll_base_s > 0 || p->allreduce_lib != BS_ALLREDUCE_NCCL) {
     cJSON *cj = cJSON_AddObjectToObject(root, "collectives");
-    cJSON_AddItemToObject(cj, "base_s", val(p->coll_base_s, source));
+    if (p->coll_base_s > 0) cJSON_AddItemToObject(cj, "base_s", val(p->coll_base_s, source));
+    if (p->allreduce_lib != BS_ALLREDUCE_NCCL) {
+      cJSON *a = cJSON_AddObjectToObject(cj, "allreduce");
+      cJSON_AddStringToObject(a, "value", bs_allreduce_lib_name(p->allreduce_lib));
+      cJSON_AddStringToObject(a, "source", source);
+    }
   }
   cJSON *pj = NULL;
   for (int w = 0; w < 2; w++) {

@@ -74,10 +74,16 @@
  *                "source": "..."}     factors: piecewise by message size
  *   },
  *   "network": {"model": "CM02", "crosstraffic": 0, "tcp_gamma": 0, "source": "..."},
- *   "collectives": {             optional; absent = 0 (calibrated host profiles leave it out)
+ *   "collectives": {             optional; absent = 0 (calibrated profiles: base_s from a cold call)
  *     "base_s": {...}            fixed cost of every collective call (NCCL's per-call base
  *                                latency: its kernel launch and the channels' setup), paid once
  *                                per call before the algorithm's steps, whatever the algorithm
+ *     "allreduce": {"value": "nccl" | "open-mpi-libnbc", "source": "..."}
+ *                                optional, absent = "nccl": whose allreduce runs. nccl: ring or
+ *                                tree as cluster.coll_algo says. open-mpi-libnbc: Open MPI 4.1's
+ *                                non-blocking MPI_Iallreduce (the runtime's MPI backend): below
+ *                                4 ranks or 64 KiB a binomial reduce to the first member and a
+ *                                binomial broadcast back (sim/coll_shape.h), else the ring
  *   },
  *   "p2p": {                     optional; absent = no effect (calibrated host profiles leave it out)
  *     "intra_node": {"base_s": {...}, "efficiency": {...}},   each route and key optional
@@ -136,6 +142,10 @@ typedef struct {
   double min_bytes, bandwidth, latency;
 } bs_prof_factor;
 
+/* Whose allreduce algorithms a profile's collectives run (profile "collectives.allreduce"). */
+typedef enum { BS_ALLREDUCE_NCCL = 0, BS_ALLREDUCE_OMPI_LIBNBC, BS_ALLREDUCE_LIB_COUNT } bs_allreduce_lib;
+const char *bs_allreduce_lib_name(bs_allreduce_lib l);
+
 typedef struct {
   int present;
   double bw_Bps, lat_s;
@@ -157,7 +167,8 @@ typedef struct {
   char net_model[32];
   int crosstraffic;
   double tcp_gamma;
-  double coll_base_s; /* fixed cost of one collective call, s (0 = none) */
+  double coll_base_s;             /* fixed cost of one collective call, s (0 = none) */
+  bs_allreduce_lib allreduce_lib; /* whose allreduce algorithms run (0 = NCCL's) */
   /* point-to-point SEND/RECV of the plans, never collectives; [0] intra-node, [1] inter-node */
   double p2p_base_s[2];     /* fixed cost of one send, s (0 = none) */
   double p2p_efficiency[2]; /* fraction of the route's bandwidth a send reaches (0 or 1 = all) */

@@ -14,7 +14,8 @@
 #include <string.h>
 #include "base/vec.h"
 
-static const char *class_names[BS_LINK_CLASS_COUNT] = {"nvlink", "nic", "fabric", "pcie", "hostbridge", "shm"};
+static const char *class_names[BS_LINK_CLASS_COUNT] = {"nvlink",     "nic", "fabric", "pcie",
+                                                       "hostbridge", "shm", "socket"};
 
 const char *bs_link_class_name(bs_link_class c) { return (c >= 0 && c < BS_LINK_CLASS_COUNT) ? class_names[c] : "?"; }
 
@@ -93,12 +94,14 @@ int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, 
   set_link(p, BS_LINK_PCIE, 24e9, 1.7e-6);
   set_link(p, BS_LINK_HOSTBRIDGE, 24e9, 0);
   set_link(p, BS_LINK_SHM, 8e9, 1e-6);
+  set_link(p, BS_LINK_SOCKET, 10e9, 0); /* calib/profiles/a100-pcie-40gb.json */
   if (g->kind == GEN_DGX) {
     /* A leaf switch of 16 nodes per rail: a design choice of this generator
      * (a parameter), not a published figure. 128 nodes = 8 leaves per rail. */
     p->nodes_per_leaf = 16;
   } else if (g->kind == GEN_PCIE) {
     p->gpus_per_pcie_switch = 4;
+    p->sockets_per_node = 2;
   } else {
     p->nodes = 1;
     p->gpus_per_node = 2;
@@ -140,6 +143,12 @@ int bs_topo_check(const bs_topo_params *p, char *err, size_t errlen) {
   if (g->kind == GEN_PCIE && (p->gpus_per_pcie_switch < 1 || p->gpus_per_node % p->gpus_per_pcie_switch)) {
     snprintf(err, errlen, "topology %s: %d GPUs per PCIe switch must divide %d GPUs", p->name, p->gpus_per_pcie_switch,
              p->gpus_per_node);
+    return -1;
+  }
+  if (g->kind == GEN_PCIE &&
+      (p->sockets_per_node < 1 || (p->gpus_per_node / p->gpus_per_pcie_switch) % p->sockets_per_node)) {
+    snprintf(err, errlen, "topology %s: %d CPU sockets must divide its %d PCIe switches", p->name, p->sockets_per_node,
+             p->gpus_per_node / p->gpus_per_pcie_switch);
     return -1;
   }
   if (g->kind == GEN_HOST && (p->nodes != 1 || !(p->host_speed > 0) || !isfinite(p->host_speed))) {
@@ -334,32 +343,47 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
     }
 }
 
+/*
+ * A PCIe server as built: sockets_per_node CPU sockets, each the root complex of its share of
+ * the PCIe switches (switch w on socket w * S / W) and of the node's NICs (one NIC link per
+ * socket); the sockets joined pairwise by one inter-socket link (UPI / xGMI). GPUs under one
+ * switch meet at the switch (pcie, pcie), under two switches of a socket at its root (pcie,
+ * hostbridge, hostbridge, pcie), on two sockets through the inter-socket link as well: NCCL
+ * does not use peer-to-peer across sockets and stages the data in host memory, and the socket
+ * link's figure is the rate that path reaches. Dijkstra counts hops: the socket link (one hop)
+ * is shorter than the way out through one NIC and back through the other (two).
+ */
 static void gen_pcie(sbuf *b, const bs_topo_params *p) {
-  int K = p->nodes, g = p->gpus_per_node, s = p->gpus_per_pcie_switch;
+  int K = p->nodes, g = p->gpus_per_node, s = p->gpus_per_pcie_switch, S = p->sockets_per_node, W = g / s;
   char a[64], c[64], l[64];
   sb_printf(b, "    <router id=\"switch\"/>\n");
   for (int n = 0; n < K; n++) {
-    sb_printf(b, "    <router id=\"root-n%d\"/>\n", n);
-    for (int w = 0; w < g / s; w++) sb_printf(b, "    <router id=\"pciesw-n%d-s%d\"/>\n", n, w);
+    for (int k = 0; k < S; k++) sb_printf(b, "    <router id=\"root-n%d-c%d\"/>\n", n, k);
+    for (int w = 0; w < W; w++) sb_printf(b, "    <router id=\"pciesw-n%d-s%d\"/>\n", n, w);
     for (int i = 0; i < g; i++)
       sb_printf(b, "    <host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", n * g + i, n);
   }
   for (int n = 0; n < K; n++) {
     bs_link_val pc = node_link(p, BS_LINK_PCIE, n), hb = node_link(p, BS_LINK_HOSTBRIDGE, n),
-                nc = node_link(p, BS_LINK_NIC, n);
+                nc = node_link(p, BS_LINK_NIC, n), so = node_link(p, BS_LINK_SOCKET, n);
     for (int i = 0; i < g; i++) {
       snprintf(l, sizeof l, "pcie-n%d-g%d", n, i);
       sb_link(b, l, &pc);
     }
-    for (int w = 0; w < g / s; w++) {
+    for (int w = 0; w < W; w++) {
       snprintf(l, sizeof l, "hostbridge-n%d-s%d", n, w);
       sb_link(b, l, &hb);
     }
-    snprintf(l, sizeof l, "nic-n%d", n);
-    sb_link(b, l, &nc);
+    for (int k = 0; k < S; k++) {
+      snprintf(l, sizeof l, "nic-n%d-c%d", n, k);
+      sb_link(b, l, &nc);
+      for (int k2 = k + 1; k2 < S; k2++) {
+        snprintf(l, sizeof l, "socket-n%d-c%d-c%d", n, k, k2);
+        sb_link(b, l, &so);
+      }
+    }
   }
   for (int n = 0; n < K; n++) {
-    snprintf(c, sizeof c, "root-n%d", n);
     for (int i = 0; i < g; i++) {
       snprintf(a, sizeof a, "gpu%d", n * g + i);
       char sw[64];
@@ -367,13 +391,22 @@ static void gen_pcie(sbuf *b, const bs_topo_params *p) {
       snprintf(l, sizeof l, "pcie-n%d-g%d", n, i);
       sb_edge(b, a, sw, l);
     }
-    for (int w = 0; w < g / s; w++) {
+    for (int w = 0; w < W; w++) {
       snprintf(a, sizeof a, "pciesw-n%d-s%d", n, w);
+      snprintf(c, sizeof c, "root-n%d-c%d", n, w * S / W);
       snprintf(l, sizeof l, "hostbridge-n%d-s%d", n, w);
       sb_edge(b, a, c, l);
     }
-    snprintf(l, sizeof l, "nic-n%d", n);
-    sb_edge(b, c, "switch", l);
+    for (int k = 0; k < S; k++) {
+      snprintf(c, sizeof c, "root-n%d-c%d", n, k);
+      snprintf(l, sizeof l, "nic-n%d-c%d", n, k);
+      sb_edge(b, c, "switch", l);
+      for (int k2 = k + 1; k2 < S; k2++) {
+        snprintf(a, sizeof a, "root-n%d-c%d", n, k2);
+        snprintf(l, sizeof l, "socket-n%d-c%d-c%d", n, k, k2);
+        sb_edge(b, c, a, l);
+      }
+    }
   }
 }
 
@@ -396,12 +429,15 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   sb_printf(&b, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
   sb_printf(&b, "<!-- burstsim topology %s: %d node(s) x %d GPU(s)", p->name, p->nodes, p->gpus_per_node);
   if (p->nodes_per_leaf) sb_printf(&b, ", %d nodes per leaf, oversubscription %g", p->nodes_per_leaf, p->oversub);
+  if (kind == GEN_PCIE)
+    sb_printf(&b, ", %d CPU sockets per node (one NIC link each), %d GPUs per PCIe switch", p->sockets_per_node,
+              p->gpus_per_pcie_switch);
   if (kind == GEN_DGX && bs_topo_nics(p) != p->gpus_per_node)
     sb_printf(&b, ", %d NICs per node (GPU i uses NIC i * %d / %d)", bs_topo_nics(p), bs_topo_nics(p),
               p->gpus_per_node);
   sb_printf(&b,
             ".\n     %s Links named CLASS-... take bandwidth and latency\n"
-            "     from the profile when simulated (classes: nvlink nic fabric pcie hostbridge shm);\n"
+            "     from the profile when simulated (classes: nvlink nic fabric pcie hostbridge shm socket);\n"
             "     the values written here are those of the profile given to the generator. -->\n",
             host ? "Every rank runs on host cpu." : "Rank r runs on host gpu<r>.");
   sb_printf(&b, "<platform version=\"4.1\">\n  <zone id=\"%s\" routing=\"%s\">\n", p->name,

@@ -8,7 +8,7 @@
  *     with <prop id="node" value="K"/> (bytes are then split intra/inter node);
  *     a platform with a single host (the "host" topology) runs every rank on it.
  *   - a link whose name starts with a link class name and '-' ("nvlink-n0-g3",
- *     "nic-...", "fabric-...", "pcie-...", "hostbridge-...", "shm-...") gets
+ *     "nic-...", "fabric-...", "pcie-...", "hostbridge-...", "shm-...", "socket-...") gets
  *     its bandwidth and latency from the profile when the simulator loads it;
  *     other links keep what the file says.
  * Speeds written here are only defaults: the profile decides.
@@ -29,6 +29,7 @@ typedef enum {
   BS_LINK_PCIE,       /* GPU <-> PCIe switch */
   BS_LINK_HOSTBRIDGE, /* PCIe switch <-> CPU root complex */
   BS_LINK_SHM,        /* shared memory between ranks of one host */
+  BS_LINK_SOCKET,     /* CPU socket <-> CPU socket (UPI / xGMI), as GPU traffic staged in host memory sees it */
   BS_LINK_CLASS_COUNT
 } bs_link_class;
 
@@ -49,6 +50,7 @@ typedef struct {
   double oversub;           /* dgx: leaf downlink / uplink bandwidth ratio, >= 1 */
   int nics_per_node;        /* dgx: NICs (rails) per node, dividing gpus_per_node; 0 = one per GPU */
   int gpus_per_pcie_switch; /* a100-pcie-node */
+  int sockets_per_node;     /* a100-pcie-node: CPU sockets, the PCIe switches split evenly between them */
   int host_cores;           /* host: cores of the CPU (informative) */
   double host_speed;        /* host: flop/s of the whole CPU (the exec rate the engine uses) */
   bs_link_val link[BS_LINK_CLASS_COUNT];

@@ -8,7 +8,10 @@
  * small-message latency and bandwidth, a large one the link's own); an
  * allreduce over nodes that share NICs; and the point-to-point costs of the
  * plans' SEND/RECV (p2p.*.base_s per send, p2p.*.efficiency of the route's
- * bandwidth), which a collective never pays.
+ * bandwidth), which a collective never pays; and the two CPU sockets of the
+ * PCIe node (a100-pcie-node), where a transfer between sockets crosses the
+ * inter-socket link and one inside a switch does not; and Open MPI libnbc's
+ * binomial allreduce, which the host profile's collectives run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -491,6 +494,188 @@ static void test_p2p_roundtrip(void **st) {
   assert_null(strstr(text, "p2p"));
 }
 
+/* ---------------- Open MPI libnbc's allreduce (the host profile's) ---------------- */
+
+static const char *libnbc_section =
+  "\"collectives\": {\"allreduce\": {\"value\": \"open-mpi-libnbc\", \"source\": \"test\"}}";
+
+/*
+ * With collectives.allreduce = open-mpi-libnbc, an allreduce below 4 ranks or 64 KiB is libnbc's
+ * binomial one: reduce rounds to member 0, then a broadcast from it, each the whole buffer B. On
+ * the toy platform (route latency L = 2 link latencies, x = B / link bandwidth): 2 ranks take
+ * 2 (L + x), where the ring takes 2 (L + x / 2); 4 ranks take (L + x) for 1->0 beside 3->2, (L + x)
+ * for 2->0, then 0 sends to 1 and 2 at once over its one link (L + 2x) and 2 to 3 (L + x): 4L + 5x.
+ * At 64 KiB on 4 ranks libnbc leaves the binomial algorithm: the ring's 6 (L + x / 4). Bytes are
+ * counted as the ring sends them, as the runtime counts them. Rooted at one rank, the plan does not
+ * fold (the same plan with NCCL's allreduce does). A bad library name is refused.
+ */
+static void test_libnbc_allreduce(void **st) {
+  (void)st;
+  toy_files t;
+  toy_setup(&t, 4, 4);
+  char with[256];
+  add_section(t.prof, with, sizeof with, libnbc_section);
+  toy_files tl = t;
+  snprintf(tl.prof, sizeof tl.prof, "%s", with);
+  const double L = 2 * LINK_LAT;
+  const int64_t small = 1024, big = 65536;
+  double xs = (double)small / LINK_BW, xb = (double)big / LINK_BW;
+  assert_close(one_allreduce(&tl, 2, small, BS_COLL_ALGO_RING), 2 * (L + xs), 1e-6);
+  assert_close(one_allreduce(&t, 2, small, BS_COLL_ALGO_RING), 2 * (L + xs / 2), 1e-6);
+  assert_close(one_allreduce(&tl, 4, small, BS_COLL_ALGO_RING), 4 * L + 5 * xs, 1e-6);
+  assert_close(one_allreduce(&tl, 4, small, BS_COLL_ALGO_TREE), 4 * L + 5 * xs, 1e-6);
+  assert_close(one_allreduce(&tl, 4, big, BS_COLL_ALGO_RING), 6 * (L + xb / 4), 1e-6);
+  /* the byte counters keep the ring convention */
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 4;
+  for (int r = 0; r < 4; r++) {
+    bs_op *op = toy_push(&pl, r, BS_OP_COLL);
+    op->handle = 0;
+    op->u.coll.kind = BS_COLL_ALLREDUCE;
+    op->u.coll.group = (bs_group){0, 1, 4};
+    op->u.coll.bytes = small;
+    int h = 0;
+    toy_wait(&pl, r, 1, &h);
+  }
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, &tl, &r, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(r.comm.total, 4 * 2 * 3 * (small / 4));
+  bs_result_free(&r);
+  /* rooted at one rank, it does not fold: 32 DGX A100 ranks (4 nodes), an allreduce per local
+   * index across the nodes; with NCCL's allreduce the same plan folds */
+  for (int lib = 0; lib < 2; lib++) {
+    bs_config c;
+    toy_config(&c, lib ? &tl : &t, 32);
+    snprintf(c.cluster.topology, sizeof c.cluster.topology, "dgx-a100");
+    memset(&pl, 0, sizeof pl);
+    pl.ranks = 32;
+    for (int k = 0; k < 32; k++) {
+      bs_op *op = toy_push(&pl, k, BS_OP_COLL);
+      op->handle = 0;
+      op->u.coll.kind = BS_COLL_ALLREDUCE;
+      op->u.coll.group = (bs_group){k % 8, 8, 4};
+      op->u.coll.bytes = small;
+      int h = 0;
+      toy_wait(&pl, k, 1, &h);
+    }
+    bs_sim_opts o;
+    bs_sim_opts_default(&o);
+    bs_sim_source src = toy_source(&pl);
+    if (bs_sim_run_source(&c, &o, &src, &r, NULL, NULL, err, sizeof err)) fail_msg("%s", err);
+    fprintf(stderr, "%s: %d actors; %s\n", lib ? "open-mpi-libnbc" : "nccl", r.sim_actors, r.sim_network);
+    if (lib) {
+      assert_int_equal(r.sim_actors, 32);
+      assert_non_null(strstr(r.sim_network, "open-mpi-libnbc"));
+    } else {
+      assert_true(r.sim_actors < 32);
+    }
+    bs_result_free(&r);
+  }
+  /* the key goes back out when the profile is written */
+  static bs_profile p, q;
+  char path[256];
+  if (bs_profile_load(tl.prof, &p, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(p.allreduce_lib, BS_ALLREDUCE_OMPI_LIBNBC);
+  temp_file(path, sizeof path, "libnbc", ".json", "");
+  if (bs_profile_save(&p, path, "test", err, sizeof err)) fail_msg("%s", err);
+  int rc = bs_profile_load(path, &q, err, sizeof err);
+  unlink(path);
+  if (rc) fail_msg("%s", err);
+  assert_int_equal(q.allreduce_lib, BS_ALLREDUCE_OMPI_LIBNBC);
+  unlink(with);
+  /* an unknown library */
+  add_section(t.prof, with, sizeof with, "\"collectives\": {\"allreduce\": {\"value\": \"mpich\", \"source\": \"x\"}}");
+  assert_int_not_equal(bs_profile_load(with, &p, err, sizeof err), 0);
+  assert_non_null(strstr(err, "collectives.allreduce: unknown 'mpich' (nccl, open-mpi-libnbc)"));
+  unlink(with);
+  add_section(t.prof, with, sizeof with, "\"collectives\": {\"allreduce\": \"open-mpi-libnbc\"}");
+  assert_int_not_equal(bs_profile_load(with, &p, err, sizeof err), 0);
+  assert_non_null(strstr(err, "collectives.allreduce: must be {\"value\""));
+  unlink(with);
+  toy_teardown(&t);
+}
+
+/* ---------------- the two sockets of a PCIe node ---------------- */
+
+#define PC_BW 40e9
+#define PC_LAT 1e-6
+#define HB_BW 30e9
+#define HB_LAT 0.5e-6
+#define SO_BW 10e9
+#define SO_LAT 2e-6
+
+/* Distinct figures for the PCIe node's classes; no factors (identity at every size). */
+static const char *socket_profile =
+  "{\"format\": 1, \"name\": \"sockets\",\n"
+  " \"device\": {\"memory_bytes\": {\"value\": 1e9, \"source\": \"test\"},\n"
+  "   \"peak_flops\": {\"value\": 1e12, \"source\": \"test\"}, \"mem_bw_Bps\": {\"value\": 1e12, \"source\": "
+  "\"test\"}},\n"
+  " \"kernels\": {},\n"
+  " \"links\": {\"pcie\": {\"bandwidth_Bps\": {\"value\": 40e9, \"source\": \"test\"},\n"
+  "   \"latency_s\": {\"value\": 1e-6, \"source\": \"test\"}},\n"
+  "  \"hostbridge\": {\"bandwidth_Bps\": {\"value\": 30e9, \"source\": \"test\"},\n"
+  "   \"latency_s\": {\"value\": 0.5e-6, \"source\": \"test\"}},\n"
+  "  \"socket\": {\"bandwidth_Bps\": {\"value\": 10e9, \"source\": \"test\"},\n"
+  "   \"latency_s\": {\"value\": 2e-6, \"source\": \"test\"}}},\n"
+  " \"network\": {\"model\": \"CM02\", \"crosstraffic\": 0, \"tcp_gamma\": 0}}\n";
+
+/* Messages of `bytes` between the given (from, to) pairs, all at once, on 8 GPUs of one
+ * a100-pcie-node; the step time. */
+static double pcie_messages(const toy_files *t, int n, const int (*pair)[2], int64_t bytes) {
+  static toy_plan pl;
+  memset(&pl, 0, sizeof pl);
+  pl.ranks = 8;
+  int h[8] = {0};
+  for (int i = 0; i < n; i++) {
+    int a = pair[i][0], b = pair[i][1];
+    toy_p2p(&pl, a, BS_OP_SEND, h[a]++, b, 1 + i, bytes);
+    toy_p2p(&pl, b, BS_OP_RECV, h[b]++, a, 1 + i, bytes);
+  }
+  for (int r = 0; r < 8; r++) {
+    int hs[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    if (h[r]) toy_wait(&pl, r, h[r], hs);
+  }
+  bs_result r;
+  char err[512] = "";
+  if (run_toy(&pl, t, &r, err, sizeof err)) fail_msg("%s", err);
+  double step = r.time.step;
+  bs_result_free(&r);
+  return step;
+}
+
+/*
+ * GPUs 0-3 sit under PCIe switch 0 on socket 0, GPUs 4-7 under switch 1 on socket 1. Inside a
+ * switch: GPU link up, GPU link down. Across sockets: GPU link, the switch's host bridge, the
+ * inter-socket link, the other host bridge, the GPU link: the latencies add and the socket link
+ * is the narrowest. Two transfers across at once share it; two in opposite directions do not.
+ */
+static void test_pcie_sockets(void **st) {
+  (void)st;
+  toy_files t;
+  snprintf(t.xml, sizeof t.xml, "a100-pcie-node");
+  temp_file(t.prof, sizeof t.prof, "sockets", ".json", socket_profile);
+  const int64_t B = 64 << 20;
+  const double b = (double)B, across_lat = 2 * PC_LAT + 2 * HB_LAT + SO_LAT;
+  const int inside[1][2] = {{0, 1}}, across[1][2] = {{0, 4}}, back[1][2] = {{7, 2}};
+  assert_close(pcie_messages(&t, 1, inside, B), 2 * PC_LAT + b / PC_BW, 1e-6);
+  assert_close(pcie_messages(&t, 1, across, B), across_lat + b / SO_BW, 1e-6);
+  assert_close(pcie_messages(&t, 1, back, B), across_lat + b / SO_BW, 1e-6);
+  const int two_same[2][2] = {{0, 4}, {1, 5}}, two_opposite[2][2] = {{0, 4}, {5, 1}};
+  assert_close(pcie_messages(&t, 2, two_same, B), across_lat + 2 * b / SO_BW, 1e-6);
+  assert_close(pcie_messages(&t, 2, two_opposite, B), across_lat + b / SO_BW, 1e-6);
+  unlink(t.prof);
+  /* sockets that do not split the switches evenly are refused with the counts */
+  bs_topo_params tp;
+  char err[256] = "";
+  assert_int_equal(bs_topo_defaults("a100-pcie-node", 1, &tp, err, sizeof err), 0);
+  assert_int_equal(tp.sockets_per_node, 2);
+  tp.sockets_per_node = 3;
+  assert_int_not_equal(bs_topo_check(&tp, err, sizeof err), 0);
+  assert_non_null(strstr(err, "3 CPU sockets must divide its 2 PCIe switches"));
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_attn_pass_tables),       cmocka_unit_test(test_coll_base_cost),
@@ -498,7 +683,8 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_shared_nic_allreduce),   cmocka_unit_test(test_p2p_send_cost),
     cmocka_unit_test(test_p2p_leaves_collectives), cmocka_unit_test(test_p2p_routes),
     cmocka_unit_test(test_p2p_roundtrip),          cmocka_unit_test(test_p2p_order),
-    cmocka_unit_test(test_p2p_peer_wait),
+    cmocka_unit_test(test_p2p_peer_wait),          cmocka_unit_test(test_pcie_sockets),
+    cmocka_unit_test(test_libnbc_allreduce),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -83,7 +83,7 @@ static const bad_case cases[] = {
   {"\"network\": {", "\"collectives\": {\"base_s\": {\"value\": 5e-6}}, \"network\": {",
    "collectives.base_s: needs {\"value\": number, \"source\": \"...\"}"},
   {"\"network\": {", "\"collectives\": {\"base\": {\"value\": 5e-6, \"source\": \"s\"}}, \"network\": {",
-   "collectives.base: unknown key (base_s)"},
+   "collectives.base: unknown key (base_s, allreduce)"},
   {"\"network\": {", "\"collectives\": 5e-6, \"network\": {", "collectives: must be an object"},
   /* the optional point-to-point costs */
   {"\"network\": {", "\"p2p\": {\"inter_node\": {\"base_s\": {\"value\": -1e-6, \"source\": \"s\"}}}, \"network\": {",
