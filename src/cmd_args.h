@@ -41,6 +41,7 @@ typedef struct {
   double oversub;     /* 0 = default */
   double timeout;     /* under mpirun: 0 = no bound on other ranks' points, 120 s on start-up and gather */
   int quiet;          /* no progress lines on stderr */
+  int engine;         /* 0 auto, 1 simgrid, 2 direct */
 } bs_sim_args;
 
 typedef struct {
