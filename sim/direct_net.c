@@ -18,7 +18,7 @@
 
 #include "topologies/topo.h"
 
-#define MAX_HOPS 16
+#define MAX_HOPS 8
 #define MAXMIN_PRECISION 1e-5   /* SimGrid's maxmin/precision default */
 #define REMAINS_PRECISION 1e-14 /* maxmin/precision x surf/precision, on a transfer's remains */
 
@@ -42,9 +42,6 @@ typedef struct {
 typedef struct {
   int route, msg, state; /* state 0 free, 1 paying latency, 2 sharing bandwidth */
   double rem, w, bwf, bound, value, nv, rate, last;
-  double at;       /* its next event: the latency paid (state 1) or its end (state 2) */
-  uint64_t at_seq; /* ... and its order among simultaneous ones */
-  int hpos;        /* its place in the event heap, -1 none */
   uint32_t mark;
   int fixed;
   int pos[MAX_HOPS]; /* its index in each of its links' lists */
@@ -64,7 +61,8 @@ struct dnet {
   int nrl, caprl;
   dflow *flow;
   int nflow, capflow, free_head;
-  int *hp; /* the flows' event heap: one event per flow at most, keyed by (at, at_seq) */
+  struct hent *hp; /* the flows' event heap: one event per flow at most */
+  int *hpos;       /* each flow's place in it, -1 none (apart from the flows: a small hot array) */
   int nh, caph;
   uint64_t seq;
   int *dirty;
@@ -149,6 +147,7 @@ void dnet_free(dnet *n) {
   free(n->rl);
   free(n->flow);
   free(n->hp);
+  free(n->hpos);
   free(n->sh.e);
   free(n->dirty);
   free(n->cl);
@@ -210,66 +209,71 @@ static double size_factor(const dnet *n, const droute *r, double size, int bw) {
   return v;
 }
 
-static int fl_before(const dnet *n, int a, int b) {
-  const dflow *x = &n->flow[a], *y = &n->flow[b];
-  return x->at < y->at || (x->at == y->at && x->at_seq < y->at_seq);
-}
+typedef struct hent {
+  double at;    /* the flow's next event: its latency paid (state 1) or its end (state 2) */
+  uint64_t seq; /* ... and its order among simultaneous ones */
+  int fi;
+} hent;
 
-static void fl_place(dnet *n, int i, int fi) {
-  n->hp[i] = fi;
-  n->flow[fi].hpos = i;
+static int h_before(const hent *a, const hent *b) { return a->at < b->at || (a->at == b->at && a->seq < b->seq); }
+
+static void fl_place(dnet *n, int i, hent e) {
+  n->hp[i] = e;
+  n->hpos[e.fi] = i;
 }
 
 static void fl_up(dnet *n, int i) {
-  int fi = n->hp[i];
+  hent e = n->hp[i];
   while (i > 0) {
     int p = (i - 1) / 2;
-    if (!fl_before(n, fi, n->hp[p])) break;
+    if (!h_before(&e, &n->hp[p])) break;
     fl_place(n, i, n->hp[p]);
     i = p;
   }
-  fl_place(n, i, fi);
+  fl_place(n, i, e);
 }
 
 static void fl_down(dnet *n, int i) {
-  int fi = n->hp[i];
+  hent e = n->hp[i];
   for (;;) {
     int c = 2 * i + 1;
     if (c >= n->nh) break;
-    if (c + 1 < n->nh && fl_before(n, n->hp[c + 1], n->hp[c])) c++;
-    if (!fl_before(n, n->hp[c], fi)) break;
+    if (c + 1 < n->nh && h_before(&n->hp[c + 1], &n->hp[c])) c++;
+    if (!h_before(&n->hp[c], &e)) break;
     fl_place(n, i, n->hp[c]);
     i = c;
   }
-  fl_place(n, i, fi);
+  fl_place(n, i, e);
 }
 
 /* Flow fi's next event at t (queued, or moved there). 0 or -1 when out of memory. */
 static int fl_at(dnet *n, int fi, double t) {
-  dflow *f = &n->flow[fi];
-  f->at = t;
-  f->at_seq = n->seq++;
-  if (f->hpos < 0) {
+  int i = n->hpos[fi];
+  hent e = {t, n->seq++, fi};
+  if (i < 0) {
     if (grow((void **)&n->hp, &n->caph, n->nh + 1, sizeof *n->hp)) return -1;
-    fl_place(n, n->nh++, fi);
-    fl_up(n, f->hpos);
+    i = n->nh++;
+    n->hp[i] = e;
+    fl_up(n, i);
     return 0;
   }
-  fl_up(n, f->hpos);
-  fl_down(n, f->hpos);
+  int later = h_before(&n->hp[i], &e);
+  n->hp[i] = e;
+  if (later) fl_down(n, i);
+  else fl_up(n, i);
   return 0;
 }
 
 /* Flow fi leaves the event heap. */
 static void fl_unqueue(dnet *n, int fi) {
-  int i = n->flow[fi].hpos;
+  int i = n->hpos[fi];
   if (i < 0) return;
-  n->flow[fi].hpos = -1;
-  int last = n->hp[--n->nh];
+  n->hpos[fi] = -1;
+  hent last = n->hp[--n->nh];
   if (i == n->nh) return;
   fl_place(n, i, last);
   fl_up(n, i);
-  fl_down(n, n->flow[last].hpos);
+  fl_down(n, n->hpos[last.fi]);
 }
 
 static int mark_dirty(dnet *n, int li) {
@@ -332,13 +336,19 @@ int dnet_start(dnet *n, int r, double bytes, double now, int msg) {
     fi = n->free_head;
     n->free_head = n->flow[fi].next_free;
   } else {
+    int cap = n->capflow;
     if (grow((void **)&n->flow, &n->capflow, n->nflow + 1, sizeof *n->flow)) return -1;
+    if (n->capflow != cap) {
+      int *h = realloc(n->hpos, (size_t)n->capflow * sizeof *h);
+      if (!h) return -1;
+      n->hpos = h;
+    }
     fi = n->nflow++;
   }
   dflow *f = &n->flow[fi];
   const droute *rt = &n->route[r];
   memset(f, 0, sizeof *f);
-  f->hpos = -1;
+  n->hpos[fi] = -1;
   f->route = r;
   f->msg = msg;
   f->rem = bytes;
@@ -483,14 +493,14 @@ static int solve(dnet *n, double now) {
 
 double dnet_next(dnet *n, double now, double t_other) {
   if (n->ndirty) {
-    double t_own = n->nh ? n->flow[n->hp[0]].at : INFINITY;
+    double t_own = n->nh ? n->hp[0].at : INFINITY;
     if (fmin(t_own, t_other) > now && solve(n, now)) return -1;
   }
-  return n->nh ? n->flow[n->hp[0]].at : INFINITY;
+  return n->nh ? n->hp[0].at : INFINITY;
 }
 
 int dnet_pop(dnet *n, double now, int *msg) {
-  int fi = n->hp[0];
+  int fi = n->hp[0].fi;
   dflow *f = &n->flow[fi];
   fl_unqueue(n, fi);
   if (f->state == 1) return activate(n, fi, now) ? -1 : 0;

@@ -8,7 +8,10 @@
  * the double ring, prefill and decode, every what-if, shared NICs and an
  * oversubscribed fabric, the H100 profile's p2p base costs and efficiencies,
  * the PCIe node, folded and not. A point with a collective goes back to
- * SimGrid under --engine auto and is refused under --engine direct.
+ * SimGrid under --engine auto and is refused under --engine direct. On toy
+ * programs (a user platform file, which only --engine direct takes): the same
+ * error messages for a deadlock, a tag mismatch, a send nobody receives and a
+ * handle never waited, and the same figures for transfers that share links.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +27,7 @@
 
 #include "sim/sim.h"
 #include "topologies/topo.h"
+#include "toy.h"
 
 #define TIME_REL 1e-6  /* against SimGrid's full update: the same arithmetic, rounding apart */
 #define STEP_GATE 1e-3 /* against SimGrid's default lazy update: the exactness gate (0.1 %) */
@@ -245,11 +249,105 @@ static void test_coll_fallback(void **state) {
   bs_result_free(&d);
 }
 
+/* A toy program on both engines: 0 and the same figures, or the same error message. */
+static void toy_both(toy_plan *p, const toy_files *t, int want_rc) {
+  bs_config c;
+  toy_config(&c, t, p->ranks);
+  bs_sim_source src = toy_source(p);
+  bs_result r[2];
+  char err[2][512] = {"", ""};
+  for (int e = 0; e < 2; e++) {
+    bs_sim_opts o;
+    bs_sim_opts_default(&o);
+    o.engine = e ? BS_ENGINE_DIRECT : BS_ENGINE_SIMGRID;
+    o.sg_full_update = 1;
+    assert_int_equal(bs_sim_run_source(&c, &o, &src, &r[e], NULL, NULL, err[e], sizeof err[e]), want_rc);
+  }
+  if (want_rc) assert_string_equal(err[0], err[1]);
+  else same_result(&r[0], &r[1]);
+  bs_result_free(&r[0]);
+  bs_result_free(&r[1]);
+}
+
+/* The failures of a program read the same from either engine. */
+static void test_errors(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 3, 3);
+  static toy_plan p;
+  int h0 = 0, h1 = 1;
+  memset(&p, 0, sizeof p); /* both receive first and wait: a deadlock */
+  p.ranks = 2;
+  for (int r = 0; r < 2; r++) {
+    toy_p2p(&p, r, BS_OP_RECV, 0, 1 - r, 1, 1000);
+    toy_wait(&p, r, 1, &h0);
+    toy_p2p(&p, r, BS_OP_SEND, 1, 1 - r, 1, 1000);
+    toy_wait(&p, r, 1, &h1);
+  }
+  toy_both(&p, &t, -1);
+  memset(&p, 0, sizeof p); /* tags that differ */
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 5, 1000);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 6, 1000);
+  toy_wait(&p, 0, 1, &h0);
+  toy_wait(&p, 1, 1, &h0);
+  toy_both(&p, &t, -1);
+  memset(&p, 0, sizeof p); /* sizes that differ */
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 5, 1000);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 5, 999);
+  toy_wait(&p, 0, 1, &h0);
+  toy_wait(&p, 1, 1, &h0);
+  toy_both(&p, &t, -1);
+  memset(&p, 0, sizeof p); /* a send nobody receives */
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 3, 1000);
+  toy_wait(&p, 0, 1, &h0);
+  toy_both(&p, &t, -1);
+  memset(&p, 0, sizeof p); /* a handle never waited */
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 3, 1000);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 3, 1000);
+  toy_wait(&p, 1, 1, &h0);
+  toy_both(&p, &t, -1);
+  toy_teardown(&t);
+}
+
+/* Transfers that share links, start while others are paying their latency and end at once: rank 0
+ * sends to 1 and 2 at once (its uplink shared), rank 1 to 2 (2's downlink shared), in rounds with
+ * copies of different lengths between them, memory allocated and freed on the way. */
+static void test_toy_sharing(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 3, 1);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 3;
+  for (int s = 0; s < 4; s++) {
+    int64_t m = 2000000 * (s + 1), k = 1000000 * (3 - s);
+    toy_alloc(&p, 0, s, m, BS_MEM_COMM);
+    toy_p2p(&p, 0, BS_OP_SEND, 0, 1, s, m);
+    toy_copy(&p, 0, k);
+    toy_p2p(&p, 0, BS_OP_SEND, 1, 2, s, m / 2);
+    toy_copy(&p, 1, 2 * k);
+    toy_p2p(&p, 1, BS_OP_RECV, 0, 0, s, m);
+    toy_p2p(&p, 1, BS_OP_SEND, 1, 2, 100 + s, m / 3);
+    toy_p2p(&p, 2, BS_OP_RECV, 0, 0, s, m / 2);
+    toy_copy(&p, 2, k / 2);
+    toy_p2p(&p, 2, BS_OP_RECV, 1, 1, 100 + s, m / 3);
+    int h[2] = {0, 1};
+    for (int r = 0; r < 3; r++) toy_wait(&p, r, 2, h);
+    toy_free_buf(&p, 0, s);
+  }
+  toy_both(&p, &t, 0);
+  toy_teardown(&t);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_layouts),       cmocka_unit_test(test_double_ring), cmocka_unit_test(test_phases),
     cmocka_unit_test(test_whatifs),       cmocka_unit_test(test_contention),  cmocka_unit_test(test_profiles),
-    cmocka_unit_test(test_coll_fallback),
+    cmocka_unit_test(test_coll_fallback), cmocka_unit_test(test_errors),      cmocka_unit_test(test_toy_sharing),
   };
   return bs_run_named("direct", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
 }
