@@ -37,6 +37,12 @@ typedef struct {
 } dmsg;
 
 typedef struct {
+  double tdone; /* when its transfer ended ... */
+  uint8_t done; /* ... if it did */
+  uint8_t wait; /* the rank's WAIT waits for it */
+} dhandle;
+
+typedef struct {
   int state;
   double t0; /* when the COMPUTE or WAIT began */
   bs_op wait;
@@ -48,8 +54,7 @@ typedef struct {
   dnet *net;
   dev_heap ev;
   drank *r;
-  uint8_t *hdone, *hwait; /* per (slot, handle): its transfer ended; the rank's WAIT waits for it */
-  double *tdone;
+  dhandle *hs; /* per (slot, handle) */
   dpair *pair;
   int npair, cappair;
   int *phash; /* open addressing over (src, dst): pair + 1 */
@@ -216,8 +221,8 @@ static int do_p2p(direct *d, rank_state *rs, const bs_op *op) {
   h->coll = NULL;
   h->rx = NULL;
   size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
-  d->hdone[hi] = 0;
-  d->hwait[hi] = 0;
+  d->hs[hi].done = 0;
+  d->hs[hi].wait = 0;
   int ps = slot_of(c, peer);
   sim_note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
   if (op->kind == BS_OP_RECV) {
@@ -274,8 +279,8 @@ static int begin_wait(direct *d, rank_state *rs, const bs_op *op) {
       rs->blk_post_op = h->op_index;
     }
     size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
-    if (!d->hdone[hi] && !d->hwait[hi]) {
-      d->hwait[hi] = 1;
+    if (!d->hs[hi].done && !d->hs[hi].wait) {
+      d->hs[hi].wait = 1;
       r->npend++;
     }
   }
@@ -299,14 +304,14 @@ static int end_wait(direct *d, rank_state *rs) {
     if (h->kind == H_SEND && c->nlinks) {
       int direct_put = !(c->prof && c->prof->p2p_base_s[node_of_rank(c, rs->rank) != node_of_rank(c, h->peer)] > 0);
       if (direct_put) { /* a base-paying send was accounted when it ended */
-        double t = d->tdone[hi] > t0 ? d->tdone[hi] : t0;
+        double t = d->hs[hi].tdone > t0 ? d->hs[hi].tdone : t0;
         sim_link_account(c, rs->host, c->rs[slot_of(c, h->peer)].host, h->bytes, t - h->t_post);
       }
     }
     if (h->t_match > ready) ready = h->t_match;
     h->kind = H_FREE;
-    d->hdone[hi] = 0;
-    d->hwait[hi] = 0;
+    d->hs[hi].done = 0;
+    d->hs[hi].wait = 0;
   }
   rs->blk_kind = 0;
   rs->exposed += t1 - t0;
@@ -372,10 +377,10 @@ static int run_rank(direct *d, int slot) {
 /* A handle's transfer ended: its rank goes on when it was the last its WAIT waited for. */
 static int handle_done(direct *d, int slot, int hd) {
   size_t hi = (size_t)slot * MAX_HANDLES + (size_t)hd;
-  d->hdone[hi] = 1;
-  d->tdone[hi] = d->now;
+  d->hs[hi].done = 1;
+  d->hs[hi].tdone = d->now;
   drank *r = &d->r[slot];
-  if (!d->hwait[hi] || r->state != R_WAIT || --r->npend > 0) return 0;
+  if (!d->hs[hi].wait || r->state != R_WAIT || --r->npend > 0) return 0;
   r->state = R_RUN;
   int rc = end_wait(d, &d->c->rs[slot]);
   return rc ? rc : run_rank(d, slot);
@@ -422,9 +427,7 @@ static void direct_free(direct *d) {
   dnet_free(d->net);
   free(d->ev.e);
   free(d->r);
-  free(d->hdone);
-  free(d->hwait);
-  free(d->tdone);
+  free(d->hs);
   free(d->pair);
   free(d->phash);
   free(d->msg);
@@ -478,13 +481,11 @@ int sim_direct_run(sim_ctx *c, char *why, size_t whylen) {
   while (hs < (size_t)c->A * 8) hs *= 2;
   d.net = dnet_new(&ft, why, whylen);
   d.r = calloc((size_t)c->A, sizeof *d.r);
-  d.hdone = calloc(nh, 1);
-  d.hwait = calloc(nh, 1);
-  d.tdone = calloc(nh, sizeof *d.tdone);
+  d.hs = calloc(nh, sizeof *d.hs);
   d.phash = calloc(hs, sizeof *d.phash);
   d.pmask = hs - 1;
   int rc;
-  if (!d.net || !d.r || !d.hdone || !d.hwait || !d.tdone || !d.phash) rc = oom(&d);
+  if (!d.net || !d.r || !d.hs || !d.phash) rc = oom(&d);
   else rc = loop(&d);
   direct_free(&d);
   return rc;

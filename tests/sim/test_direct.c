@@ -157,7 +157,7 @@ static void test_double_ring(void **state) {
   }
 }
 
-/* Prefill and decode (ring: point-to-point only). */
+/* Prefill and decode (ring: point-to-point only); Li et al.'s ring at 1M tokens (no fold). */
 static void test_phases(void **state) {
   (void)state;
   bs_config c = point(BS_RING, 32, 256 * 1024);
@@ -169,6 +169,8 @@ static void test_phases(void **state) {
   c = point(BS_RING, 16, 128 * 1024);
   c.work.phase = BS_DECODE;
   check(&c, BS_OFF, 0, 0, 0);
+  c = point(BS_RING_LI2021, 32, 1024 * 1024);
+  check(&c, BS_AUTO, 0, 0, 0);
 }
 
 /* A straggler, degraded NICs or one node's NVLink, failed NICs. */
