@@ -411,6 +411,18 @@ static void factor_table(const bs_profile *prof, bs_factor_table *t) {
   }
 }
 
+/* 1 when rank 0's program has a COLL: the point would only start again in SimGrid once the direct
+ * engine met it, which may be late (a step's gradient reduction); one rank's program is cheap to read. */
+static int rank0_has_coll(const sim_ctx *c) {
+  void *it = c->src->iter_new(c->src->ctx, 0);
+  if (!it) return 0; /* out of memory: the run says so */
+  bs_op op;
+  int coll = 0;
+  while (!coll && c->src->next(it, &op)) coll = op.kind == BS_OP_COLL;
+  c->src->iter_free(it);
+  return coll;
+}
+
 int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int crosstraffic, double tcp_gamma,
                         char *why, size_t whylen) {
   if (c->shared_host) snprintf(why, whylen, "the host topology's shared CPU");
@@ -419,6 +431,7 @@ int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int 
   else if (strcmp(model, "CM02")) snprintf(why, whylen, "network model %.24s", model);
   else if (crosstraffic) snprintf(why, whylen, "cross traffic");
   else if (tcp_gamma > 0) snprintf(why, whylen, "TCP-gamma > 0");
+  else if (rank0_has_coll(c)) snprintf(why, whylen, "a collective (COLL)");
   else return 1;
   return 0;
 }

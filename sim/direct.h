@@ -13,7 +13,8 @@
 #include "sim/point.h"
 
 /* Whether the direct engine models c's point (its platform loaded, c set up, the network settings
- * the point runs with): 1, or 0 with the reason in why ("the host topology's shared CPU"). */
+ * the point runs with; rank 0's program is read for a COLL): 1, or 0 with the reason in why ("the
+ * host topology's shared CPU"). */
 int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int crosstraffic, double tcp_gamma,
                         char *why, size_t whylen);
 

@@ -8,7 +8,8 @@
  * the double ring, prefill and decode, every what-if, shared NICs and an
  * oversubscribed fabric, the H100 profile's p2p base costs and efficiencies,
  * the PCIe node, folded and not. A point with a collective goes back to
- * SimGrid under --engine auto and is refused under --engine direct. On toy
+ * SimGrid under --engine auto and is refused under --engine direct, also when
+ * only another rank than rank 0 has one (met half way). On toy
  * programs (a user platform file, which only --engine direct takes): the same
  * error messages for a deadlock, a tag mismatch, a send nobody receives and a
  * handle never waited, and the same figures for transfers that share links.
@@ -345,11 +346,58 @@ static void test_toy_sharing(void **state) {
   toy_teardown(&t);
 }
 
+/* A collective that only rank 1's program has (rank 0's has none): the direct engine meets it half
+ * way and the point starts again in SimGrid, with SimGrid's figures and saying so. */
+static void test_coll_midway(void **state) {
+  (void)state;
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 8;
+  int h0 = 0;
+  for (int r = 0; r < 8; r++) {
+    toy_p2p(&p, r, BS_OP_SEND, 0, (r + 1) % 8, 1, 4000000);
+    toy_p2p(&p, r, BS_OP_RECV, 1, (r + 7) % 8, 1, 4000000);
+    int h[2] = {0, 1};
+    toy_wait(&p, r, 2, h);
+  }
+  for (int r = 2; r < 4; r++) { /* ranks 2 and 3 reduce 1 MB between them */
+    bs_op *op = toy_push(&p, r, BS_OP_COLL);
+    op->handle = 0;
+    op->u.coll.kind = BS_COLL_ALLREDUCE;
+    op->u.coll.group = (bs_group){2, 1, 2};
+    op->u.coll.bytes = 1000000;
+    toy_wait(&p, r, 1, &h0);
+  }
+  bs_config c;
+  bs_config_default(&c); /* 8 GPUs of a generated dgx-a100 node */
+  bs_sim_source src = toy_source(&p);
+  bs_result a, s;
+  char err[512] = "";
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  assert_int_equal(bs_sim_run_source(&c, &o, &src, &a, NULL, NULL, err, sizeof err), 0);
+  o.engine = BS_ENGINE_SIMGRID;
+  assert_int_equal(bs_sim_run_source(&c, &o, &src, &s, NULL, NULL, err, sizeof err), 0);
+  assert_non_null(strstr(a.sim_network, "engine: simgrid (a collective (COLL))"));
+  assert_true(a.time.step == s.time.step);
+  assert_true(a.time.step > 0);
+  assert_int_equal(a.comm.total, s.comm.total);
+  assert_int_equal(a.sim_events, s.sim_events);
+  o.engine = BS_ENGINE_DIRECT;
+  bs_result d;
+  assert_int_equal(bs_sim_run_source(&c, &o, &src, &d, NULL, NULL, err, sizeof err), -1);
+  assert_non_null(strstr(err, "--engine direct: this point needs SimGrid: a collective (COLL)"));
+  bs_result_free(&a);
+  bs_result_free(&s);
+  bs_result_free(&d);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_layouts),       cmocka_unit_test(test_double_ring), cmocka_unit_test(test_phases),
     cmocka_unit_test(test_whatifs),       cmocka_unit_test(test_contention),  cmocka_unit_test(test_profiles),
-    cmocka_unit_test(test_coll_fallback), cmocka_unit_test(test_errors),      cmocka_unit_test(test_toy_sharing),
+    cmocka_unit_test(test_coll_fallback), cmocka_unit_test(test_coll_midway), cmocka_unit_test(test_errors),
+    cmocka_unit_test(test_toy_sharing),
   };
   return bs_run_named("direct", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
 }
