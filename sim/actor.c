@@ -7,13 +7,11 @@
  * between a pair must match in order, tag and size, as NCCL requires); COLL
  * starts the collective's actor (coll.c); WAIT joins them; COMPUTE sleeps for
  * the profile's modelled duration, or executes on the shared CPU of the host
- * topology. Where a rank waits is kept, so that a deadlock names it. An
- * allocation holds its bytes rounded as the profile's allocator rounds them
- * (the model state aside: bs_sim_alloc_held, walk.h, which search's memory
- * walk calls too).
+ * topology. Where a rank waits is kept, so that a deadlock names it. What an
+ * op does to the rank's own state (memory, phases, matching, the RECV's check)
+ * is in rankops.c, which the direct engine (direct.c) shares.
  */
 #include "sim/point.h"
-#include "sim/walk.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,86 +31,6 @@ static sg_mailbox_t mailbox(rank_state *rs, int peer_slot, int dir) {
   sg_mailbox_t mb = sg_mailbox_by_name(name);
   if (rs->nmbc < MAX_PEERS) rs->mbc[rs->nmbc++] = (mbcache){peer_slot, dir, mb};
   return mb;
-}
-
-/* rs's side of the pair with peer_slot (created), or NULL when rs already has MAX_PEERS. */
-static pairmatch *pair_entry(rank_state *rs, int peer_slot, int dir) {
-  for (int i = 0; i < rs->npm; i++)
-    if (rs->pm[i].peer == peer_slot && rs->pm[i].dir == dir) return &rs->pm[i];
-  if (rs->npm >= MAX_PEERS) return NULL;
-  pairmatch *e = &rs->pm[rs->npm++];
-  memset(e, 0, sizeof *e);
-  e->peer = peer_slot;
-  e->dir = dir;
-  return e;
-}
-
-/*
- * When a message's two sides have both posted (time_s.wait_for_peers): the k-th SEND of a pair
- * meets the k-th RECV (one mailbox per ordered pair, matched in order), so whichever side posts
- * second fixes the match time of both. A side that posts first leaves its handle in its ring;
- * the other side, posting, stamps it. Beyond the peer cache or the ring the time stays unknown
- * (-1) and the wait counts as transfer.
- */
-static void note_match(rank_state *rs, int peer_slot, int dir, int hd) {
-  sim_ctx *c = rs->ctx;
-  handle *h = &rs->h[hd];
-  h->t_match = -1;
-  pairmatch *me = pair_entry(rs, peer_slot, dir), *other = pair_entry(&c->rs[peer_slot], rs->slot, !dir);
-  if (!me || !other) return;
-  int64_t k = me->posted++;
-  if (other->posted > k) { /* the peer posted its k-th first: both meet now */
-    h->t_match = h->t_post;
-    if (other->posted - k <= PEND_RING) c->rs[peer_slot].h[other->pend[k % PEND_RING]].t_match = h->t_post;
-  } else {
-    me->pend[k % PEND_RING] = (short)hd;
-  }
-}
-
-/* The payload of a message: its tag and size, never NULL. */
-static void *encode_msg(int tag, int64_t bytes) {
-  uint64_t v = (1ull << 63) | ((uint64_t)(uint32_t)tag << 31) | ((uint64_t)bytes & 0x7fffffffull);
-  return (void *)(uintptr_t)v;
-}
-static void decode_msg(void *p, int *tag, int64_t *bytes_low) {
-  uint64_t v = (uint64_t)(uintptr_t)p;
-  *tag = (int)(uint32_t)((v >> 31) & 0xffffffffull);
-  *bytes_low = (int64_t)(v & 0x7fffffffull);
-}
-
-static int do_alloc(rank_state *rs, const bs_op *op) {
-  sim_ctx *c = rs->ctx;
-  int b = op->u.alloc.buf;
-  if (b < 0 || b >= MAX_BUFS || rs->buf[b].used || op->u.alloc.bytes < 0 || op->u.alloc.cls < 0 ||
-      op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
-    sim_error(c,
-              "rank %d op #%lld: ALLOC of buffer %d (%lld bytes, class %d) is invalid or the "
-              "buffer is already allocated",
-              rs->rank, (long long)rs->op_index, b, (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
-    return -1;
-  }
-  int64_t held = bs_sim_alloc_held(c->prof, op); /* walk.c: search prunes by the same count */
-  rs->buf[b] = (membuf){1, held, op->u.alloc.cls};
-  sim_add_bytes(rs, &rs->mem_cur, held, "memory in use");
-  sim_add_bytes(rs, &rs->cls_cur[op->u.alloc.cls], held, "memory in use");
-  if (rs->mem_cur > rs->mem_peak) {
-    rs->mem_peak = rs->mem_cur;
-    memcpy(rs->cls_at_peak, rs->cls_cur, sizeof rs->cls_cur);
-  }
-  return 0;
-}
-
-static int do_free(rank_state *rs, const bs_op *op) {
-  int b = op->u.free.buf;
-  if (b < 0 || b >= MAX_BUFS || !rs->buf[b].used) {
-    sim_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->rank, (long long)rs->op_index,
-              b);
-    return -1;
-  }
-  rs->mem_cur -= rs->buf[b].bytes;
-  rs->cls_cur[rs->buf[b].cls] -= rs->buf[b].bytes;
-  rs->buf[b].used = 0;
-  return 0;
 }
 
 /*
@@ -142,7 +60,7 @@ static void p2p_send_main(int argc, char **argv) {
    * yielding resolves without advancing the clock. */
   while (rs->p2p_put[job->route] != job->seq) sg_actor_yield();
   double t0 = simgrid_get_clock();
-  sg_comm_t comm = sg_mailbox_put_async(mailbox(rs, job->ps, 0), encode_msg(job->tag, job->bytes), job->wire);
+  sg_comm_t comm = sg_mailbox_put_async(mailbox(rs, job->ps, 0), sim_msg_encode(job->tag, job->bytes), job->wire);
   rs->p2p_put[job->route]++;
   sg_comm_wait(comm);
   double t = simgrid_get_clock();
@@ -153,13 +71,6 @@ static void p2p_send_main(int argc, char **argv) {
     sim_trace_event(c, nm, rs->rank, rs->node, job->t_post, t, "comm");
   }
   free(job);
-}
-
-/* The size SimGrid moves for a p2p message of `bytes` on route w (p2p efficiency, profile.h). */
-static uint64_t p2p_wire_bytes(const bs_profile *prof, int w, int64_t bytes) {
-  double eff = prof ? prof->p2p_efficiency[w] : 1;
-  if (!(eff > 0 && eff < 1)) return (uint64_t)bytes;
-  return (uint64_t)((double)bytes / eff + 0.5);
 }
 
 static int do_p2p(rank_state *rs, const bs_op *op) {
@@ -183,11 +94,11 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
   h->op_index = rs->op_index;
   h->step = op->step;
   int ps = slot_of(c, peer);
-  note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
+  sim_note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
   if (op->kind == BS_OP_SEND) {
     h->kind = H_SEND;
     int w = node_of_rank(c, rs->rank) != node_of_rank(c, peer); /* 0 intra-node, 1 inter-node */
-    uint64_t wire = p2p_wire_bytes(c->prof, w, h->bytes);
+    uint64_t wire = sim_p2p_wire_bytes(c->prof, w, h->bytes);
     double base = c->prof ? c->prof->p2p_base_s[w] : 0;
     h->coll = NULL;
     h->comm = NULL;
@@ -206,7 +117,7 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
       sg_actor_start_(a, p2p_send_main, 0, NULL);
       h->coll = a;
     } else {
-      h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), encode_msg(h->tag, h->bytes), wire);
+      h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), sim_msg_encode(h->tag, h->bytes), wire);
     }
     sim_account_sent(rs, peer, h->bytes);
     if (c->mesh.size[0] > 0) {
@@ -285,26 +196,6 @@ static int do_coll(rank_state *rs, const bs_op *op) {
   h->coll = a;
   h->t_post = simgrid_get_clock();
   h->op_index = rs->op_index;
-  return 0;
-}
-
-static int check_recv(rank_state *rs, const handle *h) {
-  int tag;
-  int64_t low;
-  decode_msg(h->rx, &tag, &low);
-  if (tag != h->tag || low != (h->bytes & 0x7fffffff)) {
-    /* the payload carries the size's low 31 bits: exact for every message below 2 GiB */
-    char got[64];
-    if (h->bytes < 0x80000000ll) snprintf(got, sizeof got, "%lld bytes", (long long)low);
-    else snprintf(got, sizeof got, "a size of %lld mod 2^31 bytes", (long long)low);
-    sim_error(rs->ctx,
-              "rank %d op #%lld (step %d): RECV from rank %d expected tag %d (step %d) and "
-              "%lld bytes, but the next message from rank %d has tag %d (step %d) and %s: sends and "
-              "receives between two ranks must match in order, tag and size",
-              rs->rank, (long long)h->op_index, h->step, h->peer, h->tag, h->tag & 2047, (long long)h->bytes, h->peer,
-              tag, tag & 2047, got);
-    return -1;
-  }
   return 0;
 }
 
@@ -415,7 +306,7 @@ static int do_wait(rank_state *rs, const bs_op *op) {
       sg_actor_unref(h->coll);
       h->coll = NULL;
       joined = 1;
-    } else if (h->kind == H_RECV && check_recv(rs, h)) {
+    } else if (h->kind == H_RECV && sim_check_recv(rs, h)) {
       h->kind = H_FREE;
       return -1;
     }
@@ -476,55 +367,20 @@ static int do_compute(rank_state *rs, const bs_op *op) {
   return 0;
 }
 
-static void do_phase(rank_state *rs, const bs_op *op) {
-  double t = simgrid_get_clock();
-  if (op->u.phase.fwd_bwd == 0) {
-    if (op->u.phase.begin) rs->fwd_begin = t;
-    else rs->fwd += t - rs->fwd_begin;
-  } else {
-    if (op->u.phase.begin) rs->bwd_begin = t;
-    else rs->bwd += t - rs->bwd_begin;
-  }
-}
-
 static int do_op(rank_state *rs, const bs_op *op) {
   switch (op->kind) {
-  case BS_OP_ALLOC: return do_alloc(rs, op);
-  case BS_OP_FREE: return do_free(rs, op);
+  case BS_OP_ALLOC: return sim_op_alloc(rs, op);
+  case BS_OP_FREE: return sim_op_free(rs, op);
   case BS_OP_COMPUTE: return do_compute(rs, op);
   case BS_OP_SEND:
   case BS_OP_RECV: return do_p2p(rs, op);
   case BS_OP_COLL: return do_coll(rs, op);
   case BS_OP_WAIT: return do_wait(rs, op);
-  case BS_OP_PHASE: do_phase(rs, op); return 0;
+  case BS_OP_PHASE: sim_op_phase(rs, op, simgrid_get_clock()); return 0;
   default:
     sim_error(rs->ctx, "rank %d op #%lld: unknown op kind %d", rs->rank, (long long)rs->op_index, (int)op->kind);
     return -1;
   }
-}
-
-/* At the plan's end: the source ended it without an error and every handle was waited. */
-static int check_end(rank_state *rs) {
-  sim_ctx *c = rs->ctx;
-  const char *why = c->src->iter_error ? c->src->iter_error(rs->it) : NULL;
-  if (why) {
-    sim_error(c, "rank %d: %s", rs->rank, why);
-    return -1;
-  }
-  for (int hd = 0; hd < MAX_HANDLES; hd++)
-    if (rs->h[hd].kind != H_FREE) {
-      const handle *h = &rs->h[hd];
-      sim_error(c,
-                "rank %d: the plan ended with handle %d (op #%lld, %s rank %d tag %d) never "
-                "waited",
-                rs->rank, hd, (long long)h->op_index,
-                h->kind == H_SEND   ? "SEND to"
-                : h->kind == H_RECV ? "RECV from"
-                                    : "COLL with",
-                h->peer, h->tag);
-      return -1;
-    }
-  return 0;
 }
 
 static void rank_main(int argc, char **argv) {
@@ -538,7 +394,7 @@ static void rank_main(int argc, char **argv) {
     rc = do_op(rs, &op);
     rs->op_index++;
   }
-  if (rc || c->error[0] || check_end(rs)) return;
+  if (rc || c->error[0] || sim_check_end(rs)) return;
   rs->end = simgrid_get_clock();
   rs->finished = 1;
   c->nfinished++;

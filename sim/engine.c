@@ -3,8 +3,12 @@
  * resolve the platform and the plan, choose the fold (fold.c), generate the
  * platform XML of the simulated ranks, start SimGrid with settings chosen on
  * purpose and recorded in the result, give every simulated rank its host and
- * op stream, run the rank actors (actor.c) to the end, and fill the result
- * (result.c). A deadlock is named by the ranks that never finished.
+ * op stream, run the ranks to the end, and fill the result (result.c). The
+ * ranks run as SimGrid actors (actor.c) or, when it models the point, in the
+ * direct engine (direct.h) on the same loaded platform; a point the direct
+ * engine gives up on (a collective) starts again in SimGrid from scratch.
+ * sim.network says which ran. A deadlock is named by the ranks that never
+ * finished.
  *
  * SimGrid starts once per process: isolate.c runs this in a forked child.
  */
@@ -21,6 +25,7 @@
 #include <xbt/config.h>
 #include <xbt/log.h>
 
+#include "sim/direct.h"
 #include "sim/load.h"
 
 /* What one point is built from, before and while SimGrid runs it. */
@@ -34,7 +39,10 @@ typedef struct {
   int A;              /* actors */
   char *xml;          /* a generated platform */
   char xml_path[600]; /* ... in its temporary file */
-  int sargc;          /* SimGrid's command line (it may keep it) */
+  const char *model;  /* the network settings the point runs with */
+  int cross;
+  double gamma;
+  int sargc; /* SimGrid's command line (it may keep it) */
   char arg0[16];
   char *sargv[2];
 } point;
@@ -125,6 +133,9 @@ static int start_simgrid(const bs_config *cfg, const bs_sim_opts *opts, point *p
   const char *model = opts->net_model ? opts->net_model : prof->net_model;
   int cross = opts->crosstraffic >= 0 ? opts->crosstraffic : prof->crosstraffic;
   double gamma = opts->tcp_gamma >= 0 ? opts->tcp_gamma : prof->tcp_gamma;
+  pt->model = model;
+  pt->cross = cross;
+  pt->gamma = gamma;
   pt->sargc = 1;
   snprintf(pt->arg0, sizeof pt->arg0, "burstsim-sim");
   pt->sargv[0] = pt->arg0;
@@ -134,6 +145,7 @@ static int start_simgrid(const bs_config *cfg, const bs_sim_opts *opts, point *p
   sg_cfg_set_string("network/model", model);
   sg_cfg_set_boolean("network/crosstraffic", cross ? "yes" : "no");
   sg_cfg_set_double("network/TCP-gamma", gamma);
+  if (opts->sg_full_update) sg_cfg_set_string("network/optim", "Full");
 #if defined(__SANITIZE_ADDRESS__)
   sg_cfg_set_int("contexts/stack-size", 1024);
 #else
@@ -252,12 +264,61 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   return 0;
 }
 
-/* Runs the rank actors to the end and fills out; 0, or -1 with the point's first error. */
-static int run_ranks(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
-  sim_start_ranks(c);
-  simgrid_run();
-  /* SimGrid returns normally after "Deadlock detected": say who is stuck. */
-  if (!c->error[0] && c->nfinished < c->A) sim_deadlock_error(c);
+/* What ctx_setup made, released (iterators, per-rank state, link statistics). */
+static void ctx_release(sim_ctx *c) {
+  sim_trace_abort(c);
+  if (c->rs)
+    for (int s = 0; s < c->A; s++) {
+      if (c->rs[s].it) c->src->iter_free(c->rs[s].it);
+      free(c->rs[s].coll_arr);
+    }
+  free(c->rs);
+  free(c->links);
+  memset(c, 0, sizeof *c);
+}
+
+/* Appends "; engine: ..." to the settings the result records. */
+static void say_engine(bs_result *out, const char *what) {
+  size_t n = strlen(out->sim_network);
+  snprintf(out->sim_network + n, sizeof out->sim_network - n, "; engine: %s", what);
+}
+
+/*
+ * The ranks to the end, in the direct engine when it models the point (opts->engine), else as
+ * SimGrid actors; a point the direct engine gives up on half way is set up again and runs in
+ * SimGrid. 0, or -1 with the point's first error.
+ */
+static int run_ranks(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, point *pt, int want_links,
+                     bs_result *out, char *err, size_t errlen) {
+  char why[200] = "--engine simgrid";
+  int direct = opts->engine != BS_ENGINE_SIMGRID &&
+               sim_direct_supports(c, pt->ps.generated, pt->model, pt->cross, pt->gamma, why, sizeof why);
+  if (direct) {
+    int rc = sim_direct_run(c, why, sizeof why);
+    if (rc == 0) say_engine(out, "direct");
+    if (rc < 0) {
+      snprintf(err, errlen, "%s", c->error);
+      return -1;
+    }
+    if (rc > 0 && opts->engine != BS_ENGINE_DIRECT) {
+      ctx_release(c);
+      if (ctx_setup(c, cfg, opts, pt, want_links, err, errlen)) return -1;
+    }
+    direct = rc == 0;
+  }
+  if (!direct && opts->engine == BS_ENGINE_DIRECT) {
+    snprintf(err, errlen, "--engine direct: this point needs SimGrid: %s (--engine auto runs it there)", why);
+    return -1;
+  }
+  if (!direct) {
+    char said[240];
+    snprintf(said, sizeof said, "simgrid (%s)", why);
+    say_engine(out, said);
+    sim_start_ranks(c);
+    simgrid_run();
+    /* SimGrid returns normally after "Deadlock detected": say who is stuck. */
+    if (!c->error[0] && c->nfinished < c->A) sim_deadlock_error(c);
+  }
   if (c->error[0]) {
     snprintf(err, errlen, "%s", c->error);
     return -1;
@@ -292,7 +353,8 @@ int sim_point(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source
   if (!point_prepare(cfg, opts, given, &pt, err, errlen)) {
     rc = -1; /* from here on a failure is the simulation's */
     if (!start_simgrid(cfg, opts, &pt, out, err, errlen) &&
-        !ctx_setup(&ctx, cfg, opts, &pt, links_out != NULL, err, errlen) && !run_ranks(&ctx, out, err, errlen)) {
+        !ctx_setup(&ctx, cfg, opts, &pt, links_out != NULL, err, errlen) &&
+        !run_ranks(&ctx, cfg, opts, &pt, links_out != NULL, out, err, errlen)) {
       if (ctx.links) {
         *links_out = ctx.links;
         *nlinks_out = ctx.nlinks;
@@ -302,14 +364,7 @@ int sim_point(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source
     }
   }
   if (ctx.rpn > 0) bs_plan_decide(cfg, ctx.rpn, &out->decision);
-  sim_trace_abort(&ctx);
-  if (ctx.rs)
-    for (int s = 0; s < ctx.A; s++) {
-      if (ctx.rs[s].it) ctx.src->iter_free(ctx.rs[s].it);
-      free(ctx.rs[s].coll_arr);
-    }
-  free(ctx.rs);
-  free(ctx.links);
+  ctx_release(&ctx);
   free(pt.xml);
   if (pt.plan) bs_plan_free(pt.plan);
   free(pt.prof);

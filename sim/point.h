@@ -10,6 +10,8 @@
  *   engine.c   one point: profile, platform, fold, SimGrid, actors, result
  *   fold.c     the pre-pass that proves which ranks share a timeline
  *   actor.c    the rank actor: a rank's ops as SimGrid activity
+ *   direct.c   the same ops without actors: the direct engine (direct.h)
+ *   rankops.c  what an op does to its rank's state, for both engines
  *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
  *   result.c   the figures of a finished point
@@ -232,6 +234,26 @@ sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, 
 /* The link class a wait on handle h counts its transfer time to: a message's route, a collective's
  * group span (the network across nodes, the node's route class inside one). */
 bs_explain_link sim_handle_link(rank_state *rs, const handle *h);
+
+/* ------------------------------------------------------------------ */
+/* rankops.c: an op's effect on its rank, shared by both engines       */
+/* ------------------------------------------------------------------ */
+
+/* ALLOC / FREE on the rank's memory counter; 0 or -1 with the error recorded. */
+int sim_op_alloc(rank_state *rs, const bs_op *op);
+int sim_op_free(rank_state *rs, const bs_op *op);
+/* A PHASE boundary at simulated time now. */
+void sim_op_phase(rank_state *rs, const bs_op *op, double now);
+/* A SEND (dir 0) or RECV (dir 1) with handle hd just posted to peer_slot at h->t_post: its match time. */
+void sim_note_match(rank_state *rs, int peer_slot, int dir, int hd);
+/* A message's payload: its tag and size (never NULL), which the RECV checks. */
+void *sim_msg_encode(int tag, int64_t bytes);
+/* A finished RECV's payload against what it expected; 0 or -1 with the error recorded. */
+int sim_check_recv(rank_state *rs, const handle *h);
+/* The size a p2p message of `bytes` moves on route w (0 intra-, 1 inter-node): bytes / p2p efficiency. */
+uint64_t sim_p2p_wire_bytes(const bs_profile *prof, int w, int64_t bytes);
+/* At the plan's end: the source ended it without an error and every handle was waited; 0 or -1. */
+int sim_check_end(rank_state *rs);
 
 /* ------------------------------------------------------------------ */
 /* fold.c                                                              */

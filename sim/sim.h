@@ -36,6 +36,14 @@
 typedef enum { BS_COLL_MODEL_AUTO = 0, BS_COLL_STEPS, BS_COLL_FLOW, BS_COLL_ANALYTIC } bs_coll_model;
 const char *bs_coll_model_name(bs_coll_model m);
 
+/* Which simulator runs a point's rank programs:
+ *   simgrid  one SimGrid actor per rank, every op SimGrid activity (actor.c);
+ *   direct   one event loop over the same programs, with SimGrid's network model reproduced on
+ *            the loaded platform (direct.h): the same result, without SimGrid's per-message cost;
+ *   auto     direct when it models the point (no collective, a generated platform, CM02 without
+ *            cross traffic or TCP-gamma, no trace), else SimGrid. */
+typedef enum { BS_ENGINE_AUTO = 0, BS_ENGINE_SIMGRID, BS_ENGINE_DIRECT } bs_engine;
+
 typedef struct {
   char name[48]; /* SimGrid link name (with _UP / _DOWN for split-duplex) */
   double bytes;  /* bytes of all communications routed over it */
@@ -59,6 +67,11 @@ typedef struct {
   /* Said in the trace (otherData.note, an instant event): what it shows when it is not the whole
    * point (the layer shortcut's layers); NULL: the whole point. */
   const char *trace_note;
+  bs_engine engine; /* AUTO (the default), SIMGRID or DIRECT (refused when it cannot) */
+  /* SimGrid recomputes every transfer at every event (network/optim Full) instead of lazily: the
+   * direct engine's reference in tests. Both are meant to be the same model, but SimGrid 3.32's lazy
+   * update lets some transfers that start as others end on the same links finish early. */
+  int sg_full_update;
 } bs_sim_opts;
 
 void bs_sim_opts_default(bs_sim_opts *o);

@@ -100,7 +100,8 @@ int bs_run_args_parse(int argc, char **argv, bs_run_args *o, char *err, size_t e
 
 int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t errlen) {
   static const char *const fold[] = {"auto", "on", "off", NULL}, *const layers[] = {"auto", "off", NULL},
-                           *const coll[] = {"auto", "steps", "flow", "analytic", NULL};
+                           *const coll[] = {"auto", "steps", "flow", "analytic", NULL},
+                           *const engine[] = {"auto", "simgrid", "direct", NULL};
   memset(o, 0, sizeof *o);
   bs_args a;
   int m;
@@ -118,6 +119,7 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
     else if (FLAG("--fold", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, fold, &o->fold));
     else if (FLAG("--layers", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, layers, &o->layers));
     else if (FLAG("--coll", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, coll, &o->coll));
+    else if (FLAG("--engine", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, engine, &o->engine));
     else if (FLAG("--nodes-per-leaf", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->nodes_per_leaf));
     else if (FLAG("--oversub", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 1, 1e6, &o->oversub));
     else if (FLAG("--timeout", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 0.001, BS_ARGS_MAX_TIMEOUT, &o->timeout));

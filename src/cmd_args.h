@@ -42,6 +42,7 @@ typedef struct {
   double timeout;     /* under mpirun: 0 = no bound on other ranks' points, 120 s on start-up and gather */
   int quiet;          /* no progress lines on stderr */
   int explain;        /* a second table: where each point's step goes */
+  int engine;         /* 0 auto, 1 simgrid, 2 direct */
 } bs_sim_args;
 
 typedef struct {

@@ -31,6 +31,7 @@ static void sim_usage(FILE *f) {
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
           "                    [--layers auto|off] [--explain] [--quiet]\n"
           "                    [--coll auto|steps|flow|analytic] [--nodes-per-leaf N] [--oversub X]\n"
+          "                    [--engine auto|simgrid|direct]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
           "in SimGrid: one actor per GPU runs the method's plan; compute times come from\n"
@@ -49,6 +50,10 @@ static void sim_usage(FILE *f) {
           "                     steps (a message per step), flow (a ring's volume per hop as\n"
           "                     one message), analytic (alpha-beta, no link sharing), or auto\n"
           "                     (steps inside a node, flow across nodes; the default)\n"
+          "  --engine E         who runs the rank programs: simgrid (an actor per GPU), direct\n"
+          "                     (one event loop with SimGrid's network model: same results, faster),\n"
+          "                     or auto (direct when it models the point, else SimGrid; the default);\n"
+          "                     sim.network ends with the engine that ran and, if SimGrid, why\n"
           "  --nodes-per-leaf N dgx topologies: nodes under one leaf switch per rail, 1 .. 2^20 (16)\n"
           "  --oversub X        dgx topologies: leaf oversubscription, 1 .. 10^6 (1)\n"
           "  --timeout S        under mpirun -np K: seconds MPI start-up and the result gather may\n"
@@ -216,6 +221,7 @@ static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
   opts->fold = folds[A->fold];
   opts->layers = A->layers ? BS_OFF : BS_AUTO;
   opts->coll_model = colls[A->coll];
+  opts->engine = (bs_engine)A->engine;
   if (A->nodes_per_leaf) opts->nodes_per_leaf = A->nodes_per_leaf;
   if (A->oversub) opts->oversub = A->oversub;
   opts->profile = A->profile;

@@ -1,0 +1,516 @@
+/*
+ * direct.c — the direct engine (direct.h): every simulated rank's op stream
+ * driven by one event loop. A rank runs its ops at the current time until one
+ * blocks it: a COMPUTE sleeps its profile time (times the straggler factor), a
+ * WAIT waits for its handles. SEND/RECV meet on one queue per ordered pair of
+ * ranks, in order (SimGrid's mailbox: the k-th put meets the k-th get), and a
+ * transfer starts once both sides have posted; a send that pays the profile's
+ * p2p base cost is put that much later, in post order. Transfers run on
+ * direct_net.c's model of SimGrid's network. What an op does to its rank's
+ * state is rankops.c's, shared with the actors; so are the error messages.
+ * COLL is not modelled: the point is handed back to SimGrid.
+ */
+#include "sim/direct.h"
+#include "sim/direct_heap.h"
+#include "sim/direct_net.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EV_WAKE = 0, EV_PUT = 1 };
+enum { R_RUN = 0, R_SLEEP, R_WAIT, R_DONE };
+
+typedef struct {
+  int src, dst;                 /* slots */
+  int route;                    /* direct_net's route, -1 until the first transfer */
+  int w;                        /* 0 intra-node, 1 inter-node */
+  int sq, sq_tail, rq, rq_tail; /* put sends and posted receives not met yet (message lists) */
+} dpair;
+
+typedef struct {
+  int pair, hs, hr; /* the pair, the send's handle at src, the receive's at dst */
+  int tag, base, next;
+  int64_t bytes;
+  double wire, t_put;
+} dmsg;
+
+typedef struct {
+  double tdone; /* when its transfer ended ... */
+  uint8_t done; /* ... if it did */
+  uint8_t wait; /* the rank's WAIT waits for it */
+} dhandle;
+
+typedef struct {
+  int state;
+  double t0;        /* when the COMPUTE or WAIT began */
+  bs_kernel kernel; /* the COMPUTE's, for explain */
+  bs_op wait;
+  int npend;
+} drank;
+
+typedef struct {
+  sim_ctx *c;
+  dnet *net;
+  dev_heap ev;
+  drank *r;
+  dhandle *hs; /* per (slot, handle) */
+  dpair *pair;
+  int npair, cappair;
+  int *phash; /* open addressing over (src, dst): pair + 1 */
+  size_t pmask;
+  dmsg *msg;
+  int nmsg, capmsg, free_msg;
+  double now;
+  int declined;
+  char *why;
+  size_t whylen;
+} direct;
+
+static int grow(void **p, int *cap, int need, size_t elem) {
+  if (need <= *cap) return 0;
+  int c = *cap ? *cap : 256;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, (size_t)c * elem);
+  if (!q) return -1;
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+static int oom(direct *d) {
+  sim_error(d->c, "out of memory");
+  return -1;
+}
+
+static size_t pair_hash(int src, int dst) {
+  uint64_t x = ((uint64_t)(uint32_t)src << 32) | (uint32_t)dst;
+  x ^= x >> 31;
+  x *= 0x9e3779b97f4a7c15ull;
+  x ^= x >> 29;
+  return (size_t)x;
+}
+
+static int rehash(direct *d, size_t size) {
+  int *h = calloc(size, sizeof *h);
+  if (!h) return -1;
+  free(d->phash);
+  d->phash = h;
+  d->pmask = size - 1;
+  for (int p = 0; p < d->npair; p++) {
+    size_t i = pair_hash(d->pair[p].src, d->pair[p].dst) & d->pmask;
+    while (h[i]) i = (i + 1) & d->pmask;
+    h[i] = p + 1;
+  }
+  return 0;
+}
+
+/* The pair (src -> dst), created on first use; -1 when out of memory. */
+static int pair_of(direct *d, int src, int dst) {
+  size_t i = pair_hash(src, dst) & d->pmask;
+  for (;; i = (i + 1) & d->pmask) {
+    int v = d->phash[i];
+    if (!v) break;
+    if (d->pair[v - 1].src == src && d->pair[v - 1].dst == dst) return v - 1;
+  }
+  if (grow((void **)&d->pair, &d->cappair, d->npair + 1, sizeof *d->pair)) return -1;
+  int p = d->npair++;
+  const sim_ctx *c = d->c;
+  d->pair[p] =
+    (dpair){src, dst, -1, node_of_rank(c, real_of(c, src)) != node_of_rank(c, real_of(c, dst)), -1, -1, -1, -1};
+  if ((size_t)d->npair * 2 > d->pmask) return rehash(d, 2 * (d->pmask + 1)) ? -1 : p;
+  d->phash[i] = p + 1;
+  return p;
+}
+
+static int msg_new(direct *d) {
+  if (d->free_msg >= 0) {
+    int m = d->free_msg;
+    d->free_msg = d->msg[m].next;
+    return m;
+  }
+  if (grow((void **)&d->msg, &d->capmsg, d->nmsg + 1, sizeof *d->msg)) return -1;
+  return d->nmsg++;
+}
+
+static void msg_free(direct *d, int m) {
+  d->msg[m].next = d->free_msg;
+  d->free_msg = m;
+}
+
+/* Appends message m to a list (head, tail). */
+static void list_push(direct *d, int *head, int *tail, int m) {
+  d->msg[m].next = -1;
+  if (*tail >= 0) d->msg[*tail].next = m;
+  else *head = m;
+  *tail = m;
+}
+
+static int list_pop(direct *d, int *head, int *tail) {
+  int m = *head;
+  *head = d->msg[m].next;
+  if (*head < 0) *tail = -1;
+  return m;
+}
+
+/* Both sides of message m have posted: its transfer starts now. 0, 1 declined, -1 failed. */
+static int transfer(direct *d, int m) {
+  dmsg *g = &d->msg[m];
+  dpair *p = &d->pair[g->pair];
+  if (p->route < 0) {
+    char why[200];
+    p->route = dnet_route(d->net, d->c->rs[p->src].host, d->c->rs[p->dst].host, why, sizeof why);
+    if (p->route < 0) {
+      snprintf(d->why, d->whylen, "%s", why);
+      return 1;
+    }
+  }
+  return dnet_start(d->net, p->route, g->wire, d->now, m) ? oom(d) : 0;
+}
+
+/* A send reaches its pair's queue (at its post, or after the p2p base cost). */
+static int put(direct *d, int m) {
+  dmsg *g = &d->msg[m];
+  dpair *p = &d->pair[g->pair];
+  g->t_put = d->now;
+  if (p->rq < 0) {
+    list_push(d, &p->sq, &p->sq_tail, m);
+    return 0;
+  }
+  int rm = list_pop(d, &p->rq, &p->rq_tail);
+  g->hr = d->msg[rm].hr;
+  msg_free(d, rm);
+  return transfer(d, m);
+}
+
+static int post_recv(direct *d, int pi, int hd) {
+  dpair *p = &d->pair[pi];
+  if (p->sq < 0) {
+    int m = msg_new(d);
+    if (m < 0) return oom(d);
+    d->msg[m].hr = hd;
+    list_push(d, &p->rq, &p->rq_tail, m);
+    return 0;
+  }
+  int m = list_pop(d, &p->sq, &p->sq_tail);
+  d->msg[m].hr = hd;
+  return transfer(d, m);
+}
+
+static int do_p2p(direct *d, rank_state *rs, const bs_op *op) {
+  sim_ctx *c = d->c;
+  int hd = op->handle, peer = op->u.p2p.peer;
+  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
+    sim_error(c, "rank %d op #%lld: %s uses handle %d that is invalid or still in use", rs->rank,
+              (long long)rs->op_index, bs_op_kind_name(op->kind), hd);
+    return -1;
+  }
+  if (peer < 0 || peer >= c->G || peer == rs->rank || op->u.p2p.bytes < 0) {
+    sim_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->rank, (long long)rs->op_index,
+              bs_op_kind_name(op->kind), peer, c->G, (long long)op->u.p2p.bytes);
+    return -1;
+  }
+  handle *h = &rs->h[hd];
+  h->peer = peer;
+  h->tag = op->u.p2p.tag;
+  h->bytes = op->u.p2p.bytes;
+  h->t_post = d->now;
+  h->op_index = rs->op_index;
+  h->step = op->step;
+  h->comm = NULL;
+  h->coll = NULL;
+  h->rx = NULL;
+  size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
+  d->hs[hi].done = 0;
+  d->hs[hi].wait = 0;
+  int ps = slot_of(c, peer);
+  sim_note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
+  if (op->kind == BS_OP_RECV) {
+    h->kind = H_RECV;
+    sim_add_bytes(rs, &rs->recvd, h->bytes, "bytes received");
+    int pi = pair_of(d, ps, rs->slot);
+    return pi < 0 ? oom(d) : post_recv(d, pi, hd);
+  }
+  h->kind = H_SEND;
+  sim_account_sent(rs, peer, h->bytes);
+  if (c->mesh.size[0] > 0) {
+    int k = bs_mesh_pair_kind(&c->mesh, rs->rank, peer);
+    if (k >= 0) rs->by_group[k] += h->bytes;
+  }
+  c->events++;
+  int pi = pair_of(d, rs->slot, ps), m = pi < 0 ? -1 : msg_new(d);
+  if (m < 0) return oom(d);
+  int w = d->pair[pi].w;
+  double base = c->prof ? c->prof->p2p_base_s[w] : 0;
+  d->msg[m] = (dmsg){pi, hd, -1, h->tag, base > 0, -1, h->bytes, (double)sim_p2p_wire_bytes(c->prof, w, h->bytes), 0};
+  if (base > 0) return dev_push(&d->ev, d->now + base, EV_PUT, m, 0) ? oom(d) : 0;
+  return put(d, m);
+}
+
+/* WAIT: its handles checked and counted; the rank blocks while some transfer is still running. */
+static int begin_wait(direct *d, rank_state *rs, const bs_op *op) {
+  sim_ctx *c = d->c;
+  drank *r = &d->r[rs->slot];
+  int n = op->u.wait.n;
+  if (n < 0 || n > BS_MAX_WAIT) {
+    sim_error(c, "rank %d op #%lld: WAIT on %d handles", rs->rank, (long long)rs->op_index, n);
+    return -1;
+  }
+  r->wait = *op;
+  r->t0 = d->now;
+  r->npend = 0;
+  rs->blk_kind = 1;
+  rs->blk_op = rs->op_index;
+  rs->blk_n = n;
+  rs->blk_peer = -1;
+  for (int i = 0; i < n; i++) {
+    int hd = op->u.wait.handles[i];
+    if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind == H_FREE) {
+      sim_error(c, "rank %d op #%lld: WAIT on handle %d that no pending operation created", rs->rank,
+                (long long)rs->op_index, hd);
+      return -1;
+    }
+    const handle *h = &rs->h[hd];
+    if (rs->blk_peer < 0) { /* where the rank blocks, for a deadlock's message */
+      rs->blk_send = h->kind == H_SEND;
+      rs->blk_peer = h->peer;
+      rs->blk_tag = h->tag;
+      rs->blk_step = h->step;
+      rs->blk_post_op = h->op_index;
+    }
+    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
+    if (!d->hs[hi].done && !d->hs[hi].wait) {
+      d->hs[hi].wait = 1;
+      r->npend++;
+    }
+  }
+  return 0;
+}
+
+/* The WAIT's handles all done at now: the rank's exposed time and its wait for peers (actor.c's). */
+static int end_wait(direct *d, rank_state *rs) {
+  sim_ctx *c = d->c;
+  drank *r = &d->r[rs->slot];
+  double t0 = r->t0, t1 = d->now, ready = t0;
+  handle last = {0}; /* the handle whose transfer ended last, for explain */
+  double t_last = -1;
+  for (int i = 0; i < r->wait.u.wait.n; i++) {
+    int hd = r->wait.u.wait.handles[i];
+    handle *h = &rs->h[hd];
+    if (h->kind == H_FREE) continue; /* listed twice */
+    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
+    if (d->hs[hi].tdone > t_last) {
+      t_last = d->hs[hi].tdone;
+      last = *h;
+    }
+    if (h->kind == H_RECV && sim_check_recv(rs, h)) {
+      h->kind = H_FREE;
+      return -1;
+    }
+    if (h->kind == H_SEND && c->nlinks) {
+      int direct_put = !(c->prof && c->prof->p2p_base_s[node_of_rank(c, rs->rank) != node_of_rank(c, h->peer)] > 0);
+      if (direct_put) { /* a base-paying send was accounted when it ended */
+        double t = d->hs[hi].tdone > t0 ? d->hs[hi].tdone : t0;
+        sim_link_account(c, rs->host, c->rs[slot_of(c, h->peer)].host, h->bytes, t - h->t_post);
+      }
+    }
+    if (h->t_match > ready) ready = h->t_match;
+    h->kind = H_FREE;
+    d->hs[hi].done = 0;
+    d->hs[hi].wait = 0;
+  }
+  rs->blk_kind = 0;
+  rs->exposed += t1 - t0;
+  rs->peer_wait += (ready < t1 ? ready : t1) - t0;
+  bs_explain_wait(&rs->explain, t0, ready, t1, t_last >= 0 && t1 > ready ? sim_handle_link(rs, &last) : BS_XL_OTHER);
+  return 0;
+}
+
+/* Runs rank slot's ops from now until one blocks it: 0, 1 declined, -1 failed. */
+static int run_rank(direct *d, int slot) {
+  sim_ctx *c = d->c;
+  rank_state *rs = &c->rs[slot];
+  drank *r = &d->r[slot];
+  bs_op op;
+  for (;;) {
+    if (c->error[0]) return -1;
+    if (!c->src->next(rs->it, &op)) break;
+    int rc = 0;
+    switch (op.kind) {
+    case BS_OP_ALLOC: rc = sim_op_alloc(rs, &op); break;
+    case BS_OP_FREE: rc = sim_op_free(rs, &op); break;
+    case BS_OP_PHASE: sim_op_phase(rs, &op, d->now); break;
+    case BS_OP_SEND:
+    case BS_OP_RECV: rc = do_p2p(d, rs, &op); break;
+    case BS_OP_COMPUTE: {
+      char err[256];
+      double t = bs_profile_kernel_time(c->prof, &op.u.compute, c->cfg->model.dtype, err, sizeof err);
+      if (t < 0) {
+        sim_error(c, "rank %d op #%lld: %s", rs->rank, (long long)rs->op_index, err);
+        return -1;
+      }
+      t *= sim_compute_factor(c->cfg, rs->rank); /* cluster.straggler */
+      c->events++;
+      r->t0 = d->now;
+      r->kernel = op.u.compute.kernel;
+      r->state = R_SLEEP;
+      rs->op_index++;
+      return dev_push(&d->ev, d->now + t, EV_WAKE, slot, 0) ? oom(d) : 0;
+    }
+    case BS_OP_WAIT:
+      rc = begin_wait(d, rs, &op);
+      if (!rc && r->npend) {
+        r->state = R_WAIT;
+        rs->op_index++;
+        return 0;
+      }
+      if (!rc) rc = end_wait(d, rs);
+      break;
+    case BS_OP_COLL: snprintf(d->why, d->whylen, "a collective (COLL)"); return 1;
+    default:
+      sim_error(c, "rank %d op #%lld: unknown op kind %d", rs->rank, (long long)rs->op_index, (int)op.kind);
+      return -1;
+    }
+    if (rc) return rc;
+    rs->op_index++;
+  }
+  if (c->error[0] || sim_check_end(rs)) return -1;
+  rs->end = d->now;
+  rs->finished = 1;
+  r->state = R_DONE;
+  c->nfinished++;
+  return 0;
+}
+
+/* A handle's transfer ended: its rank goes on when it was the last its WAIT waited for. */
+static int handle_done(direct *d, int slot, int hd) {
+  size_t hi = (size_t)slot * MAX_HANDLES + (size_t)hd;
+  d->hs[hi].done = 1;
+  d->hs[hi].tdone = d->now;
+  drank *r = &d->r[slot];
+  if (!d->hs[hi].wait || r->state != R_WAIT || --r->npend > 0) return 0;
+  r->state = R_RUN;
+  int rc = end_wait(d, &d->c->rs[slot]);
+  return rc ? rc : run_rank(d, slot);
+}
+
+static int transfer_done(direct *d, int m) {
+  sim_ctx *c = d->c;
+  dmsg g = d->msg[m];
+  const dpair *p = &d->pair[g.pair];
+  msg_free(d, m);
+  c->rs[p->dst].h[g.hr].rx = sim_msg_encode(g.tag, g.bytes);
+  if (g.base && c->nlinks) sim_link_account(c, c->rs[p->src].host, c->rs[p->dst].host, g.bytes, d->now - g.t_put);
+  int rc = handle_done(d, p->src, g.hs);
+  return rc ? rc : handle_done(d, p->dst, g.hr);
+}
+
+/* The profile's message-size factors, as bs_platform_apply_profile gave them to SimGrid. */
+static void factor_table(const bs_profile *prof, bs_factor_table *t) {
+  memset(t, 0, sizeof *t);
+  for (int c = 0; c < BS_LINK_CLASS_COUNT; c++) {
+    const bs_prof_link *l = &prof->link[c];
+    for (int k = 0; k < l->nfactors && k < BS_FACTOR_PIECES; k++) {
+      t->cls[c].min_bytes[k] = l->factors[k].min_bytes;
+      t->cls[c].bw[k] = l->factors[k].bandwidth;
+      t->cls[c].lat[k] = l->factors[k].latency;
+      t->cls[c].n = k + 1;
+    }
+  }
+}
+
+/* 1 when rank 0's program has a COLL: the point would only start again in SimGrid once the direct
+ * engine met it, which may be late (a step's gradient reduction); one rank's program is cheap to read. */
+static int rank0_has_coll(const sim_ctx *c) {
+  void *it = c->src->iter_new(c->src->ctx, 0);
+  if (!it) return 0; /* out of memory: the run says so */
+  bs_op op;
+  int coll = 0;
+  while (!coll && c->src->next(it, &op)) coll = op.kind == BS_OP_COLL;
+  c->src->iter_free(it);
+  return coll;
+}
+
+int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int crosstraffic, double tcp_gamma,
+                        char *why, size_t whylen) {
+  if (c->shared_host) snprintf(why, whylen, "the host topology's shared CPU");
+  else if (!generated && c->opts->engine != BS_ENGINE_DIRECT) snprintf(why, whylen, "a platform file");
+  else if (c->trace) snprintf(why, whylen, "--trace");
+  else if (strcmp(model, "CM02")) snprintf(why, whylen, "network model %.24s", model);
+  else if (crosstraffic) snprintf(why, whylen, "cross traffic");
+  else if (tcp_gamma > 0) snprintf(why, whylen, "TCP-gamma > 0");
+  else if (rank0_has_coll(c)) snprintf(why, whylen, "a collective (COLL)");
+  else return 1;
+  return 0;
+}
+
+static void direct_free(direct *d) {
+  dnet_free(d->net);
+  free(d->ev.e);
+  free(d->r);
+  free(d->hs);
+  free(d->pair);
+  free(d->phash);
+  free(d->msg);
+}
+
+static int loop(direct *d) {
+  sim_ctx *c = d->c;
+  for (int s = 0; s < c->A; s++) {
+    int rc = run_rank(d, s);
+    if (rc) return rc;
+  }
+  for (;;) {
+    double tr = d->ev.n ? d->ev.e[0].t : INFINITY;
+    double tn = dnet_next(d->net, d->now, tr);
+    if (tn < 0) return oom(d);
+    if (isinf(tn) && isinf(tr)) break;
+    int rc;
+    if (tn <= tr) {
+      int m = -1;
+      d->now = tn;
+      rc = dnet_pop(d->net, d->now, &m);
+      if (rc < 0) return oom(d);
+      rc = rc == 1 ? transfer_done(d, m) : 0;
+    } else {
+      dev_event e = dev_pop(&d->ev);
+      d->now = e.t;
+      if (e.kind == EV_PUT) rc = put(d, e.id);
+      else {
+        rank_state *rs = &c->rs[e.id];
+        const drank *r = &d->r[e.id];
+        rs->compute += d->now - r->t0;
+        bs_explain_compute(&rs->explain, r->kernel, d->now - r->t0, c->prof->kernel[r->kernel].launch_s);
+        d->r[e.id].state = R_RUN;
+        rc = run_rank(d, e.id);
+      }
+    }
+    if (rc) return rc;
+  }
+  if (c->nfinished < c->A) sim_deadlock_error(c);
+  return c->error[0] ? -1 : 0;
+}
+
+int sim_direct_run(sim_ctx *c, char *why, size_t whylen) {
+  direct d;
+  memset(&d, 0, sizeof d);
+  d.c = c;
+  d.why = why;
+  d.whylen = whylen;
+  d.free_msg = -1;
+  bs_factor_table ft;
+  factor_table(c->prof, &ft);
+  size_t nh = (size_t)c->A * MAX_HANDLES, hs = 1024;
+  while (hs < (size_t)c->A * 8) hs *= 2;
+  d.net = dnet_new(&ft, why, whylen);
+  d.r = calloc((size_t)c->A, sizeof *d.r);
+  d.hs = calloc(nh, sizeof *d.hs);
+  d.phash = calloc(hs, sizeof *d.phash);
+  d.pmask = hs - 1;
+  int rc;
+  if (!d.net || !d.r || !d.hs || !d.phash) rc = oom(&d);
+  else rc = loop(&d);
+  direct_free(&d);
+  return rc;
+}

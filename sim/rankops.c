@@ -1,0 +1,155 @@
+/*
+ * rankops.c — what a rank's ops do to its own state, whichever engine moves
+ * its messages (SimGrid actors, actor.c, or the direct event loop, direct.c):
+ * ALLOC/FREE on the memory counter (held bytes as the profile's allocator
+ * rounds them: bs_sim_alloc_held, walk.h), PHASE boundaries, the in-order
+ * matching of a pair's posts (time_s.wait_for_peers), a message's tag and
+ * size as its payload and the RECV's check of them, the size a p2p message
+ * moves, and the end-of-plan checks. Both engines call the same functions so
+ * that their results can only differ in time.
+ */
+#include "sim/point.h"
+#include "sim/walk.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* rs's side of the pair with peer_slot (created), or NULL when rs already has MAX_PEERS. */
+static pairmatch *pair_entry(rank_state *rs, int peer_slot, int dir) {
+  for (int i = 0; i < rs->npm; i++)
+    if (rs->pm[i].peer == peer_slot && rs->pm[i].dir == dir) return &rs->pm[i];
+  if (rs->npm >= MAX_PEERS) return NULL;
+  pairmatch *e = &rs->pm[rs->npm++];
+  memset(e, 0, sizeof *e);
+  e->peer = peer_slot;
+  e->dir = dir;
+  return e;
+}
+
+/*
+ * When a message's two sides have both posted (time_s.wait_for_peers): the k-th SEND of a pair
+ * meets the k-th RECV (one mailbox per ordered pair, matched in order), so whichever side posts
+ * second fixes the match time of both. A side that posts first leaves its handle in its ring;
+ * the other side, posting, stamps it. Beyond the peer cache or the ring the time stays unknown
+ * (-1) and the wait counts as transfer.
+ */
+void sim_note_match(rank_state *rs, int peer_slot, int dir, int hd) {
+  sim_ctx *c = rs->ctx;
+  handle *h = &rs->h[hd];
+  h->t_match = -1;
+  pairmatch *me = pair_entry(rs, peer_slot, dir), *other = pair_entry(&c->rs[peer_slot], rs->slot, !dir);
+  if (!me || !other) return;
+  int64_t k = me->posted++;
+  if (other->posted > k) { /* the peer posted its k-th first: both meet now */
+    h->t_match = h->t_post;
+    if (other->posted - k <= PEND_RING) c->rs[peer_slot].h[other->pend[k % PEND_RING]].t_match = h->t_post;
+  } else {
+    me->pend[k % PEND_RING] = (short)hd;
+  }
+}
+
+void *sim_msg_encode(int tag, int64_t bytes) {
+  uint64_t v = (1ull << 63) | ((uint64_t)(uint32_t)tag << 31) | ((uint64_t)bytes & 0x7fffffffull);
+  return (void *)(uintptr_t)v;
+}
+
+static void decode_msg(void *p, int *tag, int64_t *bytes_low) {
+  uint64_t v = (uint64_t)(uintptr_t)p;
+  *tag = (int)(uint32_t)((v >> 31) & 0xffffffffull);
+  *bytes_low = (int64_t)(v & 0x7fffffffull);
+}
+
+int sim_op_alloc(rank_state *rs, const bs_op *op) {
+  sim_ctx *c = rs->ctx;
+  int b = op->u.alloc.buf;
+  if (b < 0 || b >= MAX_BUFS || rs->buf[b].used || op->u.alloc.bytes < 0 || op->u.alloc.cls < 0 ||
+      op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
+    sim_error(c,
+              "rank %d op #%lld: ALLOC of buffer %d (%lld bytes, class %d) is invalid or the "
+              "buffer is already allocated",
+              rs->rank, (long long)rs->op_index, b, (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
+    return -1;
+  }
+  int64_t held = bs_sim_alloc_held(c->prof, op); /* walk.c: search prunes by the same count */
+  rs->buf[b] = (membuf){1, held, op->u.alloc.cls};
+  sim_add_bytes(rs, &rs->mem_cur, held, "memory in use");
+  sim_add_bytes(rs, &rs->cls_cur[op->u.alloc.cls], held, "memory in use");
+  if (rs->mem_cur > rs->mem_peak) {
+    rs->mem_peak = rs->mem_cur;
+    memcpy(rs->cls_at_peak, rs->cls_cur, sizeof rs->cls_cur);
+  }
+  return 0;
+}
+
+int sim_op_free(rank_state *rs, const bs_op *op) {
+  int b = op->u.free.buf;
+  if (b < 0 || b >= MAX_BUFS || !rs->buf[b].used) {
+    sim_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->rank, (long long)rs->op_index,
+              b);
+    return -1;
+  }
+  rs->mem_cur -= rs->buf[b].bytes;
+  rs->cls_cur[rs->buf[b].cls] -= rs->buf[b].bytes;
+  rs->buf[b].used = 0;
+  return 0;
+}
+
+void sim_op_phase(rank_state *rs, const bs_op *op, double now) {
+  if (op->u.phase.fwd_bwd == 0) {
+    if (op->u.phase.begin) rs->fwd_begin = now;
+    else rs->fwd += now - rs->fwd_begin;
+  } else {
+    if (op->u.phase.begin) rs->bwd_begin = now;
+    else rs->bwd += now - rs->bwd_begin;
+  }
+}
+
+uint64_t sim_p2p_wire_bytes(const bs_profile *prof, int w, int64_t bytes) {
+  double eff = prof ? prof->p2p_efficiency[w] : 1;
+  if (!(eff > 0 && eff < 1)) return (uint64_t)bytes;
+  return (uint64_t)((double)bytes / eff + 0.5);
+}
+
+int sim_check_recv(rank_state *rs, const handle *h) {
+  int tag;
+  int64_t low;
+  decode_msg(h->rx, &tag, &low);
+  if (tag != h->tag || low != (h->bytes & 0x7fffffff)) {
+    /* the payload carries the size's low 31 bits: exact for every message below 2 GiB */
+    char got[64];
+    if (h->bytes < 0x80000000ll) snprintf(got, sizeof got, "%lld bytes", (long long)low);
+    else snprintf(got, sizeof got, "a size of %lld mod 2^31 bytes", (long long)low);
+    sim_error(rs->ctx,
+              "rank %d op #%lld (step %d): RECV from rank %d expected tag %d (step %d) and "
+              "%lld bytes, but the next message from rank %d has tag %d (step %d) and %s: sends and "
+              "receives between two ranks must match in order, tag and size",
+              rs->rank, (long long)h->op_index, h->step, h->peer, h->tag, h->tag & 2047, (long long)h->bytes, h->peer,
+              tag, tag & 2047, got);
+    return -1;
+  }
+  return 0;
+}
+
+int sim_check_end(rank_state *rs) {
+  sim_ctx *c = rs->ctx;
+  const char *why = c->src->iter_error ? c->src->iter_error(rs->it) : NULL;
+  if (why) {
+    sim_error(c, "rank %d: %s", rs->rank, why);
+    return -1;
+  }
+  for (int hd = 0; hd < MAX_HANDLES; hd++)
+    if (rs->h[hd].kind != H_FREE) {
+      const handle *h = &rs->h[hd];
+      sim_error(c,
+                "rank %d: the plan ended with handle %d (op #%lld, %s rank %d tag %d) never "
+                "waited",
+                rs->rank, hd, (long long)h->op_index,
+                h->kind == H_SEND   ? "SEND to"
+                : h->kind == H_RECV ? "RECV from"
+                                    : "COLL with",
+                h->peer, h->tag);
+      return -1;
+    }
+  return 0;
+}

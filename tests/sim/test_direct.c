@@ -1,0 +1,415 @@
+/*
+ * test_direct.c — the direct engine (sim/direct.h) against SimGrid on a
+ * battery of points: every field of the result (times within 1e-6 relative,
+ * where the step goes (explain) included; bytes, memory, events and per-link
+ * bytes exactly) against SimGrid with its
+ * full network update (network/optim Full, the same CM02 model recomputed at
+ * every event), and the step time within 0.1 % against SimGrid as points run
+ * by default (its lazy update). The battery: causal layouts of burst and ring,
+ * the double ring, prefill and decode, every what-if, shared NICs and an
+ * oversubscribed fabric, the H100 profile's p2p base costs and efficiencies,
+ * the PCIe node, folded and not. A point with a collective goes back to
+ * SimGrid under --engine auto and is refused under --engine direct, also when
+ * only another rank than rank 0 has one (met half way). On toy
+ * programs (a user platform file, which only --engine direct takes): the same
+ * error messages for a deadlock, a tag mismatch, a send nobody receives and a
+ * handle never waited, and the same figures for transfers that share links.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "tests/run_named.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "topologies/topo.h"
+#include "toy.h"
+
+#define TIME_REL 1e-6  /* against SimGrid's full update: the same arithmetic, rounding apart */
+#define STEP_GATE 1e-3 /* against SimGrid's default lazy update: the exactness gate (0.1 %) */
+
+static bs_config point(bs_method m, int gpus, int64_t seq) {
+  bs_config c;
+  bs_config_default(&c);
+  c.par.method = m;
+  c.par.gpus = gpus;
+  c.work.seq_len = seq;
+  return c;
+}
+
+static void same_time(double a, double b, const char *what, int rank) {
+  double rel = fabs(a - b) / (fabs(a) > 0 ? fabs(a) : 1);
+  if (rel > TIME_REL) print_error("%s (rank %d): simgrid %.12g, direct %.12g (%.3g)\n", what, rank, a, b, rel);
+  assert_true(rel <= TIME_REL);
+}
+
+/* Where the step goes (explain): the same parts, to rounding. */
+static void same_parts(const bs_explain_parts *a, const bs_explain_parts *b, int rank) {
+  for (int k = 0; k < BS_XK_COUNT; k++) same_time(a->compute[k], b->compute[k], "explain.compute", rank);
+  same_time(a->launch, b->launch, "explain.launch", rank);
+  for (int l = 0; l < BS_XL_COUNT; l++) same_time(a->exposed[l], b->exposed[l], "explain.exposed", rank);
+  same_time(a->wait_for_peers, b->wait_for_peers, "explain.wait_for_peers", rank);
+}
+
+/* Every figure of the two results: times to rounding, everything counted exactly. */
+static void same_result(const bs_result *s, const bs_result *d) {
+  same_time(s->time.step, d->time.step, "time.step", -1);
+  same_time(s->time.fwd, d->time.fwd, "time.fwd", -1);
+  same_time(s->time.bwd, d->time.bwd, "time.bwd", -1);
+  same_time(s->time.compute, d->time.compute, "time.compute", -1);
+  same_time(s->time.comm_exposed, d->time.comm_exposed, "time.comm_exposed", -1);
+  same_time(s->time.wait_for_peers, d->time.wait_for_peers, "time.wait_for_peers", -1);
+  assert_int_equal(s->comm.per_rank_max_sent, d->comm.per_rank_max_sent);
+  assert_int_equal(s->comm.total, d->comm.total);
+  assert_int_equal(s->comm.intra_node, d->comm.intra_node);
+  assert_int_equal(s->comm.inter_node, d->comm.inter_node);
+  for (int k = 0; k < BS_DIM_COUNT; k++) assert_int_equal(s->comm.by_group[k], d->comm.by_group[k]);
+  assert_int_equal(s->mem.peak_bytes_max, d->mem.peak_bytes_max);
+  assert_int_equal(s->mem.oom, d->mem.oom);
+  for (int k = 0; k < BS_MEM_CLASS_COUNT; k++) assert_int_equal(s->mem.breakdown[k], d->mem.breakdown[k]);
+  assert_int_equal(s->sim_events, d->sim_events);
+  assert_int_equal(s->sim_actors, d->sim_actors);
+  assert_int_equal(s->nranks, d->nranks);
+  assert_int_equal(s->explain.critical_rank, d->explain.critical_rank);
+  same_parts(&s->explain.critical, &d->explain.critical, s->explain.critical_rank);
+  same_parts(&s->explain.mean, &d->explain.mean, -1);
+  for (int r = 0; r < s->nranks; r++) {
+    const bs_rank_result *a = &s->ranks[r], *b = &d->ranks[r];
+    same_time(a->step, b->step, "step", r);
+    same_time(a->fwd, b->fwd, "fwd", r);
+    same_time(a->bwd, b->bwd, "bwd", r);
+    same_time(a->compute, b->compute, "compute", r);
+    same_time(a->comm_exposed, b->comm_exposed, "comm_exposed", r);
+    same_time(a->wait_for_peers, b->wait_for_peers, "wait_for_peers", r);
+    assert_int_equal(a->bytes_sent, b->bytes_sent);
+    assert_int_equal(a->bytes_recv, b->bytes_recv);
+    assert_int_equal(a->peak_bytes, b->peak_bytes);
+    for (int k = 0; k < BS_DIM_COUNT; k++) assert_int_equal(a->by_group[k], b->by_group[k]);
+  }
+}
+
+static void run(const bs_config *c, bs_sim_opts *o, bs_engine e, int full, bs_result *r, bs_link_stat **links,
+                int *nlinks) {
+  o->engine = e;
+  o->sg_full_update = full;
+  char err[512] = "";
+  int rc = bs_sim_run_source(c, o, NULL, r, links, nlinks, err, sizeof err);
+  if (rc) print_error("%s engine: %s\n", e == BS_ENGINE_DIRECT ? "direct" : "simgrid", err);
+  assert_int_equal(rc, 0);
+}
+
+/* One point on both engines (fold as given); per-link statistics compared when links is set. */
+static void check(const bs_config *c, bs_tristate fold, int nodes_per_leaf, double oversub, int links) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.fold = fold;
+  o.nodes_per_leaf = nodes_per_leaf;
+  o.oversub = oversub;
+  bs_result full, lazy, direct;
+  bs_link_stat *lf = NULL, *ld = NULL;
+  int nf = 0, nd = 0;
+  run(c, &o, BS_ENGINE_SIMGRID, 1, &full, links ? &lf : NULL, &nf);
+  run(c, &o, BS_ENGINE_DIRECT, 0, &direct, links ? &ld : NULL, &nd);
+  run(c, &o, BS_ENGINE_SIMGRID, 0, &lazy, NULL, NULL);
+  assert_non_null(strstr(direct.sim_network, "engine: direct"));
+  assert_non_null(strstr(full.sim_network, "engine: simgrid"));
+  same_result(&full, &direct);
+  double gate = fabs(lazy.time.step - direct.time.step) / lazy.time.step;
+  if (gate > STEP_GATE) print_error("time.step: simgrid %.12g, direct %.12g\n", lazy.time.step, direct.time.step);
+  assert_true(gate <= STEP_GATE);
+  if (links) {
+    assert_int_equal(nf, nd);
+    assert_true(nf > 0);
+    double busy = 0;
+    for (int i = 0; i < nf; i++) {
+      assert_string_equal(lf[i].name, ld[i].name);
+      assert_true(lf[i].bytes == ld[i].bytes);
+      assert_true(fabs(lf[i].busy_s - ld[i].busy_s) <= TIME_REL * (lf[i].busy_s > 0 ? lf[i].busy_s : 1));
+      busy += lf[i].busy_s;
+    }
+    assert_true(busy > 0);
+  }
+  free(lf);
+  free(ld);
+  bs_result_free(&full);
+  bs_result_free(&lazy);
+  bs_result_free(&direct);
+}
+
+/* Causal burst and ring on contiguous, zigzag and striped shards; non-causal, folded and not. */
+static void test_layouts(void **state) {
+  (void)state;
+  const bs_method m[] = {BS_BURST, BS_RING};
+  const bs_layout l[] = {BS_CONTIGUOUS, BS_ZIGZAG, BS_STRIPED};
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++) {
+      bs_config c = point(m[i], 32, 128 * 1024);
+      c.work.causal = 1;
+      c.par.layout = l[j];
+      check(&c, BS_OFF, 0, 0, 0);
+    }
+  bs_config c = point(BS_BURST, 64, 256 * 1024);
+  check(&c, BS_AUTO, 0, 0, 0);
+  check(&c, BS_OFF, 0, 0, 1);
+}
+
+/* The double ring on and off: two sends per rank at once share its links. */
+static void test_double_ring(void **state) {
+  (void)state;
+  const bs_tristate dr[] = {BS_ON, BS_OFF};
+  for (int i = 0; i < 2; i++) {
+    bs_config c = point(BS_BURST, 64, 256 * 1024);
+    c.par.double_ring = dr[i];
+    check(&c, BS_OFF, 0, 0, 0);
+  }
+}
+
+/* Prefill and decode (ring: point-to-point only); Li et al.'s ring at 1M tokens (no fold). */
+static void test_phases(void **state) {
+  (void)state;
+  bs_config c = point(BS_RING, 32, 256 * 1024);
+  c.work.phase = BS_PREFILL;
+  check(&c, BS_OFF, 0, 0, 0);
+  c = point(BS_BURST, 32, 256 * 1024);
+  c.work.phase = BS_PREFILL;
+  check(&c, BS_AUTO, 0, 0, 0);
+  c = point(BS_RING, 16, 128 * 1024);
+  c.work.phase = BS_DECODE;
+  check(&c, BS_OFF, 0, 0, 0);
+  c = point(BS_RING_LI2021, 32, 1024 * 1024);
+  check(&c, BS_AUTO, 0, 0, 0);
+}
+
+/* A straggler, degraded NICs or one node's NVLink, failed NICs. */
+static void test_whatifs(void **state) {
+  (void)state;
+  bs_config c = point(BS_BURST, 32, 128 * 1024);
+  c.cluster.straggler_rank = 5;
+  c.cluster.straggler_factor = 1.5;
+  check(&c, BS_AUTO, 0, 0, 0);
+  c = point(BS_RING, 32, 128 * 1024);
+  c.cluster.degrade_class = BS_LINK_NIC;
+  c.cluster.degrade_factor = 0.5;
+  check(&c, BS_AUTO, 0, 0, 0);
+  c = point(BS_BURST, 32, 128 * 1024);
+  c.cluster.degrade_class = BS_LINK_NVLINK;
+  c.cluster.degrade_one_node = 1;
+  c.cluster.degrade_node = 1;
+  c.cluster.degrade_factor = 0.5;
+  check(&c, BS_OFF, 0, 0, 0);
+  c = point(BS_BURST, 32, 128 * 1024);
+  c.cluster.failed_node = 1;
+  c.cluster.failed_nics = 3;
+  check(&c, BS_OFF, 0, 0, 1);
+}
+
+/* Shared NICs (2 and 1 per node) and a 4:1 oversubscribed fabric of 2 nodes per leaf: contention. */
+static void test_contention(void **state) {
+  (void)state;
+  bs_config c = point(BS_RING, 32, 128 * 1024);
+  c.cluster.nics_per_node = 2;
+  check(&c, BS_OFF, 0, 0, 0);
+  c = point(BS_BURST, 32, 128 * 1024);
+  c.cluster.nics_per_node = 1;
+  check(&c, BS_OFF, 0, 0, 1);
+  c = point(BS_BURST, 64, 256 * 1024);
+  check(&c, BS_OFF, 2, 4, 1);
+  c.par.method = BS_RING;
+  check(&c, BS_AUTO, 2, 4, 0);
+}
+
+/* The H100 profile: p2p base cost across nodes, p2p efficiency on both routes; the PCIe node. */
+static void test_profiles(void **state) {
+  (void)state;
+  bs_config c = point(BS_BURST, 16, 256 * 1024);
+  strcpy(c.cluster.topology, "dgx-h100");
+  strcpy(c.cluster.profile, "h100-sxm");
+  check(&c, BS_OFF, 0, 0, 1);
+  c.par.method = BS_RING;
+  c.par.gpus = 64;
+  check(&c, BS_AUTO, 0, 0, 0);
+  c = point(BS_BURST, 8, 32 * 1024);
+  strcpy(c.cluster.topology, "a100-pcie-node");
+  strcpy(c.cluster.profile, "a100-pcie-40gb");
+  check(&c, BS_OFF, 0, 0, 1);
+  c.par.method = BS_RING;
+  check(&c, BS_OFF, 0, 0, 0);
+}
+
+/* A collective: auto hands the point to SimGrid (the same result, said so); direct refuses. */
+static void test_coll_fallback(void **state) {
+  (void)state;
+  bs_config c = point(BS_USP, 16, 64 * 1024);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_result a, s;
+  run(&c, &o, BS_ENGINE_AUTO, 0, &a, NULL, NULL);
+  run(&c, &o, BS_ENGINE_SIMGRID, 0, &s, NULL, NULL);
+  assert_non_null(strstr(a.sim_network, "engine: simgrid (a collective (COLL))"));
+  assert_true(a.time.step == s.time.step);
+  assert_int_equal(a.comm.total, s.comm.total);
+  o.engine = BS_ENGINE_DIRECT;
+  bs_result d;
+  char err[512] = "";
+  assert_int_equal(bs_sim_run(&c, &o, &d, err, sizeof err), -1);
+  assert_non_null(strstr(err, "--engine direct: this point needs SimGrid: a collective (COLL)"));
+  bs_result_free(&a);
+  bs_result_free(&s);
+  bs_result_free(&d);
+}
+
+/* A toy program on both engines: 0 and the same figures, or the same error message. */
+static void toy_both(toy_plan *p, const toy_files *t, int want_rc) {
+  bs_config c;
+  toy_config(&c, t, p->ranks);
+  bs_sim_source src = toy_source(p);
+  bs_result r[2];
+  char err[2][512] = {"", ""};
+  for (int e = 0; e < 2; e++) {
+    bs_sim_opts o;
+    bs_sim_opts_default(&o);
+    o.engine = e ? BS_ENGINE_DIRECT : BS_ENGINE_SIMGRID;
+    o.sg_full_update = 1;
+    assert_int_equal(bs_sim_run_source(&c, &o, &src, &r[e], NULL, NULL, err[e], sizeof err[e]), want_rc);
+  }
+  if (want_rc) assert_string_equal(err[0], err[1]);
+  else same_result(&r[0], &r[1]);
+  bs_result_free(&r[0]);
+  bs_result_free(&r[1]);
+}
+
+/* The failures of a program read the same from either engine. */
+static void test_errors(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 3, 3);
+  static toy_plan p;
+  int h0 = 0, h1 = 1;
+  memset(&p, 0, sizeof p); /* both receive first and wait: a deadlock */
+  p.ranks = 2;
+  for (int r = 0; r < 2; r++) {
+    toy_p2p(&p, r, BS_OP_RECV, 0, 1 - r, 1, 1000);
+    toy_wait(&p, r, 1, &h0);
+    toy_p2p(&p, r, BS_OP_SEND, 1, 1 - r, 1, 1000);
+    toy_wait(&p, r, 1, &h1);
+  }
+  toy_both(&p, &t, -1);
+  memset(&p, 0, sizeof p); /* tags that differ */
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 5, 1000);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 6, 1000);
+  toy_wait(&p, 0, 1, &h0);
+  toy_wait(&p, 1, 1, &h0);
+  toy_both(&p, &t, -1);
+  memset(&p, 0, sizeof p); /* sizes that differ */
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 5, 1000);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 5, 999);
+  toy_wait(&p, 0, 1, &h0);
+  toy_wait(&p, 1, 1, &h0);
+  toy_both(&p, &t, -1);
+  memset(&p, 0, sizeof p); /* a send nobody receives */
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 3, 1000);
+  toy_wait(&p, 0, 1, &h0);
+  toy_both(&p, &t, -1);
+  memset(&p, 0, sizeof p); /* a handle never waited */
+  p.ranks = 2;
+  toy_p2p(&p, 0, BS_OP_SEND, 0, 1, 3, 1000);
+  toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 3, 1000);
+  toy_wait(&p, 1, 1, &h0);
+  toy_both(&p, &t, -1);
+  toy_teardown(&t);
+}
+
+/* Transfers that share links, start while others are paying their latency and end at once: rank 0
+ * sends to 1 and 2 at once (its uplink shared), rank 1 to 2 (2's downlink shared), in rounds with
+ * copies of different lengths between them, memory allocated and freed on the way. */
+static void test_toy_sharing(void **state) {
+  (void)state;
+  toy_files t;
+  toy_setup(&t, 3, 1);
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 3;
+  for (int s = 0; s < 4; s++) {
+    int64_t m = 2000000 * (s + 1), k = 1000000 * (3 - s);
+    toy_alloc(&p, 0, s, m, BS_MEM_COMM);
+    toy_p2p(&p, 0, BS_OP_SEND, 0, 1, s, m);
+    toy_copy(&p, 0, k);
+    toy_p2p(&p, 0, BS_OP_SEND, 1, 2, s, m / 2);
+    toy_copy(&p, 1, 2 * k);
+    toy_p2p(&p, 1, BS_OP_RECV, 0, 0, s, m);
+    toy_p2p(&p, 1, BS_OP_SEND, 1, 2, 100 + s, m / 3);
+    toy_p2p(&p, 2, BS_OP_RECV, 0, 0, s, m / 2);
+    toy_copy(&p, 2, k / 2);
+    toy_p2p(&p, 2, BS_OP_RECV, 1, 1, 100 + s, m / 3);
+    int h[2] = {0, 1};
+    for (int r = 0; r < 3; r++) toy_wait(&p, r, 2, h);
+    toy_free_buf(&p, 0, s);
+  }
+  toy_both(&p, &t, 0);
+  toy_teardown(&t);
+}
+
+/* A collective that only rank 1's program has (rank 0's has none): the direct engine meets it half
+ * way and the point starts again in SimGrid, with SimGrid's figures and saying so. */
+static void test_coll_midway(void **state) {
+  (void)state;
+  static toy_plan p;
+  memset(&p, 0, sizeof p);
+  p.ranks = 8;
+  int h0 = 0;
+  for (int r = 0; r < 8; r++) {
+    toy_p2p(&p, r, BS_OP_SEND, 0, (r + 1) % 8, 1, 4000000);
+    toy_p2p(&p, r, BS_OP_RECV, 1, (r + 7) % 8, 1, 4000000);
+    int h[2] = {0, 1};
+    toy_wait(&p, r, 2, h);
+  }
+  for (int r = 2; r < 4; r++) { /* ranks 2 and 3 reduce 1 MB between them */
+    bs_op *op = toy_push(&p, r, BS_OP_COLL);
+    op->handle = 0;
+    op->u.coll.kind = BS_COLL_ALLREDUCE;
+    op->u.coll.group = (bs_group){2, 1, 2};
+    op->u.coll.bytes = 1000000;
+    toy_wait(&p, r, 1, &h0);
+  }
+  bs_config c;
+  bs_config_default(&c); /* 8 GPUs of a generated dgx-a100 node */
+  bs_sim_source src = toy_source(&p);
+  bs_result a, s;
+  char err[512] = "";
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  assert_int_equal(bs_sim_run_source(&c, &o, &src, &a, NULL, NULL, err, sizeof err), 0);
+  o.engine = BS_ENGINE_SIMGRID;
+  assert_int_equal(bs_sim_run_source(&c, &o, &src, &s, NULL, NULL, err, sizeof err), 0);
+  assert_non_null(strstr(a.sim_network, "engine: simgrid (a collective (COLL))"));
+  assert_true(a.time.step == s.time.step);
+  assert_true(a.time.step > 0);
+  assert_int_equal(a.comm.total, s.comm.total);
+  assert_int_equal(a.sim_events, s.sim_events);
+  o.engine = BS_ENGINE_DIRECT;
+  bs_result d;
+  assert_int_equal(bs_sim_run_source(&c, &o, &src, &d, NULL, NULL, err, sizeof err), -1);
+  assert_non_null(strstr(err, "--engine direct: this point needs SimGrid: a collective (COLL)"));
+  bs_result_free(&a);
+  bs_result_free(&s);
+  bs_result_free(&d);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_layouts),       cmocka_unit_test(test_double_ring), cmocka_unit_test(test_phases),
+    cmocka_unit_test(test_whatifs),       cmocka_unit_test(test_contention),  cmocka_unit_test(test_profiles),
+    cmocka_unit_test(test_coll_fallback), cmocka_unit_test(test_coll_midway), cmocka_unit_test(test_errors),
+    cmocka_unit_test(test_toy_sharing),
+  };
+  return bs_run_named("direct", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
+}
