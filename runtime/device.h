@@ -42,8 +42,9 @@ typedef struct {
                      size_t errlen);
   int (*comm_after)(void *self, bs_comm *c, char *err, size_t errlen);
   int (*stream_wait)(void *self, bs_comm *c, int req, char *err, size_t errlen);
-  /* Device memory in use now, as the device reports it (all processes), -1 unknown. */
+  /* Device memory in use now (all processes) and in all, as the device reports them; -1 unknown. */
   int64_t (*mem_used)(void *self);
+  int64_t (*mem_total)(void *self);
 } bs_rt_device;
 
 #endif

@@ -134,6 +134,13 @@ static int64_t rt_mem_used(void *self) {
   return (int64_t)(total - free_b);
 }
 
+static int64_t rt_mem_total(void *self) {
+  (void)self;
+  size_t free_b = 0, total = 0;
+  if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return -1;
+  return (int64_t)total;
+}
+
 int bs_cuda_rt_open(const void *mpi_world, bs_xport_kind x, bs_rt_device **out, char *err, size_t errlen) {
   *out = NULL;
   char msg[256] = "";
@@ -184,6 +191,7 @@ int bs_cuda_rt_open(const void *mpi_world, bs_xport_kind x, bs_rt_device **out, 
   t->comm_after = rt_comm_after;
   t->stream_wait = rt_stream_wait;
   t->mem_used = rt_mem_used;
+  t->mem_total = rt_mem_total;
   *out = t;
   return 0;
 }
