@@ -111,7 +111,8 @@ static void print_table(const bs_run_report *rep) {
 }
 
 /* The result JSON with bytes per peer, threads and the verification added, written once. */
-static int write_json(const char *path, bs_run_report *reps, const bs_result *res, int n, char *err, size_t errlen) {
+static int write_json(const char *path, bs_run_report *reps, const bs_result *res, int n, const bs_rt_device *dev,
+                      char *err, size_t errlen) {
   cJSON *root = bs_output_json_tree("run", res, n);
   cJSON *arr = root ? cJSON_GetObjectItem(root, "results") : NULL;
   for (int i = 0; arr && i < n && i < cJSON_GetArraySize(arr); i++) {
@@ -119,6 +120,12 @@ static int write_json(const char *path, bs_run_report *reps, const bs_result *re
     const bs_run_report *rep = &reps[i];
     int G = rep->res.nranks;
     cJSON_AddNumberToObject(rj, "threads_per_rank", rep->threads);
+    if (dev) { /* a GPU run: what ran it (absent on the CPU backend) */
+      cJSON_AddStringToObject(rj, "backend", "cuda");
+      cJSON_AddStringToObject(rj, "comm", bs_xport_kind_name(dev->xport));
+      cJSON_AddStringToObject(rj, "device", dev->name);
+      cJSON_AddBoolToObject(rj, "device_shared", dev->shared);
+    }
     if (rep->scratch_bytes > 0) cJSON_AddNumberToObject(rj, "scratch_bytes", (double)rep->scratch_bytes);
     for (int q = 0; ranks && q < G && q < cJSON_GetArraySize(ranks); q++) {
       cJSON *e = cJSON_GetArrayItem(ranks, q);
@@ -431,7 +438,7 @@ int cmd_run(int argc, char **argv) {
       code = 2;
     }
     for (int i = 0; res && i < nrep; i++) res[i] = reps_out[i].res;
-    if (res && out && write_json(out, reps_out, res, nrep, err, sizeof err)) {
+    if (res && out && write_json(out, reps_out, res, nrep, dev, err, sizeof err)) {
       fprintf(stderr, "burstsim run: --out %s\n", err);
       code = 2;
     }
