@@ -89,7 +89,9 @@ typedef struct {
   const bs_rt_device *dev;
   bs_calib_policy pol;
   double point_budget_s;
-  int share; /* ranks per device: the whole-device-equivalent time is t_med / share */
+  int share;         /* ranks per device: the whole-device-equivalent time is t_med / share */
+  double gemm_rate;  /* FLOP/s of the last GEMM timed: a larger one predicted past the budget is skipped */
+  double bytes_rate; /* bytes/s of the last pass (delta, merge, elementwise, copy): the same for those */
 } gctx;
 
 static void log_point(FILE *f, const bs_calib_kpoint *k, int ranks) {
@@ -189,6 +191,13 @@ static int attn_series(gctx *g, int bwd, int d, int causal, int bf16, int decode
 /* delta, merge, the elementwise pass (scale), a device copy, the score GEMM and the projection GEMMs. */
 static int misc_point(gctx *g, int kernel, int d, int bf16, int64_t size, const int64_t *proj, char *err,
                       size_t errlen) {
+  /* what the point costs, for the budget: FLOPs of a GEMM, bytes of a pass (read + written) */
+  double work = kernel == BS_K_GEMM   ? (proj ? 2.0 * (double)proj[0] * (double)proj[1] * (double)proj[2]
+                                              : 2.0 * (double)size * (double)size * d)
+                : kernel == BS_K_COPY ? 2.0 * (double)size
+                                      : 8.0 * (double)size * d;
+  double rate = kernel == BS_K_GEMM ? g->gemm_rate : g->bytes_rate;
+  if (rate > 0 && work / rate * (g->pol.min_reps + g->pol.warmup) > g->point_budget_s) return 0;
   gpu_call c;
   memset(&c, 0, sizeof c);
   c.dev = g->dev;
@@ -280,7 +289,10 @@ static int misc_point(gctx *g, int kernel, int d, int bf16, int64_t size, const 
     break;
   default: k->nq = size; k->elems = elems;
   }
-  return time_point(g, &c, k, err, errlen);
+  if (time_point(g, &c, k, err, errlen)) return -1;
+  if (kernel == BS_K_GEMM) g->gemm_rate = work / k->t_med;
+  else g->bytes_rate = work / k->t_med;
+  return 0;
 }
 
 static int measure_kernels(gctx *g, char *err, size_t errlen) {
@@ -361,7 +373,7 @@ int bs_calib_measure_device(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data
   share = 0;
   for (int r = 0; r < d->ranks; r++) share += all[r] == all[0];
   free(all);
-  gctx g = {comm, o, d, dev, bs_calib_policy_of(o->quick), o->quick ? 1.0 : 4.0, share > 0 ? share : 1};
+  gctx g = {comm, o, d, dev, bs_calib_policy_of(o->quick), o->quick ? 1.0 : 4.0, share > 0 ? share : 1, 0, 0};
   g.pol.min_call_s = 0.002;
   d->threads = 1;
   snprintf(d->kernel_path, sizeof d->kernel_path, "cuda");

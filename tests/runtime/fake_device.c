@@ -19,129 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
-#include "base/clock.h"
-#include "kernels/comm/comm_mpi.h"
 #include "runtime/runtime.h"
-
-/* ---------------- the fake device ---------------- */
-
-#define MAX_LIVE 65536
-
-typedef struct {
-  void *live[MAX_LIVE];
-  size_t bytes[MAX_LIVE];
-  int nlive;
-  double *marks;
-  int nmarks, cap;
-  long uploads, downloads, syncs, afters, stream_waits, bad, groups_made;
-} fake;
-
-static int find(fake *f, const void *p, size_t n) {
-  for (int i = 0; i < f->nlive; i++)
-    if ((const char *)p >= (const char *)f->live[i] && (const char *)p + n <= (const char *)f->live[i] + f->bytes[i])
-      return i;
-  return -1;
-}
-
-static void *f_alloc(void *self, size_t bytes) {
-  fake *f = self;
-  if (f->nlive == MAX_LIVE) return NULL;
-  void *p = calloc(1, bytes ? bytes : 1);
-  if (p) {
-    f->live[f->nlive] = p;
-    f->bytes[f->nlive++] = bytes ? bytes : 1;
-  }
-  return p;
-}
-
-static void f_free(void *self, void *p) {
-  fake *f = self;
-  if (!p) return;
-  for (int i = 0; i < f->nlive; i++)
-    if (f->live[i] == p) {
-      f->live[i] = f->live[--f->nlive];
-      f->bytes[i] = f->bytes[f->nlive];
-      free(p);
-      return;
-    }
-  f->bad++; /* freeing what the device never gave */
-  fprintf(stderr, "fake_device: free of a pointer the device did not allocate\n");
-}
-
-static int f_upload(void *self, void *dst, const void *src, size_t n) {
-  fake *f = self;
-  f->uploads++;
-  if (find(f, dst, n) < 0 || (n && find(f, src, 1) >= 0)) {
-    f->bad++;
-    fprintf(stderr, "fake_device: upload of %zu bytes not host -> device\n", n);
-    return -1;
-  }
-  memcpy(dst, src, n);
-  return 0;
-}
-
-static int f_download(void *self, void *dst, const void *src, size_t n) {
-  fake *f = self;
-  f->downloads++;
-  if (find(f, src, n) < 0 || (n && find(f, dst, 1) >= 0)) {
-    f->bad++;
-    fprintf(stderr, "fake_device: download of %zu bytes not device -> host\n", n);
-    return -1;
-  }
-  memcpy(dst, src, n);
-  return 0;
-}
-
-static int f_sync(void *self) {
-  ((fake *)self)->syncs++;
-  return 0;
-}
-
-static int f_mark(void *self) {
-  fake *f = self;
-  if (f->nmarks == f->cap) {
-    int nc = f->cap ? 2 * f->cap : 256;
-    double *m = realloc(f->marks, (size_t)nc * sizeof *m);
-    if (!m) return -1;
-    f->marks = m;
-    f->cap = nc;
-  }
-  f->marks[f->nmarks] = bs_now_s();
-  return f->nmarks++;
-}
-
-static int f_mark_ms(void *self, int i, double *ms) {
-  fake *f = self;
-  if (i < 0 || i >= f->nmarks) return -1;
-  *ms = (f->marks[i] - f->marks[0]) * 1e3;
-  return 0;
-}
-
-static void f_marks_reset(void *self) { ((fake *)self)->nmarks = 0; }
-
-static int f_comm_create(void *self, const void *world, const bs_dev_groups *g, bs_comm **out, char *err,
-                         size_t errlen) {
-  fake *f = self;
-  f->groups_made += g->n;
-  return bs_comm_mpi_create(*(const MPI_Comm *)world, out, err, errlen);
-}
-
-static int f_after(void *self, bs_comm *c, char *err, size_t errlen) {
-  (void)c, (void)err, (void)errlen;
-  ((fake *)self)->afters++;
-  return 0;
-}
-
-static int f_stream_wait(void *self, bs_comm *c, int req, char *err, size_t errlen) {
-  (void)c, (void)req, (void)err, (void)errlen;
-  ((fake *)self)->stream_waits++;
-  return 0;
-}
-
-static int64_t f_mem(void *self) {
-  (void)self;
-  return -1;
-}
+#include "tests/runtime/fake_device.h"
 
 /* ---------------- the driver ---------------- */
 
@@ -197,24 +76,7 @@ int main(int argc, char **argv) {
   }
   fake *f = calloc(1, sizeof *f);
   bs_rt_device d;
-  memset(&d, 0, sizeof d);
-  d.be = bs_kernel_backend_cpu();
-  d.xport = !strcmp(xport, "nccl") ? BS_XPORT_NCCL : BS_XPORT_MPI;
-  snprintf(d.name, sizeof d.name, "fake device");
-  d.self = f;
-  d.alloc = f_alloc;
-  d.free = f_free;
-  d.upload = f_upload;
-  d.download = f_download;
-  d.sync = f_sync;
-  d.mark = f_mark;
-  d.mark_ms = f_mark_ms;
-  d.marks_reset = f_marks_reset;
-  d.comm_create = f_comm_create;
-  d.comm_after = f_after;
-  d.stream_wait = f_stream_wait;
-  d.mem_used = f_mem;
-  d.mem_total = f_mem;
+  fake_device_init(&d, f, !strcmp(xport, "nccl") ? BS_XPORT_NCCL : BS_XPORT_MPI, 0);
   o.device = &d;
   rc = bs_runtime_run(&c, MPI_COMM_WORLD, &o, &dev, err, sizeof err);
   if (rc == BS_RUN_EFATAL) {
