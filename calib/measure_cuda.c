@@ -362,16 +362,16 @@ static int measure_kernels(gctx *g, char *err, size_t errlen) {
 
 int bs_calib_measure_device(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data *d, char *err, size_t errlen) {
   const bs_rt_device *dev = o->device;
-  int share = 1, mine = dev->device, *all = calloc((size_t)d->ranks, sizeof *all);
+  size_t w = sizeof dev->where;
+  char *all = calloc((size_t)d->ranks, w);
   if (!bs_calib_all_ok(comm, all != NULL)) {
     free(all);
     snprintf(err, errlen, "calib: out of memory");
     return -1;
   }
-  /* ranks per device on rank 0's device: time there is shared as CPU cores are on the host */
-  MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, comm);
-  share = 0;
-  for (int r = 0; r < d->ranks; r++) share += all[r] == all[0];
+  /* ranks on rank 0's device (host and PCI bus id): its time is shared as CPU cores are on the host */
+  MPI_Allgather(dev->where, (int)w, MPI_CHAR, all, (int)w, MPI_CHAR, comm);
+  int share = bs_dev_sharing(all, w, d->ranks, 0);
   free(all);
   gctx g = {comm, o, d, dev, bs_calib_policy_of(o->quick), o->quick ? 1.0 : 4.0, share > 0 ? share : 1, 0, 0};
   g.pol.min_call_s = 0.002;

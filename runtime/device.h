@@ -21,6 +21,7 @@ typedef struct {
   bs_xport_kind xport;         /* how ranks exchange data */
   int device, shared;          /* the device ordinal; 1 when other ranks of the node share it */
   char name[128];              /* the device's name, for reports */
+  char where[192];             /* host name and PCI bus id: the same string on every rank holding this device */
   void *self;
   /* Zero-filled device memory (NULL: out of memory), and its release. */
   void *(*alloc)(void *self, size_t bytes);

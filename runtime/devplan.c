@@ -22,28 +22,33 @@ int bs_dev_check_pair(bs_backend_kind b, bs_xport_kind x, char *err, size_t errl
   return 0;
 }
 
-int bs_dev_pick(int local_rank, int local_size, int ndev, bs_xport_kind x, int *device, int *shared, char *err,
-                size_t errlen) {
+int bs_dev_pick(int local_rank, int ndev, int *device, char *err, size_t errlen) {
   *device = -1;
-  *shared = 0;
-  if (local_rank < 0 || local_size < 1 || local_rank >= local_size) {
-    snprintf(err, errlen, "local rank %d of %d is out of range", local_rank, local_size);
+  if (local_rank < 0) {
+    snprintf(err, errlen, "local rank %d is out of range", local_rank);
     return -1;
   }
   if (ndev < 1) {
     snprintf(err, errlen, "no CUDA device");
     return -1;
   }
-  if (ndev < local_size && x == BS_XPORT_NCCL) {
-    snprintf(err, errlen,
-             "--comm nccl: %d ranks on this node but %d CUDA device%s visible; NCCL allows one rank of a "
-             "communicator per GPU (use --comm mpi to share devices, or fewer ranks per node)",
-             local_size, ndev, ndev == 1 ? "" : "s");
-    return -1;
-  }
   *device = local_rank % ndev;
-  *shared = ndev < local_size;
   return 0;
+}
+
+int bs_dev_sharing(const char *ids, size_t stride, int n, int me) {
+  int k = 0;
+  for (int r = 0; r < n; r++) k += strncmp(ids + (size_t)r * stride, ids + (size_t)me * stride, stride) == 0;
+  return k;
+}
+
+int bs_dev_check_sharing(bs_xport_kind x, int sharing, const char *id, char *err, size_t errlen) {
+  if (x != BS_XPORT_NCCL || sharing <= 1) return 0;
+  snprintf(err, errlen,
+           "--comm nccl: %d ranks of this node on one GPU (%s); NCCL allows one rank of a communicator per GPU "
+           "(use --comm mpi to share a GPU, or one rank per visible device)",
+           sharing, id);
+  return -1;
 }
 
 /* ---------------- group communicators ---------------- */

@@ -33,13 +33,19 @@ const char *bs_xport_kind_name(bs_xport_kind x);
 int bs_dev_check_pair(bs_backend_kind b, bs_xport_kind x, char *err, size_t errlen);
 
 /*
- * The device of a rank: the local_rank-th of the ndev devices the CUDA runtime sees (it has applied
- * CUDA_VISIBLE_DEVICES already). With fewer devices than local ranks the ranks share them round
- * robin (*shared = 1), which MPI allows and NCCL does not (one rank of a communicator per GPU):
- * with NCCL that is an error naming the counts. ndev = 0 is an error (no device).
+ * The device of a rank: of the ndev devices the CUDA runtime shows it (CUDA_VISIBLE_DEVICES
+ * applied), the local_rank-th, round robin when there are fewer (ranks given one device each by
+ * CUDA_VISIBLE_DEVICES all take their device 0). ndev = 0 is an error (no device).
  */
-int bs_dev_pick(int local_rank, int local_size, int ndev, bs_xport_kind x, int *device, int *shared, char *err,
-                size_t errlen);
+int bs_dev_pick(int local_rank, int ndev, int *device, char *err, size_t errlen);
+
+/* How many of the n ranks of a node hold the same device as rank me: ids are the devices'
+ * identities (PCI bus ids), one string of `stride` bytes per rank. */
+int bs_dev_sharing(const char *ids, size_t stride, int n, int me);
+
+/* 0 when the transport allows `sharing` ranks on one device; NCCL allows one rank of a communicator
+ * per GPU: -1 naming the count and the remedy. */
+int bs_dev_check_sharing(bs_xport_kind x, int sharing, const char *id, char *err, size_t errlen);
 
 /*
  * The group communicators a plan's collectives use, other than the whole world, in the order every

@@ -147,7 +147,7 @@ typedef struct {
     int fwd_bwd, begin; /* PHASE marks */
     double setup;       /* t->setup when recorded */
   } * marks;
-  int nmarks, cap_marks, phase_mark[2];
+  int nmarks, cap_marks;
 } rt;
 
 static void record(rt *t, const bs_op *op, int detail, int peer, int64_t bytes, double t0, double t1) {
@@ -312,7 +312,7 @@ static int op_compute(rt *t, const bs_op *op, double t0, char *err, size_t errle
 /* ---------------- host staging (GPU runs over MPI) ---------------- */
 
 /* Bytes a collective writes into recv, for `bytes` per rank (comm.h's convention). */
-static int64_t bs_coll_recv_bytes(bs_coll_kind k, int64_t bytes, int size) {
+static int64_t coll_recv_bytes(bs_coll_kind k, int64_t bytes, int size) {
   switch (k) {
   case BS_COLL_ALLGATHER: return bytes * size;
   case BS_COLL_REDUCE_SCATTER: return bytes / (size > 0 ? size : 1);
@@ -380,7 +380,12 @@ static char *scratch_dev(rt *t, char *host) {
 static char *scratch_recv(rt *t, const bs_op *op, char *err, size_t errlen) {
   char *r = bs_scratch_take(&t->scratch, op->handle);
   if (r && t->scratch.recv_bytes >= 4) memset(r, 0, 4); /* what the op delivers must overwrite it (op_wait) */
-  if (r && t->scratch.recv_bytes >= 4 && scratch_dev(t, r) != r && t->dev->be->zero(scratch_dev(t, r), 4)) r = NULL;
+  static const float zero = 0;
+  /* on the device too, before the transfer is posted (a copy that returns when done, not a kernel
+   * on the compute stream that the comm stream would not wait for) */
+  if (r && t->scratch.recv_bytes >= 4 && scratch_dev(t, r) != r &&
+      t->dev->upload(t->dev->self, scratch_dev(t, r), &zero, sizeof zero))
+    r = NULL;
   if (!r)
     snprintf(err, errlen, "rank %d, step %d: no scratch slot left for handle %d (the sizing pass saw fewer)", t->rank,
              op->step, op->handle);
@@ -429,7 +434,7 @@ static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
     if (!(recv = scratch_recv(t, op, err, errlen))) return BS_RUN_EFATAL;
     recv = scratch_dev(t, recv);
   } else if (t->dev && t->dev->xport == BS_XPORT_MPI) { /* host staging: send data downloaded before */
-    int64_t rb = bs_coll_recv_bytes(op->u.coll.kind, bytes, g.size);
+    int64_t rb = coll_recv_bytes(op->u.coll.kind, bytes, g.size);
     if (stage_recv(t, h, recv, rb, bytes, err, errlen)) return BS_RUN_EFATAL;
     send = t->stage[h];
     recv = (char *)t->stage[h] + bytes;
@@ -1049,6 +1054,27 @@ static void dev_scratch_free(rt *t) {
   memset(&t->dscr, 0, sizeof t->dscr);
 }
 
+/*
+ * A GPU run: does every rank's plan peak plus its scratch fit in the memory its device has free?
+ * Collective; BS_RUN_EINPUT with the same message on every rank when one does not (nothing run).
+ */
+static int dev_fits(rt *t, char *err, size_t errlen) {
+  const bs_rt_device *d = t->dev;
+  int64_t total = d->mem_total ? d->mem_total(d->self) : -1, used = d->mem_used ? d->mem_used(d->self) : -1;
+  bs_dev_bytes b;
+  char e[256];
+  int64_t over = INT64_MIN, worst;
+  if (total > 0 && used >= 0 && bs_dev_bytes_of(t->plan, t->rank, &b, e, sizeof e) == 0)
+    over = b.peak + bs_scratch_bytes(&t->scratch) - (total - used);
+  MPI_Allreduce(&over, &worst, 1, MPI_INT64_T, MPI_MAX, t->world);
+  if (worst <= 0) return BS_RUN_OK;
+  snprintf(err, errlen,
+           "device memory: a rank's plan peak and scratch need %lld bytes more than its GPU has free (fewer "
+           "tokens or more ranks)",
+           (long long)worst);
+  return BS_RUN_EINPUT;
+}
+
 /* The communicator: Open MPI on host memory, NCCL (the plan's groups made up front), or Open MPI
  * through host staging on a GPU. */
 static int make_comm(rt *t, char *err, size_t errlen) {
@@ -1115,6 +1141,7 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   /* OpenBLAS (the projections at layer scope) runs as many threads as the kernels, not one per core */
   openblas_set_num_threads(t->threads);
   int rc = bs_scratch_create(&t->scratch, plan, rank, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
+  if (rc == BS_RUN_OK && t->dev) rc = dev_fits(t, err, errlen);
   if (rc == BS_RUN_OK && t->dev) rc = dev_scratch(t, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
   if (rc == BS_RUN_OK) rc = make_comm(t, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
   for (int w = 0; rc == BS_RUN_OK && w <= opts->warmup; w++) {

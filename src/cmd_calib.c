@@ -16,9 +16,7 @@
 #include "runtime/digest.h"
 #include "runtime/watchdog.h"
 #include "runtime/devplan.h"
-#ifdef BURSTSIM_WITH_CUDA
-#include "kernels/cuda/runtime_cuda.h"
-#endif
+#include "cuda_module.h"
 
 static void calib_usage(FILE *f) {
   fprintf(f,
@@ -123,22 +121,20 @@ int cmd_calib(int argc, char **argv) {
     return 2; /* a bad --out or --plots: bad input, as for the other commands */
   }
   bs_rt_device *dev = NULL;
+  bs_cuda_module mod;
+  memset(&mod, 0, sizeof mod);
   if (A.backend) { /* every rank opens its GPU; any failure ends all of them with the same status */
     char derr2[512] = "";
-    int code = BS_EXIT_NO_DEVICE, worst;
-#ifdef BURSTSIM_WITH_CUDA
-    MPI_Comm world = MPI_COMM_WORLD;
-    int orc = bs_cuda_rt_open(&world, BS_XPORT_MPI, &dev, derr2, sizeof derr2);
-    code = orc == 0 ? 0 : orc == BS_CUDA_RT_NODEV ? BS_EXIT_NO_DEVICE : 2;
-#else
-    snprintf(derr2, sizeof derr2, "this build has no CUDA (configured without a CUDA toolkit and NCCL)");
-#endif
+    int code = bs_cuda_module_load(&mod, derr2, sizeof derr2) ? BS_EXIT_NO_DEVICE : 0, worst;
+    if (!code) {
+      MPI_Comm world = MPI_COMM_WORLD;
+      int orc = mod.open(&world, BS_XPORT_MPI, &dev, derr2, sizeof derr2);
+      code = orc == 0 ? 0 : orc == BS_CUDA_MODULE_NODEV ? BS_EXIT_NO_DEVICE : 2;
+    }
     MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (code) fprintf(stderr, "burstsim calib: rank %d: --backend cuda: %s\n", rank, derr2);
     if (worst) {
-#ifdef BURSTSIM_WITH_CUDA
-      bs_cuda_rt_close(dev);
-#endif
+      if (dev) mod.close(dev);
       MPI_Finalize();
       return worst;
     }
@@ -151,9 +147,7 @@ int cmd_calib(int argc, char **argv) {
   if (rc) {
     if (rank == 0) fprintf(stderr, "burstsim calib: %s\n", err);
     bs_calib_data_free(&d);
-#ifdef BURSTSIM_WITH_CUDA
-    bs_cuda_rt_close(dev);
-#endif
+    if (dev) mod.close(dev);
     MPI_Finalize();
     return 1;
   }
@@ -166,9 +160,7 @@ int cmd_calib(int argc, char **argv) {
   }
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   bs_calib_data_free(&d);
-#ifdef BURSTSIM_WITH_CUDA
-  bs_cuda_rt_close(dev);
-#endif
+  if (dev) mod.close(dev);
   MPI_Finalize();
   return rc ? 1 : 0;
 }

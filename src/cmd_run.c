@@ -21,9 +21,7 @@
 #include "runtime/runtime.h"
 #include "runtime/watchdog.h"
 #include "runtime/devplan.h"
-#ifdef BURSTSIM_WITH_CUDA
-#include "kernels/cuda/runtime_cuda.h"
-#endif
+#include "cuda_module.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -274,41 +272,28 @@ static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime
  * backend), or the exit status: BS_EXIT_NO_DEVICE (no CUDA in the build or no device), 2 (the ranks
  * do not fit the devices); rank 0 prints the reason.
  */
-static int open_device(const bs_run_args *A, int rank, bs_rt_device **dev) {
+static int open_device(const bs_run_args *A, int rank, bs_cuda_module *mod, bs_rt_device **dev) {
   *dev = NULL;
   if (!A->backend) return 0;
   char err[512] = "";
-  int code = 0;
-#ifdef BURSTSIM_WITH_CUDA
-  MPI_Comm world = MPI_COMM_WORLD;
-  int rc = bs_cuda_rt_open(&world, A->comm ? BS_XPORT_NCCL : BS_XPORT_MPI, dev, err, sizeof err);
-  code = rc == 0 ? 0 : rc == BS_CUDA_RT_NODEV ? BS_EXIT_NO_DEVICE : 2;
-#else
-  snprintf(err, sizeof err, "this build has no CUDA (configured without a CUDA toolkit and NCCL)");
-  code = BS_EXIT_NO_DEVICE;
-#endif
+  int code = bs_cuda_module_load(mod, err, sizeof err) ? BS_EXIT_NO_DEVICE : 0;
+  if (!code) {
+    MPI_Comm world = MPI_COMM_WORLD;
+    int rc = mod->open(&world, A->comm ? BS_XPORT_NCCL : BS_XPORT_MPI, dev, err, sizeof err);
+    code = rc == 0 ? 0 : rc == BS_CUDA_MODULE_NODEV ? BS_EXIT_NO_DEVICE : 2;
+  }
   int worst = code;
   MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (code) fprintf(stderr, "burstsim run: rank %d: --backend cuda: %s\n", rank, err);
   else if (worst && rank == 0) fprintf(stderr, "burstsim run: --backend cuda: another rank has no usable device\n");
-#ifdef BURSTSIM_WITH_CUDA
   if (worst && *dev) {
-    bs_cuda_rt_close(*dev);
+    mod->close(*dev);
     *dev = NULL;
   }
   if (!worst && rank == 0 && *dev)
     printf("backend cuda on %s, comm %s%s\n", (*dev)->name, A->comm ? "nccl" : "mpi (host staging)",
            (*dev)->shared ? ", ranks share the GPU" : "");
-#endif
   return worst;
-}
-
-static void close_device(bs_rt_device *dev) {
-#ifdef BURSTSIM_WITH_CUDA
-  bs_cuda_rt_close(dev);
-#else
-  (void)dev;
-#endif
 }
 
 /* MPI_Finalize, bounded: a rank that never reaches it must not hang the others. */
@@ -393,7 +378,9 @@ int cmd_run(int argc, char **argv) {
     return code;
   }
   bs_rt_device *dev = NULL;
-  int dcode = open_device(&A, rank, &dev);
+  bs_cuda_module mod;
+  memset(&mod, 0, sizeof mod);
+  int dcode = open_device(&A, rank, &mod, &dev);
   if (dcode) {
     bs_scenario_free(&sc);
     finalize(rank, A.timeout);
@@ -451,7 +438,7 @@ int cmd_run(int argc, char **argv) {
   for (int i = 0; i < nrep; i++) bs_run_report_free(&reps_out[i]);
   free(reps_out);
   bs_scenario_free(&sc);
-  close_device(dev);
+  if (dev) mod.close(dev);
   finalize(rank, A.timeout);
   return code;
 }

@@ -23,9 +23,7 @@
 #include "scenario.h"
 #include "sim/sim.h"
 #include "runtime/devplan.h"
-#ifdef BURSTSIM_WITH_CUDA
-#include "kernels/cuda/attn_cuda.h"
-#endif
+#include "cuda_module.h"
 
 static void validate_usage(FILE *f) {
   fprintf(f,
@@ -220,13 +218,11 @@ int cmd_validate(int argc, char **argv) {
     return 0;
   }
   if (A.backend) { /* no device: say so now, not after a failed calibration */
-    char msg[256] = "this build has no CUDA (configured without a CUDA toolkit and NCCL)";
+    char msg[600] = "", why[200] = "";
     int ndev = 0;
-#ifdef BURSTSIM_WITH_CUDA
-    char why[200] = "";
-    if (attn_cuda_device_count(&ndev, why, sizeof why) != 0 || ndev < 1)
+    bs_cuda_module mod;
+    if (bs_cuda_module_load(&mod, msg, sizeof msg) == 0 && (mod.device_count(&ndev, why, sizeof why) != 0 || ndev < 1))
       snprintf(msg, sizeof msg, "no CUDA device on this machine (%s)", why[0] ? why : "0 devices");
-#endif
     if (ndev < 1) {
       fprintf(stderr, "burstsim validate: --backend cuda: %s\n", msg);
       return BS_EXIT_NO_DEVICE;

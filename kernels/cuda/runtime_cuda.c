@@ -144,32 +144,50 @@ static int64_t rt_mem_total(void *self) {
 int bs_cuda_rt_open(const void *mpi_world, bs_xport_kind x, bs_rt_device **out, char *err, size_t errlen) {
   *out = NULL;
   char msg[256] = "";
-  int ndev = 0;
+  int ndev = 0, bad = 0;
+  /* a rank without a device still takes part in the collectives below, so that none waits for it */
   if (attn_cuda_device_count(&ndev, msg, sizeof msg) != ATTN_OK || ndev < 1) {
     snprintf(err, errlen, "no CUDA device on this machine (%s)", msg[0] ? msg : "0 devices");
-    return BS_CUDA_RT_NODEV;
+    bad = BS_CUDA_RT_NODEV;
   }
   MPI_Comm world = *(const MPI_Comm *)mpi_world, node = MPI_COMM_NULL;
   int lrank = 0, lsize = 1, wrank = 0;
   MPI_Comm_rank(world, &wrank);
-  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, wrank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-    MPI_Comm_rank(node, &lrank);
-    MPI_Comm_size(node, &lsize);
-    MPI_Comm_free(&node);
+  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, wrank, MPI_INFO_NULL, &node) != MPI_SUCCESS) {
+    if (!bad) snprintf(err, errlen, "MPI_Comm_split_type (the ranks of this node) failed");
+    return bad ? bad : BS_CUDA_RT_EINPUT;
   }
-  int device = -1, shared = 0;
-  if (bs_dev_pick(lrank, lsize, ndev, x, &device, &shared, err, errlen)) return BS_CUDA_RT_EINPUT;
-  cudaError_t e = cudaSetDevice(device);
-  if (e == cudaSuccess) e = cudaFree(NULL); /* creates the context now, outside any timed region */
-  if (e != cudaSuccess) {
+  MPI_Comm_rank(node, &lrank);
+  MPI_Comm_size(node, &lsize);
+  int device = -1;
+  cudaError_t e = cudaSuccess;
+  char host[MPI_MAX_PROCESSOR_NAME] = "", bus[32] = "?", where[192];
+  int hl = 0;
+  MPI_Get_processor_name(host, &hl);
+  if (!bad && bs_dev_pick(lrank, ndev, &device, err, errlen)) bad = BS_CUDA_RT_EINPUT;
+  if (!bad) e = cudaSetDevice(device);
+  if (!bad && e == cudaSuccess) e = cudaFree(NULL); /* creates the context now, outside any timed region */
+  if (!bad && e == cudaSuccess) e = cudaDeviceGetPCIBusId(bus, (int)sizeof bus, device);
+  if (!bad && e != cudaSuccess) {
     snprintf(err, errlen, "CUDA device %d: %s", device, cudaGetErrorString(e));
-    return BS_CUDA_RT_NODEV;
+    bad = BS_CUDA_RT_NODEV;
   }
+  /* which ranks of the node hold the same physical device (collective over the node: every rank) */
+  snprintf(where, sizeof where, "%.120s/%.31s", host, bus);
+  char *ids = calloc((size_t)lsize, sizeof where);
+  if (ids) MPI_Allgather(where, (int)sizeof where, MPI_CHAR, ids, (int)sizeof where, MPI_CHAR, node);
+  MPI_Comm_free(&node);
+  int sharing = ids ? bs_dev_sharing(ids, sizeof where, lsize, lrank) : 1;
+  free(ids);
+  if (!bad && bs_dev_check_sharing(x, sharing, where, err, errlen)) bad = BS_CUDA_RT_EINPUT;
+  if (bad) return bad;
   cuda_rt *r = calloc(1, sizeof *r);
   if (!r) {
     snprintf(err, errlen, "out of memory");
     return BS_CUDA_RT_EINPUT;
   }
+  snprintf(r->table.where, sizeof r->table.where, "%s", where);
+  int shared = sharing > 1;
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
     snprintf(r->table.name, sizeof r->table.name, "%.127s", prop.name);
@@ -195,6 +213,8 @@ int bs_cuda_rt_open(const void *mpi_world, bs_xport_kind x, bs_rt_device **out, 
   *out = t;
   return 0;
 }
+
+int bs_cuda_rt_device_count(int *n, char *msg, size_t len) { return attn_cuda_device_count(n, msg, len); }
 
 void bs_cuda_rt_close(bs_rt_device *d) {
   if (!d) return;

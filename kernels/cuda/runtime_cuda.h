@@ -1,8 +1,8 @@
 /*
  * runtime_cuda.h — opens this rank's GPU for a real run: the device table of
  * runtime/device.h, filled with CUDA and NCCL calls. Built only with a CUDA
- * toolkit and NCCL (library bs_runtime_cuda); the commands call it for
- * --backend cuda.
+ * toolkit and NCCL, as the module burstsim_cuda.so that the commands load for
+ * --backend cuda (src/cuda_module.h looks these entry points up by name).
  */
 #ifndef BURSTSIM_RUNTIME_CUDA_H
 #define BURSTSIM_RUNTIME_CUDA_H
@@ -21,5 +21,7 @@
  */
 int bs_cuda_rt_open(const void *mpi_world, bs_xport_kind x, bs_rt_device **out, char *err, size_t errlen);
 void bs_cuda_rt_close(bs_rt_device *d);
+/* CUDA devices visible (0 and the reason in msg when none). */
+int bs_cuda_rt_device_count(int *n, char *msg, size_t len);
 
 #endif

@@ -12,7 +12,8 @@
  * runs the point on the CPU path, then on the fake device, and exits 0 only when
  * the device run verifies (attention scope), its bytes per rank and plan peak equal the CPU run's,
  * its times are consistent (compute and exposed within the step, fwd + bwd <= step), every copy
- * moved tracked device memory the right way, and (nccl) the stream hooks ran.
+ * moved tracked device memory the right way, (nccl) the stream hooks ran, and devplan.h's sizing
+ * pass gives every rank's peak as the CPU run measured it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -96,6 +97,20 @@ int main(int argc, char **argv) {
   }
   if (rank == 0) {
     const bs_result *a = &cpu.res, *b = &dev.res;
+    bs_plan *plan = NULL;
+    if (bs_plan_create(&c, c.par.ranks_per_node, &plan, err, sizeof err)) {
+      fprintf(stderr, "fake_device: plan: %s\n", err);
+      fail = 1;
+    }
+    for (int q = 0; plan && q < size; q++) {
+      bs_dev_bytes db;
+      if (bs_dev_bytes_of(plan, q, &db, err, sizeof err) || db.peak != a->ranks[q].peak_bytes) {
+        fprintf(stderr, "fake_device: rank %d: sizing pass peak %lld, the CPU run's %lld\n", q, (long long)db.peak,
+                (long long)a->ranks[q].peak_bytes);
+        fail = 1;
+      }
+    }
+    bs_plan_free(plan);
     for (int q = 0; q < size; q++) {
       const bs_rank_result *x = &a->ranks[q], *y = &b->ranks[q];
       if (x->bytes_sent != y->bytes_sent || x->bytes_recv != y->bytes_recv || x->peak_bytes != y->peak_bytes) {

@@ -141,6 +141,7 @@ static inline void fake_device_init(bs_rt_device *d, fake *f, bs_xport_kind xpor
   d->xport = xport;
   d->device = device;
   snprintf(d->name, sizeof d->name, "fake device");
+  snprintf(d->where, sizeof d->where, "fake host/device %d", device);
   d->self = f;
   d->alloc = f_alloc;
   d->free = f_free;

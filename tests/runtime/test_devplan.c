@@ -61,24 +61,34 @@ static void test_pairs(void **state) {
 static void test_pick(void **state) {
   (void)state;
   char err[256] = "";
-  int dev, shared;
-  for (int r = 0; r < 8; r++) { /* one GPU per rank: rank r of the node takes device r */
-    assert_int_equal(bs_dev_pick(r, 8, 8, BS_XPORT_NCCL, &dev, &shared, err, sizeof err), 0);
+  int dev;
+  for (int r = 0; r < 8; r++) { /* eight visible devices: rank r of the node takes device r */
+    assert_int_equal(bs_dev_pick(r, 8, &dev, err, sizeof err), 0);
     assert_int_equal(dev, r);
-    assert_int_equal(shared, 0);
   }
-  for (int r = 0; r < 4; r++) { /* four ranks, one GPU, MPI: all on device 0, shared */
-    assert_int_equal(bs_dev_pick(r, 4, 1, BS_XPORT_MPI, &dev, &shared, err, sizeof err), 0);
-    assert_int_equal(dev, 0);
-    assert_int_equal(shared, 1);
-  }
-  assert_int_equal(bs_dev_pick(3, 4, 2, BS_XPORT_MPI, &dev, &shared, err, sizeof err), 0);
+  assert_int_equal(bs_dev_pick(3, 2, &dev, err, sizeof err), 0);
   assert_int_equal(dev, 1); /* round robin */
-  assert_int_equal(bs_dev_pick(1, 4, 1, BS_XPORT_NCCL, &dev, &shared, err, sizeof err), -1);
-  assert_non_null(strstr(err, "4 ranks on this node but 1 CUDA device visible"));
-  assert_int_equal(bs_dev_pick(0, 1, 0, BS_XPORT_MPI, &dev, &shared, err, sizeof err), -1);
+  assert_int_equal(bs_dev_pick(5, 1, &dev, err, sizeof err), 0);
+  assert_int_equal(dev, 0); /* one visible device each (CUDA_VISIBLE_DEVICES per rank): its device 0 */
+  assert_int_equal(bs_dev_pick(0, 0, &dev, err, sizeof err), -1);
   assert_non_null(strstr(err, "no CUDA device"));
-  assert_int_equal(bs_dev_pick(2, 2, 2, BS_XPORT_MPI, &dev, &shared, err, sizeof err), -1);
+  assert_int_equal(bs_dev_pick(-1, 2, &dev, err, sizeof err), -1);
+}
+
+static void test_sharing(void **state) {
+  (void)state;
+  char err[256] = "";
+  /* four ranks of a node: 0 and 2 on one GPU, 1 and 3 each on their own (what MPI_Allgather gives) */
+  char ids[4][32] = {"n0/0000:19:00.0", "n0/0000:3b:00.0", "n0/0000:19:00.0", "n0/0000:5d:00.0"};
+  assert_int_equal(bs_dev_sharing(&ids[0][0], 32, 4, 0), 2);
+  assert_int_equal(bs_dev_sharing(&ids[0][0], 32, 4, 2), 2);
+  assert_int_equal(bs_dev_sharing(&ids[0][0], 32, 4, 1), 1);
+  assert_int_equal(bs_dev_sharing(&ids[0][0], 32, 4, 3), 1);
+  assert_int_equal(bs_dev_check_sharing(BS_XPORT_MPI, 2, ids[0], err, sizeof err), 0);
+  assert_int_equal(bs_dev_check_sharing(BS_XPORT_NCCL, 1, ids[1], err, sizeof err), 0);
+  assert_int_equal(bs_dev_check_sharing(BS_XPORT_NCCL, 2, ids[0], err, sizeof err), -1);
+  assert_non_null(strstr(err, "2 ranks of this node on one GPU (n0/0000:19:00.0)"));
+  assert_non_null(strstr(err, "NCCL allows one rank of a communicator per GPU"));
 }
 
 /* ---------------- groups ---------------- */
@@ -466,6 +476,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_pairs),
     cmocka_unit_test(test_pick),
+    cmocka_unit_test(test_sharing),
     cmocka_unit_test(test_groups),
     cmocka_unit_test(test_group_layers),
     cmocka_unit_test(test_schedule_ops),
