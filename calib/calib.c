@@ -18,6 +18,7 @@
 #include "base/fileio.h"
 #include "calib/bench_kernels.h"
 #include "calib/measure.h"
+#include "calib/measure_cuda.h"
 #include "calib/plots.h"
 #include "calib/profile_build.h"
 #include "kernels/attn.h"
@@ -131,6 +132,11 @@ int bs_calib_measure(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data *d, ch
   d->quick = o->quick;
   machine_info(d);
   if (find_nodes(comm, o->ranks_per_node, d, err, errlen)) return -1;
+  if (o->device) { /* a GPU: its kernels and links (measure_cuda.c) */
+    int rc = bs_calib_measure_device(comm, o, d, err, errlen);
+    d->wall_s = bs_now_s() - t_start;
+    return rc;
+  }
   snprintf(d->kernel_path, sizeof d->kernel_path, "%s", attn_cpu_variant());
   const char *isa = "?";
   /* FMA peak of every rank at once (each bs_bench_fma_peak is a best of 5 on its threads). */

@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "runtime/device.h"
 
 typedef struct {
   int quick;        /* small grid, few repetitions (well under a minute) */
@@ -42,6 +43,9 @@ typedef struct {
     max_block; /* > 0: attention blocks up to the first size >= this (default: the grid, within the time budget) */
   int ranks_per_node; /* > 0: rank r sits on node r / ranks_per_node; 0: nodes from the host names */
   FILE *log;          /* rank 0: progress and nccl-tests-style tables (NULL = quiet) */
+  /* The GPU to calibrate (runtime/device.h; NULL: the CPU kernels and Open MPI): its kernels through
+   * the same executor, and the links over NCCL (measure_cuda.h). */
+  const bs_rt_device *device;
 } bs_calib_opts;
 
 void bs_calib_opts_default(bs_calib_opts *o);

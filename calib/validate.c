@@ -100,6 +100,10 @@ int bs_validate_calibrate(const bs_validate_opts *o, int G, const char *dtype, i
   argv[n++] = (char *)self_exe(o, exe, sizeof exe);
   argv[n++] = "calib";
   if (!o->full_calib) argv[n++] = "--quick";
+  if (o->backend) {
+    argv[n++] = "--backend";
+    argv[n++] = (char *)o->backend;
+  }
   argv[n++] = "--dtype";
   argv[n++] = (char *)dtype;
   if (head_dim > 0) {
@@ -132,6 +136,14 @@ int bs_validate_run(const bs_validate_opts *o, int G, const char *scenario, char
   argv[n++] = (char *)self_exe(o, exe, sizeof exe);
   argv[n++] = "run";
   argv[n++] = (char *)scenario;
+  if (o->backend) {
+    argv[n++] = "--backend";
+    argv[n++] = (char *)o->backend;
+  }
+  if (o->comm) {
+    argv[n++] = "--comm";
+    argv[n++] = (char *)o->comm;
+  }
   for (int i = 0; i < nsets; i++) {
     argv[n++] = "--set";
     argv[n++] = sets[i];

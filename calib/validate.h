@@ -20,6 +20,8 @@ typedef struct {
   int full_calib;      /* 0: burstsim calib --quick */
   int warmup;          /* untimed executions before the measured one (burstsim run --warmup) */
   FILE *log;           /* progress (NULL = quiet) */
+  /* --backend and --comm passed to the spawned calib (backend only) and run (NULL: not passed) */
+  const char *backend, *comm;
 } bs_validate_opts;
 
 /* Spawns `mpirun -np G burstsim calib [--quick] --dtype D [--head-dim H] [--max-block B] --out PROFILE`

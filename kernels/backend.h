@@ -61,7 +61,7 @@ typedef struct {
 /* The CPU kernels (kernels/cpu): every entry is present. */
 const bs_kernel_backend *bs_kernel_backend_cpu(void);
 /* The CUDA kernels (kernels/cuda, in builds with a CUDA toolkit): attention forward and backward, delta,
- * merge and device memory; no unfused baseline, GEMM or elementwise entries. */
+ * merge, GEMM (cuBLAS), add, scale and device memory; no unfused baseline, rescale, finalize or softmax. */
 const bs_kernel_backend *bs_kernel_backend_cuda(void);
 
 #endif

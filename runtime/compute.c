@@ -19,7 +19,8 @@ static void poll(const bs_compute_ctx *x) {
 }
 
 static int unsupported(const bs_compute_ctx *x, const bs_compute *c, char *err, size_t errlen) {
-  snprintf(err, errlen, "step %d: kernel %s is not supported by the CPU runtime", x->step, bs_kernel_name(c->kernel));
+  snprintf(err, errlen, "step %d: kernel %s is not supported by the %s backend", x->step, bs_kernel_name(c->kernel),
+           x->be->name);
   return -1;
 }
 
@@ -91,6 +92,18 @@ static int run_copy(const bs_compute_ctx *x, const bs_compute *c, const bs_compu
       rc = x->be->copy(dst + (j * c->t_a + i) * c->t_chunk, src + (i * c->t_b + j) * c->t_chunk, (size_t)c->t_chunk);
   poll(x);
   return rc;
+}
+
+/* 1 when the backend has the entry an elementwise op needs (the CPU table has them all). */
+static int have_elemwise(const bs_kernel_backend *be, int ew) {
+  switch (ew) {
+  case BS_EW_TREE_RESCALE: return be->rescale != NULL;
+  case BS_EW_TREE_FINAL: return be->finalize != NULL;
+  case BS_EW_SOFTMAX: return be->softmax != NULL;
+  case BS_EW_ZERO: return be->zero != NULL;
+  case BS_EW_ADD: return be->add != NULL;
+  default: return 1; /* the generic pass checks its own entry */
+  }
 }
 
 static int run_elemwise(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b) {
@@ -179,6 +192,11 @@ int bs_compute_run(const bs_compute_ctx *x, const bs_compute *c, const bs_comput
     return rc ? kerr(x, "copy", rc, err, errlen) : 0;
   }
   case BS_K_ELEMWISE: {
+    if (!have_elemwise(x->be, c->ew)) {
+      snprintf(err, errlen, "step %d: this elementwise op (%s) is not supported by the %s backend", x->step,
+               c->label ? c->label : "tree rescale, finalize or softmax", x->be->name);
+      return -1;
+    }
     int rc = run_elemwise(x, c, b);
     return rc ? kerr(x, "elementwise", rc, err, errlen) : 0;
   }

@@ -11,6 +11,11 @@
  * scope the ops the plan only models (projections, norms, the optimizer step,
  * collectives that name bytes but no buffer) run on per-rank scratch
  * (scratch.h), outside the plan's memory.
+ * With a GPU (opts.device, runtime/device.h) the same walk runs each op
+ * through devplan.h's stream and event schedule: buffers and scratch in
+ * device memory, the kernels of the device's table, times from events on
+ * its compute stream, and transfers over NCCL or over MPI through host
+ * staging.
  */
 #include <cblas.h>
 #include <math.h>
@@ -23,6 +28,7 @@
 #include "runtime.h"
 #include "runtime/compute.h"
 #include "runtime/scratch.h"
+#include "runtime/devplan.h"
 #include "plans/workload.h"
 #include "watchdog.h"
 #include "kernels/comm/comm_mpi.h"
@@ -125,6 +131,23 @@ typedef struct {
   int64_t nev;
   size_t cap_ev;
   int faulted;
+  /* GPU runs only (dev != NULL; runtime/device.h) */
+  const bs_rt_device *dev;
+  bs_dev_sched sched;
+  struct {
+    float *a, *b, *c, *x;
+    char *send, **recv;
+  } dscr;                          /* device copies of the scratch (same sizes and contents) */
+  void *stage[RT_MAX_HANDLES];     /* MPI on device buffers: host staging of a transfer in flight */
+  char *stage_dst[RT_MAX_HANDLES]; /* where its received bytes go on the device (NULL: nowhere) */
+  int64_t stage_bytes[RT_MAX_HANDLES], stage_off[RT_MAX_HANDLES];
+  struct dmark {
+    int ev;
+    int kind;           /* bs_dev_mark_kind */
+    int fwd_bwd, begin; /* PHASE marks */
+    double setup;       /* t->setup when recorded */
+  } * marks;
+  int nmarks, cap_marks;
 } rt;
 
 static void record(rt *t, const bs_op *op, int detail, int peer, int64_t bytes, double t0, double t1) {
@@ -162,21 +185,28 @@ static int run_compute(rt *t, const bs_op *op, char *err, size_t errlen) {
   bs_ref w = c->in[bwd ? 7 : 3];
   b.ws_bytes = w.buf >= 0 && w.buf < RT_MAX_BUFS ? t->buf[w.buf].bytes - w.off : 0;
   if (c->kernel == BS_K_GEMM && c->gemm == BS_GEMM_GENERIC) { /* a modelled projection: scratch operands */
-    b.in[0] = t->scratch.a;
-    b.in[1] = t->scratch.b;
-    b.out[0] = t->scratch.c;
+    b.in[0] = t->dev ? t->dscr.a : t->scratch.a;
+    b.in[1] = t->dev ? t->dscr.b : t->scratch.b;
+    b.out[0] = t->dev ? t->dscr.c : t->scratch.c;
   } else if (c->kernel == BS_K_ELEMWISE && c->ew == BS_EW_GENERIC) {
-    b.out[0] = t->scratch.x;
+    b.out[0] = t->dev ? t->dscr.x : t->scratch.x;
   }
-  bs_compute_ctx x = {bs_kernel_backend_cpu(), t->threads, t->tile, t->bf16, op->step, progress, t->comm};
+  const bs_kernel_backend *be = t->dev ? t->dev->be : bs_kernel_backend_cpu();
+  bs_compute_ctx x = {be, t->threads, t->tile, t->bf16, op->step, progress, t->comm};
   return bs_compute_run(&x, c, &b, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
 }
 
 /* ---------------- one execution of the plan ---------------- */
 
+/* A plan buffer's memory back: host or device. */
+static void buf_release(rt *t, void *ptr) {
+  if (t->dev) t->dev->free(t->dev->self, ptr);
+  else free(ptr);
+}
+
 static void free_all(rt *t) {
   for (int b = 0; b < RT_MAX_BUFS; b++) {
-    free(t->buf[b].ptr);
+    buf_release(t, t->buf[b].ptr);
     t->buf[b].ptr = NULL;
   }
 }
@@ -209,10 +239,27 @@ static void restart_clocks(rt *t) {
   t->setup = t->phase_setup0[0] = t->phase_setup0[1] = 0;
 }
 
+static int dev_mark(rt *t, int kind, const bs_op *op, char *err, size_t errlen);
+
+/* The same on a GPU: mark 0, the origin of the event times, also opens both phases. */
+static int restart_dev_clocks(rt *t, char *err, size_t errlen) {
+  restart_clocks(t);
+  t->dev->marks_reset(t->dev->self);
+  t->nmarks = 0;
+  int rc = dev_mark(t, BS_MARK_PHASE, NULL, err, errlen);
+  if (rc == BS_RUN_OK) {
+    t->marks[0].begin = 1;
+    if (dev_mark(t, BS_MARK_PHASE, NULL, err, errlen)) return BS_RUN_EFATAL;
+    t->marks[1].begin = 1;
+    t->marks[1].fwd_bwd = 1;
+  }
+  return rc;
+}
+
 static int op_alloc(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
   rbuf *rb = &t->buf[op->u.alloc.buf];
-  free(rb->ptr);
-  rb->ptr = calloc(1, (size_t)op->u.alloc.bytes);
+  buf_release(t, rb->ptr);
+  rb->ptr = t->dev ? t->dev->alloc(t->dev->self, (size_t)op->u.alloc.bytes) : calloc(1, (size_t)op->u.alloc.bytes);
   if (!rb->ptr) {
     snprintf(err, errlen, "step %d: cannot allocate %lld bytes (%s)", op->step, (long long)op->u.alloc.bytes,
              bs_mem_class_name(op->u.alloc.cls));
@@ -222,8 +269,19 @@ static int op_alloc(rt *t, const bs_op *op, double t0, char *err, size_t errlen)
   rb->cls = op->u.alloc.cls;
   rb->role = op->u.alloc.role;
   rb->shard = op->u.alloc.shard;
-  if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT)
-    fill_input(t->plan, t->cfg->seed, rb->role, &rb->shard, bs_plan_local_batch(t->plan), rb->ptr, t->bf16);
+  if (rb->role == BS_ROLE_Q || rb->role == BS_ROLE_K || rb->role == BS_ROLE_V || rb->role == BS_ROLE_DOUT) {
+    if (t->dev) { /* filled on the host, then copied up */
+      void *h = calloc(1, (size_t)op->u.alloc.bytes);
+      int bad = !h;
+      if (h) fill_input(t->plan, t->cfg->seed, rb->role, &rb->shard, bs_plan_local_batch(t->plan), h, t->bf16);
+      if (h && t->dev->upload(t->dev->self, rb->ptr, h, (size_t)op->u.alloc.bytes)) bad = 1;
+      free(h);
+      if (bad) {
+        snprintf(err, errlen, "step %d: cannot fill the %s input on the device", op->step, bs_role_name(rb->role));
+        return BS_RUN_EFATAL;
+      }
+    } else fill_input(t->plan, t->cfg->seed, rb->role, &rb->shard, bs_plan_local_batch(t->plan), rb->ptr, t->bf16);
+  }
   t->setup += bs_now_s() - t0;
   t->live += rb->bytes;
   t->live_cls[rb->cls] += rb->bytes;
@@ -238,7 +296,7 @@ static void op_free(rt *t, const bs_op *op) {
   rbuf *rb = &t->buf[op->u.free.buf];
   t->live -= rb->bytes;
   t->live_cls[rb->cls] -= rb->bytes;
-  free(rb->ptr);
+  buf_release(t, rb->ptr);
   rb->ptr = NULL;
 }
 
@@ -251,9 +309,83 @@ static int op_compute(rt *t, const bs_op *op, double t0, char *err, size_t errle
 }
 
 /* A receive slot of the scratch for handle h (a NOREF receive or collective). */
+/* ---------------- host staging (GPU runs over MPI) ---------------- */
+
+/* Bytes a collective writes into recv, for `bytes` per rank (comm.h's convention). */
+static int64_t coll_recv_bytes(bs_coll_kind k, int64_t bytes, int size) {
+  switch (k) {
+  case BS_COLL_ALLGATHER: return bytes * size;
+  case BS_COLL_REDUCE_SCATTER: return bytes / (size > 0 ? size : 1);
+  default: return bytes;
+  }
+}
+
+/* Handle h's staging: `off` bytes already downloaded (a send), then `bytes` to receive for dst. */
+static int stage_recv(rt *t, int h, char *dst, int64_t bytes, int64_t off, char *err, size_t errlen) {
+  void *s = realloc(t->stage[h], (size_t)(off + bytes > 0 ? off + bytes : 1));
+  if (!s) {
+    snprintf(err, errlen, "rank %d: no host memory to stage %lld bytes", t->rank, (long long)(off + bytes));
+    return -1;
+  }
+  t->stage[h] = s;
+  t->stage_dst[h] = dst;
+  t->stage_bytes[h] = bytes;
+  t->stage_off[h] = off;
+  return 0;
+}
+
+/* DOWNLOAD: the device data a SEND or a COLL sends, to host staging. */
+static int stage_send(rt *t, const bs_op *op, char *err, size_t errlen) {
+  int h = op->handle;
+  const char *src = op->kind == BS_OP_COLL ? at(t, op->u.coll.send) : at(t, op->u.p2p.buf);
+  int64_t bytes = op->kind == BS_OP_COLL ? op->u.coll.bytes : op->u.p2p.bytes;
+  if (!src || bs_scratch_uses(op)) return 0; /* scratch transfers stay on the host scratch */
+  free(t->stage[h]);
+  t->stage_dst[h] = NULL;
+  t->stage_off[h] = t->stage_bytes[h] = 0;
+  if (!(t->stage[h] = malloc((size_t)(bytes > 0 ? bytes : 1))) ||
+      t->dev->download(t->dev->self, t->stage[h], src, (size_t)bytes)) {
+    snprintf(err, errlen, "rank %d, step %d: cannot stage %lld bytes from the device", t->rank, op->step,
+             (long long)bytes);
+    return -1;
+  }
+  return 0;
+}
+
+/* UPLOAD: handle h's received bytes to the device; the staging is released. */
+static int stage_upload(rt *t, int h, char *err, size_t errlen) {
+  int rc = 0;
+  if (t->stage_dst[h] && t->stage_bytes[h] > 0 &&
+      t->dev->upload(t->dev->self, t->stage_dst[h], (char *)t->stage[h] + t->stage_off[h], (size_t)t->stage_bytes[h])) {
+    snprintf(err, errlen, "rank %d: cannot copy %lld received bytes to the device", t->rank,
+             (long long)t->stage_bytes[h]);
+    rc = -1;
+  }
+  free(t->stage[h]);
+  t->stage[h] = NULL;
+  t->stage_dst[h] = NULL;
+  t->stage_bytes[h] = t->stage_off[h] = 0;
+  return rc;
+}
+
+/* The device copy of a host scratch pointer (a GPU run whose transfers move device memory), else itself. */
+static char *scratch_dev(rt *t, char *host) {
+  if (!t->dev || t->dev->xport != BS_XPORT_NCCL || !host) return host;
+  if (host == t->scratch.send) return t->dscr.send;
+  for (int i = 0; i < t->scratch.nrecv; i++)
+    if (host == t->scratch.recv[i]) return t->dscr.recv[i];
+  return host;
+}
+
 static char *scratch_recv(rt *t, const bs_op *op, char *err, size_t errlen) {
   char *r = bs_scratch_take(&t->scratch, op->handle);
   if (r && t->scratch.recv_bytes >= 4) memset(r, 0, 4); /* what the op delivers must overwrite it (op_wait) */
+  static const float zero = 0;
+  /* on the device too, before the transfer is posted (a copy that returns when done, not a kernel
+   * on the compute stream that the comm stream would not wait for) */
+  if (r && t->scratch.recv_bytes >= 4 && scratch_dev(t, r) != r &&
+      t->dev->upload(t->dev->self, scratch_dev(t, r), &zero, sizeof zero))
+    r = NULL;
   if (!r)
     snprintf(err, errlen, "rank %d, step %d: no scratch slot left for handle %d (the sizing pass saw fewer)", t->rank,
              op->step, op->handle);
@@ -266,6 +398,11 @@ static int op_p2p(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
   if (op->u.p2p.buf.buf < 0) /* bytes without a buffer (a modelled transfer): scratch */
     data = op->kind == BS_OP_SEND ? t->scratch.send : scratch_recv(t, op, err, errlen);
   if (op->u.p2p.buf.buf < 0 && !data && op->u.p2p.bytes > 0) return BS_RUN_EFATAL;
+  if (op->u.p2p.buf.buf < 0) data = scratch_dev(t, data);
+  else if (t->dev && t->dev->xport == BS_XPORT_MPI) { /* host staging (devplan.h) */
+    if (op->kind == BS_OP_RECV && stage_recv(t, h, data, op->u.p2p.bytes, 0, err, errlen)) return BS_RUN_EFATAL;
+    data = t->stage[h];
+  }
   int crc = op->kind == BS_OP_SEND
               ? bs_comm_isend(t->comm, data, op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen)
               : bs_comm_irecv(t->comm, data, op->u.p2p.bytes, peer, op->u.p2p.tag, &t->req[h], err, errlen);
@@ -293,8 +430,14 @@ static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
     bs_scratch_coll cs = bs_scratch_coll_shape(op);
     ty = cs.type;
     bytes = cs.bytes;
-    send = t->scratch.send;
+    send = scratch_dev(t, t->scratch.send);
     if (!(recv = scratch_recv(t, op, err, errlen))) return BS_RUN_EFATAL;
+    recv = scratch_dev(t, recv);
+  } else if (t->dev && t->dev->xport == BS_XPORT_MPI) { /* host staging: send data downloaded before */
+    int64_t rb = coll_recv_bytes(op->u.coll.kind, bytes, g.size);
+    if (stage_recv(t, h, recv, rb, bytes, err, errlen)) return BS_RUN_EFATAL;
+    send = t->stage[h];
+    recv = (char *)t->stage[h] + bytes;
   }
   if ((op->u.coll.kind == BS_COLL_ALLREDUCE || op->u.coll.kind == BS_COLL_REDUCE_SCATTER) && ty != BS_COMM_F32) {
     snprintf(err, errlen, "step %d: %s of 16-bit data is not supported by the MPI backend", op->step,
@@ -317,14 +460,18 @@ static int op_coll(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
   return BS_RUN_OK;
 }
 
-static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+/* Joins handle h: waits with the deadline, checks what a scratch transfer delivered. */
+static int wait_handle(rt *t, const bs_op *op, int h, char *err, size_t errlen) {
   int rc = BS_RUN_OK;
-  for (int j = 0; j < op->u.wait.n && rc == BS_RUN_OK; j++) {
-    int h = op->u.wait.handles[j];
+  {
     int w = bs_comm_wait(t->comm, t->req[h], t->timeout);
-    const char *slot = bs_scratch_slot(&t->scratch, h);
+    char *slot = bs_scratch_slot(&t->scratch, h);
     float got = 0;
-    if (w == BS_COMM_OK && slot && t->hi[h].expect != 0) memcpy(&got, slot, sizeof got);
+    if (w == BS_COMM_OK && slot && t->hi[h].expect != 0) {
+      if (scratch_dev(t, slot) != slot) {
+        if (t->dev->download(t->dev->self, &got, scratch_dev(t, slot), sizeof got)) w = BS_COMM_ERR;
+      } else memcpy(&got, slot, sizeof got);
+    }
     bs_scratch_give(&t->scratch, h);
     if (w == BS_COMM_TIMEOUT) {
       char tmp[160];
@@ -341,6 +488,12 @@ static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) 
       rc = BS_RUN_EFATAL;
     }
   }
+  return rc;
+}
+
+static int op_wait(rt *t, const bs_op *op, double t0, char *err, size_t errlen) {
+  int rc = BS_RUN_OK;
+  for (int j = 0; j < op->u.wait.n && rc == BS_RUN_OK; j++) rc = wait_handle(t, op, op->u.wait.handles[j], err, errlen);
   double t1 = bs_now_s();
   t->exposed += t1 - t0;
   record(t, op, 0, -1, 0, t0, t1);
@@ -372,6 +525,114 @@ static int run_op(rt *t, const bs_op *op, char *err, size_t errlen) {
   case BS_OP_PHASE: op_phase(t, op, t0); return BS_RUN_OK;
   default: snprintf(err, errlen, "step %d: unknown op kind %d", op->step, (int)op->kind); return BS_RUN_EFATAL;
   }
+}
+
+/* ---------------- one op on a GPU (devplan.h's schedule) ---------------- */
+
+static int dev_mark(rt *t, int kind, const bs_op *op, char *err, size_t errlen) {
+  if (t->nmarks == t->cap_marks) {
+    int nc = t->cap_marks ? 2 * t->cap_marks : 256;
+    struct dmark *m = realloc(t->marks, (size_t)nc * sizeof *m);
+    if (!m) {
+      snprintf(err, errlen, "out of memory");
+      return BS_RUN_EFATAL;
+    }
+    t->marks = m;
+    t->cap_marks = nc;
+  }
+  int ev = t->dev->mark(t->dev->self);
+  if (ev < 0) {
+    snprintf(err, errlen, "rank %d, step %d: cannot record an event on the compute stream", t->rank,
+             op ? op->step : -1);
+    return BS_RUN_EFATAL;
+  }
+  int fb = op && op->kind == BS_OP_PHASE ? op->u.phase.fwd_bwd : 0,
+      begin = op && op->kind == BS_OP_PHASE ? op->u.phase.begin : 0;
+  t->marks[t->nmarks++] = (struct dmark){ev, kind, fb, begin, t->setup};
+  return BS_RUN_OK;
+}
+
+static int dev_fail(rt *t, const bs_op *op, const char *what, char *err, size_t errlen) {
+  if (!err[0]) snprintf(err, errlen, "rank %d, step %d: %s failed", t->rank, op->step, what);
+  return BS_RUN_EFATAL;
+}
+
+static int run_op_dev(rt *t, const bs_op *op, char *err, size_t errlen) {
+  bs_dev_action acts[BS_DEV_MAX_ACTIONS];
+  int n = bs_dev_schedule(&t->sched, op, acts), rc = BS_RUN_OK;
+  const bs_rt_device *d = t->dev;
+  err[0] = 0;
+  for (int i = 0; i < n && rc == BS_RUN_OK; i++) {
+    const bs_dev_action *a = &acts[i];
+    double t0 = bs_now_s();
+    switch (a->kind) {
+    case BS_DEV_HOST:
+      if (op->kind == BS_OP_ALLOC) {
+        /* the device idles while the host allocates and fills: that time is set-up (op_alloc) */
+        if (d->sync(d->self)) return dev_fail(t, op, "synchronising the compute stream", err, errlen);
+        rc = op_alloc(t, op, bs_now_s(), err, errlen);
+      } else op_free(t, op);
+      break;
+    case BS_DEV_MARK: rc = dev_mark(t, a->detail, op, err, errlen); break;
+    case BS_DEV_LAUNCH:
+      rc = run_compute(t, op, err, errlen);
+      record(t, op, op->u.compute.kernel, -1, 0, t0, bs_now_s());
+      break;
+    case BS_DEV_COMM_AFTER:
+      if (d->comm_after(d->self, t->comm, err, errlen))
+        rc = dev_fail(t, op, "ordering the transfer after the compute", err, errlen);
+      break;
+    case BS_DEV_SYNC_COMPUTE:
+      if (d->sync(d->self)) rc = dev_fail(t, op, "synchronising the compute stream", err, errlen);
+      break;
+    case BS_DEV_DOWNLOAD: rc = stage_send(t, op, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK; break;
+    case BS_DEV_POST:
+      rc = op->kind == BS_OP_COLL ? op_coll(t, op, t0, err, errlen) : op_p2p(t, op, t0, err, errlen);
+      break;
+    case BS_DEV_STREAM_WAIT:
+      if (d->stream_wait(d->self, t->comm, t->req[a->handle], err, errlen))
+        rc = dev_fail(t, op, "making the compute stream wait for a transfer", err, errlen);
+      else rc = wait_handle(t, op, a->handle, err, errlen); /* releases the request, checks errors in time */
+      break;
+    case BS_DEV_HOST_WAIT: rc = wait_handle(t, op, a->handle, err, errlen); break;
+    case BS_DEV_UPLOAD: rc = stage_upload(t, a->handle, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK; break;
+    }
+  }
+  if (op->kind == BS_OP_WAIT) record(t, op, 0, -1, 0, bs_now_s(), bs_now_s());
+  return rc;
+}
+
+/* After an execution on a GPU: the compute stream's marks give compute, exposed, phase and wall times. */
+static int dev_times(rt *t, char *err, size_t errlen) {
+  const bs_rt_device *d = t->dev;
+  if (dev_mark(t, BS_MARK_PHASE, NULL, err, errlen) || d->sync(d->self)) {
+    if (!err[0]) snprintf(err, errlen, "rank %d: the compute stream failed", t->rank);
+    return BS_RUN_EFATAL;
+  }
+  bs_dev_times tm;
+  bs_dev_times_init(&tm);
+  double begin[2] = {0, 0}, setup0[2] = {0, 0}, ms = 0;
+  t->fwd = t->bwd = t->compute = t->exposed = 0;
+  for (int i = 0; i < t->nmarks; i++) {
+    const struct dmark *m = &t->marks[i];
+    if (d->mark_ms(d->self, m->ev, &ms) || bs_dev_times_add(&tm, (bs_dev_mark_kind)m->kind, ms)) {
+      snprintf(err, errlen, "rank %d: the compute stream's events do not pair (mark %d)", t->rank, i);
+      return BS_RUN_EFATAL;
+    }
+    if (m->kind != BS_MARK_PHASE || i == t->nmarks - 1) continue;
+    if (m->begin) {
+      begin[m->fwd_bwd] = ms;
+      setup0[m->fwd_bwd] = m->setup;
+    } else {
+      double dt = (ms - begin[m->fwd_bwd]) / 1e3 - (m->setup - setup0[m->fwd_bwd]);
+      if (m->fwd_bwd) t->bwd += dt;
+      else t->fwd += dt;
+    }
+  }
+  t->compute = tm.compute_s;
+  t->exposed = tm.exposed_s;
+  t->wall = ms / 1e3; /* the last mark, after the program; mark 0 is the start of the clocks */
+  return BS_RUN_OK;
 }
 
 /* Test hook: the chosen rank exits or stalls at the chosen step of the measured execution. */
@@ -406,16 +667,27 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
   t->t_start = bs_now_s();
   bs_op op;
   int rc = BS_RUN_OK, started = 0;
+  if (t->dev) {
+    bs_dev_sched_init(&t->sched, t->dev->xport);
+    t->nmarks = 0;
+  }
   while (rc == BS_RUN_OK && bs_plan_next(it, &op)) {
     if (!started && op.kind != BS_OP_ALLOC && op.kind != BS_OP_FREE && op.kind != BS_OP_PHASE) {
       /* The inputs exist on every rank: start the clocks together (each rank
        * passes here exactly once, below if its program has no such op). */
       started = 1;
+      if (t->dev && t->dev->sync(t->dev->self)) {
+        snprintf(err, errlen, "rank %d: the compute stream failed before the start", t->rank);
+        rc = BS_RUN_EFATAL;
+        break;
+      }
       guarded_barrier(t, "the start of the clocks (barrier)");
-      restart_clocks(t);
+      if (t->dev) {
+        if ((rc = restart_dev_clocks(t, err, errlen)) != BS_RUN_OK) break;
+      } else restart_clocks(t);
     }
     maybe_fault(t, &op, measured);
-    rc = run_op(t, &op, err, errlen);
+    rc = t->dev ? run_op_dev(t, &op, err, errlen) : run_op(t, &op, err, errlen);
   }
   if (rc == BS_RUN_OK && bs_plan_iter_error(it)) {
     snprintf(err, errlen, "%s", bs_plan_iter_errmsg(it));
@@ -423,6 +695,7 @@ static int execute(rt *t, int measured, char *err, size_t errlen) {
   }
   if (!started && rc == BS_RUN_OK) MPI_Barrier(t->world);
   t->wall = bs_now_s() - t->t_start;
+  if (t->dev && started && rc == BS_RUN_OK) rc = dev_times(t, err, errlen);
   bs_plan_iter_free(it);
   return rc;
 }
@@ -502,6 +775,22 @@ static void compare(const bs_plan *p, const out_meta *m, const float *got, const
 
 static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen);
 
+/* Buffer b readable on the host: itself, or on a GPU a copy (give it back with host_done). */
+static void *host_view(rt *t, int b) {
+  if (!t->dev) return t->buf[b].ptr;
+  void *h = malloc((size_t)(t->buf[b].bytes > 0 ? t->buf[b].bytes : 1));
+  if (h && t->dev->download(t->dev->self, h, t->buf[b].ptr, (size_t)t->buf[b].bytes)) {
+    free(h);
+    h = NULL;
+  }
+  if (!h) fprintf(stderr, "burstsim run: rank %d: cannot copy an output to the host for --verify\n", t->rank);
+  return h;
+}
+
+static void host_done(rt *t, void *h) {
+  if (t->dev) free(h);
+}
+
 static int verify(rt *t, bs_run_report *out, char *err, size_t errlen) {
   bs_test_stall(t->rank, "verify");
   if (bs_arrive(t->world, "the verify gather", t->timeout, 0, err, errlen)) return BS_RUN_EFATAL;
@@ -524,8 +813,11 @@ static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
     for (int b = 0; b < RT_MAX_BUFS; b++)
       if (t->buf[b].ptr && is_output(t->buf[b].role)) {
         out_meta m = {t->buf[b].role, t->buf[b].shard, t->buf[b].bytes};
+        void *h = host_view(t, b);
+        if (!h) m.role = -1; /* rank 0 skips it; its elements then count as produced by no rank */
         MPI_Send(&m, (int)sizeof m, MPI_BYTE, 0, 900, t->world);
-        MPI_Send(t->buf[b].ptr, (int)m.bytes, MPI_BYTE, 0, 901, t->world);
+        MPI_Send(h ? h : t->buf[b].ptr, h ? (int)m.bytes : 0, MPI_BYTE, 0, 901, t->world);
+        host_done(t, h);
       }
     return BS_RUN_OK;
   }
@@ -549,16 +841,18 @@ static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
         for (b = 0; b < RT_MAX_BUFS; b++)
           if (t->buf[b].ptr && is_output(t->buf[b].role) && ++seen == j) break;
         m = (out_meta){t->buf[b].role, t->buf[b].shard, t->buf[b].bytes};
-        data = t->buf[b].ptr;
+        data = host_view(t, b);
+        if (!data) m.role = -1;
       } else {
         bs_watchdog_waiting("rank %d's outputs", src);
         MPI_Recv(&m, (int)sizeof m, MPI_BYTE, src, 900, t->world, MPI_STATUS_IGNORE);
         data = malloc((size_t)m.bytes);
-        MPI_Recv(data, (int)m.bytes, MPI_BYTE, src, 901, t->world, MPI_STATUS_IGNORE);
+        MPI_Recv(data, m.role < 0 ? 0 : (int)m.bytes, MPI_BYTE, src, 901, t->world, MPI_STATUS_IGNORE);
       }
       if (rc == 0 && m.role >= 0 && m.role <= BS_ROLE_DV && refs[m.role])
         compare(p, &m, data, refs[m.role], cover[m.role], &maxerr[m.role]);
       if (src != 0) free(data);
+      else host_done(t, data);
     }
   if (rc == 0) {
     out->verified = 1;
@@ -716,6 +1010,82 @@ static int collect_all(rt *t, bs_run_report *out) {
 
 /* ---------------- entry ---------------- */
 
+/* A GPU run: the scratch copied to the device (same sizes, same contents). */
+static int dev_scratch(rt *t, char *err, size_t errlen) {
+  const bs_rt_device *d = t->dev;
+  bs_scratch *s = &t->scratch;
+  struct {
+    void **dst;
+    const void *src;
+    int64_t bytes;
+  } parts[] = {{(void **)&t->dscr.a, s->a, s->na * 4},
+               {(void **)&t->dscr.b, s->b, s->nb * 4},
+               {(void **)&t->dscr.c, s->c, s->nc * 4},
+               {(void **)&t->dscr.x, s->x, s->nx * 4},
+               {(void **)&t->dscr.send, s->send, s->send_bytes}};
+  if (s->nrecv > 0 && !(t->dscr.recv = calloc((size_t)s->nrecv, sizeof *t->dscr.recv))) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (int i = 0; i < 5; i++) {
+    if (!parts[i].src || parts[i].bytes <= 0) continue;
+    if (!(*parts[i].dst = d->alloc(d->self, (size_t)parts[i].bytes)) ||
+        d->upload(d->self, *parts[i].dst, parts[i].src, (size_t)parts[i].bytes)) {
+      snprintf(err, errlen, "rank %d: cannot place %lld bytes of scratch on the device", t->rank,
+               (long long)parts[i].bytes);
+      return -1;
+    }
+  }
+  for (int i = 0; i < s->nrecv; i++)
+    if (s->recv_bytes > 0 && !(t->dscr.recv[i] = d->alloc(d->self, (size_t)s->recv_bytes))) {
+      snprintf(err, errlen, "rank %d: cannot place a %lld-byte scratch receive slot on the device", t->rank,
+               (long long)s->recv_bytes);
+      return -1;
+    }
+  return 0;
+}
+
+static void dev_scratch_free(rt *t) {
+  if (!t->dev) return;
+  void *p[] = {t->dscr.a, t->dscr.b, t->dscr.c, t->dscr.x, t->dscr.send};
+  for (int i = 0; i < 5; i++) t->dev->free(t->dev->self, p[i]);
+  for (int i = 0; t->dscr.recv && i < t->scratch.nrecv; i++) t->dev->free(t->dev->self, t->dscr.recv[i]);
+  free(t->dscr.recv);
+  memset(&t->dscr, 0, sizeof t->dscr);
+}
+
+/*
+ * A GPU run: does every rank's plan peak plus its scratch fit in the memory its device has free?
+ * Collective; BS_RUN_EINPUT with the same message on every rank when one does not (nothing run).
+ */
+static int dev_fits(rt *t, char *err, size_t errlen) {
+  const bs_rt_device *d = t->dev;
+  int64_t total = d->mem_total ? d->mem_total(d->self) : -1, used = d->mem_used ? d->mem_used(d->self) : -1;
+  bs_dev_bytes b;
+  char e[256];
+  int64_t over = INT64_MIN, worst;
+  if (total > 0 && used >= 0 && bs_dev_bytes_of(t->plan, t->rank, &b, e, sizeof e) == 0)
+    over = b.peak + bs_scratch_bytes(&t->scratch) - (total - used);
+  MPI_Allreduce(&over, &worst, 1, MPI_INT64_T, MPI_MAX, t->world);
+  if (worst <= 0) return BS_RUN_OK;
+  snprintf(err, errlen,
+           "device memory: a rank's plan peak and scratch need %lld bytes more than its GPU has free (fewer "
+           "tokens or more ranks)",
+           (long long)worst);
+  return BS_RUN_EINPUT;
+}
+
+/* The communicator: Open MPI on host memory, NCCL (the plan's groups made up front), or Open MPI
+ * through host staging on a GPU. */
+static int make_comm(rt *t, char *err, size_t errlen) {
+  if (!t->dev || t->dev->xport == BS_XPORT_MPI) return bs_comm_mpi_create(t->world, &t->comm, err, errlen);
+  bs_dev_groups g;
+  if (bs_dev_groups_collect(t->plan, &g, err, errlen)) return -1;
+  int rc = t->dev->comm_create(t->dev->self, &t->world, &g, &t->comm, err, errlen);
+  bs_dev_groups_free(&g);
+  return rc;
+}
+
 int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, bs_run_report *out, char *err,
                    size_t errlen) {
   memset(out, 0, sizeof *out);
@@ -729,8 +1099,8 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
     return BS_RUN_EINPUT;
   }
   if (cfg->model.dtype != BS_FP32 && cfg->model.dtype != BS_BF16) {
-    snprintf(err, errlen, "model.dtype: %s is not supported by the CPU runtime (use fp32 or bf16)",
-             bs_dtype_name(cfg->model.dtype));
+    snprintf(err, errlen, "model.dtype: %s is not supported by the %s runtime (use fp32 or bf16)",
+             bs_dtype_name(cfg->model.dtype), opts->device ? "CUDA" : "CPU");
     return BS_RUN_EINPUT;
   }
   if (cfg->work.scope != BS_SCOPE_ATTENTION && opts->verify) {
@@ -760,7 +1130,9 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   t->threads = opts->threads > 0 ? opts->threads : (int)(cores / G > 0 ? cores / G : 1);
   out->threads = t->threads;
-  t->tile = opts->tile_rows > 0 ? opts->tile_rows : BS_COMPUTE_TILE_ROWS;
+  t->dev = opts->device;
+  /* a GPU takes a whole (batch, head) per call unless told otherwise: its progress needs no polls */
+  t->tile = opts->tile_rows > 0 ? opts->tile_rows : t->dev ? (int64_t)1 << 40 : BS_COMPUTE_TILE_ROWS;
   t->timeout = opts->timeout_s > 0 ? opts->timeout_s : 120.0;
   t->rpn =
     opts->ranks_per_node > 0 ? opts->ranks_per_node : (cfg->par.ranks_per_node > 0 ? cfg->par.ranks_per_node : G);
@@ -769,7 +1141,9 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   /* OpenBLAS (the projections at layer scope) runs as many threads as the kernels, not one per core */
   openblas_set_num_threads(t->threads);
   int rc = bs_scratch_create(&t->scratch, plan, rank, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
-  if (rc == BS_RUN_OK) rc = bs_comm_mpi_create(world, &t->comm, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
+  if (rc == BS_RUN_OK && t->dev) rc = dev_fits(t, err, errlen);
+  if (rc == BS_RUN_OK && t->dev) rc = dev_scratch(t, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
+  if (rc == BS_RUN_OK) rc = make_comm(t, err, errlen) ? BS_RUN_EFATAL : BS_RUN_OK;
   for (int w = 0; rc == BS_RUN_OK && w <= opts->warmup; w++) {
     rc = execute(t, w == opts->warmup, err, errlen);
     if (rc == BS_RUN_OK && w < opts->warmup) free_all(t);
@@ -777,8 +1151,11 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   if (rc == BS_RUN_OK) rc = collect(t, out, err, errlen);
   if (rc == BS_RUN_OK && opts->verify) rc = verify(t, out, err, errlen);
   free_all(t);
+  dev_scratch_free(t);
   bs_scratch_free(&t->scratch);
   if (rc != BS_RUN_EFATAL) bs_comm_free(t->comm);
+  for (int h = 0; h < RT_MAX_HANDLES; h++) free(t->stage[h]);
+  free(t->marks);
   free(t->sent_to);
   free(t->recv_from);
   free(t->ev);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <mpi.h>
 #include "plans/plan.h"
+#include "runtime/device.h"
 
 typedef enum { BS_FAULT_NONE = 0, BS_FAULT_EXIT, BS_FAULT_STALL } bs_fault_kind;
 
@@ -32,6 +33,10 @@ typedef struct {
   bs_fault_kind fault; /* test hook: rank fault_rank exits / stalls at fault_step */
   int fault_rank, fault_step;
   int warmup; /* extra untimed executions of the plan before the measured one */
+  /* The GPU to run on (runtime/device.h; NULL: the CPU kernels on host memory and Open MPI). With a
+   * device, buffers and scratch live in device memory, times come from events on its compute
+   * stream, and ranks exchange data over NCCL or over MPI through host staging (device->xport). */
+  const bs_rt_device *device;
 } bs_runtime_opts;
 
 typedef struct {

@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
-# device-check.sh OUTDIR — the GPU check of the CUDA backend, for a single-GPU
-# machine (sized for one H200, <= 6 minutes). It exists so that a session with
-# a GPU only has to run this one script:
+# device-check.sh OUTDIR — the GPU check of the CUDA backend and of the whole
+# calibrate / run / validate loop, for a single-GPU machine (sized for one
+# H200, <= 6 minutes). It exists so that a session with a GPU only has to run
+# this one script:
 #   1. detects the GPU (no GPU: a clear message and exit 77, nothing built);
-#   2. builds bs_cuda_check with nvcc alone (the project's other dependencies
-#      need not be installed there), for the GPU's own architecture;
-#   3. runs it: correctness against a float64 CPU reference on fresh random
+#   2. builds bs_cuda_check and bs_comm_check with nvcc alone (the project's
+#      other dependencies need not be installed there), for the GPU's own
+#      architecture;
+#   3. runs them: correctness against a float64 CPU reference on fresh random
 #      inputs, then the benchmark table next to the cuBLAS bf16 GEMM ceiling
 #      and cuBLAS GEMMs of transformer projection shapes (bench.csv rows
-#      gemm_proj: n = m tokens, d = k, heads = n outputs), the points that fit
-#      the simulator's tiled GEMM model (README, "Calibrating your own machine");
-#   4. if time is left and the whole project configures there, builds it and
-#      runs `burstsim calib --backend cuda` when that command exists;
+#      gemm_proj: n = m tokens, d = k, heads = n outputs), and the
+#      communicator's local multi-rank mode;
+#   4. the loop with burstsim itself, if a burstsim built with CUDA runs here
+#      ($BURSTSIM_BIN, or build/burstsim carried with the tree, or a build of
+#      the project here when it configures): `calib --backend cuda` on a short
+#      grid, verified `run --backend cuda` of a small burst and ring point on
+#      two local ranks sharing the GPU (--comm mpi) and on one rank over NCCL,
+#      a timed burst point at 16k tokens, and `validate --backend cuda`
+#      against the profile just measured;
 #   5. prints the summary last.
-# OUTDIR receives at most 8 files: device.txt build.log check.log
-# correctness.txt bench.txt bench.csv summary.txt [h200-measured.json].
+# OUTDIR receives: device.txt build.log check.log correctness.txt bench.txt
+# bench.csv summary.txt, and from step 4 loop.log gpu-quick.json run-*.json
+# validate.json point.ini.
 # Exit: 0 all checks passed, 1 a check or the build failed, 2 usage, 77 no GPU.
 # BURSTSIM_DEVICE_CHECK_DRY=1: detection only (used by ctest on any machine).
+# BURSTSIM_DEVICE_CHECK_PROJECT=0: skip step 4.
+# BURSTSIM_DEVICE_CHECK_LOOP_ONLY=1: step 4 and the summary only (no detection: on a machine
+# without a GPU every burstsim step then ends with exit 4, which checks the script's plumbing).
 set -uo pipefail
 
 if [ $# -ne 1 ] || [ "${1:0:1}" = "-" ]; then
@@ -31,6 +42,9 @@ elapsed() { echo $(($(date +%s) - T0)); }
 
 mkdir -p "$OUTDIR" || { echo "device-check: cannot create $OUTDIR" >&2; exit 2; }
 OUTDIR=$(cd "$OUTDIR" && pwd)
+
+SRC=- XRC=- BRC=- CRC=0 MRC=0
+if [ "${BURSTSIM_DEVICE_CHECK_LOOP_ONLY:-0}" != "1" ]; then
 
 # 1. Detection. nvidia-smi only reads; no setting of the card is changed here.
 if ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -73,6 +87,7 @@ ARCH="-gencode=arch=compute_${CAP},code=sm_${CAP}"
 BUILD="$ROOT/build-cuda-device"
 mkdir -p "$BUILD"
 CUDA_INC=$(dirname "$(dirname "$(command -v nvcc)")")/include
+# shellcheck disable=SC2054 # -Xcompiler takes its options comma-separated
 NVFLAGS=(-O3 -std=c++17 "$ARCH" -lineinfo -Xptxas=-v -Werror=all-warnings -Xcompiler=-Wall,-Wextra -I"$ROOT")
 CFLAGS=(-O2 -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -I"$ROOT" -I"$CUDA_INC")
 # bs_cuda_check's sources (tests/cuda/CMakeLists.txt lists the same).
@@ -89,6 +104,7 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
     pids+=($!)
   done
   # The communicator in its local mode only: no NCCL or MPI needed there.
+  # shellcheck disable=SC2086 # CHECK_SRC is a list of names
   cc "${CFLAGS[@]}" -c "$ROOT/kernels/cuda/attn_cuda_host.c" -o "$BUILD/attn_cuda_host.o" 2>&1 &&
     compile_tests $CHECK_SRC &&
     cc "${CFLAGS[@]}" -DBS_COMM_NCCL_LOCAL_ONLY -c "$ROOT/kernels/comm/comm_nccl.c" -o "$BUILD/comm_nccl.o" 2>&1 &&
@@ -104,6 +120,7 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
     cat "$BUILD/$f.log"
   done
   if [ $rc -eq 0 ]; then
+    # shellcheck disable=SC2046 # one object per name
     nvcc "$ARCH" -o "$BUILD/bs_cuda_check" "$BUILD"/attn_cuda_host.o "$BUILD"/attn_cuda_simple.o \
       "$BUILD"/attn_cuda_fwd_mma.o "$BUILD"/attn_cuda_bwd_mma.o $(for f in $CHECK_SRC; do echo "$BUILD/$f.o"; done) \
       "$BUILD"/clock.o "$BUILD"/fill.o \
@@ -148,32 +165,116 @@ BUDGET=$((LEFT - 60)) # the rest of this script keeps a minute
 echo "device-check: benchmark (budget ${BUDGET} s)"
 timeout $((BUDGET + 40)) "$CHECK" --bench-only --out "$OUTDIR" --budget "$BUDGET" 2>&1 | tee -a "$OUTDIR/check.log"
 BRC=${PIPESTATUS[0]}
-if [ $SRC -eq 77 ] || [ $XRC -eq 77 ]; then CRC=77; elif [ $SRC -eq 0 ] && [ $XRC -eq 0 ] && [ $BRC -eq 0 ]; then CRC=0; else CRC=1; fi
+if [ $SRC -eq 77 ] || [ $XRC -eq 77 ]; then CRC=77; elif [ $SRC -eq 0 ] && [ $XRC -eq 0 ] && [ "$BRC" -eq 0 ]; then CRC=0; else CRC=1; fi
 
 # The communicator's local multi-rank mode (G virtual ranks on this GPU).
 echo "device-check: running bs_comm_check (local multi-rank mode)"
 timeout 60 "$BUILD/bs_comm_check" 2>&1 | tee -a "$OUTDIR/check.log"
 MRC=${PIPESTATUS[0]}
 
-# 4. Optional: the whole project and `burstsim calib --backend cuda`, only if
-# time is left and it configures here (SimGrid, MPI, ... may be missing).
-PROJECT="skipped"
-if [ $((LIMIT - $(elapsed))) -gt 150 ] && [ "${BURSTSIM_DEVICE_CHECK_PROJECT:-1}" = "1" ] && command -v cmake >/dev/null 2>&1; then
-  if timeout 60 cmake -S "$ROOT" -B "$ROOT/build-device-project" >"$BUILD/project-configure.log" 2>&1 &&
-    timeout $((LIMIT - $(elapsed) - 70)) cmake --build "$ROOT/build-device-project" -j "$(nproc)" >"$BUILD/project-build.log" 2>&1; then
-    BS="$ROOT/build-device-project/burstsim"
-    if "$BS" calib --help 2>&1 | grep -q -- "--backend"; then
-      if timeout 60 "$BS" calib --backend cuda --out "$OUTDIR/h200-measured.json" >>"$OUTDIR/check.log" 2>&1; then
-        PROJECT="burstsim calib --backend cuda wrote h200-measured.json"
-      else
-        PROJECT="burstsim calib --backend cuda failed (see check.log)"
-      fi
-    else
-      PROJECT="project built; burstsim calib has no --backend option yet"
-    fi
-  else
-    PROJECT="project did not configure/build here in time (dependencies or time), calib skipped"
+fi # steps 1-3
+
+# 4. The loop with burstsim: a binary built with CUDA that runs here (its libraries found), else
+# a build of the project here if it configures (SimGrid, Open MPI, GSL, ... may be missing).
+LOOP="skipped"
+LRC=0
+BS=""
+LOG="$OUTDIR/loop.log"
+usable() { # a burstsim whose libraries resolve and that knows --backend cuda
+  [ -x "$1" ] || return 1
+  if ldd "$1" 2>/dev/null | grep -q "not found"; then
+    echo "device-check: $1: libraries not found here: $(ldd "$1" | grep "not found" | awk '{print $1}' | tr '\n' ' ')" >>"$LOG"
+    return 1
   fi
+  "$1" run --help 2>&1 | grep -q -- "--backend cpu|cuda"
+}
+if [ "${BURSTSIM_DEVICE_CHECK_PROJECT:-1}" = "1" ]; then
+  : >"$LOG"
+  for cand in "${BURSTSIM_BIN:-}" "$ROOT/build/burstsim" "$ROOT/build-device-project/burstsim"; do
+    if [ -n "$cand" ] && usable "$cand"; then BS=$cand; break; fi
+  done
+  if [ -z "$BS" ] && [ $((LIMIT - $(elapsed))) -gt 200 ] && command -v cmake >/dev/null 2>&1; then
+    echo "device-check: building the project here (at most $((LIMIT - $(elapsed) - 150)) s)"
+    if timeout 60 cmake -S "$ROOT" -B "$ROOT/build-device-project" >>"$LOG" 2>&1 &&
+      timeout $((LIMIT - $(elapsed) - 150)) cmake --build "$ROOT/build-device-project" -j "$(nproc)" >>"$LOG" 2>&1 &&
+      usable "$ROOT/build-device-project/burstsim"; then
+      BS="$ROOT/build-device-project/burstsim"
+    fi
+  fi
+  if [ -z "$BS" ]; then
+    LOOP="no burstsim with CUDA runs here (see loop.log): calib, run and validate not run"
+  fi
+fi
+if [ -n "$BS" ]; then
+  MPIRUN=()
+  if command -v mpirun >/dev/null 2>&1; then
+    MPIRUN=(mpirun --oversubscribe --bind-to none)
+    [ "$(id -u)" = "0" ] && MPIRUN+=(--allow-run-as-root)
+  fi
+  # one rank: under mpirun, or an MPI singleton where there is none; two ranks need mpirun
+  NP1=()
+  NP2=()
+  if [ ${#MPIRUN[@]} -gt 0 ]; then
+    NP1=("${MPIRUN[@]}" -np 1)
+    NP2=("${MPIRUN[@]}" -np 2)
+  fi
+  SMALL="$ROOT/tests/runtime/small.ini"
+  cat >"$OUTDIR/point.ini" <<'INI'
+; point.ini — device-check's timed point: burst attention, bf16, causal, 16k tokens, 16 heads of 128
+[model]
+heads = 16
+kv_heads = 16
+head_dim = 128
+dtype = bf16
+[workload]
+phase = train
+seq_len = 16384
+causal = true
+[parallel]
+method = burst
+gpus = 2
+layout = zigzag
+ranks_per_node = 2
+[cluster]
+topology = host
+profile = host
+INI
+  step() { # step NAME TIMEOUT RANKS CMD...: runs, logs, records NAME=rc (two ranks without mpirun: skipped)
+    local name=$1 t=$2 ranks=$3
+    shift 3
+    if [ "$ranks" = "2" ] && [ ${#NP2[@]} -eq 0 ]; then
+      RESULTS+=("$name=skipped(no mpirun)")
+      return 0
+    fi
+    if [ "$ranks" = "2" ]; then set -- "${NP2[@]}" "$@"; elif [ ${#NP1[@]} -gt 0 ]; then set -- "${NP1[@]}" "$@"; fi
+    echo "device-check: $name"
+    echo "== $name: $* ==" >>"$LOG"
+    timeout "$t" "$@" >>"$LOG" 2>&1
+    local rc=$?
+    echo "== $name: rc $rc after $(elapsed) s ==" >>"$LOG"
+    RESULTS+=("$name=$rc")
+    [ $rc -eq 0 ] || LRC=1
+    return $rc
+  }
+  RESULTS=()
+  step calib 100 1 "$BS" calib --backend cuda --quick --dtype bf16 --head-dim 128 --max-block 4096 \
+    --out "$OUTDIR/gpu-quick.json"
+  step run_burst_mpi 60 2 "$BS" run "$SMALL" --backend cuda --comm mpi --verify --out "$OUTDIR/run-burst.json"
+  step run_ring_mpi 60 2 "$BS" run "$SMALL" --backend cuda --comm mpi --verify --set parallel.method=ring \
+    --out "$OUTDIR/run-ring.json"
+  step run_burst_nccl 60 1 "$BS" run "$SMALL" --backend cuda --comm nccl --verify --set parallel.gpus=1 \
+    --set parallel.ranks_per_node=1 --out "$OUTDIR/run-nccl.json"
+  step run_point 60 2 "$BS" run "$OUTDIR/point.ini" --backend cuda --warmup 1 --out "$OUTDIR/run-point.json"
+  if [ -f "$OUTDIR/gpu-quick.json" ] && [ ${#MPIRUN[@]} -gt 0 ] && [ $((LIMIT - $(elapsed))) -gt 40 ]; then
+    # validate spawns its own mpirun jobs: started here without a launcher
+    NP1=()
+    step validate $((LIMIT - $(elapsed) - 10)) 1 "$BS" validate "$SMALL" --backend cuda --profile "$OUTDIR/gpu-quick.json" \
+      --np 2 --fail-exact --out "$OUTDIR/validate.json"
+  else
+    RESULTS+=("validate=skipped")
+  fi
+  LOOP="${RESULTS[*]} (0 pass; 124 timeout; 4 no device; see loop.log)"
+  grep -E "verify \(|PASS|FAIL|profile written|^ *[0-9]+ +[0-9.]+ " "$LOG" | tail -20 || true
 fi
 
 # 5. Summary last.
@@ -181,9 +282,9 @@ echo
 echo "== device-check summary ($(elapsed) s) =="
 if [ -f "$OUTDIR/summary.txt" ]; then cat "$OUTDIR/summary.txt"; else echo "no summary (bs_cuda_check rc $CRC)"; fi
 echo "exit codes: simple $SRC, mma $XRC, bench $BRC (0 pass, 1 fail, 124 timeout, 77 no device)"
-echo "communicator local mode: $(grep -E '^bs_comm_check: [0-9]+ passed' "$OUTDIR/check.log" | tail -1 || true) (rc $MRC)"
-echo "project stage: $PROJECT"
-echo "files in $OUTDIR: $(cd "$OUTDIR" && ls | tr '\n' ' ')"
+echo "communicator local mode: $(grep -E '^bs_comm_check: [0-9]+ passed' "$OUTDIR/check.log" 2>/dev/null | tail -1) (rc $MRC)"
+echo "burstsim loop ($BS): $LOOP"
+echo "files in $OUTDIR: $(cd "$OUTDIR" && find . -maxdepth 1 -type f -printf '%f ')"
 if [ "$CRC" -eq 77 ]; then exit 77; fi
-if [ "$CRC" -eq 0 ] && [ "$MRC" -eq 0 ]; then exit 0; fi
+if [ "$CRC" -eq 0 ] && [ "$MRC" -eq 0 ] && [ "$LRC" -eq 0 ]; then exit 0; fi
 exit 1

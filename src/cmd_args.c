@@ -63,6 +63,17 @@ static int fault_arg(bs_args *a, bs_run_args *o) {
   return 0;
 }
 
+/* --backend cpu|cuda and --comm mpi|nccl (run and validate): NCCL moves device memory only. */
+static const char *const backends[] = {"cpu", "cuda", NULL}, *const comms[] = {"mpi", "nccl", NULL};
+
+static int backend_pair(bs_args *a, int backend, int comm) {
+  if (comm == 1 && backend != 1)
+    return bs_args_fail(a,
+                        "--comm nccl: needs --backend cuda (NCCL moves device memory; the CPU kernels use host "
+                        "memory)");
+  return 0;
+}
+
 int bs_run_args_parse(int argc, char **argv, bs_run_args *o, char *err, size_t errlen) {
   memset(o, 0, sizeof *o);
   bs_args a;
@@ -88,6 +99,8 @@ int bs_run_args_parse(int argc, char **argv, bs_run_args *o, char *err, size_t e
     else if (FLAG("--timeout", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 0.001, BS_ARGS_MAX_TIMEOUT, &o->timeout));
     else if (FLAG("--warmup", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 0, 1000, &o->warmup));
     else if (FLAG("--fault", BS_ARG_VALUE)) CHECK(fault_arg(&a, o));
+    else if (FLAG("--backend", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, backends, &o->backend));
+    else if (FLAG("--comm", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, comms, &o->comm));
     else if (m < 0) return -1;
     else if (bs_args_positional(&a)) {
       if (one_positional(&a, &o->scenario, "scenario file")) return -1;
@@ -95,6 +108,8 @@ int bs_run_args_parse(int argc, char **argv, bs_run_args *o, char *err, size_t e
   }
   if (!o->scenario) return bs_args_fail(&a, "missing SCENARIO.ini");
   if (o->reps && !o->overlap) return bs_args_fail(&a, "--reps: only with --overlap-bench");
+  if (backend_pair(&a, o->backend, o->comm)) return -1;
+  if (o->backend && o->overlap) return bs_args_fail(&a, "--overlap-bench: the CPU backend only");
   return 0;
 }
 
@@ -139,7 +154,7 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
 }
 
 int bs_calib_args_parse(int argc, char **argv, bs_calib_args *o, char *err, size_t errlen) {
-  static const char *const backend[] = {"cpu", NULL}, *const dtype[] = {"fp32", "bf16", "both", NULL},
+  static const char *const backend[] = {"cpu", "cuda", NULL}, *const dtype[] = {"fp32", "bf16", "both", NULL},
                            *const primary[] = {"fp32", "bf16", NULL};
   memset(o, 0, sizeof *o);
   o->primary_bf16 = -1;
@@ -163,7 +178,7 @@ int bs_calib_args_parse(int argc, char **argv, bs_calib_args *o, char *err, size
       o->no_kernels = 1;
     } else if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
     else if (FLAG("--plots", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->plots));
-    else if (FLAG("--backend", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, backend, &k));
+    else if (FLAG("--backend", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, backend, &o->backend));
     else if (FLAG("--dtype", BS_ARG_VALUE)) {
       CHECK(bs_args_enum(&a, dtype, &k));
       o->fp32 = k != 1;
@@ -219,6 +234,8 @@ int bs_validate_args_parse(int argc, char **argv, bs_validate_args *o, char *err
       CHECK(bs_args_int(&a, 1, 4096, &o->nps[o->nnp]));
       o->nnp++;
     } else if (FLAG("--warmup", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 0, 100, &o->warmup));
+    else if (FLAG("--backend", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, backends, &o->backend));
+    else if (FLAG("--comm", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, comms, &o->comm));
     else if (FLAG("--fail-factor", BS_ARG_VALUE)) {
       CHECK(bs_args_double(&a, 0, 1e6, &o->fail_factor));
       if (!(o->fail_factor > 0)) return bs_args_fail(&a, "--fail-factor: '%s' must be positive", a.val);
@@ -228,6 +245,7 @@ int bs_validate_args_parse(int argc, char **argv, bs_validate_args *o, char *err
     } else return bs_args_unknown(&a, NULL);
   }
   if (!o->scenario) return bs_args_fail(&a, "a SCENARIO.ini is required");
+  if (backend_pair(&a, o->backend, o->comm)) return -1;
   return 0;
 }
 

@@ -27,6 +27,7 @@ typedef struct {
   int64_t tile;
   double timeout;                    /* seconds; 0 = the runtime's default (120) */
   int fault, fault_rank, fault_step; /* test hook: 0 none, 1 exit, 2 stall */
+  int backend, comm;                 /* --backend cpu|cuda, --comm mpi|nccl (0 = cpu, mpi) */
 } bs_run_args;
 
 typedef struct {
@@ -53,6 +54,7 @@ typedef struct {
   int head_dim, threads, ranks_per_node;
   int64_t max_block;
   double timeout; /* 0 = 120 s on MPI start-up */
+  int backend;    /* --backend cpu|cuda (0 = cpu) */
 } bs_calib_args;
 
 typedef struct {
@@ -63,6 +65,7 @@ typedef struct {
   int nps[BS_ARGS_MAX_NP], nnp;
   int full_calib, fail_exact, warmup, keep;
   double fail_factor;
+  int backend, comm; /* --backend cpu|cuda, --comm mpi|nccl, passed to calib and run (0 = cpu, mpi) */
 } bs_validate_args;
 
 typedef struct {

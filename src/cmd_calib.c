@@ -1,7 +1,9 @@
 /*
  * cmd_calib.c — `mpirun -np G burstsim calib`: parses options, runs the
  * microbenchmarks of calib/ on every rank and has rank 0 write the
- * profile (and the plots). Measuring and fitting live in calib/.
+ * profile (and the plots). Measuring and fitting live in calib/. With
+ * --backend cuda every rank opens its GPU first (kernels/cuda/runtime_cuda.h)
+ * and calib/ measures that device instead of the CPU.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -13,10 +15,12 @@
 #include "commands.h"
 #include "runtime/digest.h"
 #include "runtime/watchdog.h"
+#include "runtime/devplan.h"
+#include "cuda_module.h"
 
 static void calib_usage(FILE *f) {
   fprintf(f,
-          "usage: mpirun -np G burstsim calib [--backend cpu] [--quick] [--dtype fp32|bf16|both]\n"
+          "usage: mpirun -np G burstsim calib [--backend cpu|cuda] [--quick] [--dtype fp32|bf16|both]\n"
           "                                   [--primary fp32|bf16] [--threads T] [--no-links] [--no-kernels]\n"
           "                                   [--head-dim D] [--max-block N] [--ranks-per-node P]\n"
           "                                   [--plots DIR] --out PROFILE.json\n"
@@ -28,7 +32,10 @@ static void calib_usage(FILE *f) {
           "nccl-tests-style tables, fits the models with GSL and writes a profile for the\n"
           "host topology (use it with cluster.profile = PROFILE.json or --profile).\n"
           "\n"
-          "  --backend cpu    the CPU kernels and Open MPI (the only backend of this build)\n"
+          "  --backend B      cpu (default): the CPU kernels and Open MPI; cuda: the CUDA kernels on one\n"
+          "                   GPU per rank (ranks share GPUs when there are fewer) through the run's\n"
+          "                   executor, and NCCL links when every rank has its own GPU (else Open\n"
+          "                   MPI's); exits %d when this build or machine has no CUDA device\n"
           "  --quick          small grid, few repetitions (under a minute)\n"
           "  --dtype T        storage types to time (default both)\n"
           "  --primary T      the type whose tables the simulator reads (default: the only one\n"
@@ -46,7 +53,7 @@ static void calib_usage(FILE *f) {
           "Run it with the same mpirun options as the runs it should predict (as root:\n"
           "--allow-run-as-root; more ranks than cores: --oversubscribe; --bind-to none lets\n"
           "a rank's threads use every core).\n",
-          BS_ARGS_MAX_THREADS);
+          BS_EXIT_NO_DEVICE, BS_ARGS_MAX_THREADS);
 }
 
 int cmd_calib(int argc, char **argv) {
@@ -84,10 +91,10 @@ int cmd_calib(int argc, char **argv) {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   /* Ranks measuring different grids would deadlock in the first collective they do not share. */
-  int same[] = {o.quick,          o.threads,       o.fp32,
-                o.bf16,           o.primary_bf16,  o.no_kernels,
-                o.no_links,       o.head_dim,      (int)(o.max_block >> 32),
-                (int)o.max_block, o.ranks_per_node};
+  int same[] = {o.quick,          o.threads,        o.fp32,
+                o.bf16,           o.primary_bf16,   o.no_kernels,
+                o.no_links,       o.head_dim,       (int)(o.max_block >> 32),
+                (int)o.max_block, o.ranks_per_node, A.backend};
   char derr[256];
   bs_watchdog_arm("burstsim calib", rank, "start-up (comparing the options of the ranks)", A.timeout);
   if (bs_bytes_same(MPI_COMM_WORLD, same, sizeof same, "set of calib options", derr, sizeof derr)) {
@@ -113,6 +120,26 @@ int cmd_calib(int argc, char **argv) {
     MPI_Finalize();
     return 2; /* a bad --out or --plots: bad input, as for the other commands */
   }
+  bs_rt_device *dev = NULL;
+  bs_cuda_module mod;
+  memset(&mod, 0, sizeof mod);
+  if (A.backend) { /* every rank opens its GPU; any failure ends all of them with the same status */
+    char derr2[512] = "";
+    int code = bs_cuda_module_load(&mod, derr2, sizeof derr2) ? BS_EXIT_NO_DEVICE : 0, worst;
+    if (!code) {
+      MPI_Comm world = MPI_COMM_WORLD;
+      int orc = mod.open(&world, BS_XPORT_MPI, &dev, derr2, sizeof derr2);
+      code = orc == 0 ? 0 : orc == BS_CUDA_MODULE_NODEV ? BS_EXIT_NO_DEVICE : 2;
+    }
+    MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (code) fprintf(stderr, "burstsim calib: rank %d: --backend cuda: %s\n", rank, derr2);
+    if (worst) {
+      if (dev) mod.close(dev);
+      MPI_Finalize();
+      return worst;
+    }
+    o.device = dev;
+  }
   o.log = rank == 0 ? stdout : NULL;
   bs_calib_data d;
   char err[512];
@@ -120,6 +147,7 @@ int cmd_calib(int argc, char **argv) {
   if (rc) {
     if (rank == 0) fprintf(stderr, "burstsim calib: %s\n", err);
     bs_calib_data_free(&d);
+    if (dev) mod.close(dev);
     MPI_Finalize();
     return 1;
   }
@@ -132,6 +160,7 @@ int cmd_calib(int argc, char **argv) {
   }
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   bs_calib_data_free(&d);
+  if (dev) mod.close(dev);
   MPI_Finalize();
   return rc ? 1 : 0;
 }

@@ -4,6 +4,8 @@
  * MPI size with the real runtime (runtime/runtime.h), prints a per-rank table
  * on rank 0, writes the result JSON (mode "run", with bytes per peer added to
  * every rank) and optionally a Chrome trace-event timeline, one track per rank.
+ * --backend cuda runs the same executor on one GPU per rank
+ * (kernels/cuda/runtime_cuda.h) over --comm nccl or mpi.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -18,13 +20,21 @@
 #include "runtime/digest.h"
 #include "runtime/runtime.h"
 #include "runtime/watchdog.h"
+#include "runtime/devplan.h"
+#include "cuda_module.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: mpirun -np G burstsim run SCENARIO.ini [--set section.key=value]... [--out FILE.json]\n"
           "                                [--trace FILE.json] [--verify] [--threads N] [--timeout S] [--warmup N]\n"
+          "                                [--backend cpu|cuda] [--comm mpi|nccl]\n"
           "  Runs the scenario's plan for real on G MPI ranks with the CPU kernels. At layer and model scope\n"
           "  the projections, norms and optimizer step run on scratch operands outside the plan's memory.\n"
+          "  --backend   cpu (default) or cuda: the CUDA kernels, one GPU per rank (the rank's index on its\n"
+          "              node among the devices CUDA_VISIBLE_DEVICES leaves), times from CUDA events; exits %d\n"
+          "              when this build has no CUDA or this machine no CUDA device\n"
+          "  --comm      mpi (default; with cuda through host staging, ranks may share a GPU) or nccl (cuda\n"
+          "              only, one GPU per rank, the plan's group communicators made at start)\n"
           "  --verify    gather outputs and gradients to rank 0 and compare with a single-rank reference\n"
           "              (attention scope only; layer and model scope run their projections on scratch)\n"
           "  --threads   kernel threads per rank, 1 .. %d (default: cores / ranks; the bound is above any\n"
@@ -38,7 +48,7 @@ static void usage(FILE *f) {
           "              compute alone, K,V exchange alone, and both overlapped (R: 1 .. 10^6)\n"
           "  Every rank must be given the same scenario and --set options: the resolved scenarios are\n"
           "  compared at start-up.\n",
-          BS_ARGS_MAX_THREADS);
+          BS_EXIT_NO_DEVICE, BS_ARGS_MAX_THREADS);
 }
 
 /* "section.key: ..." -> the line of `key` inside [section] of the INI file (0 = not found). */
@@ -99,7 +109,8 @@ static void print_table(const bs_run_report *rep) {
 }
 
 /* The result JSON with bytes per peer, threads and the verification added, written once. */
-static int write_json(const char *path, bs_run_report *reps, const bs_result *res, int n, char *err, size_t errlen) {
+static int write_json(const char *path, bs_run_report *reps, const bs_result *res, int n, const bs_rt_device *dev,
+                      char *err, size_t errlen) {
   cJSON *root = bs_output_json_tree("run", res, n);
   cJSON *arr = root ? cJSON_GetObjectItem(root, "results") : NULL;
   for (int i = 0; arr && i < n && i < cJSON_GetArraySize(arr); i++) {
@@ -107,6 +118,12 @@ static int write_json(const char *path, bs_run_report *reps, const bs_result *re
     const bs_run_report *rep = &reps[i];
     int G = rep->res.nranks;
     cJSON_AddNumberToObject(rj, "threads_per_rank", rep->threads);
+    if (dev) { /* a GPU run: what ran it (absent on the CPU backend) */
+      cJSON_AddStringToObject(rj, "backend", "cuda");
+      cJSON_AddStringToObject(rj, "comm", bs_xport_kind_name(dev->xport));
+      cJSON_AddStringToObject(rj, "device", dev->name);
+      cJSON_AddBoolToObject(rj, "device_shared", dev->shared);
+    }
     if (rep->scratch_bytes > 0) cJSON_AddNumberToObject(rj, "scratch_bytes", (double)rep->scratch_bytes);
     for (int q = 0; ranks && q < G && q < cJSON_GetArraySize(ranks); q++) {
       cJSON *e = cJSON_GetArrayItem(ranks, q);
@@ -250,6 +267,35 @@ static int run_overlap(const bs_scenario *sc, const char *scen, const bs_runtime
   return 2;
 }
 
+/*
+ * --backend cuda: every rank opens its GPU (collective). Returns 0 with *dev set (NULL for the CPU
+ * backend), or the exit status: BS_EXIT_NO_DEVICE (no CUDA in the build or no device), 2 (the ranks
+ * do not fit the devices); rank 0 prints the reason.
+ */
+static int open_device(const bs_run_args *A, int rank, bs_cuda_module *mod, bs_rt_device **dev) {
+  *dev = NULL;
+  if (!A->backend) return 0;
+  char err[512] = "";
+  int code = bs_cuda_module_load(mod, err, sizeof err) ? BS_EXIT_NO_DEVICE : 0;
+  if (!code) {
+    MPI_Comm world = MPI_COMM_WORLD;
+    int rc = mod->open(&world, A->comm ? BS_XPORT_NCCL : BS_XPORT_MPI, dev, err, sizeof err);
+    code = rc == 0 ? 0 : rc == BS_CUDA_MODULE_NODEV ? BS_EXIT_NO_DEVICE : 2;
+  }
+  int worst = code;
+  MPI_Allreduce(&code, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (code) fprintf(stderr, "burstsim run: rank %d: --backend cuda: %s\n", rank, err);
+  else if (worst && rank == 0) fprintf(stderr, "burstsim run: --backend cuda: another rank has no usable device\n");
+  if (worst && *dev) {
+    mod->close(*dev);
+    *dev = NULL;
+  }
+  if (!worst && rank == 0 && *dev)
+    printf("backend cuda on %s, comm %s%s\n", (*dev)->name, A->comm ? "nccl" : "mpi (host staging)",
+           (*dev)->shared ? ", ranks share the GPU" : "");
+  return worst;
+}
+
 /* MPI_Finalize, bounded: a rank that never reaches it must not hang the others. */
 static void finalize(int rank, double timeout) {
   bs_test_stall(rank, "finalize");
@@ -331,6 +377,16 @@ int cmd_run(int argc, char **argv) {
     finalize(rank, A.timeout);
     return code;
   }
+  bs_rt_device *dev = NULL;
+  bs_cuda_module mod;
+  memset(&mod, 0, sizeof mod);
+  int dcode = open_device(&A, rank, &mod, &dev);
+  if (dcode) {
+    bs_scenario_free(&sc);
+    finalize(rank, A.timeout);
+    return dcode;
+  }
+  o.device = dev;
   bs_run_report *reps_out = calloc((size_t)sc.npoints, sizeof *reps_out);
   int nrep = 0, code = 0;
   for (int i = 0; i < sc.npoints && code == 0; i++) {
@@ -369,7 +425,7 @@ int cmd_run(int argc, char **argv) {
       code = 2;
     }
     for (int i = 0; res && i < nrep; i++) res[i] = reps_out[i].res;
-    if (res && out && write_json(out, reps_out, res, nrep, err, sizeof err)) {
+    if (res && out && write_json(out, reps_out, res, nrep, dev, err, sizeof err)) {
       fprintf(stderr, "burstsim run: --out %s\n", err);
       code = 2;
     }
@@ -382,6 +438,7 @@ int cmd_run(int argc, char **argv) {
   for (int i = 0; i < nrep; i++) bs_run_report_free(&reps_out[i]);
   free(reps_out);
   bs_scenario_free(&sc);
+  if (dev) mod.close(dev);
   finalize(rank, A.timeout);
   return code;
 }

@@ -22,12 +22,15 @@
 #include "output.h"
 #include "scenario.h"
 #include "sim/sim.h"
+#include "runtime/devplan.h"
+#include "cuda_module.h"
 
 static void validate_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim validate SCENARIO.ini [--profile P.json] [--out FILE.json] [--np G]...\n"
           "                         [--set section.key=value]... [--full-calib] [--warmup N]\n"
           "                         [--workdir DIR] [--keep] [--fail-factor F] [--fail-exact]\n"
+          "                         [--backend cpu|cuda] [--comm mpi|nccl]\n"
           "\n"
           "Runs every point of the scenario for real (mpirun -np G burstsim run, on this\n"
           "machine) and in the simulator on the host topology, with a profile calibrated\n"
@@ -41,6 +44,10 @@ static void validate_usage(FILE *f) {
           "  --set k=v       scenario override, as in burstsim sim / run (up to 32)\n"
           "  --full-calib    the full calibration grid instead of --quick (minutes)\n"
           "  --warmup N      untimed executions before each measured run, 0 .. 100 (default 1)\n"
+          "  --backend B     calibrate and run with the cpu (default) or cuda kernels (burstsim run and\n"
+          "                  calib --backend); cuda exits %d at once when this build or machine has no\n"
+          "                  CUDA device; the prediction still uses the host topology\n"
+          "  --comm C        the runs' communicator: mpi (default) or nccl (cuda only)\n"
           "  --workdir DIR   where profiles, results and logs go, kept afterwards (default: a new\n"
           "                  directory under $TMPDIR or /tmp, removed at the end, failed or not)\n"
           "  --keep          keep that new directory (its path is printed)\n"
@@ -51,7 +58,8 @@ static void validate_usage(FILE *f) {
           "                  loaded or sanitizer-built machine is a benchmark, not a test)\n"
           "\n"
           "Targets: bytes exact, peak memory within 2 %%, step time median |error| <= 10 %%\n"
-          "and max <= 25 %% over the points.\n");
+          "and max <= 25 %% over the points.\n",
+          BS_EXIT_NO_DEVICE);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -208,6 +216,17 @@ int cmd_validate(int argc, char **argv) {
   if (A.help) {
     validate_usage(stdout);
     return 0;
+  }
+  if (A.backend) { /* no device: say so now, not after a failed calibration */
+    char msg[600] = "", why[200] = "";
+    int ndev = 0;
+    bs_cuda_module mod;
+    if (bs_cuda_module_load(&mod, msg, sizeof msg) == 0 && (mod.device_count(&ndev, why, sizeof why) != 0 || ndev < 1))
+      snprintf(msg, sizeof msg, "no CUDA device on this machine (%s)", why[0] ? why : "0 devices");
+    if (ndev < 1) {
+      fprintf(stderr, "burstsim validate: --backend cuda: %s\n", msg);
+      return BS_EXIT_NO_DEVICE;
+    }
   }
   /* The predictions fork simulations: no OpenBLAS pool here; mpirun gets the user's setting back. */
   bs_sim_single_blas_thread();
@@ -578,7 +597,8 @@ static int validate_in(const bs_validate_args *A, const char *wd) {
     return 1;
   }
   st->A = A;
-  st->vo = (bs_validate_opts){NULL, NULL, wd, A->full_calib, A->warmup, stderr};
+  st->vo = (bs_validate_opts){
+    NULL, NULL, wd, A->full_calib, A->warmup, stderr, A->backend ? "cuda" : NULL, A->comm ? "nccl" : NULL};
   int rc = load_grids(st, wd);
   if (rc) goto out;
   rank_counts(st);

@@ -685,6 +685,43 @@ static int nccl_group_comm(bs_comm_nccl *c, bs_comm_group g, ncclComm_t *out, ch
   return BS_COMM_OK;
 }
 
+/* A group communicator made ahead of its first use over mc (a communicator of exactly g's ranks,
+ * ranked by position in g), so that every rank creates its groups in one agreed order. */
+static int nccl_adopt(bs_comm_nccl *c, bs_comm_group g, MPI_Comm mc, char *err, size_t len) {
+  for (int i = 0; i < c->ngroups; i++)
+    if (c->groups[i].g.first == g.first && c->groups[i].g.stride == g.stride && c->groups[i].g.size == g.size) {
+      seterr(err, len, "comm nccl: group %d+%d*i (%d ranks) set up twice", g.first, g.stride, g.size);
+      return BS_COMM_ERR;
+    }
+  if (c->ngroups == MAX_GROUPS) {
+    seterr(err, len, "comm nccl: more than %d groups", MAX_GROUPS);
+    return BS_COMM_ERR;
+  }
+  int n = 0, r = 0;
+  MPI_Comm_size(mc, &n);
+  MPI_Comm_rank(mc, &r);
+  if (n != g.size || r != (c->rank - g.first) / g.stride) {
+    seterr(err, len, "comm nccl: rank %d: the communicator of group %d+%d*i has %d ranks (this one %d), expected %d",
+           c->rank, g.first, g.stride, n, r, g.size);
+    return BS_COMM_ERR;
+  }
+  MPI_Comm dup = MPI_COMM_NULL;
+  if (MPI_Comm_dup(mc, &dup) != MPI_SUCCESS) {
+    seterr(err, len, "comm nccl: MPI_Comm_dup failed");
+    return BS_COMM_ERR;
+  }
+  ncclComm_t nc = NULL;
+  if (nccl_init_comm(dup, n, r, &nc, err, len) != BS_COMM_OK) {
+    MPI_Comm_free(&dup);
+    return BS_COMM_ERR;
+  }
+  c->groups[c->ngroups].g = g;
+  c->groups[c->ngroups].mpi = dup;
+  c->groups[c->ngroups].nccl = nc;
+  c->ngroups++;
+  return BS_COMM_OK;
+}
+
 static int nccl_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_group g, const void *send, void *recv,
                      int64_t bytes, int s, char *err, size_t len) {
   ncclComm_t gc;
@@ -843,6 +880,24 @@ int bs_comm_nccl_icoll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_c
   }
   unlock(c);
   return rc;
+}
+
+int bs_comm_nccl_adopt_group(bs_comm_nccl *c, bs_comm_group g, const void *mpi_comm, char *err, size_t errlen) {
+  if (!c || !mpi_comm || c->local) {
+    seterr(err, errlen, "comm nccl: adopt_group: %s", !c || !mpi_comm ? "NULL argument" : "not in NCCL mode");
+    return BS_COMM_ERR;
+  }
+#ifdef BS_COMM_NCCL_LOCAL_ONLY
+  (void)g;
+  seterr(err, errlen, "comm nccl: built without NCCL and MPI (local mode only)");
+  return BS_COMM_ERR;
+#else
+  if (!in_group(c, g, err, errlen)) return BS_COMM_ERR;
+  lock(c);
+  int rc = nccl_adopt(c, g, *(const MPI_Comm *)mpi_comm, err, errlen);
+  unlock(c);
+  return rc;
+#endif
 }
 
 int bs_comm_nccl_flush(bs_comm_nccl *c, char *err, size_t errlen) {

@@ -75,6 +75,11 @@ int bs_comm_nccl_pending(const bs_comm_nccl *c);
 /* Issues the collected point-to-point posts now (NCCL mode; no-op in local mode). */
 int bs_comm_nccl_flush(bs_comm_nccl *c, char *err, size_t errlen);
 
+/* NCCL mode: the communicator of group g made now over mpi_comm (an MPI_Comm of exactly g's ranks
+ * ordered by position in g, passed by address), instead of at first use; collective over g. The
+ * runtime creates every group of a plan this way, in the order of runtime/devplan.h. */
+int bs_comm_nccl_adopt_group(bs_comm_nccl *c, bs_comm_group g, const void *mpi_comm, char *err, size_t errlen);
+
 /* Overlap helpers (see above). */
 int bs_comm_nccl_after(bs_comm_nccl *c, cudaStream_t compute, char *err, size_t errlen);
 int bs_comm_nccl_stream_wait(bs_comm_nccl *c, int req, cudaStream_t compute, char *err, size_t errlen);

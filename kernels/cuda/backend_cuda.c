@@ -1,14 +1,16 @@
 /*
  * backend_cuda.c — the CUDA attention kernels as a backend table
  * (kernels/backend.h) on device memory: every call is enqueued on the
- * default stream, so consecutive calls run in order. The entries this
- * backend has no kernel for (the unfused baseline, GEMM and the plans'
- * elementwise ops) are NULL.
+ * default stream, so consecutive calls run in order. The GEMM is cuBLAS,
+ * scale and add are elemwise_cuda.cu's kernels. The entries this backend
+ * has no kernel for (the unfused baseline and the tree decode's rescale,
+ * finalize and softmax) are NULL.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include "kernels/backend.h"
 #include "kernels/cuda/attn_cuda.h"
+#include "kernels/cuda/elemwise_cuda.h"
 
 static int cuda_check(const attn_params *p) {
   char msg[160];
@@ -32,6 +34,15 @@ static int cuda_delta(const attn_params *p, const float *o, const void *dout, fl
 static int cuda_merge(int64_t rows, int d, float *o, float *lse, const float *o2, const float *lse2) {
   return attn_cuda_merge(rows, d, o, lse, o2, lse2, 0);
 }
+
+static void cuda_gemm(int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  /* the table's GEMM returns nothing: a failure is printed by bs_cuda_gemm_f32 and surfaces in the results */
+  (void)bs_cuda_gemm_f32(trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static int cuda_add(int64_t n, float *dst, const float *src) { return bs_cuda_add_f32(n, dst, src, 0); }
+static int cuda_scale(int64_t n, float *x, float alpha) { return bs_cuda_scale_f32(n, x, alpha, 0); }
 
 static void *cuda_alloc(size_t bytes) {
   void *p = NULL;
@@ -63,6 +74,9 @@ static const bs_kernel_backend cuda_backend = {
   .bwd = cuda_bwd,
   .delta = cuda_delta,
   .merge = cuda_merge,
+  .gemm = cuda_gemm,
+  .add = cuda_add,
+  .scale = cuda_scale,
   .alloc = cuda_alloc,
   .free = cuda_free,
   .copy = cuda_copy,
