@@ -7,7 +7,10 @@
  *                         most the step (the lower bound);
  *   brute_force           a small space searched with memory and bound pruning
  *                         gives the same top 10 and the same Pareto front as
- *                         simulating every legal point that fits.
+ *                         simulating every legal point that fits (and _prefill,
+ *                         _fp8: pass-Q, FP8 GEMMs);
+ *   fp8_pruned            FP8 is searched only when asked and where GEMMs run;
+ *                         a profile without FP8 refuses those points, counted.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -235,11 +238,77 @@ static void test_brute_force_prefill(void **st) {
   brute_agrees(&c, &a);
 }
 
+static void test_brute_force_fp8(void **st) {
+  (void)st;
+  /* 8 GPUs of DGX H100 nodes, two layers trained at 16K: FP8 GEMMs (off, ffn, all) asked for by
+   * auto, with methods, tp, layouts and recompute. */
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
+  snprintf(c.cluster.topology, sizeof c.cluster.topology, "dgx-h100");
+  snprintf(c.cluster.profile, sizeof c.cluster.profile, "h100-sxm");
+  c.work.seq_len = 16 * 1024;
+  c.model.layers = 2;
+  bs_search_autos a = {.method = 1, .tp = 1, .layout = 1, .recompute = 1, .ulysses_degree = 1, .fp8 = 1};
+  bs_search s;
+  char err[256];
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  int per[3] = {0, 0, 0};
+  for (int i = 0; i < s.n; i++) per[s.c[i].cfg.model.fp8]++;
+  assert_true(per[BS_FP8_OFF] > 0 && per[BS_FP8_OFF] == per[BS_FP8_FFN] && per[BS_FP8_FFN] == per[BS_FP8_ALL]);
+  bs_search_free(&s);
+  brute_agrees(&c, &a);
+}
+
+static void test_fp8_pruned(void **st) {
+  (void)st;
+  /* fp8 is searched only when asked, and at layer and model scope; on a profile without FP8 GEMMs
+   * (A100) every FP8 candidate is illegal, counted under the profile's reason. */
+  bs_config c = base_cfg(BS_SCOPE_LAYER, 8);
+  bs_search_autos a = {.method = 1, .tp = 1};
+  bs_search s;
+  char err[256];
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  int n_off = s.n;
+  for (int i = 0; i < s.n; i++) assert_int_equal(s.c[i].cfg.model.fp8, BS_FP8_OFF);
+  bs_search_free(&s);
+  a.fp8 = 1;
+  bs_config att = base_cfg(BS_SCOPE_ATTENTION, 8);
+  assert_int_equal(bs_search_expand(&att, 1, &a, &s, err, sizeof err), 0);
+  for (int i = 0; i < s.n; i++) assert_int_equal(s.c[i].cfg.model.fp8, BS_FP8_OFF); /* no GEMMs to run in FP8 */
+  bs_search_free(&s);
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  assert_int_equal(s.n, 3 * n_off);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_search_opts so = {.top_k = 10, .opts = &o, .dry_run = 1};
+  assert_int_equal(bs_search_run(&s, &so, err, sizeof err), 0);
+  int by_fp8 = 0, legal_off = 0;
+  for (int i = 0; i < s.n; i++) {
+    int f = (int)s.c[i].cfg.model.fp8; /* fp8 turns fastest: the point without it is f before */
+    if (f == BS_FP8_OFF) {
+      legal_off += s.c[i].status != BS_CAND_ILLEGAL;
+      continue;
+    }
+    assert_int_equal(s.c[i].status, BS_CAND_ILLEGAL);
+    assert_int_equal(s.c[i - f].cfg.model.fp8, BS_FP8_OFF);
+    if (s.c[i - f].status != BS_CAND_ILLEGAL) { /* legal but for FP8 */
+      assert_non_null(strstr(s.c[i].why, "model.fp8"));
+      by_fp8++;
+    }
+  }
+  assert_true(legal_off > 0);
+  assert_int_equal(by_fp8, 2 * legal_off);
+  int counted = 0;
+  for (int i = 0; i < s.nreasons; i++)
+    if (strstr(s.reasons[i].example, "model.fp8")) counted += s.reasons[i].count;
+  assert_int_equal(counted, by_fp8);
+  bs_search_free(&s);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_walk_peak_equals_sim),
-    cmocka_unit_test(test_brute_force),
-    cmocka_unit_test(test_brute_force_prefill),
+    cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
+    cmocka_unit_test(test_brute_force_prefill),  cmocka_unit_test(test_brute_force_fp8),
+    cmocka_unit_test(test_fp8_pruned),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
