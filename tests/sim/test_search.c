@@ -10,7 +10,9 @@
  *                         simulating every legal point that fits (and _prefill,
  *                         _fp8: pass-Q, FP8 GEMMs);
  *   fp8_pruned            FP8 is searched only when asked and where GEMMs run;
- *                         a profile without FP8 refuses those points, counted.
+ *                         a profile without FP8 refuses those points, counted;
+ *   many_tree_groups      a point with many strided all-rank tree allreduces
+ *                         simulates, their bytes those of the step-by-step tree.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -304,11 +306,46 @@ static void test_fp8_pruned(void **st) {
   bs_search_free(&s);
 }
 
+static void test_many_tree_groups(void **st) {
+  (void)st;
+  /* Ring over cp 2 under tp 32 on 64 GPUs with tree allreduces: 32 strided groups over all ranks,
+   * each timed whole with its bytes counted by its first member, several sizes each (more than a
+   * plan-wide table of 64 held; the 1024-GPU search's tp 32 candidates failed on it). Their bytes
+   * are those of the tree run step by step, every member counting its own sends. */
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 64);
+  c.par.method = BS_RING;
+  c.par.tp = 32;
+  c.par.layout = BS_ZIGZAG;
+  c.work.seq_len = 64 * 1024;
+  c.model.layers = 32;
+  c.cluster.coll_algo = BS_COLL_ALGO_TREE;
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_result whole, steps;
+  memset(&whole, 0, sizeof whole);
+  memset(&steps, 0, sizeof steps);
+  char err[512] = "";
+  int rc = bs_sim_run(&c, &o, &whole, err, sizeof err);
+  if (rc) print_error("whole trees: %s\n", err);
+  assert_int_equal(rc, 0);
+  o.coll_model = BS_COLL_STEPS;
+  rc = bs_sim_run(&c, &o, &steps, err, sizeof err);
+  if (rc) print_error("tree steps: %s\n", err);
+  assert_int_equal(rc, 0);
+  assert_true(whole.comm.inter_node > 0);
+  assert_int_equal(whole.comm.total, steps.comm.total);
+  assert_int_equal(whole.comm.intra_node, steps.comm.intra_node);
+  assert_int_equal(whole.comm.inter_node, steps.comm.inter_node);
+  assert_int_equal(whole.comm.per_rank_max_sent, steps.comm.per_rank_max_sent);
+  bs_result_free(&whole);
+  bs_result_free(&steps);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
     cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
     cmocka_unit_test(test_brute_force_prefill),  cmocka_unit_test(test_brute_force_fp8),
-    cmocka_unit_test(test_fp8_pruned),
+    cmocka_unit_test(test_fp8_pruned),           cmocka_unit_test(test_many_tree_groups),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
