@@ -16,10 +16,14 @@
  * timeline, so the simulated step is still the maximum over all ranks.
  * The walk's replay_s is tighter (walk.c): the ranks' ops replayed in program
  * order with each COMPUTE taking d, a SEND/RECV pair completing when both are
- * posted, a COLL when posted, and a rank outside the replay always ready. In
- * the simulation a COMPUTE takes at least d, a message completes no earlier
- * than both its posts (SimGrid's mailbox rendezvous), a WAIT returns no
- * earlier than its handles complete, and a COLL no earlier than its post. By
+ * posted, a COLL its floor f after its post, and a rank outside the replay
+ * always ready. In the simulation a COMPUTE takes at least d, a message
+ * completes no earlier than both its posts (SimGrid's mailbox rendezvous), a
+ * WAIT returns no earlier than its handles complete, and a COLL no earlier
+ * than f after its post: its member's actor sleeps the profile's base cost,
+ * then the modelled time where its algorithm sleeps it out (a ring of flows
+ * waits out its lockstep time, a tree timed whole its tree time; walk.c's
+ * coll_floor decides the algorithm and the links as coll.c does). By
  * induction over each rank's ops in order, every op starts in the simulation
  * no earlier than in the replay (each start is a maximum of sums of terms the
  * simulation makes larger or equal), so every replayed rank's end, and their

@@ -8,7 +8,8 @@
  *   brute_force           a small space searched with memory and bound pruning
  *                         gives the same top 10 and the same Pareto front as
  *                         simulating every legal point that fits (and _prefill,
- *                         _fp8: pass-Q, FP8 GEMMs);
+ *                         _nodes, _fp8: pass-Q, collectives across nodes, FP8
+ *                         GEMMs);
  *   fp8_pruned            FP8 is searched only when asked and where GEMMs run;
  *                         a profile without FP8 refuses those points, counted;
  *   many_tree_groups      a point with many strided all-rank tree allreduces
@@ -103,6 +104,11 @@ static void test_walk_peak_equals_sim(void **st) {
     {BS_SCOPE_MODEL, BS_RING, 16, 2, 2, 1, 1, 0, 2, BS_ZIGZAG},       /* composed tp x cp x dp */
     {BS_SCOPE_MODEL, BS_BURST, 8, 2, 1, 2, 0, 0, 2, BS_ZIGZAG},       /* pipeline, every layer simulated */
     {BS_SCOPE_MODEL, BS_TP, 8, 1, 2, 1, 2, 1, 2, BS_CONTIGUOUS},
+    /* collectives across nodes, whose floors the replay adds: tp over 2 nodes (a ring of flows),
+     * the gradients over dp x cp (a tree timed whole, or rings per rail) */
+    {BS_SCOPE_MODEL, BS_RING, 32, 16, 1, 1, 0, 0, 1, BS_ZIGZAG},
+    {BS_SCOPE_MODEL, BS_BURST, 32, 2, 2, 1, 1, 1, 2, BS_ZIGZAG},
+    {BS_SCOPE_MODEL, BS_USP, 32, 1, 1, 1, 0, 0, 1, BS_ZIGZAG},
   };
   for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
     bs_config c = base_cfg(pts[i].scope, pts[i].G);
@@ -240,6 +246,16 @@ static void test_brute_force_prefill(void **st) {
   brute_agrees(&c, &a);
 }
 
+static void test_brute_force_nodes(void **st) {
+  (void)st;
+  /* 16 GPUs over two DGX A100 nodes, two layers trained at 32K: methods, tp (up to both nodes),
+   * layouts and recompute, where the collectives that cross nodes have floors in the bound. */
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 16);
+  c.model.layers = 2;
+  bs_search_autos a = {.method = 1, .tp = 1, .layout = 1, .recompute = 1, .ulysses_degree = 1};
+  brute_agrees(&c, &a);
+}
+
 static void test_brute_force_fp8(void **st) {
   (void)st;
   /* 8 GPUs of DGX H100 nodes, two layers trained at 16K: FP8 GEMMs (off, ffn, all) asked for by
@@ -344,8 +360,9 @@ static void test_many_tree_groups(void **st) {
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
     cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
-    cmocka_unit_test(test_brute_force_prefill),  cmocka_unit_test(test_brute_force_fp8),
-    cmocka_unit_test(test_fp8_pruned),           cmocka_unit_test(test_many_tree_groups),
+    cmocka_unit_test(test_brute_force_prefill),  cmocka_unit_test(test_brute_force_nodes),
+    cmocka_unit_test(test_brute_force_fp8),      cmocka_unit_test(test_fp8_pruned),
+    cmocka_unit_test(test_many_tree_groups),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
