@@ -454,6 +454,7 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
   double t0 = bs_now_s();
   int K = o->top_k > 0 ? o->top_k : 10;
   if (walk_all(s, o, t0, err, errlen)) return -1;
+  s->walk_s = bs_now_s() - t0;
   int *order = malloc(sizeof *order * (size_t)(s->n + 1)), *sim = malloc(sizeof *sim * (size_t)(s->n + 1));
   double *top = malloc(sizeof *top * (size_t)K);
   if (!order || !sim || !top) {

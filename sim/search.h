@@ -66,6 +66,7 @@ typedef struct {
   int nreasons, other_reasons;
   int interrupted;
   double wall_s;
+  double walk_s; /* of wall_s: the walks (legality, memory, bounds); the rest simulates */
 } bs_search;
 
 /* Called after every simulated candidate (and once per 64 walked), for a progress line. */

@@ -293,6 +293,7 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
   cJSON_AddBoolToObject(o, "interrupted", s->interrupted);
   cJSON_AddNumberToObject(o, "brute_force_simulations", s->legal - s->memory + s->memory_by_sim);
   cJSON_AddNumberToObject(o, "wall_s", s->wall_s);
+  cJSON_AddNumberToObject(o, "walk_s", s->walk_s);
   cJSON *r = cJSON_AddArrayToObject(o, "illegal_reasons");
   for (int i = 0; i < s->nreasons; i++) {
     cJSON *x = cJSON_CreateObject();
@@ -410,9 +411,10 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   }
   fprintf(f,
           "\n## Counts\n\n%d candidates: %d illegal, %d legal; %d pruned by memory (capacity %.2f GiB), %d "
-          "pruned by bound, %d simulated, %d failed; a brute force would simulate %d. %.1f s.\n",
+          "pruned by bound, %d simulated, %d failed; a brute force would simulate %d. %.1f s (walks %.1f s, "
+          "simulations %.1f s).\n",
           s->n, illegal_count(s), s->legal, s->memory, cap, s->bound, s->simulated, s->failed,
-          s->legal - s->memory + s->memory_by_sim, s->wall_s);
+          s->legal - s->memory + s->memory_by_sim, s->wall_s, s->walk_s, s->wall_s - s->walk_s);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "\n- illegal x%d: %s", s->reasons[i].count, s->reasons[i].example);
   fprintf(f, "\n");
   fclose(f);
