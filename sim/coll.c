@@ -208,21 +208,21 @@ static void tree_account(rank_state *rs, const coll_job *job, int me, const int 
   }
 }
 
-/* An all-rank tree timed as a whole: its bytes, per size and group, counted once (by the group's first member). */
-static int wtree_add(sim_ctx *c, int64_t bytes, const bs_group *g) {
-  for (int i = 0; i < c->nwtree; i++)
-    if (c->wtree[i].bytes == bytes && c->wtree[i].first == g->first && c->wtree[i].stride == g->stride) {
-      c->wtree[i].count++;
+/* An all-rank tree timed as a whole: its bytes, per size and group, counted once by the group's
+ * first member (rs), which keeps the count: a plan has as many groups as the stride. */
+static int wtree_add(rank_state *rs, int64_t bytes, const bs_group *g) {
+  for (int i = 0; i < rs->nwtree; i++)
+    if (rs->wtree[i].bytes == bytes && rs->wtree[i].stride == g->stride) {
+      rs->wtree[i].count++;
       return 0;
     }
-  if (c->nwtree == (int)(sizeof c->wtree / sizeof c->wtree[0])) {
-    sim_error(c, "more than %d sizes of all-rank tree allreduce in one plan", c->nwtree);
+  if (rs->nwtree == (int)(sizeof rs->wtree / sizeof rs->wtree[0])) {
+    sim_error(rs->ctx, "rank %d: more than %d sizes of all-rank tree allreduce in one plan", rs->rank, rs->nwtree);
     return -1;
   }
-  c->wtree[c->nwtree].bytes = bytes;
-  c->wtree[c->nwtree].first = g->first;
-  c->wtree[c->nwtree].stride = g->stride;
-  c->wtree[c->nwtree++].count = 1;
+  rs->wtree[rs->nwtree].bytes = bytes;
+  rs->wtree[rs->nwtree].stride = g->stride;
+  rs->wtree[rs->nwtree++].count = 1;
   return 0;
 }
 
@@ -238,7 +238,7 @@ static void coll_tree(rank_state *rs, const coll_job *job, coll_setup *s) {
     return;
   }
   if (!whole) tree_account(rs, job, s->me, s->node);
-  else if (rs->rank == job->group.first && wtree_add(c, job->bytes, &job->group)) return;
+  else if (rs->rank == job->group.first && wtree_add(rs, job->bytes, &job->group)) return;
   if (s->t_tree < 0) s->t_tree = bs_tree_allreduce_time(s->n, s->node, job->bytes, &s->l);
   c->events++;
   sg_actor_sleep_for(s->t_tree > 0 ? s->t_tree : 0);

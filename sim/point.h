@@ -126,6 +126,13 @@ typedef struct rank_state {
   int blk_kind; /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
   int blk_n, blk_send, blk_peer, blk_tag, blk_step;
+  /* tree allreduces over all ranks (or all of one residue: a strided group, sim_whole_tree) whose
+   * first member this rank is, timed as alpha-beta: their bytes per (bytes, stride), counted once */
+  struct {
+    int64_t bytes, count;
+    int stride;
+  } wtree[64];
+  int nwtree;
 } rank_state;
 
 typedef struct sim_ctx {
@@ -153,13 +160,6 @@ typedef struct sim_ctx {
   /* per-link statistics */
   bs_link_stat *links;
   int nlinks;
-  /* tree allreduces over all ranks (or all of one residue: a strided group, sim_whole_tree) timed
-   * as alpha-beta: their bytes, per (bytes, group), counted once by the group's first member */
-  struct {
-    int64_t bytes, count;
-    int first, stride;
-  } wtree[64];
-  int nwtree;
 } sim_ctx;
 
 /* The actor that executes a real rank's timeline (itself, or its fold image). */

@@ -37,20 +37,23 @@ static int whole_tree_bytes(const sim_ctx *c, int64_t *total, int64_t *intra, in
     return -1;
   }
   int bad = 0;
-  for (int w = 0; w < c->nwtree && !bad; w++) {
-    int first = c->wtree[w].first, stride = c->wtree[w].stride, n = G / stride;
-    for (int i = 0; i < n; i++) node[i] = node_of_rank(c, first + stride * i);
-    if (bs_tree_member_bytes(n, node, c->wtree[w].bytes, s1, i1)) {
-      bad = 1;
-      break;
-    }
-    for (int i = 0; i < n && !bad; i++) {
-      int64_t a, b;
-      int r = first + stride * i;
-      bad = __builtin_mul_overflow(s1[i], c->wtree[w].count, &a) ||
-            __builtin_mul_overflow(i1[i], c->wtree[w].count, &b) || __builtin_add_overflow(tsent[r], a, &tsent[r]) ||
-            __builtin_add_overflow(*total, a, total) || __builtin_add_overflow(*inter, b, inter) ||
-            __builtin_add_overflow(*intra, a - b, intra);
+  for (int s = 0; s < c->A && !bad; s++) { /* each group's first member holds its counts */
+    const rank_state *rs = &c->rs[s];
+    for (int w = 0; w < rs->nwtree && !bad; w++) {
+      int first = rs->rank, stride = rs->wtree[w].stride, n = G / stride;
+      for (int i = 0; i < n; i++) node[i] = node_of_rank(c, first + stride * i);
+      if (bs_tree_member_bytes(n, node, rs->wtree[w].bytes, s1, i1)) {
+        bad = 1;
+        break;
+      }
+      for (int i = 0; i < n && !bad; i++) {
+        int64_t a, b;
+        int r = first + stride * i;
+        bad = __builtin_mul_overflow(s1[i], rs->wtree[w].count, &a) ||
+              __builtin_mul_overflow(i1[i], rs->wtree[w].count, &b) || __builtin_add_overflow(tsent[r], a, &tsent[r]) ||
+              __builtin_add_overflow(*total, a, total) || __builtin_add_overflow(*inter, b, inter) ||
+              __builtin_add_overflow(*intra, a - b, intra);
+      }
     }
   }
   free(node);
@@ -108,7 +111,9 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
     return -1;
   }
   int64_t *tsent = NULL;
-  if (c->nwtree && whole_tree_bytes(c, &total, &intra, &inter, &maxsent, &tsent, err, errlen)) return -1;
+  int nwtree = 0;
+  for (int s = 0; s < A; s++) nwtree += c->rs[s].nwtree;
+  if (nwtree && whole_tree_bytes(c, &total, &intra, &inter, &maxsent, &tsent, err, errlen)) return -1;
   out->time.step = step;
   out->time.fwd = fwd;
   out->time.bwd = bwd;

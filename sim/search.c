@@ -16,10 +16,14 @@
  * timeline, so the simulated step is still the maximum over all ranks.
  * The walk's replay_s is tighter (walk.c): the ranks' ops replayed in program
  * order with each COMPUTE taking d, a SEND/RECV pair completing when both are
- * posted, a COLL when posted, and a rank outside the replay always ready. In
- * the simulation a COMPUTE takes at least d, a message completes no earlier
- * than both its posts (SimGrid's mailbox rendezvous), a WAIT returns no
- * earlier than its handles complete, and a COLL no earlier than its post. By
+ * posted, a COLL its floor f after its post, and a rank outside the replay
+ * always ready. In the simulation a COMPUTE takes at least d, a message
+ * completes no earlier than both its posts (SimGrid's mailbox rendezvous), a
+ * WAIT returns no earlier than its handles complete, and a COLL no earlier
+ * than f after its post: its member's actor sleeps the profile's base cost,
+ * then the modelled time where its algorithm sleeps it out (a ring of flows
+ * waits out its lockstep time, a tree timed whole its tree time; walk.c's
+ * coll_floor decides the algorithm and the links as coll.c does). By
  * induction over each rank's ops in order, every op starts in the simulation
  * no earlier than in the replay (each start is a maximum of sums of terms the
  * simulation makes larger or equal), so every replayed rank's end, and their
@@ -76,100 +80,220 @@ static int divisors(int64_t n, int *out, int max) {
 
 static int takes_layouts(bs_method m) { return m == BS_BURST || m == BS_RING || m == BS_USP; }
 
+/*
+ * The enumeration is an odometer over the searched keys, in this order (the last turns fastest).
+ * Each key's values are listed from the base point, the auto keys, and the keys before it (set in
+ * the candidate being built): a list may be empty (no candidate has that prefix).
+ */
 #define MAXV 64
+
+typedef struct {
+  int v, chunks; /* the key's value; pp_schedule: the schedule and its chunks */
+} kval;
+
+typedef struct {
+  const bs_config *base;
+  const bs_search_autos *a;
+  int first_method; /* at cp = 1 the first method searched stands for all */
+} space;
+
+typedef int (*key_values)(const space *sp, const bs_config *c, kval *v);
+typedef void (*key_set)(bs_config *c, kval v);
+
+static int is_model(const bs_config *c) { return c->work.scope == BS_SCOPE_MODEL; }
+static int is_train(const bs_config *c) { return c->work.phase == BS_TRAIN; }
+
+/* The context-parallel degree of a candidate whose method, pp, dp and tp are set. */
+static int cp_of(const bs_config *c) {
+  if (c->par.method == BS_TP) return 1;
+  return c->par.gpus / (c->par.dp * c->par.pp * (c->par.tp > 0 ? c->par.tp : 1));
+}
+
+static int one(kval *v, int x) {
+  v[0] = (kval){x, 0};
+  return 1;
+}
+
+static int list_divisors(int64_t n, kval *v) {
+  int d[MAXV], k = divisors(n, d, MAXV);
+  for (int i = 0; i < k; i++) v[i] = (kval){d[i], 0};
+  return k;
+}
+
+static int values_method(const space *sp, const bs_config *c, kval *v) {
+  (void)c;
+  if (!sp->a->method) return one(v, sp->base->par.method);
+  int n = 0;
+  for (int m = 0; m < BS_METHOD_COUNT; m++)
+    if (m != BS_TREE || sp->base->work.phase == BS_DECODE) v[n++] = (kval){m, 0};
+  return n;
+}
+static void set_method(bs_config *c, kval v) { c->par.method = (bs_method)v.v; }
+
+static int values_pp(const space *sp, const bs_config *c, kval *v) {
+  int G = c->par.gpus, n = sp->a->pp && is_model(c) ? list_divisors(G, v) : one(v, sp->base->par.pp), k = 0;
+  for (int i = 0; i < n; i++) {
+    int pp = v[i].v > 0 ? v[i].v : 1;
+    if (G % pp == 0) v[k++] = (kval){pp, 0};
+  }
+  return k;
+}
+static void set_pp(bs_config *c, kval v) { c->par.pp = v.v; }
+
+static int values_dp(const space *sp, const bs_config *c, kval *v) {
+  int G = c->par.gpus, pp = c->par.pp, n = 0;
+  if (sp->a->dp) {
+    kval all[MAXV];
+    int nall = list_divisors(G / pp, all);
+    for (int i = 0; i < nall; i++)
+      if (c->work.batch % all[i].v == 0) v[n++] = all[i];
+    return n;
+  }
+  int dp = sp->base->par.dp > 0 ? sp->base->par.dp : 1;
+  return G % (dp * pp) ? 0 : one(v, dp);
+}
+static void set_dp(bs_config *c, kval v) { c->par.dp = v.v; }
+
+static int values_tp(const space *sp, const bs_config *c, kval *v) {
+  int n;
+  if (!sp->a->tp) n = one(v, sp->base->par.tp);
+  else if (c->par.method == BS_TP) n = one(v, 1); /* method tp: tp = gpus / (dp pp) */
+  else n = list_divisors(c->par.gpus / (c->par.dp * c->par.pp), v);
+  if (!sp->a->method || c->par.method == BS_TP || (int)c->par.method == sp->first_method) return n;
+  /* cp = 1: no method splits the sequence, so they all run the same plan: the first stands for them */
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    bs_config t = *c;
+    t.par.tp = v[i].v;
+    if (cp_of(&t) != 1) v[k++] = v[i];
+  }
+  return k;
+}
+static void set_tp(bs_config *c, kval v) { c->par.tp = v.v; }
+
+static int values_ulysses(const space *sp, const bs_config *c, kval *v) {
+  if (!sp->a->ulysses_degree || c->par.method != BS_USP) return one(v, sp->base->par.ulysses_degree);
+  int cp = cp_of(c), n = 0; /* usp needs 1 < ulysses_degree < cp: ring or ulysses otherwise */
+  kval all[MAXV];
+  int nall = list_divisors(cp, all);
+  for (int i = 0; i < nall; i++)
+    if (all[i].v > 1 && all[i].v < cp) v[n++] = all[i];
+  return n;
+}
+static void set_ulysses(bs_config *c, kval v) { c->par.ulysses_degree = v.v; }
+
+static int values_layout(const space *sp, const bs_config *c, kval *v) {
+  if (!sp->a->layout) return one(v, sp->base->par.layout);
+  if (!takes_layouts(c->par.method) || cp_of(c) == 1) return one(v, BS_CONTIGUOUS);
+  for (int l = 0; l < 3; l++) v[l] = (kval){l, 0};
+  return 3;
+}
+static void set_layout(bs_config *c, kval v) { c->par.layout = (bs_layout)v.v; }
+
+static int values_zero(const space *sp, const bs_config *c, kval *v) {
+  if (!sp->a->zero) return one(v, sp->base->par.zero);
+  if (!is_model(c) || !is_train(c) || c->par.dp <= 1) return one(v, 0); /* it shards over dp */
+  for (int z = 0; z < 4; z++) v[z] = (kval){z, 0};
+  return 4;
+}
+static void set_zero(bs_config *c, kval v) { c->par.zero = v.v; }
+
+static int values_micro_batch(const space *sp, const bs_config *c, kval *v) {
+  if (!sp->a->micro_batch) return one(v, sp->base->par.micro_batch);
+  if (!is_model(c) || c->work.batch % c->par.dp) return one(v, 0);
+  return list_divisors(c->work.batch / c->par.dp, v);
+}
+static void set_micro_batch(bs_config *c, kval v) { c->par.micro_batch = v.v; }
+
+static int values_recompute(const space *sp, const bs_config *c, kval *v) {
+  if (!sp->a->recompute || !is_model(c) || !is_train(c)) return one(v, sp->base->work.recompute);
+  v[0] = (kval){BS_RECOMPUTE_OFF, 0}, v[1] = (kval){BS_RECOMPUTE_FULL, 0}, v[2] = (kval){BS_RECOMPUTE_SELECTIVE, 0};
+  return 3;
+}
+static void set_recompute(bs_config *c, kval v) { c->work.recompute = v.v; }
+
+/* Pipeline schedules: 1F1B, and interleaved where the chunks divide the layers and pp can divide the
+ * microbatches (their count divides batch / dp: none is a multiple of pp unless batch / dp is, so
+ * the others would all be refused by the plan). */
+static int values_pp_schedule(const space *sp, const bs_config *c, kval *v) {
+  const bs_parallel *bp = &sp->base->par;
+  int pp = c->par.pp;
+  if (!sp->a->pp_schedule || !is_model(c) || pp <= 1 || (c->work.batch / c->par.dp) % pp) {
+    v[0] = (kval){bp->pp_schedule, bp->pp_chunks};
+    return 1;
+  }
+  int n = 0;
+  v[n++] = (kval){BS_PP_1F1B, bp->pp_chunks};
+  for (int k = 2; k <= 4; k *= 2)
+    if (c->model.layers % (pp * k) == 0) v[n++] = (kval){BS_PP_INTERLEAVED, k};
+  return n;
+}
+static void set_pp_schedule(bs_config *c, kval v) {
+  c->par.pp_schedule = (bs_pp_schedule)v.v;
+  c->par.pp_chunks = v.chunks;
+}
+
+/* What travels the ring: pass-Q runs on burst and ring, in prefill and decode. */
+static int values_cp_pass(const space *sp, const bs_config *c, kval *v) {
+  bs_method m = c->par.method;
+  if (!sp->a->cp_pass || is_train(c) || (m != BS_BURST && m != BS_RING)) return one(v, sp->base->par.cp_pass);
+  if (cp_of(c) == 1) return one(v, BS_PASS_KV); /* no ring */
+  v[0] = (kval){BS_PASS_KV, 0}, v[1] = (kval){BS_PASS_Q, 0};
+  return 2;
+}
+static void set_cp_pass(bs_config *c, kval v) { c->par.cp_pass = (bs_cp_pass)v.v; }
+
+/* FP8 GEMMs (layer and model scope: attention alone has none): only when asked, as it changes the
+ * numerics the prediction stands for. */
+static int values_fp8(const space *sp, const bs_config *c, kval *v) {
+  if (!sp->a->fp8 || c->work.scope == BS_SCOPE_ATTENTION) return one(v, sp->base->model.fp8);
+  v[0] = (kval){BS_FP8_OFF, 0}, v[1] = (kval){BS_FP8_FFN, 0}, v[2] = (kval){BS_FP8_ALL, 0};
+  return 3;
+}
+static void set_fp8(bs_config *c, kval v) { c->model.fp8 = (bs_fp8)v.v; }
+
+static const struct {
+  key_values values;
+  key_set set;
+} searched[] = {
+  {values_method, set_method},
+  {values_pp, set_pp},
+  {values_dp, set_dp},
+  {values_tp, set_tp},
+  {values_ulysses, set_ulysses},
+  {values_layout, set_layout},
+  {values_zero, set_zero},
+  {values_micro_batch, set_micro_batch},
+  {values_recompute, set_recompute},
+  {values_pp_schedule, set_pp_schedule},
+  {values_cp_pass, set_cp_pass},
+  {values_fp8, set_fp8},
+};
+#define NKEYS ((int)(sizeof searched / sizeof searched[0]))
 
 /* The auto keys of one base point, spread over their values. */
 static int expand_one(builder *b, const bs_config *base, const bs_search_autos *a) {
-  const bs_workload *w = &base->work;
-  int G = base->par.gpus, model = w->scope == BS_SCOPE_MODEL, train = w->phase == BS_TRAIN;
-  int methods[BS_METHOD_COUNT], nm = 0;
-  if (a->method) {
-    for (int m = 0; m < BS_METHOD_COUNT; m++)
-      if (m != BS_TREE || w->phase == BS_DECODE) methods[nm++] = m;
-  } else methods[nm++] = base->par.method;
-  int pps[MAXV], npp = a->pp && model ? divisors(G, pps, MAXV) : (pps[0] = base->par.pp, 1);
-  for (int im = 0; im < nm; im++)
-    for (int ip = 0; ip < npp; ip++) {
-      int pp = pps[ip] > 0 ? pps[ip] : 1;
-      if (G % pp) continue;
-      int dps[MAXV], ndp = 0;
-      if (a->dp) {
-        int all[MAXV], nall = divisors(G / pp, all, MAXV);
-        for (int i = 0; i < nall; i++)
-          if (w->batch % all[i] == 0) dps[ndp++] = all[i];
-      } else dps[ndp++] = base->par.dp;
-      for (int id = 0; id < ndp; id++) {
-        int dp = dps[id] > 0 ? dps[id] : 1;
-        if (G % (dp * pp)) continue;
-        int tps[MAXV], ntp;
-        if (!a->tp) tps[0] = base->par.tp, ntp = 1;
-        else if (methods[im] == BS_TP) tps[0] = 1, ntp = 1; /* method tp: tp = gpus / (dp pp) */
-        else ntp = divisors(G / (dp * pp), tps, MAXV);
-        int lays[3], nl = 0;
-        if (a->layout && takes_layouts((bs_method)methods[im]))
-          for (int l = 0; l < 3; l++) lays[nl++] = l;
-        else lays[nl++] = a->layout ? BS_CONTIGUOUS : base->par.layout;
-        int zs[4], nz = 0;
-        if (a->zero && model && train && dp > 1)
-          for (int z = 0; z < 4; z++) zs[nz++] = z;
-        else zs[nz++] = a->zero ? 0 : base->par.zero;
-        int mbs[MAXV], nmb = 0;
-        if (a->micro_batch && model && w->batch % dp == 0) nmb = divisors(w->batch / dp, mbs, MAXV);
-        else mbs[nmb++] = a->micro_batch ? 0 : base->par.micro_batch;
-        int rcs[3], nrc = 0;
-        if (a->recompute && model && train)
-          rcs[nrc++] = BS_RECOMPUTE_OFF, rcs[nrc++] = BS_RECOMPUTE_FULL, rcs[nrc++] = BS_RECOMPUTE_SELECTIVE;
-        else rcs[nrc++] = base->work.recompute;
-        /* pipeline schedules: {schedule, chunks}; interleaved where the chunks divide the layers and
-         * pp can divide the microbatches (their count divides batch / dp: none is a multiple of pp
-         * unless batch / dp is, so the others would all be refused by the plan) */
-        int scs[3][2], nsc = 0;
-        if (a->pp_schedule && model && pp > 1 && (w->batch / dp) % pp == 0) {
-          scs[nsc][0] = BS_PP_1F1B, scs[nsc++][1] = base->par.pp_chunks;
-          for (int v = 2; v <= 4; v *= 2)
-            if (base->model.layers % (pp * v) == 0) scs[nsc][0] = BS_PP_INTERLEAVED, scs[nsc++][1] = v;
-        } else scs[nsc][0] = base->par.pp_schedule, scs[nsc++][1] = base->par.pp_chunks;
-        /* what travels the ring: pass-Q runs on burst and ring, in prefill and decode */
-        int passes[2], npass = 0;
-        if (a->cp_pass && !train && (methods[im] == BS_BURST || methods[im] == BS_RING))
-          passes[npass++] = BS_PASS_KV, passes[npass++] = BS_PASS_Q;
-        else passes[npass++] = base->par.cp_pass;
-        for (int it = 0; it < ntp; it++) {
-          int cp = methods[im] == BS_TP ? 1 : G / (dp * pp * tps[it]);
-          /* cp = 1: no method splits the sequence, so they all run the same plan: burst stands for them */
-          if (a->method && cp == 1 && methods[im] != BS_TP && methods[im] != methods[0]) continue;
-          int us[MAXV], nu = 0;
-          if (a->ulysses_degree && methods[im] == BS_USP) {
-            int all[MAXV], nall = divisors(cp, all, MAXV);
-            for (int i = 0; i < nall; i++)
-              if (all[i] > 1 && all[i] < cp) us[nu++] = all[i];
-            if (!nu) continue; /* usp needs 1 < ulysses_degree < cp: ring or ulysses otherwise */
-          } else us[nu++] = base->par.ulysses_degree;
-          for (int iu = 0; iu < nu; iu++)
-            for (int il = 0; il < (cp == 1 ? 1 : nl); il++)
-              for (int iz = 0; iz < nz; iz++)
-                for (int ib = 0; ib < nmb; ib++)
-                  for (int ir = 0; ir < nrc; ir++)
-                    for (int is = 0; is < nsc; is++)
-                      for (int iq = 0; iq < (cp == 1 ? 1 : npass); iq++) {
-                        bs_config c = *base;
-                        c.par.pp_schedule = (bs_pp_schedule)scs[is][0];
-                        c.par.pp_chunks = scs[is][1];
-                        c.par.cp_pass = (bs_cp_pass)passes[iq];
-                        c.par.method = (bs_method)methods[im];
-                        c.par.pp = pp;
-                        c.par.dp = dp;
-                        c.par.tp = tps[it];
-                        c.par.layout = (bs_layout)lays[il];
-                        c.par.zero = zs[iz];
-                        c.par.micro_batch = mbs[ib];
-                        c.work.recompute = rcs[ir];
-                        c.par.ulysses_degree = us[iu];
-                        if (push(b, &c)) return -1;
-                      }
-        }
-      }
+  space sp = {base, a, a->method ? BS_BURST : base->par.method};
+  kval v[NKEYS][MAXV];
+  int n[NKEYS], at[NKEYS], d = 0;
+  bs_config c = *base;
+  n[0] = searched[0].values(&sp, &c, v[0]);
+  at[0] = 0;
+  while (d >= 0) {
+    if (at[d] == n[d]) { /* this key's values done: turn the one before */
+      if (--d >= 0) at[d]++;
+      continue;
     }
+    searched[d].set(&c, v[d][at[d]]);
+    if (d == NKEYS - 1) {
+      if (push(b, &c)) return -1;
+      at[d]++;
+      continue;
+    }
+    d++;
+    n[d] = searched[d].values(&sp, &c, v[d]);
+    at[d] = 0;
+  }
   return 0;
 }
 
@@ -330,6 +454,7 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
   double t0 = bs_now_s();
   int K = o->top_k > 0 ? o->top_k : 10;
   if (walk_all(s, o, t0, err, errlen)) return -1;
+  s->walk_s = bs_now_s() - t0;
   int *order = malloc(sizeof *order * (size_t)(s->n + 1)), *sim = malloc(sizeof *sim * (size_t)(s->n + 1));
   double *top = malloc(sizeof *top * (size_t)K);
   if (!order || !sim || !top) {

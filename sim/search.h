@@ -24,6 +24,7 @@ typedef struct {
   int method, tp, dp, pp, layout, zero, micro_batch, recompute, ulysses_degree;
   int pp_schedule; /* pipelines (pp > 1): 1F1B and the interleaved schedule over 2 or 4 chunks */
   int cp_pass;     /* burst, ring in prefill and decode: pass-KV and pass-Q */
+  int fp8;         /* model.fp8 off, ffn, all (layer and model scope); only when the user gives auto */
 } bs_search_autos;
 
 typedef enum {
@@ -65,6 +66,7 @@ typedef struct {
   int nreasons, other_reasons;
   int interrupted;
   double wall_s;
+  double walk_s; /* of wall_s: the walks (legality, memory, bounds); the rest simulates */
 } bs_search;
 
 /* Called after every simulated candidate (and once per 64 walked), for a progress line. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sim/coll_algo.h"
 #include "sim/platform.h"
 
 int64_t bs_sim_alloc_held(const bs_profile *prof, const bs_op *op) {
@@ -47,9 +48,24 @@ typedef struct {
   int has_pending, finished;
 } rstate;
 
+/* A collective's floor (coll_floor), remembered per group, kind and size. */
+typedef struct {
+  bs_group g;
+  int kind;
+  int64_t bytes;
+  double t;
+} cfloor;
+
+#define WALK_FLOORS 64
+
 typedef struct {
   const bs_config *cfg;
   const bs_profile *prof;
+  const bs_platform_spec *ps;
+  bs_coll_model model; /* opts' */
+  int rpn, routes;     /* routes: the platform's route model is coll.c's links (coll_floor) */
+  cfloor floors[WALK_FLOORS];
+  int nfloors;
   rstate *rs;
   int n;
   int *idx_of; /* real rank -> index in rs, or -1 */
@@ -99,6 +115,58 @@ static int post_p2p(replay *R, int i, const bs_op *op) {
   return 0;
 }
 
+/*
+ * The least time a COLL holds each member (coll.c, coll_main): the profile's per-call base cost,
+ * then, where the algorithm sleeps out a modelled time, that time: a ring run as flows never ends
+ * before its lockstep alpha-beta time (nor does an analytic one), and a tree timed whole (or
+ * analytic) takes bs_tree_allreduce_time. What runs as steps of flows, and all-to-alls, get the
+ * base cost alone (their times come from SimGrid's sharing). The algorithm and the links are
+ * decided as coll.c decides them, from the generated platform's route model (which coll.c checks
+ * against SimGrid's routes); on other platforms, and with what-ifs that reroute or slow links,
+ * the base cost alone. A group of one runs nothing.
+ */
+static double coll_floor(replay *R, const bs_op *op) {
+  const bs_group *g = &op->u.coll.group;
+  int n = g->size, kind = (int)op->u.coll.kind;
+  int64_t bytes = op->u.coll.bytes;
+  if (n <= 1) return 0;
+  double base = R->prof->coll_base_s > 0 ? R->prof->coll_base_s : 0;
+  if (!R->routes || kind < 0 || kind >= BS_COLL_COUNT) return base;
+  for (int i = 0; i < R->nfloors; i++) {
+    const cfloor *f = &R->floors[i];
+    if (f->kind == kind && f->bytes == bytes && f->g.first == g->first && f->g.stride == g->stride && f->g.size == n)
+      return f->t;
+  }
+  int *node = malloc(sizeof *node * (size_t)n), multi = 0;
+  if (!node) return base;
+  for (int i = 0; i < n; i++) {
+    node[i] = sim_member(g, i) / R->rpn;
+    multi |= node[i] != node[0];
+  }
+  bs_coll_links l;
+  double t = 0;
+  if (!sim_group_links_model(R->ps, g, node, &l)) {
+    int steps = kind == BS_COLL_ALLREDUCE ? 2 * (n - 1) : kind == BS_COLL_ALLTOALL ? -1 : n - 1;
+    int64_t chunk = kind == BS_COLL_ALLGATHER ? bytes : bytes / n;
+    if (chunk < 1) chunk = 1;
+    bs_coll_model model = R->model == BS_COLL_MODEL_AUTO ? (multi ? BS_COLL_FLOW : BS_COLL_STEPS) : R->model;
+    int C = steps < 0 ? 1 : sim_ring_channels(1, R->rpn, g);
+    bs_coll_algo algo = kind == BS_COLL_ALLREDUCE ? R->cfg->cluster.coll_algo : BS_COLL_ALGO_RING;
+    double t_tree = -1;
+    if (algo == BS_COLL_ALGO_AUTO) algo = sim_auto_algo(n, node, multi, bytes, &l, C, &t_tree);
+    if (algo == BS_COLL_ALGO_TREE) {
+      if (model == BS_COLL_ANALYTIC || (model != BS_COLL_STEPS && sim_whole_tree(R->cfg->par.gpus, g)))
+        t = t_tree >= 0 ? t_tree : bs_tree_allreduce_time(n, node, bytes, &l);
+    } else if (steps >= 0 && model != BS_COLL_STEPS)
+      t = sim_ring_lockstep_time(&l, multi, steps, chunk / C + (chunk % C != 0)); /* the first ring's part */
+  }
+  free(node);
+  t = base + (t > 0 ? t : 0);
+  R->floors[R->nfloors % WALK_FLOORS] = (cfloor){*g, kind, bytes, t};
+  if (R->nfloors < WALK_FLOORS) R->nfloors++;
+  return t;
+}
+
 /* One op of rank index i: 1 done, 0 blocked (a WAIT on a message not yet matched), -1 error. */
 static int replay_op(replay *R, int i, const bs_op *op) {
   rstate *r = &R->rs[i];
@@ -143,12 +211,12 @@ static int replay_op(replay *R, int i, const bs_op *op) {
   }
   case BS_OP_SEND:
   case BS_OP_RECV: return post_p2p(R, i, op) ? -1 : 1;
-  case BS_OP_COLL: /* taken as complete when posted: a relaxation (the analytic model does not sync) */
+  case BS_OP_COLL: /* complete its floor after its post: a relaxation (the members' arrivals are not synced) */
     if (op->handle < 0 || op->handle >= WALK_MAX_HANDLES) {
       snprintf(R->err, R->errlen, "rank %d: COLL with handle %d", r->rank, op->handle);
       return -1;
     }
-    r->h[op->handle] = (hslot){3, r->t, r->t};
+    r->h[op->handle] = (hslot){3, r->t, r->t + coll_floor(R, op)};
     return 1;
   case BS_OP_WAIT: {
     double t = r->t;
@@ -225,18 +293,29 @@ static int replay_ranks(const bs_config *cfg, int corners, int G, int *ranks) {
 
 /*
  * One depth: the ranks' programs replayed together with every message taking no time (a send and
- * its receive complete when both are posted, a collective when posted, a rank outside the replay
- * is always ready): the highest peak (the first such rank's classes), the busiest rank's compute,
- * and the latest end. Every dropped constraint and every zero-time transfer only makes a rank
- * end earlier than in the simulation, so the latest end is a lower bound of the step.
+ * its receive complete when both are posted, a collective its floor after its post, a rank
+ * outside the replay is always ready): the highest peak (the first such rank's classes), the
+ * busiest rank's compute, and the latest end. Every dropped constraint and every time taken at
+ * most as long as the simulation takes it only makes a rank end earlier than in the simulation,
+ * so the latest end is a lower bound of the step.
  */
-static int walk_plan(const bs_config *cfg, int rpn, const bs_profile *prof, int corners, bs_walk *out, char *err,
-                     size_t errlen) {
+static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, bs_coll_model model, const bs_profile *prof,
+                     int corners, bs_walk *out, char *err, size_t errlen) {
   bs_plan *plan = NULL;
+  int rpn = ps->ranks_per_node;
   if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return -2;
   int G = bs_plan_ranks(plan), rc = 0;
   int *ranks = malloc(sizeof *ranks * (size_t)G);
-  replay R = {cfg, prof, NULL, 0, calloc((size_t)G, sizeof(int)), NULL, 0, 0, err, errlen};
+  replay R = {.cfg = cfg,
+              .prof = prof,
+              .ps = ps,
+              .model = model,
+              .rpn = rpn,
+              .routes = ps->generated && !ps->shared_host && !strncmp(ps->tp.name, "dgx-", 4) &&
+                        cfg->cluster.degrade_factor == 0 && cfg->cluster.failed_nics == 0,
+              .idx_of = calloc((size_t)G, sizeof(int)),
+              .err = err,
+              .errlen = errlen};
   if (ranks) R.n = replay_ranks(cfg, corners, G, ranks);
   if (ranks) R.rs = calloc((size_t)R.n, sizeof *R.rs);
   if (!ranks || !R.idx_of || !R.rs) {
@@ -308,7 +387,7 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   out->capacity_bytes = bs_profile_capacity_bytes(prof);
   int rc;
   if (!bs_sim_layers_apply(cfg, &opts)) {
-    rc = walk_plan(cfg, ps.ranks_per_node, prof, corners, out, err, errlen);
+    rc = walk_plan(cfg, &ps, opts.coll_model, prof, corners, out, err, errlen);
     out->oom = out->peak_bytes > out->capacity_bytes;
     return rc;
   }
@@ -319,8 +398,8 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   bs_walk a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  if ((rc = walk_plan(&ca, ps.ranks_per_node, prof, corners, &a, err, errlen)) ||
-      (rc = walk_plan(&cb, ps.ranks_per_node, prof, corners, &b, err, errlen)))
+  if ((rc = walk_plan(&ca, &ps, opts.coll_model, prof, corners, &a, err, errlen)) ||
+      (rc = walk_plan(&cb, &ps, opts.coll_model, prof, corners, &b, err, errlen)))
     return rc;
   int64_t k = cfg->model.layers - 3;
   if (exti(a.peak_bytes, b.peak_bytes, k, &out->peak_bytes)) {

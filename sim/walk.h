@@ -36,13 +36,15 @@ typedef struct {
   int64_t capacity_bytes;                /* the profile's capacity less its reserve: memory.capacity_bytes */
   int oom;                               /* peak_bytes > capacity_bytes, as the result's memory.oom */
   double compute_s;                      /* the busiest rank's COMPUTE time at the profile's rates */
-  double replay_s;    /* the latest end with every message taking no time (walk.c): a lower bound of the step */
+  double replay_s;    /* the latest end with every message taking no time and every collective its floor
+                         (walk.c): a lower bound of the step */
   int ranks_per_node; /* what the plan was built with (the platform's) */
 } bs_walk;
 
 /*
  * Replays every rank's plan of cfg on the platform opts and prof give, with
- * compute at the profile's rates and every message taking no time (walk.c). With the layer shortcut (bs_sim_layers_apply)
+ * compute at the profile's rates, every message taking no time and every
+ * collective the least time coll.c gives it (walk.c). With the layer shortcut (bs_sim_layers_apply)
  * the 3- and 4-layer models are walked and extended to L layers as bs_sim_run
  * extends them.
  * corners = 1 replays only the corner ranks of the grid (the first and the last coordinate of

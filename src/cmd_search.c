@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,8 @@ static void search_usage(FILE *f) {
           "Finds the fastest parallel configuration for the model, workload, cluster and gpus the\n"
           "scenario fixes. Parallel keys left out or set to auto are searched over every legal value\n"
           "(method, tp, dp, pp, layout, ulysses_degree, zero, micro_batch, pp_schedule, cp_pass;\n"
-          "workload.recompute at model scope); a key given as a list is searched over that list.\n"
+          "workload.recompute at model scope); model.fp8 only when set to auto (FP8 GEMMs change the\n"
+          "numerics); a key given as a list is searched over that list.\n"
           "Illegal points are pruned with the plan's checks, points whose peak memory passes the\n"
           "profile's capacity are never simulated, and the rest run cheapest lower bound (compute\n"
           "alone) first, skipping every point the bound proves cannot enter the top K or the front\n"
@@ -171,7 +173,9 @@ static void cfg_label(const bs_config *c, char *b, size_t n) {
     l += snprintf(b + l, n - (size_t)l, " ulysses_degree=%d", c->par.ulysses_degree);
   if (c->par.pp_schedule == BS_PP_INTERLEAVED && l > 0 && (size_t)l < n)
     l += snprintf(b + l, n - (size_t)l, " pp_schedule=interleaved pp_chunks=%d", c->par.pp_chunks);
-  if (c->par.cp_pass == BS_PASS_Q && l > 0 && (size_t)l < n) snprintf(b + l, n - (size_t)l, " cp_pass=q");
+  if (c->par.cp_pass == BS_PASS_Q && l > 0 && (size_t)l < n) l += snprintf(b + l, n - (size_t)l, " cp_pass=q");
+  if (c->model.fp8 != BS_FP8_OFF && l > 0 && (size_t)l < n)
+    snprintf(b + l, n - (size_t)l, " fp8=%s", bs_fp8_name(c->model.fp8));
 }
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
@@ -289,6 +293,7 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
   cJSON_AddBoolToObject(o, "interrupted", s->interrupted);
   cJSON_AddNumberToObject(o, "brute_force_simulations", s->legal - s->memory + s->memory_by_sim);
   cJSON_AddNumberToObject(o, "wall_s", s->wall_s);
+  cJSON_AddNumberToObject(o, "walk_s", s->walk_s);
   cJSON *r = cJSON_AddArrayToObject(o, "illegal_reasons");
   for (int i = 0; i < s->nreasons; i++) {
     cJSON *x = cJSON_CreateObject();
@@ -406,9 +411,10 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   }
   fprintf(f,
           "\n## Counts\n\n%d candidates: %d illegal, %d legal; %d pruned by memory (capacity %.2f GiB), %d "
-          "pruned by bound, %d simulated, %d failed; a brute force would simulate %d. %.1f s.\n",
+          "pruned by bound, %d simulated, %d failed; a brute force would simulate %d. %.1f s (walks %.1f s, "
+          "simulations %.1f s).\n",
           s->n, illegal_count(s), s->legal, s->memory, cap, s->bound, s->simulated, s->failed,
-          s->legal - s->memory + s->memory_by_sim, s->wall_s);
+          s->legal - s->memory + s->memory_by_sim, s->wall_s, s->walk_s, s->wall_s - s->walk_s);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "\n- illegal x%d: %s", s->reasons[i].count, s->reasons[i].example);
   fprintf(f, "\n");
   fclose(f);
@@ -481,11 +487,39 @@ static int merge_parts(bs_search *s, int rank, int size) {
   return 0;
 }
 
-/* The keys search spreads when they are left out or set to auto. */
-static const char *const auto_keys[] = {"parallel.method",      "parallel.tp",        "parallel.dp",
-                                        "parallel.pp",          "parallel.layout",    "parallel.zero",
-                                        "parallel.micro_batch", "workload.recompute", "parallel.ulysses_degree",
-                                        "parallel.pp_schedule", "parallel.cp_pass",   NULL};
+/* The keys search spreads: over every legal value when left out or set to auto, or only when set
+ * to auto (opt_in: a key that changes the numerics, not only the parallel split); `unless`: a key
+ * that, given, fixes this one too. */
+static const struct {
+  const char *key;
+  size_t field; /* in bs_search_autos */
+  int opt_in;
+  const char *unless;
+} searched[] = {
+  {"parallel.method", offsetof(bs_search_autos, method), 0, NULL},
+  {"parallel.tp", offsetof(bs_search_autos, tp), 0, NULL},
+  {"parallel.dp", offsetof(bs_search_autos, dp), 0, NULL},
+  {"parallel.pp", offsetof(bs_search_autos, pp), 0, NULL},
+  {"parallel.layout", offsetof(bs_search_autos, layout), 0, NULL},
+  {"parallel.zero", offsetof(bs_search_autos, zero), 0, NULL},
+  {"parallel.micro_batch", offsetof(bs_search_autos, micro_batch), 0, NULL},
+  {"workload.recompute", offsetof(bs_search_autos, recompute), 0, NULL},
+  {"parallel.ulysses_degree", offsetof(bs_search_autos, ulysses_degree), 0, NULL},
+  {"parallel.pp_schedule", offsetof(bs_search_autos, pp_schedule), 0, "parallel.pp_chunks"},
+  {"parallel.cp_pass", offsetof(bs_search_autos, cp_pass), 0, NULL},
+  {"model.fp8", offsetof(bs_search_autos, fp8), 1, NULL},
+};
+#define NSEARCHED (sizeof searched / sizeof searched[0])
+
+/* Which keys the scenario leaves to the search. */
+static void searched_autos(const bs_scenario *sc, bs_search_autos *au) {
+  memset(au, 0, sizeof *au);
+  for (size_t i = 0; i < NSEARCHED; i++) {
+    int on = searched[i].opt_in ? bs_scenario_given_auto(sc, searched[i].key) : !bs_scenario_given(sc, searched[i].key);
+    if (searched[i].unless && bs_scenario_given(sc, searched[i].unless)) on = 0;
+    *(int *)((char *)au + searched[i].field) = on;
+  }
+}
 
 int cmd_search(int argc, char **argv) {
   search_args A;
@@ -501,6 +535,9 @@ int cmd_search(int argc, char **argv) {
   }
   bs_sim_single_blas_thread();
   bs_scenario sc;
+  const char *auto_keys[NSEARCHED + 1];
+  for (size_t i = 0; i < NSEARCHED; i++) auto_keys[i] = searched[i].key;
+  auto_keys[NSEARCHED] = NULL;
   bs_scenario_auto_keys(auto_keys);
   int lrc = bs_scenario_load(A.scenario, A.sets, A.nsets, &sc, err, sizeof err);
   bs_scenario_auto_keys(NULL);
@@ -509,17 +546,7 @@ int cmd_search(int argc, char **argv) {
     return 2;
   }
   bs_search_autos au;
-  au.method = !bs_scenario_given(&sc, "parallel.method");
-  au.tp = !bs_scenario_given(&sc, "parallel.tp");
-  au.dp = !bs_scenario_given(&sc, "parallel.dp");
-  au.pp = !bs_scenario_given(&sc, "parallel.pp");
-  au.layout = !bs_scenario_given(&sc, "parallel.layout");
-  au.zero = !bs_scenario_given(&sc, "parallel.zero");
-  au.micro_batch = !bs_scenario_given(&sc, "parallel.micro_batch");
-  au.recompute = !bs_scenario_given(&sc, "workload.recompute");
-  au.ulysses_degree = !bs_scenario_given(&sc, "parallel.ulysses_degree");
-  au.pp_schedule = !bs_scenario_given(&sc, "parallel.pp_schedule") && !bs_scenario_given(&sc, "parallel.pp_chunks");
-  au.cp_pass = !bs_scenario_given(&sc, "parallel.cp_pass");
+  searched_autos(&sc, &au);
   bs_sim_opts opts;
   bs_sim_opts_default(&opts);
   opts.profile = A.profile;

@@ -547,6 +547,7 @@ typedef struct {
   int line;         /* lines read so far = line of the last line handed to inih */
   entry entries[sizeof keys / sizeof keys[0]];
   int have[sizeof keys / sizeof keys[0]];
+  unsigned char autod[sizeof keys / sizeof keys[0]]; /* given as auto (search_auto) */
   char *err;
   size_t errlen;
   int failed;
@@ -802,6 +803,7 @@ static int search_auto(parse_state *st, int k, const char *value) {
         !strcmp(dot + 1, keys[k].key)) {
       entry_clear(&st->entries[k]);
       st->have[k] = 0;
+      st->autod[k] = 1;
       return 1;
     }
   }
@@ -838,6 +840,7 @@ static int handler(void *user, const char *section, const char *name, const char
     return 0;
   }
   st->have[k] = 1;
+  st->autod[k] = 0;
   return 1;
 }
 
@@ -870,6 +873,7 @@ static int apply_set(parse_state *st, const char *set, int idx) {
   if (search_auto(st, k, eq + 1)) return 0;
   if (entry_fill(&st->entries[k], &keys[k], eq + 1, where, st->err, st->errlen)) return -1;
   st->have[k] = 1;
+  st->autod[k] = 0;
   return 0;
 }
 
@@ -1048,6 +1052,11 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
     }
   }
   out->where = calloc(NKEYS, sizeof *out->where);
+  out->autos = malloc(NKEYS);
+  if (!out->autos) {
+    free(out->where);
+    out->where = NULL;
+  } else memcpy(out->autos, st->autod, NKEYS);
   for (int k = 0; out->where && k < NKEYS; k++)
     if (!(out->where[k] = st->have[k] ? strdup(st->entries[k].where) : default_where(st, k))) {
       for (int j = 0; j < k; j++) free(out->where[j]);
@@ -1055,6 +1064,8 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
       out->where = NULL;
     }
   if (!out->where) {
+    free(out->autos);
+    out->autos = NULL;
     snprintf(err, errlen, "%s: out of memory", path);
     free(pts);
     state_free(st);
@@ -1073,6 +1084,8 @@ void bs_scenario_free(bs_scenario *s) {
   for (int k = 0; s->where && k < NKEYS; k++) free(s->where[k]);
   free(s->where);
   s->where = NULL;
+  free(s->autos);
+  s->autos = NULL;
   free(s->points);
   s->points = NULL;
   s->npoints = 0;
@@ -1093,6 +1106,17 @@ const char *bs_scenario_where(const bs_scenario *s, const char *section_key) {
 int bs_scenario_given(const bs_scenario *s, const char *section_key) {
   const char *w = bs_scenario_where(s, section_key);
   return w && strcmp(w, s->path) != 0;
+}
+
+int bs_scenario_given_auto(const bs_scenario *s, const char *section_key) {
+  const char *dot = strchr(section_key, '.');
+  for (int k = 0; dot && s->autos && k < NKEYS; k++) {
+    size_t sl = strlen(keys[k].section);
+    if ((size_t)(dot - section_key) == sl && !strncmp(section_key, keys[k].section, sl) &&
+        !strcmp(dot + 1, keys[k].key))
+      return s->autos[k];
+  }
+  return 0;
 }
 
 const char *bs_scenario_key(int i, char *buf, size_t n) {

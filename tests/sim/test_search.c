@@ -7,7 +7,13 @@
  *                         most the step (the lower bound);
  *   brute_force           a small space searched with memory and bound pruning
  *                         gives the same top 10 and the same Pareto front as
- *                         simulating every legal point that fits.
+ *                         simulating every legal point that fits (and _prefill,
+ *                         _nodes, _fp8: pass-Q, collectives across nodes, FP8
+ *                         GEMMs);
+ *   fp8_pruned            FP8 is searched only when asked and where GEMMs run;
+ *                         a profile without FP8 refuses those points, counted;
+ *   many_tree_groups      a point with many strided all-rank tree allreduces
+ *                         simulates, their bytes those of the step-by-step tree.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -98,6 +104,11 @@ static void test_walk_peak_equals_sim(void **st) {
     {BS_SCOPE_MODEL, BS_RING, 16, 2, 2, 1, 1, 0, 2, BS_ZIGZAG},       /* composed tp x cp x dp */
     {BS_SCOPE_MODEL, BS_BURST, 8, 2, 1, 2, 0, 0, 2, BS_ZIGZAG},       /* pipeline, every layer simulated */
     {BS_SCOPE_MODEL, BS_TP, 8, 1, 2, 1, 2, 1, 2, BS_CONTIGUOUS},
+    /* collectives across nodes, whose floors the replay adds: tp over 2 nodes (a ring of flows),
+     * the gradients over dp x cp (a tree timed whole, or rings per rail) */
+    {BS_SCOPE_MODEL, BS_RING, 32, 16, 1, 1, 0, 0, 1, BS_ZIGZAG},
+    {BS_SCOPE_MODEL, BS_BURST, 32, 2, 2, 1, 1, 1, 2, BS_ZIGZAG},
+    {BS_SCOPE_MODEL, BS_USP, 32, 1, 1, 1, 0, 0, 1, BS_ZIGZAG},
   };
   for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
     bs_config c = base_cfg(pts[i].scope, pts[i].G);
@@ -235,11 +246,123 @@ static void test_brute_force_prefill(void **st) {
   brute_agrees(&c, &a);
 }
 
+static void test_brute_force_nodes(void **st) {
+  (void)st;
+  /* 16 GPUs over two DGX A100 nodes, two layers trained at 32K: methods, tp (up to both nodes),
+   * layouts and recompute, where the collectives that cross nodes have floors in the bound. */
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 16);
+  c.model.layers = 2;
+  bs_search_autos a = {.method = 1, .tp = 1, .layout = 1, .recompute = 1, .ulysses_degree = 1};
+  brute_agrees(&c, &a);
+}
+
+static void test_brute_force_fp8(void **st) {
+  (void)st;
+  /* 8 GPUs of DGX H100 nodes, two layers trained at 16K: FP8 GEMMs (off, ffn, all) asked for by
+   * auto, with methods, tp, layouts and recompute. */
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
+  snprintf(c.cluster.topology, sizeof c.cluster.topology, "dgx-h100");
+  snprintf(c.cluster.profile, sizeof c.cluster.profile, "h100-sxm");
+  c.work.seq_len = 16 * 1024;
+  c.model.layers = 2;
+  bs_search_autos a = {.method = 1, .tp = 1, .layout = 1, .recompute = 1, .ulysses_degree = 1, .fp8 = 1};
+  bs_search s;
+  char err[256];
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  int per[3] = {0, 0, 0};
+  for (int i = 0; i < s.n; i++) per[s.c[i].cfg.model.fp8]++;
+  assert_true(per[BS_FP8_OFF] > 0 && per[BS_FP8_OFF] == per[BS_FP8_FFN] && per[BS_FP8_FFN] == per[BS_FP8_ALL]);
+  bs_search_free(&s);
+  brute_agrees(&c, &a);
+}
+
+static void test_fp8_pruned(void **st) {
+  (void)st;
+  /* fp8 is searched only when asked, and at layer and model scope; on a profile without FP8 GEMMs
+   * (A100) every FP8 candidate is illegal, counted under the profile's reason. */
+  bs_config c = base_cfg(BS_SCOPE_LAYER, 8);
+  bs_search_autos a = {.method = 1, .tp = 1};
+  bs_search s;
+  char err[256];
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  int n_off = s.n;
+  for (int i = 0; i < s.n; i++) assert_int_equal(s.c[i].cfg.model.fp8, BS_FP8_OFF);
+  bs_search_free(&s);
+  a.fp8 = 1;
+  bs_config att = base_cfg(BS_SCOPE_ATTENTION, 8);
+  assert_int_equal(bs_search_expand(&att, 1, &a, &s, err, sizeof err), 0);
+  for (int i = 0; i < s.n; i++) assert_int_equal(s.c[i].cfg.model.fp8, BS_FP8_OFF); /* no GEMMs to run in FP8 */
+  bs_search_free(&s);
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  assert_int_equal(s.n, 3 * n_off);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_search_opts so = {.top_k = 10, .opts = &o, .dry_run = 1};
+  assert_int_equal(bs_search_run(&s, &so, err, sizeof err), 0);
+  int by_fp8 = 0, legal_off = 0;
+  for (int i = 0; i < s.n; i++) {
+    int f = (int)s.c[i].cfg.model.fp8; /* fp8 turns fastest: the point without it is f before */
+    if (f == BS_FP8_OFF) {
+      legal_off += s.c[i].status != BS_CAND_ILLEGAL;
+      continue;
+    }
+    assert_int_equal(s.c[i].status, BS_CAND_ILLEGAL);
+    assert_int_equal(s.c[i - f].cfg.model.fp8, BS_FP8_OFF);
+    if (s.c[i - f].status != BS_CAND_ILLEGAL) { /* legal but for FP8 */
+      assert_non_null(strstr(s.c[i].why, "model.fp8"));
+      by_fp8++;
+    }
+  }
+  assert_true(legal_off > 0);
+  assert_int_equal(by_fp8, 2 * legal_off);
+  int counted = 0;
+  for (int i = 0; i < s.nreasons; i++)
+    if (strstr(s.reasons[i].example, "model.fp8")) counted += s.reasons[i].count;
+  assert_int_equal(counted, by_fp8);
+  bs_search_free(&s);
+}
+
+static void test_many_tree_groups(void **st) {
+  (void)st;
+  /* Ring over cp 2 under tp 32 on 64 GPUs with tree allreduces: 32 strided groups over all ranks,
+   * each timed whole with its bytes counted by its first member, several sizes each (more than a
+   * plan-wide table of 64 held; the 1024-GPU search's tp 32 candidates failed on it). Their bytes
+   * are those of the tree run step by step, every member counting its own sends. */
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 64);
+  c.par.method = BS_RING;
+  c.par.tp = 32;
+  c.par.layout = BS_ZIGZAG;
+  c.work.seq_len = 64 * 1024;
+  c.model.layers = 32;
+  c.cluster.coll_algo = BS_COLL_ALGO_TREE;
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_result whole, steps;
+  memset(&whole, 0, sizeof whole);
+  memset(&steps, 0, sizeof steps);
+  char err[512] = "";
+  int rc = bs_sim_run(&c, &o, &whole, err, sizeof err);
+  if (rc) print_error("whole trees: %s\n", err);
+  assert_int_equal(rc, 0);
+  o.coll_model = BS_COLL_STEPS;
+  rc = bs_sim_run(&c, &o, &steps, err, sizeof err);
+  if (rc) print_error("tree steps: %s\n", err);
+  assert_int_equal(rc, 0);
+  assert_true(whole.comm.inter_node > 0);
+  assert_int_equal(whole.comm.total, steps.comm.total);
+  assert_int_equal(whole.comm.intra_node, steps.comm.intra_node);
+  assert_int_equal(whole.comm.inter_node, steps.comm.inter_node);
+  assert_int_equal(whole.comm.per_rank_max_sent, steps.comm.per_rank_max_sent);
+  bs_result_free(&whole);
+  bs_result_free(&steps);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_walk_peak_equals_sim),
-    cmocka_unit_test(test_brute_force),
-    cmocka_unit_test(test_brute_force_prefill),
+    cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
+    cmocka_unit_test(test_brute_force_prefill),  cmocka_unit_test(test_brute_force_nodes),
+    cmocka_unit_test(test_brute_force_fp8),      cmocka_unit_test(test_fp8_pruned),
+    cmocka_unit_test(test_many_tree_groups),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
