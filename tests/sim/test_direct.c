@@ -104,13 +104,8 @@ static void run(const bs_config *c, bs_sim_opts *o, bs_engine e, int full, bs_re
   assert_int_equal(rc, 0);
 }
 
-/* One point on both engines (fold as given); per-link statistics compared when links is set. */
-static void check(const bs_config *c, bs_tristate fold, int nodes_per_leaf, double oversub, int links) {
-  bs_sim_opts o;
-  bs_sim_opts_default(&o);
-  o.fold = fold;
-  o.nodes_per_leaf = nodes_per_leaf;
-  o.oversub = oversub;
+/* One point on both engines with options o; per-link statistics compared when links is set. */
+static void check_opts(const bs_config *c, bs_sim_opts o, int links) {
   bs_result full, lazy, direct;
   bs_link_stat *lf = NULL, *ld = NULL;
   int nf = 0, nd = 0;
@@ -140,6 +135,25 @@ static void check(const bs_config *c, bs_tristate fold, int nodes_per_leaf, doub
   bs_result_free(&full);
   bs_result_free(&lazy);
   bs_result_free(&direct);
+}
+
+/* One point on both engines (fold as given). */
+static void check(const bs_config *c, bs_tristate fold, int nodes_per_leaf, double oversub, int links) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.fold = fold;
+  o.nodes_per_leaf = nodes_per_leaf;
+  o.oversub = oversub;
+  check_opts(c, o, links);
+}
+
+/* One point with collectives as coll.c's model m runs them (fold as given). */
+static void check_coll(const bs_config *c, bs_tristate fold, bs_coll_model m) {
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  o.fold = fold;
+  o.coll_model = m;
+  check_opts(c, o, 0);
 }
 
 /* Causal burst and ring on contiguous, zigzag and striped shards; non-causal, folded and not. */
@@ -242,23 +256,73 @@ static void test_profiles(void **state) {
   check(&c, BS_OFF, 0, 0, 0);
 }
 
-/* A collective: auto hands the point to SimGrid (the same result, said so); direct refuses. */
+/* usp (heads first and ring first), ulysses: all-to-alls as flows and as their alpha-beta time. */
+static void test_usp(void **state) {
+  (void)state;
+  const bs_placement pl[] = {BS_HEAD_FIRST, BS_RING_FIRST};
+  for (int i = 0; i < 2; i++) {
+    bs_config c = point(BS_USP, 32, 128 * 1024);
+    c.par.ulysses_placement = pl[i];
+    c.work.causal = 1;
+    check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
+    check_coll(&c, BS_AUTO, BS_COLL_ANALYTIC);
+  }
+  bs_config c = point(BS_ULYSSES, 16, 64 * 1024);
+  check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
+  check_coll(&c, BS_OFF, BS_COLL_ANALYTIC);
+}
+
+/* Megatron TP (both variants) inside a node and across two: rings as lockstep steps, as flows and
+ * as their alpha-beta time. */
+static void test_tp(void **state) {
+  (void)state;
+  const int variant[] = {1, 3};
+  for (int i = 0; i < 2; i++)
+    for (int g = 8; g <= 16; g *= 2) {
+      bs_config c = point(BS_TP, g, 32 * 1024);
+      c.par.tp_variant = variant[i];
+      check_coll(&c, BS_OFF, BS_COLL_STEPS);
+      check_coll(&c, BS_OFF, BS_COLL_FLOW);
+      check_coll(&c, BS_OFF, BS_COLL_ANALYTIC);
+    }
+}
+
+/* A straggler and half-rate NICs on a point with collectives. */
+static void test_coll_whatifs(void **state) {
+  (void)state;
+  bs_config c = point(BS_USP, 32, 128 * 1024);
+  c.cluster.straggler_rank = 9;
+  c.cluster.straggler_factor = 1.5;
+  check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
+  c = point(BS_TP, 16, 32 * 1024);
+  c.cluster.degrade_class = BS_LINK_NIC;
+  c.cluster.degrade_factor = 0.5;
+  check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
+  c.cluster.degrade_class = BS_LINK_NVLINK;
+  c.cluster.degrade_one_node = 1;
+  c.cluster.degrade_node = 1;
+  check_coll(&c, BS_OFF, BS_COLL_STEPS);
+}
+
+/* A collective the direct engine does not port (a tree allreduce in pipelined chunks): auto hands the
+ * point to SimGrid (the same result, said so); direct refuses. */
 static void test_coll_fallback(void **state) {
   (void)state;
-  bs_config c = point(BS_USP, 16, 64 * 1024);
+  bs_config c = point(BS_TP, 8, 32 * 1024);
+  c.cluster.coll_algo = BS_COLL_ALGO_TREE;
   bs_sim_opts o;
   bs_sim_opts_default(&o);
   bs_result a, s;
   run(&c, &o, BS_ENGINE_AUTO, 0, &a, NULL, NULL);
   run(&c, &o, BS_ENGINE_SIMGRID, 0, &s, NULL, NULL);
-  assert_non_null(strstr(a.sim_network, "engine: simgrid (a collective (COLL))"));
+  assert_non_null(strstr(a.sim_network, "engine: simgrid (a tree allreduce in pipelined chunks)"));
   assert_true(a.time.step == s.time.step);
   assert_int_equal(a.comm.total, s.comm.total);
   o.engine = BS_ENGINE_DIRECT;
   bs_result d;
   char err[512] = "";
   assert_int_equal(bs_sim_run(&c, &o, &d, err, sizeof err), -1);
-  assert_non_null(strstr(err, "--engine direct: this point needs SimGrid: a collective (COLL)"));
+  assert_non_null(strstr(err, "--engine direct: this point needs SimGrid: a tree allreduce in pipelined chunks"));
   bs_result_free(&a);
   bs_result_free(&s);
   bs_result_free(&d);
@@ -358,8 +422,9 @@ static void test_toy_sharing(void **state) {
   toy_teardown(&t);
 }
 
-/* A collective that only rank 1's program has (rank 0's has none): the direct engine meets it half
- * way and the point starts again in SimGrid, with SimGrid's figures and saying so. */
+/* A collective that only ranks 2 and 3 have (rank 0's program has none): a ring the direct engine
+ * runs as SimGrid does; a tree in chunks, which it meets half way and gives back: the point starts
+ * again in SimGrid, with SimGrid's figures and saying so. */
 static void test_coll_midway(void **state) {
   (void)state;
   static toy_plan p;
@@ -387,10 +452,23 @@ static void test_coll_midway(void **state) {
   char err[512] = "";
   bs_sim_opts o;
   bs_sim_opts_default(&o);
+  c.cluster.coll_algo = BS_COLL_ALGO_RING;
+  for (int e = 0; e < 2; e++) {
+    o.engine = e ? BS_ENGINE_DIRECT : BS_ENGINE_SIMGRID;
+    o.sg_full_update = 1;
+    assert_int_equal(bs_sim_run_source(&c, &o, &src, e ? &a : &s, NULL, NULL, err, sizeof err), 0);
+  }
+  assert_non_null(strstr(a.sim_network, "engine: direct"));
+  same_result(&s, &a);
+  bs_result_free(&a);
+  bs_result_free(&s);
+  c.cluster.coll_algo = BS_COLL_ALGO_TREE;
+  o.engine = BS_ENGINE_AUTO;
+  o.sg_full_update = 0;
   assert_int_equal(bs_sim_run_source(&c, &o, &src, &a, NULL, NULL, err, sizeof err), 0);
   o.engine = BS_ENGINE_SIMGRID;
   assert_int_equal(bs_sim_run_source(&c, &o, &src, &s, NULL, NULL, err, sizeof err), 0);
-  assert_non_null(strstr(a.sim_network, "engine: simgrid (a collective (COLL))"));
+  assert_non_null(strstr(a.sim_network, "engine: simgrid (a tree allreduce in pipelined chunks)"));
   assert_true(a.time.step == s.time.step);
   assert_true(a.time.step > 0);
   assert_int_equal(a.comm.total, s.comm.total);
@@ -398,7 +476,7 @@ static void test_coll_midway(void **state) {
   o.engine = BS_ENGINE_DIRECT;
   bs_result d;
   assert_int_equal(bs_sim_run_source(&c, &o, &src, &d, NULL, NULL, err, sizeof err), -1);
-  assert_non_null(strstr(err, "--engine direct: this point needs SimGrid: a collective (COLL)"));
+  assert_non_null(strstr(err, "--engine direct: this point needs SimGrid: a tree allreduce in pipelined chunks"));
   bs_result_free(&a);
   bs_result_free(&s);
   bs_result_free(&d);
@@ -408,6 +486,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_layouts),       cmocka_unit_test(test_double_ring), cmocka_unit_test(test_phases),
     cmocka_unit_test(test_whatifs),       cmocka_unit_test(test_contention),  cmocka_unit_test(test_profiles),
+    cmocka_unit_test(test_usp),           cmocka_unit_test(test_tp),          cmocka_unit_test(test_coll_whatifs),
     cmocka_unit_test(test_coll_fallback), cmocka_unit_test(test_coll_midway), cmocka_unit_test(test_errors),
     cmocka_unit_test(test_toy_sharing),
   };
