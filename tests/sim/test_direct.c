@@ -287,6 +287,39 @@ static void test_tp(void **state) {
     }
 }
 
+/* Tree decode; usp at layer scope; LLaMA-2-7B's first 4 layers at model scope over 2 stages and 2
+ * replicas (burst, with and without TP 2): the gradient allreduce as rings (auto), as the tree
+ * timed as a whole (every rank of one residue, flow) and as the tree's alpha-beta time. */
+static void test_scopes(void **state) {
+  (void)state;
+  bs_config c = point(BS_TREE, 16, 128 * 1024);
+  c.work.phase = BS_DECODE;
+  check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
+  check_coll(&c, BS_OFF, BS_COLL_ANALYTIC);
+  c = point(BS_USP, 16, 64 * 1024);
+  c.work.scope = BS_SCOPE_LAYER;
+  check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
+  for (int tp = 1; tp <= 2; tp++) {
+    c = point(BS_BURST, 16, 32 * 1024);
+    c.work.scope = BS_SCOPE_MODEL;
+    c.model.layers = 4;
+    c.work.batch = 2 * tp;
+    c.par.pp = 2;
+    c.par.dp = 2;
+    c.par.tp = tp;
+    check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
+    c.cluster.coll_algo = BS_COLL_ALGO_TREE;
+    check_coll(&c, BS_OFF, BS_COLL_ANALYTIC);
+  }
+  c = point(BS_BURST, 16, 32 * 1024);
+  c.work.scope = BS_SCOPE_MODEL;
+  c.model.layers = 4;
+  c.work.batch = 2;
+  c.par.dp = 2;
+  c.cluster.coll_algo = BS_COLL_ALGO_TREE;
+  check_coll(&c, BS_OFF, BS_COLL_FLOW);
+}
+
 /* A straggler and half-rate NICs on a point with collectives. */
 static void test_coll_whatifs(void **state) {
   (void)state;
@@ -484,11 +517,13 @@ static void test_coll_midway(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_layouts),       cmocka_unit_test(test_double_ring), cmocka_unit_test(test_phases),
-    cmocka_unit_test(test_whatifs),       cmocka_unit_test(test_contention),  cmocka_unit_test(test_profiles),
-    cmocka_unit_test(test_usp),           cmocka_unit_test(test_tp),          cmocka_unit_test(test_coll_whatifs),
-    cmocka_unit_test(test_coll_fallback), cmocka_unit_test(test_coll_midway), cmocka_unit_test(test_errors),
-    cmocka_unit_test(test_toy_sharing),
+    cmocka_unit_test(test_layouts),       cmocka_unit_test(test_double_ring),
+    cmocka_unit_test(test_phases),        cmocka_unit_test(test_whatifs),
+    cmocka_unit_test(test_contention),    cmocka_unit_test(test_profiles),
+    cmocka_unit_test(test_usp),           cmocka_unit_test(test_tp),
+    cmocka_unit_test(test_scopes),        cmocka_unit_test(test_coll_whatifs),
+    cmocka_unit_test(test_coll_fallback), cmocka_unit_test(test_coll_midway),
+    cmocka_unit_test(test_errors),        cmocka_unit_test(test_toy_sharing),
   };
   return bs_run_named("direct", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
 }
