@@ -8,9 +8,7 @@
  * p2p base cost is put that much later, in post order. Transfers run on
  * direct_net.c's model of SimGrid's network. What an op does to its rank's
  * state is rankops.c's, shared with the actors; so are the error messages.
- * A COLL runs as direct_coll.c's parts, which coll.c's actors are in SimGrid;
- * what it does not port (the tree's pipelined chunks, Open MPI's binomial
- * allreduce) hands the point back to SimGrid.
+ * A COLL runs as direct_coll.c's parts, which coll.c's actors are in SimGrid.
  */
 #include "sim/direct.h"
 #include "sim/direct_coll.h"
@@ -468,19 +466,6 @@ static void factor_table(const bs_profile *prof, bs_factor_table *t) {
   }
 }
 
-/* 1 when rank 0's program has a COLL the direct engine does not model (why says which): the point
- * would only start again in SimGrid once the direct engine met it, which may be late (a step's
- * gradient reduction); one rank's program is cheap to read. */
-static int rank0_unported_coll(sim_ctx *c, char *why, size_t whylen) {
-  void *it = c->src->iter_new(c->src->ctx, 0);
-  if (!it) return 0; /* out of memory: the run says so */
-  bs_op op;
-  int bad = 0;
-  while (!bad && c->src->next(it, &op)) bad = op.kind == BS_OP_COLL && !dcoll_ported(c, &c->rs[0], &op, why, whylen);
-  c->src->iter_free(it);
-  return bad;
-}
-
 int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int crosstraffic, double tcp_gamma,
                         char *why, size_t whylen) {
   if (c->shared_host) snprintf(why, whylen, "the host topology's shared CPU");
@@ -489,7 +474,6 @@ int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int 
   else if (strcmp(model, "CM02")) snprintf(why, whylen, "network model %.24s", model);
   else if (crosstraffic) snprintf(why, whylen, "cross traffic");
   else if (tcp_gamma > 0) snprintf(why, whylen, "TCP-gamma > 0");
-  else if (rank0_unported_coll((sim_ctx *)c, why, whylen)) return 0;
   else return 1;
   return 0;
 }

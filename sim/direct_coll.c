@@ -8,7 +8,10 @@
  *   a2a     2(n-1) transfers posted at once, done when all are;
  *   flow    one exchange of every step's bytes per channel, then the rest of
  *           the lockstep time, if any;
- *   steps   the ring's exchanges one after the other.
+ *   steps   the ring's exchanges one after the other;
+ *   tree    per tree and direction an actor of its own there: chunks reduced
+ *           up and broadcast down, one in flight behind the one received;
+ *   binomial Open MPI's rounds, one blocking transfer after the other.
  *
  * Transfers meet on mailboxes named as coll.c names them (the collective's
  * number, the channel, the sending and receiving actor slots), matched first
@@ -24,8 +27,20 @@
 #include <simgrid/host.h>
 
 enum { ST_BASE = 0, ST_RUN, ST_SLEEP };
-enum { A_SLEEP = 0, A_A2A, A_FLOW, A_STEPS };
-enum { MB_A2A = 1, MB_RING = 2, MB_ROUTE = 3 };
+enum { A_SLEEP = 0, A_A2A, A_FLOW, A_STEPS, A_TREE, A_BINOMIAL };
+enum { MB_A2A = 1, MB_RING, MB_ROUTE, MB_TREE_UP, MB_TREE_DOWN, MB_BINOMIAL_UP, MB_BINOMIAL_DOWN };
+enum { TS_START = 0, TS_IN, TS_OUT, TS_SEM, TS_END, TS_DONE };
+
+/* Who a transfer's side belongs to: a part, one of its tree actors, its incoming or outgoing side. */
+#define OWNER(pi, sub, out) (((pi) << 3) | ((sub) << 1) | (out))
+
+/* One direction of one tree of a tree allreduce (coll.c's tree_part): an actor of its own there. */
+typedef struct {
+  int tree, up, parent; /* parent: real rank, -1 at the root */
+  int nchild, child[BS_TREE_MAX_CHILDREN];
+  int64_t half;
+  int chunks, ch, stage, nin, nout;
+} dtsub;
 
 /* One member's part of one collective. */
 typedef struct {
@@ -38,6 +53,10 @@ typedef struct {
   int nch;
   int ch[BS_MAX_CHANNELS], next[BS_MAX_CHANNELS], prev[BS_MAX_CHANNELS]; /* channel, neighbours' real ranks */
   int64_t part[BS_MAX_CHANNELS];
+  int nsub, alive, sem[2]; /* tree: its actors, those still running, each root's reduced chunks */
+  dtsub sub[4];
+  int64_t bytes;
+  bs_coll_kind kind;
 } dpart;
 
 /* A posted side of a transfer waiting on its mailbox for the other side. */
@@ -223,12 +242,12 @@ static int xfer_new(dcoll *dc) {
 }
 
 /*
- * Part pi posts one side (get: 0 put, 1 get) of a transfer on mailbox (type, seq, ch, from slot,
+ * Owner pi (OWNER: a part's side) posts one side (get: 0 put, 1 get) of a transfer on mailbox (type, seq, ch, from slot,
  * to slot), as coll.c's sg_mailbox_put_async / get_async: it meets the first waiting side of the
  * other kind, and their transfer starts now. 0, 1 declined, -1 failed.
  */
 static int post(dcoll *dc, int type, int ch, int from, int to, int get, int pi, int64_t bytes, double now) {
-  uint64_t k1 = ((uint64_t)type << 60) | ((uint64_t)(ch + 1) << 52) | (uint32_t)dc->p[pi].seq;
+  uint64_t k1 = ((uint64_t)type << 60) | ((uint64_t)(ch + 1) << 52) | (uint32_t)dc->p[pi >> 3].seq;
   uint64_t k2 = ((uint64_t)(uint32_t)from << 32) | (uint32_t)to;
   long si = kget(dc, k1, k2);
   if (si < 0) return oom(dc);
@@ -360,36 +379,6 @@ static int prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const bs
   return 0;
 }
 
-/* What the direct engine does not model of a prepared collective: NULL, or a phrase. */
-static const char *unported(const sim_ctx *c, const bs_group *g, const csetup *s) {
-  if (s->binomial) return "Open MPI's binomial allreduce";
-  if (s->algo == BS_COLL_ALGO_TREE && s->model != BS_COLL_ANALYTIC &&
-      (s->model == BS_COLL_STEPS || !sim_whole_tree(c->G, g)))
-    return "a tree allreduce in pipelined chunks";
-  return NULL;
-}
-
-int dcoll_ported(sim_ctx *c, rank_state *rs, const bs_op *op, char *why, size_t whylen) {
-  const bs_group *g = &op->u.coll.group;
-  if (g->size < 1 || g->first < 0 || g->first + (int64_t)g->stride * (g->size - 1) >= c->G ||
-      (g->size > 1 && g->stride < 1) || op->u.coll.bytes < 0)
-    return 1;
-  int in = 0;
-  for (int i = 0; i < g->size && !in; i++) in = sim_member(g, i) == rs->rank;
-  if (!in) return 1;
-  bs_direct_seal(); /* routes exist only in a sealed platform */
-  csetup s;
-  char err[sizeof c->error];
-  memcpy(err, c->error, sizeof err);
-  int rc = prepare(c, rs, op->u.coll.kind, g, op->u.coll.bytes, &s);
-  const char *u = rc == 0 ? unported(c, g, &s) : NULL;
-  memcpy(c->error, err, sizeof err); /* the run reports what failed */
-  free(s.node);
-  if (!u) return 1;
-  snprintf(why, whylen, "%s", u);
-  return 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* A member's part                                                     */
 /* ------------------------------------------------------------------ */
@@ -442,13 +431,150 @@ static int ring_exchange(dcoll *dc, int pi, int64_t times, double now) {
     p = &dc->p[pi];
     int ch = p->ch[k], prev = slot_of(c, p->prev[k]), next = slot_of(c, p->next[k]), to = p->next[k];
     int64_t b = p->part[k] * times;
-    int rc = post(dc, MB_RING, ch, prev, slot, 1, pi, 0, now);
-    if (!rc) rc = post(dc, MB_RING, ch, slot, next, 0, pi, b, now);
+    int rc = post(dc, MB_RING, ch, prev, slot, 1, OWNER(pi, 0, 0), 0, now);
+    if (!rc) rc = post(dc, MB_RING, ch, slot, next, 0, OWNER(pi, 0, 0), b, now);
     if (rc) return rc;
     sim_account_sent(&c->rs[slot], to, b);
     c->events++;
   }
   return 0;
+}
+
+/* Wakes the broadcast actor of the tree whose root just reduced a chunk (coll.c's semaphore). */
+static int tree_advance(dcoll *dc, int pi, int k, double now);
+static int tree_wake(dcoll *dc, int pi, int tree, double now) {
+  const dpart *p = &dc->p[pi];
+  for (int k = 0; k < p->nsub; k++)
+    if (!p->sub[k].up && p->sub[k].tree == tree && p->sub[k].stage == TS_SEM) return tree_advance(dc, pi, k, now);
+  return 0;
+}
+
+/*
+ * Actor k of a tree allreduce (coll.c's tree_part_main) goes as far as it can: up, a chunk's
+ * receives from every child, then (after the previous chunk's send) its send to the parent, or at
+ * the root the chunk handed to the broadcast; down, a chunk from the parent (at the root: from the
+ * reduction), then (after the previous chunk's sends) to every child. One chunk in flight behind
+ * the one being received: the pipeline.
+ */
+static int tree_advance(dcoll *dc, int pi, int k, double now) {
+  sim_ctx *c = dc->c;
+  for (;;) {
+    dpart *p = &dc->p[pi];
+    dtsub *t = &p->sub[k];
+    int slot = p->slot, type = t->up ? MB_TREE_UP : MB_TREE_DOWN, rc = 0;
+    switch (t->stage) {
+    case TS_START:
+      if (t->ch == t->chunks) {
+        t->stage = TS_END;
+        continue;
+      }
+      if (t->up) {
+        t->stage = TS_IN;
+        t->nin = t->nchild;
+        for (int j = 0; j < t->nchild && !rc; j++)
+          rc = post(dc, type, t->tree, slot_of(c, t->child[j]), slot, 1, OWNER(pi, k, 0), 0, now);
+      } else if (t->parent < 0) {
+        t->stage = TS_SEM;
+      } else {
+        t->stage = TS_IN;
+        t->nin = 1;
+        rc = post(dc, type, t->tree, slot_of(c, t->parent), slot, 1, OWNER(pi, k, 0), 0, now);
+      }
+      if (rc) return rc;
+      continue;
+    case TS_SEM:
+      if (p->sem[t->tree] == 0) return 0;
+      p->sem[t->tree]--;
+      t->stage = TS_OUT;
+      continue;
+    case TS_IN:
+      if (t->nin > 0) return 0;
+      if (t->up && t->parent < 0) {
+        p->sem[t->tree]++;
+        t->ch++;
+        t->stage = TS_START;
+        rc = tree_wake(dc, pi, t->tree, now);
+        if (rc) return rc;
+        continue;
+      }
+      t->stage = TS_OUT;
+      continue;
+    case TS_OUT: {
+      if (t->nout > 0) return 0;
+      int64_t size = bs_tree_chunk_size(t->half, t->chunks, t->ch);
+      rank_state *rs = &c->rs[slot];
+      int n = t->up ? 1 : t->nchild;
+      t->nout = n;
+      for (int j = 0; j < n && !rc; j++) {
+        int to = t->up ? t->parent : t->child[j];
+        rc = post(dc, type, t->tree, slot, slot_of(c, to), 0, OWNER(pi, k, 1), size, now);
+        sim_account_sent(rs, to, size);
+        c->events++;
+      }
+      if (rc) return rc;
+      t->ch++;
+      t->stage = TS_START;
+      continue;
+    }
+    case TS_END:
+      if (t->nout > 0) return 0;
+      t->stage = TS_DONE;
+      return --p->alive == 0 ? part_end(dc, pi) : 0;
+    default: return 0;
+    }
+  }
+}
+
+/*
+ * Open MPI libnbc's binomial allreduce (coll.c's coll_binomial), one blocking step at a time: the
+ * whole buffer up the binomial tree to member 0 round by round, then down again; the bytes counted
+ * as the runtime counts an allreduce (to the next member).
+ */
+static int binomial_advance(dcoll *dc, int pi, double now) {
+  sim_ctx *c = dc->c;
+  for (;;) {
+    dpart *p = &dc->p[pi];
+    if (p->npend > 0) return 0;
+    int slot = p->slot, me = p->me, n = p->n, rc = 0;
+    bs_group g = p->group;
+    if (p->stage == TS_START) { /* reduce round p->step */
+      int rounds = bs_binomial_rounds(n), peer = -1;
+      if (p->step > rounds) {
+        p->stage = TS_IN;
+        continue;
+      }
+      int d = bs_binomial_reduce_step(n, me, p->step++, &peer);
+      if (!d) continue;
+      c->events++;
+      p->npend = 1;
+      int ps = slot_of(c, sim_member(&g, peer));
+      if (d > 0) rc = post(dc, MB_BINOMIAL_UP, -1, ps, slot, 1, OWNER(pi, 0, 0), 0, now);
+      else {
+        rc = post(dc, MB_BINOMIAL_UP, -1, slot, ps, 0, OWNER(pi, 0, 0), p->bytes, now);
+        p->step = rounds + 1; /* it leaves the reduce */
+      }
+    } else if (p->stage == TS_IN) { /* the broadcast: the result from the parent */
+      int parent = bs_binomial_bcast_parent(me);
+      p->stage = TS_OUT;
+      if (parent >= 0) {
+        p->npend = 1;
+        rc = post(dc, MB_BINOMIAL_DOWN, -1, slot_of(c, sim_member(&g, parent)), slot, 1, OWNER(pi, 0, 0), 0, now);
+      }
+    } else if (p->stage == TS_OUT) { /* then to every child at once */
+      int kids[32], nk = bs_binomial_bcast_children(n, me, kids);
+      p->stage = TS_END;
+      p->npend = nk;
+      for (int k = 0; k < nk && !rc; k++) {
+        rc =
+          post(dc, MB_BINOMIAL_DOWN, -1, slot, slot_of(c, sim_member(&g, kids[k])), 0, OWNER(pi, 0, 0), p->bytes, now);
+        c->events++;
+      }
+    } else {
+      sim_account_sent(&c->rs[slot], sim_member(&g, (me + 1) % n), bs_coll_bytes_sent(p->kind, p->bytes, n));
+      return part_end(dc, pi);
+    }
+    if (rc) return rc;
+  }
 }
 
 /* After the base cost: the algorithm begins. */
@@ -458,6 +584,19 @@ static int part_run(dcoll *dc, int pi, double now) {
   rank_state *rs = &c->rs[p->slot];
   p->stage = ST_RUN;
   p->t0 = now;
+  if (p->algo == A_TREE) {
+    p->alive = p->nsub;
+    if (!p->nsub) return part_end(dc, pi);
+    for (int k = 0, n = p->nsub; k < n; k++) {
+      int rc = tree_advance(dc, pi, k, now);
+      if (rc) return rc;
+    }
+    return 0;
+  }
+  if (p->algo == A_BINOMIAL) {
+    p->stage = TS_START;
+    return binomial_advance(dc, pi, now);
+  }
   if (p->algo == A_SLEEP) {
     c->events++;
     p->stage = ST_SLEEP;
@@ -470,8 +609,8 @@ static int part_run(dcoll *dc, int pi, double now) {
     p->npend = 2 * (n - 1);
     for (int d = 1; d < n; d++) {
       int to = sim_member(&g, (me + d) % n), from = sim_member(&g, (me + n - d) % n);
-      int rc = post(dc, MB_A2A, -1, slot_of(c, from), slot, 1, pi, 0, now);
-      if (!rc) rc = post(dc, MB_A2A, -1, slot, slot_of(c, to), 0, pi, chunk, now);
+      int rc = post(dc, MB_A2A, -1, slot_of(c, from), slot, 1, OWNER(pi, 0, 0), 0, now);
+      if (!rc) rc = post(dc, MB_A2A, -1, slot, slot_of(c, to), 0, OWNER(pi, 0, 0), chunk, now);
       if (rc) return rc;
       sim_account_sent(rs, to, chunk);
       c->events++;
@@ -484,6 +623,7 @@ static int part_run(dcoll *dc, int pi, double now) {
 /* Every transfer of the part's current exchange ended at now. */
 static int part_exchanged(dcoll *dc, int pi, double now) {
   dpart *p = &dc->p[pi];
+  if (p->algo == A_BINOMIAL) return binomial_advance(dc, pi, now);
   if (p->algo == A_STEPS && ++p->step < p->steps) return ring_exchange(dc, pi, 1, now);
   if (p->algo == A_FLOW) {
     double left = p->t0 + p->t_ring - now;
@@ -500,18 +640,41 @@ static int part_plan(dcoll *dc, int pi, rank_state *rs, int64_t bytes, csetup *s
   sim_ctx *c = dc->c;
   dpart *p = &dc->p[pi];
   const bs_group *g = &p->group;
-  const char *u = unported(c, g, s);
-  if (u) {
-    snprintf(dc->why, dc->whylen, "%s", u);
-    return 1;
-  }
   p->n = s->n;
   p->me = s->me;
   p->steps = s->steps;
   p->chunk = s->chunk;
   p->step = 0;
+  p->bytes = bytes;
+  if (s->binomial) {
+    p->algo = A_BINOMIAL;
+    p->step = 1;
+    return 0;
+  }
+  int whole = s->model != BS_COLL_STEPS && sim_whole_tree(c->G, g);
+  if (s->algo == BS_COLL_ALGO_TREE && !whole && s->model != BS_COLL_ANALYTIC) { /* in pipelined chunks */
+    int64_t half[2] = {bytes / 2, bytes - bytes / 2};
+    p->algo = A_TREE;
+    p->nsub = 0;
+    for (int t = 0; t < 2; t++) {
+      bs_tree_vertex v;
+      if (half[t] < 1) continue;
+      if (bs_dtree_vertex(g->size, s->node, t, s->me, &v)) return oom(dc);
+      for (int up = 1; up >= 0; up--) {
+        dtsub *ts = &p->sub[p->nsub++];
+        memset(ts, 0, sizeof *ts);
+        ts->tree = t;
+        ts->up = up;
+        ts->parent = v.parent >= 0 ? sim_member(g, v.parent) : -1;
+        ts->nchild = v.nchild;
+        for (int j = 0; j < v.nchild; j++) ts->child[j] = sim_member(g, v.child[j]);
+        ts->half = half[t];
+        ts->chunks = bs_tree_chunks(half[t]);
+      }
+    }
+    return 0;
+  }
   if (s->algo == BS_COLL_ALGO_TREE) { /* analytic, or timed as a whole over every rank */
-    int whole = sim_whole_tree(c->G, g);
     if (!whole) tree_account(rs, g, bytes, s->me, s->node);
     else if (rs->rank == g->first && wtree_add(c, bytes, g)) return -1;
     if (s->t_tree < 0) s->t_tree = bs_tree_allreduce_time(s->n, s->node, bytes, &s->l);
@@ -629,6 +792,7 @@ int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   p->rank = rs->rank;
   p->seq = seq;
   p->group = *g;
+  p->kind = kind;
   rc = part_plan(dc, pi, rs, bytes, &s);
   free(s.node);
   if (rc) return rc;
@@ -645,8 +809,17 @@ int dcoll_timer(dcoll *dc, int id, double now) {
   return part_end(dc, id);
 }
 
-static int part_done_one(dcoll *dc, int pi, double now) {
-  if (--dc->p[pi].npend > 0) return 0;
+/* One side of a transfer of owner (OWNER) ended at now. */
+static int part_done_one(dcoll *dc, int owner, double now) {
+  int pi = owner >> 3;
+  dpart *p = &dc->p[pi];
+  if (p->algo == A_TREE) {
+    dtsub *t = &p->sub[(owner >> 1) & 3];
+    if (owner & 1) t->nout--;
+    else t->nin--;
+    return tree_advance(dc, pi, (owner >> 1) & 3, now);
+  }
+  if (--p->npend > 0) return 0;
   return part_exchanged(dc, pi, now);
 }
 

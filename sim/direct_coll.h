@@ -2,11 +2,10 @@
  * direct_coll.h — a COLL op in the direct engine (direct.c), as coll.c runs it
  * in SimGrid: the call's base cost, then NCCL's ring (lockstep steps, one flow
  * per hop and channel never faster than the lockstep time, or that time
- * alone), the all-to-all (every pair at once), the tree timed as a whole, and
+ * alone), the all-to-all (every pair at once), NCCL's double binary tree (in
+ * pipelined chunks, or timed as a whole), Open MPI's binomial allreduce, and
  * the alpha-beta times of the analytic model. Its transfers run on the direct
  * engine's network (direct_net.h) and its timers in the engine's event queue.
- * The tree's pipelined chunks and Open MPI's binomial allreduce are not
- * ported: such a point is declined and runs in SimGrid.
  */
 #ifndef BURSTSIM_SIM_DIRECT_COLL_H
 #define BURSTSIM_SIM_DIRECT_COLL_H
@@ -42,9 +41,5 @@ int dcoll_transfer_done(dcoll *dc, int msg, double now);
 /* When the last member of the collective of handle h (of rank rs) had posted it, as far as known
  * now: the bound of the rank's wait for peers. */
 double dcoll_last_arrival(const sim_ctx *c, const handle *h);
-
-/* 1 when the direct engine models rank rs's COLL op; 0 with why ("a tree allreduce in pipelined
- * chunks"). Bad ops say 1: the run reports them. */
-int dcoll_ported(sim_ctx *c, rank_state *rs, const bs_op *op, char *why, size_t whylen);
 
 #endif
