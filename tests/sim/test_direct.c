@@ -272,7 +272,9 @@ static void test_usp(void **state) {
     check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
     check_coll(&c, BS_AUTO, BS_COLL_ANALYTIC);
   }
-  bs_config c = point(BS_ULYSSES, 16, 64 * 1024);
+  bs_config c = point(BS_USP, 32, 128 * 1024);
+  check(&c, BS_OFF, 0, 0, 1); /* per-link statistics: the ring's messages (collectives count in neither) */
+  c = point(BS_ULYSSES, 16, 64 * 1024);
   check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
   check_coll(&c, BS_OFF, BS_COLL_ANALYTIC);
 }
