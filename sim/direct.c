@@ -8,7 +8,7 @@
  * p2p base cost is put that much later, in post order. Transfers run on
  * direct_net.c's model of SimGrid's network. What an op does to its rank's
  * state is rankops.c's, shared with the actors; so are the error messages.
- * A COLL runs as direct_coll.c's parts, which coll.c's actors are in SimGrid.
+ * A COLL runs as direct_coll.c's parts, as coll.c's actors run it in SimGrid.
  */
 #include "sim/direct.h"
 #include "sim/direct_coll.h"
