@@ -1,18 +1,27 @@
 #!/bin/sh
-# bench-direct.sh [BURSTSIM] [--direct-only] — the simulator's own cost on the 1024-GPU attention-layer
-# points without symmetry (the fold cannot apply, or a what-if breaks it): a straggler, causal
-# contiguous burst and ring, causal striped burst, half-rate NICs, a failed NIC, and usp (its
-# all-to-alls run in SimGrid). Each point runs in the direct engine and, unless --direct-only, in
-# SimGrid (about 45 s to 2 min each on 2 cores); one line per point: wall seconds and peak RSS of
-# each engine, the ratio of their walls measured in this run, and both predicted step times (they
-# must agree: tests/sim/test_direct.c checks every field on smaller points). 1M tokens, LLaMA-2-7B,
-# DGX A100 nodes, the A100 profile (experiments/quickstart.ini).
+# bench-direct.sh [BURSTSIM] [--direct-only] [--only WORD] — the simulator's own cost on the 1024-GPU
+# points without symmetry (the fold cannot apply, or a what-if breaks it): attention layers with a
+# straggler, causal contiguous burst and ring, causal striped burst, half-rate NICs, a failed NIC,
+# usp (its all-to-alls), and a 32-layer LLaMA-2-7B training step unfolded (its gradient allreduce).
+# Each point runs in the direct engine and, unless --direct-only, in SimGrid (about 45 s to 2 min each
+# on 2 cores, the model step far more); --only runs the points whose name holds WORD. One line per
+# point: wall seconds and peak RSS of each engine, the ratio of their walls measured in this run, and
+# both predicted step times (they must agree: tests/sim/test_direct.c checks every field on smaller
+# points). 1M tokens, LLaMA-2-7B, DGX A100 nodes, the A100 profile (experiments/quickstart.ini).
 set -eu
 bs=build/burstsim
 both=1
+only=
+want_only=0
 for a in "$@"; do
+  if [ "$want_only" = 1 ]; then
+    only=$a
+    want_only=0
+    continue
+  fi
   case $a in
   --direct-only) both=0 ;;
+  --only) want_only=1 ;;
   *) bs=$a ;;
   esac
 done
@@ -48,6 +57,7 @@ printf '%-34s %9s %9s %8s %9s %9s %7s %12s %12s\n' point direct_s rss_MiB ran si
 bench() {
   name=$1
   shift
+  case $name in *"$only"*) ;; *) return ;; esac
   set -- $(run auto "$@") "$@"
   dw=$1 drss=$2 dstep=$3 dran=$4
   shift 4
@@ -68,3 +78,4 @@ bench "burst, causal striped" --set parallel.method=burst --set workload.causal=
 bench "burst, NICs at half rate, fold off" --set parallel.method=burst --set cluster.degrade=nic:0.5 --fold off
 bench "burst, one failed NIC on node 3" --set parallel.method=burst --set cluster.failed_nics=3:1
 bench "usp, causal contiguous" --set parallel.method=usp --set workload.causal=true --set parallel.layout=contiguous
+bench "LLaMA-2-7B step, 32 layers, fold off" --set parallel.method=burst --set workload.scope=model --fold off

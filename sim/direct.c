@@ -8,9 +8,10 @@
  * p2p base cost is put that much later, in post order. Transfers run on
  * direct_net.c's model of SimGrid's network. What an op does to its rank's
  * state is rankops.c's, shared with the actors; so are the error messages.
- * COLL is not modelled: the point is handed back to SimGrid.
+ * A COLL runs as direct_coll.c's parts, as coll.c's actors run it in SimGrid.
  */
 #include "sim/direct.h"
+#include "sim/direct_coll.h"
 #include "sim/direct_heap.h"
 #include "sim/direct_net.h"
 
@@ -19,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EV_WAKE = 0, EV_PUT = 1 };
+enum { EV_WAKE = 0, EV_PUT = 1, EV_COLL = 2 };
 enum { R_RUN = 0, R_SLEEP, R_WAIT, R_DONE };
 
 typedef struct {
@@ -53,6 +54,7 @@ typedef struct {
 typedef struct {
   sim_ctx *c;
   dnet *net;
+  dcoll *coll;
   dev_heap ev;
   drank *r;
   dhandle *hs; /* per (slot, handle) */
@@ -272,7 +274,13 @@ static int begin_wait(direct *d, rank_state *rs, const bs_op *op) {
       return -1;
     }
     const handle *h = &rs->h[hd];
-    if (rs->blk_peer < 0) { /* where the rank blocks, for a deadlock's message */
+    if (h->kind == H_COLL) {
+      if (rs->blk_peer < 0 && rs->blk_kind != 2) { /* a wait on collectives alone: the first */
+        rs->blk_kind = 2;
+        rs->blk_post_op = h->op_index;
+      }
+    } else if (rs->blk_peer < 0) { /* where the rank blocks, for a deadlock's message */
+      rs->blk_kind = 1;
       rs->blk_send = h->kind == H_SEND;
       rs->blk_peer = h->peer;
       rs->blk_tag = h->tag;
@@ -297,12 +305,39 @@ static int end_wait(direct *d, rank_state *rs) {
   double t_last = -1;
   for (int i = 0; i < r->wait.u.wait.n; i++) {
     int hd = r->wait.u.wait.handles[i];
+    const handle *h = &rs->h[hd];
+    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
+    if (h->kind != H_FREE && h->kind != H_COLL && d->hs[hi].tdone > t_last) {
+      t_last = d->hs[hi].tdone;
+      last = *h;
+    }
+  }
+  /* collectives are joined after the messages, in list order (actor.c): one whose join moves the
+   * clock, or the first when there is no message, ended last */
+  double clock = t_last > t0 ? t_last : t0;
+  for (int i = 0; i < r->wait.u.wait.n; i++) {
+    int hd = r->wait.u.wait.handles[i];
+    const handle *h = &rs->h[hd];
+    if (h->kind != H_COLL) continue;
+    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
+    if (t_last < 0 || d->hs[hi].tdone > clock) {
+      last = *h;
+      t_last = d->hs[hi].tdone;
+    }
+    if (d->hs[hi].tdone > clock) clock = d->hs[hi].tdone;
+  }
+  for (int i = 0; i < r->wait.u.wait.n; i++) {
+    int hd = r->wait.u.wait.handles[i];
     handle *h = &rs->h[hd];
     if (h->kind == H_FREE) continue; /* listed twice */
     size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
-    if (d->hs[hi].tdone > t_last) {
-      t_last = d->hs[hi].tdone;
-      last = *h;
+    if (h->kind == H_COLL) {
+      double a = dcoll_last_arrival(c, h);
+      if (a > ready) ready = a;
+      h->kind = H_FREE;
+      d->hs[hi].done = 0;
+      d->hs[hi].wait = 0;
+      continue;
     }
     if (h->kind == H_RECV && sim_check_recv(rs, h)) {
       h->kind = H_FREE;
@@ -367,7 +402,14 @@ static int run_rank(direct *d, int slot) {
       }
       if (!rc) rc = end_wait(d, rs);
       break;
-    case BS_OP_COLL: snprintf(d->why, d->whylen, "a collective (COLL)"); return 1;
+    case BS_OP_COLL:
+      if (op.handle >= 0 && op.handle < MAX_HANDLES && rs->h[op.handle].kind == H_FREE) {
+        size_t hi = (size_t)slot * MAX_HANDLES + (size_t)op.handle;
+        d->hs[hi].done = 0;
+        d->hs[hi].wait = 0;
+      }
+      rc = dcoll_start(d->coll, rs, &op, d->now);
+      break;
     default:
       sim_error(c, "rank %d op #%lld: unknown op kind %d", rs->rank, (long long)rs->op_index, (int)op.kind);
       return -1;
@@ -395,8 +437,12 @@ static int handle_done(direct *d, int slot, int hd) {
   return rc ? rc : run_rank(d, slot);
 }
 
+/* A collective's part ended (direct_coll.h's callback). */
+static int coll_done(void *engine, int slot, int hd) { return handle_done(engine, slot, hd); }
+
 static int transfer_done(direct *d, int m) {
   sim_ctx *c = d->c;
+  if (m >= DCOLL_MSG_BASE) return dcoll_transfer_done(d->coll, m, d->now);
   dmsg g = d->msg[m];
   const dpair *p = &d->pair[g.pair];
   msg_free(d, m);
@@ -420,18 +466,6 @@ static void factor_table(const bs_profile *prof, bs_factor_table *t) {
   }
 }
 
-/* 1 when rank 0's program has a COLL: the point would only start again in SimGrid once the direct
- * engine met it, which may be late (a step's gradient reduction); one rank's program is cheap to read. */
-static int rank0_has_coll(const sim_ctx *c) {
-  void *it = c->src->iter_new(c->src->ctx, 0);
-  if (!it) return 0; /* out of memory: the run says so */
-  bs_op op;
-  int coll = 0;
-  while (!coll && c->src->next(it, &op)) coll = op.kind == BS_OP_COLL;
-  c->src->iter_free(it);
-  return coll;
-}
-
 int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int crosstraffic, double tcp_gamma,
                         char *why, size_t whylen) {
   if (c->shared_host) snprintf(why, whylen, "the host topology's shared CPU");
@@ -440,12 +474,12 @@ int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int 
   else if (strcmp(model, "CM02")) snprintf(why, whylen, "network model %.24s", model);
   else if (crosstraffic) snprintf(why, whylen, "cross traffic");
   else if (tcp_gamma > 0) snprintf(why, whylen, "TCP-gamma > 0");
-  else if (rank0_has_coll(c)) snprintf(why, whylen, "a collective (COLL)");
   else return 1;
   return 0;
 }
 
 static void direct_free(direct *d) {
+  dcoll_free(d->coll);
   dnet_free(d->net);
   free(d->ev.e);
   free(d->r);
@@ -477,6 +511,7 @@ static int loop(direct *d) {
       dev_event e = dev_pop(&d->ev);
       d->now = e.t;
       if (e.kind == EV_PUT) rc = put(d, e.id);
+      else if (e.kind == EV_COLL) rc = dcoll_timer(d->coll, e.id, d->now);
       else {
         rank_state *rs = &c->rs[e.id];
         const drank *r = &d->r[e.id];
@@ -508,8 +543,9 @@ int sim_direct_run(sim_ctx *c, char *why, size_t whylen) {
   d.hs = calloc(nh, sizeof *d.hs);
   d.phash = calloc(hs, sizeof *d.phash);
   d.pmask = hs - 1;
+  if (d.net) d.coll = dcoll_new(c, d.net, &d.ev, EV_COLL, coll_done, &d, why, whylen);
   int rc;
-  if (!d.net || !d.r || !d.hs || !d.phash) rc = oom(&d);
+  if (!d.net || !d.coll || !d.r || !d.hs || !d.phash) rc = oom(&d);
   else rc = loop(&d);
   direct_free(&d);
   return rc;

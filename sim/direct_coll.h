@@ -1,0 +1,45 @@
+/*
+ * direct_coll.h — a COLL op in the direct engine (direct.c), as coll.c runs it
+ * in SimGrid: the call's base cost, then NCCL's ring (lockstep steps, one flow
+ * per hop and channel never faster than the lockstep time, or that time
+ * alone), the all-to-all (every pair at once), NCCL's double binary tree (in
+ * pipelined chunks, or timed as a whole), Open MPI's binomial allreduce, and
+ * the alpha-beta times of the analytic model. Its transfers run on the direct
+ * engine's network (direct_net.h) and its timers in the engine's event queue.
+ */
+#ifndef BURSTSIM_SIM_DIRECT_COLL_H
+#define BURSTSIM_SIM_DIRECT_COLL_H
+
+#include <stddef.h>
+#include "sim/direct_heap.h"
+#include "sim/direct_net.h"
+#include "sim/point.h"
+
+/* Transfers of collectives are numbered from here on the network (below: the engine's messages). */
+#define DCOLL_MSG_BASE (1 << 30)
+
+typedef struct dcoll dcoll;
+
+/* A member's part ended at the current time: the engine marks handle hd of actor slot done and
+ * goes on; 0, 1 declined, -1 failed. */
+typedef int (*dcoll_done_fn)(void *engine, int slot, int hd);
+
+/* The collectives of c's point on network net; timers are queued on ev as events of kind
+ * ev_kind; why receives what a declined collective needs. NULL when out of memory. */
+dcoll *dcoll_new(sim_ctx *c, dnet *net, dev_heap *ev, int ev_kind, dcoll_done_fn done, void *engine, char *why,
+                 size_t whylen);
+void dcoll_free(dcoll *dc);
+
+/* Rank rs posts COLL op at time now (its handle set up as actor.c's do_coll does): 0, 1 declined
+ * (why says which algorithm), -1 failed (c->error). The same for the two below. */
+int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now);
+/* A timer of kind ev_kind with this id is due at now. */
+int dcoll_timer(dcoll *dc, int id, double now);
+/* The network ended transfer msg (>= DCOLL_MSG_BASE) at now. */
+int dcoll_transfer_done(dcoll *dc, int msg, double now);
+
+/* When the last member of the collective of handle h (of rank rs) had posted it, as far as known
+ * now: the bound of the rank's wait for peers. */
+double dcoll_last_arrival(const sim_ctx *c, const handle *h);
+
+#endif
