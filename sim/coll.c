@@ -210,7 +210,7 @@ static void tree_account(rank_state *rs, const coll_job *job, int me, const int 
 
 /* An all-rank tree timed as a whole: its bytes, per size and group, counted once by the group's
  * first member (rs), which keeps the count: a plan has as many groups as the stride. */
-static int wtree_add(rank_state *rs, int64_t bytes, const bs_group *g) {
+int sim_wtree_add(rank_state *rs, int64_t bytes, const bs_group *g) {
   for (int i = 0; i < rs->nwtree; i++)
     if (rs->wtree[i].bytes == bytes && rs->wtree[i].stride == g->stride) {
       rs->wtree[i].count++;
@@ -238,7 +238,7 @@ static void coll_tree(rank_state *rs, const coll_job *job, coll_setup *s) {
     return;
   }
   if (!whole) tree_account(rs, job, s->me, s->node);
-  else if (rs->rank == job->group.first && wtree_add(rs, job->bytes, &job->group)) return;
+  else if (rs->rank == job->group.first && sim_wtree_add(rs, job->bytes, &job->group)) return;
   if (s->t_tree < 0) s->t_tree = bs_tree_allreduce_time(s->n, s->node, job->bytes, &s->l);
   c->events++;
   sg_actor_sleep_for(s->t_tree > 0 ? s->t_tree : 0);

@@ -13,13 +13,12 @@
 #include "sim/point.h"
 
 /* Whether the direct engine models c's point (its platform loaded, c set up, the network settings
- * the point runs with; rank 0's program is read for a COLL): 1, or 0 with the reason in why ("the
- * host topology's shared CPU"). */
+ * the point runs with): 1, or 0 with the reason in why ("the host topology's shared CPU"). */
 int sim_direct_supports(const sim_ctx *c, int generated, const char *model, int crosstraffic, double tcp_gamma,
                         char *why, size_t whylen);
 
 /* Runs c's ranks to the end: 0 with c filled as the actors would leave it; 1 when it met what it does
- * not model (why says what: a collective, a link's policy), c then half run and to be set up again;
+ * not model (why says what: a link's sharing policy), c then half run and to be set up again;
  * -1 when the point failed (c->error). */
 int sim_direct_run(sim_ctx *c, char *why, size_t whylen);
 

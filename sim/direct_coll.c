@@ -383,24 +383,6 @@ static int prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const bs
 /* A member's part                                                     */
 /* ------------------------------------------------------------------ */
 
-/* An all-rank tree timed as a whole: its bytes, per size and group, counted once (result.c adds them). */
-static int wtree_add(sim_ctx *c, int64_t bytes, const bs_group *g) {
-  for (int i = 0; i < c->nwtree; i++)
-    if (c->wtree[i].bytes == bytes && c->wtree[i].first == g->first && c->wtree[i].stride == g->stride) {
-      c->wtree[i].count++;
-      return 0;
-    }
-  if (c->nwtree == (int)(sizeof c->wtree / sizeof c->wtree[0])) {
-    sim_error(c, "more than %d sizes of all-rank tree allreduce in one plan", c->nwtree);
-    return -1;
-  }
-  c->wtree[c->nwtree].bytes = bytes;
-  c->wtree[c->nwtree].first = g->first;
-  c->wtree[c->nwtree].stride = g->stride;
-  c->wtree[c->nwtree++].count = 1;
-  return 0;
-}
-
 /* Bytes a member sends in a tree allreduce (the analytic model's accounting). */
 static void tree_account(rank_state *rs, const bs_group *g, int64_t bytes, int me, const int *node) {
   int64_t half[2] = {bytes / 2, bytes - bytes / 2};
@@ -676,7 +658,7 @@ static int part_plan(dcoll *dc, int pi, rank_state *rs, int64_t bytes, csetup *s
   }
   if (s->algo == BS_COLL_ALGO_TREE) { /* analytic, or timed as a whole over every rank */
     if (!whole) tree_account(rs, g, bytes, s->me, s->node);
-    else if (rs->rank == g->first && wtree_add(c, bytes, g)) return -1;
+    else if (rs->rank == g->first && sim_wtree_add(rs, bytes, g)) return -1;
     if (s->t_tree < 0) s->t_tree = bs_tree_allreduce_time(s->n, s->node, bytes, &s->l);
     p->algo = A_SLEEP;
     p->t_sleep = s->t_tree;

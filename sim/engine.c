@@ -6,7 +6,8 @@
  * op stream, run the ranks to the end, and fill the result (result.c). The
  * ranks run as SimGrid actors (actor.c) or, when it models the point, in the
  * direct engine (direct.h) on the same loaded platform; a point the direct
- * engine gives up on (a collective) starts again in SimGrid from scratch.
+ * engine gives up on half way (a route it does not model) starts again in
+ * SimGrid from scratch.
  * sim.network says which ran. A deadlock is named by the ranks that never
  * finished.
  *

@@ -10,7 +10,7 @@
  *   engine.c   one point: profile, platform, fold, SimGrid, actors, result
  *   fold.c     the pre-pass that proves which ranks share a timeline
  *   actor.c    the rank actor: a rank's ops as SimGrid activity
- *   direct.c   the same ops without actors: the direct engine (direct.h)
+ *   direct.c   the same ops without actors: the direct engine (direct.h); direct_coll.c its COLLs
  *   rankops.c  what an op does to its rank's state, for both engines
  *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
@@ -226,6 +226,9 @@ void sim_deadlock_error(sim_ctx *c);
 /* Starts the actor that runs rank rs's part of a collective (joined by its WAIT);
  * NULL (with the error recorded) when out of memory. */
 sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes);
+/* An all-rank tree timed as a whole: its bytes, per size and group, counted once by the group's first
+ * member rs (result.c adds them at fill); 0 or -1 with the error recorded. Both engines call it. */
+int sim_wtree_add(rank_state *rs, int64_t bytes, const bs_group *g);
 
 /* ------------------------------------------------------------------ */
 /* link_class.c                                                        */
