@@ -271,25 +271,16 @@ static int fl_at(dnet *n, int fi, double t) {
   return 0;
 }
 
-/* Flow fi leaves the event heap. Its slot's hole sinks to a leaf along the earlier children (one
- * comparison a level, where a sift-down of the last entry takes two), and the last entry rises
- * from there: the entries' order is total (time, then sequence), so the heap holds the same
- * events in the same order either way. */
+/* Flow fi leaves the event heap. */
 static void fl_unqueue(dnet *n, int fi) {
   int i = n->hpos[fi];
   if (i < 0) return;
   n->hpos[fi] = -1;
   hent last = n->hp[--n->nh];
   if (i == n->nh) return;
-  for (;;) {
-    int c = 2 * i + 1;
-    if (c >= n->nh) break;
-    if (c + 1 < n->nh && h_before(&n->hp[c + 1], &n->hp[c])) c++;
-    fl_place(n, i, n->hp[c]);
-    i = c;
-  }
   fl_place(n, i, last);
   fl_up(n, i);
+  fl_down(n, n->hpos[last.fi]);
 }
 
 static int mark_dirty(dnet *n, int li) {
