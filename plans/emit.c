@@ -60,7 +60,7 @@ bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind) {
   } /* overflow: op discarded */
   bs_op *op = &it->q[(it->qh + it->qn) % QCAP];
   it->qn++;
-  memset(op, 0, sizeof *op);
+  memset(op, 0, bs_op_used_bytes(kind)); /* the rest of the union is never read */
   op->kind = kind;
   op->handle = -1;
   op->step = it->step;
@@ -72,7 +72,7 @@ void plan_push_copy(bs_plan_iter *it, const bs_op *op) {
     it->err = 1;
     return;
   } /* overflow: op discarded */
-  it->q[(it->qh + it->qn) % QCAP] = *op;
+  memcpy(&it->q[(it->qh + it->qn) % QCAP], op, bs_op_used_bytes(op->kind));
   it->qn++;
 }
 

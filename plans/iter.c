@@ -6,7 +6,9 @@
  * memory. It reaches a method only through its row (methods.c) and the scope
  * only through the row creation set, never calling up into either.
  */
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include "plan_impl.h"
 
 bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
@@ -39,15 +41,39 @@ const char *bs_plan_iter_errmsg(const bs_plan_iter *it) {
   return it->errmsg[0] ? it->errmsg : "the plan iterator failed (internal error: op queue or ids exhausted)";
 }
 
+size_t bs_op_used_bytes(bs_op_kind kind) {
+  const bs_op *o = NULL;
+  size_t head = offsetof(bs_op, u);
+  switch (kind) {
+  case BS_OP_ALLOC: return head + sizeof o->u.alloc;
+  case BS_OP_FREE: return head + sizeof o->u.free;
+  case BS_OP_COMPUTE: return head + sizeof o->u.compute;
+  case BS_OP_SEND:
+  case BS_OP_RECV: return head + sizeof o->u.p2p;
+  case BS_OP_COLL: return head + sizeof o->u.coll;
+  case BS_OP_WAIT: return head + sizeof o->u.wait;
+  case BS_OP_PHASE: return head + sizeof o->u.phase;
+  }
+  return sizeof *o;
+}
+
+/* Hands out the op at the queue's head: only its used bytes are copied (a COMPUTE's are most of
+ * an op, a message's a tenth), since the iterator runs once per op of every simulated rank. An
+ * empty queue fills again from its first slot, so that the memory a rank's ops pass through is
+ * its longest segment, not the whole ring: with a thousand ranks interleaved, that is what keeps
+ * their queues in cache. */
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
   while (it->qn == 0) {
     if (it->done || it->err) return 0;
+    it->qh = 0;
     int more = it->wl ? it->p->scope->gen(it) : plan_method_of(it->p->cfg.par.method)->gen(it, it->state);
     if (!more) it->done = 1;
   }
   if (it->err) return 0;
-  *op = it->q[it->qh];
+  const bs_op *q = &it->q[it->qh];
+  memcpy(op, q, bs_op_used_bytes(q->kind));
   it->qh = (it->qh + 1) % QCAP;
   it->qn--;
+  if (it->qn) __builtin_prefetch(&it->q[it->qh]); /* the rank's next op, read soon after this one */
   return 1;
 }

@@ -125,9 +125,13 @@ typedef struct {
   int64_t t_a, t_b, t_chunk; /* COPY: in viewed as [t_a][t_b][t_chunk bytes] -> out [t_b][t_a][t_chunk]; 0 = plain */
 } bs_compute;
 
+/* The fields every op has come first and the kind's own fields last, so that an op is handed
+ * on by copying only its used prefix (bs_op_used_bytes): the bytes of the union past its kind's
+ * member are undefined in an op taken from an iterator. */
 typedef struct {
   bs_op_kind kind;
   int32_t handle; /* SEND / RECV / COLL: the handle this op creates */
+  int32_t step;   /* ring step / stage the op belongs to (-1 = none), for messages */
   union {
     struct {
       int32_t buf;
@@ -164,8 +168,10 @@ typedef struct {
       int begin;   /* 1 begin, 0 end */
     } phase;
   } u;
-  int32_t step; /* ring step / stage the op belongs to (-1 = none), for messages */
 } bs_op;
+
+/* The bytes of an op of this kind that hold its fields: its head and its kind's union member. */
+size_t bs_op_used_bytes(bs_op_kind kind);
 
 typedef struct bs_plan bs_plan;
 typedef struct bs_plan_iter bs_plan_iter;

@@ -184,10 +184,10 @@ typedef struct {
 struct bs_plan_iter {
   const bs_plan *p;
   int rank;
-  bs_op q[QCAP];
-  int qh, qn;
-  uint64_t bufs_used, handles_used;
+  int qh, qn; /* the queue's head and length: on the line bs_plan_next reads first */
   int done;
+  bs_op q[QCAP];
+  uint64_t bufs_used, handles_used;
   int32_t step;     /* step stamped on emitted ops */
   int err;          /* an internal invariant broke (queue or ids exhausted), or errmsg */
   char errmsg[192]; /* why the plan cannot go on (a point too large), when set */

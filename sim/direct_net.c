@@ -22,8 +22,14 @@
 #define MAXMIN_PRECISION 1e-5   /* SimGrid's maxmin/precision default */
 #define REMAINS_PRECISION 1e-14 /* maxmin/precision x surf/precision, on a transfer's remains */
 
+/* A flow on a link's list, with the link's place on the flow's route: the flow that fills a
+ * removed one's slot is told its new place without a look at its route. */
 typedef struct {
-  int *f; /* active flows on the link */
+  int fi, hop;
+} lentry;
+
+typedef struct {
+  lentry *f; /* active flows on the link */
   int n, cap;
   double bw;
   int cls;
@@ -39,13 +45,14 @@ typedef struct {
   int cls; /* the class of its narrowest classified link, for the size factors (-1: none) */
 } droute;
 
+/* The integers an event's bookkeeping reads come first, on one cache line; the rates after. */
 typedef struct {
   int route, msg, state; /* state 0 free, 1 paying latency, 2 sharing bandwidth */
-  double rem, w, bwf, bound, value, nv, rate, last;
+  int pos[MAX_HOPS];     /* its index in each of its links' lists */
+  int next_free;
   uint32_t mark;
   int fixed;
-  int pos[MAX_HOPS]; /* its index in each of its links' lists */
-  int next_free;
+  double rem, w, bwf, bound, value, nv, rate, last;
 } dflow;
 
 struct dnet {
@@ -313,7 +320,7 @@ static int activate(dnet *n, int fi, double now) {
     if (l->n) alone = 0;
     if (grow((void **)&l->f, &l->cap, l->n + 1, sizeof *l->f)) return -1;
     f->pos[i] = l->n;
-    l->f[l->n++] = fi;
+    l->f[l->n++] = (lentry){fi, i};
   }
   if (alone) { /* the max-min solution of one flow: its narrowest link, as maxmin.cpp computes it */
     n->fast++;
@@ -383,11 +390,11 @@ static int solve(dnet *n, double now) {
   for (int q = 0; q < n->ncl; q++) {
     dlink *l = &n->link[n->cl[q]];
     for (int j = 0; j < l->n; j++) {
-      dflow *f = &n->flow[l->f[j]];
+      dflow *f = &n->flow[l->f[j].fi];
       if (f->mark == ep) continue;
       f->mark = ep;
       if (grow((void **)&n->cf, &n->capcf, n->ncf + 1, sizeof *n->cf)) return -1;
-      n->cf[n->ncf++] = l->f[j];
+      n->cf[n->ncf++] = l->f[j].fi;
       const droute *r = &n->route[f->route];
       for (int i = 0; i < r->nl; i++) {
         int li = n->rl[r->l0 + i];
@@ -406,7 +413,7 @@ static int solve(dnet *n, double now) {
     dlink *l = &n->link[li];
     l->rem = l->bw;
     l->usage = 0;
-    for (int j = 0; j < l->n; j++) l->usage += 1.0 / n->flow[l->f[j]].w;
+    for (int j = 0; j < l->n; j++) l->usage += 1.0 / n->flow[l->f[j].fi].w;
     l->alive = l->usage > 0 && l->rem > l->bw * MAXMIN_PRECISION;
     l->touched = 0;
     if (l->alive && dev_push(&n->sh, l->rem / l->usage, 0, li, ++l->hver)) return -1;
@@ -445,7 +452,7 @@ static int solve(dnet *n, double now) {
     for (int s = 0; s < nsat; s++) {
       const dlink *l = &n->link[n->touch[s]];
       for (int j = 0; j < l->n; j++) {
-        dflow *f = &n->flow[l->f[j]];
+        dflow *f = &n->flow[l->f[j].fi];
         if (f->fixed) continue;
         if (f->bound > 0 && f->bound * f->w < min_usage)
           min_bound = min_bound < 0 ? f->bound * f->w : fmin(min_bound, f->bound * f->w);
@@ -454,7 +461,7 @@ static int solve(dnet *n, double now) {
     for (int s = 0; s < nsat; s++) {
       int sli = n->touch[s];
       for (int j = 0; j < n->link[sli].n; j++) {
-        int fi = n->link[sli].f[j];
+        int fi = n->link[sli].f[j].fi;
         dflow *f = &n->flow[fi];
         if (f->fixed) continue;
         if (min_bound < 0) f->nv = min_usage / f->w;
@@ -508,13 +515,11 @@ int dnet_pop(dnet *n, double now, int *msg) {
   for (int i = 0; i < r->nl; i++) {
     int li = n->rl[r->l0 + i];
     dlink *l = &n->link[li];
-    int p = f->pos[i], last = l->f[--l->n];
+    int p = f->pos[i];
+    lentry last = l->f[--l->n];
     if (p != l->n) { /* the last flow of the list takes this one's place */
       l->f[p] = last;
-      dflow *g = &n->flow[last];
-      const droute *gr = &n->route[g->route];
-      for (int k = 0; k < gr->nl; k++)
-        if (n->rl[gr->l0 + k] == li) g->pos[k] = p;
+      n->flow[last.fi].pos[last.hop] = p;
     }
     if (l->n && mark_dirty(n, li)) return -1;
   }
