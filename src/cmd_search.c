@@ -590,7 +590,8 @@ int cmd_search(int argc, char **argv) {
   int lrc = bs_scenario_load(A.scenario, A.sets, A.nsets, &sc, err, sizeof err);
   bs_scenario_auto_keys(NULL);
   if (lrc) {
-    fprintf(stderr, "burstsim search: %s\n", err);
+    const char *dr = strstr(err, "parallel.double_ring: '");
+    fprintf(stderr, "burstsim search: %s%s\n", err, dr ? " search (on and off searched)" : "");
     return 2;
   }
   bs_search_autos au;
