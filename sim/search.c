@@ -442,8 +442,9 @@ static const char *tristate_name(bs_tristate t) { return t == BS_ON ? "on" : t =
 
 /* Does candidate i run what a legal twin before it runs, so that it is not a second candidate?
  * double_ring: the plan takes the same decision (a ring within one node is one ring, on or off);
- * ulysses_placement: every rank sits on one node of the uniform switch and no rank is slower
- * (cluster.straggler_*), so the two placements are a renumbering of the same node's GPUs. */
+ * ulysses_placement: every rank sits on one node of a generated DGX platform, whose GPUs each have
+ * their own links to the node's NVSwitch, and no rank is slower (cluster.straggler_*), so the two
+ * placements are a renumbering of the same node's GPUs (a PCIe tree is not uniform: kept there). */
 static int same_as_twin(const bs_search *s, int i, char *why, size_t n) {
   const bs_cand *c = &s->c[i];
   int rpn = c->walk.ranks_per_node;
@@ -458,7 +459,8 @@ static int same_as_twin(const bs_search *s, int i, char *why, size_t n) {
   }
   j = twin_before(s, i, BS_SPREAD_PLACEMENT, offsetof(bs_config, par.ulysses_placement),
                   sizeof c->cfg.par.ulysses_placement);
-  if (j >= 0 && rpn > 0 && c->cfg.par.gpus <= rpn && c->cfg.cluster.straggler_factor <= 0) {
+  if (j >= 0 && rpn > 0 && c->cfg.par.gpus <= rpn && c->cfg.cluster.straggler_factor <= 0 &&
+      !strncmp(c->cfg.cluster.topology, "dgx-", 4)) {
     snprintf(why, n,
              "parallel.ulysses_placement: %s renumbers the GPUs of one node of %d (%d ranks) as %s does: the same step",
              bs_placement_name(c->cfg.par.ulysses_placement), rpn, c->cfg.par.gpus,
