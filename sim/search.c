@@ -42,6 +42,7 @@
 #include "sim/search.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,22 +253,67 @@ static int values_fp8(const space *sp, const bs_config *c, kval *v) {
 }
 static void set_fp8(bs_config *c, kval v) { c->model.fp8 = (bs_fp8)v.v; }
 
+/* A double ring (inner rings within nodes, an outer ring over them) forms on burst and ring with a
+ * ring (cp > 1), outside decode and pass-Q (plans/create.c); off and on, or the list's values. Where
+ * both still take the same decision (a ring within one node) the walk keeps the first (walk_all). */
+static int values_double_ring(const space *sp, const bs_config *c, kval *v) {
+  bs_method m = c->par.method;
+  if (!sp->a->double_ring || (m != BS_BURST && m != BS_RING) || c->work.phase == BS_DECODE ||
+      c->par.cp_pass == BS_PASS_Q || cp_of(c) == 1)
+    return one(v, sp->base->par.double_ring);
+  int n = 0, want = sp->a->double_ring;
+  for (int t = BS_AUTO; t <= BS_ON; t++) /* every: off and on (auto is one of them); a list: its bits */
+    if (want == BS_SEARCH_EVERY ? t != BS_AUTO : (want & BS_SEARCH_BIT(t + 1)) != 0) v[n++] = (kval){t, 0};
+  return n;
+}
+static void set_double_ring(bs_config *c, kval v) { c->par.double_ring = (bs_tristate)v.v; }
+
+/* usp: its all-to-all groups within nodes and rings across (head-first), or the rings within nodes. */
+static int values_placement(const space *sp, const bs_config *c, kval *v) {
+  if (!sp->a->placement || c->par.method != BS_USP) return one(v, sp->base->par.ulysses_placement);
+  static const int every[] = {BS_HEAD_FIRST, BS_RING_FIRST};
+  int n = 0, want = sp->a->placement;
+  for (int i = 0; i < 2; i++)
+    if (want == BS_SEARCH_EVERY || want & BS_SEARCH_BIT(every[i])) v[n++] = (kval){every[i], 0};
+  return n;
+}
+static void set_placement(bs_config *c, kval v) { c->par.ulysses_placement = (bs_placement)v.v; }
+
+/* Megatron's tensor parallelism v1 (allreduces) or v3 (sequence parallel: all-gathers and
+ * reduce-scatters) where a tensor-parallel dimension of more than one rank runs: method tp at every
+ * scope (plans/tp.c), and the projections of layer and model scope (plans/workload.c). */
+static int values_tp_variant(const space *sp, const bs_config *c, kval *v) {
+  int tp = c->par.method == BS_TP ? c->par.gpus / (c->par.dp * c->par.pp) : c->par.tp;
+  if (!sp->a->tp_variant || tp <= 1 || (c->par.method != BS_TP && c->work.scope == BS_SCOPE_ATTENTION))
+    return one(v, sp->base->par.tp_variant);
+  static const int every[] = {1, 3};
+  int n = 0, want = sp->a->tp_variant;
+  for (int i = 0; i < 2; i++)
+    if (want == BS_SEARCH_EVERY || want & BS_SEARCH_BIT(every[i])) v[n++] = (kval){every[i], 0};
+  return n;
+}
+static void set_tp_variant(bs_config *c, kval v) { c->par.tp_variant = v.v; }
+
 static const struct {
   key_values values;
   key_set set;
+  int spread; /* BS_SPREAD_*: a key the label names where it takes more than one value */
 } searched[] = {
-  {values_method, set_method},
-  {values_pp, set_pp},
-  {values_dp, set_dp},
-  {values_tp, set_tp},
-  {values_ulysses, set_ulysses},
-  {values_layout, set_layout},
-  {values_zero, set_zero},
-  {values_micro_batch, set_micro_batch},
-  {values_recompute, set_recompute},
-  {values_pp_schedule, set_pp_schedule},
-  {values_cp_pass, set_cp_pass},
-  {values_fp8, set_fp8},
+  {values_method, set_method, 0},
+  {values_pp, set_pp, 0},
+  {values_dp, set_dp, 0},
+  {values_tp, set_tp, 0},
+  {values_ulysses, set_ulysses, 0},
+  {values_layout, set_layout, 0},
+  {values_zero, set_zero, 0},
+  {values_micro_batch, set_micro_batch, 0},
+  {values_recompute, set_recompute, 0},
+  {values_pp_schedule, set_pp_schedule, 0},
+  {values_cp_pass, set_cp_pass, 0},
+  {values_fp8, set_fp8, 0},
+  {values_double_ring, set_double_ring, BS_SPREAD_DOUBLE_RING},
+  {values_placement, set_placement, BS_SPREAD_PLACEMENT},
+  {values_tp_variant, set_tp_variant, BS_SPREAD_TP_VARIANT},
 };
 #define NKEYS ((int)(sizeof searched / sizeof searched[0]))
 
@@ -287,6 +333,8 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
     searched[d].set(&c, v[d][at[d]]);
     if (d == NKEYS - 1) {
       if (push(b, &c)) return -1;
+      for (int k = 0; k < NKEYS; k++)
+        if (n[k] > 1) b->s->c[b->s->n - 1].spread |= searched[k].spread;
       at[d]++;
       continue;
     }
@@ -375,6 +423,53 @@ static const bs_profile *profile_for(prof_slot *ps, int *np, const bs_config *c,
   return p;
 }
 
+/* The legal candidate before i that differs from it in `field` alone (its twin), when i was spread over
+ * that key: the last three keys turn fastest, so a twin lies at most 12 before. -1 if none. */
+static int twin_before(const bs_search *s, int i, int spread, size_t field, size_t size) {
+  const bs_cand *c = &s->c[i];
+  if (!(c->spread & spread)) return -1;
+  for (int j = i - 1; j >= 0 && j >= i - 12; j--) {
+    const bs_cand *x = &s->c[j];
+    if (x->status == BS_CAND_ILLEGAL || x->status == BS_CAND_SKIPPED || !(x->spread & spread)) continue;
+    bs_config y = x->cfg;
+    memcpy((char *)&y + field, (const char *)&c->cfg + field, size);
+    if (!memcmp(&y, &c->cfg, sizeof y)) return j;
+  }
+  return -1;
+}
+
+static const char *tristate_name(bs_tristate t) { return t == BS_ON ? "on" : t == BS_OFF ? "off" : "auto"; }
+
+/* Does candidate i run what a legal twin before it runs, so that it is not a second candidate?
+ * double_ring: the plan takes the same decision (a ring within one node is one ring, on or off);
+ * ulysses_placement: every rank sits on one node of a generated DGX platform, whose GPUs each have
+ * their own links to the node's NVSwitch, and no rank is slower (cluster.straggler_*), so the two
+ * placements are a renumbering of the same node's GPUs (a PCIe tree is not uniform: kept there). */
+static int same_as_twin(const bs_search *s, int i, char *why, size_t n) {
+  const bs_cand *c = &s->c[i];
+  int rpn = c->walk.ranks_per_node;
+  int j = twin_before(s, i, BS_SPREAD_DOUBLE_RING, offsetof(bs_config, par.double_ring), sizeof c->cfg.par.double_ring);
+  bs_decision d, t;
+  if (j >= 0 && !bs_plan_decide(&c->cfg, rpn, &d) && !bs_plan_decide(&s->c[j].cfg, rpn, &t) &&
+      t.double_ring == d.double_ring && t.ring_inner == d.ring_inner && t.ring_outer == d.ring_outer) {
+    snprintf(why, n, "parallel.double_ring: %s takes the decision %s takes (a ring of %d x %d ranks): the same plan",
+             tristate_name(c->cfg.par.double_ring), tristate_name(s->c[j].cfg.par.double_ring), d.ring_inner,
+             d.ring_outer);
+    return 1;
+  }
+  j = twin_before(s, i, BS_SPREAD_PLACEMENT, offsetof(bs_config, par.ulysses_placement),
+                  sizeof c->cfg.par.ulysses_placement);
+  if (j >= 0 && rpn > 0 && c->cfg.par.gpus <= rpn && c->cfg.cluster.straggler_factor <= 0 &&
+      !strncmp(c->cfg.cluster.topology, "dgx-", 4)) {
+    snprintf(why, n,
+             "parallel.ulysses_placement: %s renumbers the GPUs of one node of %d (%d ranks) as %s does: the same step",
+             bs_placement_name(c->cfg.par.ulysses_placement), rpn, c->cfg.par.gpus,
+             bs_placement_name(s->c[j].cfg.par.ulysses_placement));
+    return 1;
+  }
+  return 0;
+}
+
 /* Legality and memory of every candidate; the bounds of those that fit. 0 or -1. */
 static int walk_all(bs_search *s, const bs_search_opts *o, double t0, char *err, size_t errlen) {
   prof_slot profs[MAX_PROFILES];
@@ -395,6 +490,12 @@ static int walk_all(bs_search *s, const bs_search_opts *o, double t0, char *err,
     char why[256];
     int w = bs_sim_walk(&c->cfg, o->opts, prof, !o->all_ranks, &c->walk, why, sizeof why);
     if (w == -2 || w == -1) { /* -1: a plan that breaks its own invariants is not a candidate either */
+      c->status = BS_CAND_ILLEGAL;
+      snprintf(c->why, sizeof c->why, "%s", why);
+      add_reason(s, why);
+      continue;
+    }
+    if (same_as_twin(s, i, why, sizeof why)) {
       c->status = BS_CAND_ILLEGAL;
       snprintf(c->why, sizeof c->why, "%s", why);
       add_reason(s, why);

@@ -25,7 +25,19 @@ typedef struct {
   int pp_schedule; /* pipelines (pp > 1): 1F1B and the interleaved schedule over 2 or 4 chunks */
   int cp_pass;     /* burst, ring in prefill and decode: pass-KV and pass-Q */
   int fp8;         /* model.fp8 off, ffn, all (layer and model scope); only when the user gives auto */
+  /* The next three take BS_SEARCH_EVERY (every legal value), a mask of the values given as a list
+   * (BS_SEARCH_BIT), or 0 (the base point's value). Each spreads only where it changes the plan. */
+  int double_ring; /* burst and ring with a ring (cp > 1) outside decode and pass-Q: off, on */
+  int placement;   /* usp: head-first, ring-first */
+  int tp_variant;  /* where a tensor-parallel dimension of more than one rank runs: v1, v3 */
 } bs_search_autos;
+
+#define BS_SEARCH_EVERY (-1)
+/* The bit of a value in a list mask: a placement, a tp_variant (1 or 3), a double_ring tristate + 1. */
+#define BS_SEARCH_BIT(v) (1 << (v))
+
+/* The keys whose values a candidate's configuration label names (bs_cand.spread). */
+enum { BS_SPREAD_DOUBLE_RING = 1, BS_SPREAD_PLACEMENT = 2, BS_SPREAD_TP_VARIANT = 4 };
 
 typedef enum {
   BS_CAND_PENDING = 0,
@@ -45,6 +57,7 @@ typedef struct {
   bs_walk walk;
   double bound; /* seconds: the step is at least this */
   int sim_oom;  /* simulated, and found past the capacity by the simulation */
+  int spread;   /* BS_SPREAD_*: the keys spread over more than one value for this candidate */
   bs_result res;
 } bs_cand;
 

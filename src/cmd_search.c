@@ -36,9 +36,10 @@ static void search_usage(FILE *f) {
           "\n"
           "Finds the fastest parallel configuration for the model, workload, cluster and gpus the\n"
           "scenario fixes. Parallel keys left out or set to auto are searched over every legal value\n"
-          "(method, tp, dp, pp, layout, ulysses_degree, zero, micro_batch, pp_schedule, cp_pass;\n"
-          "workload.recompute at model scope); model.fp8 only when set to auto (FP8 GEMMs change the\n"
-          "numerics); a key given as a list is searched over that list.\n"
+          "(method, tp, dp, pp, layout, ulysses_degree, ulysses_placement, tp_variant, zero,\n"
+          "micro_batch, pp_schedule, cp_pass; workload.recompute at model scope); model.fp8 only when\n"
+          "set to auto (FP8 GEMMs change the numerics); parallel.double_ring only when set to search\n"
+          "(its auto lets the plan decide); a key given as a list is searched over that list.\n"
           "Illegal points are pruned with the plan's checks, points whose peak memory passes the\n"
           "profile's capacity are never simulated, and the rest run cheapest lower bound (compute\n"
           "alone) first, skipping every point the bound proves cannot enter the top K or the front\n"
@@ -160,7 +161,9 @@ static int tp_of(const bs_config *c) {
 
 static double tiny0(double x) { return fabs(x) < 1e-9 ? 0 : x; }
 
-static void cfg_label(const bs_config *c, char *b, size_t n) {
+/* The configuration of a candidate; double_ring, placement and tp_variant where they were spread. */
+static void cfg_label(const bs_cand *x, char *b, size_t n) {
+  const bs_config *c = &x->cfg;
   int dp = c->par.dp > 0 ? c->par.dp : 1, pp = c->par.pp > 0 ? c->par.pp : 1, tp = tp_of(c);
   int l = snprintf(b, n, "%s tp=%d cp=%d dp=%d pp=%d layout=%s zero=%d recompute=%s micro_batch=",
                    bs_method_name(c->par.method), tp, c->par.gpus / (tp * dp * pp), dp, pp,
@@ -175,7 +178,16 @@ static void cfg_label(const bs_config *c, char *b, size_t n) {
     l += snprintf(b + l, n - (size_t)l, " pp_schedule=interleaved pp_chunks=%d", c->par.pp_chunks);
   if (c->par.cp_pass == BS_PASS_Q && l > 0 && (size_t)l < n) l += snprintf(b + l, n - (size_t)l, " cp_pass=q");
   if (c->model.fp8 != BS_FP8_OFF && l > 0 && (size_t)l < n)
-    snprintf(b + l, n - (size_t)l, " fp8=%s", bs_fp8_name(c->model.fp8));
+    l += snprintf(b + l, n - (size_t)l, " fp8=%s", bs_fp8_name(c->model.fp8));
+  if ((x->spread & BS_SPREAD_DOUBLE_RING) && l > 0 && (size_t)l < n)
+    l += snprintf(b + l, n - (size_t)l, " double_ring=%s",
+                  c->par.double_ring == BS_ON    ? "on"
+                  : c->par.double_ring == BS_OFF ? "off"
+                                                 : "auto");
+  if ((x->spread & BS_SPREAD_PLACEMENT) && l > 0 && (size_t)l < n)
+    l += snprintf(b + l, n - (size_t)l, " placement=%s", bs_placement_name(c->par.ulysses_placement));
+  if ((x->spread & BS_SPREAD_TP_VARIANT) && l > 0 && (size_t)l < n)
+    snprintf(b + l, n - (size_t)l, " tp_variant=v%d", c->par.tp_variant);
 }
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
@@ -201,14 +213,14 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   int k = nr < K ? nr : K;
   for (int i = 0; i < k; i++) {
     char l[256];
-    cfg_label(&s->c[rank[i]].cfg, l, sizeof l);
+    cfg_label(&s->c[rank[i]], l, sizeof l);
     fprintf(f, "#%d  %s\n", i + 1, l);
   }
   if (nr > K) {
     fprintf(f, "\nwhy the next ones lost (against #1):\n");
     for (int i = K; i < nr && i < K + LOSERS; i++) {
       char l[256], w[320];
-      cfg_label(&s->c[rank[i]].cfg, l, sizeof l);
+      cfg_label(&s->c[rank[i]], l, sizeof l);
       why_lost(&s->c[rank[i]], &s->c[rank[0]], w, sizeof w);
       fprintf(f, "#%d  %s\n     %s\n", i + 1, l, w);
     }
@@ -216,7 +228,7 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   fprintf(f, "\nPareto front (step time against peak memory):\n");
   for (int i = 0; i < nf; i++) {
     char l[256];
-    cfg_label(&s->c[front[i]].cfg, l, sizeof l);
+    cfg_label(&s->c[front[i]], l, sizeof l);
     fprintf(f, "  %10.4g s  %7.2f GiB  %s\n", s->c[front[i]].res.time.step, gib(s->c[front[i]].res.mem.peak_bytes_max),
             l);
   }
@@ -234,7 +246,7 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   for (int i = 0, shown = 0; i < s->n && shown < 5; i++)
     if (s->c[i].status == BS_CAND_FAILED) {
       char l[256];
-      cfg_label(&s->c[i].cfg, l, sizeof l);
+      cfg_label(&s->c[i], l, sizeof l);
       fprintf(f, "  failed: %s: %s\n", l, s->c[i].why);
       shown++;
     }
@@ -255,7 +267,7 @@ static void dry_run_report(const bs_search *s) {
     const bs_cand *c = &s->c[i];
     if (c->status != BS_CAND_PENDING) continue;
     char l[256];
-    cfg_label(&c->cfg, l, sizeof l);
+    cfg_label(c, l, sizeof l);
     printf("%14.4g  %22.2f  %s\n", c->bound, gib(c->walk.peak_bytes), l);
   }
 }
@@ -265,7 +277,7 @@ static void dry_run_report(const bs_search *s) {
 static cJSON *cand_json(const bs_cand *c) {
   cJSON *o = cJSON_CreateObject();
   char l[256];
-  cfg_label(&c->cfg, l, sizeof l);
+  cfg_label(c, l, sizeof l);
   cJSON_AddStringToObject(o, "config", l);
   cJSON_AddNumberToObject(o, "step_s", c->res.time.step);
   cJSON_AddNumberToObject(o, "peak_bytes", (double)c->res.mem.peak_bytes_max);
@@ -387,7 +399,7 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   for (int i = 0; i < nr && i < K; i++) {
     const bs_cand *x = &s->c[rank[i]];
     char l[256];
-    cfg_label(&x->cfg, l, sizeof l);
+    cfg_label(x, l, sizeof l);
     fprintf(f, "| %d | %s | %.4g | %.4g | %.4g | %.2f |\n", i + 1, l, x->res.time.step, x->res.time.compute,
             x->res.time.comm_exposed, gib(x->res.mem.peak_bytes_max));
   }
@@ -395,7 +407,7 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
     fprintf(f, "\n## Why the next ones lost (against #1)\n\n");
     for (int i = K; i < nr && i < K + LOSERS; i++) {
       char l[256], w[320];
-      cfg_label(&s->c[rank[i]].cfg, l, sizeof l);
+      cfg_label(&s->c[rank[i]], l, sizeof l);
       why_lost(&s->c[rank[i]], &s->c[rank[0]], w, sizeof w);
       fprintf(f, "- #%d %s: %s\n", i + 1, l, w);
     }
@@ -406,7 +418,7 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   fprintf(f, "| step (s) | peak (GiB) | configuration |\n|---|---|---|\n");
   for (int i = 0; i < nf; i++) {
     char l[256];
-    cfg_label(&s->c[front[i]].cfg, l, sizeof l);
+    cfg_label(&s->c[front[i]], l, sizeof l);
     fprintf(f, "| %.4g | %.2f | %s |\n", s->c[front[i]].res.time.step, gib(s->c[front[i]].res.mem.peak_bytes_max), l);
   }
   fprintf(f,
@@ -488,26 +500,34 @@ static int merge_parts(bs_search *s, int rank, int size) {
 }
 
 /* The keys search spreads: over every legal value when left out or set to auto, or only when set
- * to auto (opt_in: a key that changes the numerics, not only the parallel split); `unless`: a key
- * that, given, fixes this one too. */
+ * to auto (opt_in: a key that changes the numerics, not only the parallel split); `word`: the value
+ * that asks for the search when auto has a meaning of its own (implies opt_in); `unless`: a key
+ * that, given, fixes this one too; `every`: what the field takes then (1, or BS_SEARCH_EVERY for the
+ * keys that also take a list's mask). */
 static const struct {
   const char *key;
   size_t field; /* in bs_search_autos */
   int opt_in;
-  const char *unless;
+  const char *word, *unless;
+  int every;
 } searched[] = {
-  {"parallel.method", offsetof(bs_search_autos, method), 0, NULL},
-  {"parallel.tp", offsetof(bs_search_autos, tp), 0, NULL},
-  {"parallel.dp", offsetof(bs_search_autos, dp), 0, NULL},
-  {"parallel.pp", offsetof(bs_search_autos, pp), 0, NULL},
-  {"parallel.layout", offsetof(bs_search_autos, layout), 0, NULL},
-  {"parallel.zero", offsetof(bs_search_autos, zero), 0, NULL},
-  {"parallel.micro_batch", offsetof(bs_search_autos, micro_batch), 0, NULL},
-  {"workload.recompute", offsetof(bs_search_autos, recompute), 0, NULL},
-  {"parallel.ulysses_degree", offsetof(bs_search_autos, ulysses_degree), 0, NULL},
-  {"parallel.pp_schedule", offsetof(bs_search_autos, pp_schedule), 0, "parallel.pp_chunks"},
-  {"parallel.cp_pass", offsetof(bs_search_autos, cp_pass), 0, NULL},
-  {"model.fp8", offsetof(bs_search_autos, fp8), 1, NULL},
+  {"parallel.method", offsetof(bs_search_autos, method), 0, NULL, NULL, 1},
+  {"parallel.tp", offsetof(bs_search_autos, tp), 0, NULL, NULL, 1},
+  {"parallel.dp", offsetof(bs_search_autos, dp), 0, NULL, NULL, 1},
+  {"parallel.pp", offsetof(bs_search_autos, pp), 0, NULL, NULL, 1},
+  {"parallel.layout", offsetof(bs_search_autos, layout), 0, NULL, NULL, 1},
+  {"parallel.zero", offsetof(bs_search_autos, zero), 0, NULL, NULL, 1},
+  {"parallel.micro_batch", offsetof(bs_search_autos, micro_batch), 0, NULL, NULL, 1},
+  {"workload.recompute", offsetof(bs_search_autos, recompute), 0, NULL, NULL, 1},
+  {"parallel.ulysses_degree", offsetof(bs_search_autos, ulysses_degree), 0, NULL, NULL, 1},
+  {"parallel.pp_schedule", offsetof(bs_search_autos, pp_schedule), 0, NULL, "parallel.pp_chunks", 1},
+  {"parallel.cp_pass", offsetof(bs_search_autos, cp_pass), 0, NULL, NULL, 1},
+  {"model.fp8", offsetof(bs_search_autos, fp8), 1, NULL, NULL, 1},
+  /* double_ring = auto lets the plan decide (a double ring when the ring spans whole nodes): left
+   * out or auto it keeps that meaning, and `search` (or a list) asks for on and off */
+  {"parallel.double_ring", offsetof(bs_search_autos, double_ring), 1, "search", NULL, BS_SEARCH_EVERY},
+  {"parallel.ulysses_placement", offsetof(bs_search_autos, placement), 0, NULL, NULL, BS_SEARCH_EVERY},
+  {"parallel.tp_variant", offsetof(bs_search_autos, tp_variant), 0, NULL, NULL, BS_SEARCH_EVERY},
 };
 #define NSEARCHED (sizeof searched / sizeof searched[0])
 
@@ -517,7 +537,28 @@ static void searched_autos(const bs_scenario *sc, bs_search_autos *au) {
   for (size_t i = 0; i < NSEARCHED; i++) {
     int on = searched[i].opt_in ? bs_scenario_given_auto(sc, searched[i].key) : !bs_scenario_given(sc, searched[i].key);
     if (searched[i].unless && bs_scenario_given(sc, searched[i].unless)) on = 0;
-    *(int *)((char *)au + searched[i].field) = on;
+    *(int *)((char *)au + searched[i].field) = on ? searched[i].every : 0;
+  }
+}
+
+/* A list of double_ring, ulysses_placement or tp_variant values, which the scenario made into a cross
+ * product of points, goes to the search instead: the points keep the list's first value, and the key
+ * is spread over the list's values (a mask) where it changes the plan, so that it multiplies only
+ * the candidates it makes different. */
+static int list_value(const bs_config *c, int key) {
+  return key == 0 ? c->par.double_ring + 1 : key == 1 ? (int)c->par.ulysses_placement : c->par.tp_variant;
+}
+static void lists_to_search(bs_scenario *sc, bs_search_autos *au) {
+  int *field[3] = {&au->double_ring, &au->placement, &au->tp_variant};
+  for (int key = 0; key < 3; key++) {
+    int mask = 0, first = list_value(&sc->points[0], key);
+    for (int i = 0; i < sc->npoints; i++) mask |= BS_SEARCH_BIT(list_value(&sc->points[i], key));
+    if (mask == BS_SEARCH_BIT(first)) continue; /* one value: given, kept */
+    *field[key] = mask;
+    int n = 0;
+    for (int i = 0; i < sc->npoints; i++)
+      if (list_value(&sc->points[i], key) == first) sc->points[n++] = sc->points[i];
+    sc->npoints = n;
   }
 }
 
@@ -536,17 +577,26 @@ int cmd_search(int argc, char **argv) {
   bs_sim_single_blas_thread();
   bs_scenario sc;
   const char *auto_keys[NSEARCHED + 1];
-  for (size_t i = 0; i < NSEARCHED; i++) auto_keys[i] = searched[i].key;
+  char worded[NSEARCHED][64];
+  for (size_t i = 0; i < NSEARCHED; i++) {
+    auto_keys[i] = searched[i].key;
+    if (searched[i].word) {
+      snprintf(worded[i], sizeof worded[i], "%s=%s", searched[i].key, searched[i].word);
+      auto_keys[i] = worded[i];
+    }
+  }
   auto_keys[NSEARCHED] = NULL;
   bs_scenario_auto_keys(auto_keys);
   int lrc = bs_scenario_load(A.scenario, A.sets, A.nsets, &sc, err, sizeof err);
   bs_scenario_auto_keys(NULL);
   if (lrc) {
-    fprintf(stderr, "burstsim search: %s\n", err);
+    const char *dr = strstr(err, "parallel.double_ring: '");
+    fprintf(stderr, "burstsim search: %s%s\n", err, dr ? " search (on and off searched)" : "");
     return 2;
   }
   bs_search_autos au;
   searched_autos(&sc, &au);
+  lists_to_search(&sc, &au);
   bs_sim_opts opts;
   bs_sim_opts_default(&opts);
   opts.profile = A.profile;

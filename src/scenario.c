@@ -795,12 +795,13 @@ static int search_auto(parse_state *st, int k, const char *value) {
   if (!search_autos) return 0;
   char v[16];
   snprintf(v, sizeof v, "%s", value);
-  if (strcmp(trim(v), "auto")) return 0;
+  trim(v);
   for (int i = 0; search_autos[i]; i++) {
-    const char *dot = strchr(search_autos[i], '.');
-    size_t sl = dot ? (size_t)(dot - search_autos[i]) : 0;
+    const char *dot = strchr(search_autos[i], '.'), *eq = strchr(search_autos[i], '=');
+    size_t sl = dot ? (size_t)(dot - search_autos[i]) : 0, kl = dot && eq ? (size_t)(eq - dot - 1) : SIZE_MAX;
+    if (strcmp(v, eq ? eq + 1 : "auto")) continue; /* "section.key=word": word, not auto, asks for the search */
     if (dot && strlen(keys[k].section) == sl && !strncmp(search_autos[i], keys[k].section, sl) &&
-        !strcmp(dot + 1, keys[k].key)) {
+        (eq ? strlen(keys[k].key) == kl && !strncmp(dot + 1, keys[k].key, kl) : !strcmp(dot + 1, keys[k].key))) {
       entry_clear(&st->entries[k]);
       st->have[k] = 0;
       st->autod[k] = 1;

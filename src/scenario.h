@@ -39,8 +39,9 @@ const char *bs_scenario_where(const bs_scenario *s, const char *section_key);
 
 /*
  * `burstsim search`: a value "auto" of one of these keys ("section.key", the
- * list ending with NULL) is taken as not given, so that search spreads the key
- * over its legal values; NULL (the default) turns this off. And whether a key
+ * list ending with NULL; "section.key=word": the value word instead, for a key
+ * whose auto has a meaning of its own) is taken as not given, so that search
+ * spreads the key over its legal values; NULL (the default) turns this off. And whether a key
  * was given (in the file or by --set) rather than taking its default.
  */
 void bs_scenario_auto_keys(const char *const *section_keys);

@@ -10,6 +10,11 @@
  *                         simulating every legal point that fits (and _prefill,
  *                         _nodes, _fp8: pass-Q, collectives across nodes, FP8
  *                         GEMMs);
+ *   brute_force_variants  the same with double_ring, ulysses_placement and
+ *                         tp_variant searched, on two nodes at layer scope;
+ *   variants_spread       those three multiply only the candidates they change,
+ *                         a list searches its values alone, and a twin kept out
+ *                         as the same plan simulates to its kept twin's step;
  *   fp8_pruned            FP8 is searched only when asked and where GEMMs run;
  *                         a profile without FP8 refuses those points, counted;
  *   many_tree_groups      a point with many strided all-rank tree allreduces
@@ -276,6 +281,128 @@ static void test_brute_force_fp8(void **st) {
   brute_agrees(&c, &a);
 }
 
+static void test_brute_force_variants(void **st) {
+  (void)st;
+  /* 16 GPUs over two DGX A100 nodes, one layer trained at 32K: methods, tp and usp degrees with
+   * double rings (burst, ring), usp placements and Megatron v1 / v3 searched. */
+  bs_config c = base_cfg(BS_SCOPE_LAYER, 16);
+  c.par.layout = BS_ZIGZAG;
+  bs_search_autos a = {.method = 1,
+                       .tp = 1,
+                       .ulysses_degree = 1,
+                       .double_ring = BS_SEARCH_EVERY,
+                       .placement = BS_SEARCH_EVERY,
+                       .tp_variant = BS_SEARCH_EVERY};
+  brute_agrees(&c, &a);
+}
+
+/* The candidate's point with double_ring, ulysses_placement and tp_variant as in the base point. */
+static bs_config without_variants(const bs_config *x, const bs_config *base) {
+  bs_config y = *x;
+  y.par.double_ring = base->par.double_ring;
+  y.par.ulysses_placement = base->par.ulysses_placement;
+  y.par.tp_variant = base->par.tp_variant;
+  return y;
+}
+
+static void test_variants_spread(void **st) {
+  (void)st;
+  /* 16 GPUs over two nodes at layer scope. Searched, the three keys turn every candidate of the
+   * space without them into as many as the values that change its plan, as a hand count says:
+   * double_ring off and on for burst and ring with cp > 1, both placements for usp, v1 and v3
+   * where tp > 1 (method tp: gpus / (dp pp)). */
+  bs_config c = base_cfg(BS_SCOPE_LAYER, 16);
+  bs_search_autos a = {.method = 1, .tp = 1, .layout = 1, .ulysses_degree = 1};
+  bs_search s0, s;
+  char err[256];
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s0, err, sizeof err), 0);
+  int want = 0;
+  for (int i = 0; i < s0.n; i++) {
+    const bs_parallel *p = &s0.c[i].cfg.par;
+    int tp = p->method == BS_TP ? p->gpus : p->tp, cp = p->method == BS_TP ? 1 : p->gpus / p->tp;
+    int dr = (p->method == BS_BURST || p->method == BS_RING) && cp > 1 ? 2 : 1;
+    want += dr * (p->method == BS_USP ? 2 : 1) * (tp > 1 ? 2 : 1);
+    assert_int_equal(s0.c[i].spread, 0);
+  }
+  a.double_ring = a.placement = a.tp_variant = BS_SEARCH_EVERY;
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  assert_int_equal(s.n, want);
+  int labelled[3] = {0, 0, 0};
+  for (int i = 0; i < s.n; i++) { /* each is a point of the space without them, with values they take */
+    bs_config y = without_variants(&s.c[i].cfg, &c);
+    int found = 0;
+    for (int j = 0; j < s0.n && !found; j++) found = !memcmp(&y, &s0.c[j].cfg, sizeof y);
+    assert_true(found);
+    const bs_parallel *p = &s.c[i].cfg.par;
+    if (s.c[i].spread & BS_SPREAD_DOUBLE_RING) {
+      assert_true(p->double_ring == BS_OFF || p->double_ring == BS_ON);
+      labelled[0]++;
+    } else assert_int_equal(p->double_ring, BS_AUTO);
+    if (s.c[i].spread & BS_SPREAD_PLACEMENT) labelled[1]++;
+    else assert_int_equal(p->ulysses_placement, BS_HEAD_FIRST);
+    if (s.c[i].spread & BS_SPREAD_TP_VARIANT) labelled[2]++;
+    else assert_int_equal(p->tp_variant, 1);
+  }
+  assert_true(labelled[0] > 0 && labelled[1] > 0 && labelled[2] > 0);
+  bs_search_free(&s);
+  /* A list: ring-first alone, v3 alone: no more candidates, and those values where they apply. */
+  a.double_ring = 0;
+  a.placement = BS_SEARCH_BIT(BS_RING_FIRST);
+  a.tp_variant = BS_SEARCH_BIT(3);
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  assert_int_equal(s.n, s0.n);
+  for (int i = 0; i < s.n; i++) {
+    const bs_parallel *p = &s.c[i].cfg.par;
+    if (p->method == BS_USP) assert_int_equal(p->ulysses_placement, BS_RING_FIRST);
+    int tp = p->method == BS_TP ? p->gpus : p->tp;
+    assert_int_equal(p->tp_variant, tp > 1 ? 3 : 1);
+    assert_int_equal(s.c[i].spread, 0); /* one value each: the label needs none */
+  }
+  bs_search_free(&s);
+  bs_search_free(&s0);
+}
+
+/* Candidates kept out as running their twin's plan (a ring within one node, double or not; usp's
+ * placements on one node) simulate to exactly their kept twin's step and peak. */
+static void test_same_plan_twins(void **st) {
+  (void)st;
+  bs_config c = base_cfg(BS_SCOPE_ATTENTION, 8);
+  c.par.layout = BS_CONTIGUOUS; /* causal and contiguous: the ranks' work differs with their place */
+  bs_search_autos a = {.method = 1, .ulysses_degree = 1, .double_ring = BS_SEARCH_EVERY, .placement = BS_SEARCH_EVERY};
+  bs_search s;
+  char err[512];
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_search_opts so = {.top_k = 10, .opts = &o, .dry_run = 1};
+  assert_int_equal(bs_search_run(&s, &so, err, sizeof err), 0);
+  int twins[2] = {0, 0};
+  for (int i = 0; i < s.n; i++) {
+    int ring = strstr(s.c[i].why, "parallel.double_ring:") != NULL;
+    if (s.c[i].status != BS_CAND_ILLEGAL || (!ring && !strstr(s.c[i].why, "parallel.ulysses_placement:"))) continue;
+    int j = i - 1;
+    while (j >= 0 &&
+           !(s.c[j].cfg.par.method == s.c[i].cfg.par.method &&
+             s.c[j].cfg.par.ulysses_degree == s.c[i].cfg.par.ulysses_degree && s.c[j].status != BS_CAND_ILLEGAL))
+      j--;
+    assert_true(j >= 0);
+    bs_result ri, rj;
+    memset(&ri, 0, sizeof ri);
+    memset(&rj, 0, sizeof rj);
+    assert_int_equal(bs_sim_run(&s.c[i].cfg, &o, &ri, err, sizeof err), 0);
+    assert_int_equal(bs_sim_run(&s.c[j].cfg, &o, &rj, err, sizeof err), 0);
+    if (ri.time.step != rj.time.step)
+      print_error("%s: %.9g s, its twin %.9g s\n", s.c[i].why, ri.time.step, rj.time.step);
+    assert_true(ri.time.step == rj.time.step);
+    assert_int_equal(ri.mem.peak_bytes_max, rj.mem.peak_bytes_max);
+    twins[ring]++;
+    bs_result_free(&ri);
+    bs_result_free(&rj);
+  }
+  assert_true(twins[0] > 0 && twins[1] > 0);
+  bs_search_free(&s);
+}
+
 static void test_fp8_pruned(void **st) {
   (void)st;
   /* fp8 is searched only when asked, and at layer and model scope; on a profile without FP8 GEMMs
@@ -362,7 +489,8 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
     cmocka_unit_test(test_brute_force_prefill),  cmocka_unit_test(test_brute_force_nodes),
     cmocka_unit_test(test_brute_force_fp8),      cmocka_unit_test(test_fp8_pruned),
-    cmocka_unit_test(test_many_tree_groups),
+    cmocka_unit_test(test_many_tree_groups),     cmocka_unit_test(test_brute_force_variants),
+    cmocka_unit_test(test_variants_spread),      cmocka_unit_test(test_same_plan_twins),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
