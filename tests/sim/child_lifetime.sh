@@ -1,13 +1,13 @@
 #!/bin/sh
 # child_lifetime.sh BURSTSIM SCENARIO — the forked SimGrid process of a slow point (256 GPUs,
-# unfolded, every collective step a message: several seconds):
+# unfolded, every collective step a message, in SimGrid: several seconds):
 #   1. stderr not a terminal: "point 1/1 still running (N s)" lines (BURSTSIM_LIVENESS_S=1);
 #   2. SIGTERM to `burstsim sim`: it kills and reaps its child, then ends by SIGTERM;
 #   3. SIGKILL to `burstsim sim`: the child dies with it (PR_SET_PDEATHSIG).
 bs=$1; scenario=$2
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-slow="--set parallel.gpus=256 --set parallel.method=burst --fold off --coll steps"
+slow="--set parallel.gpus=256 --set parallel.method=burst --fold off --coll steps --engine simgrid"
 
 BURSTSIM_LIVENESS_S=1 timeout 300 "$bs" sim "$scenario" $slow >"$log" 2>&1
 rc=$?
