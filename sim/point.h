@@ -89,50 +89,48 @@ typedef struct {
 } pairmatch;
 
 typedef struct rank_state {
+  /* scalars first, touched at every op; the large per-handle, per-peer and per-buffer tables last */
   struct sim_ctx *ctx;
   int slot; /* actor index (mailbox names, host gpu<slot>) */
   int rank; /* the real rank whose program it executes */
   sg_host_t host;
   int node;
   void *it;
-  handle h[MAX_HANDLES];
-  membuf buf[MAX_BUFS];
+  int64_t op_index;
+  int finished;
+  int nmbc, npm, coll_seq;
+  double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
+  double peer_wait; /* the part of `exposed` spent before the last peer had posted (time_s.wait_for_peers) */
+  int64_t sent, recvd, intra, inter;
   int64_t mem_cur, mem_peak;
-  int64_t cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
-  mbcache mbc[MAX_PEERS];
-  int nmbc;
-  pairmatch pm[MAX_PEERS];
   /* sends that pay p2p.base_s, per route (0 intra-node, 1 inter-node): how many were posted and how
    * many have reached their mailbox; their actors put them in post order (actor.c) */
   int64_t p2p_posted[2], p2p_put[2];
-  int npm;
-  int coll_seq;
-  double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
-  double peer_wait; /* the part of `exposed` spent before the last peer had posted (time_s.wait_for_peers) */
-  double *coll_arr; /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
-  int coll_arr_cap;
-  int64_t sent, recvd, intra, inter;
-  int64_t by_group[BS_DIM_COUNT]; /* the plan's volume of its sends by group kind (bs_bytes.by_group) */
-  int64_t op_index;
-  int finished;
-  bs_explain_parts explain; /* where the rank's time goes (explain.h) */
-  /* for explain (link_class.c): the link class (bs_explain_link) of the route to a peer's actor, and
-   * of the routes inside the rank's node plus one (0: not looked up yet) */
-  struct {
-    int peer, link;
-  } xroute[MAX_PEERS];
-  int nxroute, xnode;
   /* where the rank is blocked (formatted only if it deadlocks) */
   int blk_kind; /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
   int blk_n, blk_send, blk_peer, blk_tag, blk_step;
+  double *coll_arr; /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
+  int coll_arr_cap;
+  int64_t cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
+  int64_t by_group[BS_DIM_COUNT]; /* the plan's volume of its sends by group kind (bs_bytes.by_group) */
+  bs_explain_parts explain;       /* where the rank's time goes (explain.h) */
+  int nxroute, xnode;             /* xroute's entries; the class inside the node plus one (0: not yet) */
+  int nwtree;                     /* wtree's entries */
+  pairmatch pm[MAX_PEERS];
+  mbcache mbc[MAX_PEERS];
+  handle h[MAX_HANDLES];
+  /* for explain (link_class.c): the link class (bs_explain_link) of the route to a peer's actor */
+  struct {
+    int peer, link;
+  } xroute[MAX_PEERS];
   /* tree allreduces over all ranks (or all of one residue: a strided group, sim_whole_tree) whose
    * first member this rank is, timed as alpha-beta: their bytes per (bytes, stride), counted once */
   struct {
     int64_t bytes, count;
     int stride;
   } wtree[64];
-  int nwtree;
+  membuf buf[MAX_BUFS];
 } rank_state;
 
 typedef struct sim_ctx {
