@@ -76,23 +76,8 @@ static void p2p_send_main(int argc, char **argv) {
 static int do_p2p(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int hd = op->handle, peer = op->u.p2p.peer;
-  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
-    sim_error(c, "rank %d op #%lld: %s uses handle %d that is invalid or still in use", rs->rank,
-              (long long)rs->op_index, bs_op_kind_name(op->kind), hd);
-    return -1;
-  }
-  if (peer < 0 || peer >= c->G || peer == rs->rank || op->u.p2p.bytes < 0) {
-    sim_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->rank, (long long)rs->op_index,
-              bs_op_kind_name(op->kind), peer, c->G, (long long)op->u.p2p.bytes);
-    return -1;
-  }
+  if (sim_op_post_p2p(rs, op, simgrid_get_clock())) return -1;
   handle *h = &rs->h[hd];
-  h->peer = peer;
-  h->tag = op->u.p2p.tag;
-  h->bytes = op->u.p2p.bytes;
-  h->t_post = simgrid_get_clock();
-  h->op_index = rs->op_index;
-  h->step = op->step;
   int ps = slot_of(c, peer);
   sim_note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
   if (op->kind == BS_OP_SEND) {
@@ -167,19 +152,7 @@ static int do_coll(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int hd = op->handle;
   const bs_group *g = &op->u.coll.group;
-  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
-    sim_error(c, "rank %d op #%lld: COLL uses handle %d that is invalid or still in use", rs->rank,
-              (long long)rs->op_index, hd);
-    return -1;
-  }
-  if (g->size < 1 || g->first < 0 || g->first + (int64_t)g->stride * (g->size - 1) >= c->G ||
-      (g->size > 1 && g->stride < 1) || op->u.coll.bytes < 0) {
-    sim_error(c,
-              "rank %d op #%lld: COLL group {first %d, stride %d, size %d} or %lld bytes out of "
-              "range for %d ranks",
-              rs->rank, (long long)rs->op_index, g->first, g->stride, g->size, (long long)op->u.coll.bytes, c->G);
-    return -1;
-  }
+  if (sim_op_check_coll(rs, op)) return -1;
   if (note_coll_arrival(rs)) return -1;
   int seq = rs->coll_seq;
   if (c->mesh.size[0] > 0) {

@@ -203,23 +203,8 @@ static int post_recv(direct *d, int pi, int hd) {
 static int do_p2p(direct *d, rank_state *rs, const bs_op *op) {
   sim_ctx *c = d->c;
   int hd = op->handle, peer = op->u.p2p.peer;
-  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
-    sim_error(c, "rank %d op #%lld: %s uses handle %d that is invalid or still in use", rs->rank,
-              (long long)rs->op_index, bs_op_kind_name(op->kind), hd);
-    return -1;
-  }
-  if (peer < 0 || peer >= c->G || peer == rs->rank || op->u.p2p.bytes < 0) {
-    sim_error(c, "rank %d op #%lld: %s with peer %d (of %d ranks) and %lld bytes", rs->rank, (long long)rs->op_index,
-              bs_op_kind_name(op->kind), peer, c->G, (long long)op->u.p2p.bytes);
-    return -1;
-  }
+  if (sim_op_post_p2p(rs, op, d->now)) return -1;
   handle *h = &rs->h[hd];
-  h->peer = peer;
-  h->tag = op->u.p2p.tag;
-  h->bytes = op->u.p2p.bytes;
-  h->t_post = d->now;
-  h->op_index = rs->op_index;
-  h->step = op->step;
   h->comm = NULL;
   h->coll = NULL;
   h->rx = NULL;

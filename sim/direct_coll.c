@@ -725,19 +725,7 @@ int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   sim_ctx *c = dc->c;
   int hd = op->handle;
   const bs_group *g = &op->u.coll.group;
-  if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind != H_FREE) {
-    sim_error(c, "rank %d op #%lld: COLL uses handle %d that is invalid or still in use", rs->rank,
-              (long long)rs->op_index, hd);
-    return -1;
-  }
-  if (g->size < 1 || g->first < 0 || g->first + (int64_t)g->stride * (g->size - 1) >= c->G ||
-      (g->size > 1 && g->stride < 1) || op->u.coll.bytes < 0) {
-    sim_error(c,
-              "rank %d op #%lld: COLL group {first %d, stride %d, size %d} or %lld bytes out of "
-              "range for %d ranks",
-              rs->rank, (long long)rs->op_index, g->first, g->stride, g->size, (long long)op->u.coll.bytes, c->G);
-    return -1;
-  }
+  if (sim_op_check_coll(rs, op)) return -1;
   if (note_arrival(rs, now)) return -1;
   int seq = rs->coll_seq++;
   bs_coll_kind kind = op->u.coll.kind;

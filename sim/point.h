@@ -255,6 +255,12 @@ int sim_check_recv(rank_state *rs, const handle *h);
 uint64_t sim_p2p_wire_bytes(const bs_profile *prof, int w, int64_t bytes);
 /* At the plan's end: the source ended it without an error and every handle was waited; 0 or -1. */
 int sim_check_end(rank_state *rs);
+/* A SEND or RECV posted at `now`: its handle and peer checked, then the handle's peer, tag, bytes,
+ * post time, op and step set (the caller sets its kind and its engine's fields); 0 or -1 with the
+ * error recorded. */
+int sim_op_post_p2p(rank_state *rs, const bs_op *op, double now);
+/* A COLL's handle and group checked against the point's ranks; 0 or -1 with the error recorded. */
+int sim_op_check_coll(rank_state *rs, const bs_op *op);
 
 /* ------------------------------------------------------------------ */
 /* fold.c                                                              */
