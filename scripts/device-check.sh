@@ -17,8 +17,8 @@
 #      the project here when it configures): `calib --backend cuda` on a short
 #      grid, verified `run --backend cuda` of a small burst and ring point on
 #      two local ranks sharing the GPU (--comm mpi) and on one rank over NCCL,
-#      a timed burst point at 16k tokens, and `validate --backend cuda`
-#      against the profile just measured;
+#      a timed burst point at 16k tokens, and `validate --backend cuda` of
+#      that point (it calibrates on its two ranks, runs, simulates, compares);
 #   5. prints the summary last.
 # OUTDIR receives: device.txt build.log check.log correctness.txt bench.txt
 # bench.csv summary.txt, and from step 4 loop.log gpu-quick.json run-*.json
@@ -37,11 +37,25 @@ fi
 OUTDIR=$1
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 T0=$(date +%s)
-LIMIT=${BURSTSIM_DEVICE_CHECK_SECONDS:-345} # whole run, a margin under 6 minutes
+LIMIT=${BURSTSIM_DEVICE_CHECK_SECONDS:-300} # whole run: 5 minutes
 elapsed() { echo $(($(date +%s) - T0)); }
 
 mkdir -p "$OUTDIR" || { echo "device-check: cannot create $OUTDIR" >&2; exit 2; }
 OUTDIR=$(cd "$OUTDIR" && pwd)
+
+# The CUDA toolkit's and NCCL's library folders on this machine (the toolkit's, then a Python
+# package's, as PyTorch images carry NCCL), for a carried burstsim_cuda.so: printed as a path list.
+cuda_lib_path() {
+  local lib d dirs=""
+  for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
+    d=$(ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l {print $NF; exit}')
+    [ -n "$d" ] && continue
+    d=$(find /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda*/lib* /usr/lib/x86_64-linux-gnu \
+      /opt /usr/local/lib /usr/lib/python3* -name "$lib" 2>/dev/null | head -1)
+    [ -n "$d" ] && case ":$dirs:" in *":$(dirname "$d"):"*) ;; *) dirs="$dirs:$(dirname "$d")" ;; esac
+  done
+  echo "${dirs#:}"
+}
 
 SRC=- XRC=- BRC=- CRC=0 MRC=0
 if [ "${BURSTSIM_DEVICE_CHECK_LOOP_ONLY:-0}" != "1" ]; then
@@ -76,6 +90,11 @@ fi
   echo "== host =="
   uname -a
   nproc
+  grep -E "^(PRETTY_NAME|VERSION_ID)=" /etc/os-release
+  ldd --version | head -1
+  echo "== libraries the loop needs, as this machine has them =="
+  ldconfig -p | grep -E "libnccl|libcublas|libcudart|libmpi|libsimgrid|libgsl|libcjson|libinih" || echo "(none in ldconfig's cache)"
+  echo "mpirun: $(command -v mpirun || echo none)"
 } >"$OUTDIR/device.txt" 2>&1
 
 # 2. Build with nvcc for this GPU's architecture (sm_XY from compute_cap X.Y).
@@ -120,8 +139,10 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
     cat "$BUILD/$f.log"
   done
   if [ $rc -eq 0 ]; then
+    LIBDIRS=()
+    for d in $(cuda_lib_path | tr ':' ' '); do LIBDIRS+=(-L"$d" -Xlinker -rpath="$d"); done
     # shellcheck disable=SC2046 # one object per name
-    nvcc "$ARCH" -o "$BUILD/bs_cuda_check" "$BUILD"/attn_cuda_host.o "$BUILD"/attn_cuda_simple.o \
+    nvcc "$ARCH" "${LIBDIRS[@]}" -o "$BUILD/bs_cuda_check" "$BUILD"/attn_cuda_host.o "$BUILD"/attn_cuda_simple.o \
       "$BUILD"/attn_cuda_fwd_mma.o "$BUILD"/attn_cuda_bwd_mma.o $(for f in $CHECK_SRC; do echo "$BUILD/$f.o"; done) \
       "$BUILD"/clock.o "$BUILD"/fill.o \
       -lcublas -lm 2>&1 || rc=1
@@ -147,10 +168,10 @@ rm -f "$OUTDIR/correctness.txt" "$OUTDIR/summary.txt" "$OUTDIR/check.log"
 CHECK="$BUILD/bs_cuda_check"
 SEED=${BURSTSIM_SEED:-$(date +%s)}
 echo "device-check: correctness, simple path (seed $SEED)"
-timeout 150 "$CHECK" --path simple --no-bench --seed "$SEED" --out "$OUTDIR" >>"$OUTDIR/check.log" 2>&1
+timeout 90 "$CHECK" --path simple --no-bench --seed "$SEED" --out "$OUTDIR" >>"$OUTDIR/check.log" 2>&1
 SRC=$?
 echo "device-check: correctness, tensor-core path"
-timeout 150 "$CHECK" --path mma --no-bench --seed "$SEED" --out "$OUTDIR" >>"$OUTDIR/check.log" 2>&1
+timeout 90 "$CHECK" --path mma --no-bench --seed "$SEED" --out "$OUTDIR" >>"$OUTDIR/check.log" 2>&1
 XRC=$?
 if [ $SRC -eq 77 ] && [ $XRC -eq 77 ]; then
   echo "device-check: no CUDA device usable by the CUDA runtime:"
@@ -160,8 +181,10 @@ fi
 grep -E "^correctness \(path" "$OUTDIR/check.log" || true
 grep -E "FAIL" "$OUTDIR/check.log" | head -20 || true
 LEFT=$((LIMIT - $(elapsed)))
-BUDGET=$((LEFT - 60)) # the rest of this script keeps a minute
-[ $BUDGET -lt 20 ] && BUDGET=20
+BUDGET=$((LEFT - 60)) # the rest of this script keeps a minute, and step 4 its share
+[ "${BURSTSIM_DEVICE_CHECK_PROJECT:-1}" = "1" ] && BUDGET=$((LEFT - 200))
+[ $BUDGET -gt "${BURSTSIM_DEVICE_CHECK_BENCH:-60}" ] && BUDGET=${BURSTSIM_DEVICE_CHECK_BENCH:-60}
+[ "$BUDGET" -lt 20 ] && BUDGET=20
 echo "device-check: benchmark (budget ${BUDGET} s)"
 timeout $((BUDGET + 40)) "$CHECK" --bench-only --out "$OUTDIR" --budget "$BUDGET" 2>&1 | tee -a "$OUTDIR/check.log"
 BRC=${PIPESTATUS[0]}
@@ -169,7 +192,7 @@ if [ $SRC -eq 77 ] || [ $XRC -eq 77 ]; then CRC=77; elif [ $SRC -eq 0 ] && [ $XR
 
 # The communicator's local multi-rank mode (G virtual ranks on this GPU).
 echo "device-check: running bs_comm_check (local multi-rank mode)"
-timeout 60 "$BUILD/bs_comm_check" 2>&1 | tee -a "$OUTDIR/check.log"
+timeout 45 "$BUILD/bs_comm_check" 2>&1 | tee -a "$OUTDIR/check.log"
 MRC=${PIPESTATUS[0]}
 
 fi # steps 1-3
@@ -180,19 +203,59 @@ LOOP="skipped"
 LRC=0
 BS=""
 LOG="$OUTDIR/loop.log"
-usable() { # a burstsim whose libraries resolve and that knows --backend cuda
+usable() { # a burstsim whose libraries (its CUDA module's too) resolve and that knows --backend cuda
   [ -x "$1" ] || return 1
-  if ldd "$1" 2>/dev/null | grep -q "not found"; then
-    echo "device-check: $1: libraries not found here: $(ldd "$1" | grep "not found" | awk '{print $1}' | tr '\n' ' ')" >>"$LOG"
-    return 1
-  fi
+  local f
+  for f in "$1" "$(dirname "$1")/burstsim_cuda.so"; do
+    [ -f "$f" ] || continue
+    if ldd "$f" 2>/dev/null | grep -q "not found"; then
+      echo "device-check: $f: libraries not found here: $(ldd "$f" | grep "not found" | awk '{print $1}' | tr '\n' ' ')" >>"$LOG"
+      return 1
+    fi
+  done
   "$1" run --help 2>&1 | grep -q -- "--backend cpu|cuda"
+}
+# A bundle made by scripts/device-bundle.sh (burstsim, its libraries, Open MPI's run time), carried
+# with the tree: unpacked under /tmp; Open MPI's trees copied to their paths only where this machine
+# has none (with an Open MPI of its own, that one runs and the bundle's MPI libraries stand aside).
+use_bundle() {
+  local tarball=$1 dir=/tmp/burstsim-bundle d
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$tarball" || return 1
+  if [ -n "$(ls -A /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 2>/dev/null)" ]; then
+    echo "device-check: this machine has its own Open MPI: the bundle's MPI libraries stand aside" >>"$LOG"
+    mkdir -p "$dir/lib-mpi-aside"
+    mv "$dir"/lib/libmpi* "$dir"/lib/libopen-* "$dir"/lib/libmca_common* "$dir"/lib/libpmix* "$dir"/lib/libhwloc* \
+      "$dir"/lib/libevent* "$dir/lib-mpi-aside/" 2>/dev/null
+    rm -f "$dir/bin/mpirun" "$dir/bin/orted"
+  else
+    while read -r d; do
+      if [ -z "$(ls -A "$d" 2>/dev/null)" ]; then
+        mkdir -p "$d" && cp -a "$dir/sys$d/." "$d/" && echo "device-check: Open MPI files put in $d" >>"$LOG"
+      fi
+    done <"$dir/sys.trees"
+    export PATH="$dir/bin:$PATH"
+  fi
+  export LD_LIBRARY_PATH="$dir/lib${CUDA_LIBS:+:$CUDA_LIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "device-check: bundle unpacked in $dir; LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >>"$LOG"
+  BUNDLE_BS="$dir/bin/burstsim"
 }
 if [ "${BURSTSIM_DEVICE_CHECK_PROJECT:-1}" = "1" ]; then
   : >"$LOG"
+  CUDA_LIBS=$(cuda_lib_path)
+  echo "device-check: CUDA library folders found: ${CUDA_LIBS:-none}" >>"$LOG"
   for cand in "${BURSTSIM_BIN:-}" "$ROOT/build/burstsim" "$ROOT/build-device-project/burstsim"; do
     if [ -n "$cand" ] && usable "$cand"; then BS=$cand; break; fi
   done
+  BUNDLE=${BURSTSIM_DEVICE_BUNDLE:-$ROOT/build/device-bundle.tar.xz}
+  if [ -z "$BS" ] && [ -f "$BUNDLE" ]; then
+    echo "device-check: using the carried bundle $BUNDLE"
+    BUNDLE_BS=""
+    if use_bundle "$BUNDLE" && usable "$BUNDLE_BS"; then
+      BS=$BUNDLE_BS
+    else
+      echo "device-check: the bundle does not run here (see loop.log)"
+    fi
+  fi
   if [ -z "$BS" ] && [ $((LIMIT - $(elapsed))) -gt 200 ] && command -v cmake >/dev/null 2>&1; then
     echo "device-check: building the project here (at most $((LIMIT - $(elapsed) - 150)) s)"
     if timeout 60 cmake -S "$ROOT" -B "$ROOT/build-device-project" >>"$LOG" 2>&1 &&
@@ -247,7 +310,14 @@ INI
       return 0
     fi
     if [ "$ranks" = "2" ]; then set -- "${NP2[@]}" "$@"; elif [ ${#NP1[@]} -gt 0 ]; then set -- "${NP1[@]}" "$@"; fi
-    echo "device-check: $name"
+    local left=$((LIMIT - $(elapsed) - 10))
+    if [ $left -lt 15 ]; then
+      RESULTS+=("$name=skipped(time)")
+      LRC=1
+      return 1
+    fi
+    [ "$t" -gt $left ] && t=$left
+    echo "device-check: $name (at most $t s)"
     echo "== $name: $* ==" >>"$LOG"
     timeout "$t" "$@" >>"$LOG" 2>&1
     local rc=$?
@@ -257,21 +327,22 @@ INI
     return $rc
   }
   RESULTS=()
-  step calib 100 1 "$BS" calib --backend cuda --quick --dtype bf16 --head-dim 128 --max-block 4096 \
+  step calib 100 1 "$BS" calib --backend cuda --quick --dtype bf16 --head-dim 128 --max-block 8192 \
     --out "$OUTDIR/gpu-quick.json"
-  step run_burst_mpi 60 2 "$BS" run "$SMALL" --backend cuda --comm mpi --verify --out "$OUTDIR/run-burst.json"
-  step run_ring_mpi 60 2 "$BS" run "$SMALL" --backend cuda --comm mpi --verify --set parallel.method=ring \
+  step run_burst_mpi 45 2 "$BS" run "$SMALL" --backend cuda --comm mpi --verify --out "$OUTDIR/run-burst.json"
+  step run_ring_mpi 45 2 "$BS" run "$SMALL" --backend cuda --comm mpi --verify --set parallel.method=ring \
     --out "$OUTDIR/run-ring.json"
-  step run_burst_nccl 60 1 "$BS" run "$SMALL" --backend cuda --comm nccl --verify --set parallel.gpus=1 \
+  step run_burst_nccl 45 1 "$BS" run "$SMALL" --backend cuda --comm nccl --verify --set parallel.gpus=1 \
     --set parallel.ranks_per_node=1 --out "$OUTDIR/run-nccl.json"
-  step run_point 60 2 "$BS" run "$OUTDIR/point.ini" --backend cuda --warmup 1 --out "$OUTDIR/run-point.json"
-  if [ -f "$OUTDIR/gpu-quick.json" ] && [ ${#MPIRUN[@]} -gt 0 ] && [ $((LIMIT - $(elapsed))) -gt 40 ]; then
-    # validate spawns its own mpirun jobs: started here without a launcher
+  step run_point 45 2 "$BS" run "$OUTDIR/point.ini" --backend cuda --warmup 1 --out "$OUTDIR/run-point.json"
+  if [ ${#MPIRUN[@]} -gt 0 ]; then
+    # validate calibrates on the point's two ranks (bf16, d = 128) and spawns its own mpirun jobs:
+    # started here without a launcher
     NP1=()
-    step validate $((LIMIT - $(elapsed) - 10)) 1 "$BS" validate "$SMALL" --backend cuda --profile "$OUTDIR/gpu-quick.json" \
-      --np 2 --fail-exact --out "$OUTDIR/validate.json"
+    step validate 150 1 "$BS" validate "$OUTDIR/point.ini" --backend cuda --np 2 --fail-exact \
+      --workdir "$OUTDIR/validate" --out "$OUTDIR/validate.json"
   else
-    RESULTS+=("validate=skipped")
+    RESULTS+=("validate=skipped(no mpirun)")
   fi
   LOOP="${RESULTS[*]} (0 pass; 124 timeout; 4 no device; see loop.log)"
   grep -E "verify \(|PASS|FAIL|profile written|^ *[0-9]+ +[0-9.]+ " "$LOG" | tail -20 || true

@@ -1,7 +1,7 @@
 #!/bin/sh
 # device_check_loop.sh DEVICE_CHECK BURSTSIM OUTDIR — step 4 of scripts/device-check.sh alone
 # (BURSTSIM_DEVICE_CHECK_LOOP_ONLY=1) on a machine without a GPU: every burstsim step must start
-# (calib, the runs; validate skipped without a profile) and end with burstsim's exit 4, the summary
+# (calib, the runs, validate) and end with burstsim's exit 4, the summary
 # must name each, and the script must exit 1. Skipped (77) where a GPU exists: there the whole
 # script is the check, not this plumbing.
 script=$1; bs=$2; dir=$3
@@ -14,7 +14,7 @@ out=$(BURSTSIM_DEVICE_CHECK_LOOP_ONLY=1 BURSTSIM_BIN=$bs timeout 120 "$script" "
 rc=$?
 echo "$out"
 [ "$rc" -eq 1 ] || { echo "device_check_loop: exit $rc, expected 1"; exit 1; }
-for s in calib=4 run_burst_mpi=4 run_ring_mpi=4 run_burst_nccl=4 run_point=4 validate=skipped; do
+for s in calib=4 run_burst_mpi=4 run_ring_mpi=4 run_burst_nccl=4 run_point=4 validate=4; do
   echo "$out" | grep -q "burstsim loop .*$s" || { echo "device_check_loop: the summary lacks $s"; exit 1; }
 done
 echo "$out" | tail -1 | grep -q "^files in" || { echo "device_check_loop: the summary is not last"; exit 1; }
