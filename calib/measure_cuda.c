@@ -21,8 +21,13 @@
 #include "plans/plan.h"
 #include "runtime/compute.h"
 
-/* A whole (batch, head) block per kernel call, as the runtime runs on a GPU. */
+/* Every row of a call in one launch, as the runtime runs on a GPU. */
 #define GPU_TILE ((int64_t)1 << 40)
+/* Heads per attention launch: the runtime launches every head of a block at once on a GPU (the
+ * backend's whole_heads), so the rates are measured on blocks of this many heads; a GPU holding fewer
+ * heads of a block is filled less than the profile's rate says (on an H200, one head of a 8k x 8k
+ * block reaches about a third of the rate of 16). */
+#define GPU_HEADS 16
 
 /* n random fp32 values (never zeros: a GPU runs zeros faster), stored as fp32 or bf16, on the device. */
 static void *dev_random(const bs_rt_device *dev, size_t n, int bf16, uint64_t seed) {
@@ -122,22 +127,21 @@ static int attn_series(gctx *g, int bwd, int d, int causal, int bf16, int decode
   for (int i = 0; i < n; i++) {
     int64_t nk = sizes[i], nq = decode ? 1 : sizes[i];
     if (!decode && g->o->max_block > 0 && nk > g->o->max_block && i > 0 && sizes[i - 1] >= g->o->max_block) break;
-    double flops = (bwd ? 10.0 : 4.0) * d * (double)bs_visible_pairs(nk - nq, nq, 0, nk, 1, causal, 0);
+    double flops = GPU_HEADS * (bwd ? 10.0 : 4.0) * d * (double)bs_visible_pairs(nk - nq, nq, 0, nk, 1, causal, 0);
     if (rate > 0 && flops / rate * (g->pol.min_reps + g->pol.warmup) > g->point_budget_s) break;
     gpu_call c;
     memset(&c, 0, sizeof c);
     c.dev = g->dev;
     c.op.kernel = bwd ? BS_K_ATTN_BWD : BS_K_ATTN_FWD;
-    c.op.a = attn_params_make(1, 1, 1, nq, nk, d);
+    c.op.a = attn_params_make(1, GPU_HEADS, GPU_HEADS, nq, nk, d);
     c.op.a.dtype = bf16 ? ATTN_BF16 : ATTN_FP32;
     c.op.a.mask.causal = causal;
     c.op.a.mask.q_pos0 = nk - nq;
     c.op.accumulate = 1;
-    size_t nqe = (size_t)nq * d, nke = (size_t)nk * d;
+    size_t nqe = (size_t)GPU_HEADS * nq * d, nke = (size_t)GPU_HEADS * nk * d, nrow = (size_t)GPU_HEADS * nq;
     void *q = call_buf(&c, nqe, bf16, 1, 11), *k = call_buf(&c, nke, bf16, 1, 12), *v = call_buf(&c, nke, bf16, 1, 13);
-    void *dout = call_buf(&c, nqe, bf16, 1, 14), *o = call_buf(&c, nqe, 0, 0, 0),
-         *lse = call_buf(&c, (size_t)nq, 0, 0, 0);
-    void *delta = call_buf(&c, (size_t)nq, 0, 0, 0), *dq = call_buf(&c, nqe, 0, 0, 0);
+    void *dout = call_buf(&c, nqe, bf16, 1, 14), *o = call_buf(&c, nqe, 0, 0, 0), *lse = call_buf(&c, nrow, 0, 0, 0);
+    void *delta = call_buf(&c, nrow, 0, 0, 0), *dq = call_buf(&c, nqe, 0, 0, 0);
     void *dk = call_buf(&c, nke, 0, 0, 0), *dv = call_buf(&c, nke, 0, 0, 0);
     int ok = q && k && v && dout && o && lse && delta && dq && dk && dv;
     /* lse and delta of the full forward, for the backward */

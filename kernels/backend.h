@@ -19,6 +19,10 @@
 
 typedef struct {
   const char *name; /* "cpu", "cuda" */
+  /* 1: fwd and bwd take every (batch, head) of a call in one launch, as a GPU needs them to fill its
+   * multiprocessors; 0: the caller splits a call by (batch, head) and row tile (the CPU's threads work
+   * inside one head, and the runtime polls communication between tiles). */
+  int whole_heads;
   /* Validation and messages of the attention kernels (attn_check, attn_strerror). */
   int (*check)(const attn_params *p);
   const char *(*strerror)(int err);

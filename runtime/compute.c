@@ -63,6 +63,12 @@ static int run_attn(const bs_compute_ctx *x, const bs_compute *c, const bs_compu
                  : (unfused ? x->be->fwd_unfused != NULL : x->be->fwd != NULL);
   if (!have) return unsupported(x, c, err, errlen);
   float *ws = unfused ? (float *)b->in[bwd ? 7 : 3] : NULL;
+  if (x->be->whole_heads && !unfused && x->tile_rows >= a.Nq) { /* one launch for every (batch, head) */
+    rc = attn_tile(x, c, b, &a, 0, 0, 0, NULL);
+    if (rc) return kerr(x, bs_kernel_name(c->kernel), rc, err, errlen);
+    poll(x);
+    return 0;
+  }
   for (int64_t bb = 0; bb < a.B; bb++)
     for (int64_t h = 0; h < a.Zq; h++)
       for (int64_t r0 = 0; r0 < a.Nq; r0 += x->tile_rows) {

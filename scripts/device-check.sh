@@ -21,10 +21,14 @@
 #      that point (it calibrates on its two ranks, runs, simulates, compares);
 #   5. prints the summary last.
 # OUTDIR receives: device.txt build.log check.log correctness.txt bench.txt
-# bench.csv summary.txt, and from step 4 loop.log gpu-quick.json run-*.json
-# validate.json point.ini.
+# bench.csv summary.txt, and from step 4 loop.log gpu-profile.json run-*.json
+# point.ini point1.ini validate.json validate1.json and the folders validate/
+# and validate1/ (their calibrations, runs and logs).
 # Exit: 0 all checks passed, 1 a check or the build failed, 2 usage, 77 no GPU.
 # BURSTSIM_DEVICE_CHECK_DRY=1: detection only (used by ctest on any machine).
+# BURSTSIM_DEVICE_CHECK_SECONDS=S: the whole run's limit (default 300).
+# BURSTSIM_DEVICE_CHECK_CALIB=full: calib measures the full grid (bf16, head dims 64 and 128, blocks
+# to 32k) instead of the quick one, for a profile to keep; give the run 420 s then.
 # BURSTSIM_DEVICE_CHECK_PROJECT=0: skip step 4.
 # BURSTSIM_DEVICE_CHECK_LOOP_ONLY=1: step 4 and the summary only (no detection: on a machine
 # without a GPU every burstsim step then ends with exit 4, which checks the script's plumbing).
@@ -327,8 +331,12 @@ INI
     return $rc
   }
   RESULTS=()
-  step calib 100 1 "$BS" calib --backend cuda --quick --dtype bf16 --head-dim 128 --max-block 8192 \
-    --out "$OUTDIR/gpu-quick.json"
+  if [ "${BURSTSIM_DEVICE_CHECK_CALIB:-quick}" = "full" ]; then
+    step calib 160 1 "$BS" calib --backend cuda --dtype bf16 --out "$OUTDIR/gpu-profile.json"
+  else
+    step calib 100 1 "$BS" calib --backend cuda --quick --dtype bf16 --head-dim 128 --max-block 8192 \
+      --out "$OUTDIR/gpu-profile.json"
+  fi
   step run_burst_mpi 45 2 "$BS" run "$SMALL" --backend cuda --comm mpi --verify --out "$OUTDIR/run-burst.json"
   step run_ring_mpi 45 2 "$BS" run "$SMALL" --backend cuda --comm mpi --verify --set parallel.method=ring \
     --out "$OUTDIR/run-ring.json"
@@ -341,6 +349,10 @@ INI
     NP1=()
     step validate 150 1 "$BS" validate "$OUTDIR/point.ini" --backend cuda --np 2 --fail-exact \
       --workdir "$OUTDIR/validate" --out "$OUTDIR/validate.json"
+    # the same point on one rank: the GPU's kernels alone, no communication to stage through the host
+    sed -e 's/^gpus = 2/gpus = 1/' -e 's/^ranks_per_node = 2/ranks_per_node = 1/' "$OUTDIR/point.ini" >"$OUTDIR/point1.ini"
+    step validate_one 100 1 "$BS" validate "$OUTDIR/point1.ini" --backend cuda --np 1 --fail-exact \
+      --workdir "$OUTDIR/validate1" --out "$OUTDIR/validate1.json"
   else
     RESULTS+=("validate=skipped(no mpirun)")
   fi

@@ -68,6 +68,7 @@ static int cuda_zero(void *dst, size_t bytes) {
 
 static const bs_kernel_backend cuda_backend = {
   .name = "cuda",
+  .whole_heads = 1,
   .check = cuda_check,
   .strerror = attn_cuda_strerror,
   .fwd = cuda_fwd,

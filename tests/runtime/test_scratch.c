@@ -6,7 +6,9 @@
  * a collective's shape on scratch is rounded as comm.h needs (and the value
  * its first delivered float must have), and a layer
  * plan's scratch is sized to the largest operands a hand count of its GEMMs,
- * passes and gradient all-reduce gives; an attention plan needs none.
+ * passes and gradient all-reduce gives; an attention plan needs none. And a
+ * backend that launches every (batch, head) at once (the GPU's) computes what
+ * the per-head calls compute.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -230,10 +232,75 @@ static void test_attention_none(void **state) {
   bs_plan_free(p);
 }
 
+/* A backend that takes every (batch, head) in one launch (whole_heads, as the GPU's does) computes what
+ * the per-head, per-row-tile calls compute: forward and backward, GQA, a causal mask, accumulated. */
+static int run_attn_pass(const bs_kernel_backend *be, int bwd, const attn_params *a, float **in, float **out) {
+  bs_compute c;
+  memset(&c, 0, sizeof c);
+  c.kernel = bwd ? BS_K_ATTN_BWD : BS_K_ATTN_FWD;
+  c.a = *a;
+  c.accumulate = 1;
+  bs_compute_bufs b;
+  memset(&b, 0, sizeof b);
+  for (int i = 0; i < 7; i++) b.in[i] = in[i];
+  for (int i = 0; i < 3; i++) b.out[i] = out[i];
+  bs_compute_ctx x = {be, 1, 1 << 20, 0, 0, count_poll, NULL};
+  char err[160];
+  polls = 0;
+  int rc = bs_compute_run(&x, &c, &b, err, sizeof err);
+  if (rc) print_error("%s\n", err);
+  return rc;
+}
+
+static void test_whole_heads(void **state) {
+  (void)state;
+  enum { B = 2, ZQ = 4, ZKV = 2, NQ = 37, NK = 53, D = 16 };
+  attn_params a = attn_params_make(B, ZQ, ZKV, NQ, NK, D);
+  a.mask.causal = 1;
+  a.mask.q_pos0 = NK - NQ;
+  size_t nq = (size_t)B * ZQ * NQ * D, nk = (size_t)B * ZKV * NK * D, rows = (size_t)B * ZQ * NQ;
+  float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4), *dout = malloc(nq * 4);
+  float *res[2][6]; /* per launch style: o, lse, delta, dq, dk, dv */
+  assert_non_null(q && k && v && dout);
+  for (size_t i = 0; i < nq; i++) q[i] = val((int64_t)i, 5), dout[i] = val((int64_t)i, 6);
+  for (size_t i = 0; i < nk; i++) k[i] = val((int64_t)i, 7), v[i] = val((int64_t)i, 8);
+  bs_kernel_backend whole = *bs_kernel_backend_cpu();
+  whole.whole_heads = 1;
+  const bs_kernel_backend *be[2] = {bs_kernel_backend_cpu(), &whole};
+  for (int w = 0; w < 2; w++) {
+    size_t n[6] = {nq, rows, rows, nq, nk, nk};
+    for (int i = 0; i < 6; i++) assert_non_null(res[w][i] = calloc(n[i], 4));
+    float *fin[7] = {q, k, v, NULL, NULL, NULL, NULL}, *fout[3] = {res[w][0], res[w][1], NULL};
+    assert_int_equal(run_attn_pass(be[w], 0, &a, fin, fout), 0);
+    assert_int_equal(polls, w ? 1 : B * ZQ); /* one launch, or one per (batch, head) */
+    assert_int_equal(be[w]->delta(&a, res[w][0], dout, res[w][2]), 0);
+    float *bin[7] = {q, k, v, res[w][0], dout, res[w][1], res[w][2]}, *bout[3] = {res[w][3], res[w][4], res[w][5]};
+    assert_int_equal(run_attn_pass(be[w], 1, &a, bin, bout), 0);
+  }
+  const char *name[6] = {"o", "lse", "delta", "dq", "dk", "dv"};
+  size_t n[6] = {nq, rows, rows, nq, nk, nk};
+  for (int i = 0; i < 6; i++) {
+    double worst = 0, scale = 0;
+    for (size_t j = 0; j < n[i]; j++) {
+      worst = fmax(worst, fabs((double)res[0][i][j] - res[1][i][j]));
+      scale = fmax(scale, fabs((double)res[0][i][j]));
+    }
+    if (!(worst <= 1e-5 * scale))
+      print_error("%s: whole-heads vs per-head max diff %g (max |x| %g)\n", name[i], worst, scale);
+    assert_true(scale > 0 && worst <= 1e-5 * scale);
+  }
+  for (int w = 0; w < 2; w++)
+    for (int i = 0; i < 6; i++) free(res[w][i]);
+  free(q);
+  free(k);
+  free(v);
+  free(dout);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_coll_shape),  cmocka_unit_test(test_generic_gemm),   cmocka_unit_test(test_generic_elemwise),
-    cmocka_unit_test(test_layer_sizes), cmocka_unit_test(test_attention_none),
+    cmocka_unit_test(test_layer_sizes), cmocka_unit_test(test_attention_none), cmocka_unit_test(test_whole_heads),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
