@@ -58,6 +58,7 @@ typedef struct {
   int64_t nq, nk;             /* attention: rows of the query and key block (one head); gemm: m = nq, n = nk,
                           k = d (series "d64/fp32", ...: the score shape n x n x d; "proj/k4096/fp32",
                           ...: the projection shapes of a transformer layer) */
+  int heads;                  /* attention: heads per launch (0 or 1: one; the GPU's are 16) */
   int64_t elems;              /* delta, merge, elemwise: rows * d; copy: bytes */
   double flops;               /* useful FLOPs, the plans' convention */
   double x;                   /* attention: sqrt(nq * nk), the profile tables' axis */

@@ -182,6 +182,7 @@ static int attn_series(gctx *g, int bwd, int d, int causal, int bf16, int decode
     kp->causal = causal;
     kp->bf16 = bf16;
     kp->decode = decode;
+    kp->heads = GPU_HEADS;
     kp->nq = nq;
     kp->nk = nk;
     kp->flops = flops;
@@ -302,7 +303,9 @@ static int misc_point(gctx *g, int kernel, int d, int bf16, int64_t size, const 
 static int measure_kernels(gctx *g, char *err, size_t errlen) {
   const bs_calib_opts *o = g->o;
   static const int64_t blocks_full[] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768};
-  static const int64_t blocks_quick[] = {256, 1024, 4096, 8192};
+  /* the quick grid reaches the blocks of a long sequence on one GPU too (--max-block cuts it, and the
+   * point budget ends a series when a call gets long): a rate extrapolated from 8k under-states 16k */
+  static const int64_t blocks_quick[] = {256, 1024, 4096, 8192, 16384, 32768};
   static const int64_t dec_full[] = {1024, 4096, 16384, 65536, 262144};
   static const int64_t dec_quick[] = {1024, 16384, 65536};
   static const int64_t rows_full[] = {4096, 65536, 262144, 1048576};

@@ -144,7 +144,8 @@ static bs_compute point_op(const bs_calib_kpoint *k) {
   memset(&c, 0, sizeof c);
   c.kernel = (bs_kernel)k->kernel;
   int64_t nq = k->nq > 0 ? k->nq : 1, nk = k->nk > 0 ? k->nk : nq;
-  c.a = attn_params_make(1, 1, 1, nq, nk, k->d > 0 ? k->d : 1);
+  int heads = k->heads > 1 ? k->heads : 1;
+  c.a = attn_params_make(1, heads, heads, nq, nk, k->d > 0 ? k->d : 1);
   c.a.mask.causal = k->causal;
   c.a.mask.q_pos0 = nk - nq;
   c.a.dtype = k->bf16 ? ATTN_BF16 : ATTN_FP32;
@@ -505,6 +506,7 @@ static cJSON *measurements_json(const bs_calib_data *d) {
     num_obj(o, "causal", k->causal);
     cJSON_AddStringToObject(o, "dtype", k->bf16 ? "bf16" : "fp32");
     num_obj(o, "nq", (double)k->nq);
+    if (k->heads > 1) num_obj(o, "heads", k->heads);
     num_obj(o, "nk", (double)k->nk);
     num_obj(o, "elems", (double)k->elems);
     num_obj(o, "flops", k->flops);
@@ -636,8 +638,14 @@ cJSON *bs_calib_profile_json(const bs_calib_data *d, const bs_calib_opts *o, con
   cJSON_ReplaceItemInObject(root, "name", cJSON_CreateString(name));
   cJSON_AddStringToObject(
     root, "description",
-    "Measured by burstsim calib on this machine for the host topology: every rank an actor on one shared "
-    "CPU; kernel times are whole-CPU-equivalent (time with all ranks busy / ranks)");
+    strcmp(d->kernel_path, "cuda") == 0
+      ? "Measured by burstsim calib --backend cuda on the GPU(s) of this machine, for the host topology: kernel "
+        "times are the device's (ranks sharing a device count as the CPU's ranks do: time with all busy / "
+        "ranks), attention on launches of 16 heads as the runtime launches every head at once, GEMMs in fp32 "
+        "(the runtime's projections on scratch); links: NCCL where every rank has its own GPU, else Open MPI "
+        "between host buffers (the runtime's staging copies between device and host are not in them)"
+      : "Measured by burstsim calib on this machine for the host topology: every rank an actor on one shared "
+        "CPU; kernel times are whole-CPU-equivalent (time with all ranks busy / ranks)");
   machine_json(root, d);
   calibration_json(root, d, o);
   cJSON_AddItemToObject(root, "fits", fits);

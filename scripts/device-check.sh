@@ -342,6 +342,8 @@ INI
     --out "$OUTDIR/run-ring.json"
   step run_burst_nccl 45 1 "$BS" run "$SMALL" --backend cuda --comm nccl --verify --set parallel.gpus=1 \
     --set parallel.ranks_per_node=1 --out "$OUTDIR/run-nccl.json"
+  step run_layer_mpi 45 2 "$BS" run "$SMALL" --backend cuda --comm mpi --set workload.scope=layer --set model.ffn=256 \
+    --out "$OUTDIR/run-layer.json"
   step run_point 45 2 "$BS" run "$OUTDIR/point.ini" --backend cuda --warmup 1 --out "$OUTDIR/run-point.json"
   if [ ${#MPIRUN[@]} -gt 0 ]; then
     # validate calibrates on the point's two ranks (bf16, d = 128) and spawns its own mpirun jobs:

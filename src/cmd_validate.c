@@ -359,7 +359,8 @@ static int profile_for(vstate *st, int G, char *prof, size_t len) {
       if (c->model.dtype == BS_FP32) f32 = 1;
       else b16 = 1;
       hd = hd == -1 || hd == c->model.head_dim ? (int)c->model.head_dim : 0;
-      int64_t blk = c->work.seq_len / G / (c->par.layout == BS_ZIGZAG ? 2 : 1);
+      /* one rank computes its whole sequence as one block; more split it into G (zigzag: 2G) chunks */
+      int64_t blk = G == 1 ? c->work.seq_len : c->work.seq_len / G / (c->par.layout == BS_ZIGZAG ? 2 : 1);
       if (c->par.method == BS_ULYSSES || c->par.method == BS_USP) blk = c->work.seq_len;
       if (blk > mb) mb = blk;
     }
