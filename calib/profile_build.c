@@ -34,13 +34,16 @@ typedef struct {
 typedef struct {
   double x[64], flops[64], t[64];
   int n;
+  int heads; /* heads per launch of the series' points (a GPU's launch holds several) */
 } series_pts;
 
 static void collect(const bs_calib_data *d, int kernel, int dd, int causal, int bf16, int decode, series_pts *s) {
   s->n = 0;
+  s->heads = 1;
   for (int i = 0; i < d->nk && s->n < 64; i++) {
     const bs_calib_kpoint *k = &d->k[i];
     if (k->kernel != kernel || k->d != dd || k->causal != causal || k->bf16 != bf16 || k->decode != decode) continue;
+    if (k->heads > 1) s->heads = k->heads;
     s->x[s->n] = k->x;
     s->flops[s->n] = k->flops;
     s->t[s->n] = k->t_eff;
@@ -68,8 +71,9 @@ static cJSON *quality_json(const bs_fit_quality *q) {
  * "causal"), preceded for the full forward by the decode series (one query
  * row against nk keys, x = sqrt(nk) < 256). The fit's t0 is folded into the
  * sampled rate (launch_s = 0), so the table reproduces t0 + flops / rate at
- * the sampled shapes. Without enough points for a fit, the measured rates are
- * tabulated as they are.
+ * the sampled shapes, with as many heads per launch as the points had (t0 is
+ * per launch: folded into one head's FLOPs it would count once per head).
+ * Without enough points for a fit, the measured rates are tabulated as they are.
  */
 static int attn_table(const bs_calib_data *d, int kernel, int dd, int causal, int bf16, bs_prof_table *t, cJSON *fits) {
   int bwd = kernel == BS_K_ATTN_BWD || kernel == BS_K_ATTN_BWD_UNFUSED;
@@ -117,13 +121,13 @@ static int attn_table(const bs_calib_data *d, int kernel, int dd, int causal, in
     if (have && part == 0) {
       static const double nks[] = {1024, 2048, 4096, 8192, 16384, 32768};
       for (int i = 0; i < 6; i++) {
-        double x = sqrt(nks[i]), fl = 4.0 * dd * nks[i];
+        double x = sqrt(nks[i]), fl = 4.0 * dd * nks[i] * s->heads;
         t->x[t->n] = x;
         t->tflops[t->n++] = fl / bs_fit_sat_time(f, x, fl) / 1e12;
       }
     } else if (have) {
       for (double b = 256; b <= 65536 && t->n < BS_PROF_MAX_POINTS; b *= 2) {
-        double fl = (bwd ? 10.0 : 4.0) * dd * (causal ? b * (b + 1) / 2 : b * b);
+        double fl = (bwd ? 10.0 : 4.0) * dd * (causal ? b * (b + 1) / 2 : b * b) * s->heads;
         t->x[t->n] = b;
         t->tflops[t->n++] = fl / bs_fit_sat_time(f, b, fl) / 1e12;
       }
@@ -328,6 +332,38 @@ static int link_from_pingpong(const bs_calib_data *d, const char *cls, bs_prof_l
   return 0;
 }
 
+/*
+ * The decode table of a forward kernel (mask "decode", read for calls of one query row only): the
+ * decode series' fit sampled from 1K to 1M keys (x = sqrt(keys)), with the points' heads per launch;
+ * without a fit within 10 %, the measured rates. On a GPU decode is bound by reading K and V, a
+ * hundred times slower than a block of the same x, which the combined table would give past 32K keys.
+ */
+static int decode_table(const bs_calib_data *d, int kernel, int dd, int bf16, bs_prof_table *t) {
+  series_pts dec;
+  collect(d, kernel, dd, 0, bf16, 1, &dec);
+  if (dec.n == 0) return 0;
+  memset(t, 0, sizeof *t);
+  t->head_dim = dd;
+  t->decode = 1;
+  char e[160];
+  bs_fit_sat f;
+  if (dec.n >= 3 && bs_fit_saturating(dec.x, dec.flops, dec.t, dec.n, &f, e, sizeof e) == 0 &&
+      f.q.max_rel_resid <= BS_CALIB_FIT_TOL) {
+    for (double nk = 1024; nk <= 1048576; nk *= 2) {
+      double x = sqrt(nk), fl = 4.0 * dd * nk * dec.heads;
+      t->x[t->n] = x;
+      t->tflops[t->n++] = fl / bs_fit_sat_time(&f, x, fl) / 1e12;
+    }
+  } else {
+    for (int i = 0; i < dec.n && t->n < BS_PROF_MAX_POINTS; i++) {
+      if (t->n && dec.x[i] <= t->x[t->n - 1]) continue;
+      t->x[t->n] = dec.x[i];
+      t->tflops[t->n++] = dec.flops[i] / dec.t[i] / 1e12;
+    }
+  }
+  return t->n > 0;
+}
+
 /* Attention: fused and unfused, tables of the primary type first (the simulator reads those). */
 static void attn_models(const bs_calib_data *d, int primary, bs_profile *p, cJSON *fits, table_types *types) {
   for (int ki = 0; ki < N_ATTN; ki++) {
@@ -342,6 +378,12 @@ static void attn_models(const bs_calib_data *d, int primary, bs_profile *p, cJSO
           if (attn_table(d, kernel, dd, causal, bf16, &m->tables[m->ntables], kf))
             types->table_bf16[kernel][m->ntables++] = bf16;
         }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+      int bf16 = pass == 0 ? primary : !primary;
+      for (int dd = 64; dd <= 128; dd *= 2)
+        if (m->ntables < BS_PROF_MAX_TABLES && decode_table(d, kernel, dd, bf16, &m->tables[m->ntables]))
+          types->table_bf16[kernel][m->ntables++] = bf16;
     }
     if (m->ntables) {
       m->kind = BS_KM_TABLE;

@@ -338,8 +338,9 @@ static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, 
     pt->head_dim = hd->valueint;
     if (!strcmp(mk->valuestring, "full")) pt->causal = 0;
     else if (!strcmp(mk->valuestring, "causal")) pt->causal = 1;
+    else if (!strcmp(mk->valuestring, "decode")) pt->decode = 1;
     else {
-      snprintf(err, errlen, "%s: %s.tables[%d].mask: 'full' or 'causal'", path, where, ti);
+      snprintf(err, errlen, "%s: %s.tables[%d].mask: 'full', 'causal' or 'decode'", path, where, ti);
       return -1;
     }
     int n = cJSON_GetArraySize(x);
@@ -720,7 +721,7 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
       const bs_prof_table *pt = &m->tables[t];
       cJSON *tj = cJSON_CreateObject();
       cJSON_AddNumberToObject(tj, "head_dim", pt->head_dim);
-      cJSON_AddStringToObject(tj, "mask", pt->causal ? "causal" : "full");
+      cJSON_AddStringToObject(tj, "mask", pt->decode ? "decode" : pt->causal ? "causal" : "full");
       cJSON_AddItemToObject(tj, "x", cJSON_CreateDoubleArray(pt->x, pt->n));
       cJSON_AddItemToObject(tj, "tflops", cJSON_CreateDoubleArray(pt->tflops, pt->n));
       cJSON_AddStringToObject(tj, "source", source);
@@ -804,12 +805,13 @@ static double table_rate(const bs_prof_table *t, double x) {
   return t->tflops[i - 1] + u * (t->tflops[i] - t->tflops[i - 1]);
 }
 
-static const bs_prof_table *pick_table(const bs_kernel_model *m, int d, int causal) {
+static const bs_prof_table *pick_table(const bs_kernel_model *m, int d, int causal, int decode) {
   const bs_prof_table *best = NULL;
   int bestdist = 1 << 30;
-  for (int pass = 0; pass < 2 && !best; pass++)
+  for (int pass = decode ? -1 : 0; pass < 2 && !best; pass++)
     for (int i = 0; i < m->ntables; i++) {
       const bs_prof_table *t = &m->tables[i];
+      if (pass == -1 ? !t->decode : t->decode) continue; /* decode tables first for decode, never for blocks */
       if (pass == 0 && t->causal != causal) continue;
       int dist = abs(t->head_dim - d);
       if (dist < bestdist) {
@@ -899,7 +901,7 @@ double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype
     if (flops == 0) return m->launch_s;
     double full = attn_full_flops(c);
     int partial = full > 0 && flops < full * (1 - 1e-9);
-    const bs_prof_table *t = pick_table(m, c->a.d, partial);
+    const bs_prof_table *t = pick_table(m, c->a.d, partial, c->a.Nq == 1);
     double x = sqrt((double)(c->a.Nq > 0 ? c->a.Nq : 1) * (double)(c->a.Nk > 0 ? c->a.Nk : 1));
     return m->launch_s + flops / (table_rate(t, x) * 1e12);
   }

@@ -109,7 +109,7 @@
 #include "plans/plan.h"
 #include "topologies/topo.h"
 
-#define BS_PROF_MAX_TABLES 8
+#define BS_PROF_MAX_TABLES 12
 #define BS_PROF_MAX_POINTS 16
 #define BS_PROF_MAX_FACTORS 8
 
@@ -121,6 +121,9 @@ typedef struct {
   int n;
   double x[BS_PROF_MAX_POINTS];
   double tflops[BS_PROF_MAX_POINTS];
+  /* 1: mask "decode": one query row against x^2 keys, for calls of one query row (memory-bound on a
+   * GPU: a block of the same x runs a hundred times faster); other calls never read it */
+  int decode;
 } bs_prof_table;
 
 typedef struct {

@@ -14,6 +14,10 @@
 #include <time.h>
 #include <cmocka.h>
 #include "calib/fit.h"
+#include "calib/measure.h"
+#include "calib/profile_build.h"
+#include "sim/profile.h"
+#include <cjson/cJSON.h>
 
 static uint64_t seed_state;
 
@@ -64,6 +68,71 @@ static void test_saturating_recovers(void **state) {
   assert_true(fit.q.max_rel_resid < 0.02);
   NEAR(bs_fit_sat_time(&fit, 4096, 4.0 * 64 * 4096 * 4096), t0 + 4.0 * 64 * 4096 * 4096 / (rmax * 4096 / (4096 + xh)),
        0.02, seed);
+}
+
+/* A GPU's attention points come from launches of several heads: the profile's table must give back
+ * their times (t0 once per launch, not once per head); and decode with more keys than the decode
+ * points' table reaches takes the decode rate, not the rate of a block of the same x. */
+static void test_table_heads(void **state) {
+  (void)state;
+  uint64_t seed = fresh_seed();
+  const int heads = 16, d = 128;
+  double t0 = 1e-5 + 2e-5 * urand(), rmax = 2e14 + 1e14 * urand(), xh = 500 + 1000 * urand();
+  bs_calib_data cd;
+  memset(&cd, 0, sizeof cd);
+  cd.ranks = cd.threads = cd.cores = cd.nodes = 1;
+  cd.peer_intra = cd.peer_inter = -1;
+  snprintf(cd.kernel_path, sizeof cd.kernel_path, "cuda");
+  for (int bwd = 0; bwd < 2; bwd++)
+    for (double b = 256; b <= 32768; b *= 2) {
+      bs_calib_kpoint *k = bs_calib_add_k(&cd);
+      assert_non_null(k);
+      k->kernel = bwd ? BS_K_ATTN_BWD : BS_K_ATTN_FWD;
+      snprintf(k->series, sizeof k->series, "d%d/full/bf16/block", d);
+      k->d = d;
+      k->bf16 = 1;
+      k->heads = heads;
+      k->nq = k->nk = (int64_t)b;
+      k->x = b;
+      k->flops = heads * (bwd ? 10.0 : 4.0) * d * b * b;
+      k->t_med = k->t_min = k->t_max = k->t_eff = noisy(t0 + k->flops / (rmax * b / (b + xh)), 0.002);
+      k->reps = 5;
+    }
+  /* decode: one query row per head against nk keys, bound by reading K and V (bf16) */
+  double bw = 2e12 + 2e12 * urand();
+  for (double nk = 1024; nk <= 262144; nk *= 4) {
+    bs_calib_kpoint *k = bs_calib_add_k(&cd);
+    assert_non_null(k);
+    k->kernel = BS_K_ATTN_FWD;
+    snprintf(k->series, sizeof k->series, "d%d/full/bf16/decode", d);
+    k->d = d;
+    k->bf16 = 1;
+    k->decode = 1;
+    k->heads = heads;
+    k->nq = 1;
+    k->nk = (int64_t)nk;
+    k->x = sqrt(nk);
+    k->flops = heads * 4.0 * d * nk;
+    k->t_med = k->t_min = k->t_max = k->t_eff = noisy(t0 + heads * 2.0 * nk * d * 2 / bw, 0.002);
+    k->reps = 5;
+  }
+  bs_calib_opts o;
+  bs_calib_opts_default(&o);
+  o.bf16 = 1;
+  o.primary_bf16 = 1;
+  o.no_links = 1;
+  bs_profile p;
+  char err[256];
+  struct cJSON *root = bs_calib_profile_json(&cd, &o, "gpu-heads", &p, err, sizeof err);
+  if (!root) print_error("%s\n", err);
+  assert_non_null(root);
+  for (int i = 0; i < cd.nk; i++) {
+    const bs_calib_kpoint *k = &cd.k[i];
+    double m = bs_calib_model_time(&p, k);
+    NEAR(m, k->t_eff, k->decode ? 0.05 : 0.02, seed);
+  }
+  cJSON_Delete(root);
+  free(cd.k);
 }
 
 static void test_saturating_bad_input(void **state) {
@@ -218,15 +287,11 @@ static void test_link_bad_input(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_saturating_recovers),
-    cmocka_unit_test(test_saturating_bad_input),
-    cmocka_unit_test(test_linear_recovers),
-    cmocka_unit_test(test_link_finds_break),
-    cmocka_unit_test(test_link_single_range),
-    cmocka_unit_test(test_link_bad_input),
-    cmocka_unit_test(test_gemm_recovers),
-    cmocka_unit_test(test_gemm_bad_input),
-    cmocka_unit_test(test_link_outlier_no_wild_factor),
+    cmocka_unit_test(test_saturating_recovers),  cmocka_unit_test(test_table_heads),
+    cmocka_unit_test(test_saturating_bad_input), cmocka_unit_test(test_linear_recovers),
+    cmocka_unit_test(test_link_finds_break),     cmocka_unit_test(test_link_single_range),
+    cmocka_unit_test(test_link_bad_input),       cmocka_unit_test(test_gemm_recovers),
+    cmocka_unit_test(test_gemm_bad_input),       cmocka_unit_test(test_link_outlier_no_wild_factor),
   };
   if (argc > 1) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
