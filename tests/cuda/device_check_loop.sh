@@ -14,7 +14,7 @@ out=$(BURSTSIM_DEVICE_CHECK_LOOP_ONLY=1 BURSTSIM_BIN=$bs timeout 120 "$script" "
 rc=$?
 echo "$out"
 [ "$rc" -eq 1 ] || { echo "device_check_loop: exit $rc, expected 1"; exit 1; }
-for s in calib=4 run_burst_mpi=4 run_ring_mpi=4 run_burst_nccl=4 run_layer_mpi=4 run_point=4 validate=4 validate_one=4; do
+for s in calib=4 run_burst_mpi=4 run_ring_mpi=4 run_burst_nccl=4 run_layer_mpi=4 run_point=4 validate=4 validate_one=4 validate_decode=4; do
   echo "$out" | grep -q "burstsim loop .*$s" || { echo "device_check_loop: the summary lacks $s"; exit 1; }
 done
 echo "$out" | tail -1 | grep -q "^files in" || { echo "device_check_loop: the summary is not last"; exit 1; }
