@@ -35,13 +35,14 @@
  *     "attn_fwd": {
  *       "model": "table",        time = launch_s + flops / rate(x, d, mask)
  *       "launch_s": {...},
- *       "tables": [ {"head_dim": 128, "mask": "full" | "causal",
+ *       "tables": [ {"head_dim": 128, "mask": "full" | "causal" | "decode",
  *                    "x": [512, 1024, ...],        x = sqrt(Nq * Nk) tokens
  *                    "tflops": [151, 173, ...],    useful TFLOP/s at x
  *                    "source": "..."} ... ]
  *       rate: the table with the nearest head_dim; "full" for blocks with every
- *       key visible, "causal" for partly masked ones; linear in log2(x) between
- *       points, the end values beyond them.
+ *       key visible, "causal" for partly masked ones; "decode" (optional) only
+ *       for calls of one query row, which take it first; linear in log2(x)
+ *       between points, the end values beyond them.
  *     },
  *     "attn_merge": {
  *       "model": "roofline",     time = launch_s + max(flops / peak, bytes / mem_bw)
