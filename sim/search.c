@@ -457,6 +457,21 @@ static int same_as_twin(const bs_search *s, int i, char *why, size_t n) {
              d.ring_outer);
     return 1;
   }
+  /* cp = 1 across base points (a method list is one base point per method): no method splits the
+   * sequence, so the first legal one stands for the others */
+  if (cp_of(&c->cfg) == 1 && c->cfg.par.method != BS_TP)
+    for (j = 0; j < i; j++) {
+      const bs_cand *x = &s->c[j];
+      if (x->status == BS_CAND_ILLEGAL || x->status == BS_CAND_SKIPPED || x->cfg.par.method == BS_TP ||
+          x->cfg.par.method == c->cfg.par.method || cp_of(&x->cfg) != 1)
+        continue;
+      bs_config y = x->cfg;
+      y.par.method = c->cfg.par.method;
+      if (memcmp(&y, &c->cfg, sizeof y)) continue;
+      snprintf(why, n, "parallel.method: %s at cp = 1 runs the plan %s runs (no method splits the sequence)",
+               bs_method_name(c->cfg.par.method), bs_method_name(x->cfg.par.method));
+      return 1;
+    }
   j = twin_before(s, i, BS_SPREAD_PLACEMENT, offsetof(bs_config, par.ulysses_placement),
                   sizeof c->cfg.par.ulysses_placement);
   if (j >= 0 && rpn > 0 && c->cfg.par.gpus <= rpn && c->cfg.cluster.straggler_factor <= 0 &&

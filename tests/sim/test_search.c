@@ -403,6 +403,53 @@ static void test_same_plan_twins(void **st) {
   bs_search_free(&s);
 }
 
+/* A method list is one base point per method: at cp = 1 their candidates run one plan (no method splits
+ * the sequence), so all but the first are twins, and each simulates to its twin's step and peak. */
+static void test_method_list_twins(void **st) {
+  (void)st;
+  bs_config c[3];
+  const bs_method m[3] = {BS_BURST, BS_RING, BS_ULYSSES};
+  for (int i = 0; i < 3; i++) {
+    c[i] = base_cfg(BS_SCOPE_LAYER, 8);
+    c[i].par.method = m[i];
+  }
+  bs_search_autos a = {.tp = 1};
+  bs_search s;
+  char err[512];
+  assert_int_equal(bs_search_expand(c, 3, &a, &s, err, sizeof err), 0);
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_search_opts so = {.top_k = 10, .opts = &o, .dry_run = 1};
+  assert_int_equal(bs_search_run(&s, &so, err, sizeof err), 0);
+  int twins = 0;
+  for (int i = 0; i < s.n; i++) {
+    if (s.c[i].status != BS_CAND_ILLEGAL || !strstr(s.c[i].why, "parallel.method:")) continue;
+    int j = 0;
+    for (; j < i; j++) {
+      bs_config y = s.c[j].cfg;
+      y.par.method = s.c[i].cfg.par.method;
+      if (s.c[j].status != BS_CAND_ILLEGAL && s.c[j].cfg.par.method == BS_BURST && !memcmp(&y, &s.c[i].cfg, sizeof y))
+        break;
+    }
+    assert_true(j < i); /* the twin is the first method's candidate */
+    assert_int_equal(s.c[i].cfg.par.tp, 8);
+    bs_result ri, rj;
+    memset(&ri, 0, sizeof ri);
+    memset(&rj, 0, sizeof rj);
+    assert_int_equal(bs_sim_run(&s.c[i].cfg, &o, &ri, err, sizeof err), 0);
+    assert_int_equal(bs_sim_run(&s.c[j].cfg, &o, &rj, err, sizeof err), 0);
+    if (ri.time.step != rj.time.step)
+      print_error("%s: %.9g s, its twin %.9g s\n", s.c[i].why, ri.time.step, rj.time.step);
+    assert_true(ri.time.step == rj.time.step);
+    assert_int_equal(ri.mem.peak_bytes_max, rj.mem.peak_bytes_max);
+    twins++;
+    bs_result_free(&ri);
+    bs_result_free(&rj);
+  }
+  assert_true(twins >= 2); /* ring's and ulysses's tp = 8 */
+  bs_search_free(&s);
+}
+
 static void test_fp8_pruned(void **st) {
   (void)st;
   /* fp8 is searched only when asked, and at layer and model scope; on a profile without FP8 GEMMs
@@ -491,6 +538,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_brute_force_fp8),      cmocka_unit_test(test_fp8_pruned),
     cmocka_unit_test(test_many_tree_groups),     cmocka_unit_test(test_brute_force_variants),
     cmocka_unit_test(test_variants_spread),      cmocka_unit_test(test_same_plan_twins),
+    cmocka_unit_test(test_method_list_twins),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
