@@ -43,6 +43,14 @@ static void cuda_gemm(int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
 
 static int cuda_add(int64_t n, float *dst, const float *src) { return bs_cuda_add_f32(n, dst, src, 0); }
 static int cuda_scale(int64_t n, float *x, float alpha) { return bs_cuda_scale_f32(n, x, alpha, 0); }
+static int cuda_rescale(int64_t rows, int64_t d, const float *o, const float *lse, const float *m, float *num,
+                        float *den) {
+  return bs_cuda_tree_rescale_f32(rows, d, o, lse, m, num, den, 0);
+}
+static int cuda_finalize(int64_t rows, int64_t d, const float *num, const float *den, const float *m, float *o,
+                         float *lse) {
+  return bs_cuda_tree_finalize_f32(rows, d, num, den, m, o, lse, 0);
+}
 
 static void *cuda_alloc(size_t bytes) {
   void *p = NULL;
@@ -78,6 +86,8 @@ static const bs_kernel_backend cuda_backend = {
   .gemm = cuda_gemm,
   .add = cuda_add,
   .scale = cuda_scale,
+  .rescale = cuda_rescale,
+  .finalize = cuda_finalize,
   .alloc = cuda_alloc,
   .free = cuda_free,
   .copy = cuda_copy,

@@ -7,8 +7,9 @@
  * that are not multiples of any tile, the accumulate merge over two key
  * blocks, the D-variant backward adding into non-zero gradients; cp.async
  * copies both at issue and deferred to their wait; then the simple path
- * (forward, both backward passes, fp32 and bf16, d = 80), delta, merge and the
- * split-KV decode. Outputs are NaN-poisoned.
+ * (forward, both backward passes, fp32 and bf16, d = 80), delta, merge, the
+ * split-KV decode, and tree decode's rescale and finalize (elemwise_cuda.cu).
+ * Outputs are NaN-poisoned.
  * This needs no GPU; it checks index arithmetic, not the hardware (see the
  * emulation header for what that does and does not prove).
  */
@@ -16,6 +17,7 @@
 #include "kernels/cuda/attn_cuda_fwd_mma.cu"
 #include "kernels/cuda/attn_cuda_bwd_mma.cu"
 #include "kernels/cuda/attn_cuda_simple.cu"
+#include "kernels/cuda/elemwise_cuda.cu"
 
 #include <chrono>
 #include <cmath>
@@ -429,6 +431,53 @@ void check_simple(tally &t, const shape &s, int d, attn_dtype dt, uint64_t seed)
 }
 } // namespace
 
+/* elemwise_cuda.cu: tree decode's two passes, num = o w, den = w, w = exp(lse - m) (0 for lse = -inf), then o = num / den,
+ * lse = m + log den, against float64 over rows with lse = -inf and den = 0 among them; scale and add. */
+void check_tree(tally &t, uint64_t seed) {
+  printf("  elementwise: tree decode rescale and finalize, scale, add; 37 rows x d=80\n");
+  const int64_t rows = 37, d = 80, n = rows * d;
+  uint64_t rs = seed;
+  std::vector<float> o(n), lse(rows), m(rows), num(n, NAN), den(rows, NAN), o2(n, NAN), lse2(rows, NAN);
+  std::vector<double> rnum(n), rden(rows), ro(n), rlse(rows);
+  for (int64_t i = 0; i < n; i++) o[i] = (float)normal(&rs);
+  for (int64_t r = 0; r < rows; r++) {
+    lse[r] = r % 7 == 3 ? -INFINITY : (float)(4 * normal(&rs));
+    m[r] = (lse[r] == -INFINITY ? 0.0f : lse[r]) + (float)fabs(normal(&rs));
+    rden[r] = lse[r] == -INFINITY ? 0.0 : exp((double)lse[r] - m[r]);
+    for (int64_t x = 0; x < d; x++) rnum[r * d + x] = o[r * d + x] * rden[r];
+  }
+  const unsigned blocks = 3, threads = 64; /* fewer threads than elements: the grid-stride loop */
+  emu_run_grid([&]() { tree_rescale_kernel(rows, d, o.data(), lse.data(), m.data(), num.data(), den.data()); }, blocks,
+               threads, 0, 0);
+  bool bad = false;
+  report(t, "rescale num", rel_err(num, rnum, &bad), bad, 1e-6);
+  bad = false;
+  report(t, "rescale den", rel_err(den, rden, &bad), bad, 1e-6);
+  for (int64_t r = 0; r < rows; r++) {
+    rlse[r] = rden[r] > 0 ? m[r] + log((double)den[r]) : -INFINITY;
+    for (int64_t x = 0; x < d; x++) ro[r * d + x] = rden[r] > 0 ? (double)num[r * d + x] / den[r] : 0.0;
+  }
+  emu_run_grid([&]() { tree_finalize_kernel(rows, d, num.data(), den.data(), m.data(), o2.data(), lse2.data()); },
+               blocks, threads, 0, 0);
+  bad = false;
+  report(t, "final O", rel_err(o2, ro, &bad), bad, 1e-6);
+  bad = false;
+  report(t, "finallse", rel_err(lse2, rlse, &bad), bad, 1e-6);
+  /* the generic pass (x *= alpha) and add (dst += src) over the same grid */
+  std::vector<float> x(o), y(num);
+  std::vector<double> rx(n), ry(n);
+  for (int64_t i = 0; i < n; i++) {
+    rx[i] = (double)o[i] * 0.75f;
+    ry[i] = (double)num[i] + rx[i];
+  }
+  emu_run_grid([&]() { scale_kernel(x.data(), n, 0.75f); }, blocks, threads, 0, 0);
+  emu_run_grid([&]() { add_kernel(y.data(), x.data(), n); }, blocks, threads, 0, 0);
+  bad = false;
+  report(t, "scale", rel_err(x, rx, &bad), bad, 1e-7);
+  bad = false;
+  report(t, "add", rel_err(y, ry, &bad), bad, 1e-6);
+}
+
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
   const uint64_t seed = argc > 2 ? strtoull(argv[2], nullptr, 0) : (uint64_t)time(nullptr);
@@ -459,6 +508,7 @@ int main(int argc, char **argv) {
     check_simple<__half>(t, full, 128, ATTN_CUDA_FP16, seed + 11);
     check_simple<float>(t, bidir, 96, ATTN_FP32, seed + 12);
   }
+  check_tree(t, seed + 13);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   printf("test_cuda_emulated: %d passed, %d failed (%.1f s, seed %llu)\n", t.pass, t.fail, secs,
          (unsigned long long)seed);
