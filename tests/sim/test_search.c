@@ -364,6 +364,22 @@ static void test_variants_spread(void **st) {
 
 /* Candidates kept out as running their twin's plan (a ring within one node, double or not; usp's
  * placements on one node) simulate to exactly their kept twin's step and peak. */
+/* Candidate i, set aside as the twin of j, simulates to j's step and peak. */
+static void twin_same_step(const bs_search *s, int i, int j, const bs_sim_opts *o) {
+  char err[512];
+  bs_result ri, rj;
+  memset(&ri, 0, sizeof ri);
+  memset(&rj, 0, sizeof rj);
+  assert_int_equal(bs_sim_run(&s->c[i].cfg, o, &ri, err, sizeof err), 0);
+  assert_int_equal(bs_sim_run(&s->c[j].cfg, o, &rj, err, sizeof err), 0);
+  if (ri.time.step != rj.time.step)
+    print_error("%s: %.9g s, its twin %.9g s\n", s->c[i].why, ri.time.step, rj.time.step);
+  assert_true(ri.time.step == rj.time.step);
+  assert_int_equal(ri.mem.peak_bytes_max, rj.mem.peak_bytes_max);
+  bs_result_free(&ri);
+  bs_result_free(&rj);
+}
+
 static void test_same_plan_twins(void **st) {
   (void)st;
   bs_config c = base_cfg(BS_SCOPE_ATTENTION, 8);
@@ -386,18 +402,8 @@ static void test_same_plan_twins(void **st) {
              s.c[j].cfg.par.ulysses_degree == s.c[i].cfg.par.ulysses_degree && s.c[j].status != BS_CAND_ILLEGAL))
       j--;
     assert_true(j >= 0);
-    bs_result ri, rj;
-    memset(&ri, 0, sizeof ri);
-    memset(&rj, 0, sizeof rj);
-    assert_int_equal(bs_sim_run(&s.c[i].cfg, &o, &ri, err, sizeof err), 0);
-    assert_int_equal(bs_sim_run(&s.c[j].cfg, &o, &rj, err, sizeof err), 0);
-    if (ri.time.step != rj.time.step)
-      print_error("%s: %.9g s, its twin %.9g s\n", s.c[i].why, ri.time.step, rj.time.step);
-    assert_true(ri.time.step == rj.time.step);
-    assert_int_equal(ri.mem.peak_bytes_max, rj.mem.peak_bytes_max);
+    twin_same_step(&s, i, j, &o);
     twins[ring]++;
-    bs_result_free(&ri);
-    bs_result_free(&rj);
   }
   assert_true(twins[0] > 0 && twins[1] > 0);
   bs_search_free(&s);
@@ -433,18 +439,8 @@ static void test_method_list_twins(void **st) {
     }
     assert_true(j < i); /* the twin is the first method's candidate */
     assert_int_equal(s.c[i].cfg.par.tp, 8);
-    bs_result ri, rj;
-    memset(&ri, 0, sizeof ri);
-    memset(&rj, 0, sizeof rj);
-    assert_int_equal(bs_sim_run(&s.c[i].cfg, &o, &ri, err, sizeof err), 0);
-    assert_int_equal(bs_sim_run(&s.c[j].cfg, &o, &rj, err, sizeof err), 0);
-    if (ri.time.step != rj.time.step)
-      print_error("%s: %.9g s, its twin %.9g s\n", s.c[i].why, ri.time.step, rj.time.step);
-    assert_true(ri.time.step == rj.time.step);
-    assert_int_equal(ri.mem.peak_bytes_max, rj.mem.peak_bytes_max);
+    twin_same_step(&s, i, j, &o);
     twins++;
-    bs_result_free(&ri);
-    bs_result_free(&rj);
   }
   assert_true(twins >= 2); /* ring's and ulysses's tp = 8 */
   bs_search_free(&s);
