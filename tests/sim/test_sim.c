@@ -176,10 +176,20 @@ static void test_overlap_comm_bound(void **state) {
   overlap_case(500000000, 1000000, 5); /* comm 100 ms, compute 1 ms */
 }
 
-static void test_deadlock(void **state) {
-  (void)state;
+/* A toy plan over two ranks that the simulation must refuse: its message in err, and the same in the
+ * result's error field. */
+static void toy_run_fails(toy_plan *p, char *err, size_t errlen) {
   toy_files t;
   toy_setup(&t, 2, 2);
+  bs_result r;
+  assert_int_equal(run_toy(p, &t, &r, err, errlen), -1);
+  if (strcmp(r.error, err)) fail_msg("result error '%s', message '%s'", r.error, err);
+  bs_result_free(&r);
+  toy_teardown(&t);
+}
+
+static void test_deadlock(void **state) {
+  (void)state;
   static toy_plan p;
   memset(&p, 0, sizeof p);
   p.ranks = 2;
@@ -191,15 +201,11 @@ static void test_deadlock(void **state) {
     h = 1;
     toy_wait(&p, r, 1, &h);
   }
-  bs_result r;
   char err[512] = "";
-  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  toy_run_fails(&p, err, sizeof err);
   assert_non_null(strstr(err, "deadlock"));
   assert_non_null(strstr(err, "rank 0"));
   assert_non_null(strstr(err, "RECV from rank 1"));
-  assert_non_null(strstr(r.error, "deadlock"));
-  bs_result_free(&r);
-  toy_teardown(&t);
 }
 
 /* A platform file with a link SimGrid cannot time (0 B/s, or near 0: its clock overflows) is an error naming
@@ -231,8 +237,6 @@ static void test_platform_link_range(void **state) {
 
 static void test_mismatched_tags(void **state) {
   (void)state;
-  toy_files t;
-  toy_setup(&t, 2, 2);
   static toy_plan p;
   memset(&p, 0, sizeof p);
   p.ranks = 2;
@@ -241,20 +245,15 @@ static void test_mismatched_tags(void **state) {
   int h = 0;
   toy_wait(&p, 0, 1, &h);
   toy_wait(&p, 1, 1, &h);
-  bs_result r;
   char err[512] = "";
-  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  toy_run_fails(&p, err, sizeof err);
   assert_non_null(strstr(err, "rank 1"));
   assert_non_null(strstr(err, "tag 6"));
-  bs_result_free(&r);
-  toy_teardown(&t);
 }
 
 /* A SEND nobody receives: the sender blocks in its WAIT; reported with both ranks and the step. */
 static void test_unmatched_send(void **state) {
   (void)state;
-  toy_files t;
-  toy_setup(&t, 2, 2);
   static toy_plan p;
   memset(&p, 0, sizeof p);
   p.ranks = 2;
@@ -263,20 +262,15 @@ static void test_unmatched_send(void **state) {
   int h = 0;
   toy_wait(&p, 0, 1, &h);
   toy_copy(&p, 1, 1000); /* rank 1 finishes without receiving */
-  bs_result r;
   char err[512] = "";
-  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  toy_run_fails(&p, err, sizeof err);
   if (!strstr(err, "rank 0") || !strstr(err, "SEND to rank 1") || !strstr(err, "(step 3)"))
     fail_msg("unmatched SEND reported as: %s", err);
-  bs_result_free(&r);
-  toy_teardown(&t);
 }
 
 /* Same tag, different sizes: the receiver names both sizes, both ranks and the step. */
 static void test_wrong_size(void **state) {
   (void)state;
-  toy_files t;
-  toy_setup(&t, 2, 2);
   static toy_plan p;
   memset(&p, 0, sizeof p);
   p.ranks = 2;
@@ -287,20 +281,15 @@ static void test_wrong_size(void **state) {
   int h = 0;
   toy_wait(&p, 0, 1, &h);
   toy_wait(&p, 1, 1, &h);
-  bs_result r;
   char err[512] = "";
-  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  toy_run_fails(&p, err, sizeof err);
   if (!strstr(err, "rank 1 op #0 (step 4): RECV from rank 0") || !strstr(err, "1000 bytes") ||
       !strstr(err, "2000 bytes") || !strstr(err, "must match in order, tag and size"))
     fail_msg("wrong size reported as: %s", err);
-  bs_result_free(&r);
-  toy_teardown(&t);
 }
 
 static void test_unwaited_handle(void **state) {
   (void)state;
-  toy_files t;
-  toy_setup(&t, 2, 2);
   static toy_plan p;
   memset(&p, 0, sizeof p);
   p.ranks = 2;
@@ -308,13 +297,10 @@ static void test_unwaited_handle(void **state) {
   toy_p2p(&p, 1, BS_OP_RECV, 0, 0, 5, 1000);
   int h = 0;
   toy_wait(&p, 1, 1, &h);
-  bs_result r;
   char err[512] = "";
-  assert_int_equal(run_toy(&p, &t, &r, err, sizeof err), -1);
+  toy_run_fails(&p, err, sizeof err);
   assert_non_null(strstr(err, "never waited"));
   assert_non_null(strstr(err, "rank 0"));
-  bs_result_free(&r);
-  toy_teardown(&t);
 }
 
 /*
