@@ -57,23 +57,32 @@ size_t bs_op_used_bytes(bs_op_kind kind) {
   return sizeof *o;
 }
 
+/* The op at the queue's head, left in place: valid until the iterator's next call (which may
+ * refill the queue over it); NULL at the end or on an error. The streams that copy an inner plan's
+ * ops into their own queue (compose.c, workload.c) read it there, one copy instead of two. */
+const bs_op *plan_next_ref(bs_plan_iter *it) {
+  while (it->qn == 0) {
+    if (it->done || it->err) return NULL;
+    it->qh = 0;
+    int more = it->wl ? it->p->scope->gen(it) : plan_method_of(it->p->cfg.par.method)->gen(it, it->state);
+    if (!more) it->done = 1;
+  }
+  if (it->err) return NULL;
+  const bs_op *q = &it->q[it->qh];
+  it->qh = (it->qh + 1) % QCAP;
+  it->qn--;
+  return q;
+}
+
 /* Hands out the op at the queue's head: only its used bytes are copied (a COMPUTE's are most of
  * an op, a message's a tenth), since the iterator runs once per op of every simulated rank. An
  * empty queue fills again from its first slot, so that the memory a rank's ops pass through is
  * its longest segment, not the whole ring: with a thousand ranks interleaved, that is what keeps
  * their queues in cache. */
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
-  while (it->qn == 0) {
-    if (it->done || it->err) return 0;
-    it->qh = 0;
-    int more = it->wl ? it->p->scope->gen(it) : plan_method_of(it->p->cfg.par.method)->gen(it, it->state);
-    if (!more) it->done = 1;
-  }
-  if (it->err) return 0;
-  const bs_op *q = &it->q[it->qh];
+  const bs_op *q = plan_next_ref(it);
+  if (!q) return 0;
   memcpy(op, q, bs_op_used_bytes(q->kind));
-  it->qh = (it->qh + 1) % QCAP;
-  it->qn--;
   if (it->qn) __builtin_prefetch(&it->q[it->qh]); /* the rank's next op, read soon after this one */
   return 1;
 }

@@ -224,8 +224,12 @@ extern const plan_method plan_method_burst, plan_method_ring, plan_method_li2021
 
 /* Queue, ids and one emitter per op kind (emit.c). */
 bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind);
-/* Appends a copy of a whole op (an op taken from another stream). */
-void plan_push_copy(bs_plan_iter *it, const bs_op *op);
+/* Appends a copy of a whole op (an op taken from another stream); the copy in the queue, for the
+ * caller to map in place (a sink past a full queue). */
+bs_op *plan_push_copy(bs_plan_iter *it, const bs_op *op);
+/* The next op of an iterator read in its queue (iter.c): valid until the iterator's next call;
+ * NULL at the end or on an error. */
+const bs_op *plan_next_ref(bs_plan_iter *it);
 int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role, const bs_shard *shard,
                    bs_elem elem);
 void plan_free(bs_plan_iter *it, int32_t buf);

@@ -442,13 +442,14 @@ static bs_ref map_ref(const attn_stream *s, bs_ref r) {
   return r;
 }
 
+/* Emits an inner op with the outer plan's ids, straight into the outer queue. */
 static void emit_inner(bs_wl *w, const bs_op *src) {
   attn_stream *s = &w->as;
-  bs_op o = *src;
+  int32_t buf = -1;
   switch (src->kind) {
   case BS_OP_ALLOC: {
     int b = src->u.alloc.buf;
-    s->aop[b] = *src;
+    if (src != &s->aop[b]) memcpy(&s->aop[b], src, bs_op_used_bytes(BS_OP_ALLOC)); /* replay_end passes it */
     s->seqof[b] = s->nalloc++;
     if (s->rerun)
       for (int j = 0; j < s->nsaved; j++)
@@ -456,46 +457,55 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
           s->bmap[b] = s->saved[j]; /* kept from the forward: no new allocation */
           return;
         }
-    s->bmap[b] = take(w->bufs, BS_WL_MAX_BUFS, w->it);
-    o.u.alloc.buf = s->bmap[b];
-    o.u.alloc.cls = layer_class(src);
+    buf = s->bmap[b] = take(w->bufs, BS_WL_MAX_BUFS, w->it);
     break;
   }
-  case BS_OP_FREE: {
-    int b = src->u.free.buf;
-    if (s->bmap[b] < 0) return;
-    o.u.free.buf = s->bmap[b];
-    give(w->bufs, s->bmap[b]);
-    s->bmap[b] = -1;
+  case BS_OP_FREE:
+    buf = s->bmap[src->u.free.buf];
+    if (buf < 0) return;
+    give(w->bufs, buf);
+    s->bmap[src->u.free.buf] = -1;
     break;
-  }
   case BS_OP_COMPUTE:
-    for (int j = 0; j < BS_OP_IN; j++) o.u.compute.in[j] = map_ref(s, src->u.compute.in[j]);
-    for (int j = 0; j < BS_OP_OUT; j++) o.u.compute.out[j] = map_ref(s, src->u.compute.out[j]);
+  case BS_OP_SEND:
+  case BS_OP_RECV:
+  case BS_OP_COLL:
+  case BS_OP_WAIT: break;
+  default: return;
+  }
+  bs_op *o = plan_push_copy(w->it, src);
+  switch (src->kind) {
+  case BS_OP_ALLOC:
+    o->u.alloc.buf = buf;
+    o->u.alloc.cls = layer_class(src);
+    break;
+  case BS_OP_FREE: o->u.free.buf = buf; break;
+  case BS_OP_COMPUTE:
+    for (int j = 0; j < BS_OP_IN; j++) o->u.compute.in[j] = map_ref(s, src->u.compute.in[j]);
+    for (int j = 0; j < BS_OP_OUT; j++) o->u.compute.out[j] = map_ref(s, src->u.compute.out[j]);
     break;
   case BS_OP_SEND:
   case BS_OP_RECV:
-    o.handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
-    o.u.p2p.buf = map_ref(s, src->u.p2p.buf);
+    o->handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+    o->u.p2p.buf = map_ref(s, src->u.p2p.buf);
     break;
   case BS_OP_COLL:
-    o.handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
-    o.u.coll.send = map_ref(s, src->u.coll.send);
-    o.u.coll.recv = map_ref(s, src->u.coll.recv);
+    o->handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+    o->u.coll.send = map_ref(s, src->u.coll.send);
+    o->u.coll.recv = map_ref(s, src->u.coll.recv);
     break;
   case BS_OP_WAIT:
     for (int j = 0; j < src->u.wait.n; j++) {
-      o.u.wait.handles[j] = s->hmap[src->u.wait.handles[j]];
-      give(w->hnds, o.u.wait.handles[j]);
+      o->u.wait.handles[j] = s->hmap[src->u.wait.handles[j]];
+      give(w->hnds, o->u.wait.handles[j]);
       s->hmap[src->u.wait.handles[j]] = -1;
     }
     break;
-  default: return;
+  default: break;
   }
   plan_rank_map m = w->map;
   m.b0 += w->mb * w->mbs; /* this microbatch's sequences */
-  plan_map_op(&m, &o);
-  plan_push_copy(w->it, &o);
+  plan_map_op(&m, o);
 }
 
 /* Replayed forward: learn the ids, emit nothing. */
@@ -504,7 +514,7 @@ static void replay_inner(bs_wl *w, const bs_op *src) {
   if (src->kind == BS_OP_ALLOC) {
     int b = src->u.alloc.buf;
     int seq = s->nalloc++;
-    s->aop[b] = *src;
+    memcpy(&s->aop[b], src, bs_op_used_bytes(BS_OP_ALLOC));
     s->bmap[b] = -2;
     for (int j = 0; j < s->nsaved; j++)
       if (s->saved_seq[j] == seq) s->bmap[b] = s->saved[j];
@@ -525,35 +535,33 @@ static void replay_end(bs_wl *w) {
 static int stream_pull(bs_wl *w) {
   attn_stream *s = &w->as;
   for (;;) {
-    bs_op op;
-    if (s->has_held) {
-      op = s->held;
-      s->has_held = 0;
-    } else if (!bs_plan_next(s->in, &op)) return EV_END;
-    if (op.kind == BS_OP_PHASE) {
-      if (op.u.phase.begin) {
-        if (op.u.phase.fwd_bwd == 1 && s->replay) replay_end(w);
+    const bs_op *op = &s->held;
+    if (s->has_held) s->has_held = 0;
+    else if (!(op = plan_next_ref(s->in))) return EV_END;
+    if (op->kind == BS_OP_PHASE) {
+      if (op->u.phase.begin) {
+        if (op->u.phase.fwd_bwd == 1 && s->replay) replay_end(w);
         s->after_begin = 1;
         continue;
       }
-      if (op.u.phase.fwd_bwd == 0) return EV_FWD_END;
+      if (op->u.phase.fwd_bwd == 0) return EV_FWD_END;
       continue;
     }
-    if (s->after_begin && op.kind != BS_OP_ALLOC) {
+    if (s->after_begin && op->kind != BS_OP_ALLOC) {
       s->after_begin = 0;
       if (s->skip_hook) {
         s->skip_hook = 0;
       } else if (!s->replay) {
-        s->held = op;
+        memcpy(&s->held, op, bs_op_used_bytes(op->kind));
         s->has_held = 1;
         return EV_HOOK;
       }
     }
     if (s->replay) {
-      replay_inner(w, &op);
+      replay_inner(w, op);
       continue;
     }
-    emit_inner(w, &op);
+    emit_inner(w, op);
     return EV_NONE;
   }
 }
