@@ -213,23 +213,24 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
 
 #define SAVE_MAX 10 /* attention buffers one layer keeps from forward to backward */
 
-/* One attention iterator whose ops are streamed into this plan. */
+/* One attention iterator whose ops are streamed into this plan: its scalars first, on the lines
+ * every op reads, the id tables after. */
 typedef struct {
   bs_plan_iter *in;
-  int32_t bmap[BS_PLAN_MAX_BUFS]; /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
-  bs_op aop[BS_PLAN_MAX_BUFS];    /* the inner ALLOC of each live id */
-  int32_t hmap[BS_PLAN_MAX_HANDLES];
-  int seqof[BS_PLAN_MAX_BUFS]; /* allocation number of each live id */
-  int nalloc;                  /* ALLOCs seen so far */
-  int replay;                  /* forward replayed without emission */
-  int rerun;                   /* selective: forward emitted again, the saved buffers reused */
-  int skip_hook;               /* rerun: the forward's hook (QKV projection) is not run again */
-  int after_begin;             /* a PHASE begin seen, its leading ALLOCs not yet over */
-  const int32_t *saved;        /* replay: the outer ids kept at forward end */
-  const int *saved_seq;        /* ... and the allocation numbers they had */
+  int nalloc;           /* ALLOCs seen so far */
+  int replay;           /* forward replayed without emission */
+  int rerun;            /* selective: forward emitted again, the saved buffers reused */
+  int skip_hook;        /* rerun: the forward's hook (QKV projection) is not run again */
+  int after_begin;      /* a PHASE begin seen, its leading ALLOCs not yet over */
+  int has_held;         /* held is the next op */
+  const int32_t *saved; /* replay: the outer ids kept at forward end */
+  const int *saved_seq; /* ... and the allocation numbers they had */
   int nsaved;
+  int32_t hmap[BS_PLAN_MAX_HANDLES];
+  int32_t bmap[BS_PLAN_MAX_BUFS]; /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
+  int seqof[BS_PLAN_MAX_BUFS];    /* allocation number of each live id */
   bs_op held;
-  int has_held;
+  bs_op aop[BS_PLAN_MAX_BUFS]; /* the inner ALLOC of each live id */
 } attn_stream;
 
 enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
@@ -262,10 +263,9 @@ typedef struct bs_wl {
   int32_t gnew, ehb;    /* buckets being filled: this layer's, embedding + head's */
   int32_t zb[2], zh[2]; /* ZeRO-3: gathered weight sets, current and prefetched */
   int zuse;             /* ZeRO-3: index of the next weight use */
-  attn_stream as;
-  plan_rank_map map; /* where this rank's attention group sits (compose.c) */
-  int64_t mb, nmb;   /* the microbatch being run, microbatches per step */
-  int64_t mbs;       /* sequences per microbatch */
+  plan_rank_map map;    /* where this rank's attention group sits (compose.c) */
+  int64_t mb, nmb;      /* the microbatch being run, microbatches per step */
+  int64_t mbs;          /* sequences per microbatch */
   /* pipeline parallelism: this rank's stage of pp, its neighbours, the 1F1B schedule's position */
   int pp, pstage, has_embed, has_head;
   int v, chunk;                           /* model chunks on this rank (interleaved; 1 for 1F1B), the task's chunk */
@@ -279,6 +279,7 @@ typedef struct bs_wl {
   int32_t ps_h[PP_SENDS], ps_b[PP_SENDS]; /* sends to a neighbour stage in flight and their buffers */
   int nps;                                /* of which in use: 2 (1F1B), or a ring of more (interleaved) */
   int64_t nsent;                          /* sends posted (interleaved: the ring's position) */
+  attn_stream as;                         /* last: its tables are large, the fields above read at every op */
 } bs_wl;
 
 /* Index of the current layer's saved buffers: [chunk][slot][layer], the slot of the microbatch. */
@@ -1154,14 +1155,20 @@ static void gen_step(bs_wl *w) {
   }
 }
 
+/* Ops the layers' streams queue in one call: the stream's state is read once for several ops,
+ * which a thousand interleaved ranks would otherwise bring back from memory for each; a few, as
+ * the queue itself has to stay in cache until the rank runs them. Other stages emit what one step
+ * emits, so that a large step (every layer's buffers) always finds the whole queue free. */
+#define WL_BATCH 16
+
 static int plan_gen_workload(bs_plan_iter *it) {
   bs_wl *w = it->wl;
   while (w->stage != S_DONE && !it->err) {
     int before = it->qn;
     gen_step(w);
-    if (it->qn > before) return 1;
+    if (it->qn > before && (it->qn >= WL_BATCH || (w->stage != S_LFWD && w->stage != S_LBWD))) return 1;
   }
-  return 0;
+  return it->qn > 0;
 }
 
 static void plan_wl_free(void *v);
