@@ -71,7 +71,7 @@ bs_op *plan_push_copy(bs_plan_iter *it, const bs_op *op) {
   bs_op *q = &it->sink; /* overflow: op discarded */
   if (it->qn >= QCAP) it->err = 1;
   else q = &it->q[(it->qh + it->qn++) % QCAP];
-  memcpy(q, op, bs_op_used_bytes(op->kind));
+  plan_op_copy(q, op);
   return q;
 }
 

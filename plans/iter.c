@@ -82,7 +82,7 @@ const bs_op *plan_next_ref(bs_plan_iter *it) {
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
   const bs_op *q = plan_next_ref(it);
   if (!q) return 0;
-  memcpy(op, q, bs_op_used_bytes(q->kind));
+  plan_op_copy(op, q);
   if (it->qn) __builtin_prefetch(&it->q[it->qh]); /* the rank's next op, read soon after this one */
   return 1;
 }

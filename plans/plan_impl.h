@@ -9,6 +9,7 @@
 #ifndef BURSTSIM_PLAN_IMPL_H
 #define BURSTSIM_PLAN_IMPL_H
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "plan.h"
@@ -221,6 +222,23 @@ const plan_method *plan_method_of(bs_method m);
 int plan_check_ring(const bs_plan *p, char *err, size_t errlen);
 extern const plan_method plan_method_burst, plan_method_ring, plan_method_li2021, plan_method_ulysses, plan_method_usp,
   plan_method_tp, plan_method_tree;
+
+/* Copies an op's used bytes (bs_op_used_bytes) with a size known at compile time for each kind,
+ * so that the copy is inlined moves, not a library call: the iterators copy every op. */
+static inline void plan_op_copy(bs_op *dst, const bs_op *src) {
+  const size_t head = offsetof(bs_op, u);
+  switch (src->kind) {
+  case BS_OP_COMPUTE: memcpy(dst, src, head + sizeof src->u.compute); break;
+  case BS_OP_SEND:
+  case BS_OP_RECV: memcpy(dst, src, head + sizeof src->u.p2p); break;
+  case BS_OP_WAIT: memcpy(dst, src, head + sizeof src->u.wait); break;
+  case BS_OP_ALLOC: memcpy(dst, src, head + sizeof src->u.alloc); break;
+  case BS_OP_FREE: memcpy(dst, src, head + sizeof src->u.free); break;
+  case BS_OP_COLL: memcpy(dst, src, head + sizeof src->u.coll); break;
+  case BS_OP_PHASE: memcpy(dst, src, head + sizeof src->u.phase); break;
+  default: memcpy(dst, src, sizeof *src); break;
+  }
+}
 
 /* Queue, ids and one emitter per op kind (emit.c). */
 bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind);

@@ -1155,20 +1155,14 @@ static void gen_step(bs_wl *w) {
   }
 }
 
-/* Ops the layers' streams queue in one call: the stream's state is read once for several ops,
- * which a thousand interleaved ranks would otherwise bring back from memory for each; a few, as
- * the queue itself has to stay in cache until the rank runs them. Other stages emit what one step
- * emits, so that a large step (every layer's buffers) always finds the whole queue free. */
-#define WL_BATCH 16
-
 static int plan_gen_workload(bs_plan_iter *it) {
   bs_wl *w = it->wl;
   while (w->stage != S_DONE && !it->err) {
     int before = it->qn;
     gen_step(w);
-    if (it->qn > before && (it->qn >= WL_BATCH || (w->stage != S_LFWD && w->stage != S_LBWD))) return 1;
+    if (it->qn > before) return 1;
   }
-  return it->qn > 0;
+  return 0;
 }
 
 static void plan_wl_free(void *v);
