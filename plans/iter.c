@@ -13,8 +13,13 @@
 
 bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
   if (!p || rank < 0 || rank >= p->G) return NULL;
-  bs_plan_iter *it = calloc(1, sizeof *it);
+  /* zeroed but for the op queue (most of it, and written before it is read): the layer and model
+   * scopes make an iterator per layer and rank, and zeroing a queue that size each time evicted the
+   * simulation's own state from the caches */
+  bs_plan_iter *it = malloc(sizeof *it);
   if (!it) return NULL;
+  memset(it, 0, offsetof(bs_plan_iter, q));
+  memset(&it->bufs_used, 0, sizeof *it - offsetof(bs_plan_iter, bufs_used));
   it->p = p;
   it->rank = rank;
   it->step = -1;

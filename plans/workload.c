@@ -229,8 +229,8 @@ typedef struct {
   int32_t hmap[BS_PLAN_MAX_HANDLES];
   int32_t bmap[BS_PLAN_MAX_BUFS]; /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
   int seqof[BS_PLAN_MAX_BUFS];    /* allocation number of each live id */
-  bs_op held;
-  bs_op aop[BS_PLAN_MAX_BUFS]; /* the inner ALLOC of each live id */
+  bs_op held;                     /* the first field stream_start leaves as it is */
+  bs_op aop[BS_PLAN_MAX_BUFS];    /* the inner ALLOC of each live id */
 } attn_stream;
 
 enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
@@ -416,7 +416,7 @@ static int kept(const bs_op *a, int selective) {
 /* replay: 0 streams a forward, 1 replays it silently (ids only), 2 emits it again around the kept buffers. */
 static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved_seq, int nsaved) {
   attn_stream *s = &w->as;
-  memset(s, 0, sizeof *s);
+  memset(s, 0, offsetof(attn_stream, held)); /* held and aop are written before they are read */
   for (int i = 0; i < BS_PLAN_MAX_BUFS; i++) s->bmap[i] = -1;
   for (int i = 0; i < BS_PLAN_MAX_HANDLES; i++) s->hmap[i] = -1;
   s->in = bs_plan_iter_new(w->p->attn, w->map.local);
