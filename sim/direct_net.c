@@ -23,9 +23,12 @@
 #define REMAINS_PRECISION 1e-14 /* maxmin/precision x surf/precision, on a transfer's remains */
 
 /* A flow on a link's list, with the link's place on the flow's route: the flow that fills a
- * removed one's slot is told its new place without a look at its route. */
+ * removed one's slot is told its new place without a look at its route. Its route, weight and
+ * bound ride along (fixed while it is on the list), so that a recomputation reads the flows of
+ * a link from the list itself. */
 typedef struct {
-  int fi, hop;
+  int fi, hop, route;
+  double w, bound;
 } lentry;
 
 typedef struct {
@@ -50,10 +53,15 @@ typedef struct {
   int route, msg, state; /* state 0 free, 1 paying latency, 2 sharing bandwidth */
   int pos[MAX_HOPS];     /* its index in each of its links' lists */
   int next_free;
+  double rem, w, bwf, bound, rate, last;
+} dflow;
+
+/* A flow's share as the recomputation works on it, apart from the flows (a small dense array). */
+typedef struct {
   uint32_t mark;
   int fixed;
-  double rem, w, bwf, bound, value, nv, rate, last;
-} dflow;
+  double nv, value; /* the share being computed, the share it has */
+} fshare;
 
 typedef struct hent {
   double at;    /* the flow's next event: its latency paid (state 1) or its end (state 2) */
@@ -80,8 +88,9 @@ struct dnet {
   int nrl, caprl;
   dflow *flow;
   int nflow, capflow, free_head;
-  hent *hp;  /* the flows' event heap (4-ary): one event per flow at most */
-  int *hpos; /* each flow's place in it, -1 none (apart from the flows: a small hot array) */
+  hent *hp;   /* the flows' event heap (4-ary): one event per flow at most */
+  int *hpos;  /* each flow's place in it, -1 none (apart from the flows: a small hot array) */
+  fshare *fs; /* each flow's share */
   int nh, caph;
   lfifo *lq; /* flows paying a latency, a queue per latency value (lq_push) */
   int nlq, caplq, lq_last, lq_min;
@@ -170,6 +179,7 @@ void dnet_free(dnet *n) {
   free(n->flow);
   free(n->hp);
   free(n->hpos);
+  free(n->fs);
   for (int i = 0; i < n->nlq; i++) free(n->lq[i].e);
   free(n->lq);
   free(n->sh.e);
@@ -378,7 +388,7 @@ static int set_value(dnet *n, int fi, double value, double now) {
     if (f->rem < REMAINS_PRECISION) f->rem = 0;
   }
   f->last = now;
-  f->value = value;
+  n->fs[fi].value = value;
   f->rate = value * f->bwf;
   if (!(f->rate > 0) && f->rem > 0) { /* starved (rounding): no completion until a share */
     fl_unqueue(n, fi);
@@ -398,7 +408,7 @@ static int activate(dnet *n, int fi, double now) {
     if (l->n) alone = 0;
     if (grow((void **)&l->f, &l->cap, l->n + 1, sizeof *l->f)) return -1;
     f->pos[i] = l->n;
-    l->f[l->n++] = (lentry){fi, i};
+    l->f[l->n++] = (lentry){fi, i, f->route, f->w, f->bound};
   }
   if (alone) { /* the max-min solution of one flow: its narrowest link, as maxmin.cpp computes it */
     n->fast++;
@@ -425,14 +435,17 @@ int dnet_start(dnet *n, int r, double bytes, double now, int msg) {
     if (grow((void **)&n->flow, &n->capflow, n->nflow + 1, sizeof *n->flow)) return -1;
     if (n->capflow != cap) {
       int *h = realloc(n->hpos, (size_t)n->capflow * sizeof *h);
-      if (!h) return -1;
-      n->hpos = h;
+      if (h) n->hpos = h;
+      fshare *fs = h ? realloc(n->fs, (size_t)n->capflow * sizeof *fs) : NULL;
+      if (!fs) return -1;
+      n->fs = fs;
     }
     fi = n->nflow++;
   }
   dflow *f = &n->flow[fi];
   const droute *rt = &n->route[r];
   memset(f, 0, sizeof *f);
+  memset(&n->fs[fi], 0, sizeof n->fs[fi]);
   n->hpos[fi] = -1;
   f->route = r;
   f->msg = msg;
@@ -469,12 +482,12 @@ static int solve(dnet *n, double now) {
   for (int q = 0; q < n->ncl; q++) {
     dlink *l = &n->link[n->cl[q]];
     for (int j = 0; j < l->n; j++) {
-      dflow *f = &n->flow[l->f[j].fi];
-      if (f->mark == ep) continue;
-      f->mark = ep;
+      const lentry *e = &l->f[j];
+      if (n->fs[e->fi].mark == ep) continue;
+      n->fs[e->fi].mark = ep;
       if (grow((void **)&n->cf, &n->capcf, n->ncf + 1, sizeof *n->cf)) return -1;
-      n->cf[n->ncf++] = l->f[j].fi;
-      const droute *r = &n->route[f->route];
+      n->cf[n->ncf++] = e->fi;
+      const droute *r = &n->route[e->route];
       for (int i = 0; i < r->nl; i++) {
         int li = n->rl[r->l0 + i];
         if (n->link[li].mark == ep) continue;
@@ -492,14 +505,14 @@ static int solve(dnet *n, double now) {
     dlink *l = &n->link[li];
     l->rem = l->bw;
     l->usage = 0;
-    for (int j = 0; j < l->n; j++) l->usage += 1.0 / n->flow[l->f[j].fi].w;
+    for (int j = 0; j < l->n; j++) l->usage += 1.0 / l->f[j].w;
     l->alive = l->usage > 0 && l->rem > l->bw * MAXMIN_PRECISION;
     l->touched = 0;
     if (l->alive && dev_push(&n->sh, l->rem / l->usage, 0, li, ++l->hver)) return -1;
   }
   for (int j = 0; j < n->ncf; j++) {
-    n->flow[n->cf[j]].fixed = 0;
-    n->flow[n->cf[j]].nv = 0;
+    n->fs[n->cf[j]].fixed = 0;
+    n->fs[n->cf[j]].nv = 0;
   }
   while (n->sh.n) {
     dev_event top = dev_pop(&n->sh);
@@ -531,29 +544,29 @@ static int solve(dnet *n, double now) {
     for (int s = 0; s < nsat; s++) {
       const dlink *l = &n->link[n->touch[s]];
       for (int j = 0; j < l->n; j++) {
-        dflow *f = &n->flow[l->f[j].fi];
-        if (f->fixed) continue;
-        if (f->bound > 0 && f->bound * f->w < min_usage)
-          min_bound = min_bound < 0 ? f->bound * f->w : fmin(min_bound, f->bound * f->w);
+        const lentry *e = &l->f[j];
+        if (n->fs[e->fi].fixed) continue;
+        if (e->bound > 0 && e->bound * e->w < min_usage)
+          min_bound = min_bound < 0 ? e->bound * e->w : fmin(min_bound, e->bound * e->w);
       }
     }
     for (int s = 0; s < nsat; s++) {
       int sli = n->touch[s];
       for (int j = 0; j < n->link[sli].n; j++) {
-        int fi = n->link[sli].f[j].fi;
-        dflow *f = &n->flow[fi];
+        const lentry *e = &n->link[sli].f[j];
+        fshare *f = &n->fs[e->fi];
         if (f->fixed) continue;
-        if (min_bound < 0) f->nv = min_usage / f->w;
-        else if (fabs(min_bound - f->bound * f->w) < MAXMIN_PRECISION) f->nv = f->bound;
+        if (min_bound < 0) f->nv = min_usage / e->w;
+        else if (fabs(min_bound - e->bound * e->w) < MAXMIN_PRECISION) f->nv = e->bound;
         else continue;
         f->fixed = 1;
-        const droute *r = &n->route[f->route];
+        const droute *r = &n->route[e->route];
         for (int i = 0; i < r->nl; i++) {
           int li = n->rl[r->l0 + i];
           dlink *l = &n->link[li];
           l->rem -= f->nv;
           if (l->rem < l->bw * MAXMIN_PRECISION) l->rem = 0;
-          l->usage -= 1.0 / f->w;
+          l->usage -= 1.0 / e->w;
           if (l->usage < MAXMIN_PRECISION) l->usage = 0;
           if (!(l->usage > MAXMIN_PRECISION) || !(l->rem > l->bw * MAXMIN_PRECISION)) l->alive = 0;
           if (!l->touched) {
@@ -572,7 +585,7 @@ static int solve(dnet *n, double now) {
   }
   for (int j = 0; j < n->ncf; j++) {
     int fi = n->cf[j];
-    if (n->flow[fi].nv != n->flow[fi].value && set_value(n, fi, n->flow[fi].nv, now)) return -1;
+    if (n->fs[fi].nv != n->fs[fi].value && set_value(n, fi, n->fs[fi].nv, now)) return -1;
   }
   return 0;
 }
