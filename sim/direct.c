@@ -29,6 +29,7 @@ typedef struct {
   int route;                    /* direct_net's route, -1 until the first transfer */
   int w;                        /* 0 intra-node, 1 inter-node */
   int sq, sq_tail, rq, rq_tail; /* put sends and posted receives not met yet (message lists) */
+  int kpeer, kind;              /* the plan's group kind of a send to real rank kpeer (-1: none yet) */
 } dpair;
 
 typedef struct {
@@ -124,7 +125,7 @@ static int pair_of(direct *d, int src, int dst) {
   int p = d->npair++;
   const sim_ctx *c = d->c;
   d->pair[p] =
-    (dpair){src, dst, -1, node_of_rank(c, real_of(c, src)) != node_of_rank(c, real_of(c, dst)), -1, -1, -1, -1};
+    (dpair){src, dst, -1, node_of_rank(c, real_of(c, src)) != node_of_rank(c, real_of(c, dst)), -1, -1, -1, -1, -1, -1};
   if ((size_t)d->npair * 2 > d->pmask) return rehash(d, 2 * (d->pmask + 1)) ? -1 : p;
   d->phash[i] = p + 1;
   return p;
@@ -225,12 +226,18 @@ static int do_p2p(direct *d, rank_state *rs, const bs_op *op) {
   }
   h->kind = H_SEND;
   sim_account_sent(rs, peer, h->bytes);
-  if (c->mesh.size[0] > 0) {
-    int k = bs_mesh_pair_kind(&c->mesh, rs->rank, peer);
-    if (k >= 0) rs->by_group[k] += h->bytes;
+  int pi = pair_of(d, rs->slot, ps);
+  if (pi < 0) return oom(d);
+  if (c->mesh.size[0] > 0) { /* the kind is the pair's unless a fold image sends to another real peer */
+    dpair *p = &d->pair[pi];
+    if (p->kpeer != peer) {
+      p->kind = bs_mesh_pair_kind(&c->mesh, rs->rank, peer);
+      p->kpeer = peer;
+    }
+    if (p->kind >= 0) rs->by_group[p->kind] += h->bytes;
   }
   c->events++;
-  int pi = pair_of(d, rs->slot, ps), m = pi < 0 ? -1 : msg_new(d);
+  int m = msg_new(d);
   if (m < 0) return oom(d);
   int w = d->pair[pi].w;
   double base = c->prof ? c->prof->p2p_base_s[w] : 0;
