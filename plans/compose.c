@@ -98,9 +98,9 @@ static void *compose_open(bs_plan_iter *it) {
 
 static int compose_gen(bs_plan_iter *it) {
   compose_state *s = it->wl;
-  bs_op op;
   for (int n = 0; n < QCAP / 2; n++) {
-    if (!bs_plan_next(s->in, &op)) {
+    const bs_op *op = plan_next_ref(s->in);
+    if (!op) {
       const char *why = bs_plan_iter_errmsg(s->in);
       if (why) {
         it->err = 1;
@@ -108,8 +108,7 @@ static int compose_gen(bs_plan_iter *it) {
       }
       return n > 0;
     }
-    plan_map_op(&s->map, &op);
-    plan_push_copy(it, &op);
+    plan_map_op(&s->map, plan_push_copy(it, op));
   }
   return 1;
 }

@@ -67,13 +67,12 @@ bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind) {
   return op;
 }
 
-void plan_push_copy(bs_plan_iter *it, const bs_op *op) {
-  if (it->qn >= QCAP) {
-    it->err = 1;
-    return;
-  } /* overflow: op discarded */
-  memcpy(&it->q[(it->qh + it->qn) % QCAP], op, bs_op_used_bytes(op->kind));
-  it->qn++;
+bs_op *plan_push_copy(bs_plan_iter *it, const bs_op *op) {
+  bs_op *q = &it->sink; /* overflow: op discarded */
+  if (it->qn >= QCAP) it->err = 1;
+  else q = &it->q[(it->qh + it->qn++) % QCAP];
+  plan_op_copy(q, op);
+  return q;
 }
 
 int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role, const bs_shard *shard,

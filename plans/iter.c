@@ -13,8 +13,13 @@
 
 bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank) {
   if (!p || rank < 0 || rank >= p->G) return NULL;
-  bs_plan_iter *it = calloc(1, sizeof *it);
+  /* zeroed but for the op queue (most of it, and written before it is read): the layer and model
+   * scopes make an iterator per layer and rank, and zeroing a queue that size each time evicted the
+   * simulation's own state from the caches */
+  bs_plan_iter *it = malloc(sizeof *it);
   if (!it) return NULL;
+  memset(it, 0, offsetof(bs_plan_iter, q));
+  memset(&it->bufs_used, 0, sizeof *it - offsetof(bs_plan_iter, bufs_used));
   it->p = p;
   it->rank = rank;
   it->step = -1;
@@ -57,23 +62,32 @@ size_t bs_op_used_bytes(bs_op_kind kind) {
   return sizeof *o;
 }
 
+/* The op at the queue's head, left in place: valid until the iterator's next call (which may
+ * refill the queue over it); NULL at the end or on an error. The streams that copy an inner plan's
+ * ops into their own queue (compose.c, workload.c) read it there, one copy instead of two. */
+const bs_op *plan_next_ref(bs_plan_iter *it) {
+  while (it->qn == 0) {
+    if (it->done || it->err) return NULL;
+    it->qh = 0;
+    int more = it->wl ? it->p->scope->gen(it) : plan_method_of(it->p->cfg.par.method)->gen(it, it->state);
+    if (!more) it->done = 1;
+  }
+  if (it->err) return NULL;
+  const bs_op *q = &it->q[it->qh];
+  it->qh = (it->qh + 1) % QCAP;
+  it->qn--;
+  return q;
+}
+
 /* Hands out the op at the queue's head: only its used bytes are copied (a COMPUTE's are most of
  * an op, a message's a tenth), since the iterator runs once per op of every simulated rank. An
  * empty queue fills again from its first slot, so that the memory a rank's ops pass through is
  * its longest segment, not the whole ring: with a thousand ranks interleaved, that is what keeps
  * their queues in cache. */
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
-  while (it->qn == 0) {
-    if (it->done || it->err) return 0;
-    it->qh = 0;
-    int more = it->wl ? it->p->scope->gen(it) : plan_method_of(it->p->cfg.par.method)->gen(it, it->state);
-    if (!more) it->done = 1;
-  }
-  if (it->err) return 0;
-  const bs_op *q = &it->q[it->qh];
-  memcpy(op, q, bs_op_used_bytes(q->kind));
-  it->qh = (it->qh + 1) % QCAP;
-  it->qn--;
+  const bs_op *q = plan_next_ref(it);
+  if (!q) return 0;
+  plan_op_copy(op, q);
   if (it->qn) __builtin_prefetch(&it->q[it->qh]); /* the rank's next op, read soon after this one */
   return 1;
 }

@@ -9,6 +9,7 @@
 #ifndef BURSTSIM_PLAN_IMPL_H
 #define BURSTSIM_PLAN_IMPL_H
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "plan.h"
@@ -186,14 +187,14 @@ struct bs_plan_iter {
   int rank;
   int qh, qn; /* the queue's head and length: on the line bs_plan_next reads first */
   int done;
-  bs_op q[QCAP];
-  uint64_t bufs_used, handles_used;
-  int32_t step;     /* step stamped on emitted ops */
-  int err;          /* an internal invariant broke (queue or ids exhausted), or errmsg */
-  char errmsg[192]; /* why the plan cannot go on (a point too large), when set */
-  void *state;      /* the method's generator state (plan_method.state_size bytes, zeroed) */
-  bs_op sink;       /* target of pushes past a full queue (then err is set) */
-  void *wl;         /* layer / model scope, composed plans: the scope generator's state (plan.scope->open) */
+  bs_op q[QCAP];                    /* not zeroed (bs_plan_iter_new): every slot is written before it is read */
+  uint64_t bufs_used, handles_used; /* the first field after the queue */
+  int32_t step;                     /* step stamped on emitted ops */
+  int err;                          /* an internal invariant broke (queue or ids exhausted), or errmsg */
+  char errmsg[192];                 /* why the plan cannot go on (a point too large), when set */
+  void *state;                      /* the method's generator state (plan_method.state_size bytes, zeroed) */
+  bs_op sink;                       /* target of pushes past a full queue (then err is set) */
+  void *wl; /* layer / model scope, composed plans: the scope generator's state (plan.scope->open) */
 };
 
 /*
@@ -222,10 +223,31 @@ int plan_check_ring(const bs_plan *p, char *err, size_t errlen);
 extern const plan_method plan_method_burst, plan_method_ring, plan_method_li2021, plan_method_ulysses, plan_method_usp,
   plan_method_tp, plan_method_tree;
 
+/* Copies an op's used bytes (bs_op_used_bytes) with a size known at compile time for each kind,
+ * so that the copy is inlined moves, not a library call: the iterators copy every op. */
+static inline void plan_op_copy(bs_op *dst, const bs_op *src) {
+  const size_t head = offsetof(bs_op, u);
+  switch (src->kind) {
+  case BS_OP_COMPUTE: memcpy(dst, src, head + sizeof src->u.compute); break;
+  case BS_OP_SEND:
+  case BS_OP_RECV: memcpy(dst, src, head + sizeof src->u.p2p); break;
+  case BS_OP_WAIT: memcpy(dst, src, head + sizeof src->u.wait); break;
+  case BS_OP_ALLOC: memcpy(dst, src, head + sizeof src->u.alloc); break;
+  case BS_OP_FREE: memcpy(dst, src, head + sizeof src->u.free); break;
+  case BS_OP_COLL: memcpy(dst, src, head + sizeof src->u.coll); break;
+  case BS_OP_PHASE: memcpy(dst, src, head + sizeof src->u.phase); break;
+  default: memcpy(dst, src, sizeof *src); break;
+  }
+}
+
 /* Queue, ids and one emitter per op kind (emit.c). */
 bs_op *plan_push(bs_plan_iter *it, bs_op_kind kind);
-/* Appends a copy of a whole op (an op taken from another stream). */
-void plan_push_copy(bs_plan_iter *it, const bs_op *op);
+/* Appends a copy of a whole op (an op taken from another stream); the copy in the queue, for the
+ * caller to map in place (a sink past a full queue). */
+bs_op *plan_push_copy(bs_plan_iter *it, const bs_op *op);
+/* The next op of an iterator read in its queue (iter.c): valid until the iterator's next call;
+ * NULL at the end or on an error. */
+const bs_op *plan_next_ref(bs_plan_iter *it);
 int32_t plan_alloc(bs_plan_iter *it, int64_t bytes, bs_mem_class cls, bs_role role, const bs_shard *shard,
                    bs_elem elem);
 void plan_free(bs_plan_iter *it, int32_t buf);

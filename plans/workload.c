@@ -213,23 +213,24 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
 
 #define SAVE_MAX 10 /* attention buffers one layer keeps from forward to backward */
 
-/* One attention iterator whose ops are streamed into this plan. */
+/* One attention iterator whose ops are streamed into this plan: its scalars first, on the lines
+ * every op reads, the id tables after. */
 typedef struct {
   bs_plan_iter *in;
-  int32_t bmap[BS_PLAN_MAX_BUFS]; /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
-  bs_op aop[BS_PLAN_MAX_BUFS];    /* the inner ALLOC of each live id */
-  int32_t hmap[BS_PLAN_MAX_HANDLES];
-  int seqof[BS_PLAN_MAX_BUFS]; /* allocation number of each live id */
-  int nalloc;                  /* ALLOCs seen so far */
-  int replay;                  /* forward replayed without emission */
-  int rerun;                   /* selective: forward emitted again, the saved buffers reused */
-  int skip_hook;               /* rerun: the forward's hook (QKV projection) is not run again */
-  int after_begin;             /* a PHASE begin seen, its leading ALLOCs not yet over */
-  const int32_t *saved;        /* replay: the outer ids kept at forward end */
-  const int *saved_seq;        /* ... and the allocation numbers they had */
+  int nalloc;           /* ALLOCs seen so far */
+  int replay;           /* forward replayed without emission */
+  int rerun;            /* selective: forward emitted again, the saved buffers reused */
+  int skip_hook;        /* rerun: the forward's hook (QKV projection) is not run again */
+  int after_begin;      /* a PHASE begin seen, its leading ALLOCs not yet over */
+  int has_held;         /* held is the next op */
+  const int32_t *saved; /* replay: the outer ids kept at forward end */
+  const int *saved_seq; /* ... and the allocation numbers they had */
   int nsaved;
-  bs_op held;
-  int has_held;
+  int32_t hmap[BS_PLAN_MAX_HANDLES];
+  int32_t bmap[BS_PLAN_MAX_BUFS]; /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
+  int seqof[BS_PLAN_MAX_BUFS];    /* allocation number of each live id */
+  bs_op held;                     /* the first field stream_start leaves as it is */
+  bs_op aop[BS_PLAN_MAX_BUFS];    /* the inner ALLOC of each live id */
 } attn_stream;
 
 enum { EV_NONE = 0, EV_HOOK, EV_FWD_END, EV_END };
@@ -262,10 +263,9 @@ typedef struct bs_wl {
   int32_t gnew, ehb;    /* buckets being filled: this layer's, embedding + head's */
   int32_t zb[2], zh[2]; /* ZeRO-3: gathered weight sets, current and prefetched */
   int zuse;             /* ZeRO-3: index of the next weight use */
-  attn_stream as;
-  plan_rank_map map; /* where this rank's attention group sits (compose.c) */
-  int64_t mb, nmb;   /* the microbatch being run, microbatches per step */
-  int64_t mbs;       /* sequences per microbatch */
+  plan_rank_map map;    /* where this rank's attention group sits (compose.c) */
+  int64_t mb, nmb;      /* the microbatch being run, microbatches per step */
+  int64_t mbs;          /* sequences per microbatch */
   /* pipeline parallelism: this rank's stage of pp, its neighbours, the 1F1B schedule's position */
   int pp, pstage, has_embed, has_head;
   int v, chunk;                           /* model chunks on this rank (interleaved; 1 for 1F1B), the task's chunk */
@@ -279,6 +279,7 @@ typedef struct bs_wl {
   int32_t ps_h[PP_SENDS], ps_b[PP_SENDS]; /* sends to a neighbour stage in flight and their buffers */
   int nps;                                /* of which in use: 2 (1F1B), or a ring of more (interleaved) */
   int64_t nsent;                          /* sends posted (interleaved: the ring's position) */
+  attn_stream as;                         /* last: its tables are large, the fields above read at every op */
 } bs_wl;
 
 /* Index of the current layer's saved buffers: [chunk][slot][layer], the slot of the microbatch. */
@@ -415,7 +416,7 @@ static int kept(const bs_op *a, int selective) {
 /* replay: 0 streams a forward, 1 replays it silently (ids only), 2 emits it again around the kept buffers. */
 static int stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved_seq, int nsaved) {
   attn_stream *s = &w->as;
-  memset(s, 0, sizeof *s);
+  memset(s, 0, offsetof(attn_stream, held)); /* held and aop are written before they are read */
   for (int i = 0; i < BS_PLAN_MAX_BUFS; i++) s->bmap[i] = -1;
   for (int i = 0; i < BS_PLAN_MAX_HANDLES; i++) s->hmap[i] = -1;
   s->in = bs_plan_iter_new(w->p->attn, w->map.local);
@@ -442,13 +443,14 @@ static bs_ref map_ref(const attn_stream *s, bs_ref r) {
   return r;
 }
 
+/* Emits an inner op with the outer plan's ids, straight into the outer queue. */
 static void emit_inner(bs_wl *w, const bs_op *src) {
   attn_stream *s = &w->as;
-  bs_op o = *src;
+  int32_t buf = -1;
   switch (src->kind) {
   case BS_OP_ALLOC: {
     int b = src->u.alloc.buf;
-    s->aop[b] = *src;
+    if (src != &s->aop[b]) memcpy(&s->aop[b], src, bs_op_used_bytes(BS_OP_ALLOC)); /* replay_end passes it */
     s->seqof[b] = s->nalloc++;
     if (s->rerun)
       for (int j = 0; j < s->nsaved; j++)
@@ -456,46 +458,55 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
           s->bmap[b] = s->saved[j]; /* kept from the forward: no new allocation */
           return;
         }
-    s->bmap[b] = take(w->bufs, BS_WL_MAX_BUFS, w->it);
-    o.u.alloc.buf = s->bmap[b];
-    o.u.alloc.cls = layer_class(src);
+    buf = s->bmap[b] = take(w->bufs, BS_WL_MAX_BUFS, w->it);
     break;
   }
-  case BS_OP_FREE: {
-    int b = src->u.free.buf;
-    if (s->bmap[b] < 0) return;
-    o.u.free.buf = s->bmap[b];
-    give(w->bufs, s->bmap[b]);
-    s->bmap[b] = -1;
+  case BS_OP_FREE:
+    buf = s->bmap[src->u.free.buf];
+    if (buf < 0) return;
+    give(w->bufs, buf);
+    s->bmap[src->u.free.buf] = -1;
     break;
-  }
   case BS_OP_COMPUTE:
-    for (int j = 0; j < BS_OP_IN; j++) o.u.compute.in[j] = map_ref(s, src->u.compute.in[j]);
-    for (int j = 0; j < BS_OP_OUT; j++) o.u.compute.out[j] = map_ref(s, src->u.compute.out[j]);
+  case BS_OP_SEND:
+  case BS_OP_RECV:
+  case BS_OP_COLL:
+  case BS_OP_WAIT: break;
+  default: return;
+  }
+  bs_op *o = plan_push_copy(w->it, src);
+  switch (src->kind) {
+  case BS_OP_ALLOC:
+    o->u.alloc.buf = buf;
+    o->u.alloc.cls = layer_class(src);
+    break;
+  case BS_OP_FREE: o->u.free.buf = buf; break;
+  case BS_OP_COMPUTE:
+    for (int j = 0; j < BS_OP_IN; j++) o->u.compute.in[j] = map_ref(s, src->u.compute.in[j]);
+    for (int j = 0; j < BS_OP_OUT; j++) o->u.compute.out[j] = map_ref(s, src->u.compute.out[j]);
     break;
   case BS_OP_SEND:
   case BS_OP_RECV:
-    o.handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
-    o.u.p2p.buf = map_ref(s, src->u.p2p.buf);
+    o->handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+    o->u.p2p.buf = map_ref(s, src->u.p2p.buf);
     break;
   case BS_OP_COLL:
-    o.handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
-    o.u.coll.send = map_ref(s, src->u.coll.send);
-    o.u.coll.recv = map_ref(s, src->u.coll.recv);
+    o->handle = s->hmap[src->handle] = take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+    o->u.coll.send = map_ref(s, src->u.coll.send);
+    o->u.coll.recv = map_ref(s, src->u.coll.recv);
     break;
   case BS_OP_WAIT:
     for (int j = 0; j < src->u.wait.n; j++) {
-      o.u.wait.handles[j] = s->hmap[src->u.wait.handles[j]];
-      give(w->hnds, o.u.wait.handles[j]);
+      o->u.wait.handles[j] = s->hmap[src->u.wait.handles[j]];
+      give(w->hnds, o->u.wait.handles[j]);
       s->hmap[src->u.wait.handles[j]] = -1;
     }
     break;
-  default: return;
+  default: break;
   }
   plan_rank_map m = w->map;
   m.b0 += w->mb * w->mbs; /* this microbatch's sequences */
-  plan_map_op(&m, &o);
-  plan_push_copy(w->it, &o);
+  plan_map_op(&m, o);
 }
 
 /* Replayed forward: learn the ids, emit nothing. */
@@ -504,7 +515,7 @@ static void replay_inner(bs_wl *w, const bs_op *src) {
   if (src->kind == BS_OP_ALLOC) {
     int b = src->u.alloc.buf;
     int seq = s->nalloc++;
-    s->aop[b] = *src;
+    memcpy(&s->aop[b], src, bs_op_used_bytes(BS_OP_ALLOC));
     s->bmap[b] = -2;
     for (int j = 0; j < s->nsaved; j++)
       if (s->saved_seq[j] == seq) s->bmap[b] = s->saved[j];
@@ -525,35 +536,33 @@ static void replay_end(bs_wl *w) {
 static int stream_pull(bs_wl *w) {
   attn_stream *s = &w->as;
   for (;;) {
-    bs_op op;
-    if (s->has_held) {
-      op = s->held;
-      s->has_held = 0;
-    } else if (!bs_plan_next(s->in, &op)) return EV_END;
-    if (op.kind == BS_OP_PHASE) {
-      if (op.u.phase.begin) {
-        if (op.u.phase.fwd_bwd == 1 && s->replay) replay_end(w);
+    const bs_op *op = &s->held;
+    if (s->has_held) s->has_held = 0;
+    else if (!(op = plan_next_ref(s->in))) return EV_END;
+    if (op->kind == BS_OP_PHASE) {
+      if (op->u.phase.begin) {
+        if (op->u.phase.fwd_bwd == 1 && s->replay) replay_end(w);
         s->after_begin = 1;
         continue;
       }
-      if (op.u.phase.fwd_bwd == 0) return EV_FWD_END;
+      if (op->u.phase.fwd_bwd == 0) return EV_FWD_END;
       continue;
     }
-    if (s->after_begin && op.kind != BS_OP_ALLOC) {
+    if (s->after_begin && op->kind != BS_OP_ALLOC) {
       s->after_begin = 0;
       if (s->skip_hook) {
         s->skip_hook = 0;
       } else if (!s->replay) {
-        s->held = op;
+        memcpy(&s->held, op, bs_op_used_bytes(op->kind));
         s->has_held = 1;
         return EV_HOOK;
       }
     }
     if (s->replay) {
-      replay_inner(w, &op);
+      replay_inner(w, op);
       continue;
     }
-    emit_inner(w, &op);
+    emit_inner(w, op);
     return EV_NONE;
   }
 }

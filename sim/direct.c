@@ -16,6 +16,7 @@
 #include "sim/direct_net.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ typedef struct {
   int route;                    /* direct_net's route, -1 until the first transfer */
   int w;                        /* 0 intra-node, 1 inter-node */
   int sq, sq_tail, rq, rq_tail; /* put sends and posted receives not met yet (message lists) */
+  int kpeer, kind;              /* the plan's group kind of a send to real rank kpeer (-1: none yet) */
 } dpair;
 
 typedef struct {
@@ -43,12 +45,15 @@ typedef struct {
   uint8_t wait; /* the rank's WAIT waits for it */
 } dhandle;
 
+/* A rank's engine state: one line, read at every event of the rank (its WAIT's handles kept,
+ * not the whole op). */
 typedef struct {
   int state;
+  int npend;        /* handles its WAIT still waits for */
   double t0;        /* when the COMPUTE or WAIT began */
   bs_kernel kernel; /* the COMPUTE's, for explain */
-  bs_op wait;
-  int npend;
+  int nwait;
+  int32_t wait[BS_MAX_WAIT]; /* the WAIT's handles */
 } drank;
 
 typedef struct {
@@ -120,7 +125,7 @@ static int pair_of(direct *d, int src, int dst) {
   int p = d->npair++;
   const sim_ctx *c = d->c;
   d->pair[p] =
-    (dpair){src, dst, -1, node_of_rank(c, real_of(c, src)) != node_of_rank(c, real_of(c, dst)), -1, -1, -1, -1};
+    (dpair){src, dst, -1, node_of_rank(c, real_of(c, src)) != node_of_rank(c, real_of(c, dst)), -1, -1, -1, -1, -1, -1};
   if ((size_t)d->npair * 2 > d->pmask) return rehash(d, 2 * (d->pmask + 1)) ? -1 : p;
   d->phash[i] = p + 1;
   return p;
@@ -221,12 +226,18 @@ static int do_p2p(direct *d, rank_state *rs, const bs_op *op) {
   }
   h->kind = H_SEND;
   sim_account_sent(rs, peer, h->bytes);
-  if (c->mesh.size[0] > 0) {
-    int k = bs_mesh_pair_kind(&c->mesh, rs->rank, peer);
-    if (k >= 0) rs->by_group[k] += h->bytes;
+  int pi = pair_of(d, rs->slot, ps);
+  if (pi < 0) return oom(d);
+  if (c->mesh.size[0] > 0) { /* the kind is the pair's unless a fold image sends to another real peer */
+    dpair *p = &d->pair[pi];
+    if (p->kpeer != peer) {
+      p->kind = bs_mesh_pair_kind(&c->mesh, rs->rank, peer);
+      p->kpeer = peer;
+    }
+    if (p->kind >= 0) rs->by_group[p->kind] += h->bytes;
   }
   c->events++;
-  int pi = pair_of(d, rs->slot, ps), m = pi < 0 ? -1 : msg_new(d);
+  int m = msg_new(d);
   if (m < 0) return oom(d);
   int w = d->pair[pi].w;
   double base = c->prof ? c->prof->p2p_base_s[w] : 0;
@@ -244,7 +255,8 @@ static int begin_wait(direct *d, rank_state *rs, const bs_op *op) {
     sim_error(c, "rank %d op #%lld: WAIT on %d handles", rs->rank, (long long)rs->op_index, n);
     return -1;
   }
-  r->wait = *op;
+  r->nwait = n;
+  memcpy(r->wait, op->u.wait.handles, (size_t)n * sizeof *r->wait);
   r->t0 = d->now;
   r->npend = 0;
   rs->blk_kind = 1;
@@ -288,8 +300,8 @@ static int end_wait(direct *d, rank_state *rs) {
   double t0 = r->t0, t1 = d->now, ready = t0;
   handle last = {0}; /* the handle whose transfer ended last, for explain */
   double t_last = -1;
-  for (int i = 0; i < r->wait.u.wait.n; i++) {
-    int hd = r->wait.u.wait.handles[i];
+  for (int i = 0; i < r->nwait; i++) {
+    int hd = r->wait[i];
     const handle *h = &rs->h[hd];
     size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
     if (h->kind != H_FREE && h->kind != H_COLL && d->hs[hi].tdone > t_last) {
@@ -300,8 +312,8 @@ static int end_wait(direct *d, rank_state *rs) {
   /* collectives are joined after the messages, in list order (actor.c): one whose join moves the
    * clock, or the first when there is no message, ended last */
   double clock = t_last > t0 ? t_last : t0;
-  for (int i = 0; i < r->wait.u.wait.n; i++) {
-    int hd = r->wait.u.wait.handles[i];
+  for (int i = 0; i < r->nwait; i++) {
+    int hd = r->wait[i];
     const handle *h = &rs->h[hd];
     if (h->kind != H_COLL) continue;
     size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
@@ -311,8 +323,8 @@ static int end_wait(direct *d, rank_state *rs) {
     }
     if (d->hs[hi].tdone > clock) clock = d->hs[hi].tdone;
   }
-  for (int i = 0; i < r->wait.u.wait.n; i++) {
-    int hd = r->wait.u.wait.handles[i];
+  for (int i = 0; i < r->nwait; i++) {
+    int hd = r->wait[i];
     handle *h = &rs->h[hd];
     if (h->kind == H_FREE) continue; /* listed twice */
     size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
@@ -474,6 +486,14 @@ static void direct_free(direct *d) {
   free(d->msg);
 }
 
+/* The lines a rank's wake reads first, fetched while the event before it runs: with a thousand
+ * ranks taking turns, each rank's state has left the cache by its next turn. */
+static void prefetch_rank(const direct *d, int slot) {
+  const char *rs = (const char *)&d->c->rs[slot];
+  for (size_t o = 0; o < offsetof(rank_state, pm); o += 64) __builtin_prefetch(rs + o);
+  __builtin_prefetch(&d->r[slot]);
+}
+
 static int loop(direct *d) {
   sim_ctx *c = d->c;
   for (int s = 0; s < c->A; s++) {
@@ -495,6 +515,7 @@ static int loop(direct *d) {
     } else {
       dev_event e = dev_pop(&d->ev);
       d->now = e.t;
+      if (d->ev.n && d->ev.e[0].kind == EV_WAKE) prefetch_rank(d, d->ev.e[0].id);
       if (e.kind == EV_PUT) rc = put(d, e.id);
       else if (e.kind == EV_COLL) rc = dcoll_timer(d->coll, e.id, d->now);
       else {

@@ -23,9 +23,12 @@
 #define REMAINS_PRECISION 1e-14 /* maxmin/precision x surf/precision, on a transfer's remains */
 
 /* A flow on a link's list, with the link's place on the flow's route: the flow that fills a
- * removed one's slot is told its new place without a look at its route. */
+ * removed one's slot is told its new place without a look at its route. Its route, weight and
+ * bound ride along (fixed while it is on the list), so that a recomputation reads the flows of
+ * a link from the list itself. */
 typedef struct {
-  int fi, hop;
+  int fi, hop, route;
+  double w, bound;
 } lentry;
 
 typedef struct {
@@ -50,10 +53,27 @@ typedef struct {
   int route, msg, state; /* state 0 free, 1 paying latency, 2 sharing bandwidth */
   int pos[MAX_HOPS];     /* its index in each of its links' lists */
   int next_free;
+  double rem, w, bwf, bound, rate, last;
+} dflow;
+
+/* A flow's share as the recomputation works on it, apart from the flows (a small dense array). */
+typedef struct {
   uint32_t mark;
   int fixed;
-  double rem, w, bwf, bound, value, nv, rate, last;
-} dflow;
+  double nv, value; /* the share being computed, the share it has */
+} fshare;
+
+typedef struct hent {
+  double at;    /* the flow's next event: its latency paid (state 1) or its end (state 2) */
+  uint64_t seq; /* ... and its order among simultaneous ones */
+  int fi;
+} hent;
+
+typedef struct lfifo {
+  double lat;
+  hent *e; /* a ring of cap entries, n of them from head */
+  int head, n, cap;
+} lfifo;
 
 struct dnet {
   bs_factor_table ft;
@@ -68,9 +88,12 @@ struct dnet {
   int nrl, caprl;
   dflow *flow;
   int nflow, capflow, free_head;
-  struct hent *hp; /* the flows' event heap: one event per flow at most */
-  int *hpos;       /* each flow's place in it, -1 none (apart from the flows: a small hot array) */
+  hent *hp;   /* the flows' event heap (4-ary): one event per flow at most */
+  int *hpos;  /* each flow's place in it, -1 none (apart from the flows: a small hot array) */
+  fshare *fs; /* each flow's share */
   int nh, caph;
+  lfifo *lq; /* flows paying a latency, a queue per latency value (lq_push) */
+  int nlq, caplq, lq_last, lq_min;
   uint64_t seq;
   int *dirty;
   int ndirty, capdirty;
@@ -141,6 +164,7 @@ dnet *dnet_new(const bs_factor_table *factors, char *why, size_t whylen) {
   n->nlink = (int)nl;
   free(ll);
   n->free_head = -1;
+  n->lq_min = -1;
   return n;
 }
 
@@ -155,6 +179,9 @@ void dnet_free(dnet *n) {
   free(n->flow);
   free(n->hp);
   free(n->hpos);
+  free(n->fs);
+  for (int i = 0; i < n->nlq; i++) free(n->lq[i].e);
+  free(n->lq);
   free(n->sh.e);
   free(n->dirty);
   free(n->cl);
@@ -216,12 +243,6 @@ static double size_factor(const dnet *n, const droute *r, double size, int bw) {
   return v;
 }
 
-typedef struct hent {
-  double at;    /* the flow's next event: its latency paid (state 1) or its end (state 2) */
-  uint64_t seq; /* ... and its order among simultaneous ones */
-  int fi;
-} hent;
-
 static int h_before(const hent *a, const hent *b) { return a->at < b->at || (a->at == b->at && a->seq < b->seq); }
 
 static void fl_place(dnet *n, int i, hent e) {
@@ -229,10 +250,12 @@ static void fl_place(dnet *n, int i, hent e) {
   n->hpos[e.fi] = i;
 }
 
+/* A 4-ary heap: half the levels of a binary one, so half the moves (each a write to a flow's
+ * hpos, a line of its own), and the children to compare side by side. */
 static void fl_up(dnet *n, int i) {
   hent e = n->hp[i];
   while (i > 0) {
-    int p = (i - 1) / 2;
+    int p = (i - 1) / 4;
     if (!h_before(&e, &n->hp[p])) break;
     fl_place(n, i, n->hp[p]);
     i = p;
@@ -243,14 +266,79 @@ static void fl_up(dnet *n, int i) {
 static void fl_down(dnet *n, int i) {
   hent e = n->hp[i];
   for (;;) {
-    int c = 2 * i + 1;
+    int c = 4 * i + 1;
     if (c >= n->nh) break;
-    if (c + 1 < n->nh && h_before(&n->hp[c + 1], &n->hp[c])) c++;
+    int end = c + 4 < n->nh ? c + 4 : n->nh;
+    for (int k = c + 1; k < end; k++)
+      if (h_before(&n->hp[k], &n->hp[c])) c = k;
     if (!h_before(&n->hp[c], &e)) break;
     fl_place(n, i, n->hp[c]);
     i = c;
   }
   fl_place(n, i, e);
+}
+
+/*
+ * Flows paying their latency wait in a FIFO per latency value rather than in the heap: a flow
+ * queued at now leaves at now + lat, and now never decreases, so each FIFO is in (time, sequence)
+ * order already. The network's next event is the earlier of the heap's top and the earliest FIFO
+ * head (lq_min), compared by (time, sequence) as the heap compares: the same order as one heap.
+ */
+
+static const hent *lq_head(const dnet *n) { return n->lq_min >= 0 ? &n->lq[n->lq_min].e[n->lq[n->lq_min].head] : NULL; }
+
+static void lq_find_min(dnet *n) {
+  n->lq_min = -1;
+  for (int q = 0; q < n->nlq; q++) {
+    const lfifo *f = &n->lq[q];
+    if (f->n && (n->lq_min < 0 || h_before(&f->e[f->head], lq_head(n)))) n->lq_min = q;
+  }
+}
+
+/* Flow fi's latency ends at t = now + lat: queued in lat's FIFO; 1 when t would come before the
+ * FIFO's last entry (never, as now never decreases; then the caller uses the heap), -1 out of memory. */
+static int lq_push(dnet *n, int fi, double t, double lat) {
+  int q = n->lq_last;
+  if (q >= n->nlq || n->lq[q].lat != lat) {
+    for (q = 0; q < n->nlq && n->lq[q].lat != lat; q++) continue;
+    if (q == n->nlq) {
+      if (grow((void **)&n->lq, &n->caplq, n->nlq + 1, sizeof *n->lq)) return -1;
+      n->lq[n->nlq++] = (lfifo){lat, NULL, 0, 0, 0};
+    }
+    n->lq_last = q;
+  }
+  lfifo *f = &n->lq[q];
+  if (f->n && t < f->e[(f->head + f->n - 1) % f->cap].at) return 1;
+  if (f->n == f->cap) { /* unroll the ring into a larger one */
+    int cap = f->cap ? 2 * f->cap : 256;
+    hent *e = malloc((size_t)cap * sizeof *e);
+    if (!e) return -1;
+    for (int k = 0; k < f->n; k++) e[k] = f->e[(f->head + k) % f->cap];
+    free(f->e);
+    f->e = e;
+    f->cap = cap;
+    f->head = 0;
+  }
+  hent *slot = &f->e[(f->head + f->n++) % f->cap];
+  *slot = (hent){t, n->seq++, fi};
+  if (f->n == 1 && (n->lq_min < 0 || h_before(slot, lq_head(n)))) n->lq_min = q;
+  return 0;
+}
+
+/* The earliest FIFO head leaves; its flow. */
+static int lq_pop(dnet *n) {
+  lfifo *f = &n->lq[n->lq_min];
+  int fi = f->e[f->head].fi;
+  f->head = (f->head + 1) % f->cap;
+  f->n--;
+  lq_find_min(n);
+  return fi;
+}
+
+/* The network's next event comes from the latency FIFOs rather than the heap. */
+static int lq_next(const dnet *n) {
+  const hent *l = lq_head(n);
+  return l && (!n->nh || h_before(l, &n->hp[0]));
 }
 
 /* Flow fi's next event at t (queued, or moved there). 0 or -1 when out of memory. */
@@ -300,7 +388,7 @@ static int set_value(dnet *n, int fi, double value, double now) {
     if (f->rem < REMAINS_PRECISION) f->rem = 0;
   }
   f->last = now;
-  f->value = value;
+  n->fs[fi].value = value;
   f->rate = value * f->bwf;
   if (!(f->rate > 0) && f->rem > 0) { /* starved (rounding): no completion until a share */
     fl_unqueue(n, fi);
@@ -320,7 +408,7 @@ static int activate(dnet *n, int fi, double now) {
     if (l->n) alone = 0;
     if (grow((void **)&l->f, &l->cap, l->n + 1, sizeof *l->f)) return -1;
     f->pos[i] = l->n;
-    l->f[l->n++] = (lentry){fi, i};
+    l->f[l->n++] = (lentry){fi, i, f->route, f->w, f->bound};
   }
   if (alone) { /* the max-min solution of one flow: its narrowest link, as maxmin.cpp computes it */
     n->fast++;
@@ -347,14 +435,17 @@ int dnet_start(dnet *n, int r, double bytes, double now, int msg) {
     if (grow((void **)&n->flow, &n->capflow, n->nflow + 1, sizeof *n->flow)) return -1;
     if (n->capflow != cap) {
       int *h = realloc(n->hpos, (size_t)n->capflow * sizeof *h);
-      if (!h) return -1;
-      n->hpos = h;
+      if (h) n->hpos = h;
+      fshare *fs = h ? realloc(n->fs, (size_t)n->capflow * sizeof *fs) : NULL;
+      if (!fs) return -1;
+      n->fs = fs;
     }
     fi = n->nflow++;
   }
   dflow *f = &n->flow[fi];
   const droute *rt = &n->route[r];
   memset(f, 0, sizeof *f);
+  memset(&n->fs[fi], 0, sizeof n->fs[fi]);
   n->hpos[fi] = -1;
   f->route = r;
   f->msg = msg;
@@ -368,7 +459,8 @@ int dnet_start(dnet *n, int r, double bytes, double now, int msg) {
   if (lat > 0) {
     f->w = rt->lat;
     f->state = 1;
-    return fl_at(n, fi, now + lat);
+    int rc = lq_push(n, fi, now + lat, lat);
+    return rc == 1 ? fl_at(n, fi, now + lat) : rc;
   }
   f->w = 1.0;
   return activate(n, fi, now);
@@ -390,12 +482,12 @@ static int solve(dnet *n, double now) {
   for (int q = 0; q < n->ncl; q++) {
     dlink *l = &n->link[n->cl[q]];
     for (int j = 0; j < l->n; j++) {
-      dflow *f = &n->flow[l->f[j].fi];
-      if (f->mark == ep) continue;
-      f->mark = ep;
+      const lentry *e = &l->f[j];
+      if (n->fs[e->fi].mark == ep) continue;
+      n->fs[e->fi].mark = ep;
       if (grow((void **)&n->cf, &n->capcf, n->ncf + 1, sizeof *n->cf)) return -1;
-      n->cf[n->ncf++] = l->f[j].fi;
-      const droute *r = &n->route[f->route];
+      n->cf[n->ncf++] = e->fi;
+      const droute *r = &n->route[e->route];
       for (int i = 0; i < r->nl; i++) {
         int li = n->rl[r->l0 + i];
         if (n->link[li].mark == ep) continue;
@@ -413,14 +505,14 @@ static int solve(dnet *n, double now) {
     dlink *l = &n->link[li];
     l->rem = l->bw;
     l->usage = 0;
-    for (int j = 0; j < l->n; j++) l->usage += 1.0 / n->flow[l->f[j].fi].w;
+    for (int j = 0; j < l->n; j++) l->usage += 1.0 / l->f[j].w;
     l->alive = l->usage > 0 && l->rem > l->bw * MAXMIN_PRECISION;
     l->touched = 0;
     if (l->alive && dev_push(&n->sh, l->rem / l->usage, 0, li, ++l->hver)) return -1;
   }
   for (int j = 0; j < n->ncf; j++) {
-    n->flow[n->cf[j]].fixed = 0;
-    n->flow[n->cf[j]].nv = 0;
+    n->fs[n->cf[j]].fixed = 0;
+    n->fs[n->cf[j]].nv = 0;
   }
   while (n->sh.n) {
     dev_event top = dev_pop(&n->sh);
@@ -452,29 +544,29 @@ static int solve(dnet *n, double now) {
     for (int s = 0; s < nsat; s++) {
       const dlink *l = &n->link[n->touch[s]];
       for (int j = 0; j < l->n; j++) {
-        dflow *f = &n->flow[l->f[j].fi];
-        if (f->fixed) continue;
-        if (f->bound > 0 && f->bound * f->w < min_usage)
-          min_bound = min_bound < 0 ? f->bound * f->w : fmin(min_bound, f->bound * f->w);
+        const lentry *e = &l->f[j];
+        if (n->fs[e->fi].fixed) continue;
+        if (e->bound > 0 && e->bound * e->w < min_usage)
+          min_bound = min_bound < 0 ? e->bound * e->w : fmin(min_bound, e->bound * e->w);
       }
     }
     for (int s = 0; s < nsat; s++) {
       int sli = n->touch[s];
       for (int j = 0; j < n->link[sli].n; j++) {
-        int fi = n->link[sli].f[j].fi;
-        dflow *f = &n->flow[fi];
+        const lentry *e = &n->link[sli].f[j];
+        fshare *f = &n->fs[e->fi];
         if (f->fixed) continue;
-        if (min_bound < 0) f->nv = min_usage / f->w;
-        else if (fabs(min_bound - f->bound * f->w) < MAXMIN_PRECISION) f->nv = f->bound;
+        if (min_bound < 0) f->nv = min_usage / e->w;
+        else if (fabs(min_bound - e->bound * e->w) < MAXMIN_PRECISION) f->nv = e->bound;
         else continue;
         f->fixed = 1;
-        const droute *r = &n->route[f->route];
+        const droute *r = &n->route[e->route];
         for (int i = 0; i < r->nl; i++) {
           int li = n->rl[r->l0 + i];
           dlink *l = &n->link[li];
           l->rem -= f->nv;
           if (l->rem < l->bw * MAXMIN_PRECISION) l->rem = 0;
-          l->usage -= 1.0 / f->w;
+          l->usage -= 1.0 / e->w;
           if (l->usage < MAXMIN_PRECISION) l->usage = 0;
           if (!(l->usage > MAXMIN_PRECISION) || !(l->rem > l->bw * MAXMIN_PRECISION)) l->alive = 0;
           if (!l->touched) {
@@ -493,20 +585,25 @@ static int solve(dnet *n, double now) {
   }
   for (int j = 0; j < n->ncf; j++) {
     int fi = n->cf[j];
-    if (n->flow[fi].nv != n->flow[fi].value && set_value(n, fi, n->flow[fi].nv, now)) return -1;
+    if (n->fs[fi].nv != n->fs[fi].value && set_value(n, fi, n->fs[fi].nv, now)) return -1;
   }
   return 0;
 }
 
+/* The time of the network's own next event (INFINITY: none). */
+static double t_own(const dnet *n) {
+  const hent *l = lq_head(n);
+  double t = n->nh ? n->hp[0].at : INFINITY;
+  return l && l->at < t ? l->at : t;
+}
+
 double dnet_next(dnet *n, double now, double t_other) {
-  if (n->ndirty) {
-    double t_own = n->nh ? n->hp[0].at : INFINITY;
-    if (fmin(t_own, t_other) > now && solve(n, now)) return -1;
-  }
-  return n->nh ? n->hp[0].at : INFINITY;
+  if (n->ndirty && fmin(t_own(n), t_other) > now && solve(n, now)) return -1;
+  return t_own(n);
 }
 
 int dnet_pop(dnet *n, double now, int *msg) {
+  if (lq_next(n)) return activate(n, lq_pop(n), now) ? -1 : 0;
   int fi = n->hp[0].fi;
   dflow *f = &n->flow[fi];
   fl_unqueue(n, fi);

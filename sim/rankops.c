@@ -15,16 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* rs's side of the pair with peer_slot (created), or NULL when rs already has MAX_PEERS. */
+/* rs's side of the pair with peer_slot (created), or NULL when rs already has MAX_PEERS. The
+ * table rs->pm is open-addressed by (peer, dir), its dir field holding dir + 1 (0: an empty
+ * slot, as calloc left it), so that a post reads one entry, not every peer's before it. */
 static pairmatch *pair_entry(rank_state *rs, int peer_slot, int dir) {
-  for (int i = 0; i < rs->npm; i++)
-    if (rs->pm[i].peer == peer_slot && rs->pm[i].dir == dir) return &rs->pm[i];
-  if (rs->npm >= MAX_PEERS) return NULL;
-  pairmatch *e = &rs->pm[rs->npm++];
-  memset(e, 0, sizeof *e);
-  e->peer = peer_slot;
-  e->dir = dir;
-  return e;
+  uint32_t x = ((uint32_t)peer_slot * 2u + (uint32_t)dir) * 0x9e3779b1u;
+  int i = (int)(x >> 26) % MAX_PEERS;
+  for (int probe = 0; probe < MAX_PEERS; probe++, i = (i + 1) % MAX_PEERS) {
+    pairmatch *e = &rs->pm[i];
+    if (e->dir == 0) {
+      if (rs->npm >= MAX_PEERS) return NULL;
+      rs->npm++;
+      memset(e, 0, sizeof *e);
+      e->peer = peer_slot;
+      e->dir = dir + 1;
+      return e;
+    }
+    if (e->peer == peer_slot && e->dir == dir + 1) return e;
+  }
+  return NULL; /* every slot taken by other peers */
 }
 
 /*
