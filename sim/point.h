@@ -83,7 +83,7 @@ typedef struct {
  * bookkeeping, apart from the mailboxes (it makes no SimGrid call, so it never reorders actors). */
 #define PEND_RING 32 /* posts on one side of a pair that wait for the other side, remembered */
 typedef struct {
-  int peer, dir; /* as in mbcache */
+  int peer, dir; /* peer as in mbcache; dir + 1 (0: an empty slot of rank_state.pm, see rankops.c) */
   int64_t posted;
   short pend[PEND_RING];
 } pairmatch;
