@@ -273,8 +273,8 @@ static int restart_dev_clocks(rt *t, char *err, size_t errlen) {
  * would then land inside the first kernel that uses the buffer and be timed as
  * compute: the backward adds into dq, dk and dv (a read, mapping the shared
  * zero page, then a write, copying it: two faults a page). Measured on a 2-core
- * virtual machine, 4 heads x 4K tokens x d = 64: ~6000 faults at 3-4 us, the
- * backward 22 % slower than the calibration's same call on buffers in use.
+ * virtual machine, 4 heads x 4K tokens x d = 64: 7350 faults at 3-4 us in one
+ * step, its backward 22 % slower than the calibration's same calls.
  * Allocation is set-up time (rt.setup): touched here, the pages are mapped
  * before the ops run, as a GPU framework's caching allocator hands out memory.
  */
