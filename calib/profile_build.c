@@ -173,9 +173,10 @@ static const int roofline_kernels[] = {BS_K_ATTN_DELTA, BS_K_ATTN_MERGE, BS_K_EL
 #define N_ROOFLINE 4
 
 /* launch_s and efficiency of a roofline kernel: t = launch + T1 / eff, T1 the model time at eff 1. */
-static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int bf16, bs_fit_lin *fit) {
+static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int bf16, bs_fit_lin *fit, double *fastest) {
   double u[64], t[64];
   int n = 0;
+  *fastest = 0;
   p->kernel[kernel].kind = BS_KM_ROOFLINE;
   p->kernel[kernel].launch_s = 0;
   p->kernel[kernel].efficiency = 1;
@@ -185,7 +186,9 @@ static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int b
     double m = bs_calib_model_time(p, k);
     if (!(m > 0)) continue;
     u[n] = m;
-    t[n++] = k->t_eff;
+    t[n] = k->t_eff;
+    if (t[n] > 0 && u[n] / t[n] > *fastest) *fastest = u[n] / t[n];
+    n++;
   }
   char e[160];
   if (n < 2 || bs_fit_linear(u, t, n, fit, e, sizeof e)) {
@@ -399,8 +402,12 @@ static void other_models(const bs_calib_data *d, int primary, bs_profile *p, cJS
     double worst = 1;
     for (int r = 0; r < N_ROOFLINE; r++) {
       bs_fit_lin f;
-      if (!roofline_fit(d, p, roofline_kernels[r], primary, &f)) continue;
-      if (1.0 / f.c1 > worst) worst = 1.0 / f.c1;
+      double fastest;
+      if (!roofline_fit(d, p, roofline_kernels[r], primary, &f, &fastest)) continue;
+      /* The slope's rate, but never above the kernel's fastest measured point: on a busy machine
+       * times quantised to scheduler ticks give a near-flat series whose slope means no rate. */
+      double raise = 1.0 / f.c1 < fastest ? 1.0 / f.c1 : fastest;
+      if (raise > worst) worst = raise;
     }
     if (worst <= 1.0 + 1e-9) break;
     p->mem_bw_Bps *= worst;
@@ -408,7 +415,8 @@ static void other_models(const bs_calib_data *d, int primary, bs_profile *p, cJS
   for (int r = 0; r < N_ROOFLINE; r++) {
     bs_fit_lin f;
     int kernel = roofline_kernels[r];
-    if (!roofline_fit(d, p, kernel, primary, &f)) continue;
+    double fastest;
+    if (!roofline_fit(d, p, kernel, primary, &f, &fastest)) continue;
     cJSON *fj = cJSON_CreateObject();
     cJSON_AddStringToObject(
       fj, "model", "t = launch_s + T1 / efficiency, T1 = the roofline time at efficiency 1 (weighted linear fit)");

@@ -61,6 +61,8 @@ typedef struct {
   int threads;           /* threads per rank used */
   int64_t scratch_bytes; /* rank 0: the largest scratch of the modelled ops (layer, model scope) of a rank:
                             in its RSS, not in the plan's peak */
+  int64_t step_faults;   /* rank 0: the most minor page faults a rank took in the measured execution outside
+                            its ALLOC ops (memory first touched by a kernel or a transfer, timed with it) */
 } bs_run_report;
 
 enum { BS_RUN_OK = 0, BS_RUN_EINPUT = -1, BS_RUN_EFATAL = -2, BS_RUN_EVERIFY = 1 };
