@@ -36,6 +36,11 @@ int bs_calib_all_ok(MPI_Comm comm, int ok);
 /* A new zeroed point at the end of d's kernel / link list (NULL: out of memory). */
 bs_calib_kpoint *bs_calib_add_k(bs_calib_data *d);
 bs_calib_lpoint *bs_calib_add_l(bs_calib_data *d);
+/* A point's kernel, series and shape, as every backend's calibration names them: delta, merge, the
+ * elementwise pass and a copy of `size` rows (bytes for a copy) of head dimension d, or the score
+ * GEMM size x size x d; and a projection GEMM [m x kin] x [kin x n]. */
+void bs_calib_kpoint_misc(bs_calib_kpoint *k, int kernel, int d, int bf16, int64_t size);
+void bs_calib_kpoint_proj(bs_calib_kpoint *k, int64_t m, int64_t kin, int64_t n);
 
 /* The kernel and the link benchmarks; each returns 0, or -1 with a message (same on every rank). */
 int bs_calib_measure_kernels(MPI_Comm comm, const bs_calib_opts *o, bs_calib_data *d, char *err, size_t errlen);

@@ -266,34 +266,8 @@ static int misc_point(gctx *g, int kernel, int d, int bf16, int64_t size, const 
     snprintf(err, errlen, "calib: out of memory");
     return -1;
   }
-  k->kernel = kernel;
-  k->d = d;
-  k->bf16 = bf16;
-  snprintf(k->series, sizeof k->series, "d%d/%s", d, bf16 ? "bf16" : "fp32");
-  switch (kernel) {
-  case BS_K_COPY:
-    k->elems = size;
-    snprintf(k->series, sizeof k->series, "bytes");
-    break;
-  case BS_K_GEMM:
-    if (proj) {
-      snprintf(k->series, sizeof k->series, "proj/k%lld/fp32", (long long)proj[1]);
-      k->nq = proj[0];
-      k->nk = proj[2];
-      k->d = (int)proj[1];
-      k->flops = 2.0 * (double)proj[0] * (double)proj[1] * (double)proj[2];
-    } else {
-      k->nq = k->nk = size;
-      k->flops = 2.0 * (double)size * (double)size * d;
-    }
-    break;
-  case BS_K_ATTN_DELTA:
-    k->nq = size;
-    k->elems = elems;
-    k->flops = 2.0 * (double)elems;
-    break;
-  default: k->nq = size; k->elems = elems;
-  }
+  if (proj) bs_calib_kpoint_proj(k, proj[0], proj[1], proj[2]);
+  else bs_calib_kpoint_misc(k, kernel, d, bf16, size);
   if (time_point(g, &c, k, err, errlen)) return -1;
   if (kernel == BS_K_GEMM) g->gemm_rate = work / k->t_med;
   else g->bytes_rate = work / k->t_med;

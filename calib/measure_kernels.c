@@ -358,26 +358,7 @@ static int misc_series(kctx *c, int kernel, int d, int bf16, const int64_t *size
       snprintf(err, errlen, "calib: out of memory");
       return -1;
     }
-    k->kernel = kernel;
-    k->d = d;
-    k->bf16 = bf16;
-    snprintf(k->series, sizeof k->series, "d%d/%s", d, bf16 ? "bf16" : "fp32");
-    switch (kernel) {
-    case BS_K_COPY:
-      k->elems = sizes[i];
-      snprintf(k->series, sizeof k->series, "bytes");
-      break;
-    case BS_K_GEMM:
-      k->nq = k->nk = sizes[i];
-      k->flops = 2.0 * (double)sizes[i] * (double)sizes[i] * d;
-      break;
-    case BS_K_ATTN_DELTA:
-      k->nq = sizes[i];
-      k->elems = sizes[i] * d;
-      k->flops = 2.0 * (double)k->elems;
-      break;
-    default: k->nq = sizes[i]; k->elems = sizes[i] * d;
-    }
+    bs_calib_kpoint_misc(k, kernel, d, bf16, sizes[i]);
     int rc = bs_calib_time(c->comm, &c->pol, misc_op, &m, &k->t_med, &k->t_min, &k->t_max, &k->reps);
     misc_free(&m);
     if (rc) {
@@ -416,12 +397,7 @@ static int gemm_proj_series(kctx *c, const int64_t (*shapes)[3], int nshapes, ch
       snprintf(err, errlen, "calib: out of memory");
       return -1;
     }
-    k->kernel = BS_K_GEMM;
-    snprintf(k->series, sizeof k->series, "proj/k%lld/fp32", (long long)m.gk);
-    k->nq = m.gm;
-    k->nk = m.gn;
-    k->d = (int)m.gk;
-    k->flops = 2.0 * (double)m.gm * (double)m.gn * (double)m.gk;
+    bs_calib_kpoint_proj(k, m.gm, m.gk, m.gn);
     /* OpenBLAS on the rank's own threads, as the other kernels run (and `bench kernels` times sgemm). */
     int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(m.threads);

@@ -80,6 +80,38 @@ bs_calib_kpoint *bs_calib_add_k(bs_calib_data *d) {
   return p;
 }
 
+void bs_calib_kpoint_misc(bs_calib_kpoint *k, int kernel, int d, int bf16, int64_t size) {
+  k->kernel = kernel;
+  k->d = d;
+  k->bf16 = bf16;
+  snprintf(k->series, sizeof k->series, "d%d/%s", d, bf16 ? "bf16" : "fp32");
+  switch (kernel) {
+  case BS_K_COPY:
+    k->elems = size;
+    snprintf(k->series, sizeof k->series, "bytes");
+    break;
+  case BS_K_GEMM:
+    k->nq = k->nk = size;
+    k->flops = 2.0 * (double)size * (double)size * d;
+    break;
+  case BS_K_ATTN_DELTA:
+    k->nq = size;
+    k->elems = size * d;
+    k->flops = 2.0 * (double)k->elems;
+    break;
+  default: k->nq = size; k->elems = size * d;
+  }
+}
+
+void bs_calib_kpoint_proj(bs_calib_kpoint *k, int64_t m, int64_t kin, int64_t n) {
+  k->kernel = BS_K_GEMM;
+  snprintf(k->series, sizeof k->series, "proj/k%lld/fp32", (long long)kin);
+  k->nq = m;
+  k->nk = n;
+  k->d = (int)kin;
+  k->flops = 2.0 * (double)m * (double)n * (double)kin;
+}
+
 bs_calib_lpoint *bs_calib_add_l(bs_calib_data *d) {
   bs_calib_lpoint *l = bs_vec_grow(d->l, sizeof *l, (size_t)d->nl + 1, &d->capl, 128);
   if (!l) return NULL;
