@@ -23,6 +23,7 @@
  */
 #include "sim/point.h"
 #include "sim/coll_algo.h"
+#include "sim/coll_setup.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -42,37 +43,7 @@ typedef struct {
   int seq;
 } coll_job;
 
-/* What every member works out before its part runs. */
-typedef struct {
-  int n, me;       /* group size, my member index */
-  int steps;       /* ring steps (-1: all-to-all) */
-  int64_t chunk;   /* bytes per step (all-to-all: per pair) */
-  int *node;       /* each member's node */
-  int multi;       /* the group spans nodes */
-  bs_coll_links l; /* the group's links, from SimGrid's routes */
-  int C;           /* rings */
-  bs_coll_algo algo;
-  double t_tree; /* the tree's modelled time, when auto computed it (else < 0) */
-  bs_coll_model model;
-  int binomial; /* Open MPI libnbc's binomial allreduce instead of algo */
-} coll_setup;
-
 static int payload; /* SimGrid aborts on NULL payloads */
-
-/* Route latency and bandwidth inside a node and between nodes, from the
- * group's first pair of members of each kind. */
-static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
-  int p[4];
-  sim_group_pairs(g, node, p);
-  int ia = p[0], ib = p[1], ea = p[2], eb = p[3];
-  sg_host_t a = host_of(c, sim_member(g, ia)), b = host_of(c, sim_member(g, ib));
-  l->lat_intra = sg_host_get_route_latency(a, b);
-  l->bw_intra = sg_host_get_route_bandwidth(a, b);
-  a = host_of(c, sim_member(g, ea));
-  b = host_of(c, sim_member(g, eb));
-  l->lat_inter = sg_host_get_route_latency(a, b);
-  l->bw_inter = sg_host_get_route_bandwidth(a, b);
-}
 
 /* ------------------------------------------------------------------ */
 /* Tree allreduce                                                      */
@@ -230,7 +201,7 @@ int sim_wtree_add(rank_state *rs, int64_t bytes, const bs_group *g) {
  * A tree allreduce: timed as a whole when analytic, or (flow) over every rank,
  * the same on every member so that it folds; otherwise the tree's steps.
  */
-static void coll_tree(rank_state *rs, const coll_job *job, coll_setup *s) {
+static void coll_tree(rank_state *rs, const coll_job *job, sim_coll_setup *s) {
   sim_ctx *c = rs->ctx;
   int whole = s->model != BS_COLL_STEPS && sim_whole_tree(c->G, &job->group);
   if (!whole && s->model != BS_COLL_ANALYTIC) {
@@ -249,7 +220,7 @@ static void coll_tree(rank_state *rs, const coll_job *job, coll_setup *s) {
 /* ------------------------------------------------------------------ */
 
 /* All-to-all: n-1 chunks out and in at once (analytic: through the same route class). */
-static void coll_alltoall(rank_state *rs, const coll_job *job, const coll_setup *s) {
+static void coll_alltoall(rank_state *rs, const coll_job *job, const sim_coll_setup *s) {
   sim_ctx *c = rs->ctx;
   const bs_group *g = &job->group;
   int n = s->n, me = s->me;
@@ -294,7 +265,7 @@ typedef struct {
   sg_mailbox_t in[BS_MAX_CHANNELS], out[BS_MAX_CHANNELS];
 } ring_side;
 
-static void ring_open(rank_state *rs, const coll_job *job, const coll_setup *s, ring_side *r) {
+static void ring_open(rank_state *rs, const coll_job *job, const sim_coll_setup *s, ring_side *r) {
   sim_ctx *c = rs->ctx;
   const bs_group *g = &job->group;
   char name[64];
@@ -326,7 +297,7 @@ static void ring_exchange(rank_state *rs, const ring_side *r, int64_t times) {
 }
 
 /* Rings: C channels, each carrying its share of every step's chunk. */
-static void coll_ring(rank_state *rs, const coll_job *job, const coll_setup *s) {
+static void coll_ring(rank_state *rs, const coll_job *job, const sim_coll_setup *s) {
   sim_ctx *c = rs->ctx;
   ring_side r;
   ring_open(rs, job, s, &r);
@@ -357,7 +328,7 @@ static sg_mailbox_t binomial_mailbox(const sim_ctx *c, const coll_job *job, char
 
 /* The whole buffer up the binomial tree to member 0 round by round, then down again; the bytes
  * are counted as the runtime counts an allreduce (the ring convention: to the next member). */
-static void coll_binomial(rank_state *rs, const coll_job *job, const coll_setup *s) {
+static void coll_binomial(rank_state *rs, const coll_job *job, const sim_coll_setup *s) {
   sim_ctx *c = rs->ctx;
   const bs_group *g = &job->group;
   int me = rs->rank, rounds = bs_binomial_rounds(s->n), peer = -1;
@@ -386,98 +357,14 @@ static void coll_binomial(rank_state *rs, const coll_job *job, const coll_setup 
 /* One member's part                                                   */
 /* ------------------------------------------------------------------ */
 
-/* Steps and chunk of the collective (all-to-all: steps -1, chunk per pair); -1 when unknown. */
-static int coll_volume(const coll_job *job, int n, int *steps, int64_t *chunk) {
-  *chunk = job->bytes / n;
-  switch (job->kind) {
-  case BS_COLL_ALLREDUCE: *steps = 2 * (n - 1); break;
-  case BS_COLL_ALLGATHER:
-    *steps = n - 1;
-    *chunk = job->bytes;
-    break;
-  case BS_COLL_REDUCE_SCATTER: *steps = n - 1; break;
-  case BS_COLL_ALLTOALL: *steps = -1; break;
-  default: return -1;
-  }
-  if (*chunk < 1) *chunk = 1;
-  return 0;
-}
-
-/*
- * The algorithm: only allreduce has a tree in NCCL (allgather and
- * reduce-scatter are rings); auto decides from the group's links. On a
- * generated dgx platform the fold pre-pass decides from the same route model
- * (fold.c), so the routes SimGrid gives must be the modelled ones. 0 or -1.
- */
-static int coll_pick_algo(sim_ctx *c, const coll_job *job, coll_setup *s) {
-  const bs_coll_links *l = &s->l;
-  s->algo = job->kind == BS_COLL_ALLREDUCE ? c->cfg->cluster.coll_algo : BS_COLL_ALGO_RING;
-  s->t_tree = -1;
-  s->binomial = job->kind == BS_COLL_ALLREDUCE && c->prof && c->prof->allreduce_lib == BS_ALLREDUCE_OMPI_LIBNBC &&
-                bs_nbc_allreduce_binomial(s->n, job->bytes);
-  if (s->binomial || s->algo != BS_COLL_ALGO_AUTO) return 0;
-  bs_coll_links lm;
-  if (c->ps && !sim_group_links_model(c->ps, &job->group, s->node, &lm) &&
-      (fabs(lm.lat_intra - l->lat_intra) > 1e-12 * (1 + l->lat_intra) ||
-       fabs(lm.lat_inter - l->lat_inter) > 1e-12 * (1 + l->lat_inter) ||
-       fabs(lm.bw_intra - l->bw_intra) > 1e-9 * l->bw_intra || fabs(lm.bw_inter - l->bw_inter) > 1e-9 * l->bw_inter)) {
-    sim_error(c,
-              "internal: the route model of %s differs from SimGrid's routes (intra %g s %g B/s vs "
-              "%g s %g B/s, inter %g s %g B/s vs %g s %g B/s)",
-              c->ps->tp.name, lm.lat_intra, lm.bw_intra, l->lat_intra, l->bw_intra, lm.lat_inter, lm.bw_inter,
-              l->lat_inter, l->bw_inter);
-    return -1;
-  }
-  s->algo = sim_auto_algo(s->n, s->node, s->multi, job->bytes, l, s->C, &s->t_tree);
-  return 0;
-}
-
-/* What the member works out before its part runs: 0 to run it, 1 when there is nothing to run
- * (a group of one), -1 on an error (recorded). */
-static int coll_prepare(rank_state *rs, const coll_job *job, coll_setup *s) {
-  sim_ctx *c = rs->ctx;
-  const bs_group *g = &job->group;
-  s->n = g->size;
-  s->me = -1;
-  s->node = NULL;
-  for (int i = 0; i < s->n; i++)
-    if (sim_member(g, i) == rs->rank) s->me = i;
-  if (s->me < 0 || s->n < 1) {
-    sim_error(c, "rank %d: COLL %s over group {first %d, stride %d, size %d} that does not hold it", rs->rank,
-              bs_coll_name(job->kind), g->first, g->stride, g->size);
-    return -1;
-  }
-  if (s->n == 1) return 1;
-  if (coll_volume(job, s->n, &s->steps, &s->chunk)) {
-    sim_error(c, "rank %d: unknown collective %d", rs->rank, (int)job->kind);
-    return -1;
-  }
-  s->node = malloc(sizeof *s->node * (size_t)s->n);
-  if (!s->node) {
-    sim_error(c, "out of memory");
-    return -1;
-  }
-  s->multi = 0;
-  for (int i = 0; i < s->n; i++) {
-    s->node[i] = node_of_rank(c, sim_member(g, i));
-    s->multi |= s->node[i] != s->node[0];
-  }
-  group_links(c, g, s->node, &s->l);
-  s->C = s->steps < 0 ? 1 : sim_ring_channels(c->rails, c->rpn, g);
-  if (coll_pick_algo(c, job, s)) return -1;
-  s->model = c->opts->coll_model;
-  if (s->model == BS_COLL_MODEL_AUTO) s->model = s->multi ? BS_COLL_FLOW : BS_COLL_STEPS;
-  return 0;
-}
-
 /* The actor of one member's part of a collective. */
 static void coll_main(int argc, char **argv) {
   (void)argc;
   (void)argv;
   coll_job *job = sg_actor_self_get_data();
   rank_state *rs = job->rs;
-  coll_setup s;
-  if (coll_prepare(rs, job, &s) == 0) {
+  sim_coll_setup s;
+  if (sim_coll_prepare(rs->ctx, rs, job->kind, &job->group, job->bytes, &s) == 0) {
     /* The call's fixed cost (the profile's collectives.base_s), before any step. */
     double base = rs->ctx->prof ? rs->ctx->prof->coll_base_s : 0;
     if (base > 0) sg_actor_sleep_for(base);

@@ -19,6 +19,7 @@
  */
 #include "sim/direct_coll.h"
 #include "sim/coll_algo.h"
+#include "sim/coll_setup.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -279,107 +280,6 @@ static int post(dcoll *dc, int type, int ch, int from, int to, int get, int pi, 
 }
 
 /* ------------------------------------------------------------------ */
-/* What a member works out first (coll.c's coll_prepare)               */
-/* ------------------------------------------------------------------ */
-
-typedef struct {
-  int n, me, steps, multi, C, binomial;
-  int64_t chunk;
-  int *node;
-  bs_coll_links l;
-  bs_coll_algo algo;
-  double t_tree;
-  bs_coll_model model;
-} csetup;
-
-static int volume(bs_coll_kind kind, int64_t bytes, int n, int *steps, int64_t *chunk) {
-  *chunk = bytes / n;
-  switch (kind) {
-  case BS_COLL_ALLREDUCE: *steps = 2 * (n - 1); break;
-  case BS_COLL_ALLGATHER:
-    *steps = n - 1;
-    *chunk = bytes;
-    break;
-  case BS_COLL_REDUCE_SCATTER: *steps = n - 1; break;
-  case BS_COLL_ALLTOALL: *steps = -1; break;
-  default: return -1;
-  }
-  if (*chunk < 1) *chunk = 1;
-  return 0;
-}
-
-/* Route latency and bandwidth inside a node and between nodes, from the group's first pair of each. */
-static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
-  int p[4];
-  sim_group_pairs(g, node, p);
-  sg_host_t a = host_of(c, sim_member(g, p[0])), b = host_of(c, sim_member(g, p[1]));
-  l->lat_intra = sg_host_get_route_latency(a, b);
-  l->bw_intra = sg_host_get_route_bandwidth(a, b);
-  a = host_of(c, sim_member(g, p[2]));
-  b = host_of(c, sim_member(g, p[3]));
-  l->lat_inter = sg_host_get_route_latency(a, b);
-  l->bw_inter = sg_host_get_route_bandwidth(a, b);
-}
-
-static int pick_algo(sim_ctx *c, bs_coll_kind kind, const bs_group *g, int64_t bytes, csetup *s) {
-  const bs_coll_links *l = &s->l;
-  s->algo = kind == BS_COLL_ALLREDUCE ? c->cfg->cluster.coll_algo : BS_COLL_ALGO_RING;
-  s->t_tree = -1;
-  s->binomial = kind == BS_COLL_ALLREDUCE && c->prof && c->prof->allreduce_lib == BS_ALLREDUCE_OMPI_LIBNBC &&
-                bs_nbc_allreduce_binomial(s->n, bytes);
-  if (s->binomial || s->algo != BS_COLL_ALGO_AUTO) return 0;
-  bs_coll_links lm;
-  if (c->ps && !sim_group_links_model(c->ps, g, s->node, &lm) &&
-      (fabs(lm.lat_intra - l->lat_intra) > 1e-12 * (1 + l->lat_intra) ||
-       fabs(lm.lat_inter - l->lat_inter) > 1e-12 * (1 + l->lat_inter) ||
-       fabs(lm.bw_intra - l->bw_intra) > 1e-9 * l->bw_intra || fabs(lm.bw_inter - l->bw_inter) > 1e-9 * l->bw_inter)) {
-    sim_error(c,
-              "internal: the route model of %s differs from SimGrid's routes (intra %g s %g B/s vs "
-              "%g s %g B/s, inter %g s %g B/s vs %g s %g B/s)",
-              c->ps->tp.name, lm.lat_intra, lm.bw_intra, l->lat_intra, l->bw_intra, lm.lat_inter, lm.bw_inter,
-              l->lat_inter, l->bw_inter);
-    return -1;
-  }
-  s->algo = sim_auto_algo(s->n, s->node, s->multi, bytes, l, s->C, &s->t_tree);
-  return 0;
-}
-
-/* 0 to run the part, 1 nothing to run (a group of one), -1 failed; s->node to free. */
-static int prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes, csetup *s) {
-  s->n = g->size;
-  s->me = -1;
-  s->node = NULL;
-  for (int i = 0; i < s->n; i++)
-    if (sim_member(g, i) == rs->rank) s->me = i;
-  if (s->me < 0 || s->n < 1) {
-    sim_error(c, "rank %d: COLL %s over group {first %d, stride %d, size %d} that does not hold it", rs->rank,
-              bs_coll_name(kind), g->first, g->stride, g->size);
-    return -1;
-  }
-  if (s->n == 1) return 1;
-  if (volume(kind, bytes, s->n, &s->steps, &s->chunk)) {
-    sim_error(c, "rank %d: unknown collective %d", rs->rank, (int)kind);
-    return -1;
-  }
-  s->node = malloc(sizeof *s->node * (size_t)s->n);
-  if (!s->node) {
-    sim_error(c, "out of memory");
-    return -1;
-  }
-  s->multi = 0;
-  for (int i = 0; i < s->n; i++) {
-    s->node[i] = node_of_rank(c, sim_member(g, i));
-    s->multi |= s->node[i] != s->node[0];
-  }
-  group_links(c, g, s->node, &s->l);
-  s->C = s->steps < 0 ? 1 : sim_ring_channels(c->rails, c->rpn, g);
-  if (pick_algo(c, kind, g, bytes, s)) return -1;
-  s->model = c->opts->coll_model;
-  if (s->model == BS_COLL_MODEL_AUTO) s->model = s->multi ? BS_COLL_FLOW : BS_COLL_STEPS;
-  return 0;
-}
-
-/* ------------------------------------------------------------------ */
 /* A member's part                                                     */
 /* ------------------------------------------------------------------ */
 
@@ -618,7 +518,7 @@ static int part_exchanged(dcoll *dc, int pi, double now) {
 }
 
 /* The part's plan from its setup (coll.c's coll_main, model by model); 0, 1 declined, -1 failed. */
-static int part_plan(dcoll *dc, int pi, rank_state *rs, int64_t bytes, csetup *s) {
+static int part_plan(dcoll *dc, int pi, rank_state *rs, int64_t bytes, sim_coll_setup *s) {
   sim_ctx *c = dc->c;
   dpart *p = &dc->p[pi];
   const bs_group *g = &p->group;
@@ -744,8 +644,8 @@ int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   h->t_post = now;
   h->op_index = rs->op_index;
   h->peer = -1;
-  csetup s;
-  int rc = prepare(c, rs, kind, g, bytes, &s);
+  sim_coll_setup s;
+  int rc = sim_coll_prepare(c, rs, kind, g, bytes, &s);
   if (rc) {
     free(s.node);
     return rc < 0 ? -1 : dc->done(dc->engine, rs->slot, hd);
