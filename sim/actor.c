@@ -120,23 +120,6 @@ static int do_p2p(rank_state *rs, const bs_op *op) {
   return 0;
 }
 
-/* Remembers when this rank arrived at its next collective (number rs->coll_seq). 0 or -1. */
-static int note_coll_arrival(rank_state *rs) {
-  int k = rs->coll_seq;
-  if (k >= rs->coll_arr_cap) {
-    int cap = rs->coll_arr_cap ? 2 * rs->coll_arr_cap : 64;
-    double *a = realloc(rs->coll_arr, sizeof *a * (size_t)cap);
-    if (!a) {
-      sim_error(rs->ctx, "out of memory");
-      return -1;
-    }
-    rs->coll_arr = a;
-    rs->coll_arr_cap = cap;
-  }
-  rs->coll_arr[k] = simgrid_get_clock();
-  return 0;
-}
-
 /* When the last member of a finished collective arrived at it (its members' COLL posts). */
 static double coll_last_arrival(const rank_state *rs, const handle *h) {
   const sim_ctx *c = rs->ctx;
@@ -153,7 +136,7 @@ static int do_coll(rank_state *rs, const bs_op *op) {
   int hd = op->handle;
   const bs_group *g = &op->u.coll.group;
   if (sim_op_check_coll(rs, op)) return -1;
-  if (note_coll_arrival(rs)) return -1;
+  if (sim_note_coll_arrival(rs, simgrid_get_clock())) return -1;
   int seq = rs->coll_seq;
   if (c->mesh.size[0] > 0) {
     int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);

@@ -595,23 +595,6 @@ static int part_plan(dcoll *dc, int pi, rank_state *rs, int64_t bytes, sim_coll_
   return 0;
 }
 
-/* Remembers when rank rs arrived at its next collective (number rs->coll_seq). 0 or -1. */
-static int note_arrival(rank_state *rs, double now) {
-  int k = rs->coll_seq;
-  if (k >= rs->coll_arr_cap) {
-    int cap = rs->coll_arr_cap ? 2 * rs->coll_arr_cap : 64;
-    double *a = realloc(rs->coll_arr, sizeof *a * (size_t)cap);
-    if (!a) {
-      sim_error(rs->ctx, "out of memory");
-      return -1;
-    }
-    rs->coll_arr = a;
-    rs->coll_arr_cap = cap;
-  }
-  rs->coll_arr[k] = now;
-  return 0;
-}
-
 double dcoll_last_arrival(const sim_ctx *c, const handle *h) {
   double last = h->t_post;
   for (int i = 0; i < h->group.size; i++) {
@@ -626,7 +609,7 @@ int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   int hd = op->handle;
   const bs_group *g = &op->u.coll.group;
   if (sim_op_check_coll(rs, op)) return -1;
-  if (note_arrival(rs, now)) return -1;
+  if (sim_note_coll_arrival(rs, now)) return -1;
   int seq = rs->coll_seq++;
   bs_coll_kind kind = op->u.coll.kind;
   int64_t bytes = op->u.coll.bytes;

@@ -247,6 +247,9 @@ int sim_op_free(rank_state *rs, const bs_op *op);
 void sim_op_phase(rank_state *rs, const bs_op *op, double now);
 /* A SEND (dir 0) or RECV (dir 1) with handle hd just posted to peer_slot at h->t_post: its match time. */
 void sim_note_match(rank_state *rs, int peer_slot, int dir, int hd);
+/* When rs arrived (simulated time now) at its next collective, number rs->coll_seq; 0 or -1 with the
+ * error recorded. */
+int sim_note_coll_arrival(rank_state *rs, double now);
 /* A message's payload: its tag and size (never NULL), which the RECV checks. */
 void *sim_msg_encode(int tag, int64_t bytes);
 /* A finished RECV's payload against what it expected; 0 or -1 with the error recorded. */

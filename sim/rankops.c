@@ -3,7 +3,8 @@
  * its messages (SimGrid actors, actor.c, or the direct event loop, direct.c):
  * ALLOC/FREE on the memory counter (held bytes as the profile's allocator
  * rounds them: bs_sim_alloc_held, walk.h), PHASE boundaries, the in-order
- * matching of a pair's posts (time_s.wait_for_peers), a message's tag and
+ * matching of a pair's posts (time_s.wait_for_peers) and of a collective's
+ * arrivals, a message's tag and
  * size as its payload and the RECV's check of them, the size a p2p message
  * moves, and the end-of-plan checks. Both engines call the same functions so
  * that their results can only differ in time.
@@ -56,6 +57,22 @@ void sim_note_match(rank_state *rs, int peer_slot, int dir, int hd) {
   } else {
     me->pend[k % PEND_RING] = (short)hd;
   }
+}
+
+int sim_note_coll_arrival(rank_state *rs, double now) {
+  int k = rs->coll_seq;
+  if (k >= rs->coll_arr_cap) {
+    int cap = rs->coll_arr_cap ? 2 * rs->coll_arr_cap : 64;
+    double *a = realloc(rs->coll_arr, sizeof *a * (size_t)cap);
+    if (!a) {
+      sim_error(rs->ctx, "out of memory");
+      return -1;
+    }
+    rs->coll_arr = a;
+    rs->coll_arr_cap = cap;
+  }
+  rs->coll_arr[k] = now;
+  return 0;
 }
 
 void *sim_msg_encode(int tag, int64_t bytes) {
