@@ -65,6 +65,24 @@ static cJSON *quality_json(const bs_fit_quality *q) {
   return o;
 }
 
+/* Appends the decode fit f sampled from 1K to nk_max keys (x = sqrt(keys)), heads per launch. */
+static void append_decode_fit(bs_prof_table *t, const bs_fit_sat *f, int dd, int heads, double nk_max) {
+  for (double nk = 1024; nk <= nk_max && t->n < BS_PROF_MAX_POINTS; nk *= 2) {
+    double x = sqrt(nk), fl = 4.0 * dd * nk * heads;
+    t->x[t->n] = x;
+    t->tflops[t->n++] = fl / bs_fit_sat_time(f, x, fl) / 1e12;
+  }
+}
+
+/* Appends the measured rates of s that lie past the table's last x. */
+static void append_measured(bs_prof_table *t, const series_pts *s) {
+  for (int i = 0; i < s->n && t->n < BS_PROF_MAX_POINTS; i++) {
+    if (t->n && s->x[i] <= t->x[t->n - 1]) continue;
+    t->x[t->n] = s->x[i];
+    t->tflops[t->n++] = s->flops[i] / s->t[i] / 1e12;
+  }
+}
+
 /*
  * One rate table of an attention kernel: the saturating fit of the block
  * series sampled at x = 256 .. 64K (square blocks: diagonal ones for
@@ -119,12 +137,7 @@ static int attn_table(const bs_calib_data *d, int kernel, int dd, int causal, in
     }
     cJSON_AddItemToArray(fits, fj);
     if (have && part == 0) {
-      static const double nks[] = {1024, 2048, 4096, 8192, 16384, 32768};
-      for (int i = 0; i < 6; i++) {
-        double x = sqrt(nks[i]), fl = 4.0 * dd * nks[i] * s->heads;
-        t->x[t->n] = x;
-        t->tflops[t->n++] = fl / bs_fit_sat_time(f, x, fl) / 1e12;
-      }
+      append_decode_fit(t, f, dd, s->heads, 32768);
     } else if (have) {
       for (double b = 256; b <= 65536 && t->n < BS_PROF_MAX_POINTS; b *= 2) {
         double fl = (bwd ? 10.0 : 4.0) * dd * (causal ? b * (b + 1) / 2 : b * b) * s->heads;
@@ -132,11 +145,7 @@ static int attn_table(const bs_calib_data *d, int kernel, int dd, int causal, in
         t->tflops[t->n++] = fl / bs_fit_sat_time(f, b, fl) / 1e12;
       }
     } else {
-      for (int i = 0; i < s->n && t->n < BS_PROF_MAX_POINTS; i++) {
-        if (t->n && s->x[i] <= t->x[t->n - 1]) continue;
-        t->x[t->n] = s->x[i];
-        t->tflops[t->n++] = s->flops[i] / s->t[i] / 1e12;
-      }
+      append_measured(t, s);
     }
   }
   return t->n > 0;
@@ -351,19 +360,9 @@ static int decode_table(const bs_calib_data *d, int kernel, int dd, int bf16, bs
   char e[160];
   bs_fit_sat f;
   if (dec.n >= 3 && bs_fit_saturating(dec.x, dec.flops, dec.t, dec.n, &f, e, sizeof e) == 0 &&
-      f.q.max_rel_resid <= BS_CALIB_FIT_TOL) {
-    for (double nk = 1024; nk <= 1048576; nk *= 2) {
-      double x = sqrt(nk), fl = 4.0 * dd * nk * dec.heads;
-      t->x[t->n] = x;
-      t->tflops[t->n++] = fl / bs_fit_sat_time(&f, x, fl) / 1e12;
-    }
-  } else {
-    for (int i = 0; i < dec.n && t->n < BS_PROF_MAX_POINTS; i++) {
-      if (t->n && dec.x[i] <= t->x[t->n - 1]) continue;
-      t->x[t->n] = dec.x[i];
-      t->tflops[t->n++] = dec.flops[i] / dec.t[i] / 1e12;
-    }
-  }
+      f.q.max_rel_resid <= BS_CALIB_FIT_TOL)
+    append_decode_fit(t, &f, dd, dec.heads, 1048576);
+  else append_measured(t, &dec);
   return t->n > 0;
 }
 
