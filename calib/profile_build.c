@@ -685,16 +685,24 @@ cJSON *bs_calib_profile_json(const bs_calib_data *d, const bs_calib_opts *o, con
   }
   tag_tables(root, fits, p, types);
   cJSON_ReplaceItemInObject(root, "name", cJSON_CreateString(name));
-  cJSON_AddStringToObject(
-    root, "description",
-    strcmp(d->kernel_path, "cuda") == 0
-      ? "Measured by burstsim calib --backend cuda on the GPU(s) of this machine, for the host topology: kernel "
-        "times are the device's (ranks sharing a device count as the CPU's ranks do: time with all busy / "
-        "ranks), attention on launches of 16 heads as the runtime launches every head at once, GEMMs in fp32 "
-        "(the runtime's projections on scratch); links: NCCL where every rank has its own GPU, else Open MPI "
-        "between host buffers (the runtime's staging copies between device and host are not in them)"
-      : "Measured by burstsim calib on this machine for the host topology: every rank an actor on one shared "
-        "CPU; kernel times are whole-CPU-equivalent (time with all ranks busy / ranks)");
+  int heads = 1; /* heads per attention launch, as the points were measured */
+  for (int i = 0; i < d->nk; i++)
+    if (d->k[i].heads > heads) heads = d->k[i].heads;
+  char desc[640];
+  if (strcmp(d->kernel_path, "cuda") == 0)
+    snprintf(desc, sizeof desc,
+             "Measured by burstsim calib --backend cuda on the GPU(s) of this machine, for the host topology: "
+             "kernel times are the device's (ranks sharing a device count as the CPU's ranks do: time with all "
+             "busy / ranks), attention on launches of %d heads as the runtime launches every head at once, "
+             "GEMMs in fp32 (the runtime's projections on scratch); links: NCCL where every rank has its own "
+             "GPU, else Open MPI between host buffers (the runtime's staging copies between device and host are "
+             "not in them)",
+             heads);
+  else
+    snprintf(desc, sizeof desc,
+             "Measured by burstsim calib on this machine for the host topology: every rank an actor on one shared "
+             "CPU; kernel times are whole-CPU-equivalent (time with all ranks busy / ranks)");
+  cJSON_AddStringToObject(root, "description", desc);
   machine_json(root, d);
   calibration_json(root, d, o);
   cJSON_AddItemToObject(root, "fits", fits);
