@@ -13,13 +13,15 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}
 case $mode in
   run)
-    bs=$2/burstsim out=$3
+    bs=$(cd "$2" && pwd)/burstsim out=$3
     mkdir -p "$out"
+    out=$(cd "$out" && pwd)
+    cd "$here" || exit 2 # scenario paths relative to the checkout: messages name them the same in any clone
     fail=0
     # flags per set: every ini under each; model-scope inis add --layers off
     flagsets=("" "--engine simgrid" "--engine direct" "--fold off" "--coll steps" "--coll flow"
       "--coll analytic" "--explain")
-    for ini in "$here"/tests/golden/*.ini; do
+    for ini in tests/golden/*.ini; do
       name=$(basename "$ini" .ini)
       sets=("${flagsets[@]}")
       grep -q '^scope *=.*model' "$ini" && sets+=("--layers off")
@@ -37,7 +39,7 @@ case $mode in
     # (the search's own seconds are cut from its summary line)
     space=(--set model.fp8=off --set workload.recompute=off --set parallel.pp_schedule=1f1b --set parallel.tp=auto
       --set parallel.pp=auto --set parallel.method=auto --set parallel.layout=auto --set parallel.zero=auto)
-    for ini in "$here"/tests/sim/search.ini "$here"/tests/golden/composed.ini; do
+    for ini in tests/sim/search.ini tests/golden/composed.ini; do
       name=search-$(basename "$ini" .ini)
       a=()
       [ "$name" = search-composed ] && a=("${space[@]}")
