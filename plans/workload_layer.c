@@ -1,0 +1,208 @@
+/*
+ * workload_layer.c — the ops a workload plan emits and the pieces of a layer
+ * built from them (workload_impl.h).
+ *
+ * Ids: buffer and handle ids come from the plan's bit sets (BS_WL_MAX_BUFS,
+ * BS_WL_MAX_HANDLES); running out sets the iterator's error. Ops: ALLOC,
+ * FREE, GEMM (a forward [m x k] x [k x n], or its two backward GEMMs),
+ * ELEMWISE and COLL, pushed on the outer iterator's queue. The pieces of a
+ * layer around its attention: RMSNorm, the QKV, output and MLP projections
+ * (model.fp8: in FP8), SwiGLU, the residual adds, their backward, and the
+ * tensor-parallel collectives after a row-parallel GEMM (v1: all-reduce) or
+ * around the GEMM domain (v3: all-gather before, reduce-scatter after).
+ */
+#include "workload_impl.h"
+
+/* ---------- ids and ops ---------- */
+
+int32_t wl_take(uint64_t *bits, int n, bs_plan_iter *it) {
+  for (int w = 0; w < n / 64; w++)
+    if (~bits[w]) {
+      int i = __builtin_ctzll(~bits[w]);
+      bits[w] |= (uint64_t)1 << i;
+      return w * 64 + i;
+    }
+  it->err = 1;
+  return 0;
+}
+void wl_give(uint64_t *bits, int32_t i) { bits[i / 64] &= ~((uint64_t)1 << (i % 64)); }
+
+int32_t w_alloc(bs_wl *w, int64_t bytes, bs_mem_class cls) {
+  int32_t id = wl_take(w->bufs, BS_WL_MAX_BUFS, w->it);
+  bs_op *op = plan_push(w->it, BS_OP_ALLOC);
+  op->u.alloc.buf = id;
+  op->u.alloc.bytes = bytes;
+  op->u.alloc.cls = cls;
+  op->u.alloc.role = BS_ROLE_TMP;
+  op->u.alloc.elem = w->p->elem;
+  return id;
+}
+
+void w_free(bs_wl *w, int32_t *id) {
+  if (*id < 0) return;
+  wl_give(w->bufs, *id);
+  plan_push(w->it, BS_OP_FREE)->u.free.buf = *id;
+  *id = -1;
+}
+
+static bs_compute *w_gemm(bs_wl *w, int64_t m, int64_t n, int64_t k) {
+  bs_compute *c = plan_compute(w->it, BS_K_GEMM);
+  c->m = m;
+  c->n = n;
+  c->k = k;
+  c->flops = 2.0 * (double)m * (double)n * (double)k;
+  return c;
+}
+
+/* A forward GEMM [m x k] x [k x n], or its backward: dX = dY W^T and dW = X^T dY; fp8: all three
+ * with FP8 operands (Transformer Engine runs the forward, data-gradient and weight-gradient GEMMs
+ * of an FP8 layer in FP8). */
+void w_linear8(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd, int fp8, const char *what) {
+  bs_compute *c[2] = {NULL, NULL};
+  if (!bwd) {
+    c[0] = w_gemm(w, m, n, k);
+  } else {
+    c[0] = w_gemm(w, m, k, n);
+    c[1] = w_gemm(w, k, n, m);
+  }
+  for (int i = 0; i < 2 && c[i]; i++) {
+    c[i]->fp8 = fp8;
+    c[i]->label = what;
+  }
+}
+void w_linear(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd, const char *what) {
+  w_linear8(w, m, n, k, bwd, 0, what);
+}
+
+/* model.fp8: the attention projections (all) and the MLP's GEMMs (ffn, all) in FP8. */
+int wl_fp8_proj(const bs_wl *w) { return w->p->cfg.model.fp8 == BS_FP8_ALL; }
+int wl_fp8_mlp(const bs_wl *w) { return w->p->cfg.model.fp8 != BS_FP8_OFF; }
+
+void w_ew(bs_wl *w, int64_t elems, double flops_per_elem, const char *what) {
+  bs_compute *c = plan_compute(w->it, BS_K_ELEMWISE);
+  c->label = what;
+  c->ew = BS_EW_GENERIC;
+  c->elems = elems;
+  c->flops = flops_per_elem * (double)elems;
+}
+
+int32_t w_coll(bs_wl *w, bs_coll_kind kind, bs_group g, int64_t bytes) {
+  bs_op *op = plan_push(w->it, BS_OP_COLL);
+  op->handle = wl_take(w->hnds, BS_WL_MAX_HANDLES, w->it);
+  op->u.coll.kind = kind;
+  op->u.coll.red = BS_RED_SUM;
+  op->u.coll.elem = w->p->elem;
+  op->u.coll.group = g;
+  op->u.coll.send = BS_NOREF;
+  op->u.coll.recv = BS_NOREF;
+  op->u.coll.bytes = bytes;
+  return op->handle;
+}
+
+void w_wait(bs_wl *w, int32_t *h) {
+  if (*h < 0) return;
+  bs_op *op = plan_push(w->it, BS_OP_WAIT);
+  op->u.wait.n = 1;
+  op->u.wait.handles[0] = *h;
+  wl_give(w->hnds, *h);
+  *h = -1;
+}
+
+void w_sync_coll(bs_wl *w, bs_coll_kind kind, bs_group g, int64_t bytes) {
+  if (g.size <= 1) return;
+  int32_t h = w_coll(w, kind, g, bytes);
+  w_wait(w, &h);
+}
+
+/* ---------- pieces of a layer ---------- */
+
+/* Tensor-parallel collectives: v1 after a row-parallel GEMM (all-reduce), v3
+ * all-gather into the GEMM domain / reduce-scatter out of it. */
+void wl_tp_reduce(bs_wl *w) {
+  if (!w->tp) return;
+  int64_t full = w->T * w->H * w->es;
+  w_sync_coll(w, w->v3 ? BS_COLL_REDUCE_SCATTER : BS_COLL_ALLREDUCE, w->tpg, full);
+}
+int32_t wl_tp_gather(bs_wl *w) {
+  if (!w->tp || !w->v3) return -1;
+  int32_t b = w_alloc(w, w->T * w->H * w->es, BS_MEM_COMM);
+  w_sync_coll(w, BS_COLL_ALLGATHER, w->tpg, w->Tn * w->H * w->es);
+  return b;
+}
+
+/* Bytes of one layer's non-attention activations kept for the backward. */
+int64_t wl_saved_bytes(const bs_wl *w) {
+  int64_t Tg = w->v3 ? w->Tn : w->T; /* v3 keeps the sharded norm outputs and gathers again */
+  /* layer input, norm1 output, residual after attention, norm2 output, gate and up, SwiGLU output */
+  return (2 * w->Tn * w->H + 2 * Tg * w->H + w->T * 3 * (w->F / w->g)) * w->es;
+}
+
+/* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */
+void wl_layer_pre(bs_wl *w) { w_ew(w, w->Tn * w->H, 4, "RMSNorm"); /* square, sum, scale, weight */ }
+
+void wl_layer_qkv(bs_wl *w) {
+  int32_t gb = wl_tp_gather(w);
+  w_linear8(w, w->T, w->qkvw / w->g, w->H, 0, wl_fp8_proj(w), "QKV projection");
+  w_free(w, &gb);
+}
+
+/* After attention: output projection, residual, norm, MLP, residual. */
+void wl_layer_post(bs_wl *w) {
+  int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0, wl_fp8_proj(w), "output projection");
+  wl_tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 1, "residual add");
+  w_free(w, &t);
+  w_ew(w, w->Tn * w->H, 4, "RMSNorm");
+  int32_t gb = wl_tp_gather(w);
+  int32_t gu = w_alloc(w, w->T * 3 * w->F / w->g * w->es, BS_MEM_WORKSPACE);
+  w_linear8(w, w->T, 2 * w->F / w->g, w->H, 0, wl_fp8_mlp(w), "MLP gate and up");
+  w_free(w, &gb);
+  w_ew(w, w->T * w->F / w->g, 5, "SwiGLU"); /* silu(gate) * up */
+  t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear8(w, w->T, w->H, w->F / w->g, 0, wl_fp8_mlp(w), "MLP down");
+  w_free(w, &gu);
+  wl_tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 1, "residual add");
+  w_free(w, &t);
+}
+
+/* Backward of the MLP half and the second norm. */
+void wl_layer_mlp_bwd(bs_wl *w) {
+  int64_t f = w->F / w->g;
+  int32_t gy = wl_tp_gather(w); /* v3: grad of the reduce-scatter */
+  int32_t gx = wl_tp_gather(w); /* v3: norm2 output gathered again for dW */
+  int32_t da = w_alloc(w, w->T * f * w->es, BS_MEM_WORKSPACE);
+  w_linear8(w, w->T, w->H, f, 1, wl_fp8_mlp(w), "MLP down backward");
+  w_free(w, &gy);
+  int32_t dgu = w_alloc(w, w->T * 2 * f * w->es, BS_MEM_WORKSPACE);
+  w_ew(w, w->T * f, 8, "SwiGLU backward");
+  w_free(w, &da);
+  int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear8(w, w->T, 2 * f, w->H, 1, wl_fp8_mlp(w), "MLP gate and up backward");
+  w_free(w, &gx);
+  w_free(w, &dgu);
+  wl_tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
+  w_ew(w, w->Tn * w->H, 1, "residual gradient add");
+  w_free(w, &dn);
+}
+
+/* Backward of the output projection (at the attention backward's hook: dO). */
+void wl_layer_o_bwd(bs_wl *w) {
+  int32_t gy = wl_tp_gather(w);
+  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 1, wl_fp8_proj(w), "output projection backward");
+  w_free(w, &gy);
+}
+
+/* Backward of the QKV projection and the first norm. */
+void wl_layer_qkv_bwd(bs_wl *w) {
+  int32_t gx = wl_tp_gather(w); /* v3: norm1 output gathered again for dW */
+  int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear8(w, w->T, w->qkvw / w->g, w->H, 1, wl_fp8_proj(w), "QKV projection backward");
+  w_free(w, &gx);
+  wl_tp_reduce(w);
+  w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
+  w_ew(w, w->Tn * w->H, 1, "residual gradient add");
+  w_free(w, &dn);
+}

@@ -1,0 +1,362 @@
+/*
+ * scenario_keys.c — the keys of a scenario file: one setter per key, which
+ * parses a value into a bs_config or says why it cannot, and the table of
+ * (section, key, setter, help) in application order, with the lookups and
+ * the "did you mean" suggestions for a section or key the table lacks.
+ */
+#include "scenario_impl.h"
+#include "topologies/topo.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- setters, one per key ------------------------------------------- */
+
+#define INT_SETTER(fn, field, lo, hi, suffix)                       \
+  static int fn(bs_config *c, const char *v, char *why, size_t n) { \
+    int64_t x;                                                      \
+    if (scn_parse_int64(v, lo, hi, suffix, &x, why, n)) return -1;  \
+    c->field = x;                                                   \
+    return 0;                                                       \
+  }
+#define ENUM_SETTER(fn, field, type, ...)                           \
+  static int fn(bs_config *c, const char *v, char *why, size_t n) { \
+    static const char *const names[] = {__VA_ARGS__, NULL};         \
+    int i = scn_parse_enum(v, names, why, n);                       \
+    if (i < 0) return -1;                                           \
+    c->field = (type)i;                                             \
+    return 0;                                                       \
+  }
+#define BOOL_SETTER(fn, field)                                      \
+  static int fn(bs_config *c, const char *v, char *why, size_t n) { \
+    int b;                                                          \
+    if (scn_parse_bool(v, &b, why, n)) return -1;                   \
+    c->field = b;                                                   \
+    return 0;                                                       \
+  }
+
+static const int64_t BIG = (int64_t)1 << 40; /* 1 Ti tokens: beyond any plan */
+
+static int set_preset(bs_config *c, const char *v, char *why, size_t n) {
+  if (bs_model_preset(v, &c->model) == 0) return 0;
+  char cb[SHOWN + 4];
+  size_t off = (size_t)snprintf(why, n, "unknown preset '%s' (", scn_clip(v, cb));
+  nearest nr;
+  scn_near_init(&nr, v);
+  for (int i = 0; bs_model_preset_name(i); i++) {
+    scn_near_offer(&nr, bs_model_preset_name(i));
+    if (off < n) off += (size_t)snprintf(why + off, n - off, "%s%s", i ? ", " : "", bs_model_preset_name(i));
+  }
+  if (off < n) snprintf(why + off, n - off, ")");
+  scn_near_append(&nr, why, n);
+  return -1;
+}
+INT_SETTER(set_hidden, model.hidden, 1, 1 << 20, 0)
+INT_SETTER(set_heads, model.heads, 1, 1 << 14, 0)
+INT_SETTER(set_kv_heads, model.kv_heads, 1, 1 << 14, 0)
+INT_SETTER(set_head_dim, model.head_dim, 1, 1024, 0)
+INT_SETTER(set_layers, model.layers, 1, 1 << 12, 0)
+INT_SETTER(set_ffn, model.ffn, 1, 1 << 22, 0)
+INT_SETTER(set_vocab, model.vocab, 1, 1 << 24, 0)
+ENUM_SETTER(set_dtype, model.dtype, bs_dtype, "bf16", "fp16", "fp32")
+ENUM_SETTER(set_fp8, model.fp8, bs_fp8, "off", "ffn", "all")
+
+ENUM_SETTER(set_phase, work.phase, bs_phase, "train", "prefill", "decode")
+INT_SETTER(set_seq_len, work.seq_len, 1, BIG, 1)
+INT_SETTER(set_batch, work.batch, 1, 1 << 20, 0)
+BOOL_SETTER(set_causal, work.causal)
+INT_SETTER(set_window, work.window, 0, BIG, 1)
+ENUM_SETTER(set_scope, work.scope, bs_scope, "attention", "layer", "model")
+INT_SETTER(set_decode_tokens, work.decode_tokens, 1, 1 << 20, 1)
+/* off | selective | full; a boolean keeps its old meaning (true = full). */
+static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
+  int b;
+  if (!strcmp(v, "selective")) return c->work.recompute = BS_RECOMPUTE_SELECTIVE, 0;
+  if (!strcmp(v, "full")) return c->work.recompute = BS_RECOMPUTE_FULL, 0;
+  if (!scn_parse_bool(v, &b, why, n)) return c->work.recompute = b ? BS_RECOMPUTE_FULL : BS_RECOMPUTE_OFF, 0;
+  char cb[SHOWN + 4];
+  snprintf(why, n, "'%s' is not off, selective or full (true/on = full, false = off)", scn_clip(v, cb));
+  return -1;
+}
+ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
+INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
+ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
+static int set_seed(bs_config *c, const char *v, char *why, size_t n) {
+  int64_t x;
+  if (scn_parse_int64(v, 0, INT64_MAX, 0, &x, why, n)) return -1;
+  c->seed = (uint64_t)x;
+  return 0;
+}
+
+static int set_method(bs_config *c, const char *v, char *why, size_t n) {
+  const char *names[BS_METHOD_COUNT + 1];
+  for (int m = 0; m < BS_METHOD_COUNT; m++) names[m] = bs_method_name((bs_method)m);
+  names[BS_METHOD_COUNT] = NULL;
+  int i = scn_parse_enum(v, names, why, n);
+  if (i < 0) return -1;
+  c->par.method = (bs_method)i;
+  return 0;
+}
+INT_SETTER(set_gpus, par.gpus, 1, 1 << 20, 0)
+ENUM_SETTER(set_layout, par.layout, bs_layout, "contiguous", "zigzag", "striped")
+static int set_double_ring(bs_config *c, const char *v, char *why, size_t n) {
+  static const char *const names[] = {"auto", "off", "on", NULL};
+  int i = scn_parse_enum(v, names, why, n);
+  if (i < 0) return -1;
+  c->par.double_ring = i == 0 ? BS_AUTO : i == 1 ? BS_OFF : BS_ON;
+  return 0;
+}
+BOOL_SETTER(set_lao, par.lao)
+static int set_bwd_comm(bs_config *c, const char *v, char *why, size_t n) {
+  static const char *const names[] = {"plain", "optimized", NULL};
+  int i = scn_parse_enum(v, names, why, n);
+  if (i < 0) return -1;
+  c->par.bwd_opt = i;
+  return 0;
+}
+INT_SETTER(set_ulysses_degree, par.ulysses_degree, 1, 1 << 20, 0)
+static int set_tp_variant(bs_config *c, const char *v, char *why, size_t n) {
+  static const char *const names[] = {"v1", "v3", NULL};
+  int i = scn_parse_enum(v, names, why, n);
+  if (i < 0) return -1;
+  c->par.tp_variant = i == 0 ? 1 : 3;
+  return 0;
+}
+ENUM_SETTER(set_ulysses_placement, par.ulysses_placement, bs_placement, "head-first", "ring-first")
+INT_SETTER(set_zero, par.zero, 0, 3, 0)
+INT_SETTER(set_ranks_per_node, par.ranks_per_node, 1, 1 << 16, 0)
+INT_SETTER(set_tp, par.tp, 1, 1 << 20, 0)
+INT_SETTER(set_dp, par.dp, 1, 1 << 20, 0)
+INT_SETTER(set_pp, par.pp, 1, 1 << 12, 0)
+ENUM_SETTER(set_pp_schedule, par.pp_schedule, bs_pp_schedule, "1f1b", "interleaved")
+INT_SETTER(set_pp_chunks, par.pp_chunks, 1, 1 << 12, 0)
+static int set_micro_batch(bs_config *c, const char *v, char *why, size_t n) {
+  int64_t x;
+  if (!strcmp(v, "auto")) return c->par.micro_batch = 0, 0;
+  if (scn_parse_int64(v, 1, 1 << 20, 0, &x, why, n)) return -1;
+  c->par.micro_batch = (int)x;
+  return 0;
+}
+static int set_order(bs_config *c, const char *v, char *why, size_t n) {
+  if (!bs_order_parse(v, c->par.order)) return 0;
+  char cb[SHOWN + 4];
+  snprintf(why, n, "'%s' is not an order of tp, cp, dp and pp, each once, fastest first (e.g. tp-cp-dp-pp)",
+           scn_clip(v, cb));
+  return -1;
+}
+
+static int set_topology(bs_config *c, const char *v, char *why, size_t n) {
+  return scn_parse_name(v, c->cluster.topology, sizeof c->cluster.topology, why, n);
+}
+static int set_profile(bs_config *c, const char *v, char *why, size_t n) {
+  return scn_parse_name(v, c->cluster.profile, sizeof c->cluster.profile, why, n);
+}
+INT_SETTER(set_nodes, cluster.nodes, 0, 1 << 16, 0)
+INT_SETTER(set_nics_per_node, cluster.nics_per_node, 1, 1 << 16, 0)
+ENUM_SETTER(set_coll_algo, cluster.coll_algo, bs_coll_algo, "ring", "tree", "auto")
+BOOL_SETTER(set_trace, trace)
+
+/* ---- what-ifs (sim): values "none" or A:F ------------------------------ */
+
+/* A factor: a finite real in (0, hi]. */
+static int parse_factor(const char *v, double hi, double *out, char *why, size_t n) {
+  char cb[SHOWN + 4], *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x)) {
+    snprintf(why, n, "factor '%s' is not a number", scn_clip(v, cb));
+    return -1;
+  }
+  if (!(x > 0) || x > hi) {
+    snprintf(why, n, "factor %g must be > 0%s", x, hi < 1e300 ? " and <= 1" : "");
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+/* "A:F" into its two halves (A copied into a, at most cap - 1 characters); -1 when there is no ':'. */
+static int split_colon(const char *v, char *a, size_t cap, const char **f, const char *form, char *why, size_t n) {
+  char cb[SHOWN + 4];
+  const char *colon = strchr(v, ':');
+  if (!colon || (size_t)(colon - v) >= cap || colon == v || !colon[1]) {
+    snprintf(why, n, "'%s' is not %s or none", scn_clip(v, cb), form);
+    return -1;
+  }
+  memcpy(a, v, (size_t)(colon - v));
+  a[colon - v] = '\0';
+  *f = colon + 1;
+  return 0;
+}
+
+static int set_straggler(bs_config *c, const char *v, char *why, size_t n) {
+  if (!strcmp(v, "none")) {
+    c->cluster.straggler_rank = 0;
+    c->cluster.straggler_factor = 0;
+    return 0;
+  }
+  char a[32];
+  const char *f;
+  int64_t r;
+  double x;
+  if (split_colon(v, a, sizeof a, &f, "RANK:FACTOR (17:1.5)", why, n) ||
+      scn_parse_int64(a, 0, 1 << 20, 0, &r, why, n) || parse_factor(f, 1e300, &x, why, n))
+    return -1;
+  c->cluster.straggler_rank = (int)r;
+  c->cluster.straggler_factor = x;
+  return 0;
+}
+
+static int set_degrade(bs_config *c, const char *v, char *why, size_t n) {
+  bs_cluster *k = &c->cluster;
+  if (!strcmp(v, "none")) {
+    k->degrade_factor = 0;
+    k->degrade_one_node = 0;
+    return 0;
+  }
+  char a[48];
+  const char *f;
+  double x;
+  if (split_colon(v, a, sizeof a, &f, "CLASS:FACTOR or CLASS@NODE:FACTOR (nic:0.5, nvlink@3:0.5)", why, n)) return -1;
+  char *at = strchr(a, '@');
+  int64_t node = 0;
+  if (at) {
+    *at = '\0';
+    if (scn_parse_int64(at + 1, 0, 1 << 16, 0, &node, why, n)) return -1;
+  }
+  const char *classes[BS_LINK_CLASS_COUNT + 1];
+  for (int i = 0; i < BS_LINK_CLASS_COUNT; i++) classes[i] = bs_link_class_name((bs_link_class)i);
+  classes[BS_LINK_CLASS_COUNT] = NULL;
+  int cls = scn_parse_enum(a, classes, why, n);
+  if (cls < 0) return -1;
+  if (parse_factor(f, 1, &x, why, n)) return -1;
+  k->degrade_class = cls;
+  k->degrade_one_node = at != NULL;
+  k->degrade_node = (int)node;
+  k->degrade_factor = x;
+  return 0;
+}
+
+static int set_failed_nics(bs_config *c, const char *v, char *why, size_t n) {
+  if (!strcmp(v, "none")) {
+    c->cluster.failed_node = 0;
+    c->cluster.failed_nics = 0;
+    return 0;
+  }
+  char a[32];
+  const char *f;
+  int64_t node = -1, k;
+  if (split_colon(v, a, sizeof a, &f, "NODE:NICS or all:NICS (3:1)", why, n) ||
+      (strcmp(a, "all") && scn_parse_int64(a, 0, 1 << 16, 0, &node, why, n)) ||
+      scn_parse_int64(f, 1, 1 << 16, 0, &k, why, n))
+    return -1;
+  c->cluster.failed_node = (int)node;
+  c->cluster.failed_nics = (int)k;
+  return 0;
+}
+INT_SETTER(set_nodes_per_leaf, cluster.nodes_per_leaf, 1, 1 << 20, 0)
+static int set_oversub(bs_config *c, const char *v, char *why, size_t n) {
+  char cb[SHOWN + 4], *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 1 || x > 1e6) {
+    snprintf(why, n, "'%s' is not a ratio in [1, 1e6]", scn_clip(v, cb));
+    return -1;
+  }
+  c->cluster.oversub = x;
+  return 0;
+}
+
+/* Table order is application order: model.preset must come before the model keys. */
+const key_def scn_keys[] = {
+  {"model", "preset", set_preset, "a name of bs_model_preset_name"},
+  {"model", "hidden", set_hidden, "model width"},
+  {"model", "heads", set_heads, "query heads"},
+  {"model", "kv_heads", set_kv_heads, "key/value heads (GQA)"},
+  {"model", "head_dim", set_head_dim, "head dimension"},
+  {"model", "layers", set_layers, "transformer layers"},
+  {"model", "ffn", set_ffn, "MLP inner width"},
+  {"model", "vocab", set_vocab, "vocabulary size"},
+  {"model", "dtype", set_dtype, "bf16 | fp16 | fp32"},
+  {"model", "fp8", set_fp8, "off | ffn | all (layer and model scope: which GEMMs run in FP8)"},
+  {"workload", "phase", set_phase, "train | prefill | decode"},
+  {"workload", "seq_len", set_seq_len, "tokens (K, M suffixes)"},
+  {"workload", "batch", set_batch, "sequences"},
+  {"workload", "causal", set_causal, "true | false"},
+  {"workload", "window", set_window, "sliding window, 0 = none"},
+  {"workload", "scope", set_scope, "attention | layer | model"},
+  {"workload", "decode_tokens", set_decode_tokens, "query tokens per decode step"},
+  {"workload", "recompute", set_recompute, "off | selective | full (true = full)"},
+  {"workload", "kv_cache", set_kv_cache, "keep | drop (prefill: each layer's K, V stay or go after attention)"},
+  {"workload", "cached_tokens", set_cached_tokens,
+   "prefill: tokens of seq_len already in the KV cache, 0 = none (K, M suffixes)"},
+  {"workload", "seed", set_seed, "seed of the inputs of real runs"},
+  {"parallel", "method", set_method, "a name of bs_method_name"},
+  {"parallel", "gpus", set_gpus, "devices"},
+  {"parallel", "layout", set_layout, "contiguous | zigzag | striped"},
+  {"parallel", "double_ring", set_double_ring, "auto | on | off"},
+  {"parallel", "lao", set_lao, "on | off"},
+  {"parallel", "bwd_comm", set_bwd_comm, "optimized | plain"},
+  {"parallel", "ulysses_degree", set_ulysses_degree, "ranks per all-to-all group (usp)"},
+  {"parallel", "ulysses_placement", set_ulysses_placement,
+   "head-first | ring-first (usp: all-to-all or ring inside a node)"},
+  {"parallel", "tp_variant", set_tp_variant, "v1 | v3"},
+  {"parallel", "zero", set_zero, "0 | 1 | 2 | 3"},
+  {"parallel", "ranks_per_node", set_ranks_per_node, "ranks per node in real runs"},
+  {"parallel", "tp", set_tp, "tensor-parallel degree (Megatron, sequence parallel with tp_variant v3)"},
+  {"parallel", "dp", set_dp, "data-parallel replicas"},
+  {"parallel", "pp", set_pp, "pipeline stages (model scope)"},
+  {"parallel", "pp_schedule", set_pp_schedule, "1f1b | interleaved"},
+  {"parallel", "pp_chunks", set_pp_chunks, "interleaved: model chunks per rank (default 2)"},
+  {"parallel", "micro_batch", set_micro_batch, "sequences per microbatch | auto (batch / dp)"},
+  {"parallel", "cp_pass", set_cp_pass, "kv | q (burst, ring: K,V or the queries travel the ring)"},
+  {"parallel", "order", set_order, "dimensions fastest first over the ranks (tp-cp-dp-pp)"},
+  {"cluster", "topology", set_topology, "a generator of bs_topo_generator_names | FILE.xml"},
+  {"cluster", "profile", set_profile, "a profile of calib/profiles | FILE.json (default: the topology's)"},
+  {"cluster", "nodes", set_nodes, "nodes, 0 = from gpus"},
+  {"cluster", "nics_per_node", set_nics_per_node, "NICs per node, dividing its GPUs (dgx; default: one per GPU)"},
+  {"cluster", "coll_algo", set_coll_algo, "ring | tree | auto (sim: how an allreduce is shaped)"},
+  {"cluster", "nodes_per_leaf", set_nodes_per_leaf,
+   "dgx: nodes under one leaf switch (default 16; --nodes-per-leaf wins)"},
+  {"cluster", "oversub", set_oversub, "dgx: leaf oversubscription, 1 .. 1e6 (default 1; --oversub wins)"},
+  {"cluster", "straggler", set_straggler, "none | RANK:F (sim: that rank's COMPUTE takes F times longer)"},
+  {"cluster", "degrade", set_degrade, "none | CLASS:F | CLASS@NODE:F (sim: links of a class at F of their bandwidth)"},
+  {"cluster", "failed_nics", set_failed_nics, "none | NODE:K | all:K (sim: K NICs of a node, or of every node, down)"},
+  {"output", "trace", set_trace, "on | off"},
+};
+_Static_assert(sizeof scn_keys / sizeof scn_keys[0] == SCN_NKEYS, "SCN_NKEYS (scenario_impl.h): the keys of the table");
+
+int scn_find_key(const char *section, const char *key) {
+  for (int i = 0; i < SCN_NKEYS; i++)
+    if (!strcmp(scn_keys[i].section, section) && !strcmp(scn_keys[i].key, key)) return i;
+  return -1;
+}
+int scn_known_section(const char *s) {
+  for (int i = 0; i < SCN_NKEYS; i++)
+    if (!strcmp(scn_keys[i].section, s)) return 1;
+  return 0;
+}
+
+/* Appends "(did you mean SECTION.KEY?)" to msg for the known key closest to section.key. */
+void scn_suggest_key(const char *section, const char *key, char *msg, size_t n) {
+  char typed[2 * NEAR_MAX], known[SCN_NKEYS][48];
+  snprintf(typed, sizeof typed, "%s.%s", section, key);
+  nearest nr;
+  scn_near_init(&nr, typed);
+  for (int i = 0; i < SCN_NKEYS; i++) {
+    snprintf(known[i], sizeof known[i], "%s.%s", scn_keys[i].section, scn_keys[i].key);
+    scn_near_offer(&nr, known[i]);
+  }
+  scn_near_append(&nr, msg, n);
+}
+
+/* Appends "(did you mean SECTION?)" to msg for the known section closest to s. */
+void scn_suggest_section(const char *s, char *msg, size_t n) {
+  nearest nr;
+  scn_near_init(&nr, s);
+  for (int i = 0; i < SCN_NKEYS; i++) scn_near_offer(&nr, scn_keys[i].section);
+  scn_near_append(&nr, msg, n);
+}
