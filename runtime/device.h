@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "kernels/backend.h"
-#include "kernels/comm/comm.h"
+#include "comm/comm.h"
 #include "runtime/devplan.h"
 
 typedef struct {

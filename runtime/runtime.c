@@ -31,7 +31,7 @@
 #include "runtime/devplan.h"
 #include "plans/workload.h"
 #include "watchdog.h"
-#include "kernels/comm/comm_mpi.h"
+#include "comm/comm_mpi.h"
 #include "base/clock.h"
 #include "base/fill.h"
 #include "base/vec.h"

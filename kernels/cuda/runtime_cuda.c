@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/comm/comm_nccl.h"
+#include "comm/comm_nccl.h"
 #include "kernels/cuda/attn_cuda.h"
 
 typedef struct {
