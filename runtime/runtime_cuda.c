@@ -6,7 +6,7 @@
  * CUDA backend table enqueues every kernel) and the NCCL communicator with
  * the plan's group communicators made up front, in devplan.h's order.
  */
-#include "kernels/cuda/runtime_cuda.h"
+#include "runtime/runtime_cuda.h"
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
