@@ -22,7 +22,7 @@
 #include "calib/plots.h"
 #include "calib/profile_build.h"
 #include "kernels/attn.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 void bs_calib_opts_default(bs_calib_opts *o) {
   memset(o, 0, sizeof *o);

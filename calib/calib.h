@@ -1,7 +1,7 @@
 /*
  * calib.h — `burstsim calib`: microbenchmarks of every kernel the plans use
  * and of the links between ranks (through the communicator of comm.h), then
- * GSL fits (fit.h) turned into a profile the simulator reads (sim/profile.h).
+ * GSL fits (fit.h) turned into a profile the simulator reads (profile/profile.h).
  *
  * The files: calib.c runs it end to end (placement, machine, peaks, then the
  * benchmarks; the profile written once); timing.c times anything on all ranks

@@ -11,7 +11,7 @@
  *   gemm:    time = launch + T1 (k + k0) / (k pf), T1 the GEMM's compute time
  *            at the full peak (no tile or wave loss), k its inner dimension:
  *            the fraction pf of peak reached and a fixed per-tile cost of k0
- *            K elements (sim/profile.h, model "tiled"); linear in (launch,
+ *            K elements (profile/profile.h, model "tiled"); linear in (launch,
  *            1 / pf, k0 / pf), weighted least squares (gsl_multifit_wlinear);
  *   links:   time = latency + bytes / bandwidth per size range, with up to
  *            three ranges whose breaks (Open MPI's eager / rendezvous switch,

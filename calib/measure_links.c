@@ -1,6 +1,6 @@
 /*
  * measure_links.c — the link microbenchmarks of `burstsim calib`, through the
- * communicator the runtime drives (kernels/comm/comm.h, Open MPI backend):
+ * communicator the runtime drives (comm/comm.h, Open MPI backend):
  * ping-pong and bidirectional exchange between rank 0 and a rank of its own
  * node and of another node, a ring step over all ranks, and the four
  * collectives, 8 B (1 KiB for the rest) up to 64 or 256 MiB. Rank 0 prints
@@ -14,7 +14,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/comm/comm_mpi.h"
+#include "comm/comm_mpi.h"
 
 typedef struct {
   bs_comm *comm;

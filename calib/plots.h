@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include "calib/calib.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 /* Writes dir/plots.gp, dir/kernel_*.dat and dir/links.dat, then runs gnuplot there (a failure of gnuplot
  * is logged, not an error). Returns 0, or -1 with a message. */

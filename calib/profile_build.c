@@ -1,7 +1,7 @@
 /*
  * profile_build.c — the profile `burstsim calib` writes, built as one cJSON
  * tree from the measurements: GSL fits (fit.h) turned into the kernel models
- * and link classes of sim/profile.h, each table tagged with its storage type
+ * and link classes of profile/profile.h, each table tagged with its storage type
  * and its fit, then the machine, the calibration settings, the model checked
  * against every measurement, and the raw measurements (which the profile
  * loader ignores). The caller writes the tree once.
@@ -17,7 +17,7 @@
 #include "plans/plan.h"
 #include "runtime/compute.h"
 #include "sim/coll_shape.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 /* Largest relative residual at which a fit, rather than the measured rates, fills a table. */
 #define BS_CALIB_FIT_TOL 0.10
@@ -211,7 +211,7 @@ static int roofline_fit(const bs_calib_data *d, bs_profile *p, int kernel, int b
 }
 
 /*
- * The GEMM entry: the tiled model of sim/profile.h with no tile or wave
+ * The GEMM entry: the tiled model of profile/profile.h with no tile or wave
  * quantization on a CPU (tile 1 x 1, one unit: OpenBLAS runs edges with
  * narrower micro-kernels and splits the rows over threads), its bandwidth term
  * at the memcpy bandwidth, and launch_s, peak_fraction and k_overhead fitted

@@ -1,6 +1,6 @@
 /*
  * profile_build.h — the profile of a calibration as a value: a cJSON tree in
- * the format of sim/profile.h (plus "machine", "date", "calibration", "fits",
+ * the format of profile/profile.h (plus "machine", "date", "calibration", "fits",
  * "links_fit", "profile_check" and the raw "measurements", which the loader
  * ignores) that the caller may extend and then writes once.
  */
@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 #include "calib/calib.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 /*
  * Fits d and returns the profile named `name` as a tree (free it with

@@ -144,6 +144,10 @@ const char *bs_fp8_name(bs_fp8 f);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */
 int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);
+/* The sizes of tp, cp, dp and pp that p's keys give its gpus, the rule bs_mesh_of applies (a size
+ * left out is 1; method tp spans gpus / (dp x pp) with cp = 1, the other methods take
+ * cp = gpus / (tp x dp x pp)), without its checks: a quotient that does not divide is rounded down. */
+void bs_mesh_sizes(const bs_parallel *p, int size[BS_DIM_COUNT]);
 /* This rank's coordinate along dimension d. */
 int bs_mesh_coord(const bs_mesh *m, int rank, int d);
 /* The group kind traffic between these ranks belongs to (results' bytes by group): the one

@@ -145,37 +145,37 @@ static int inner_rpn(const bs_mesh *m, int rpn) {
 
 static int composed(const bs_config *cfg, const bs_mesh *m) { return m->size[m->att_dim] != cfg->par.gpus; }
 
-/* The decision with the mesh, for a composed plan that of its attention group. */
-static int decide_all(const bs_config *cfg, int ranks_per_node, bs_decision *d, char *err, size_t errlen) {
-  bs_mesh m;
-  if (bs_mesh_of(cfg, &m, err, errlen)) {
-    memset(d, 0, sizeof *d);
-    return -1;
-  }
+/* The decision with the mesh m of cfg, for a composed plan that of its attention group. */
+static int decide_all(const bs_config *cfg, const bs_mesh *m, int ranks_per_node, bs_decision *d) {
   int rc;
-  if (composed(cfg, &m)) {
+  if (composed(cfg, m)) {
     bs_config ac;
-    inner_config(cfg, &m, &ac);
-    rc = decide(&ac, inner_rpn(&m, ranks_per_node), d, err, errlen);
+    inner_config(cfg, m, &ac);
+    rc = decide(&ac, inner_rpn(m, ranks_per_node), d, NULL, 0);
   } else {
-    rc = decide(cfg, ranks_per_node, d, err, errlen);
+    rc = decide(cfg, ranks_per_node, d, NULL, 0);
   }
-  d->tp = m.size[BS_DIM_TP];
-  d->cp = m.size[BS_DIM_CP];
-  d->dp = m.size[BS_DIM_DP];
-  d->pp = m.size[BS_DIM_PP];
+  d->tp = m->size[BS_DIM_TP];
+  d->cp = m->size[BS_DIM_CP];
+  d->dp = m->size[BS_DIM_DP];
+  d->pp = m->size[BS_DIM_PP];
   d->pp_chunks = cfg->par.pp_schedule == BS_PP_INTERLEAVED && d->pp > 1 ? cfg->par.pp_chunks : 1;
-  d->micro_batch = m.micro_batch;
-  d->microbatches = m.microbatches;
+  d->micro_batch = m->micro_batch;
+  d->microbatches = m->microbatches;
   bs_order_string(cfg->par.order, d->order, sizeof d->order);
   return rc;
 }
 
 int bs_plan_decide(const bs_config *cfg, int ranks_per_node, bs_decision *d) {
-  return decide_all(cfg, ranks_per_node, d, NULL, 0);
+  bs_mesh m;
+  if (bs_mesh_of(cfg, &m, NULL, 0)) {
+    memset(d, 0, sizeof *d);
+    return -1;
+  }
+  return decide_all(cfg, &m, ranks_per_node, d);
 }
 
-void bs_plan_decision(const bs_plan *p, bs_decision *d) { decide_all(&p->cfg, p->rpn, d, NULL, 0); }
+void bs_plan_decision(const bs_plan *p, bs_decision *d) { decide_all(&p->cfg, &p->mesh, p->rpn, d); }
 
 /* What composition asks of a config beyond the method's own checks. */
 static int check_composed(const bs_config *c, const bs_mesh *m, char *err, size_t errlen) {

@@ -74,6 +74,15 @@ int bs_mesh_group_kind(const bs_mesh *m, int first, int stride, int size) {
   return kind_of_bits(differ(m, first, first + stride) | differ(m, first, first + stride * (size - 1)));
 }
 
+void bs_mesh_sizes(const bs_parallel *p, int size[BS_DIM_COUNT]) {
+  long long tp = p->tp > 0 ? p->tp : 1, dp = p->dp > 0 ? p->dp : 1, pp = p->pp > 0 ? p->pp : 1, G = p->gpus;
+  if (p->method == BS_TP) tp = G / (dp * pp);
+  size[BS_DIM_TP] = (int)tp;
+  size[BS_DIM_CP] = p->method == BS_TP ? 1 : (int)(G / (tp * dp * pp));
+  size[BS_DIM_DP] = (int)dp;
+  size[BS_DIM_PP] = (int)pp;
+}
+
 #define FAIL(...)                                          \
   do {                                                     \
     if (err && errlen) snprintf(err, errlen, __VA_ARGS__); \
@@ -90,7 +99,6 @@ int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen) {
   if (G < 1) FAIL("parallel.gpus: %lld must be at least 1", G);
   if (dp * pp > G || G % (dp * pp) != 0)
     FAIL("parallel.gpus: %lld is not divisible by parallel.dp x parallel.pp = %lld", G, dp * pp);
-  long long cp;
   if (p->method == BS_TP) {
     long long t = G / (dp * pp);
     if (p->tp > 1 && p->tp != t)
@@ -98,17 +106,9 @@ int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen) {
         "parallel.tp: method tp spans gpus / (dp x pp) = %lld ranks; set parallel.tp = %lld or leave it out (to "
         "run another method over context-parallel groups of tp ranks, set parallel.method to it)",
         t, t);
-    tp = t;
-    cp = 1;
-  } else {
-    if (tp * dp * pp > G || G % (tp * dp * pp) != 0)
-      FAIL("parallel.gpus: %lld is not divisible by parallel.tp x parallel.dp x parallel.pp = %lld", G, tp * dp * pp);
-    cp = G / (tp * dp * pp);
-  }
-  m->size[BS_DIM_TP] = (int)tp;
-  m->size[BS_DIM_CP] = (int)cp;
-  m->size[BS_DIM_DP] = (int)dp;
-  m->size[BS_DIM_PP] = (int)pp;
+  } else if (tp * dp * pp > G || G % (tp * dp * pp) != 0)
+    FAIL("parallel.gpus: %lld is not divisible by parallel.tp x parallel.dp x parallel.pp = %lld", G, tp * dp * pp);
+  bs_mesh_sizes(p, m->size);
   const int8_t *o = order_valid(p->order) ? p->order : default_order;
   int s = 1;
   for (int i = 0; i < BS_DIM_COUNT; i++) {

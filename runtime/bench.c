@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "runtime.h"
 #include "runtime/compute.h"
-#include "kernels/comm/comm_mpi.h"
+#include "comm/comm_mpi.h"
 #include "base/clock.h"
 
 static int cmp_d(const void *a, const void *b) {

@@ -3,7 +3,7 @@
  * plan there: the kernel table on device memory, memory moves between host
  * and device, events on the compute stream for timing, and the communicator
  * set-up and stream hooks. The runtime names no CUDA type: a GPU build fills
- * this table (kernels/cuda/runtime_cuda.h) and hands it over in
+ * this table (runtime/runtime_cuda.h) and hands it over in
  * bs_runtime_opts.device; NULL runs the CPU kernels on host memory. The
  * order of the calls for each op is devplan.h's schedule.
  */
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "kernels/backend.h"
-#include "kernels/comm/comm.h"
+#include "comm/comm.h"
 #include "runtime/devplan.h"
 
 typedef struct {

@@ -8,7 +8,7 @@
  * bytes a rank needs on the device and in host staging.
  *
  * The GPU executor (runtime.c with the hooks of runtime/device.h, filled by
- * kernels/cuda/runtime_cuda.c) follows exactly these decisions.
+ * runtime/runtime_cuda.c) follows exactly these decisions.
  */
 #ifndef BURSTSIM_RUNTIME_DEVPLAN_H
 #define BURSTSIM_RUNTIME_DEVPLAN_H

@@ -31,7 +31,7 @@
 #include <cblas.h>
 #include "runtime_impl.h"
 #include "watchdog.h"
-#include "kernels/comm/comm_mpi.h"
+#include "comm/comm_mpi.h"
 #include "base/clock.h"
 
 /* ---------------- the clocks ---------------- */

@@ -1,7 +1,7 @@
 /*
  * runtime.h — executes a plan for real: every rank runs its op stream with
  * the CPU kernels (COMPUTE ops through runtime/compute.h, the executor the
- * calibration times too) and the communicator (kernels/comm/comm.h, Open
+ * calibration times too) and the communicator (comm/comm.h, Open
  * MPI), measuring time per phase, time blocked on
  * communication, bytes per peer and the plan allocator's peak. A
  * verification mode gathers the outputs to rank 0 and compares them with a

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "kernels/comm/comm.h"
+#include "comm/comm.h"
 #include "plans/plan.h"
 
 typedef struct {

@@ -130,12 +130,12 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
   # shellcheck disable=SC2086 # CHECK_SRC is a list of names
   cc "${CFLAGS[@]}" -c "$ROOT/kernels/cuda/attn_cuda_host.c" -o "$BUILD/attn_cuda_host.o" 2>&1 &&
     compile_tests $CHECK_SRC &&
-    cc "${CFLAGS[@]}" -DBS_COMM_NCCL_LOCAL_ONLY -c "$ROOT/kernels/comm/comm_nccl.c" -o "$BUILD/comm_nccl.o" 2>&1 &&
-    cc "${CFLAGS[@]}" -c "$ROOT/kernels/comm/comm.c" -o "$BUILD/comm.o" 2>&1 &&
+    cc "${CFLAGS[@]}" -DBS_COMM_NCCL_LOCAL_ONLY -c "$ROOT/comm/comm_nccl.c" -o "$BUILD/comm_nccl.o" 2>&1 &&
+    cc "${CFLAGS[@]}" -c "$ROOT/comm/comm.c" -o "$BUILD/comm.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/base/clock.c" -o "$BUILD/clock.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/base/fill.c" -o "$BUILD/fill.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/base/vec.c" -o "$BUILD/vec.o" 2>&1 &&
-    cc "${CFLAGS[@]}" -c "$ROOT/tests/cuda/bs_comm_check.c" -o "$BUILD/bs_comm_check.o" 2>&1
+    cc "${CFLAGS[@]}" -c "$ROOT/tests/comm/bs_comm_check.c" -o "$BUILD/bs_comm_check.o" 2>&1
   rc=$?
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
   for f in attn_cuda_simple attn_cuda_fwd_mma attn_cuda_bwd_mma comm_cuda_ops; do

@@ -39,7 +39,7 @@ case $mode in
     # (the search's own seconds are cut from its summary line)
     space=(--set model.fp8=off --set workload.recompute=off --set parallel.pp_schedule=1f1b --set parallel.tp=auto
       --set parallel.pp=auto --set parallel.method=auto --set parallel.layout=auto --set parallel.zero=auto)
-    for ini in tests/sim/search.ini tests/golden/composed.ini; do
+    for ini in tests/search/search.ini tests/golden/composed.ini; do
       name=search-$(basename "$ini" .ini)
       a=()
       [ "$name" = search-composed ] && a=("${space[@]}")

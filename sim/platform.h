@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 #include "plans/config.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "sim/sim.h"
 #include "topologies/topo.h"
 

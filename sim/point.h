@@ -35,7 +35,7 @@
 #include "plans/plan.h"
 #include "sim/explain.h"
 #include "sim/platform.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "sim/sim.h"
 
 #define MAX_HANDLES 256

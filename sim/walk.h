@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "plans/plan.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "sim/sim.h"
 
 /*

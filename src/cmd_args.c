@@ -305,3 +305,51 @@ int bs_topo_args_parse(int argc, char **argv, bs_topo_args *o, char *err, size_t
     return bs_args_fail(&a, "--gpus: for the host topology only, not %s", o->name);
   return 0;
 }
+
+/* search words its errors its own way: "--out needs a value", a count for --top, an option given a
+ * value it does not take is unknown. */
+static int search_flag_error(bs_args *a) {
+  if (strchr(a->word, '=')) return bs_args_unknown(a, NULL);
+  return bs_args_fail(a, "%s needs a value", a->flag);
+}
+
+int bs_search_args_parse(int argc, char **argv, bs_search_args *o, char *err, size_t errlen) {
+  const int sw = BS_ARG_SWITCH | BS_ARG_REPEAT, val = BS_ARG_VALUE | BS_ARG_REPEAT; /* the last one given wins */
+  memset(o, 0, sizeof *o);
+  o->top = 10;
+  bs_args a;
+  int m;
+  bs_args_init(&a, argc, argv, 1, err, errlen);
+  while (bs_args_next(&a)) {
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    int *on = NULL;
+    const char **path = NULL;
+    if (FLAG("--quiet", sw)) on = &o->quiet;
+    else if (FLAG("--dry-run", sw)) on = &o->dry_run;
+    else if (FLAG("--top-only", sw)) on = &o->top_only;
+    else if (FLAG("--out", val)) path = &o->out;
+    else if (FLAG("--csv", val)) path = &o->csv;
+    else if (FLAG("--report", val)) path = &o->report;
+    else if (FLAG("--profile", val)) path = &o->profile;
+    else if (FLAG("--top", val) || FLAG("--set", val)) {
+    } else if (bs_args_positional(&a)) {
+      if (one_positional(&a, &o->scenario, "scenario")) return -1;
+      continue;
+    } else return bs_args_unknown(&a, NULL);
+    if (m < 0) return search_flag_error(&a);
+    if (on) *on = 1;
+    else if (path) *path = a.val;
+    else if (!strcmp(a.flag, "--top")) {
+      if (bs_args_int(&a, 1, BS_ARGS_SEARCH_MAX_TOP, &o->top))
+        return bs_args_fail(&a, "--top: '%s' is not a count from 1 to %d", a.val, BS_ARGS_SEARCH_MAX_TOP);
+    } else {
+      if (o->nsets == BS_ARGS_SEARCH_MAX_SETS) return bs_args_fail(&a, "--set: more than %d", BS_ARGS_SEARCH_MAX_SETS);
+      o->sets[o->nsets++] = (char *)a.val;
+    }
+  }
+  if (!o->scenario) return bs_args_fail(&a, "no scenario given");
+  return 0;
+}

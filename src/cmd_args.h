@@ -81,6 +81,18 @@ typedef struct {
   double oversub;
 } bs_topo_args;
 
+#define BS_ARGS_SEARCH_MAX_SETS (BS_ARGS_MAX_SETS - 16) /* --set options of search */
+#define BS_ARGS_SEARCH_MAX_TOP 100000
+
+typedef struct {
+  int help;
+  const char *scenario, *out, *csv, *report, *profile;
+  char *sets[BS_ARGS_MAX_SETS];
+  int nsets;
+  int top; /* K (default 10) */
+  int quiet, dry_run, top_only;
+} bs_search_args;
+
 /* argv[0] is the command name ("run", ...), as main() passes it. */
 int bs_run_args_parse(int argc, char **argv, bs_run_args *out, char *err, size_t errlen);
 int bs_sim_args_parse(int argc, char **argv, bs_sim_args *out, char *err, size_t errlen);
@@ -88,5 +100,7 @@ int bs_calib_args_parse(int argc, char **argv, bs_calib_args *out, char *err, si
 int bs_validate_args_parse(int argc, char **argv, bs_validate_args *out, char *err, size_t errlen);
 int bs_bench_args_parse(int argc, char **argv, bs_bench_args *out, char *err, size_t errlen);
 int bs_topo_args_parse(int argc, char **argv, bs_topo_args *out, char *err, size_t errlen);
+/* search: a flag given twice keeps its last value; its messages are its own (cmd_args.c). */
+int bs_search_args_parse(int argc, char **argv, bs_search_args *out, char *err, size_t errlen);
 
 #endif

@@ -2,7 +2,7 @@
  * cmd_calib.c — `mpirun -np G burstsim calib`: parses options, runs the
  * microbenchmarks of calib/ on every rank and has rank 0 write the
  * profile (and the plots). Measuring and fitting live in calib/. With
- * --backend cuda every rank opens its GPU first (kernels/cuda/runtime_cuda.h)
+ * --backend cuda every rank opens its GPU first (runtime/runtime_cuda.h)
  * and calib/ measures that device instead of the CPU.
  */
 #include <mpi.h>

@@ -5,7 +5,7 @@
  * on rank 0, writes the result JSON (mode "run", with bytes per peer added to
  * every rank) and optionally a Chrome trace-event timeline, one track per rank.
  * --backend cuda runs the same executor on one GPU per rank
- * (kernels/cuda/runtime_cuda.h) over --comm nccl or mpi.
+ * (runtime/runtime_cuda.h) over --comm nccl or mpi.
  */
 #include <cjson/cJSON.h>
 #include <math.h>

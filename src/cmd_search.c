@@ -2,7 +2,7 @@
  * cmd_search.c — `burstsim search SCENARIO.ini`: the best parallel
  * configuration for what the scenario fixes (model, workload, cluster, gpus).
  * The parallel keys the scenario leaves out (or sets to auto) are spread over
- * their legal values, the engine (sim/search.h) prunes illegal, out-of-memory
+ * their legal values, the engine (search/search.h) prunes illegal, out-of-memory
  * and bound-dominated candidates and simulates the rest; this file parses the
  * command line, prints the top K, why the next few lost, the Pareto front of
  * step time against peak memory and the counts, and writes JSON, CSV and a
@@ -21,12 +21,12 @@
 #include <cjson/cJSON.h>
 #include <mpi.h>
 
+#include "cmd_args.h"
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
-#include "sim/search.h"
+#include "search/search.h"
 
-#define MAX_SETS 256
 #define LOSERS 5
 
 static void search_usage(FILE *f) {
@@ -61,77 +61,6 @@ static void search_usage(FILE *f) {
           "fits; 1 none fits or an output could not be written; 2 bad input or an empty space.\n");
 }
 
-typedef struct {
-  const char *scenario, *out, *csv, *report, *profile;
-  char *sets[MAX_SETS];
-  int nsets, top, quiet, help, dry_run, top_only;
-} search_args;
-
-static int parse_int(const char *v, int lo, int hi, int *out) {
-  char *end;
-  errno = 0;
-  long x = strtol(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > hi) return -1;
-  *out = (int)x;
-  return 0;
-}
-
-static int parse_args(int argc, char **argv, search_args *A, char *err, size_t n) {
-  memset(A, 0, sizeof *A);
-  A->top = 10;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char **dst = NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      A->help = 1;
-      return 0;
-    }
-    if (!strcmp(a, "--quiet") || !strcmp(a, "--dry-run") || !strcmp(a, "--top-only")) {
-      *(a[2] == 'q' ? &A->quiet : a[2] == 'd' ? &A->dry_run : &A->top_only) = 1;
-      continue;
-    }
-    if (!strcmp(a, "--out")) dst = &A->out;
-    else if (!strcmp(a, "--csv")) dst = &A->csv;
-    else if (!strcmp(a, "--report")) dst = &A->report;
-    else if (!strcmp(a, "--profile")) dst = &A->profile;
-    else if (!strcmp(a, "--set") || !strcmp(a, "--top")) {
-    } else if (a[0] == '-' && a[1]) {
-      snprintf(err, n, "unknown option '%s'", a);
-      return -1;
-    } else {
-      if (A->scenario) {
-        snprintf(err, n, "one scenario only ('%s' and '%s')", A->scenario, a);
-        return -1;
-      }
-      A->scenario = a;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      snprintf(err, n, "%s needs a value", a);
-      return -1;
-    }
-    const char *v = argv[++i];
-    if (dst) *dst = v;
-    else if (!strcmp(a, "--top")) {
-      if (parse_int(v, 1, 100000, &A->top)) {
-        snprintf(err, n, "--top: '%s' is not a count from 1 to 100000", v);
-        return -1;
-      }
-    } else {
-      if (A->nsets == MAX_SETS - 16) {
-        snprintf(err, n, "--set: more than %d", MAX_SETS - 16);
-        return -1;
-      }
-      A->sets[A->nsets++] = (char *)v;
-    }
-  }
-  if (!A->scenario) {
-    snprintf(err, n, "no scenario given");
-    return -1;
-  }
-  return 0;
-}
-
 static volatile sig_atomic_t stop_flag;
 static void on_sigint(int sig) {
   (void)sig;
@@ -152,21 +81,15 @@ static void progress(void *ctx, const bs_search *s, int done, int todo, double b
 
 /* ---- text ---------------------------------------------------------------- */
 
-/* The tensor-parallel degree a point runs (method tp: gpus / (dp pp)). */
-static int tp_of(const bs_config *c) {
-  int dp = c->par.dp > 0 ? c->par.dp : 1, pp = c->par.pp > 0 ? c->par.pp : 1;
-  if (c->par.method == BS_TP) return c->par.gpus / (dp * pp);
-  return c->par.tp > 0 ? c->par.tp : 1;
-}
-
 static double tiny0(double x) { return fabs(x) < 1e-9 ? 0 : x; }
 
 /* The configuration of a candidate; double_ring, placement and tp_variant where they were spread. */
 static void cfg_label(const bs_cand *x, char *b, size_t n) {
   const bs_config *c = &x->cfg;
-  int dp = c->par.dp > 0 ? c->par.dp : 1, pp = c->par.pp > 0 ? c->par.pp : 1, tp = tp_of(c);
+  int size[BS_DIM_COUNT];
+  bs_mesh_sizes(&c->par, size);
   int l = snprintf(b, n, "%s tp=%d cp=%d dp=%d pp=%d layout=%s zero=%d recompute=%s micro_batch=",
-                   bs_method_name(c->par.method), tp, c->par.gpus / (tp * dp * pp), dp, pp,
+                   bs_method_name(c->par.method), size[BS_DIM_TP], size[BS_DIM_CP], size[BS_DIM_DP], size[BS_DIM_PP],
                    bs_layout_name(c->par.layout), c->par.zero, bs_recompute_name(c->work.recompute));
   if (l > 0 && (size_t)l < n) {
     if (c->par.micro_batch) l += snprintf(b + l, n - (size_t)l, "%d", c->par.micro_batch);
@@ -333,9 +256,10 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
 
 /* A point of the plot: peak GiB, step, and a short label (method, tp, cp, pp, recompute). */
 static void dat_row(FILE *f, const bs_cand *c) {
-  int dp = c->cfg.par.dp > 0 ? c->cfg.par.dp : 1, pp = c->cfg.par.pp > 0 ? c->cfg.par.pp : 1, tp = tp_of(&c->cfg);
+  int size[BS_DIM_COUNT];
+  bs_mesh_sizes(&c->cfg.par, size);
   fprintf(f, "%.4f %.6g \"%s tp%d cp%d pp%d%s\"\n", gib(c->res.mem.peak_bytes_max), c->res.time.step,
-          bs_method_name(c->cfg.par.method), tp, c->cfg.par.gpus / (tp * dp * pp), pp,
+          bs_method_name(c->cfg.par.method), size[BS_DIM_TP], size[BS_DIM_CP], size[BS_DIM_PP],
           c->cfg.work.recompute == BS_RECOMPUTE_FULL ? " rc"
           : c->cfg.work.recompute                    ? " sel"
                                                      : "");
@@ -563,9 +487,9 @@ static void lists_to_search(bs_scenario *sc, bs_search_autos *au) {
 }
 
 int cmd_search(int argc, char **argv) {
-  search_args A;
+  bs_search_args A;
   char err[1024];
-  if (parse_args(argc, argv, &A, err, sizeof err)) {
+  if (bs_search_args_parse(argc, argv, &A, err, sizeof err)) {
     fprintf(stderr, "burstsim search: %s\n", err);
     search_usage(stderr);
     return 2;

@@ -10,7 +10,7 @@
 
 #include "cmd_args.h"
 #include "commands.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "topologies/topo.h"
 
 static void topo_usage(FILE *f) {

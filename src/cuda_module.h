@@ -1,6 +1,6 @@
 /*
  * cuda_module.h — the commands' way to the GPU: `--backend cuda` loads the
- * module burstsim_cuda.so (kernels/cuda/runtime_cuda.h) from beside the
+ * module burstsim_cuda.so (runtime/runtime_cuda.h) from beside the
  * executable, so that a run, sweep or simulation on the CPU never maps the
  * CUDA, cuBLAS and NCCL libraries (hundreds of MB of address space).
  */
@@ -16,7 +16,7 @@ typedef struct {
   int (*device_count)(int *n, char *msg, size_t len);
 } bs_cuda_module;
 
-/* Return codes of module->open besides 0 (the values of kernels/cuda/runtime_cuda.h). */
+/* Return codes of module->open besides 0 (the values of runtime/runtime_cuda.h). */
 #define BS_CUDA_MODULE_NODEV (-2)
 #define BS_CUDA_MODULE_EINPUT (-1)
 

@@ -12,7 +12,7 @@
 #include "base/fileio.h"
 #include "result_fields.h"
 #include "sim/explain.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

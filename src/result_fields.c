@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "flops.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 /* Names derived from the result. */
 static const char *method(const bs_result *r) { return bs_method_name(r->cfg.par.method); }

@@ -4,7 +4,7 @@
  * multi-rank mode's allreduce and reduce-scatter (NCCL does its own).
  */
 #include <cstdio>
-#include "kernels/comm/comm_nccl.h"
+#include "comm/comm_nccl.h"
 
 namespace {
 

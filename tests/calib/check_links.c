@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 static int fail(const char *what) {
   fprintf(stderr, "check_links: %s\n", what);

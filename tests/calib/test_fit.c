@@ -16,7 +16,7 @@
 #include "calib/fit.h"
 #include "calib/measure.h"
 #include "calib/profile_build.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include <cjson/cJSON.h>
 
 static uint64_t seed_state;

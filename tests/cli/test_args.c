@@ -36,6 +36,7 @@ static union {
   bs_validate_args validate;
   bs_bench_args bench;
   bs_topo_args topo;
+  bs_search_args search;
 } opts;
 
 static int parse(const char *line, char *err, size_t errlen) {
@@ -48,6 +49,7 @@ static int parse(const char *line, char *err, size_t errlen) {
   if (!strcmp(cmd, "validate")) return bs_validate_args_parse(argc, argv, &opts.validate, err, errlen);
   if (!strcmp(cmd, "bench")) return bs_bench_args_parse(argc, argv, &opts.bench, err, errlen);
   if (!strcmp(cmd, "topo")) return bs_topo_args_parse(argc, argv, &opts.topo, err, errlen);
+  if (!strcmp(cmd, "search")) return bs_search_args_parse(argc, argv, &opts.search, err, errlen);
   fail_msg("no command %s", cmd);
   return 0;
 }
@@ -218,10 +220,32 @@ static void test_bench_topo(void **state) {
   expect_bad("topo a b", "one topology name only", NULL);
 }
 
+/* search keeps its own words: a repeated flag's last value wins, "--out needs a value". */
+static void test_search(void **state) {
+  (void)state;
+  expect_ok("search s.ini --top 3 --out a.json --csv a.csv --report dir --profile p --quiet --dry-run --top-only");
+  assert_int_equal(opts.search.top, 3);
+  assert_string_equal(opts.search.report, "dir");
+  assert_true(opts.search.quiet && opts.search.dry_run && opts.search.top_only);
+  expect_ok("search s.ini --set a.b=1 --set c.d=2 --top 2 --top 5 --out=b.json");
+  assert_int_equal(opts.search.nsets, 2);
+  assert_int_equal(opts.search.top, 5);
+  assert_string_equal(opts.search.out, "b.json");
+  expect_ok("search --help");
+  assert_true(opts.search.help);
+  expect_bad("search s.ini --top 0", "--top: '0' is not a count from 1 to 100000", NULL);
+  expect_bad("search s.ini --top x", "--top: 'x' is not a count", NULL);
+  expect_bad("search s.ini --out", "--out needs a value", NULL);
+  expect_bad("search s.ini --quiet=1", "unknown option '--quiet=1'", NULL);
+  expect_bad("search s.ini --frob", "unknown option '--frob'", NULL);
+  expect_bad("search a.ini b.ini", "one scenario only ('a.ini' and 'b.ini')", NULL);
+  expect_bad("search --top 3", "no scenario given", NULL);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_run),      cmocka_unit_test(test_sim),        cmocka_unit_test(test_calib),
-    cmocka_unit_test(test_validate), cmocka_unit_test(test_bench_topo),
+    cmocka_unit_test(test_validate), cmocka_unit_test(test_bench_topo), cmocka_unit_test(test_search),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

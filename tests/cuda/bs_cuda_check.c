@@ -14,7 +14,7 @@
  *    a device-to-device copy measured in the same run, and cuBLAS bf16 GEMMs of
  *    the projection shapes a transformer layer issues (rows "gemm_proj": n = m
  *    tokens, d = k, heads = n outputs), for fitting the simulator's tiled GEMM
- *    model (sim/profile.h: peak_fraction, tile and wave quantization, k_overhead).
+ *    model (profile/profile.h: peak_fraction, tile and wave quantization, k_overhead).
  *
  * Exit: 0 all checks passed, 1 a check failed or a CUDA call failed, 2 usage,
  * 77 no CUDA device (ctest SKIP_RETURN_CODE). FLOP convention as the CPU

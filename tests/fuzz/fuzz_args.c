@@ -1,8 +1,8 @@
 /*
  * fuzz_args.c — libFuzzer target for the command-line parse step of every
  * subcommand (src/cmd_args.h): the input's bytes, split at '\n' and '\0' into
- * argv words, are parsed as the arguments of run, sim, calib, validate, bench
- * and topo. Each must give options or an error message, never a crash, a
+ * argv words, are parsed as the arguments of run, sim, calib, validate, bench,
+ * topo and search. Each must give options or an error message, never a crash, a
  * leak, undefined behaviour or an option outside its documented range.
  * Built and run by scripts/fuzz.sh; replayed over the corpus by ctest.
  */
@@ -66,6 +66,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rc = bs_topo_args_parse(argc, argv, &t, err, sizeof err);
   check(rc, err);
   if (rc == 0 && !t.help && (!t.name || t.nodes < 1)) abort();
+  bs_search_args q;
+  rc = bs_search_args_parse(argc, argv, &q, err, sizeof err);
+  check(rc, err);
+  if (rc == 0 && !q.help &&
+      (!q.scenario || q.top < 1 || q.top > BS_ARGS_SEARCH_MAX_TOP || q.nsets > BS_ARGS_SEARCH_MAX_SETS))
+    abort();
   free(text);
   return 0;
 }

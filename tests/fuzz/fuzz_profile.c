@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "tests/fuzz/fuzz_target.h"
 
 static void check_times(const bs_profile *p) {

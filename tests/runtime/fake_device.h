@@ -13,7 +13,7 @@
 #include <string.h>
 #include <mpi.h>
 #include "base/clock.h"
-#include "kernels/comm/comm_mpi.h"
+#include "comm/comm_mpi.h"
 #include "runtime/device.h"
 
 #define MAX_LIVE 65536

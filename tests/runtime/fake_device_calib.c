@@ -16,7 +16,7 @@
 #include <string.h>
 #include <mpi.h>
 #include "calib/calib.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "tests/runtime/fake_device.h"
 
 int main(int argc, char **argv) {

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "sim/coll_shape.h"
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "sim/sim.h"
 #include "toy.h"
 

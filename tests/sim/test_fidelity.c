@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "toy.h"
 
 /* Writes text to a fresh temporary file with the given suffix; its path into out. */

@@ -20,7 +20,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "sim/profile.h"
+#include "profile/profile.h"
 #include "sim/sim.h"
 #include "topologies/topo.h"
 

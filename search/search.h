@@ -6,11 +6,11 @@
  * accounting (walk.h), and the rest are simulated cheapest lower bound first,
  * skipping every candidate whose bound proves it can neither enter the top K
  * nor the Pareto front of step time against peak memory (branch and bound).
- * Every rule is exact: tests/sim/test_search.c compares with simulating every
+ * Every rule is exact: tests/search/test_search.c compares with simulating every
  * legal point.
  */
-#ifndef BURSTSIM_SIM_SEARCH_H
-#define BURSTSIM_SIM_SEARCH_H
+#ifndef BURSTSIM_SEARCH_SEARCH_H
+#define BURSTSIM_SEARCH_SEARCH_H
 
 #include <signal.h>
 #include <stddef.h>

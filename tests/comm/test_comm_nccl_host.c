@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "tests/run_named.h"
-#include "kernels/comm/comm_nccl.h"
+#include "comm/comm_nccl.h"
 
 static int have_device(void) {
   int n = 0;

@@ -6,14 +6,14 @@
  * CUDA backend table enqueues every kernel) and the NCCL communicator with
  * the plan's group communicators made up front, in devplan.h's order.
  */
-#include "kernels/cuda/runtime_cuda.h"
+#include "runtime/runtime_cuda.h"
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/comm/comm_nccl.h"
+#include "comm/comm_nccl.h"
 #include "kernels/cuda/attn_cuda.h"
 
 typedef struct {

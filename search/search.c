@@ -39,7 +39,7 @@
  * step(c) (so c is not in the top K), and a simulated candidate s has step(s)
  * <= bound(c) and peak(s) <= peak(c) (so c is dominated: not on the front).
  */
-#include "sim/search.h"
+#include "search/search.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -104,11 +104,13 @@ typedef void (*key_set)(bs_config *c, kval v);
 static int is_model(const bs_config *c) { return c->work.scope == BS_SCOPE_MODEL; }
 static int is_train(const bs_config *c) { return c->work.phase == BS_TRAIN; }
 
-/* The context-parallel degree of a candidate whose method, pp, dp and tp are set. */
-static int cp_of(const bs_config *c) {
-  if (c->par.method == BS_TP) return 1;
-  return c->par.gpus / (c->par.dp * c->par.pp * (c->par.tp > 0 ? c->par.tp : 1));
+/* The size of a dimension of a candidate whose method, pp, dp and tp are set (the mesh's rule). */
+static int size_of(const bs_config *c, bs_dim d) {
+  int size[BS_DIM_COUNT];
+  bs_mesh_sizes(&c->par, size);
+  return size[d];
 }
+static int cp_of(const bs_config *c) { return size_of(c, BS_DIM_CP); }
 
 static int one(kval *v, int x) {
   v[0] = (kval){x, 0};
@@ -283,7 +285,7 @@ static void set_placement(bs_config *c, kval v) { c->par.ulysses_placement = (bs
  * reduce-scatters) where a tensor-parallel dimension of more than one rank runs: method tp at every
  * scope (plans/tp.c), and the projections of layer and model scope (plans/workload.c). */
 static int values_tp_variant(const space *sp, const bs_config *c, kval *v) {
-  int tp = c->par.method == BS_TP ? c->par.gpus / (c->par.dp * c->par.pp) : c->par.tp;
+  int tp = size_of(c, BS_DIM_TP);
   if (!sp->a->tp_variant || tp <= 1 || (c->par.method != BS_TP && c->work.scope == BS_SCOPE_ATTENTION))
     return one(v, sp->base->par.tp_variant);
   static const int every[] = {1, 3};

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 static char dir[64];
 

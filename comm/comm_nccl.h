@@ -36,7 +36,7 @@
 #include <cuda_runtime_api.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "kernels/comm/comm.h"
+#include "comm/comm.h"
 
 #ifdef __cplusplus
 extern "C" {

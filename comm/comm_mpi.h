@@ -6,7 +6,7 @@
 #define BURSTSIM_COMM_MPI_H
 
 #include <mpi.h>
-#include "comm.h"
+#include "comm/comm.h"
 
 /* Wraps `world` (duplicated, so plan traffic never meets the caller's). */
 int bs_comm_mpi_create(MPI_Comm world, bs_comm **out, char *err, size_t errlen);

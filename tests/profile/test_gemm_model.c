@@ -1,5 +1,5 @@
 /*
- * test_gemm_model.c — the "tiled" GEMM model of sim/profile.c against hand
+ * test_gemm_model.c — the "tiled" GEMM model of profile/profile.c against hand
  * arithmetic (a shape that fills its waves, one that wastes most of a wave,
  * tile padding, the tile orientation, the K overhead, the memory bound), the
  * shipped GPU profiles against the figures their sources cite, and the round
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sim/profile.h"
+#include "profile/profile.h"
 
 #define assert_rel(got, want, rel)                                                              \
   do {                                                                                          \

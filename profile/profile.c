@@ -3,7 +3,7 @@
  * profile.h) and turns a COMPUTE op's shape into a modelled duration, and an
  * allocation into the bytes the device's allocator holds for it.
  */
-#include "profile.h"
+#include "profile/profile.h"
 
 #include "base/fileio.h"
 

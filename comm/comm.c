@@ -2,7 +2,7 @@
  * comm.c — the calls of comm.h, forwarded to the backend table of the
  * communicator they are given.
  */
-#include "kernels/comm/comm.h"
+#include "comm/comm.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "tests/run_named.h"
-#include "sim/search.h"
+#include "search/search.h"
 #include "sim/sim.h"
 #include "sim/walk.h"
 

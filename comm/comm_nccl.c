@@ -7,7 +7,7 @@
  * and reported through the caller's err buffer (or stderr where the comm.h
  * signature has none).
  */
-#include "kernels/comm/comm_nccl.h"
+#include "comm/comm_nccl.h"
 
 #include <pthread.h>
 #include <stdarg.h>

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "comm_mpi.h"
+#include "comm/comm_mpi.h"
 #include "base/clock.h"
 
 #define MAX_GROUPS 64

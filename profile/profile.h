@@ -67,7 +67,7 @@
  *       orientations (tile_m x tile_n or tile_n x tile_m); q_k = k / (k +
  *       k_overhead); batch = flops / (2 m n k) independent GEMMs (per head).
  *     }
- *     The bytes a roofline kernel moves come from its shape (sim/profile.c).
+ *     The bytes a roofline kernel moves come from its shape (profile.c).
  *   },
  *   "links": {                   one entry per link class (topologies/topo.h)
  *     "nvlink": {"bandwidth_Bps": {...}, "latency_s": {...},

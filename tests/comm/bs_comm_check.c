@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "base/fill.h"
-#include "kernels/comm/comm_nccl.h"
+#include "comm/comm_nccl.h"
 
 #define G 4
 #define N 4099 /* floats per message: not a multiple of anything */
