@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fnmatch.h>
 #include <ftw.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include "base/vec.h"
 #include "calib/validate.h"
@@ -205,6 +207,30 @@ static int remove_tree(const char *dir) { return nftw(dir, rm_entry, 16, FTW_DEP
 
 static int validate_in(const bs_validate_args *A, const char *wd);
 
+/* The names validate writes in its work directory (profile_for, run_grid, calib/validate.c, split_grids). */
+static const char *const work_files[] = {"profile-g*.json", "calib-g*.log", "run-g*.json", "run-g*.log", "grid-*.ini"};
+
+/* --out must not be one of the files the work directory wd receives (it would be overwritten, or
+ * overwrite them): 0, or -1 with a message. A link is judged by the file it writes to. */
+static int out_in_workdir(const char *out, const char *wd, char *err, size_t errlen) {
+  if (!out || !strcmp(out, "-")) return 0;
+  char real[PATH_MAX], dir[PATH_MAX];
+  const char *path = realpath(out, real) ? real : out;
+  const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+  struct stat d, w;
+  if (stat(dir, &d) || stat(wd, &w) || d.st_dev != w.st_dev || d.st_ino != w.st_ino) return 0;
+  for (size_t i = 0; i < sizeof work_files / sizeof work_files[0]; i++)
+    if (!fnmatch(work_files[i], base, 0)) {
+      snprintf(err, errlen,
+               "--out %s: is a file of the work directory %s, where validate writes its %s files; "
+               "name the output otherwise",
+               out, wd, work_files[i]);
+      return -1;
+    }
+  return 0;
+}
+
 int cmd_validate(int argc, char **argv) {
   bs_validate_args A;
   char aerr[512];
@@ -230,13 +256,17 @@ int cmd_validate(int argc, char **argv) {
   }
   /* The predictions fork simulations: no OpenBLAS pool here; mpirun gets the user's setting back. */
   bs_sim_single_blas_thread();
-  if (A.profile) {
-    FILE *f = fopen(A.profile, "r");
-    if (!f) {
-      fprintf(stderr, "burstsim validate: --profile %s: cannot open\n", A.profile);
+  if (A.profile) { /* a name of calib/profiles (as sim takes it) or a FILE.json, loaded and checked now */
+    char err[1024];
+    bs_config c;
+    bs_config_default(&c);
+    bs_sim_opts so;
+    bs_sim_opts_default(&so);
+    so.profile = A.profile;
+    if (bs_sim_check_profile(&c, &so, err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
       return 2;
     }
-    fclose(f);
   }
   { /* the output is checked before any work, creating nothing */
     char err[1024];
@@ -252,8 +282,18 @@ int cmd_validate(int argc, char **argv) {
       fprintf(stderr, "burstsim validate: --workdir: longer than %zu bytes\n", sizeof wd - 1);
       return 2;
     }
+    struct stat sb;
     if (mkdir(wd, 0755) && errno != EEXIST) {
       fprintf(stderr, "burstsim validate: --workdir %s: %s\n", wd, strerror(errno));
+      return 2;
+    }
+    if (stat(wd, &sb) || !S_ISDIR(sb.st_mode)) {
+      fprintf(stderr, "burstsim validate: --workdir %s: exists and is not a directory\n", wd);
+      return 2;
+    }
+    char err[1024];
+    if (out_in_workdir(A.out, wd, err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
       return 2;
     }
   } else {
@@ -619,10 +659,20 @@ static int validate_in(const bs_validate_args *A, const char *wd) {
     fprintf(stderr, "burstsim validate: out of memory\n");
     goto out;
   }
-  if (measure_all(st)) goto out;
+  if (measure_all(st)) {
+    if (bs_validate_stopped()) rc = 128 + bs_validate_stopped(); /* as the signal itself would have */
+    goto out;
+  }
   predict_all(st);
   vsummary sm = print_table(st);
   rc = judge(A, &sm);
+  if (sm.nok == 0) { /* nothing was compared: no validation happened */
+    fprintf(stderr,
+            "burstsim validate: none of the %d point(s) could be compared (each failed to run or to be "
+            "predicted; see the table)\n",
+            st->np);
+    rc = 1;
+  }
   if (A->out && write_entries(st, &sm)) rc = 1;
 out:
   vstate_free(st);
