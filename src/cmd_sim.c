@@ -368,8 +368,10 @@ static void gather_points(sweep *w) {
 static int write_outputs(const sweep *w) {
   char err[1024];
   int n = w->sc.npoints;
-  bs_output_table(stdout, w->res, n);
-  if (w->A.explain) bs_output_explain_table(stdout, w->res, n);
+  const char *outs[] = {w->A.out, w->A.csv};
+  FILE *tf = bs_output_table_stream(outs, 2);
+  bs_output_table(tf, w->res, n);
+  if (w->A.explain) bs_output_explain_table(tf, w->res, n);
   int rc = w->failed ? 1 : w->invalid == n ? 2 : 0;
   if (w->invalid && !w->failed)
     fprintf(stderr, "burstsim sim: %d of %d points refused by their method or platform (see the table)\n", w->invalid,

@@ -477,7 +477,7 @@ static void predict_all(vstate *st) {
 }
 
 /* One line of the table: a point's measured and predicted figures, or its error. */
-static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step, int *nstep) {
+static void print_point(FILE *f, const vstate *st, int i, vsummary *sm, double *abs_step, int *nstep) {
   const bs_config *c = &st->cfgs[i];
   const bs_result *meas = &st->meas[i], *pred = &st->pred[i];
   char variant[16] = "-", seq[32];
@@ -486,9 +486,9 @@ static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step,
   if (c->work.seq_len % 1024 == 0) snprintf(seq, sizeof seq, "%lldK", (long long)(c->work.seq_len / 1024));
   else snprintf(seq, sizeof seq, "%lld", (long long)c->work.seq_len);
   if (meas->error[0] || pred->error[0]) {
-    printf("%-6s %-7s %2d %6s %-6s %-4s %-5s  error: %s\n", bs_method_name(c->par.method), variant, c->par.gpus, seq,
-           bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase),
-           meas->error[0] ? meas->error : pred->error);
+    fprintf(f, "%-6s %-7s %2d %6s %-6s %-4s %-5s  error: %s\n", bs_method_name(c->par.method), variant, c->par.gpus,
+            seq, bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase),
+            meas->error[0] ? meas->error : pred->error);
     return;
   }
   sm->nok++;
@@ -500,10 +500,10 @@ static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step,
   fmt_err(es[3], 16, e->comm_exposed);
   fmt_err(ep, 16, e->peak);
   snprintf(eb, sizeof eb, "%lld", (long long)meas->comm.total);
-  printf("%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s\n", bs_method_name(c->par.method),
-         variant, c->par.gpus, seq, bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full",
-         bs_phase_name(c->work.phase), meas->time.step, pred->time.step, es[0], es[1], es[2], es[3], eb,
-         e->bytes_exact ? "yes" : "NO", ep);
+  fprintf(f, "%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s\n",
+          bs_method_name(c->par.method), variant, c->par.gpus, seq, bs_layout_name(c->par.layout),
+          c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase), meas->time.step, pred->time.step, es[0],
+          es[1], es[2], es[3], eb, e->bytes_exact ? "yes" : "NO", ep);
   if (!isnan(e->step) && *nstep < 1024) abs_step[(*nstep)++] = fabs(e->step);
   sm->nbytes_ok += e->bytes_exact;
   sm->nmem_ok += !isnan(e->peak) && fabs(e->peak) <= 2.0;
@@ -511,16 +511,18 @@ static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step,
 
 /* The table of measured against predicted, and the summary line judged against the targets. */
 static vsummary print_table(const vstate *st) {
+  const char *outs[] = {st->A->out};
+  FILE *f = bs_output_table_stream(outs, 1);
   vsummary sm;
   memset(&sm, 0, sizeof sm);
-  printf("# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n",
-         st->A->scenario, st->np);
-  printf("%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s\n", "method", "variant", "G", "N",
-         "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact",
-         "peak");
+  fprintf(f, "# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n",
+          st->A->scenario, st->np);
+  fprintf(f, "%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s\n", "method", "variant", "G", "N",
+          "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact",
+          "peak");
   double abs_step[1024];
   int nstep = 0;
-  for (int i = 0; i < st->np; i++) print_point(st, i, &sm, abs_step, &nstep);
+  for (int i = 0; i < st->np; i++) print_point(f, st, i, &sm, abs_step, &nstep);
   if (nstep) {
     qsort(abs_step, (size_t)nstep, sizeof abs_step[0], cmp_double);
     sm.med = nstep % 2 ? abs_step[nstep / 2] : 0.5 * (abs_step[nstep / 2 - 1] + abs_step[nstep / 2]);
@@ -529,10 +531,10 @@ static vsummary print_table(const vstate *st) {
   /* Every point ran, bytes exact and memory within 2 % everywhere. */
   sm.exact = sm.nok == st->np && sm.nbytes_ok == sm.nok && sm.nmem_ok == sm.nok;
   sm.met = sm.exact && sm.med <= 10.0 && sm.mx <= 25.0;
-  printf(
-    "#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
-    "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
-    sm.nok, st->np, sm.nbytes_ok, sm.nok, sm.nmem_ok, sm.nok, sm.med, sm.mx, sm.met ? "met" : "NOT met");
+  fprintf(f,
+          "#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
+          "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
+          sm.nok, st->np, sm.nbytes_ok, sm.nok, sm.nmem_ok, sm.nok, sm.med, sm.mx, sm.met ? "met" : "NOT met");
   return sm;
 }
 

@@ -104,6 +104,13 @@ case "$case_" in
       grep -q "stopped by SIG$sig" "$dir/log" || fail "no message naming SIG$sig"
       [ $(($(date +%s) - start)) -lt 30 ] || fail "validate took 30 s or more to end after SIG$sig"
     done ;;
+  out_stdout_alone) # --out -: stdout holds the entries JSON alone, the table goes to stderr
+    timeout 120 "$bs" validate "$scen" --np 2 --workdir "$dir/wd" --out - >"$dir/out.json" 2>"$dir/log" \
+      || fail "validate --out - failed"
+    [ "$(head -c 1 "$dir/out.json")" = "{" ] && [ "$(tail -n 1 "$dir/out.json")" = "}" ] \
+      || { cat "$dir/out.json"; fail "stdout is not the JSON alone"; }
+    grep -q '"entries"' "$dir/out.json" || fail "the JSON lacks its entries"
+    grep -q "step_meas" "$dir/log" || fail "the table is not on stderr" ;;
   *) fail "unknown case" ;;
 esac
 echo "validate_hostile $case_: ok"
