@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -239,12 +241,23 @@ static void trace_from_scenario(sweep *w) {
   w->A.trace = w->trace_path;
 }
 
+/* A trace of an earlier run must not pass for this run's: the regular file under the name (through a
+ * link, the file it names) is removed. 1 when one was. */
+static int remove_stale_trace(const char *path) {
+  char real[PATH_MAX];
+  struct stat st;
+  const char *p = realpath(path, real) ? real : path;
+  if (stat(p, &st) || !S_ISREG(st.st_mode)) return 0;
+  return unlink(p) == 0;
+}
+
 /* What became of the trace: written (and of what), or why not. Never silence. */
 static void trace_said(const sweep *w) {
   if (!w->A.trace || w->mpi_rank != 0 || w->sc.npoints < 1) return;
   const bs_result *r = &w->res[0];
   if (!bs_result_has_figures(r))
-    fprintf(stderr, "burstsim sim: --trace %s: not written: point 1 %s\n", w->A.trace, bs_result_status(r));
+    fprintf(stderr, "burstsim sim: --trace %s: not written: point 1 %s%s\n", w->A.trace, bs_result_status(r),
+            remove_stale_trace(w->A.trace) ? " (the earlier file of that name was removed)" : "");
   else if (!w->A.quiet)
     fprintf(
       stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,

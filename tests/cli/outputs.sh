@@ -103,6 +103,12 @@ sim_out_stdout_alone) # --out - / --csv -: stdout holds that output alone, the t
   [ "$(head -n 1 out.csv)" = "$(head -n 1 f.csv)" ] && [ "$(wc -l <out.csv)" -eq "$(wc -l <f.csv)" ] \
     || { cp out.csv "$log"; fail "stdout is not the CSV alone"; }
   grep -q "^method" table.txt || { cp table.txt "$log"; fail "without -, the table is not on stdout"; } ;;
+sim_trace_stale_removed) # a refused first point leaves no trace of an earlier run under the name
+  "$bs" sim "$scen" --quiet --trace t.json >"$log" 2>&1 || fail "the first run failed"
+  grep -q '"traceEvents"' t.json || fail "the first run wrote no trace"
+  run 2 "not written: point 1 refused (the earlier file of that name was removed)" \
+    "$bs" sim "$scen" --quiet --trace t.json --set parallel.method=ulysses --set parallel.gpus=64
+  [ ! -e t.json ] || fail "the earlier run's trace is still there" ;;
 search_out_stdout_alone)
   "$bs" search "$src/tests/sim/search.ini" --quiet --out - >out.json 2>err || fail "search --out - failed"
   is_json out.json || { cp out.json "$log"; fail "stdout is not the search JSON alone"; }
