@@ -216,7 +216,8 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
   return bs_topo_xml(&tp, err, errlen);
 }
 
-int bs_platform_apply_profile(const bs_profile *prof, int generated) {
+int bs_platform_apply_profile(const bs_profile *prof, int generated, int *factors) {
+  *factors = 0;
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
   int set = 0;
@@ -246,7 +247,8 @@ int bs_platform_apply_profile(const bs_profile *prof, int generated) {
     }
   }
   if (any && bs_sim_install_factors(&t)) return -1;
-  return any ? -set : set;
+  *factors = any;
+  return set;
 }
 
 int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, double *bw) {
