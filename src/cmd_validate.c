@@ -40,8 +40,10 @@ static void validate_usage(FILE *f) {
           "--profile is given, and prints per point measured and predicted step, fwd, bwd,\n"
           "exposed communication, bytes and peak memory with the error in %%.\n"
           "\n"
-          "  --profile P     use this profile for every rank count (no calibration)\n"
-          "  --out FILE      entries {config, measured, predicted, error} as JSON\n"
+          "  --profile P     use this profile for every rank count (no calibration): a name of\n"
+          "                  calib/profiles (as sim takes it) or FILE.json\n"
+          "  --out FILE      entries {config, measured, predicted, error} as JSON (\"-\": stdout, the\n"
+          "                  table then on stderr); not a file of the work directory\n"
           "  --np G          only the points with G ranks, 1 .. 4096 (repeatable, up to 16 times)\n"
           "  --set k=v       scenario override, as in burstsim sim / run (up to 32)\n"
           "  --full-calib    the full calibration grid instead of --quick (minutes)\n"
@@ -60,7 +62,8 @@ static void validate_usage(FILE *f) {
           "                  loaded or sanitizer-built machine is a benchmark, not a test)\n"
           "\n"
           "Targets: bytes exact, peak memory within 2 %%, step time median |error| <= 10 %%\n"
-          "and max <= 25 %% over the points.\n",
+          "and max <= 25 %% over the points. Exit 1 when no point could be compared; SIGINT or\n"
+          "SIGTERM ends the running mpirun job's whole process group first (exit 130, 143).\n",
           BS_EXIT_NO_DEVICE);
 }
 
