@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "base/fileio.h"
@@ -41,14 +43,68 @@ static void log_tail(const char *path, char *out, size_t len) {
   fclose(f);
 }
 
-/* Runs argv with stdout and stderr into logpath; returns the exit status (or -1). */
+/*
+ * A stop signal (SIGINT, SIGTERM, SIGHUP) while a job runs is forwarded to the job's process group
+ * (mpirun and the ranks it starts), the job is waited for, and spawn reports the stop. These two
+ * are the only way a signal handler reaches the job; they are set and cleared around one wait.
+ */
+static volatile sig_atomic_t job_pgid, stop_sig;
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define NSTOP ((int)(sizeof stop_signals / sizeof stop_signals[0]))
+
+static void forward_stop(int sig) {
+  int saved = errno;
+  if (!stop_sig) stop_sig = sig;
+  if (job_pgid > 0) kill(-(pid_t)job_pgid, sig);
+  errno = saved;
+}
+
+int bs_validate_stopped(void) { return stop_sig; }
+
+static const char *stop_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
+
+/* Handlers for the stop signals not ignored (an ignored one stays ignored); old[] gets the previous. */
+static void catch_stops(struct sigaction *old) {
+  for (int i = 0; i < NSTOP; i++) {
+    sigaction(stop_signals[i], NULL, &old[i]);
+    if (!(old[i].sa_flags & SA_SIGINFO) && old[i].sa_handler == SIG_IGN) continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = forward_stop; /* no SA_RESTART: the wait returns EINTR */
+    sigemptyset(&sa.sa_mask);
+    sigaction(stop_signals[i], &sa, NULL);
+  }
+}
+
+/* Waits for the job; after a stop, at most 10 s before its whole group is killed. Returns 0 or -1. */
+static int wait_job(pid_t pid, int *st) {
+  for (int polls = 0;;) {
+    pid_t got = waitpid(pid, st, stop_sig ? WNOHANG : 0);
+    if (got == pid) return 0;
+    if (got < 0 && errno != EINTR) return -1;
+    if (got == 0) {
+      if (++polls == 200) kill(-pid, SIGKILL);
+      struct timespec ts = {0, 50 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+/* Runs argv in a process group of its own with stdout and stderr into logpath; returns the exit status,
+ * or -1 (with a stop signal: the job's group was signalled and waited for, err says which signal). */
 static int spawn(char *const argv[], const char *logpath, char *err, size_t errlen) {
+  struct sigaction old[NSTOP];
+  stop_sig = 0;
+  catch_stops(old);
   pid_t pid = fork();
   if (pid < 0) {
     snprintf(err, errlen, "fork failed: %s", strerror(errno));
+    for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
     return -1;
   }
   if (pid == 0) {
+    setpgid(0, 0);
+    for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
     int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -60,12 +116,22 @@ static int spawn(char *const argv[], const char *logpath, char *err, size_t errl
     fprintf(stderr, "cannot execute %s: %s\n", argv[0], strerror(errno));
     _exit(127);
   }
-  int st;
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR) {
-      snprintf(err, errlen, "waitpid failed: %s", strerror(errno));
-      return -1;
-    }
+  setpgid(pid, pid); /* also here: the child may not have run yet */
+  job_pgid = pid;
+  if (stop_sig) kill(-pid, stop_sig); /* arrived before the group was known */
+  int st, werr = wait_job(pid, &st) ? errno : 0;
+  int sig = stop_sig;
+  if (sig) kill(-pid, SIGKILL); /* what mpirun left of its job */
+  job_pgid = 0;
+  for (int i = 0; i < NSTOP; i++) sigaction(stop_signals[i], &old[i], NULL);
+  if (sig) {
+    snprintf(err, errlen, "stopped by %s", stop_name(sig));
+    return -1;
+  }
+  if (werr) {
+    snprintf(err, errlen, "waitpid failed: %s", strerror(werr));
+    return -1;
+  }
   if (WIFEXITED(st)) return WEXITSTATUS(st);
   return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
@@ -90,6 +156,9 @@ static int finish(int rc, const char *what, int G, const char *logpath, char *er
   char tail[700];
   log_tail(logpath, tail, sizeof tail);
   if (rc > 0) snprintf(err, errlen, "%s on %d rank(s) failed (exit %d); end of %s:\n%s", what, G, rc, logpath, tail);
+  else if (stop_sig)
+    snprintf(err, errlen, "stopped by %s: %s on %d rank(s) was passed the signal and has ended (log %s)",
+             stop_name(stop_sig), what, G, logpath);
   return -1;
 }
 

@@ -29,6 +29,12 @@ typedef struct {
 int bs_validate_calibrate(const bs_validate_opts *o, int G, const char *dtype, int head_dim, int64_t max_block,
                           const char *profile_out, char *err, size_t errlen);
 
+/* The stop signal (SIGINT, SIGTERM, SIGHUP) that ended the last spawned job, 0 if none. The calibrate
+ * and run jobs run in a process group of their own: such a signal to this process is forwarded to the
+ * whole group, the job is waited for (its group killed 10 s after the signal if still there), and the
+ * call returns -1 naming the signal. */
+int bs_validate_stopped(void);
+
 /* Spawns `mpirun -np G burstsim run SCENARIO --set ... --set parallel.gpus=G --out RESULTS`. */
 int bs_validate_run(const bs_validate_opts *o, int G, const char *scenario, char **sets, int nsets,
                     const char *results_out, char *err, size_t errlen);

@@ -160,8 +160,8 @@ static int start_simgrid(const bs_config *cfg, const bs_sim_opts *opts, point *p
     else snprintf(err, errlen, "cluster.topology: %s", lerr);
     return -1;
   }
-  int nset = bs_platform_apply_profile(prof, pt->ps.generated);
-  if (nset == -1) {
+  int factors = 0, nset = bs_platform_apply_profile(prof, pt->ps.generated, &factors);
+  if (nset < 0) {
     snprintf(err, errlen, "SimGrid refused the profile's message-size factors");
     return -1;
   }
@@ -169,7 +169,7 @@ static int start_simgrid(const bs_config *cfg, const bs_sim_opts *opts, point *p
   snprintf(out->sim_network, sizeof out->sim_network,
            "model=%.24s crosstraffic=%d TCP-gamma=%g; %d links from profile %.32s%s; coll: %s %s; "
            "fold: %.90s",
-           model, cross, gamma, nset < 0 ? -nset : nset, prof->name, nset < 0 ? " with size factors" : "",
+           model, cross, gamma, nset, prof->name, factors ? " with size factors" : "",
            bs_coll_algo_name(cfg->cluster.coll_algo), bs_coll_model_name(opts->coll_model), pt->why);
   return 0;
 }

@@ -47,6 +47,27 @@ static int topo_has_class(const bs_platform_spec *ps, int c) {
 }
 
 /*
+ * A generated platform takes its links' speeds from the profile: a profile that describes links must
+ * describe every class the point's messages cross (the host's shared memory; a node's NVLink or
+ * PCIe, host bridge and socket links; NICs and the fabric once there are two nodes), or part of the
+ * point would run on the generator's placeholder speeds unsaid. A profile with no links at all
+ * takes the placeholder speeds for every class (topo.h). 0, or -1 naming the file and the key.
+ */
+static int profile_has_links(const bs_profile *prof, const bs_platform_spec *ps, const char *topo, char *err,
+                             size_t errlen) {
+  int any = 0;
+  for (int c = 0; c < BS_LINK_CLASS_COUNT; c++) any |= prof->link[c].present;
+  for (int c = 0; any && c < BS_LINK_CLASS_COUNT; c++) {
+    if (!topo_has_class(ps, c) || prof->link[c].present) continue;
+    if ((c == BS_LINK_NIC || c == BS_LINK_FABRIC) && ps->tp.nodes < 2) continue;
+    snprintf(err, errlen, "cluster.profile: %s: links.%s: missing, needed by topology %s (%d node(s))", prof->path,
+             bs_link_class_name((bs_link_class)c), topo, ps->tp.nodes);
+    return -1;
+  }
+  return 0;
+}
+
+/*
  * The what-ifs of cfg->cluster checked against the platform and written into it: a straggler
  * names a rank of the point; a degraded class exists on the platform (a user file: see
  * bs_platform_apply_degrade) and its node too; failed NICs leave the node one. A degrade of every
@@ -191,6 +212,7 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
     if (npl > 0) ps->tp.nodes_per_leaf = npl;
     if (over > 0) ps->tp.oversub = over;
   }
+  if (profile_has_links(prof, ps, topo, err, errlen)) return -1;
   if (resolve_nics(cfg, ps, err, errlen) || resolve_whatifs(cfg, ps, err, errlen)) return -1;
   return bs_topo_check(&ps->tp, err, errlen);
 }
@@ -216,7 +238,8 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
   return bs_topo_xml(&tp, err, errlen);
 }
 
-int bs_platform_apply_profile(const bs_profile *prof, int generated) {
+int bs_platform_apply_profile(const bs_profile *prof, int generated, int *factors) {
+  *factors = 0;
   size_t n = sg_link_count();
   sg_link_t *links = sg_link_list();
   int set = 0;
@@ -246,7 +269,8 @@ int bs_platform_apply_profile(const bs_profile *prof, int generated) {
     }
   }
   if (any && bs_sim_install_factors(&t)) return -1;
-  return any ? -set : set;
+  *factors = any;
+  return set;
 }
 
 int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, double *bw) {

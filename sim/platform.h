@@ -31,12 +31,12 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
 /*
  * After simgrid_load_platform: sets profile bandwidth/latency on links whose
  * names carry a class prefix (topo.h), installs the profile's message-size
- * factors when they are not all 1, and returns how many links were set
- * (negated when factors were installed; -1 alone: they could not be).
+ * factors when they are not all 1 (*factors = 1 then), and returns how many
+ * links were set (0 or more), or -1 when the factors could not be installed.
  * generated: the platform was written from the profile already, and keeps its
  * values (a leaf's fabric uplink aggregates its ports); links are counted only.
  */
-int bs_platform_apply_profile(const bs_profile *prof, int generated);
+int bs_platform_apply_profile(const bs_profile *prof, int generated, int *factors);
 
 /*
  * A user platform file once loaded and the profile applied: cluster.degrade's class at its

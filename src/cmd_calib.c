@@ -13,6 +13,7 @@
 #include "calib/calib.h"
 #include "cmd_args.h"
 #include "commands.h"
+#include "output.h"
 #include "runtime/digest.h"
 #include "runtime/watchdog.h"
 #include "runtime/devplan.h"
@@ -140,7 +141,9 @@ int cmd_calib(int argc, char **argv) {
     }
     o.device = dev;
   }
-  o.log = rank == 0 ? stdout : NULL;
+  const char *outs[] = {out};
+  FILE *logf = bs_output_table_stream(outs, 1); /* the profile on stdout ("-") stays alone there */
+  o.log = rank == 0 ? logf : NULL;
   bs_calib_data d;
   char err[512];
   int rc = bs_calib_measure(MPI_COMM_WORLD, &o, &d, err, sizeof err);
@@ -155,8 +158,8 @@ int cmd_calib(int argc, char **argv) {
     rc = bs_calib_write_profile(&d, &o, out, plots, err, sizeof err);
     if (rc) fprintf(stderr, "burstsim calib: %s\n", err);
     else
-      printf("#\n# profile written to %s (%d kernel points, %d link points, %.1f s)%s%s\n", out, d.nk, d.nl, d.wall_s,
-             plots ? "; plots in " : "", plots ? plots : "");
+      fprintf(logf, "#\n# profile written to %s (%d kernel points, %d link points, %.1f s)%s%s\n", out, d.nk, d.nl,
+              d.wall_s, plots ? "; plots in " : "", plots ? plots : "");
   }
   MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   bs_calib_data_free(&d);

@@ -84,28 +84,28 @@ static int key_line(const char *path, const char *msg) {
   return found;
 }
 
-static void print_table(const bs_run_report *rep) {
+static void print_table(FILE *f, const bs_run_report *rep) {
   const bs_result *r = &rep->res;
-  printf("%s  G=%d  N=%lld  %s  %s%s  %s scope  threads/rank=%d\n", bs_method_name(r->cfg.par.method), r->nranks,
-         (long long)r->cfg.work.seq_len, bs_phase_name(r->cfg.work.phase), bs_layout_name(r->cfg.par.layout),
-         r->cfg.work.causal ? " causal" : "", bs_scope_name(r->cfg.work.scope), rep->threads);
-  printf("%5s %10s %10s %10s %10s %10s %12s %12s %12s\n", "rank", "step_s", "fwd_s", "bwd_s", "compute_s", "exposed_s",
-         "sent_B", "recv_B", "peak_B");
+  fprintf(f, "%s  G=%d  N=%lld  %s  %s%s  %s scope  threads/rank=%d\n", bs_method_name(r->cfg.par.method), r->nranks,
+          (long long)r->cfg.work.seq_len, bs_phase_name(r->cfg.work.phase), bs_layout_name(r->cfg.par.layout),
+          r->cfg.work.causal ? " causal" : "", bs_scope_name(r->cfg.work.scope), rep->threads);
+  fprintf(f, "%5s %10s %10s %10s %10s %10s %12s %12s %12s\n", "rank", "step_s", "fwd_s", "bwd_s", "compute_s",
+          "exposed_s", "sent_B", "recv_B", "peak_B");
   for (int i = 0; i < r->nranks; i++) {
     const bs_rank_result *x = &r->ranks[i];
-    printf("%5d %10.4f %10.4f %10.4f %10.4f %10.4f %12lld %12lld %12lld\n", x->rank, x->step, x->fwd, x->bwd,
-           x->compute, x->comm_exposed, (long long)x->bytes_sent, (long long)x->bytes_recv, (long long)x->peak_bytes);
+    fprintf(f, "%5d %10.4f %10.4f %10.4f %10.4f %10.4f %12lld %12lld %12lld\n", x->rank, x->step, x->fwd, x->bwd,
+            x->compute, x->comm_exposed, (long long)x->bytes_sent, (long long)x->bytes_recv, (long long)x->peak_bytes);
   }
-  printf("peak RSS %.1f MiB", (double)r->mem.rss_bytes / 1048576.0);
+  fprintf(f, "peak RSS %.1f MiB", (double)r->mem.rss_bytes / 1048576.0);
   if (rep->scratch_bytes > 0) /* the operands of the modelled ops: in the RSS, outside the plan's peak_B */
-    printf(" (of which scratch %.1f MiB, outside peak_B)", (double)rep->scratch_bytes / 1048576.0);
+    fprintf(f, " (of which scratch %.1f MiB, outside peak_B)", (double)rep->scratch_bytes / 1048576.0);
   if (rep->verify_tol > 0) {
-    printf("; verify (max error / max|ref|, bound %.0e):", rep->verify_tol);
+    fprintf(f, "; verify (max error / max|ref|, bound %.0e):", rep->verify_tol);
     for (int k = BS_ROLE_O; k <= BS_ROLE_DV; k++)
-      if (rep->verify_err[k] >= 0) printf(" %s %.2e", bs_role_name((bs_role)k), rep->verify_err[k]);
-    printf(" %s", rep->verified ? "PASS" : "FAIL");
+      if (rep->verify_err[k] >= 0) fprintf(f, " %s %.2e", bs_role_name((bs_role)k), rep->verify_err[k]);
+    fprintf(f, " %s", rep->verified ? "PASS" : "FAIL");
   }
-  printf("\n");
+  fprintf(f, "\n");
 }
 
 /* The result JSON with bytes per peer, threads and the verification added, written once. */
@@ -407,7 +407,8 @@ int cmd_run(int argc, char **argv) {
       bs_run_report_free(&reps_out[nrep]);
       break;
     }
-    if (rank == 0) print_table(&reps_out[nrep]);
+    const char *outs[] = {out, trace};
+    if (rank == 0) print_table(bs_output_table_stream(outs, 2), &reps_out[nrep]);
     if (rc == BS_RUN_EVERIFY) {
       if (rank == 0) fprintf(stderr, "burstsim run: %s\n", err);
       code = 1;

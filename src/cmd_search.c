@@ -598,8 +598,10 @@ int cmd_search(int argc, char **argv) {
   int k = nr < A.top ? nr : A.top;
   bs_result *top = calloc((size_t)k + 1, sizeof *top);
   for (int i = 0; top && i < k; i++) top[i] = s.c[rank[i]].res; /* shallow: s owns them */
-  if (top && k) bs_output_table(stdout, top, k);
-  print_summary(stdout, &s, rank, nr, front, nf, A.top);
+  const char *touts[] = {A.out, A.csv, A.report};
+  FILE *tf = bs_output_table_stream(touts, 3);
+  if (top && k) bs_output_table(tf, top, k);
+  print_summary(tf, &s, rank, nr, front, nf, A.top);
   rc = nr ? 0 : 1;
   if (!nr) fprintf(stderr, "burstsim search: no configuration fits (%d legal, %d past memory)\n", s.legal, s.memory);
   if (A.out && write_json(A.out, &s, top, k, rank, nr, front, nf, A.top, err, sizeof err)) {

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -239,12 +241,23 @@ static void trace_from_scenario(sweep *w) {
   w->A.trace = w->trace_path;
 }
 
+/* A trace of an earlier run must not pass for this run's: the regular file under the name (through a
+ * link, the file it names) is removed. 1 when one was. */
+static int remove_stale_trace(const char *path) {
+  char real[PATH_MAX];
+  struct stat st;
+  const char *p = realpath(path, real) ? real : path;
+  if (stat(p, &st) || !S_ISREG(st.st_mode)) return 0;
+  return unlink(p) == 0;
+}
+
 /* What became of the trace: written (and of what), or why not. Never silence. */
 static void trace_said(const sweep *w) {
   if (!w->A.trace || w->mpi_rank != 0 || w->sc.npoints < 1) return;
   const bs_result *r = &w->res[0];
   if (!bs_result_has_figures(r))
-    fprintf(stderr, "burstsim sim: --trace %s: not written: point 1 %s\n", w->A.trace, bs_result_status(r));
+    fprintf(stderr, "burstsim sim: --trace %s: not written: point 1 %s%s\n", w->A.trace, bs_result_status(r),
+            remove_stale_trace(w->A.trace) ? " (the earlier file of that name was removed)" : "");
   else if (!w->A.quiet)
     fprintf(
       stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,
@@ -368,8 +381,10 @@ static void gather_points(sweep *w) {
 static int write_outputs(const sweep *w) {
   char err[1024];
   int n = w->sc.npoints;
-  bs_output_table(stdout, w->res, n);
-  if (w->A.explain) bs_output_explain_table(stdout, w->res, n);
+  const char *outs[] = {w->A.out, w->A.csv};
+  FILE *tf = bs_output_table_stream(outs, 2);
+  bs_output_table(tf, w->res, n);
+  if (w->A.explain) bs_output_explain_table(tf, w->res, n);
   int rc = w->failed ? 1 : w->invalid == n ? 2 : 0;
   if (w->invalid && !w->failed)
     fprintf(stderr, "burstsim sim: %d of %d points refused by their method or platform (see the table)\n", w->invalid,

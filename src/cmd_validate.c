@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fnmatch.h>
 #include <ftw.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include "base/vec.h"
 #include "calib/validate.h"
@@ -38,8 +40,10 @@ static void validate_usage(FILE *f) {
           "--profile is given, and prints per point measured and predicted step, fwd, bwd,\n"
           "exposed communication, bytes and peak memory with the error in %%.\n"
           "\n"
-          "  --profile P     use this profile for every rank count (no calibration)\n"
-          "  --out FILE      entries {config, measured, predicted, error} as JSON\n"
+          "  --profile P     use this profile for every rank count (no calibration): a name of\n"
+          "                  calib/profiles (as sim takes it) or FILE.json\n"
+          "  --out FILE      entries {config, measured, predicted, error} as JSON (\"-\": stdout, the\n"
+          "                  table then on stderr); not a file of the work directory\n"
           "  --np G          only the points with G ranks, 1 .. 4096 (repeatable, up to 16 times)\n"
           "  --set k=v       scenario override, as in burstsim sim / run (up to 32)\n"
           "  --full-calib    the full calibration grid instead of --quick (minutes)\n"
@@ -58,7 +62,8 @@ static void validate_usage(FILE *f) {
           "                  loaded or sanitizer-built machine is a benchmark, not a test)\n"
           "\n"
           "Targets: bytes exact, peak memory within 2 %%, step time median |error| <= 10 %%\n"
-          "and max <= 25 %% over the points.\n",
+          "and max <= 25 %% over the points. Exit 1 when no point could be compared; SIGINT or\n"
+          "SIGTERM ends the running mpirun job's whole process group first (exit 130, 143).\n",
           BS_EXIT_NO_DEVICE);
 }
 
@@ -205,6 +210,30 @@ static int remove_tree(const char *dir) { return nftw(dir, rm_entry, 16, FTW_DEP
 
 static int validate_in(const bs_validate_args *A, const char *wd);
 
+/* The names validate writes in its work directory (profile_for, run_grid, calib/validate.c, split_grids). */
+static const char *const work_files[] = {"profile-g*.json", "calib-g*.log", "run-g*.json", "run-g*.log", "grid-*.ini"};
+
+/* --out must not be one of the files the work directory wd receives (it would be overwritten, or
+ * overwrite them): 0, or -1 with a message. A link is judged by the file it writes to. */
+static int out_in_workdir(const char *out, const char *wd, char *err, size_t errlen) {
+  if (!out || !strcmp(out, "-")) return 0;
+  char real[PATH_MAX], dir[PATH_MAX];
+  const char *path = realpath(out, real) ? real : out;
+  const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1, slash ? path : ".");
+  struct stat d, w;
+  if (stat(dir, &d) || stat(wd, &w) || d.st_dev != w.st_dev || d.st_ino != w.st_ino) return 0;
+  for (size_t i = 0; i < sizeof work_files / sizeof work_files[0]; i++)
+    if (!fnmatch(work_files[i], base, 0)) {
+      snprintf(err, errlen,
+               "--out %s: is a file of the work directory %s, where validate writes its %s files; "
+               "name the output otherwise",
+               out, wd, work_files[i]);
+      return -1;
+    }
+  return 0;
+}
+
 int cmd_validate(int argc, char **argv) {
   bs_validate_args A;
   char aerr[512];
@@ -230,13 +259,17 @@ int cmd_validate(int argc, char **argv) {
   }
   /* The predictions fork simulations: no OpenBLAS pool here; mpirun gets the user's setting back. */
   bs_sim_single_blas_thread();
-  if (A.profile) {
-    FILE *f = fopen(A.profile, "r");
-    if (!f) {
-      fprintf(stderr, "burstsim validate: --profile %s: cannot open\n", A.profile);
+  if (A.profile) { /* a name of calib/profiles (as sim takes it) or a FILE.json, loaded and checked now */
+    char err[1024];
+    bs_config c;
+    bs_config_default(&c);
+    bs_sim_opts so;
+    bs_sim_opts_default(&so);
+    so.profile = A.profile;
+    if (bs_sim_check_profile(&c, &so, err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
       return 2;
     }
-    fclose(f);
   }
   { /* the output is checked before any work, creating nothing */
     char err[1024];
@@ -252,8 +285,18 @@ int cmd_validate(int argc, char **argv) {
       fprintf(stderr, "burstsim validate: --workdir: longer than %zu bytes\n", sizeof wd - 1);
       return 2;
     }
+    struct stat sb;
     if (mkdir(wd, 0755) && errno != EEXIST) {
       fprintf(stderr, "burstsim validate: --workdir %s: %s\n", wd, strerror(errno));
+      return 2;
+    }
+    if (stat(wd, &sb) || !S_ISDIR(sb.st_mode)) {
+      fprintf(stderr, "burstsim validate: --workdir %s: exists and is not a directory\n", wd);
+      return 2;
+    }
+    char err[1024];
+    if (out_in_workdir(A.out, wd, err, sizeof err)) {
+      fprintf(stderr, "burstsim validate: %s\n", err);
       return 2;
     }
   } else {
@@ -437,7 +480,7 @@ static void predict_all(vstate *st) {
 }
 
 /* One line of the table: a point's measured and predicted figures, or its error. */
-static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step, int *nstep) {
+static void print_point(FILE *f, const vstate *st, int i, vsummary *sm, double *abs_step, int *nstep) {
   const bs_config *c = &st->cfgs[i];
   const bs_result *meas = &st->meas[i], *pred = &st->pred[i];
   char variant[16] = "-", seq[32];
@@ -446,9 +489,9 @@ static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step,
   if (c->work.seq_len % 1024 == 0) snprintf(seq, sizeof seq, "%lldK", (long long)(c->work.seq_len / 1024));
   else snprintf(seq, sizeof seq, "%lld", (long long)c->work.seq_len);
   if (meas->error[0] || pred->error[0]) {
-    printf("%-6s %-7s %2d %6s %-6s %-4s %-5s  error: %s\n", bs_method_name(c->par.method), variant, c->par.gpus, seq,
-           bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase),
-           meas->error[0] ? meas->error : pred->error);
+    fprintf(f, "%-6s %-7s %2d %6s %-6s %-4s %-5s  error: %s\n", bs_method_name(c->par.method), variant, c->par.gpus,
+            seq, bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase),
+            meas->error[0] ? meas->error : pred->error);
     return;
   }
   sm->nok++;
@@ -460,10 +503,10 @@ static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step,
   fmt_err(es[3], 16, e->comm_exposed);
   fmt_err(ep, 16, e->peak);
   snprintf(eb, sizeof eb, "%lld", (long long)meas->comm.total);
-  printf("%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s\n", bs_method_name(c->par.method),
-         variant, c->par.gpus, seq, bs_layout_name(c->par.layout), c->work.causal ? "caus" : "full",
-         bs_phase_name(c->work.phase), meas->time.step, pred->time.step, es[0], es[1], es[2], es[3], eb,
-         e->bytes_exact ? "yes" : "NO", ep);
+  fprintf(f, "%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s\n",
+          bs_method_name(c->par.method), variant, c->par.gpus, seq, bs_layout_name(c->par.layout),
+          c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase), meas->time.step, pred->time.step, es[0],
+          es[1], es[2], es[3], eb, e->bytes_exact ? "yes" : "NO", ep);
   if (!isnan(e->step) && *nstep < 1024) abs_step[(*nstep)++] = fabs(e->step);
   sm->nbytes_ok += e->bytes_exact;
   sm->nmem_ok += !isnan(e->peak) && fabs(e->peak) <= 2.0;
@@ -471,16 +514,18 @@ static void print_point(const vstate *st, int i, vsummary *sm, double *abs_step,
 
 /* The table of measured against predicted, and the summary line judged against the targets. */
 static vsummary print_table(const vstate *st) {
+  const char *outs[] = {st->A->out};
+  FILE *f = bs_output_table_stream(outs, 1);
   vsummary sm;
   memset(&sm, 0, sizeof sm);
-  printf("# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n",
-         st->A->scenario, st->np);
-  printf("%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s\n", "method", "variant", "G", "N",
-         "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact",
-         "peak");
+  fprintf(f, "# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n",
+          st->A->scenario, st->np);
+  fprintf(f, "%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s\n", "method", "variant", "G", "N",
+          "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact",
+          "peak");
   double abs_step[1024];
   int nstep = 0;
-  for (int i = 0; i < st->np; i++) print_point(st, i, &sm, abs_step, &nstep);
+  for (int i = 0; i < st->np; i++) print_point(f, st, i, &sm, abs_step, &nstep);
   if (nstep) {
     qsort(abs_step, (size_t)nstep, sizeof abs_step[0], cmp_double);
     sm.med = nstep % 2 ? abs_step[nstep / 2] : 0.5 * (abs_step[nstep / 2 - 1] + abs_step[nstep / 2]);
@@ -489,10 +534,10 @@ static vsummary print_table(const vstate *st) {
   /* Every point ran, bytes exact and memory within 2 % everywhere. */
   sm.exact = sm.nok == st->np && sm.nbytes_ok == sm.nok && sm.nmem_ok == sm.nok;
   sm.met = sm.exact && sm.med <= 10.0 && sm.mx <= 25.0;
-  printf(
-    "#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
-    "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
-    sm.nok, st->np, sm.nbytes_ok, sm.nok, sm.nmem_ok, sm.nok, sm.med, sm.mx, sm.met ? "met" : "NOT met");
+  fprintf(f,
+          "#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
+          "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
+          sm.nok, st->np, sm.nbytes_ok, sm.nok, sm.nmem_ok, sm.nok, sm.med, sm.mx, sm.met ? "met" : "NOT met");
   return sm;
 }
 
@@ -619,10 +664,20 @@ static int validate_in(const bs_validate_args *A, const char *wd) {
     fprintf(stderr, "burstsim validate: out of memory\n");
     goto out;
   }
-  if (measure_all(st)) goto out;
+  if (measure_all(st)) {
+    if (bs_validate_stopped()) rc = 128 + bs_validate_stopped(); /* as the signal itself would have */
+    goto out;
+  }
   predict_all(st);
   vsummary sm = print_table(st);
   rc = judge(A, &sm);
+  if (sm.nok == 0) { /* nothing was compared: no validation happened */
+    fprintf(stderr,
+            "burstsim validate: none of the %d point(s) could be compared (each failed to run or to be "
+            "predicted; see the table)\n",
+            st->np);
+    rc = 1;
+  }
   if (A->out && write_entries(st, &sm)) rc = 1;
 out:
   vstate_free(st);

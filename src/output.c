@@ -258,6 +258,12 @@ int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t
   return rc;
 }
 
+FILE *bs_output_table_stream(const char *const *outs, int n) {
+  for (int i = 0; i < n; i++)
+    if (outs[i] && !strcmp(outs[i], "-")) return stderr;
+  return stdout;
+}
+
 /* A table cell: "-" for a figure of a point without figures. */
 static void table_cell(const bs_field *f, const bs_result *x, char *cell, size_t n) {
   if ((f->figure && !bs_result_has_figures(x)) || (f->present && !f->present(x))) snprintf(cell, n, "-");

@@ -23,6 +23,9 @@ int bs_output_csv(const char *path, const bs_result *r, int n, char *err, size_t
 /* The human table: a column per field with a table header (method, GPUs, seq, step, fwd,
  * bwd, exposed %, bytes per rank, peak GiB, OOM); a failed point shows its error. */
 void bs_output_table(FILE *f, const bs_result *r, int n);
+/* Where a command's human table and summary go: stderr when one of its n outputs (NULL: not given)
+ * is standard output ("-"), so `--out - | jq` reads the JSON alone; stdout otherwise. */
+FILE *bs_output_table_stream(const char *const *outs, int n);
 
 /* The --explain table of `burstsim sim`: per point, its key columns and the settings that vary, the
  * critical rank (the one that finished last), the step in ms and each part of explain (compute by

@@ -151,6 +151,40 @@ static void cell_time(const bs_result *r, bs_value v, char *dst, size_t n) {
   (void)r;
   human_time(dst, n, v.d);
 }
+/*
+ * The table's fwd, bwd, exposed and peers are the critical rank's: the rank that finished last (the
+ * lowest of a tie), the one whose step the table shows, as explain names it (sim/explain.c), else
+ * found the same way in the per-rank figures. The JSON and CSV keep time_s.fwd, .bwd, .comm_exposed
+ * and .wait_for_peers as the most of any rank. No per-rank figures: the row's own value.
+ */
+static const bs_rank_result *critical_of(const bs_result *r) {
+  if (!r->ranks || r->nranks <= 0) return NULL;
+  int c = r->explain.critical_rank;
+  if (c >= 0 && c < r->nranks && r->ranks[c].rank == c) return &r->ranks[c];
+  c = 0;
+  for (int i = 1; i < r->nranks; i++)
+    if (r->ranks[i].step > r->ranks[c].step) c = i;
+  return &r->ranks[c];
+}
+static void cell_critical_fwd(const bs_result *r, bs_value v, char *dst, size_t n) {
+  const bs_rank_result *c = critical_of(r);
+  human_time(dst, n, c ? c->fwd : v.d);
+}
+static void cell_critical_bwd(const bs_result *r, bs_value v, char *dst, size_t n) {
+  const bs_rank_result *c = critical_of(r);
+  human_time(dst, n, c ? c->bwd : v.d);
+}
+static void cell_pct_of_step(const bs_result *r, bs_value v, char *dst, size_t n);
+static void cell_critical_exposed(const bs_result *r, bs_value v, char *dst, size_t n) {
+  const bs_rank_result *c = critical_of(r);
+  if (c) v.d = c->comm_exposed;
+  cell_pct_of_step(r, v, dst, n);
+}
+static void cell_critical_peers(const bs_result *r, bs_value v, char *dst, size_t n) {
+  const bs_rank_result *c = critical_of(r);
+  if (c) v.d = c->wait_for_peers;
+  cell_pct_of_step(r, v, dst, n);
+}
 /* A time as a share of the step. */
 static void cell_pct_of_step(const bs_result *r, bs_value v, char *dst, size_t n) {
   snprintf(dst, n, "%.1f%%", r->time.step > 0 ? 100.0 * v.d / r->time.step : 0);
@@ -283,24 +317,24 @@ static const bs_field result_rows[] = {
    AT("time_s.fwd", "s", BS_FIELD_REAL, time.fwd),
    CSV(22, "fwd_s"),
    .digits = 9,
-   TABLE("fwd", 11, cell_time)},
+   TABLE("fwd", 11, cell_critical_fwd)},
   {.figure = 1,
    AT("time_s.bwd", "s", BS_FIELD_REAL, time.bwd),
    CSV(23, "bwd_s"),
    .digits = 9,
-   TABLE("bwd", 11, cell_time)},
+   TABLE("bwd", 11, cell_critical_bwd)},
   {.figure = 1, AT("time_s.compute", "s", BS_FIELD_REAL, time.compute), CSV(24, "compute_s"), .digits = 9},
   {.figure = 1,
    AT("time_s.comm_exposed", "s", BS_FIELD_REAL, time.comm_exposed),
    CSV(25, "comm_exposed_s"),
    .digits = 9,
-   TABLE("exposed", 8, cell_pct_of_step)},
+   TABLE("exposed", 8, cell_critical_exposed)},
   {.figure = 1,
    AT("time_s.wait_for_peers", "s", BS_FIELD_REAL, time.wait_for_peers),
    .present = is_sim,
    CSV(67, "wait_for_peers_s"),
    .digits = 9,
-   TABLE("peers", 6, cell_pct_of_step)},
+   TABLE("peers", 6, cell_critical_peers)},
   {.figure = 1,
    AT("comm_bytes.per_rank_max_sent", "B", BS_FIELD_I64, comm.per_rank_max_sent),
    CSV(26, "bytes_per_rank_max")},

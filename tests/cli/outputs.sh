@@ -94,6 +94,29 @@ run_out_stdout_once)
   mpi -np 2 "$bs" run "$src/tests/runtime/small.ini" --out r.json >"$log" 2>&1 || fail "the run failed"
   is_json r.json || fail "r.json is not the result JSON"
   grep -q '"sent_to"' r.json || fail "r.json lacks the per-peer bytes" ;;
+sim_out_stdout_alone) # --out - / --csv -: stdout holds that output alone, the table goes to stderr
+  "$bs" sim "$scen" --quiet --out - >out.json 2>err || fail "sim --out - failed"
+  is_json out.json || { cp out.json "$log"; fail "stdout is not the result JSON alone"; }
+  grep -q "^method" err || { cp err "$log"; fail "the table is not on stderr"; }
+  "$bs" sim "$scen" --quiet --csv - >out.csv 2>err || fail "sim --csv - failed"
+  "$bs" sim "$scen" --quiet --csv f.csv >table.txt 2>/dev/null || fail "sim --csv f.csv failed"
+  [ "$(head -n 1 out.csv)" = "$(head -n 1 f.csv)" ] && [ "$(wc -l <out.csv)" -eq "$(wc -l <f.csv)" ] \
+    || { cp out.csv "$log"; fail "stdout is not the CSV alone"; }
+  grep -q "^method" table.txt || { cp table.txt "$log"; fail "without -, the table is not on stdout"; } ;;
+sim_trace_stale_removed) # a refused first point leaves no trace of an earlier run under the name
+  "$bs" sim "$scen" --quiet --trace t.json >"$log" 2>&1 || fail "the first run failed"
+  grep -q '"traceEvents"' t.json || fail "the first run wrote no trace"
+  run 2 "not written: point 1 refused (the earlier file of that name was removed)" \
+    "$bs" sim "$scen" --quiet --trace t.json --set parallel.method=ulysses --set parallel.gpus=64
+  [ ! -e t.json ] || fail "the earlier run's trace is still there" ;;
+search_out_stdout_alone)
+  "$bs" search "$src/tests/sim/search.ini" --quiet --out - >out.json 2>err || fail "search --out - failed"
+  is_json out.json || { cp out.json "$log"; fail "stdout is not the search JSON alone"; }
+  grep -q "^method" err || { cp err "$log"; fail "the table is not on stderr"; } ;;
+run_out_stdout_alone)
+  mpi -np 2 "$bs" run "$src/tests/runtime/small.ini" --out - >out.json 2>err || fail "the run failed"
+  is_json out.json || { cp out.json "$log"; fail "stdout is not the run JSON alone"; }
+  grep -q "step_s" err || { cp err "$log"; fail "the table is not on stderr"; } ;;
 calib_checked_first)
   echo x > file
   run 2 "--plots file: exists and is not a directory" "$bs" calib --quick --out p.json --plots file

@@ -369,7 +369,7 @@ static void test_coll_trees(void **state) {
   for (int g = 8; g <= 16; g *= 2) {
     c = point(BS_TREE, g, 64 * 1024);
     c.work.phase = BS_DECODE;
-    strcpy(c.cluster.profile, "host");
+    snprintf(c.cluster.profile, sizeof c.cluster.profile, "%s", BS_HOST_DGX_PROFILE); /* host + DGX links */
     check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
   }
 }

@@ -781,6 +781,7 @@ static void fold_case_full(const char *topo, int gpus, int nodes_per_leaf, doubl
   c.work.causal = causal;
   c.par.layout = layout;
   strcpy(c.cluster.topology, topo);
+  if (!strcmp(topo, "a100-pcie-node")) strcpy(c.cluster.profile, "a100-pcie-40gb"); /* its links' profile */
   bs_sim_opts o;
   bs_sim_opts_default(&o);
   o.nodes_per_leaf = nodes_per_leaf;
