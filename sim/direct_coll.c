@@ -10,6 +10,7 @@
 #include "sim/coll_lower.h"
 #include "base/vec.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,40 +183,30 @@ static int route_of(dcoll *dc, int src, int dst) {
 /* Transfers                                                           */
 /* ------------------------------------------------------------------ */
 
-static int part_new(dcoll *dc) {
-  if (dc->free_p >= 0) {
-    int i = dc->free_p;
-    dc->free_p = dc->p[i].next_free;
+/* A slot of a pool of elem-byte items (*n used of *cap, base/vec.h) whose free ones are chained from
+ * *free_head through the int at offset next in each: its index, or -1 when out of memory. */
+static int pool_take(void **items, size_t elem, size_t *n, size_t *cap, int *free_head, size_t next) {
+  if (*free_head >= 0) {
+    int i = *free_head;
+    memcpy(free_head, (char *)*items + (size_t)i * elem + next, sizeof i);
     return i;
   }
-  void *a = bs_vec_grow(dc->p, sizeof *dc->p, dc->np + 1, &dc->capp, 64);
+  void *a = bs_vec_grow(*items, elem, *n + 1, cap, 64);
   if (!a) return -1;
-  dc->p = a;
-  return (int)dc->np++;
+  *items = a;
+  return (int)(*n)++;
+}
+
+static int part_new(dcoll *dc) {
+  return pool_take((void **)&dc->p, sizeof *dc->p, &dc->np, &dc->capp, &dc->free_p, offsetof(dpart, next_free));
 }
 
 static int post_new(dcoll *dc) {
-  if (dc->free_q >= 0) {
-    int i = dc->free_q;
-    dc->free_q = dc->q[i].next;
-    return i;
-  }
-  void *a = bs_vec_grow(dc->q, sizeof *dc->q, dc->nq + 1, &dc->capq, 64);
-  if (!a) return -1;
-  dc->q = a;
-  return (int)dc->nq++;
+  return pool_take((void **)&dc->q, sizeof *dc->q, &dc->nq, &dc->capq, &dc->free_q, offsetof(dpost, next));
 }
 
 static int xfer_new(dcoll *dc) {
-  if (dc->free_x >= 0) {
-    int i = dc->free_x;
-    dc->free_x = dc->x[i].next_free;
-    return i;
-  }
-  void *a = bs_vec_grow(dc->x, sizeof *dc->x, dc->nx + 1, &dc->capx, 64);
-  if (!a) return -1;
-  dc->x = a;
-  return (int)dc->nx++;
+  return pool_take((void **)&dc->x, sizeof *dc->x, &dc->nx, &dc->capx, &dc->free_x, offsetof(dxfer, next_free));
 }
 
 /*
