@@ -45,6 +45,15 @@ static sg_mailbox_t mailbox(const sim_ctx *c, int seq, const cl_op *o, int from_
 
 static void thread_main(int argc, char **argv);
 
+/* An actor running fn with data on host, referenced for the caller's join. */
+static sg_actor_t start(const char *name, sg_host_t host, void (*fn)(int, char **), void *data) {
+  sg_actor_t a = sg_actor_init(name, host);
+  sg_actor_ref(a);
+  sg_actor_set_data(a, data);
+  sg_actor_start_(a, fn, 0, NULL);
+  return a;
+}
+
 /* Starts threads 1.. of p, each an actor of its own, and joins them. */
 static void spawn(coll_thread *self) {
   const cl_prog *p = self->p;
@@ -57,10 +66,7 @@ static void spawn(coll_thread *self) {
     th[k] = (coll_thread){rs, p, k, sem};
     char name[48];
     snprintf(name, sizeof name, "coll%d.%d.%s", rs->slot, p->seq, p->th[k].tag);
-    a[k] = sg_actor_init(name, rs->host);
-    sg_actor_ref(a[k]);
-    sg_actor_set_data(a[k], &th[k]);
-    sg_actor_start_(a[k], thread_main, 0, NULL);
+    a[k] = start(name, rs->host, thread_main, &th[k]);
   }
   for (int k = 1; k < p->nth; k++) {
     sg_actor_join(a[k], -1);
@@ -169,9 +175,5 @@ sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, 
   *job = (coll_job){rs, kind, *g, bytes, rs->coll_seq++};
   char name[32];
   snprintf(name, sizeof name, "coll%d.%d", rs->slot, job->seq);
-  sg_actor_t a = sg_actor_init(name, rs->host);
-  sg_actor_ref(a);
-  sg_actor_set_data(a, job);
-  sg_actor_start_(a, coll_main, 0, NULL);
-  return a;
+  return start(name, rs->host, coll_main, job);
 }
