@@ -352,3 +352,14 @@ double sim_coll_last_arrival(const sim_ctx *c, const handle *h) {
   }
   return last;
 }
+
+int sim_coll_post(rank_state *rs, const bs_op *op, double now) {
+  sim_ctx *c = rs->ctx;
+  const bs_group *g = &op->u.coll.group;
+  if (sim_op_check_coll(rs, op) || sim_note_coll_arrival(rs, now)) return -1;
+  if (c->mesh.size[0] > 0) {
+    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
+    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g->size);
+  }
+  return 0;
+}

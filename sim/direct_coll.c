@@ -370,15 +370,10 @@ int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   sim_ctx *c = dc->c;
   int hd = op->handle;
   const bs_group *g = &op->u.coll.group;
-  if (sim_op_check_coll(rs, op)) return -1;
-  if (sim_note_coll_arrival(rs, now)) return -1;
+  if (sim_coll_post(rs, op, now)) return -1;
   int seq = rs->coll_seq++;
   bs_coll_kind kind = op->u.coll.kind;
   int64_t bytes = op->u.coll.bytes;
-  if (c->mesh.size[0] > 0) {
-    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
-    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(kind, bytes, g->size);
-  }
   handle *h = &rs->h[hd];
   h->coll_seq = seq;
   h->group = *g;
