@@ -1,6 +1,6 @@
 /*
  * coll_setup.c — see coll_setup.h: what every member of a collective works out before its part
- * runs, the same for the SimGrid actors (coll.c) and the direct engine (direct_coll.c).
+ * runs, for the lowering both engines run (coll_lower.c).
  */
 #include "sim/coll_setup.h"
 

@@ -2,8 +2,7 @@
  * coll_setup.h — what every member of a collective works out before its part runs: its place in the
  * group, the ring steps and chunk, each member's node, the group's links from SimGrid's routes, the
  * rings, the algorithm (NCCL's ring or tree, Open MPI libnbc's binomial allreduce) and the transfer
- * model. One function for the SimGrid actors (coll.c) and the direct engine (direct_coll.c), so the
- * two engines run the same decisions.
+ * model. One function, for the lowering (coll_lower.c) that both engines run.
  */
 #ifndef BURSTSIM_SIM_COLL_SETUP_H
 #define BURSTSIM_SIM_COLL_SETUP_H

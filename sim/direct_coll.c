@@ -1,63 +1,41 @@
 /*
- * direct_coll.c — collectives in the direct engine (direct_coll.h). Each
- * member's part is a small state machine that follows coll.c's actor step by
- * step, so that both engines move the same bytes at the same times:
- *
- *   base    the profile's collectives.base_s, slept first;
- *   sleep   an alpha-beta time (the analytic model, a tree timed as a whole);
- *   a2a     2(n-1) transfers posted at once, done when all are;
- *   flow    one exchange of every step's bytes per channel, then the rest of
- *           the lockstep time, if any;
- *   steps   the ring's exchanges one after the other;
- *   tree    per tree and direction an actor of its own there: chunks reduced
- *           up and broadcast down, one in flight behind the one received;
- *   binomial Open MPI's rounds, one blocking transfer after the other.
- *
- * Transfers meet on mailboxes named as coll.c names them (the collective's
- * number, the channel, the sending and receiving actor slots), matched first
- * in, first out, and run on direct_net.c's model of SimGrid's network.
+ * direct_coll.c — collectives in the direct engine (direct_coll.h). Each member's part is the
+ * program coll_lower.c lowers it to, the same one coll.c runs as SimGrid actors, stepped through
+ * by one state machine per thread: posts meet their other side on mailboxes named by (family,
+ * channel, collective's number, sending and receiving actor slots), matched first in, first out,
+ * and run on direct_net.c's model of SimGrid's network; times are timers in the engine's queue; a
+ * wait, a semaphore or the threads CL_SPAWN starts hold a thread until they are done.
  */
 #include "sim/direct_coll.h"
-#include "sim/coll_algo.h"
-#include "sim/coll_setup.h"
+#include "sim/coll_lower.h"
+#include "base/vec.h"
 
-#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <simgrid/host.h>
 
-enum { ST_BASE = 0, ST_RUN, ST_SLEEP };
-enum { A_SLEEP = 0, A_A2A, A_FLOW, A_STEPS, A_TREE, A_BINOMIAL };
-enum { MB_A2A = 1, MB_RING, MB_ROUTE, MB_TREE_UP, MB_TREE_DOWN, MB_BINOMIAL_UP, MB_BINOMIAL_DOWN };
-enum { TS_START = 0, TS_IN, TS_OUT, TS_SEM, TS_END, TS_DONE };
+enum { MB_ROUTE = 15 }; /* the table's key family of routes (mailboxes: coll_lower.h's CL_BOX_*) */
+enum { T_RUN = 0, T_WAIT, T_SEM, T_TIMER, T_JOIN, T_DONE };
 
-/* Who a transfer's side belongs to: a part, one of its tree actors, its incoming or outgoing side. */
-#define OWNER(pi, sub, out) (((pi) << 3) | ((sub) << 1) | (out))
+/* Who a transfer's side or a timer belongs to: a part, one of its threads, the incoming or outgoing side. */
+#define OWNER(pi, k, out) (((pi) << 4) | ((k) << 1) | (out))
+#define OWNER_PART(o) ((o) >> 4)
+#define OWNER_THREAD(o) (((o) >> 1) & 7)
 
-/* One direction of one tree of a tree allreduce (coll.c's tree_part): an actor of its own there. */
+/* A thread of a part: where it stands in the program, what holds it, its posts not yet done. */
 typedef struct {
-  int tree, up, parent; /* parent: real rank, -1 at the root */
-  int nchild, child[BS_TREE_MAX_CHILDREN];
-  int64_t half;
-  int chunks, ch, stage, nin, nout;
-} dtsub;
+  cl_cursor cur;
+  int state, pend[2]; /* pend: receives, sends */
+  double t0;          /* CL_MARK's time */
+} dthread;
 
-/* One member's part of one collective. */
+/* One member's part of one collective: its program and its threads. */
 typedef struct {
-  int slot, hd, rank, seq, next_free;
-  int algo, stage, npend, step;
-  int n, me, steps;
-  int64_t chunk;
-  double t0, t_ring, t_sleep;
-  bs_group group;
-  int nch;
-  int ch[BS_MAX_CHANNELS], next[BS_MAX_CHANNELS], prev[BS_MAX_CHANNELS]; /* channel, neighbours' real ranks */
-  int64_t part[BS_MAX_CHANNELS];
-  int nsub, alive, sem[2]; /* tree: its actors, those still running, each root's reduced chunks */
-  dtsub sub[4];
-  int64_t bytes;
-  bs_coll_kind kind;
+  int slot, hd, next_free;
+  int alive, sem[CL_MAX_SEMS]; /* threads started by CL_SPAWN still running; the semaphores */
+  cl_prog prog;
+  dthread th[CL_MAX_THREADS];
 } dpart;
 
 /* A posted side of a transfer waiting on its mailbox for the other side. */
@@ -66,9 +44,9 @@ typedef struct {
   int64_t bytes;
 } dpost;
 
-/* A transfer between two parts. */
+/* A transfer between two parts' threads (OWNER). */
 typedef struct {
-  int src, dst; /* parts */
+  int src, dst;
   int next_free;
 } dxfer;
 
@@ -88,25 +66,17 @@ struct dcoll {
   char *why; /* what a declined collective needs */
   size_t whylen;
   dpart *p;
-  int np, capp, free_p;
+  size_t np, capp;
+  int free_p;
   dpost *q;
-  int nq, capq, free_q;
+  size_t nq, capq;
+  int free_q;
   dxfer *x;
-  int nx, capx, free_x;
+  size_t nx, capx;
+  int free_x;
   kslot *k;
   size_t kmask, kused;
 };
-
-static int grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return 0;
-  int c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, (size_t)c * elem);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
 
 static int oom(dcoll *dc) {
   sim_error(dc->c, "out of memory");
@@ -131,6 +101,7 @@ dcoll *dcoll_new(sim_ctx *c, dnet *net, dev_heap *ev, int ev_kind, dcoll_done_fn
 
 void dcoll_free(dcoll *dc) {
   if (!dc) return;
+  for (size_t i = 0; i < dc->np; i++) cl_prog_free(&dc->p[i].prog);
   free(dc->p);
   free(dc->q);
   free(dc->x);
@@ -212,43 +183,39 @@ static int route_of(dcoll *dc, int src, int dst) {
 /* Transfers                                                           */
 /* ------------------------------------------------------------------ */
 
-static int part_new(dcoll *dc) {
-  if (dc->free_p >= 0) {
-    int i = dc->free_p;
-    dc->free_p = dc->p[i].next_free;
+/* A slot of a pool of elem-byte items (*n used of *cap, base/vec.h) whose free ones are chained from
+ * *free_head through the int at offset next in each: its index, or -1 when out of memory. */
+static int pool_take(void **items, size_t elem, size_t *n, size_t *cap, int *free_head, size_t next) {
+  if (*free_head >= 0) {
+    int i = *free_head;
+    memcpy(free_head, (char *)*items + (size_t)i * elem + next, sizeof i);
     return i;
   }
-  if (grow((void **)&dc->p, &dc->capp, dc->np + 1, sizeof *dc->p)) return -1;
-  return dc->np++;
+  void *a = bs_vec_grow(*items, elem, *n + 1, cap, 64);
+  if (!a) return -1;
+  *items = a;
+  return (int)(*n)++;
+}
+
+static int part_new(dcoll *dc) {
+  return pool_take((void **)&dc->p, sizeof *dc->p, &dc->np, &dc->capp, &dc->free_p, offsetof(dpart, next_free));
 }
 
 static int post_new(dcoll *dc) {
-  if (dc->free_q >= 0) {
-    int i = dc->free_q;
-    dc->free_q = dc->q[i].next;
-    return i;
-  }
-  if (grow((void **)&dc->q, &dc->capq, dc->nq + 1, sizeof *dc->q)) return -1;
-  return dc->nq++;
+  return pool_take((void **)&dc->q, sizeof *dc->q, &dc->nq, &dc->capq, &dc->free_q, offsetof(dpost, next));
 }
 
 static int xfer_new(dcoll *dc) {
-  if (dc->free_x >= 0) {
-    int i = dc->free_x;
-    dc->free_x = dc->x[i].next_free;
-    return i;
-  }
-  if (grow((void **)&dc->x, &dc->capx, dc->nx + 1, sizeof *dc->x)) return -1;
-  return dc->nx++;
+  return pool_take((void **)&dc->x, sizeof *dc->x, &dc->nx, &dc->capx, &dc->free_x, offsetof(dxfer, next_free));
 }
 
 /*
- * Owner pi (OWNER: a part's side) posts one side (get: 0 put, 1 get) of a transfer on mailbox (type, seq, ch, from slot,
+ * Owner pi (OWNER: a thread's side) posts one side (get: 0 put, 1 get) of a transfer on mailbox (type, seq, ch, from slot,
  * to slot), as coll.c's sg_mailbox_put_async / get_async: it meets the first waiting side of the
  * other kind, and their transfer starts now. 0, 1 declined, -1 failed.
  */
 static int post(dcoll *dc, int type, int ch, int from, int to, int get, int pi, int64_t bytes, double now) {
-  uint64_t k1 = ((uint64_t)type << 60) | ((uint64_t)(ch + 1) << 52) | (uint32_t)dc->p[pi >> 3].seq;
+  uint64_t k1 = ((uint64_t)type << 60) | ((uint64_t)(ch + 1) << 52) | (uint32_t)dc->p[OWNER_PART(pi)].prog.seq;
   uint64_t k2 = ((uint64_t)(uint32_t)from << 32) | (uint32_t)to;
   long si = kget(dc, k1, k2);
   if (si < 0) return oom(dc);
@@ -280,343 +247,133 @@ static int post(dcoll *dc, int type, int ch, int from, int to, int get, int pi, 
 }
 
 /* ------------------------------------------------------------------ */
-/* A member's part                                                     */
+/* A member's part: its program's threads                             */
 /* ------------------------------------------------------------------ */
-
-/* Bytes a member sends in a tree allreduce (the analytic model's accounting). */
-static void tree_account(rank_state *rs, const bs_group *g, int64_t bytes, int me, const int *node) {
-  int64_t half[2] = {bytes / 2, bytes - bytes / 2};
-  for (int t = 0; t < 2; t++) {
-    bs_tree_vertex v;
-    if (half[t] < 1 || bs_dtree_vertex(g->size, node, t, me, &v)) continue;
-    if (v.parent >= 0) sim_account_sent(rs, sim_member(g, v.parent), half[t]);
-    for (int k = 0; k < v.nchild; k++) sim_account_sent(rs, sim_member(g, v.child[k]), half[t]);
-  }
-}
 
 /* The part ends: its rank's handle is done. */
 static int part_end(dcoll *dc, int pi) {
-  int slot = dc->p[pi].slot, hd = dc->p[pi].hd;
-  dc->p[pi].next_free = dc->free_p;
+  dpart *p = &dc->p[pi];
+  int slot = p->slot, hd = p->hd;
+  cl_prog_free(&p->prog);
+  p->next_free = dc->free_p;
   dc->free_p = pi;
   return dc->done(dc->engine, slot, hd);
 }
 
-/* One exchange of the ring: every channel sends `times` parts to its next member and receives as
- * much from its previous one (coll.c's ring_exchange). */
-static int ring_exchange(dcoll *dc, int pi, int64_t times, double now) {
-  sim_ctx *c = dc->c;
-  dpart *p = &dc->p[pi];
-  int nch = p->nch, slot = p->slot;
-  p->npend = 2 * nch;
-  for (int k = 0; k < nch; k++) {
-    p = &dc->p[pi];
-    int ch = p->ch[k], prev = slot_of(c, p->prev[k]), next = slot_of(c, p->next[k]), to = p->next[k];
-    int64_t b = p->part[k] * times;
-    int rc = post(dc, MB_RING, ch, prev, slot, 1, OWNER(pi, 0, 0), 0, now);
-    if (!rc) rc = post(dc, MB_RING, ch, slot, next, 0, OWNER(pi, 0, 0), b, now);
-    if (rc) return rc;
-    sim_account_sent(&c->rs[slot], to, b);
-    c->events++;
-  }
-  return 0;
+static int timer(dcoll *dc, int pi, int k, double at) {
+  dc->p[pi].th[k].state = T_TIMER;
+  return dev_push(dc->ev, at, dc->ev_kind, OWNER(pi, k, 0), 0) ? oom(dc) : 0;
 }
 
-/* Wakes the broadcast actor of the tree whose root just reduced a chunk (coll.c's semaphore). */
-static int tree_advance(dcoll *dc, int pi, int k, double now);
-static int tree_wake(dcoll *dc, int pi, int tree, double now) {
+static int advance(dcoll *dc, int pi, int k, double now);
+
+/* Semaphore sem was released: the thread that waits on it, if any, takes it and goes on. */
+static int sem_wake(dcoll *dc, int pi, int sem, double now) {
   const dpart *p = &dc->p[pi];
-  for (int k = 0; k < p->nsub; k++)
-    if (!p->sub[k].up && p->sub[k].tree == tree && p->sub[k].stage == TS_SEM) return tree_advance(dc, pi, k, now);
+  for (int j = 0; j < p->prog.nth; j++)
+    if (p->th[j].state == T_SEM && p->prog.op[p->th[j].cur.pc].ch == sem) {
+      dc->p[pi].th[j].state = T_RUN;
+      return advance(dc, pi, j, now);
+    }
   return 0;
 }
 
-/*
- * Actor k of a tree allreduce (coll.c's tree_part_main) goes as far as it can: up, a chunk's
- * receives from every child, then (after the previous chunk's send) its send to the parent, or at
- * the root the chunk handed to the broadcast; down, a chunk from the parent (at the root: from the
- * reduction), then (after the previous chunk's sends) to every child. One chunk in flight behind
- * the one being received: the pipeline.
- */
-static int tree_advance(dcoll *dc, int pi, int k, double now) {
-  sim_ctx *c = dc->c;
-  for (;;) {
-    dpart *p = &dc->p[pi];
-    dtsub *t = &p->sub[k];
-    int slot = p->slot, type = t->up ? MB_TREE_UP : MB_TREE_DOWN, rc = 0;
-    switch (t->stage) {
-    case TS_START:
-      if (t->ch == t->chunks) {
-        t->stage = TS_END;
-        continue;
-      }
-      if (t->up) {
-        t->stage = TS_IN;
-        t->nin = t->nchild;
-        for (int j = 0; j < t->nchild && !rc; j++)
-          rc = post(dc, type, t->tree, slot_of(c, t->child[j]), slot, 1, OWNER(pi, k, 0), 0, now);
-      } else if (t->parent < 0) {
-        t->stage = TS_SEM;
-      } else {
-        t->stage = TS_IN;
-        t->nin = 1;
-        rc = post(dc, type, t->tree, slot_of(c, t->parent), slot, 1, OWNER(pi, k, 0), 0, now);
-      }
-      if (rc) return rc;
-      continue;
-    case TS_SEM:
-      if (p->sem[t->tree] == 0) return 0;
-      p->sem[t->tree]--;
-      t->stage = TS_OUT;
-      continue;
-    case TS_IN:
-      if (t->nin > 0) return 0;
-      if (t->up && t->parent < 0) {
-        p->sem[t->tree]++;
-        t->ch++;
-        t->stage = TS_START;
-        rc = tree_wake(dc, pi, t->tree, now);
-        if (rc) return rc;
-        continue;
-      }
-      t->stage = TS_OUT;
-      continue;
-    case TS_OUT: {
-      if (t->nout > 0) return 0;
-      int64_t size = bs_tree_chunk_size(t->half, t->chunks, t->ch);
-      rank_state *rs = &c->rs[slot];
-      int n = t->up ? 1 : t->nchild;
-      t->nout = n;
-      for (int j = 0; j < n && !rc; j++) {
-        int to = t->up ? t->parent : t->child[j];
-        rc = post(dc, type, t->tree, slot, slot_of(c, to), 0, OWNER(pi, k, 1), size, now);
-        sim_account_sent(rs, to, size);
-        c->events++;
-      }
-      if (rc) return rc;
-      t->ch++;
-      t->stage = TS_START;
-      continue;
-    }
-    case TS_END:
-      if (t->nout > 0) return 0;
-      t->stage = TS_DONE;
-      return --p->alive == 0 ? part_end(dc, pi) : 0;
-    default: return 0;
-    }
-  }
+/* Thread k's program has ended: the part ends with thread 0; the others let it go on when the last
+ * of them ends. */
+static int thread_end(dcoll *dc, int pi, int k, double now) {
+  dpart *p = &dc->p[pi];
+  p->th[k].state = T_DONE;
+  if (k == 0) return part_end(dc, pi);
+  if (--p->alive > 0) return 0;
+  p->th[0].state = T_RUN;
+  return advance(dc, pi, 0, now);
 }
 
-/*
- * Open MPI libnbc's binomial allreduce (coll.c's coll_binomial), one blocking step at a time: the
- * whole buffer up the binomial tree to member 0 round by round, then down again; the bytes counted
- * as the runtime counts an allreduce (to the next member).
- */
-static int binomial_advance(dcoll *dc, int pi, double now) {
+/* Posts step o of thread k (a receive or a send) at loop iteration iter. */
+static int post_step(dcoll *dc, int pi, int k, const cl_op *o, int iter, double now) {
+  sim_ctx *c = dc->c;
+  int slot = dc->p[pi].slot, peer = slot_of(c, o->peer), rc;
+  if (o->kind == CL_RECV) {
+    dc->p[pi].th[k].pend[0]++;
+    return post(dc, o->box, o->ch, peer, slot, 1, OWNER(pi, k, 0), 0, now);
+  }
+  int64_t b = cl_send_bytes(o, iter);
+  dc->p[pi].th[k].pend[1]++;
+  rc = post(dc, o->box, o->ch, slot, peer, 0, OWNER(pi, k, 1), b, now);
+  if (o->flags & CL_ACCT) sim_account_sent(&c->rs[slot], o->peer, b);
+  if (o->flags & CL_EV) c->events++;
+  return rc;
+}
+
+/* Thread k of part pi goes through its program as far as it can at now. */
+static int advance(dcoll *dc, int pi, int k, double now) {
   sim_ctx *c = dc->c;
   for (;;) {
     dpart *p = &dc->p[pi];
-    if (p->npend > 0) return 0;
-    int slot = p->slot, me = p->me, n = p->n, rc = 0;
-    bs_group g = p->group;
-    if (p->stage == TS_START) { /* reduce round p->step */
-      int rounds = bs_binomial_rounds(n), peer = -1;
-      if (p->step > rounds) {
-        p->stage = TS_IN;
-        continue;
+    dthread *t = &p->th[k];
+    const cl_op *o = cl_next(&p->prog, k, &t->cur);
+    if (!o) return thread_end(dc, pi, k, now);
+    int rc = 0, iter = t->cur.iter;
+    switch (o->kind) {
+    case CL_RECV:
+    case CL_SEND: rc = post_step(dc, pi, k, o, iter, now); break;
+    case CL_WAIT:
+      if (((o->flags & CL_W_RECV) && t->pend[0]) || ((o->flags & CL_W_SEND) && t->pend[1])) {
+        t->state = T_WAIT;
+        return 0;
       }
-      int d = bs_binomial_reduce_step(n, me, p->step++, &peer);
-      if (!d) continue;
-      c->events++;
-      p->npend = 1;
-      int ps = slot_of(c, sim_member(&g, peer));
-      if (d > 0) rc = post(dc, MB_BINOMIAL_UP, -1, ps, slot, 1, OWNER(pi, 0, 0), 0, now);
-      else {
-        rc = post(dc, MB_BINOMIAL_UP, -1, slot, ps, 0, OWNER(pi, 0, 0), p->bytes, now);
-        p->step = rounds + 1; /* it leaves the reduce */
+      break;
+    case CL_SLEEP: cl_done(&p->prog, &t->cur); return timer(dc, pi, k, now + o->t);
+    case CL_ACCOUNT: sim_account_sent(&c->rs[p->slot], o->peer, o->bytes); break;
+    case CL_EVENT: c->events++; break;
+    case CL_SEM_POST:
+      p->sem[o->ch]++;
+      cl_done(&p->prog, &t->cur);
+      rc = sem_wake(dc, pi, o->ch, now);
+      if (rc) return rc;
+      continue;
+    case CL_SEM_TAKE:
+      if (p->sem[o->ch] == 0) {
+        t->state = T_SEM;
+        return 0;
       }
-    } else if (p->stage == TS_IN) { /* the broadcast: the result from the parent */
-      int parent = bs_binomial_bcast_parent(me);
-      p->stage = TS_OUT;
-      if (parent >= 0) {
-        p->npend = 1;
-        rc = post(dc, MB_BINOMIAL_DOWN, -1, slot_of(c, sim_member(&g, parent)), slot, 1, OWNER(pi, 0, 0), 0, now);
+      p->sem[o->ch]--;
+      break;
+    case CL_MARK: t->t0 = now; break;
+    case CL_FLOOR: {
+      double left = t->t0 + o->t - now;
+      cl_done(&p->prog, &t->cur);
+      if (left > 0) return timer(dc, pi, k, now + left);
+      continue;
+    }
+    case CL_SPAWN:
+      cl_done(&p->prog, &t->cur);
+      p->alive = p->prog.nth - 1;
+      if (!p->alive) continue;
+      t->state = T_JOIN;
+      for (int j = 1, n = p->prog.nth; j < n; j++) {
+        dc->p[pi].th[j].cur = cl_begin(&dc->p[pi].prog, j);
+        rc = advance(dc, pi, j, now);
+        if (rc) return rc;
       }
-    } else if (p->stage == TS_OUT) { /* then to every child at once */
-      int kids[32], nk = bs_binomial_bcast_children(n, me, kids);
-      p->stage = TS_END;
-      p->npend = nk;
-      for (int k = 0; k < nk && !rc; k++) {
-        rc =
-          post(dc, MB_BINOMIAL_DOWN, -1, slot, slot_of(c, sim_member(&g, kids[k])), 0, OWNER(pi, 0, 0), p->bytes, now);
-        c->events++;
-      }
-    } else {
-      sim_account_sent(&c->rs[slot], sim_member(&g, (me + 1) % n), bs_coll_bytes_sent(p->kind, p->bytes, n));
-      return part_end(dc, pi);
+      return 0;
+    default: break;
     }
     if (rc) return rc;
+    cl_done(&dc->p[pi].prog, &dc->p[pi].th[k].cur);
   }
 }
 
-/* After the base cost: the algorithm begins. */
-static int part_run(dcoll *dc, int pi, double now) {
-  sim_ctx *c = dc->c;
-  dpart *p = &dc->p[pi];
-  rank_state *rs = &c->rs[p->slot];
-  p->stage = ST_RUN;
-  p->t0 = now;
-  if (p->algo == A_TREE) {
-    p->alive = p->nsub;
-    if (!p->nsub) return part_end(dc, pi);
-    for (int k = 0, n = p->nsub; k < n; k++) {
-      int rc = tree_advance(dc, pi, k, now);
-      if (rc) return rc;
-    }
-    return 0;
-  }
-  if (p->algo == A_BINOMIAL) {
-    p->stage = TS_START;
-    return binomial_advance(dc, pi, now);
-  }
-  if (p->algo == A_SLEEP) {
-    c->events++;
-    p->stage = ST_SLEEP;
-    return dev_push(dc->ev, now + (p->t_sleep > 0 ? p->t_sleep : 0), dc->ev_kind, pi, 0) ? oom(dc) : 0;
-  }
-  if (p->algo == A_A2A) {
-    int n = p->n, me = p->me, slot = p->slot;
-    bs_group g = p->group;
-    int64_t chunk = p->chunk;
-    p->npend = 2 * (n - 1);
-    for (int d = 1; d < n; d++) {
-      int to = sim_member(&g, (me + d) % n), from = sim_member(&g, (me + n - d) % n);
-      int rc = post(dc, MB_A2A, -1, slot_of(c, from), slot, 1, OWNER(pi, 0, 0), 0, now);
-      if (!rc) rc = post(dc, MB_A2A, -1, slot, slot_of(c, to), 0, OWNER(pi, 0, 0), chunk, now);
-      if (rc) return rc;
-      sim_account_sent(rs, to, chunk);
-      c->events++;
-    }
-    return 0;
-  }
-  return ring_exchange(dc, pi, p->algo == A_FLOW ? p->steps : 1, now);
-}
-
-/* Every transfer of the part's current exchange ended at now. */
-static int part_exchanged(dcoll *dc, int pi, double now) {
-  dpart *p = &dc->p[pi];
-  if (p->algo == A_BINOMIAL) return binomial_advance(dc, pi, now);
-  if (p->algo == A_STEPS && ++p->step < p->steps) return ring_exchange(dc, pi, 1, now);
-  if (p->algo == A_FLOW) {
-    double left = p->t0 + p->t_ring - now;
-    if (left > 0) {
-      p->stage = ST_SLEEP;
-      return dev_push(dc->ev, now + left, dc->ev_kind, pi, 0) ? oom(dc) : 0;
-    }
-  }
-  return part_end(dc, pi);
-}
-
-/* The part's plan from its setup (coll.c's coll_main, model by model); 0, 1 declined, -1 failed. */
-static int part_plan(dcoll *dc, int pi, rank_state *rs, int64_t bytes, sim_coll_setup *s) {
-  sim_ctx *c = dc->c;
-  dpart *p = &dc->p[pi];
-  const bs_group *g = &p->group;
-  p->n = s->n;
-  p->me = s->me;
-  p->steps = s->steps;
-  p->chunk = s->chunk;
-  p->step = 0;
-  p->bytes = bytes;
-  if (s->binomial) {
-    p->algo = A_BINOMIAL;
-    p->step = 1;
-    return 0;
-  }
-  int whole = s->model != BS_COLL_STEPS && sim_whole_tree(c->G, g);
-  if (s->algo == BS_COLL_ALGO_TREE && !whole && s->model != BS_COLL_ANALYTIC) { /* in pipelined chunks */
-    int64_t half[2] = {bytes / 2, bytes - bytes / 2};
-    p->algo = A_TREE;
-    p->nsub = 0;
-    for (int t = 0; t < 2; t++) {
-      bs_tree_vertex v;
-      if (half[t] < 1) continue;
-      if (bs_dtree_vertex(g->size, s->node, t, s->me, &v)) return oom(dc);
-      for (int up = 1; up >= 0; up--) {
-        dtsub *ts = &p->sub[p->nsub++];
-        memset(ts, 0, sizeof *ts);
-        ts->tree = t;
-        ts->up = up;
-        ts->parent = v.parent >= 0 ? sim_member(g, v.parent) : -1;
-        ts->nchild = v.nchild;
-        for (int j = 0; j < v.nchild; j++) ts->child[j] = sim_member(g, v.child[j]);
-        ts->half = half[t];
-        ts->chunks = bs_tree_chunks(half[t]);
-      }
-    }
-    return 0;
-  }
-  if (s->algo == BS_COLL_ALGO_TREE) { /* analytic, or timed as a whole over every rank */
-    if (!whole) tree_account(rs, g, bytes, s->me, s->node);
-    else if (rs->rank == g->first && sim_wtree_add(rs, bytes, g)) return -1;
-    if (s->t_tree < 0) s->t_tree = bs_tree_allreduce_time(s->n, s->node, bytes, &s->l);
-    p->algo = A_SLEEP;
-    p->t_sleep = s->t_tree;
-    return 0;
-  }
-  if (s->steps < 0) {
-    if (s->model != BS_COLL_ANALYTIC) {
-      p->algo = A_A2A;
-      return 0;
-    }
-    sg_host_t hb = host_of(c, sim_member(g, (s->me + 1) % s->n));
-    double lat = sg_host_get_route_latency(rs->host, hb), bw = sg_host_get_route_bandwidth(rs->host, hb);
-    for (int k = 1; k < s->n; k++) sim_account_sent(rs, sim_member(g, (s->me + k) % s->n), s->chunk);
-    p->algo = A_SLEEP;
-    p->t_sleep = lat + (double)s->chunk * (s->n - 1) / bw;
-    return 0;
-  }
-  p->nch = 0;
-  for (int ch = 0; ch < s->C; ch++) {
-    int64_t part = s->chunk / s->C + (ch < s->chunk % s->C);
-    if (part < 1) continue;
-    int k = p->nch++;
-    p->ch[k] = ch;
-    p->part[k] = part;
-    p->prev[k] = sim_member(g, sim_ring_peer(s->C, c->rpn, s->n, ch, s->me, -1));
-    p->next[k] = sim_member(g, sim_ring_peer(s->C, c->rpn, s->n, ch, s->me, +1));
-  }
-  p->t_ring = sim_ring_lockstep_time(&s->l, s->multi, s->steps, p->part[0]);
-  if (s->model == BS_COLL_ANALYTIC) {
-    for (int k = 0; k < p->nch; k++) sim_account_sent(rs, p->next[k], p->part[k] * s->steps);
-    p->algo = A_SLEEP;
-    p->t_sleep = p->t_ring;
-  } else p->algo = s->model == BS_COLL_FLOW ? A_FLOW : A_STEPS;
-  return 0;
-}
-
-double dcoll_last_arrival(const sim_ctx *c, const handle *h) {
-  double last = h->t_post;
-  for (int i = 0; i < h->group.size; i++) {
-    const rank_state *m = &c->rs[slot_of(c, h->group.first + h->group.stride * i)];
-    if (h->coll_seq < m->coll_seq && m->coll_arr[h->coll_seq] > last) last = m->coll_arr[h->coll_seq];
-  }
-  return last;
-}
+double dcoll_last_arrival(const sim_ctx *c, const handle *h) { return sim_coll_last_arrival(c, h); }
 
 int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   sim_ctx *c = dc->c;
   int hd = op->handle;
   const bs_group *g = &op->u.coll.group;
-  if (sim_op_check_coll(rs, op)) return -1;
-  if (sim_note_coll_arrival(rs, now)) return -1;
+  if (sim_coll_post(rs, op, now)) return -1;
   int seq = rs->coll_seq++;
   bs_coll_kind kind = op->u.coll.kind;
   int64_t bytes = op->u.coll.bytes;
-  if (c->mesh.size[0] > 0) {
-    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
-    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(kind, bytes, g->size);
-  }
   handle *h = &rs->h[hd];
   h->coll_seq = seq;
   h->group = *g;
@@ -627,53 +384,40 @@ int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   h->t_post = now;
   h->op_index = rs->op_index;
   h->peer = -1;
-  sim_coll_setup s;
-  int rc = sim_coll_prepare(c, rs, kind, g, bytes, &s);
-  if (rc) {
-    free(s.node);
-    return rc < 0 ? -1 : dc->done(dc->engine, rs->slot, hd);
-  }
+  cl_prog prog;
+  int rc = cl_lower(c, rs, kind, g, bytes, seq, &prog);
+  if (rc) return rc < 0 ? -1 : dc->done(dc->engine, rs->slot, hd);
   int pi = part_new(dc);
   if (pi < 0) {
-    free(s.node);
+    cl_prog_free(&prog);
     return oom(dc);
   }
   dpart *p = &dc->p[pi];
   memset(p, 0, sizeof *p);
   p->slot = rs->slot;
   p->hd = hd;
-  p->rank = rs->rank;
-  p->seq = seq;
-  p->group = *g;
-  p->kind = kind;
-  rc = part_plan(dc, pi, rs, bytes, &s);
-  free(s.node);
-  if (rc) return rc;
-  double base = c->prof ? c->prof->coll_base_s : 0;
-  if (base > 0) {
-    dc->p[pi].stage = ST_BASE;
-    return dev_push(dc->ev, now + base, dc->ev_kind, pi, 0) ? oom(dc) : 0;
-  }
-  return part_run(dc, pi, now);
+  p->prog = prog;
+  p->th[0].cur = cl_begin(&p->prog, 0);
+  return advance(dc, pi, 0, now);
 }
 
 int dcoll_timer(dcoll *dc, int id, double now) {
-  if (dc->p[id].stage == ST_BASE) return part_run(dc, id, now);
-  return part_end(dc, id);
+  int pi = OWNER_PART(id), k = OWNER_THREAD(id);
+  dc->p[pi].th[k].state = T_RUN;
+  return advance(dc, pi, k, now);
 }
 
-/* One side of a transfer of owner (OWNER) ended at now. */
+/* One side of a transfer of owner (OWNER) ended at now: its thread goes on if it waited for it. */
 static int part_done_one(dcoll *dc, int owner, double now) {
-  int pi = owner >> 3;
-  dpart *p = &dc->p[pi];
-  if (p->algo == A_TREE) {
-    dtsub *t = &p->sub[(owner >> 1) & 3];
-    if (owner & 1) t->nout--;
-    else t->nin--;
-    return tree_advance(dc, pi, (owner >> 1) & 3, now);
-  }
-  if (--p->npend > 0) return 0;
-  return part_exchanged(dc, pi, now);
+  int pi = OWNER_PART(owner), k = OWNER_THREAD(owner);
+  dthread *t = &dc->p[pi].th[k];
+  t->pend[owner & 1]--;
+  if (t->state != T_WAIT) return 0;
+  const cl_op *o = &dc->p[pi].prog.op[t->cur.pc];
+  if (((o->flags & CL_W_RECV) && t->pend[0]) || ((o->flags & CL_W_SEND) && t->pend[1])) return 0;
+  t->state = T_RUN;
+  cl_done(&dc->p[pi].prog, &t->cur);
+  return advance(dc, pi, k, now);
 }
 
 int dcoll_transfer_done(dcoll *dc, int msg, double now) {

@@ -1,11 +1,10 @@
 /*
- * direct_coll.h — a COLL op in the direct engine (direct.c), as coll.c runs it
- * in SimGrid: the call's base cost, then NCCL's ring (lockstep steps, one flow
- * per hop and channel never faster than the lockstep time, or that time
- * alone), the all-to-all (every pair at once), NCCL's double binary tree (in
- * pipelined chunks, or timed as a whole), Open MPI's binomial allreduce, and
- * the alpha-beta times of the analytic model. Its transfers run on the direct
- * engine's network (direct_net.h) and its timers in the engine's event queue.
+ * direct_coll.h — a COLL op in the direct engine (direct.c): the member's part lowered once
+ * (coll_lower.h), the same program coll.c runs in SimGrid (the call's base cost; NCCL's ring in
+ * steps, as a flow floored at the lockstep time, or that time alone; the all-to-all; NCCL's double
+ * binary tree in pipelined chunks or timed as a whole; Open MPI's binomial allreduce), stepped
+ * through here. Its transfers run on the direct engine's network (direct_net.h) and its timers in
+ * the engine's event queue.
  */
 #ifndef BURSTSIM_SIM_DIRECT_COLL_H
 #define BURSTSIM_SIM_DIRECT_COLL_H

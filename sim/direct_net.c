@@ -8,6 +8,7 @@
  */
 #include "sim/direct_net.h"
 #include "sim/direct_heap.h"
+#include "base/vec.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -33,7 +34,8 @@ typedef struct {
 
 typedef struct {
   lentry *f; /* active flows on the link */
-  int n, cap;
+  int n;
+  size_t cap;
   double bw;
   int cls;
   /* recomputation scratch */
@@ -83,35 +85,39 @@ struct dnet {
   int *lhash; /* open addressing: index + 1, 0 empty */
   size_t hmask;
   droute *route;
-  int nroute, caproute;
+  int nroute;
+  size_t caproute;
   int *rl;
-  int nrl, caprl;
+  int nrl;
+  size_t caprl;
   dflow *flow;
-  int nflow, capflow, free_head;
+  int nflow, free_head;
+  size_t capflow;
   hent *hp;   /* the flows' event heap (4-ary): one event per flow at most */
   int *hpos;  /* each flow's place in it, -1 none (apart from the flows: a small hot array) */
   fshare *fs; /* each flow's share */
-  int nh, caph;
+  int nh;
+  size_t caph;
   lfifo *lq; /* flows paying a latency, a queue per latency value (lq_push) */
-  int nlq, caplq, lq_last, lq_min;
+  int nlq, lq_last, lq_min;
+  size_t caplq;
   uint64_t seq;
   int *dirty;
-  int ndirty, capdirty;
+  int ndirty;
+  size_t capdirty;
   uint32_t epoch;
   int *cl, *cf, *touch;
-  int ncl, capcl, ncf, capcf, ntouch, captouch;
+  int ncl, ncf, ntouch;
+  size_t capcl, capcf, captouch;
   dev_heap sh;
   int64_t solves, solved_flows, fast;
 };
 
-static int grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return 0;
-  int c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, (size_t)c * elem);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
+/* Makes *items (elem bytes each) hold need of them (base/vec.h); -1 when out of memory. */
+static int reserve(void **items, size_t *cap, size_t need, size_t elem) {
+  void *p = bs_vec_grow(*items, elem, need, cap, 64);
+  if (!p) return -1;
+  *items = p;
   return 0;
 }
 
@@ -198,8 +204,8 @@ int dnet_route(dnet *n, const void *src, const void *dst, char *why, size_t whyl
     snprintf(why, whylen, "a route with no link or more than %d", MAX_HOPS);
     return -1;
   }
-  if (grow((void **)&n->route, &n->caproute, n->nroute + 1, sizeof *n->route) ||
-      grow((void **)&n->rl, &n->caprl, n->nrl + k, sizeof *n->rl)) {
+  if (reserve((void **)&n->route, &n->caproute, n->nroute + 1, sizeof *n->route) ||
+      reserve((void **)&n->rl, &n->caprl, n->nrl + k, sizeof *n->rl)) {
     snprintf(why, whylen, "out of memory");
     return -1;
   }
@@ -302,7 +308,7 @@ static int lq_push(dnet *n, int fi, double t, double lat) {
   if (q >= n->nlq || n->lq[q].lat != lat) {
     for (q = 0; q < n->nlq && n->lq[q].lat != lat; q++) continue;
     if (q == n->nlq) {
-      if (grow((void **)&n->lq, &n->caplq, n->nlq + 1, sizeof *n->lq)) return -1;
+      if (reserve((void **)&n->lq, &n->caplq, n->nlq + 1, sizeof *n->lq)) return -1;
       n->lq[n->nlq++] = (lfifo){lat, NULL, 0, 0, 0};
     }
     n->lq_last = q;
@@ -346,7 +352,7 @@ static int fl_at(dnet *n, int fi, double t) {
   int i = n->hpos[fi];
   hent e = {t, n->seq++, fi};
   if (i < 0) {
-    if (grow((void **)&n->hp, &n->caph, n->nh + 1, sizeof *n->hp)) return -1;
+    if (reserve((void **)&n->hp, &n->caph, n->nh + 1, sizeof *n->hp)) return -1;
     i = n->nh++;
     n->hp[i] = e;
     fl_up(n, i);
@@ -374,7 +380,7 @@ static void fl_unqueue(dnet *n, int fi) {
 static int mark_dirty(dnet *n, int li) {
   dlink *l = &n->link[li];
   if (l->dirty) return 0;
-  if (grow((void **)&n->dirty, &n->capdirty, n->ndirty + 1, sizeof *n->dirty)) return -1;
+  if (reserve((void **)&n->dirty, &n->capdirty, n->ndirty + 1, sizeof *n->dirty)) return -1;
   l->dirty = 1;
   n->dirty[n->ndirty++] = li;
   return 0;
@@ -406,7 +412,7 @@ static int activate(dnet *n, int fi, double now) {
   for (int i = 0; i < r->nl; i++) {
     dlink *l = &n->link[n->rl[r->l0 + i]];
     if (l->n) alone = 0;
-    if (grow((void **)&l->f, &l->cap, l->n + 1, sizeof *l->f)) return -1;
+    if (reserve((void **)&l->f, &l->cap, l->n + 1, sizeof *l->f)) return -1;
     f->pos[i] = l->n;
     l->f[l->n++] = (lentry){fi, i, f->route, f->w, f->bound};
   }
@@ -431,8 +437,8 @@ int dnet_start(dnet *n, int r, double bytes, double now, int msg) {
     fi = n->free_head;
     n->free_head = n->flow[fi].next_free;
   } else {
-    int cap = n->capflow;
-    if (grow((void **)&n->flow, &n->capflow, n->nflow + 1, sizeof *n->flow)) return -1;
+    size_t cap = n->capflow;
+    if (reserve((void **)&n->flow, &n->capflow, n->nflow + 1, sizeof *n->flow)) return -1;
     if (n->capflow != cap) {
       int *h = realloc(n->hpos, (size_t)n->capflow * sizeof *h);
       if (h) n->hpos = h;
@@ -474,7 +480,7 @@ static int solve(dnet *n, double now) {
     int li = n->dirty[d];
     n->link[li].dirty = 0;
     if (!n->link[li].n || n->link[li].mark == ep) continue;
-    if (grow((void **)&n->cl, &n->capcl, n->ncl + 1, sizeof *n->cl)) return -1;
+    if (reserve((void **)&n->cl, &n->capcl, n->ncl + 1, sizeof *n->cl)) return -1;
     n->link[li].mark = ep;
     n->cl[n->ncl++] = li;
   }
@@ -485,13 +491,13 @@ static int solve(dnet *n, double now) {
       const lentry *e = &l->f[j];
       if (n->fs[e->fi].mark == ep) continue;
       n->fs[e->fi].mark = ep;
-      if (grow((void **)&n->cf, &n->capcf, n->ncf + 1, sizeof *n->cf)) return -1;
+      if (reserve((void **)&n->cf, &n->capcf, n->ncf + 1, sizeof *n->cf)) return -1;
       n->cf[n->ncf++] = e->fi;
       const droute *r = &n->route[e->route];
       for (int i = 0; i < r->nl; i++) {
         int li = n->rl[r->l0 + i];
         if (n->link[li].mark == ep) continue;
-        if (grow((void **)&n->cl, &n->capcl, n->ncl + 1, sizeof *n->cl)) return -1;
+        if (reserve((void **)&n->cl, &n->capcl, n->ncl + 1, sizeof *n->cl)) return -1;
         n->link[li].mark = ep;
         n->cl[n->ncl++] = li;
       }
@@ -522,7 +528,7 @@ static int solve(dnet *n, double now) {
     n->ntouch = 0;
     /* every constraint at exactly this level saturates together (maxmin.cpp's ties) */
     int nsat;
-    if (grow((void **)&n->touch, &n->captouch, 1, sizeof *n->touch)) return -1;
+    if (reserve((void **)&n->touch, &n->captouch, 1, sizeof *n->touch)) return -1;
     n->touch[n->ntouch++] = top.id;
     l0->touched = 1;
     nsat = 1;
@@ -535,7 +541,7 @@ static int solve(dnet *n, double now) {
       }
       if (nx.t != min_usage) break;
       dev_pop(&n->sh);
-      if (grow((void **)&n->touch, &n->captouch, n->ntouch + 1, sizeof *n->touch)) return -1;
+      if (reserve((void **)&n->touch, &n->captouch, n->ntouch + 1, sizeof *n->touch)) return -1;
       n->touch[n->ntouch++] = nx.id;
       ln->touched = 1;
       nsat++;
@@ -570,7 +576,7 @@ static int solve(dnet *n, double now) {
           if (l->usage < MAXMIN_PRECISION) l->usage = 0;
           if (!(l->usage > MAXMIN_PRECISION) || !(l->rem > l->bw * MAXMIN_PRECISION)) l->alive = 0;
           if (!l->touched) {
-            if (grow((void **)&n->touch, &n->captouch, n->ntouch + 1, sizeof *n->touch)) return -1;
+            if (reserve((void **)&n->touch, &n->captouch, n->ntouch + 1, sizeof *n->touch)) return -1;
             n->touch[n->ntouch++] = li;
             l->touched = 1;
           }

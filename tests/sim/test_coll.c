@@ -3,7 +3,8 @@
  * binary tree (sim/coll_shape.h), the tree allreduce's simulated time against
  * its hand formula on toy platforms (2·depth hops of latency; the busiest
  * member's volume over its link), tree against ring at small and large
- * messages, the auto rule, and the analytic option against the steps.
+ * messages, the auto rule, the analytic option against the steps, and the
+ * cursor both engines walk a lowered collective's program with.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/coll_lower.h"
 #include "sim/coll_shape.h"
 #include "profile/profile.h"
 #include "sim/sim.h"
@@ -436,6 +438,44 @@ static void test_ring_channels_dgx(void **state) {
   }
 }
 
+/* ---------------- the lowered program ---------------- */
+
+/* The cursor both engines walk a lowered program with: a loop's body `times` times with its
+ * iteration, a loop of none skipped, each thread its own steps, and a chunked send's sizes summing
+ * to its half. */
+static void test_lower_cursor(void **state) {
+  (void)state;
+  cl_op op[] = {
+    {.kind = CL_SLEEP, .t = 1}, {.kind = CL_LOOP, .n = 2, .bytes = 3},
+    {.kind = CL_RECV},          {.kind = CL_SEND, .flags = CL_CHUNKED, .n = 3, .bytes = 1000},
+    {.kind = CL_WAIT},          {.kind = CL_LOOP, .n = 1, .bytes = 0},
+    {.kind = CL_EVENT},         {.kind = CL_MARK},
+  };
+  cl_prog p = {.nth = 2, .op = op, .nop = 8};
+  p.th[0] = (cl_thread){.first = 0, .nop = 5};
+  p.th[1] = (cl_thread){.first = 5, .nop = 3};
+  const int want[] = {CL_SLEEP, CL_RECV, CL_SEND, CL_RECV, CL_SEND, CL_RECV, CL_SEND, CL_WAIT};
+  int got = 0;
+  int64_t sent = 0;
+  cl_cursor cur = cl_begin(&p, 0);
+  for (const cl_op *o; (o = cl_next(&p, 0, &cur)); cl_done(&p, &cur)) {
+    assert_true(got < 8);
+    assert_int_equal(o->kind, want[got++]);
+    if (o->kind == CL_SEND) {
+      assert_int_equal(cur.iter, (got - 3) / 2);
+      sent += cl_send_bytes(o, cur.iter);
+    }
+  }
+  assert_int_equal(got, 8);
+  assert_int_equal(sent, 1000);
+  cur = cl_begin(&p, 1);
+  const cl_op *o = cl_next(&p, 1, &cur);
+  assert_non_null(o);
+  assert_int_equal(o->kind, CL_MARK);
+  cl_done(&p, &cur);
+  assert_null(cl_next(&p, 1, &cur));
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_dtree_shape),
@@ -447,6 +487,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_ring_channel_shape),
     cmocka_unit_test(test_ring_channels_dgx),
     cmocka_unit_test(test_ring_flow_shares_links),
+    cmocka_unit_test(test_lower_cursor),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
