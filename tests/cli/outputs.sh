@@ -110,7 +110,7 @@ sim_trace_stale_removed) # a refused first point leaves no trace of an earlier r
     "$bs" sim "$scen" --quiet --trace t.json --set parallel.method=ulysses --set parallel.gpus=64
   [ ! -e t.json ] || fail "the earlier run's trace is still there" ;;
 search_out_stdout_alone)
-  "$bs" search "$src/tests/sim/search.ini" --quiet --out - >out.json 2>err || fail "search --out - failed"
+  "$bs" search "$src/tests/search/search.ini" --quiet --out - >out.json 2>err || fail "search --out - failed"
   is_json out.json || { cp out.json "$log"; fail "stdout is not the search JSON alone"; }
   grep -q "^method" err || { cp err "$log"; fail "the table is not on stderr"; } ;;
 run_out_stdout_alone)
