@@ -2,8 +2,11 @@
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# Warnings are errors in every build made through this Makefile (development, CI); a plain `cmake`
+# build leaves them warnings (BURSTSIM_WERROR in CMakeLists.txt). `make WERROR=OFF ...` to relax.
+WERROR ?= ON
 
-.PHONY: all deps configure build run test sanitize tsan experiments clean
+.PHONY: all deps configure build run test sanitize tsan release clang experiments clean
 
 all: build
 
@@ -11,7 +14,7 @@ deps:
 	@scripts/deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >$(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
+	@cmake -S . -B $(BUILD) -DBURSTSIM_WERROR=$(WERROR) $(CMAKE_FLAGS) >$(BUILD).configure.log 2>&1 || (cat $(BUILD).configure.log; exit 1)
 	@grep "burstsim:" $(BUILD).configure.log || true
 
 build: configure
@@ -34,8 +37,19 @@ tsan:
 	  ctest --output-on-failure -j $(JOBS) -L threads
 	@! grep -n "WARNING: ThreadSanitizer" build-tsan/Testing/Temporary/LastTest.log
 
+# The builds a packager or another compiler makes, built (not tested) with warnings as errors: Release
+# (-O3) with GCC and CUDA as found, and Clang (CUDA off: nvcc compiles its host code with GCC).
+release:
+	@$(MAKE) --no-print-directory build BUILD=build-release CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Release"
+
+clang:
+	@$(MAKE) --no-print-directory build BUILD=build-clang \
+	  CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Release -DBURSTSIM_CUDA=OFF -DCMAKE_C_COMPILER=clang"
+
 experiments: build
 	@scripts/experiments.sh $(BUILD)
 
 clean:
-	rm -rf build build-asan build-tsan build.configure.log build-asan.configure.log build-tsan.configure.log
+	rm -rf build build-asan build-tsan build-release build-clang
+	rm -f build.configure.log build-asan.configure.log build-tsan.configure.log build-release.configure.log \
+	  build-clang.configure.log

@@ -25,6 +25,7 @@
 
 #define MAX_GROUPS 64
 
+static void seterr(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t len, const char *fmt, ...) {
   if (!err || !len) return;
   va_list ap;
@@ -565,8 +566,8 @@ static int local_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_co
     cl->next = lw->colls;
     lw->colls = cl;
   } else if (cl->kind != kind || cl->red != red || cl->type != type || cl->bytes != bytes) {
-    seterr(err, len, "comm nccl: rank %d's collective #%lld on group %d+%d*i differs from its peers'", c->rank,
-           (long long)seq, g.first, g.stride, g.size);
+    seterr(err, len, "comm nccl: rank %d's collective #%lld on group %d+%d*i (%d ranks) differs from its peers'",
+           c->rank, (long long)seq, g.first, g.stride, g.size);
     return BS_COMM_ERR;
   }
   const int m = (c->rank - g.first) / g.stride;

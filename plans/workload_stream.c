@@ -35,7 +35,7 @@ static bs_mem_class layer_class(const bs_op *a) {
 /* Kept from forward to backward: the role buffers of the forward and the
  * method's own saved activations (ulysses' head-sharded copies). */
 static int kept(const bs_op *a, int selective) {
-  int r = a->u.alloc.role;
+  int r = (int)a->u.alloc.role;
   if (selective) return r == BS_ROLE_Q || r == BS_ROLE_K || r == BS_ROLE_V || r == BS_ROLE_O;
   return r != BS_ROLE_TMP || a->u.alloc.cls == BS_MEM_ACTIVATIONS;
 }
@@ -221,7 +221,7 @@ void wl_stream_drop_kv(bs_wl *w) {
   attn_stream *s = &w->as;
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
     if (s->bmap[b] < 0) continue;
-    int r = s->aop[b].u.alloc.role;
+    int r = (int)s->aop[b].u.alloc.role;
     if (r != BS_ROLE_K && r != BS_ROLE_V) continue;
     int32_t id = s->bmap[b];
     w_free(w, &id);
@@ -235,7 +235,7 @@ void wl_stream_free_all(bs_wl *w, int keep_kv) {
   int n = 0;
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
     if (s->bmap[b] < 0) continue;
-    int r = s->aop[b].u.alloc.role;
+    int r = (int)s->aop[b].u.alloc.role;
     if (keep_kv && (r == BS_ROLE_K || r == BS_ROLE_V) && n < SAVE_MAX) {
       w->saved[slot_layer(w) * SAVE_MAX + n++] = s->bmap[b]; /* the KV cache stays */
       continue;

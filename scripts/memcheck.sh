@@ -12,7 +12,7 @@ BUILD=${1:-build-memcheck}
 command -v valgrind >/dev/null || { echo "memcheck.sh: valgrind not found (apt-get install valgrind)" >&2; exit 1; }
 SUBSET=${MEMCHECK_TESTS:-'^(cli|fuzz|plans|reliability\.json_same|calib\.fit|sim\.(ring_step_exact|overlap|deadlock|mismatched|unmatched|wrong_size|unwaited|memory_peak|allreduce|bad_config|shared_host|size_factors|profile|generators|trace_json|cli_(sweep|topo|unknown|bad|missing))).*'}
 # shellcheck disable=SC2086
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug ${MEMCHECK_CMAKE_ARGS:-} >/dev/null
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DBURSTSIM_WERROR=ON ${MEMCHECK_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" >/dev/null
 cd "$BUILD"
 # Tests that spawn mpirun (label mpi, or mpi in the name) and benchmarks are left out.

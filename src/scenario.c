@@ -40,7 +40,7 @@ static int check_point(const parse_state *st, const bs_config *c, char *err, siz
   const bs_model *m = &c->model;
   if (m->heads % m->kv_heads != 0) {
     int kv = scn_find_key("model", "kv_heads"), h = scn_find_key("model", "heads"), p = scn_find_key("model", "preset");
-    char o[PATH_MAX + 64];
+    char o[sizeof st->entries[0].where + sizeof m->preset + 64]; /* origin()'s longest message fits */
     if (st->have[kv] || !st->have[h]) {
       origin(st, c, "heads", o, sizeof o);
       snprintf(err, errlen, "%s: model.kv_heads: %lld does not divide heads %lld (%s)",

@@ -172,6 +172,7 @@ typedef struct {
   int failed;
 } sbuf;
 
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(sbuf *b, const char *fmt, ...) {
   if (b->failed) return;
   for (;;) {

@@ -20,8 +20,13 @@
 #include <math.h>
 #include "kernels/cpu/attn_internal.h"
 
+#include <immintrin.h> /* before the target region: clang gives its intrinsics their own targets */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 #include "kernels/cpu/attn_avx2_math.h"
 
 #define QB 16 /* query lanes per sub-block: two ymm vectors */
@@ -525,7 +530,11 @@ static void avx2_bwd_block(const attn_params *p, attn_tiles t, const void *q, co
   }
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 const attn_variant attn_variant_avx2 = {
   .name = "avx2",

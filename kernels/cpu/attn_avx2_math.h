@@ -1,7 +1,7 @@
 /*
  * attn_avx2_math.h — AVX2+FMA helpers for the CPU attention files: a vector
  * exp2 (no scalar expf in any inner loop) and horizontal reductions. Include it
- * only inside a `#pragma GCC target("avx2,fma")` region.
+ * only inside an avx2,fma target region (GCC's pragma or clang's attribute push).
  */
 #ifndef BURSTSIM_ATTN_AVX2_MATH_H
 #define BURSTSIM_ATTN_AVX2_MATH_H

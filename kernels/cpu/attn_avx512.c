@@ -17,9 +17,13 @@
 #include <math.h>
 #include "kernels/cpu/attn_internal.h"
 
+#include <immintrin.h> /* before the target region: clang gives its intrinsics their own targets */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma")
-#include <immintrin.h>
+#endif
 
 #define QB 32         /* query lanes per sub-block: two zmm vectors */
 #define MR_MAX 12     /* broadcast rows per micro-kernel call */
@@ -214,7 +218,11 @@ static void avx512_fwd_block(const attn_params *p, attn_tiles t, const void *q, 
   attn_unpack_lanes(d, ni, QB, w.ot, w.m, w.l, o_part, lse_part);
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 /* The backward and the grouped decode are AVX2's (filled in by attn_pick_variant). */
 static void avx512_bwd_block(const attn_params *p, attn_tiles t, const void *q, const void *k, const void *v,

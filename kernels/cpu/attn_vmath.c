@@ -29,8 +29,13 @@ static void exp2_row_scalar(float *row, int64_t n) {
 }
 
 #if defined(__x86_64__)
+#include <immintrin.h> /* before the target region: clang gives its intrinsics their own targets */
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
+#endif
 #include "kernels/cpu/attn_avx2_math.h"
 
 static float softmax_row_avx2(float *row, int64_t n) {
@@ -65,7 +70,11 @@ static void exp2_row_avx2(float *row, int64_t n) {
   for (; j + 8 <= n; j += 8) _mm256_storeu_ps(row + j, attn_exp2_ps(_mm256_loadu_ps(row + j)));
   for (; j < n; j++) row[j] = exp2f(row[j]);
 }
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 static int have_avx2(void) {
   __builtin_cpu_init();

@@ -43,6 +43,7 @@ static rng rng_for(const char *test) {
   return r;
 }
 
+static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void failf(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
