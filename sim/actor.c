@@ -7,7 +7,7 @@
  * between a pair must match in order, tag and size, as NCCL requires); COLL
  * starts the collective's actor (coll.c); WAIT joins them; COMPUTE sleeps for
  * the profile's modelled duration, or executes on the shared CPU of the host
- * topology. Where a rank waits is kept, so that a deadlock names it. What an
+ * topology. Where a rank waits is kept, so that a deadlock names it (rankops.c). What an
  * op does to the rank's own state (memory, phases, matching, the RECV's check)
  * is in rankops.c, which the direct engine (direct.c) shares.
  */
@@ -364,29 +364,4 @@ void sim_start_ranks(sim_ctx *c) {
     sg_actor_set_data(a, &c->rs[s]);
     sg_actor_start_(a, rank_main, 0, NULL);
   }
-}
-
-void sim_deadlock_error(sim_ctx *c) {
-  char list[360] = "";
-  int shown = 0;
-  size_t len = 0;
-  for (int s = 0; s < c->A && shown < 3 && len < sizeof list; s++)
-    if (!c->rs[s].finished) {
-      const rank_state *rs = &c->rs[s];
-      char at[224];
-      if (rs->blk_kind == 1 && rs->blk_peer >= 0)
-        snprintf(at, sizeof at,
-                 "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld "
-                 "(step %d)",
-                 (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from", rs->blk_peer, rs->blk_tag,
-                 (long long)rs->blk_post_op, rs->blk_step);
-      else if (rs->blk_kind)
-        snprintf(at, sizeof at, "op #%lld WAIT on a collective posted at op #%lld", (long long)rs->blk_op,
-                 (long long)rs->blk_post_op);
-      else snprintf(at, sizeof at, "op #%lld", (long long)rs->op_index);
-      len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%srank %d at %s",
-                              shown ? "; " : "", rs->rank, at);
-      shown++;
-    }
-  sim_error(c, "deadlock: %d of %d simulated ranks never finished (%s)", c->A - c->nfinished, c->A, list);
 }

@@ -11,7 +11,7 @@
  *   fold.c     the pre-pass that proves which ranks share a timeline
  *   actor.c    the rank actor: a rank's ops as SimGrid activity
  *   direct.c   the same ops without actors: the direct engine (direct.h); direct_coll.c its COLLs
- *   rankops.c  what an op does to its rank's state, for both engines
+ *   rankops.c  what an op does to its rank's state, for both engines; a deadlock's message
  *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
  *   result.c   the figures of a finished point
@@ -19,6 +19,7 @@
  *   explain.c  where a rank's time goes (explain.h, no SimGrid call); link_class.c the class of a
  *              waited handle's route
  *   ctx.c      the first error, byte counters, the wall clock
+ *   memory.c   the bytes an ALLOC holds (memory.h), for rankops.c and the search's walk.c
  *
  * Beside them, opts.c holds the options' defaults and blas_threads.c the
  * re-execution without an OpenBLAS pool (sim.h).
@@ -219,8 +220,6 @@ void sim_link_account(sim_ctx *c, sg_host_t src, sg_host_t dst, int64_t bytes, d
 
 /* Starts one actor per simulated rank (c->rs filled, SimGrid loaded). */
 void sim_start_ranks(sim_ctx *c);
-/* After simgrid_run with ranks unfinished: the error that names who is stuck and where. */
-void sim_deadlock_error(sim_ctx *c);
 /* Starts the actor that runs rank rs's part of a collective (joined by its WAIT);
  * NULL (with the error recorded) when out of memory. */
 sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes);
@@ -264,6 +263,8 @@ int sim_check_end(rank_state *rs);
 int sim_op_post_p2p(rank_state *rs, const bs_op *op, double now);
 /* A COLL's handle and group checked against the point's ranks; 0 or -1 with the error recorded. */
 int sim_op_check_coll(rank_state *rs, const bs_op *op);
+/* After a run (either engine) with ranks unfinished: the error that names who is stuck and where. */
+void sim_deadlock_error(sim_ctx *c);
 
 /* ------------------------------------------------------------------ */
 /* fold.c                                                              */

@@ -4,7 +4,7 @@
  * depends only on the order of its own ALLOC and FREE ops, never on timing,
  * so walking the ops in order gives the simulator's peak exactly, provided the
  * bytes an ALLOC holds are counted as the actor counts them
- * (bs_sim_alloc_held, which actor.c calls).
+ * (bs_sim_alloc_held, memory.h, which the simulator's ranks call).
  */
 #include "sim/walk.h"
 
@@ -13,12 +13,6 @@
 #include <string.h>
 #include "sim/coll_algo.h"
 #include "sim/platform.h"
-
-int64_t bs_sim_alloc_held(const bs_profile *prof, const bs_op *op) {
-  bs_mem_class cls = op->u.alloc.cls;
-  if (cls == BS_MEM_WEIGHTS || cls == BS_MEM_GRADS || cls == BS_MEM_OPTIMIZER) return op->u.alloc.bytes;
-  return bs_profile_alloc_bytes(prof, op->u.alloc.bytes);
-}
 
 #define WALK_MAX_BUFS 2048 /* as the actor's buffer table (point.h MAX_BUFS) */
 #define WALK_MAX_HANDLES 256
