@@ -9,9 +9,10 @@
  *   check.c    the profile and topology names, checked before any point runs
  *   engine.c   one point: profile, platform, fold, SimGrid, actors, result
  *   fold.c     the pre-pass that proves which ranks share a timeline
- *   actor.c    the rank actor: a rank's ops as SimGrid activity
- *   direct.c   the same ops without actors: the direct engine (direct.h); direct_coll.c its COLLs
- *   rankops.c  what an op does to its rank's state, for both engines; a deadlock's message
+ *   direct.c   the direct engine's transport: one event loop (direct.h); direct_coll.c its COLLs
+ *   actor.c    the SimGrid transport: a rank's time and messages as SimGrid activity
+ *   rank.c     the rank interpreter both transports run (transport.h): ops, checks, figures
+ *   rankops.c  what an op does to its rank's state; a deadlock's message
  *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
  *   result.c   the figures of a finished point
@@ -111,7 +112,13 @@ typedef struct rank_state {
   int blk_kind; /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
   int blk_n, blk_send, blk_peer, blk_tag, blk_step;
-  double *coll_arr; /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
+  /* the interpreter's place in a COMPUTE or WAIT (rank.c): resumed by the transport that suspended it */
+  int run;                   /* rank.c's: running, or suspended in a COMPUTE or a WAIT */
+  double t0;                 /* when the COMPUTE or WAIT began */
+  bs_kernel kernel;          /* the COMPUTE's, for explain */
+  int nwait;                 /* the WAIT's handles */
+  int32_t wait[BS_MAX_WAIT]; /* ... */
+  double *coll_arr;          /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
   int coll_arr_cap;
   int64_t cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
   int64_t by_group[BS_DIM_COUNT]; /* the plan's volume of its sends by group kind (bs_bytes.by_group) */
