@@ -71,8 +71,9 @@ static void p2p_send_main(int argc, char **argv) {
   free(job);
 }
 
-static double sg_now(void *eng) {
+static double sg_now(void *eng, const rank_state *rs) {
   (void)eng;
+  (void)rs;
   return simgrid_get_clock();
 }
 
@@ -116,27 +117,11 @@ static int sg_recv(void *eng, rank_state *rs, int hd, int ps) {
 
 static int sg_coll(void *eng, rank_state *rs, const bs_op *op) {
   (void)eng;
-  sim_ctx *c = rs->ctx;
-  int hd = op->handle;
-  const bs_group *g = &op->u.coll.group;
-  if (sim_op_check_coll(rs, op)) return -1;
-  if (sim_note_coll_arrival(rs, simgrid_get_clock())) return -1;
-  int seq = rs->coll_seq;
-  if (c->mesh.size[0] > 0) {
-    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
-    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g->size);
-  }
-  sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, g, op->u.coll.bytes);
+  if (sim_op_post_coll(rs, op, simgrid_get_clock())) return -1;
+  sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes);
   if (!a) return -1;
-  handle *h = &rs->h[hd];
-  h->coll_seq = seq;
-  h->group = *g;
-  h->ckind = op->u.coll.kind;
-  h->kind = H_COLL;
-  h->coll = a;
-  h->t_post = simgrid_get_clock();
-  h->op_index = rs->op_index;
-  return 0;
+  rs->h[op->handle].coll = a;
+  return SIM_DONE;
 }
 
 /* The communications of a WAIT one at a time, to know when each finished (links, trace). */

@@ -194,7 +194,10 @@ static int post_recv(direct *d, int pi, int hd) {
   return transfer(d, m);
 }
 
-static double d_now(void *eng) { return ((direct *)eng)->now; }
+static double d_now(void *eng, const rank_state *rs) {
+  (void)rs;
+  return ((direct *)eng)->now;
+}
 
 /* A handle of rs posted: not done, not waited for. */
 static void handle_new(direct *d, rank_state *rs, int hd) {

@@ -20,7 +20,8 @@
  *   explain.c  where a rank's time goes (explain.h, no SimGrid call); link_class.c the class of a
  *              waited handle's route
  *   ctx.c      the first error, byte counters, the wall clock
- *   memory.c   the bytes an ALLOC holds (memory.h), for rankops.c and the search's walk.c
+ *   memory.c   the bytes an ALLOC holds (memory.h), for rankops.c
+ *   walk.c     the search's zero-time transport of rank.c (walk.h)
  *
  * Beside them, opts.c holds the options' defaults and blas_threads.c the
  * re-execution without an OpenBLAS pool (sim.h).
@@ -160,6 +161,7 @@ typedef struct sim_ctx {
   int64_t events;
   int nfinished;
   char error[512];
+  char cause[256];       /* a COMPUTE's error without the rank and op that met it (the walk reports it so) */
   bs_outfile *trace_out; /* --trace: replaces the file only when the point succeeds */
   FILE *trace;
   int trace_first;
@@ -270,6 +272,10 @@ int sim_check_end(rank_state *rs);
 int sim_op_post_p2p(rank_state *rs, const bs_op *op, double now);
 /* A COLL's handle and group checked against the point's ranks; 0 or -1 with the error recorded. */
 int sim_op_check_coll(rank_state *rs, const bs_op *op);
+/* A COLL posted at now: checked, its arrival noted, its bytes counted by group, its handle set as
+ * the rank's collective number rs->coll_seq (the caller's transport advances it); 0 or -1 with the
+ * error recorded. */
+int sim_op_post_coll(rank_state *rs, const bs_op *op, double now);
 /* After a run (either engine) with ranks unfinished: the error that names who is stuck and where. */
 void sim_deadlock_error(sim_ctx *c);
 

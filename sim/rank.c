@@ -1,7 +1,8 @@
 /*
  * rank.c — the rank interpreter (transport.h): a simulated rank's ops handled
  * in one place, whichever transport moves its messages and its time (SimGrid's
- * actors, actor.c; the direct event loop, direct.c). The op switch, the checks
+ * actors, actor.c; the direct event loop, direct.c; the search's zero-time
+ * walk, walk.c). The op switch, the checks
  * of a SEND, RECV and WAIT and their messages, a COMPUTE's duration (the
  * profile's time times cluster.straggler's factor), the bytes a message counts
  * (sent, received, by group), the figures at the end of a COMPUTE and of a
@@ -9,7 +10,7 @@
  * and the end of the program are here; what an op does to the rank's own
  * state is rankops.c's. It is resumable: a transport that cannot finish a
  * COMPUTE or WAIT at once suspends the rank and resumes it later
- * (sim_rank_resume), so that both engines give the same figures.
+ * (sim_rank_resume), so that the engines give the same figures.
  */
 #include "sim/transport.h"
 
@@ -48,7 +49,7 @@ static void wait_name(const rank_state *rs, const handle *h, char *nm, size_t n)
 static int post_p2p(rank_state *rs, const sim_transport *tp, void *eng, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int hd = op->handle, peer = op->u.p2p.peer;
-  if (sim_op_post_p2p(rs, op, tp->now(eng))) return -1;
+  if (sim_op_post_p2p(rs, op, tp->now(eng, rs))) return -1;
   handle *h = &rs->h[hd];
   int ps = slot_of(c, peer);
   sim_note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
@@ -91,17 +92,18 @@ static int op_compute(rank_state *rs, const sim_transport *tp, void *eng, const 
   char err[256];
   double d = bs_profile_kernel_time(c->prof, &op->u.compute, c->cfg->model.dtype, err, sizeof err);
   if (d < 0) {
+    if (!c->error[0]) snprintf(c->cause, sizeof c->cause, "%s", err);
     sim_error(c, "rank %d op #%lld: %s", rs->rank, (long long)rs->op_index, err);
     return -1;
   }
   d *= sim_compute_factor(c->cfg, rs->rank); /* cluster.straggler */
   c->events++;
-  rs->t0 = tp->now(eng);
+  rs->t0 = tp->now(eng, rs);
   rs->kernel = op->u.compute.kernel;
   int rc = tp->compute(eng, rs, d);
   if (rc == SIM_SUSPENDED) rs->run = IN_COMPUTE;
   if (rc) return rc;
-  compute_end(rs, op, tp->now(eng));
+  compute_end(rs, op, tp->now(eng, rs));
   return 0;
 }
 
@@ -179,11 +181,11 @@ static int wait_end(rank_state *rs, double t1, int last) {
 }
 
 static int op_wait(rank_state *rs, const sim_transport *tp, void *eng, const bs_op *op) {
-  if (wait_begin(rs, op, tp->now(eng))) return -1;
+  if (wait_begin(rs, op, tp->now(eng, rs))) return -1;
   int last = -1, rc = tp->wait(eng, rs, &last);
   if (rc == SIM_SUSPENDED) rs->run = IN_WAIT;
   if (rc) return rc;
-  return wait_end(rs, tp->now(eng), last);
+  return wait_end(rs, tp->now(eng, rs), last);
 }
 
 static int do_op(rank_state *rs, const sim_transport *tp, void *eng, const bs_op *op) {
@@ -195,7 +197,7 @@ static int do_op(rank_state *rs, const sim_transport *tp, void *eng, const bs_op
   case BS_OP_RECV: return post_p2p(rs, tp, eng, op);
   case BS_OP_COLL: return tp->coll(eng, rs, op);
   case BS_OP_WAIT: return op_wait(rs, tp, eng, op);
-  case BS_OP_PHASE: sim_op_phase(rs, op, tp->now(eng)); return 0;
+  case BS_OP_PHASE: sim_op_phase(rs, op, tp->now(eng, rs)); return 0;
   default:
     sim_error(rs->ctx, "rank %d op #%lld: unknown op kind %d", rs->rank, (long long)rs->op_index, (int)op->kind);
     return -1;
@@ -217,7 +219,7 @@ int sim_rank_run(rank_state *rs, const sim_transport *tp, void *eng) {
     rs->op_index++;
   }
   if (c->error[0] || sim_check_end(rs)) return -1;
-  rs->end = tp->now(eng);
+  rs->end = tp->now(eng, rs);
   rs->finished = 1;
   c->nfinished++;
   return 0;
@@ -226,7 +228,7 @@ int sim_rank_run(rank_state *rs, const sim_transport *tp, void *eng) {
 int sim_rank_resume(rank_state *rs, const sim_transport *tp, void *eng, int last) {
   int was = rs->run;
   rs->run = RUN;
-  if (was == IN_COMPUTE) compute_end(rs, NULL, tp->now(eng));
-  else if (was == IN_WAIT && wait_end(rs, tp->now(eng), last)) return -1;
+  if (was == IN_COMPUTE) compute_end(rs, NULL, tp->now(eng, rs));
+  else if (was == IN_WAIT && wait_end(rs, tp->now(eng, rs), last)) return -1;
   return sim_rank_run(rs, tp, eng);
 }

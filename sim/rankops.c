@@ -203,6 +203,24 @@ int sim_op_post_p2p(rank_state *rs, const bs_op *op, double now) {
   return 0;
 }
 
+int sim_op_post_coll(rank_state *rs, const bs_op *op, double now) {
+  sim_ctx *c = rs->ctx;
+  const bs_group *g = &op->u.coll.group;
+  if (sim_op_check_coll(rs, op) || sim_note_coll_arrival(rs, now)) return -1;
+  if (c->mesh.size[0] > 0) {
+    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
+    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g->size);
+  }
+  handle *h = &rs->h[op->handle];
+  h->coll_seq = rs->coll_seq;
+  h->group = *g;
+  h->ckind = op->u.coll.kind;
+  h->kind = H_COLL;
+  h->t_post = now;
+  h->op_index = rs->op_index;
+  return 0;
+}
+
 int sim_op_check_coll(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int hd = op->handle;

@@ -5,9 +5,9 @@
  * figures of a WAIT and of a COMPUTE) and calls a transport for what takes
  * time: a message posted, a collective posted, seconds of compute, a wait on
  * handles. A transport answers each call with SIM_DONE (the time has passed:
- * a blocking transport, the SimGrid actor of actor.c) or SIM_SUSPENDED (it
- * will call sim_rank_resume when the time has passed: the event loop of
- * direct.c), SIM_DECLINED (the direct engine met what it does not model) or
+ * a blocking transport, the SimGrid actor of actor.c; or a zero-time one, the
+ * search's walk.c) or SIM_SUSPENDED (it will call sim_rank_resume when the
+ * time has passed: the event loop of direct.c; the walk's WAIT), SIM_DECLINED (the direct engine met what it does not model) or
  * -1 (the error recorded with sim_error). A new transport fills one table.
  */
 #ifndef BURSTSIM_SIM_TRANSPORT_H
@@ -18,8 +18,8 @@
 enum { SIM_DONE = 0, SIM_DECLINED = 1, SIM_SUSPENDED = 2 };
 
 typedef struct sim_transport {
-  /* The simulated time now. */
-  double (*now)(void *eng);
+  /* The simulated time now (of rank rs: a transport may keep a clock per rank). */
+  double (*now)(void *eng, const rank_state *rs);
   /* SEND handle hd of rs to the actor peer_slot, its handle set and its bytes counted: move it. */
   int (*send)(void *eng, rank_state *rs, int hd, int peer_slot);
   /* RECV handle hd of rs from the actor peer_slot, its handle set: post it (its payload lands in

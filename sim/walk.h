@@ -4,8 +4,9 @@
  * `burstsim search` prunes candidates before it simulates them: memory first
  * (a candidate that cannot fit is never simulated), time second (a lower bound
  * on the step). Both must be the simulator's own figures, not a second model
- * that can drift: the bytes an ALLOC holds come from bs_sim_alloc_held (memory.h), which
- * the simulator's ranks (rankops.c) call too, and the walk applies the layer shortcut
+ * that can drift: the walk runs the simulator's rank interpreter (rank.c) with
+ * a zero-time transport, so the bytes an ALLOC holds are counted as the
+ * simulator counts them (bs_sim_alloc_held, memory.h), and it applies the layer shortcut
  * (layers.c) exactly as bs_sim_run does. tests/sim/test_walk.c checks that
  * the walk's peak equals the simulated peak byte for byte.
  */
