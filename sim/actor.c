@@ -20,14 +20,33 @@
 #include <simgrid/exec.h>
 #include <simgrid/mailbox.h>
 
-static sg_mailbox_t mailbox(rank_state *rs, int peer_slot, int dir) {
-  for (int i = 0; i < rs->nmbc; i++)
-    if (rs->mbc[i].peer == peer_slot && rs->mbc[i].dir == dir) return rs->mbc[i].mb;
+/* The SimGrid transport's own state of a rank: SimGrid's objects behind its handles (point.h's
+ * shared state holds none), its mailboxes, and the order of its base-paying sends. */
+struct sim_sg_rank {
+  int nmbc;
+  struct {
+    int peer, dir; /* slot of the peer; 0 send (me -> peer), 1 recv (peer -> me) */
+    sg_mailbox_t mb;
+  } mbc[MAX_PEERS];
+  /* sends that pay p2p.base_s, per route (0 intra-node, 1 inter-node): how many were posted and how
+   * many have reached their mailbox; their actors put them in post order */
+  int64_t p2p_posted[2], p2p_put[2];
+  sg_comm_t comm[MAX_HANDLES]; /* a SEND's or RECV's communication */
+  sg_actor_t act[MAX_HANDLES]; /* a COLL's actor, or a base-paying SEND's (referenced until joined) */
+};
+
+static sg_mailbox_t mailbox(sim_sg_rank *g, rank_state *rs, int peer_slot, int dir) {
+  for (int i = 0; i < g->nmbc; i++)
+    if (g->mbc[i].peer == peer_slot && g->mbc[i].dir == dir) return g->mbc[i].mb;
   char name[48];
   int src = dir ? peer_slot : rs->slot, dst = dir ? rs->slot : peer_slot;
   snprintf(name, sizeof name, "p%d:%d", src, dst);
   sg_mailbox_t mb = sg_mailbox_by_name(name);
-  if (rs->nmbc < MAX_PEERS) rs->mbc[rs->nmbc++] = (mbcache){peer_slot, dir, mb};
+  if (g->nmbc < MAX_PEERS) {
+    g->mbc[g->nmbc].peer = peer_slot;
+    g->mbc[g->nmbc].dir = dir;
+    g->mbc[g->nmbc++].mb = mb;
+  }
   return mb;
 }
 
@@ -39,6 +58,7 @@ static sg_mailbox_t mailbox(rank_state *rs, int peer_slot, int dir) {
  */
 typedef struct {
   rank_state *rs;
+  sim_sg_rank *g;
   int ps, peer, tag, route;
   int64_t seq;   /* the send's number among the rank's base-paying sends on its route */
   int64_t bytes; /* the message's size, for every byte counter */
@@ -56,10 +76,11 @@ static void p2p_send_main(int argc, char **argv) {
   /* Messages of a pair must reach the mailbox in post order. Sends on one route pay the same
    * base, so an earlier one wakes no later than this one: at most a tie at this instant, which
    * yielding resolves without advancing the clock. */
-  while (rs->p2p_put[job->route] != job->seq) sg_actor_yield();
+  while (job->g->p2p_put[job->route] != job->seq) sg_actor_yield();
   double t0 = simgrid_get_clock();
-  sg_comm_t comm = sg_mailbox_put_async(mailbox(rs, job->ps, 0), sim_msg_encode(job->tag, job->bytes), job->wire);
-  rs->p2p_put[job->route]++;
+  sg_comm_t comm =
+    sg_mailbox_put_async(mailbox(job->g, rs, job->ps, 0), sim_msg_encode(job->tag, job->bytes), job->wire);
+  job->g->p2p_put[job->route]++;
   sg_comm_wait(comm);
   double t = simgrid_get_clock();
   if (c->nlinks || c->trace) {
@@ -78,49 +99,49 @@ static double sg_now(void *eng, const rank_state *rs) {
 }
 
 static int sg_send(void *eng, rank_state *rs, int hd, int ps) {
-  (void)eng;
+  sim_sg_rank *g = eng;
   sim_ctx *c = rs->ctx;
   handle *h = &rs->h[hd];
   int w = node_of_rank(c, rs->rank) != node_of_rank(c, h->peer); /* 0 intra-node, 1 inter-node */
   uint64_t wire = sim_p2p_wire_bytes(c->prof, w, h->bytes);
   double base = c->prof ? c->prof->p2p_base_s[w] : 0;
-  h->coll = NULL;
-  h->comm = NULL;
+  g->act[hd] = NULL;
+  g->comm[hd] = NULL;
   if (base > 0) {
     p2p_job *job = malloc(sizeof *job);
     if (!job) {
       sim_error(c, "out of memory");
       return -1;
     }
-    *job = (p2p_job){rs, ps, h->peer, h->tag, w, rs->p2p_posted[w]++, h->bytes, wire, base, h->t_post};
+    *job = (p2p_job){rs, g, ps, h->peer, h->tag, w, g->p2p_posted[w]++, h->bytes, wire, base, h->t_post};
     char name[40];
     snprintf(name, sizeof name, "send%d.%lld", rs->slot, (long long)rs->op_index);
     sg_actor_t a = sg_actor_init(name, rs->host);
     sg_actor_ref(a);
     sg_actor_set_data(a, job);
     sg_actor_start_(a, p2p_send_main, 0, NULL);
-    h->coll = a;
+    g->act[hd] = a;
   } else {
-    h->comm = sg_mailbox_put_async(mailbox(rs, ps, 0), sim_msg_encode(h->tag, h->bytes), wire);
+    g->comm[hd] = sg_mailbox_put_async(mailbox(g, rs, ps, 0), sim_msg_encode(h->tag, h->bytes), wire);
   }
   return SIM_DONE;
 }
 
 static int sg_recv(void *eng, rank_state *rs, int hd, int ps) {
-  (void)eng;
+  sim_sg_rank *g = eng;
   handle *h = &rs->h[hd];
-  h->coll = NULL;
+  g->act[hd] = NULL;
   h->rx = NULL;
-  h->comm = sg_mailbox_get_async(mailbox(rs, ps, 1), &h->rx);
+  g->comm[hd] = sg_mailbox_get_async(mailbox(g, rs, ps, 1), &h->rx);
   return SIM_DONE;
 }
 
 static int sg_coll(void *eng, rank_state *rs, const bs_op *op) {
-  (void)eng;
+  sim_sg_rank *g = eng;
   if (sim_op_post_coll(rs, op, simgrid_get_clock())) return -1;
   sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes);
   if (!a) return -1;
-  rs->h[op->handle].coll = a;
+  g->act[op->handle] = a;
   return SIM_DONE;
 }
 
@@ -150,15 +171,15 @@ static void wait_each(rank_state *rs, sg_comm_t *comms, int *which, int nc) {
 /* Waits for the WAIT's messages, then joins its collectives and base-paying sends in list order;
  * *last: the one that finished last (the last message, or a join that moved the clock). */
 static int sg_wait(void *eng, rank_state *rs, int *last) {
-  (void)eng;
+  sim_sg_rank *g = eng;
   sim_ctx *c = rs->ctx;
   sg_comm_t comms[BS_MAX_WAIT];
   int which[BS_MAX_WAIT], nc = 0;
   for (int i = 0; i < rs->nwait; i++) {
-    const handle *h = &rs->h[rs->wait[i]];
-    if (h->kind == H_COLL || h->coll) continue; /* joined below */
-    which[nc] = rs->wait[i];
-    comms[nc++] = h->comm;
+    int hd = rs->wait[i];
+    if (rs->h[hd].kind == H_COLL || g->act[hd]) continue; /* joined below */
+    which[nc] = hd;
+    comms[nc++] = g->comm[hd];
   }
   /* explain: messages on routes of different classes are waited one at a time, to know which finished last */
   int mixed = 0;
@@ -168,16 +189,17 @@ static int sg_wait(void *eng, rank_state *rs, int *last) {
   else if (nc) sg_comm_wait_all(comms, (size_t)nc);
   *last = nc ? which[0] : -1; /* wait_each puts the last first; else all share a class */
   for (int i = 0; i < rs->nwait; i++) {
-    handle *h = &rs->h[rs->wait[i]];
-    if (!h->coll) continue;              /* a message, or an actor joined already (listed twice) */
+    int hd = rs->wait[i];
+    const handle *h = &rs->h[hd];
+    if (!g->act[hd]) continue;           /* a message, or an actor joined already (listed twice) */
     double before = simgrid_get_clock(); /* a join that moves the clock finished after all before it */
     if (h->kind == H_COLL) {
       rs->blk_kind = 2;
       rs->blk_post_op = h->op_index;
     }
-    sg_actor_join(h->coll, -1);
-    sg_actor_unref(h->coll);
-    h->coll = NULL;
+    sg_actor_join(g->act[hd], -1);
+    sg_actor_unref(g->act[hd]);
+    g->act[hd] = NULL;
     if (*last < 0 || simgrid_get_clock() > before) *last = rs->wait[i];
   }
   return SIM_DONE;
@@ -206,10 +228,17 @@ static const sim_transport simgrid_transport = {sg_now, sg_send, sg_recv, sg_col
 static void rank_main(int argc, char **argv) {
   (void)argc;
   (void)argv;
-  sim_rank_run(sg_actor_self_get_data(), &simgrid_transport, NULL);
+  rank_state *rs = sg_actor_self_get_data();
+  sim_rank_run(rs, &simgrid_transport, &rs->ctx->sg[rs->slot]);
 }
 
 void sim_start_ranks(sim_ctx *c) {
+  free(c->sg);
+  c->sg = calloc((size_t)c->A, sizeof *c->sg);
+  if (!c->sg) {
+    sim_error(c, "out of memory");
+    return;
+  }
   for (int s = 0; s < c->A; s++) {
     char name[24];
     snprintf(name, sizeof name, "rank%d", s);

@@ -201,10 +201,7 @@ static double d_now(void *eng, const rank_state *rs) {
 
 /* A handle of rs posted: not done, not waited for. */
 static void handle_new(direct *d, rank_state *rs, int hd) {
-  handle *h = &rs->h[hd];
-  h->comm = NULL;
-  h->coll = NULL;
-  h->rx = NULL;
+  rs->h[hd].rx = NULL;
   size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
   d->hs[hi].done = 0;
   d->hs[hi].wait = 0;

@@ -55,8 +55,9 @@ typedef enum { H_FREE = 0, H_SEND, H_RECV, H_COLL } hkind;
 
 typedef struct {
   hkind kind;
-  sg_comm_t comm;  /* SEND / RECV */
-  sg_actor_t coll; /* COLL helper actor, or a SEND's that pays p2p.base_s (referenced) */
+  /* unused: direct_coll.c still clears them (SimGrid's objects are actor.c's own, sim_sg_rank) */
+  sg_comm_t comm;
+  sg_actor_t coll;
   int peer, tag;
   int64_t bytes;
   void *rx; /* RECV: the payload lands here */
@@ -75,21 +76,17 @@ typedef struct {
   bs_mem_class cls;
 } membuf;
 
-typedef struct {
-  int peer; /* slot of the peer */
-  int dir;  /* 0 send (me -> peer), 1 recv (peer -> me) */
-  sg_mailbox_t mb;
-} mbcache;
-
 /* Matching, for time_s.wait_for_peers: messages of a pair match in order, so the k-th post of one
  * side meets the k-th of the other; a side ahead keeps its handles until the other posts. Plain
  * bookkeeping, apart from the mailboxes (it makes no SimGrid call, so it never reorders actors). */
 #define PEND_RING 32 /* posts on one side of a pair that wait for the other side, remembered */
 typedef struct {
-  int peer, dir; /* peer as in mbcache; dir + 1 (0: an empty slot of rank_state.pm, see rankops.c) */
+  int peer, dir; /* slot of the peer; dir (0 send, 1 recv) + 1 (0: an empty slot of rank_state.pm, see rankops.c) */
   int64_t posted;
   short pend[PEND_RING];
 } pairmatch;
+
+typedef struct sim_sg_rank sim_sg_rank;
 
 typedef struct rank_state {
   /* scalars first, touched at every op; the large per-handle, per-peer and per-buffer tables last */
@@ -101,14 +98,11 @@ typedef struct rank_state {
   void *it;
   int64_t op_index;
   int finished;
-  int nmbc, npm, coll_seq;
+  int npm, coll_seq;
   double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
   double peer_wait; /* the part of `exposed` spent before the last peer had posted (time_s.wait_for_peers) */
   int64_t sent, recvd, intra, inter;
   int64_t mem_cur, mem_peak;
-  /* sends that pay p2p.base_s, per route (0 intra-node, 1 inter-node): how many were posted and how
-   * many have reached their mailbox; their actors put them in post order (actor.c) */
-  int64_t p2p_posted[2], p2p_put[2];
   /* where the rank is blocked (formatted only if it deadlocks) */
   int blk_kind; /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
@@ -127,7 +121,6 @@ typedef struct rank_state {
   int nxroute, xnode;             /* xroute's entries; the class inside the node plus one (0: not yet) */
   int nwtree;                     /* wtree's entries */
   pairmatch pm[MAX_PEERS];
-  mbcache mbc[MAX_PEERS];
   handle h[MAX_HANDLES];
   /* for explain (link_class.c): the link class (bs_explain_link) of the route to a peer's actor */
   struct {
@@ -158,6 +151,7 @@ typedef struct sim_ctx {
   double host_speed;
   double exec_bound; /* shared host: the most flop/s one rank's threads can use */
   rank_state *rs;
+  struct sim_sg_rank *sg; /* the SimGrid transport's own state per rank (actor.c) */
   int64_t events;
   int nfinished;
   char error[512];
