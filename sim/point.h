@@ -11,20 +11,21 @@
  *   fold.c     the pre-pass that proves which ranks share a timeline
  *   direct.c   the direct engine's transport: one event loop (direct.h); direct_coll.c its COLLs
  *   actor.c    the SimGrid transport: a rank's time and messages as SimGrid activity
- *   rank.c     the rank interpreter both transports run (transport.h): ops, checks, figures
- *   rankops.c  what an op does to its rank's state; a deadlock's message
  *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
+ *   walk.c     the search's zero-time transport (walk.h)
+ *   rank.c     the rank interpreter the transports run (transport.h): ops, checks, figures
+ *   rankops.c  what an op does to its rank's state; a deadlock's message
+ *   memory.c   the bytes an ALLOC holds (memory.h)
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
  *   result.c   the figures of a finished point
  *   trace.c    the Chrome trace and the per-link statistics
  *   explain.c  where a rank's time goes (explain.h, no SimGrid call); link_class.c the class of a
  *              waited handle's route
  *   ctx.c      the first error, byte counters, the wall clock
- *   memory.c   the bytes an ALLOC holds (memory.h), for rankops.c
- *   walk.c     the search's zero-time transport of rank.c (walk.h)
  *
- * Beside them, opts.c holds the options' defaults and blas_threads.c the
- * re-execution without an OpenBLAS pool (sim.h).
+ * Beside them, opts.c holds the options' defaults (and whether the layer
+ * shortcut applies) and blas_threads.c the re-execution without an OpenBLAS
+ * pool (sim.h).
  */
 #ifndef BURSTSIM_SIM_POINT_H
 #define BURSTSIM_SIM_POINT_H
