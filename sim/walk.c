@@ -265,7 +265,10 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   R->idx_of = malloc(sizeof *R->idx_of * (size_t)G);
   if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of) return -1;
   for (int r = 0; r < G; r++) {
-    c->rs[r] = (rank_state){.ctx = c, .slot = r, .rank = r, .node = r / R->rpn};
+    rank_state *rs = &c->rs[r]; /* field by field: a rank outside the replay touches no more pages */
+    rs->ctx = c;
+    rs->slot = rs->rank = r;
+    rs->node = r / R->rpn;
     R->idx_of[r] = -1;
   }
   R->n = replay_ranks(R->cfg, corners, G, R->ranks);
