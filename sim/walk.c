@@ -12,6 +12,7 @@
 #include "sim/walk.h"
 #include "sim/transport.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,7 +257,7 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   c->src = &R->src;
   c->G = c->A = G;
   c->rpn = R->rpn;
-  c->rs = calloc((size_t)G, sizeof *c->rs);
+  c->rs = malloc(sizeof *c->rs * (size_t)G);
   R->t = calloc((size_t)G, sizeof *R->t);
   R->compute = calloc((size_t)G, sizeof *R->compute);
   R->done = malloc(sizeof *R->done * (size_t)G * MAX_HANDLES);
@@ -264,25 +265,28 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   R->ranks = malloc(sizeof *R->ranks * (size_t)G);
   R->idx_of = malloc(sizeof *R->idx_of * (size_t)G);
   if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of) return -1;
+  for (int r = 0; r < G; r++) R->idx_of[r] = -1;
+  R->n = replay_ranks(R->cfg, corners, G, R->ranks);
+  for (int i = 0; i < R->n; i++) R->idx_of[R->ranks[i]] = i;
   for (int r = 0; r < G; r++) {
-    rank_state *rs = &c->rs[r]; /* field by field: a rank outside the replay touches no more pages */
+    /* a rank outside the replay is only ever a peer: the interpreter reads its scalars and its side
+     * of the pairs (rank_state up to h), so only those are cleared (a whole state is 83 KB) */
+    rank_state *rs = &c->rs[r];
+    memset(rs, 0, R->idx_of[r] >= 0 ? sizeof *rs : offsetof(rank_state, h));
     rs->ctx = c;
     rs->slot = rs->rank = r;
     rs->node = r / R->rpn;
-    R->idx_of[r] = -1;
   }
-  R->n = replay_ranks(R->cfg, corners, G, R->ranks);
-  for (int i = 0; i < R->n; i++) {
-    R->idx_of[R->ranks[i]] = i;
+  for (int i = 0; i < R->n; i++)
     if (!(c->rs[R->ranks[i]].it = bs_plan_iter_new(plan, R->ranks[i]))) return -1;
-  }
   return 0;
 }
 
 static void replay_free(replay *R) {
-  for (int r = 0; R->c.rs && r < R->c.G; r++) {
-    if (R->c.rs[r].it) bs_plan_iter_free(R->c.rs[r].it);
-    free(R->c.rs[r].coll_arr);
+  for (int i = 0; R->c.rs && i < R->n; i++) {
+    rank_state *rs = &R->c.rs[R->ranks[i]];
+    if (rs->it) bs_plan_iter_free(rs->it);
+    free(rs->coll_arr);
   }
   free(R->c.rs);
   free(R->t);
