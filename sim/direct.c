@@ -1,19 +1,21 @@
 /*
- * direct.c — the direct engine (direct.h): every simulated rank's op stream
- * driven by one event loop. A rank runs its ops at the current time until one
- * blocks it: a COMPUTE sleeps its profile time (times the straggler factor), a
- * WAIT waits for its handles. SEND/RECV meet on one queue per ordered pair of
+ * direct.c — the direct engine (direct.h): a transport of the rank
+ * interpreter (transport.h, rank.c) that drives every simulated rank from one
+ * event loop. A rank runs its ops at the current time until one suspends it:
+ * a COMPUTE until its duration has passed, a WAIT until its handles are done;
+ * the event that ends it resumes the rank. SEND/RECV meet on one queue per ordered pair of
  * ranks, in order (SimGrid's mailbox: the k-th put meets the k-th get), and a
  * transfer starts once both sides have posted; a send that pays the profile's
  * p2p base cost is put that much later, in post order. Transfers run on
- * direct_net.c's model of SimGrid's network. What an op does to its rank's
- * state is rankops.c's, shared with the actors; so are the error messages.
+ * direct_net.c's model of SimGrid's network. The ops, their checks, messages
+ * and figures are the interpreter's, shared with the actors (actor.c).
  * A COLL runs as direct_coll.c's parts, as coll.c's actors run it in SimGrid.
  */
 #include "sim/direct.h"
 #include "sim/direct_coll.h"
 #include "sim/direct_heap.h"
 #include "sim/direct_net.h"
+#include "sim/transport.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -22,14 +24,12 @@
 #include <string.h>
 
 enum { EV_WAKE = 0, EV_PUT = 1, EV_COLL = 2 };
-enum { R_RUN = 0, R_SLEEP, R_WAIT, R_DONE };
 
 typedef struct {
   int src, dst;                 /* slots */
   int route;                    /* direct_net's route, -1 until the first transfer */
   int w;                        /* 0 intra-node, 1 inter-node */
   int sq, sq_tail, rq, rq_tail; /* put sends and posted receives not met yet (message lists) */
-  int kpeer, kind;              /* the plan's group kind of a send to real rank kpeer (-1: none yet) */
 } dpair;
 
 typedef struct {
@@ -45,23 +45,12 @@ typedef struct {
   uint8_t wait; /* the rank's WAIT waits for it */
 } dhandle;
 
-/* A rank's engine state: one line, read at every event of the rank (its WAIT's handles kept,
- * not the whole op). */
-typedef struct {
-  int state;
-  int npend;        /* handles its WAIT still waits for */
-  double t0;        /* when the COMPUTE or WAIT began */
-  bs_kernel kernel; /* the COMPUTE's, for explain */
-  int nwait;
-  int32_t wait[BS_MAX_WAIT]; /* the WAIT's handles */
-} drank;
-
 typedef struct {
   sim_ctx *c;
   dnet *net;
   dcoll *coll;
   dev_heap ev;
-  drank *r;
+  int *npend;  /* per slot: the handles its WAIT still waits for */
   dhandle *hs; /* per (slot, handle) */
   dpair *pair;
   int npair, cappair;
@@ -125,7 +114,7 @@ static int pair_of(direct *d, int src, int dst) {
   int p = d->npair++;
   const sim_ctx *c = d->c;
   d->pair[p] =
-    (dpair){src, dst, -1, node_of_rank(c, real_of(c, src)) != node_of_rank(c, real_of(c, dst)), -1, -1, -1, -1, -1, -1};
+    (dpair){src, dst, -1, node_of_rank(c, real_of(c, src)) != node_of_rank(c, real_of(c, dst)), -1, -1, -1, -1};
   if ((size_t)d->npair * 2 > d->pmask) return rehash(d, 2 * (d->pmask + 1)) ? -1 : p;
   d->phash[i] = p + 1;
   return p;
@@ -205,38 +194,33 @@ static int post_recv(direct *d, int pi, int hd) {
   return transfer(d, m);
 }
 
-static int do_p2p(direct *d, rank_state *rs, const bs_op *op) {
-  sim_ctx *c = d->c;
-  int hd = op->handle, peer = op->u.p2p.peer;
-  if (sim_op_post_p2p(rs, op, d->now)) return -1;
-  handle *h = &rs->h[hd];
-  h->comm = NULL;
-  h->coll = NULL;
-  h->rx = NULL;
+static double d_now(void *eng, const rank_state *rs) {
+  (void)rs;
+  return ((direct *)eng)->now;
+}
+
+/* A handle of rs posted: not done, not waited for. */
+static void handle_new(direct *d, rank_state *rs, int hd) {
+  rs->h[hd].rx = NULL;
   size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
   d->hs[hi].done = 0;
   d->hs[hi].wait = 0;
-  int ps = slot_of(c, peer);
-  sim_note_match(rs, ps, op->kind == BS_OP_SEND ? 0 : 1, hd);
-  if (op->kind == BS_OP_RECV) {
-    h->kind = H_RECV;
-    sim_add_bytes(rs, &rs->recvd, h->bytes, "bytes received");
-    int pi = pair_of(d, ps, rs->slot);
-    return pi < 0 ? oom(d) : post_recv(d, pi, hd);
-  }
-  h->kind = H_SEND;
-  sim_account_sent(rs, peer, h->bytes);
+}
+
+static int d_recv(void *eng, rank_state *rs, int hd, int ps) {
+  direct *d = eng;
+  handle_new(d, rs, hd);
+  int pi = pair_of(d, ps, rs->slot);
+  return pi < 0 ? oom(d) : post_recv(d, pi, hd);
+}
+
+static int d_send(void *eng, rank_state *rs, int hd, int ps) {
+  direct *d = eng;
+  sim_ctx *c = d->c;
+  handle_new(d, rs, hd);
+  const handle *h = &rs->h[hd];
   int pi = pair_of(d, rs->slot, ps);
   if (pi < 0) return oom(d);
-  if (c->mesh.size[0] > 0) { /* the kind is the pair's unless a fold image sends to another real peer */
-    dpair *p = &d->pair[pi];
-    if (p->kpeer != peer) {
-      p->kind = bs_mesh_pair_kind(&c->mesh, rs->rank, peer);
-      p->kpeer = peer;
-    }
-    if (p->kind >= 0) rs->by_group[p->kind] += h->bytes;
-  }
-  c->events++;
   int m = msg_new(d);
   if (m < 0) return oom(d);
   int w = d->pair[pi].w;
@@ -246,192 +230,92 @@ static int do_p2p(direct *d, rank_state *rs, const bs_op *op) {
   return put(d, m);
 }
 
-/* WAIT: its handles checked and counted; the rank blocks while some transfer is still running. */
-static int begin_wait(direct *d, rank_state *rs, const bs_op *op) {
-  sim_ctx *c = d->c;
-  drank *r = &d->r[rs->slot];
-  int n = op->u.wait.n;
-  if (n < 0 || n > BS_MAX_WAIT) {
-    sim_error(c, "rank %d op #%lld: WAIT on %d handles", rs->rank, (long long)rs->op_index, n);
-    return -1;
+static int d_coll(void *eng, rank_state *rs, const bs_op *op) {
+  direct *d = eng;
+  if (op->handle >= 0 && op->handle < MAX_HANDLES && rs->h[op->handle].kind == H_FREE) {
+    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)op->handle;
+    d->hs[hi].done = 0;
+    d->hs[hi].wait = 0;
   }
-  r->nwait = n;
-  memcpy(r->wait, op->u.wait.handles, (size_t)n * sizeof *r->wait);
-  r->t0 = d->now;
-  r->npend = 0;
-  rs->blk_kind = 1;
-  rs->blk_op = rs->op_index;
-  rs->blk_n = n;
-  rs->blk_peer = -1;
-  for (int i = 0; i < n; i++) {
-    int hd = op->u.wait.handles[i];
-    if (hd < 0 || hd >= MAX_HANDLES || rs->h[hd].kind == H_FREE) {
-      sim_error(c, "rank %d op #%lld: WAIT on handle %d that no pending operation created", rs->rank,
-                (long long)rs->op_index, hd);
-      return -1;
-    }
-    const handle *h = &rs->h[hd];
-    if (h->kind == H_COLL) {
-      if (rs->blk_peer < 0 && rs->blk_kind != 2) { /* a wait on collectives alone: the first */
-        rs->blk_kind = 2;
-        rs->blk_post_op = h->op_index;
-      }
-    } else if (rs->blk_peer < 0) { /* where the rank blocks, for a deadlock's message */
-      rs->blk_kind = 1;
-      rs->blk_send = h->kind == H_SEND;
-      rs->blk_peer = h->peer;
-      rs->blk_tag = h->tag;
-      rs->blk_step = h->step;
-      rs->blk_post_op = h->op_index;
-    }
-    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
-    if (!d->hs[hi].done && !d->hs[hi].wait) {
-      d->hs[hi].wait = 1;
-      r->npend++;
-    }
-  }
-  return 0;
+  return dcoll_start(d->coll, rs, op, d->now);
 }
 
-/* The WAIT's handles all done at now: the rank's exposed time and its wait for peers (actor.c's). */
-static int end_wait(direct *d, rank_state *rs) {
+static int d_compute(void *eng, rank_state *rs, double t) {
+  direct *d = eng;
+  return dev_push(&d->ev, d->now + t, EV_WAKE, rs->slot, 0) ? oom(d) : SIM_SUSPENDED;
+}
+
+/* The WAIT's handles all done: the one whose transfer ended last (messages by their end, then the
+ * collectives joined after them in list order, as actor.c joins them: one whose end moves the
+ * clock, or the first when there is no message), the sends' links accounted, the handles reset. */
+static int wait_done(direct *d, rank_state *rs) {
   sim_ctx *c = d->c;
-  drank *r = &d->r[rs->slot];
-  double t0 = r->t0, t1 = d->now, ready = t0;
-  handle last = {0}; /* the handle whose transfer ended last, for explain */
-  double t_last = -1;
-  for (int i = 0; i < r->nwait; i++) {
-    int hd = r->wait[i];
-    const handle *h = &rs->h[hd];
+  double t0 = rs->t0, t_last = -1;
+  int last = -1;
+  for (int i = 0; i < rs->nwait; i++) {
+    int hd = rs->wait[i];
     size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
-    if (h->kind != H_FREE && h->kind != H_COLL && d->hs[hi].tdone > t_last) {
+    if (rs->h[hd].kind != H_COLL && d->hs[hi].tdone > t_last) {
       t_last = d->hs[hi].tdone;
-      last = *h;
+      last = hd;
     }
   }
-  /* collectives are joined after the messages, in list order (actor.c): one whose join moves the
-   * clock, or the first when there is no message, ended last */
   double clock = t_last > t0 ? t_last : t0;
-  for (int i = 0; i < r->nwait; i++) {
-    int hd = r->wait[i];
-    const handle *h = &rs->h[hd];
-    if (h->kind != H_COLL) continue;
+  for (int i = 0; i < rs->nwait; i++) {
+    int hd = rs->wait[i];
+    if (rs->h[hd].kind != H_COLL) continue;
     size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
     if (t_last < 0 || d->hs[hi].tdone > clock) {
-      last = *h;
+      last = hd;
       t_last = d->hs[hi].tdone;
     }
     if (d->hs[hi].tdone > clock) clock = d->hs[hi].tdone;
   }
-  for (int i = 0; i < r->nwait; i++) {
-    int hd = r->wait[i];
-    handle *h = &rs->h[hd];
-    if (h->kind == H_FREE) continue; /* listed twice */
+  for (int i = 0; i < rs->nwait; i++) {
+    int hd = rs->wait[i];
+    const handle *h = &rs->h[hd];
     size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)hd;
-    if (h->kind == H_COLL) {
-      double a = dcoll_last_arrival(c, h);
-      if (a > ready) ready = a;
-      h->kind = H_FREE;
-      d->hs[hi].done = 0;
-      d->hs[hi].wait = 0;
-      continue;
-    }
-    if (h->kind == H_RECV && sim_check_recv(rs, h)) {
-      h->kind = H_FREE;
-      return -1;
-    }
-    if (h->kind == H_SEND && c->nlinks) {
+    int again = 0; /* listed twice: accounted once */
+    for (int j = 0; j < i; j++) again |= rs->wait[j] == hd;
+    if (h->kind == H_SEND && c->nlinks && !again) {
       int direct_put = !(c->prof && c->prof->p2p_base_s[node_of_rank(c, rs->rank) != node_of_rank(c, h->peer)] > 0);
       if (direct_put) { /* a base-paying send was accounted when it ended */
         double t = d->hs[hi].tdone > t0 ? d->hs[hi].tdone : t0;
         sim_link_account(c, rs->host, c->rs[slot_of(c, h->peer)].host, h->bytes, t - h->t_post);
       }
     }
-    if (h->t_match > ready) ready = h->t_match;
-    h->kind = H_FREE;
     d->hs[hi].done = 0;
     d->hs[hi].wait = 0;
   }
-  rs->blk_kind = 0;
-  rs->exposed += t1 - t0;
-  rs->peer_wait += (ready < t1 ? ready : t1) - t0;
-  bs_explain_wait(&rs->explain, t0, ready, t1, t_last >= 0 && t1 > ready ? sim_handle_link(rs, &last) : BS_XL_OTHER);
-  return 0;
+  return last;
 }
 
-/* Runs rank slot's ops from now until one blocks it: 0, 1 declined, -1 failed. */
-static int run_rank(direct *d, int slot) {
-  sim_ctx *c = d->c;
-  rank_state *rs = &c->rs[slot];
-  drank *r = &d->r[slot];
-  bs_op op;
-  for (;;) {
-    if (c->error[0]) return -1;
-    if (!c->src->next(rs->it, &op)) break;
-    int rc = 0;
-    switch (op.kind) {
-    case BS_OP_ALLOC: rc = sim_op_alloc(rs, &op); break;
-    case BS_OP_FREE: rc = sim_op_free(rs, &op); break;
-    case BS_OP_PHASE: sim_op_phase(rs, &op, d->now); break;
-    case BS_OP_SEND:
-    case BS_OP_RECV: rc = do_p2p(d, rs, &op); break;
-    case BS_OP_COMPUTE: {
-      char err[256];
-      double t = bs_profile_kernel_time(c->prof, &op.u.compute, c->cfg->model.dtype, err, sizeof err);
-      if (t < 0) {
-        sim_error(c, "rank %d op #%lld: %s", rs->rank, (long long)rs->op_index, err);
-        return -1;
-      }
-      t *= sim_compute_factor(c->cfg, rs->rank); /* cluster.straggler */
-      c->events++;
-      r->t0 = d->now;
-      r->kernel = op.u.compute.kernel;
-      r->state = R_SLEEP;
-      rs->op_index++;
-      return dev_push(&d->ev, d->now + t, EV_WAKE, slot, 0) ? oom(d) : 0;
+static int d_wait(void *eng, rank_state *rs, int *last) {
+  direct *d = eng;
+  int *npend = &d->npend[rs->slot];
+  *npend = 0;
+  for (int i = 0; i < rs->nwait; i++) {
+    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)rs->wait[i];
+    if (!d->hs[hi].done && !d->hs[hi].wait) {
+      d->hs[hi].wait = 1;
+      (*npend)++;
     }
-    case BS_OP_WAIT:
-      rc = begin_wait(d, rs, &op);
-      if (!rc && r->npend) {
-        r->state = R_WAIT;
-        rs->op_index++;
-        return 0;
-      }
-      if (!rc) rc = end_wait(d, rs);
-      break;
-    case BS_OP_COLL:
-      if (op.handle >= 0 && op.handle < MAX_HANDLES && rs->h[op.handle].kind == H_FREE) {
-        size_t hi = (size_t)slot * MAX_HANDLES + (size_t)op.handle;
-        d->hs[hi].done = 0;
-        d->hs[hi].wait = 0;
-      }
-      rc = dcoll_start(d->coll, rs, &op, d->now);
-      break;
-    default:
-      sim_error(c, "rank %d op #%lld: unknown op kind %d", rs->rank, (long long)rs->op_index, (int)op.kind);
-      return -1;
-    }
-    if (rc) return rc;
-    rs->op_index++;
   }
-  if (c->error[0] || sim_check_end(rs)) return -1;
-  rs->end = d->now;
-  rs->finished = 1;
-  r->state = R_DONE;
-  c->nfinished++;
-  return 0;
+  if (*npend) return SIM_SUSPENDED;
+  *last = wait_done(d, rs);
+  return SIM_DONE;
 }
+
+static const sim_transport direct_transport = {d_now, d_send, d_recv, d_coll, d_compute, d_wait};
 
 /* A handle's transfer ended: its rank goes on when it was the last its WAIT waited for. */
 static int handle_done(direct *d, int slot, int hd) {
   size_t hi = (size_t)slot * MAX_HANDLES + (size_t)hd;
   d->hs[hi].done = 1;
   d->hs[hi].tdone = d->now;
-  drank *r = &d->r[slot];
-  if (!d->hs[hi].wait || r->state != R_WAIT || --r->npend > 0) return 0;
-  r->state = R_RUN;
-  int rc = end_wait(d, &d->c->rs[slot]);
-  return rc ? rc : run_rank(d, slot);
+  rank_state *rs = &d->c->rs[slot];
+  if (!d->hs[hi].wait || !d->npend[slot] || --d->npend[slot] > 0) return 0;
+  return sim_rank_resume(rs, &direct_transport, d, wait_done(d, rs));
 }
 
 /* A collective's part ended (direct_coll.h's callback). */
@@ -479,7 +363,7 @@ static void direct_free(direct *d) {
   dcoll_free(d->coll);
   dnet_free(d->net);
   free(d->ev.e);
-  free(d->r);
+  free(d->npend);
   free(d->hs);
   free(d->pair);
   free(d->phash);
@@ -491,13 +375,12 @@ static void direct_free(direct *d) {
 static void prefetch_rank(const direct *d, int slot) {
   const char *rs = (const char *)&d->c->rs[slot];
   for (size_t o = 0; o < offsetof(rank_state, pm); o += 64) __builtin_prefetch(rs + o);
-  __builtin_prefetch(&d->r[slot]);
 }
 
 static int loop(direct *d) {
   sim_ctx *c = d->c;
   for (int s = 0; s < c->A; s++) {
-    int rc = run_rank(d, s);
+    int rc = sim_rank_run(&c->rs[s], &direct_transport, d);
     if (rc) return rc;
   }
   for (;;) {
@@ -518,14 +401,7 @@ static int loop(direct *d) {
       if (d->ev.n && d->ev.e[0].kind == EV_WAKE) prefetch_rank(d, d->ev.e[0].id);
       if (e.kind == EV_PUT) rc = put(d, e.id);
       else if (e.kind == EV_COLL) rc = dcoll_timer(d->coll, e.id, d->now);
-      else {
-        rank_state *rs = &c->rs[e.id];
-        const drank *r = &d->r[e.id];
-        rs->compute += d->now - r->t0;
-        bs_explain_compute(&rs->explain, r->kernel, d->now - r->t0, c->prof->kernel[r->kernel].launch_s);
-        d->r[e.id].state = R_RUN;
-        rc = run_rank(d, e.id);
-      }
+      else rc = sim_rank_resume(&c->rs[e.id], &direct_transport, d, -1);
     }
     if (rc) return rc;
   }
@@ -545,13 +421,13 @@ int sim_direct_run(sim_ctx *c, char *why, size_t whylen) {
   size_t nh = (size_t)c->A * MAX_HANDLES, hs = 1024;
   while (hs < (size_t)c->A * 8) hs *= 2;
   d.net = dnet_new(&ft, why, whylen);
-  d.r = calloc((size_t)c->A, sizeof *d.r);
+  d.npend = calloc((size_t)c->A, sizeof *d.npend);
   d.hs = calloc(nh, sizeof *d.hs);
   d.phash = calloc(hs, sizeof *d.phash);
   d.pmask = hs - 1;
   if (d.net) d.coll = dcoll_new(c, d.net, &d.ev, EV_COLL, coll_done, &d, why, whylen);
   int rc;
-  if (!d.net || !d.coll || !d.r || !d.hs || !d.phash) rc = oom(&d);
+  if (!d.net || !d.coll || !d.npend || !d.hs || !d.phash) rc = oom(&d);
   else rc = loop(&d);
   direct_free(&d);
   return rc;

@@ -274,6 +274,7 @@ static void ctx_release(sim_ctx *c) {
       free(c->rs[s].coll_arr);
     }
   free(c->rs);
+  free(c->sg);
   free(c->links);
   memset(c, 0, sizeof *c);
 }

@@ -14,7 +14,8 @@
  * BS_OFF simulates every layer. Pipeline stages (parallel.pp > 1) simulate
  * every layer: a 1F1B step is the longest path through the stages' tasks, a
  * maximum of sums linear in the layers, which a straight line through two
- * depths need not follow.
+ * depths need not follow. Whether it applies (bs_sim_layers_apply) is an
+ * option's rule, in opts.c, which the search's walk reads without calling here.
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,11 +24,6 @@
 
 #define LA 3
 #define LB 4
-
-int bs_sim_layers_apply(const bs_config *cfg, const bs_sim_opts *opts) {
-  return opts && opts->layers != BS_OFF && cfg->work.scope == BS_SCOPE_MODEL && cfg->model.layers > LB &&
-         cfg->par.pp <= 1;
-}
 
 static double ext(double a, double b, int64_t k) { return a + (double)k * (b - a); }
 

@@ -1,7 +1,9 @@
 /*
  * opts.c — the simulator's options as a point runs them when nobody says
  * otherwise (sim.h): fold and layer shortcut when proven exact, collectives
- * modelled by group, SimGrid's network settings from the profile.
+ * modelled by group, SimGrid's network settings from the profile; and
+ * whether the layer shortcut (layers.c) applies to a point, which bs_sim_run,
+ * the search and its walk read (a rule of the options, below all of them).
  */
 #include "sim/sim.h"
 
@@ -14,4 +16,10 @@ void bs_sim_opts_default(bs_sim_opts *o) {
   o->layers = BS_AUTO;
   o->crosstraffic = -1;
   o->tcp_gamma = -1;
+}
+
+int bs_sim_layers_apply(const bs_config *cfg, const bs_sim_opts *opts) {
+  /* more layers than layers.c simulates (3 and 4), and no pipeline stages */
+  return opts && opts->layers != BS_OFF && cfg->work.scope == BS_SCOPE_MODEL && cfg->model.layers > 4 &&
+         cfg->par.pp <= 1;
 }

@@ -9,10 +9,13 @@
  *   check.c    the profile and topology names, checked before any point runs
  *   engine.c   one point: profile, platform, fold, SimGrid, actors, result
  *   fold.c     the pre-pass that proves which ranks share a timeline
- *   actor.c    the rank actor: a rank's ops as SimGrid activity
- *   direct.c   the same ops without actors: the direct engine (direct.h); direct_coll.c its COLLs
- *   rankops.c  what an op does to its rank's state, for both engines
+ *   direct.c   the direct engine's transport: one event loop (direct.h); direct_coll.c its COLLs
+ *   actor.c    the SimGrid transport: a rank's time and messages as SimGrid activity
  *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
+ *   walk.c     the search's zero-time transport (walk.h)
+ *   rank.c     the rank interpreter the transports run (transport.h): ops, checks, figures
+ *   rankops.c  what an op does to its rank's state; a deadlock's message
+ *   memory.c   the bytes an ALLOC holds (memory.h)
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
  *   result.c   the figures of a finished point
  *   trace.c    the Chrome trace and the per-link statistics
@@ -20,8 +23,9 @@
  *              waited handle's route
  *   ctx.c      the first error, byte counters, the wall clock
  *
- * Beside them, opts.c holds the options' defaults and blas_threads.c the
- * re-execution without an OpenBLAS pool (sim.h).
+ * Beside them, opts.c holds the options' defaults (and whether the layer
+ * shortcut applies) and blas_threads.c the re-execution without an OpenBLAS
+ * pool (sim.h).
  */
 #ifndef BURSTSIM_SIM_POINT_H
 #define BURSTSIM_SIM_POINT_H
@@ -52,8 +56,9 @@ typedef enum { H_FREE = 0, H_SEND, H_RECV, H_COLL } hkind;
 
 typedef struct {
   hkind kind;
-  sg_comm_t comm;  /* SEND / RECV */
-  sg_actor_t coll; /* COLL helper actor, or a SEND's that pays p2p.base_s (referenced) */
+  /* unused: direct_coll.c still clears them (SimGrid's objects are actor.c's own, sim_sg_rank) */
+  sg_comm_t comm;
+  sg_actor_t coll;
   int peer, tag;
   int64_t bytes;
   void *rx; /* RECV: the payload lands here */
@@ -72,21 +77,17 @@ typedef struct {
   bs_mem_class cls;
 } membuf;
 
-typedef struct {
-  int peer; /* slot of the peer */
-  int dir;  /* 0 send (me -> peer), 1 recv (peer -> me) */
-  sg_mailbox_t mb;
-} mbcache;
-
 /* Matching, for time_s.wait_for_peers: messages of a pair match in order, so the k-th post of one
  * side meets the k-th of the other; a side ahead keeps its handles until the other posts. Plain
  * bookkeeping, apart from the mailboxes (it makes no SimGrid call, so it never reorders actors). */
 #define PEND_RING 32 /* posts on one side of a pair that wait for the other side, remembered */
 typedef struct {
-  int peer, dir; /* peer as in mbcache; dir + 1 (0: an empty slot of rank_state.pm, see rankops.c) */
+  int peer, dir; /* slot of the peer; dir (0 send, 1 recv) + 1 (0: an empty slot of rank_state.pm, see rankops.c) */
   int64_t posted;
   short pend[PEND_RING];
 } pairmatch;
+
+typedef struct sim_sg_rank sim_sg_rank;
 
 typedef struct rank_state {
   /* scalars first, touched at every op; the large per-handle, per-peer and per-buffer tables last */
@@ -98,19 +99,22 @@ typedef struct rank_state {
   void *it;
   int64_t op_index;
   int finished;
-  int nmbc, npm, coll_seq;
+  int npm, coll_seq;
   double fwd_begin, bwd_begin, fwd, bwd, compute, exposed, end;
   double peer_wait; /* the part of `exposed` spent before the last peer had posted (time_s.wait_for_peers) */
   int64_t sent, recvd, intra, inter;
   int64_t mem_cur, mem_peak;
-  /* sends that pay p2p.base_s, per route (0 intra-node, 1 inter-node): how many were posted and how
-   * many have reached their mailbox; their actors put them in post order (actor.c) */
-  int64_t p2p_posted[2], p2p_put[2];
   /* where the rank is blocked (formatted only if it deadlocks) */
   int blk_kind; /* 0 none, 1 WAIT on p2p, 2 WAIT on a collective */
   int64_t blk_op, blk_post_op;
   int blk_n, blk_send, blk_peer, blk_tag, blk_step;
-  double *coll_arr; /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
+  /* the interpreter's place in a COMPUTE or WAIT (rank.c): resumed by the transport that suspended it */
+  int run;                   /* rank.c's: running, or suspended in a COMPUTE or a WAIT */
+  double t0;                 /* when the COMPUTE or WAIT began */
+  bs_kernel kernel;          /* the COMPUTE's, for explain */
+  int nwait;                 /* the WAIT's handles */
+  int32_t wait[BS_MAX_WAIT]; /* ... */
+  double *coll_arr;          /* when this rank posted its k-th COLL (k = coll_seq), for its peers' waits */
   int coll_arr_cap;
   int64_t cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
   int64_t by_group[BS_DIM_COUNT]; /* the plan's volume of its sends by group kind (bs_bytes.by_group) */
@@ -118,7 +122,6 @@ typedef struct rank_state {
   int nxroute, xnode;             /* xroute's entries; the class inside the node plus one (0: not yet) */
   int nwtree;                     /* wtree's entries */
   pairmatch pm[MAX_PEERS];
-  mbcache mbc[MAX_PEERS];
   handle h[MAX_HANDLES];
   /* for explain (link_class.c): the link class (bs_explain_link) of the route to a peer's actor */
   struct {
@@ -149,9 +152,11 @@ typedef struct sim_ctx {
   double host_speed;
   double exec_bound; /* shared host: the most flop/s one rank's threads can use */
   rank_state *rs;
+  struct sim_sg_rank *sg; /* the SimGrid transport's own state per rank (actor.c) */
   int64_t events;
   int nfinished;
   char error[512];
+  char cause[256];       /* a COMPUTE's error without the rank and op that met it (the walk reports it so) */
   bs_outfile *trace_out; /* --trace: replaces the file only when the point succeeds */
   FILE *trace;
   int trace_first;
@@ -219,8 +224,6 @@ void sim_link_account(sim_ctx *c, sg_host_t src, sg_host_t dst, int64_t bytes, d
 
 /* Starts one actor per simulated rank (c->rs filled, SimGrid loaded). */
 void sim_start_ranks(sim_ctx *c);
-/* After simgrid_run with ranks unfinished: the error that names who is stuck and where. */
-void sim_deadlock_error(sim_ctx *c);
 /* Starts the actor that runs rank rs's part of a collective (joined by its WAIT);
  * NULL (with the error recorded) when out of memory. */
 sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes);
@@ -264,6 +267,12 @@ int sim_check_end(rank_state *rs);
 int sim_op_post_p2p(rank_state *rs, const bs_op *op, double now);
 /* A COLL's handle and group checked against the point's ranks; 0 or -1 with the error recorded. */
 int sim_op_check_coll(rank_state *rs, const bs_op *op);
+/* A COLL posted at now: checked, its arrival noted, its bytes counted by group, its handle set as
+ * the rank's collective number rs->coll_seq (the caller's transport advances it); 0 or -1 with the
+ * error recorded. */
+int sim_op_post_coll(rank_state *rs, const bs_op *op, double now);
+/* After a run (either engine) with ranks unfinished: the error that names who is stuck and where. */
+void sim_deadlock_error(sim_ctx *c);
 
 /* ------------------------------------------------------------------ */
 /* fold.c                                                              */

@@ -2,15 +2,15 @@
  * rankops.c — what a rank's ops do to its own state, whichever engine moves
  * its messages (SimGrid actors, actor.c, or the direct event loop, direct.c):
  * ALLOC/FREE on the memory counter (held bytes as the profile's allocator
- * rounds them: bs_sim_alloc_held, walk.h), PHASE boundaries, the in-order
+ * rounds them: bs_sim_alloc_held, memory.h), PHASE boundaries, the in-order
  * matching of a pair's posts (time_s.wait_for_peers) and of a collective's
  * arrivals, a message's tag and
  * size as its payload and the RECV's check of them, the size a p2p message
- * moves, and the end-of-plan checks. Both engines call the same functions so
+ * moves, the end-of-plan checks and the deadlock's message. Both engines call the same functions so
  * that their results can only differ in time.
  */
 #include "sim/point.h"
-#include "sim/walk.h"
+#include "sim/memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,7 +97,7 @@ int sim_op_alloc(rank_state *rs, const bs_op *op) {
               rs->rank, (long long)rs->op_index, b, (long long)op->u.alloc.bytes, (int)op->u.alloc.cls);
     return -1;
   }
-  int64_t held = bs_sim_alloc_held(c->prof, op); /* walk.c: search prunes by the same count */
+  int64_t held = bs_sim_alloc_held(c->prof, op); /* memory.c: search's walk prunes by the same count */
   rs->buf[b] = (membuf){1, held, op->u.alloc.cls};
   sim_add_bytes(rs, &rs->mem_cur, held, "memory in use");
   sim_add_bytes(rs, &rs->cls_cur[op->u.alloc.cls], held, "memory in use");
@@ -203,6 +203,24 @@ int sim_op_post_p2p(rank_state *rs, const bs_op *op, double now) {
   return 0;
 }
 
+int sim_op_post_coll(rank_state *rs, const bs_op *op, double now) {
+  sim_ctx *c = rs->ctx;
+  const bs_group *g = &op->u.coll.group;
+  if (sim_op_check_coll(rs, op) || sim_note_coll_arrival(rs, now)) return -1;
+  if (c->mesh.size[0] > 0) {
+    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
+    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g->size);
+  }
+  handle *h = &rs->h[op->handle];
+  h->coll_seq = rs->coll_seq;
+  h->group = *g;
+  h->ckind = op->u.coll.kind;
+  h->kind = H_COLL;
+  h->t_post = now;
+  h->op_index = rs->op_index;
+  return 0;
+}
+
 int sim_op_check_coll(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int hd = op->handle;
@@ -221,4 +239,29 @@ int sim_op_check_coll(rank_state *rs, const bs_op *op) {
     return -1;
   }
   return 0;
+}
+
+void sim_deadlock_error(sim_ctx *c) {
+  char list[360] = "";
+  int shown = 0;
+  size_t len = 0;
+  for (int s = 0; s < c->A && shown < 3 && len < sizeof list; s++)
+    if (!c->rs[s].finished) {
+      const rank_state *rs = &c->rs[s];
+      char at[224];
+      if (rs->blk_kind == 1 && rs->blk_peer >= 0)
+        snprintf(at, sizeof at,
+                 "op #%lld WAIT on %d handle(s), first %s rank %d tag %d posted at op #%lld "
+                 "(step %d)",
+                 (long long)rs->blk_op, rs->blk_n, rs->blk_send ? "SEND to" : "RECV from", rs->blk_peer, rs->blk_tag,
+                 (long long)rs->blk_post_op, rs->blk_step);
+      else if (rs->blk_kind)
+        snprintf(at, sizeof at, "op #%lld WAIT on a collective posted at op #%lld", (long long)rs->blk_op,
+                 (long long)rs->blk_post_op);
+      else snprintf(at, sizeof at, "op #%lld", (long long)rs->op_index);
+      len += (size_t)snprintf(list + len, len < sizeof list ? sizeof list - len : 0, "%srank %d at %s",
+                              shown ? "; " : "", rs->rank, at);
+      shown++;
+    }
+  sim_error(c, "deadlock: %d of %d simulated ranks never finished (%s)", c->A - c->nfinished, c->A, list);
 }

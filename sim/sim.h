@@ -106,7 +106,7 @@ typedef struct {
 int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source *source, bs_result *out,
                       bs_link_stat **links, int *nlinks, char *err, size_t errlen);
 
-/* The layer shortcut (layers.c): whether it applies to cfg under opts, and
+/* The layer shortcut (layers.c): whether it applies to cfg under opts (opts.c), and
  * bs_sim_run through it. bs_sim_run uses it by itself when it applies. */
 int bs_sim_layers_apply(const bs_config *cfg, const bs_sim_opts *opts);
 int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen);

@@ -1,52 +1,28 @@
 /*
  * walk.c — a point's memory peak and busiest-rank compute read off its plan
- * without SimGrid (walk.h), for `burstsim search`'s pruning. A rank's memory
+ * without SimGrid (walk.h), for `burstsim search`'s pruning: the zero-time
+ * transport of the rank interpreter (transport.h, rank.c). A rank's memory
  * depends only on the order of its own ALLOC and FREE ops, never on timing,
- * so walking the ops in order gives the simulator's peak exactly, provided the
- * bytes an ALLOC holds are counted as the actor counts them
- * (bs_sim_alloc_held, which actor.c calls).
+ * so the interpreter's count (bs_sim_alloc_held, memory.h) gives the
+ * simulator's peak exactly; time is each rank's own clock: a COMPUTE at the
+ * profile's rates, a message done when both sides have posted, a collective
+ * its floor after its post (the proof that the latest end bounds the step is
+ * at the top of search.c).
  */
 #include "sim/walk.h"
+#include "sim/transport.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sim/coll_algo.h"
 #include "sim/platform.h"
 
-int64_t bs_sim_alloc_held(const bs_profile *prof, const bs_op *op) {
-  bs_mem_class cls = op->u.alloc.cls;
-  if (cls == BS_MEM_WEIGHTS || cls == BS_MEM_GRADS || cls == BS_MEM_OPTIMIZER) return op->u.alloc.bytes;
-  return bs_profile_alloc_bytes(prof, op->u.alloc.bytes);
-}
-
-#define WALK_MAX_BUFS 2048 /* as the actor's buffer table (point.h MAX_BUFS) */
-#define WALK_MAX_HANDLES 256
-
-/* A handle of the replay: what it waits for and when that completes (< 0: not yet known). */
-typedef struct {
-  int kind; /* 0 free, 1 send, 2 recv, 3 collective */
-  double post, done;
-} hslot;
-
-/* A send or receive posted and not yet matched by its peer's. */
+/* A send or receive posted and not yet matched by its peer's: slots (= real ranks) and handle. */
 typedef struct {
   int src, dst, is_send, owner, handle;
-  double post;
 } unmatched;
-
-typedef struct {
-  int rank;
-  bs_plan_iter *it;
-  int64_t bytes[WALK_MAX_BUFS];
-  int8_t cls[WALK_MAX_BUFS];
-  uint8_t used[WALK_MAX_BUFS];
-  int64_t cur, peak, cls_cur[BS_MEM_CLASS_COUNT], cls_at_peak[BS_MEM_CLASS_COUNT];
-  double t, compute;
-  hslot h[WALK_MAX_HANDLES];
-  bs_op pending;
-  int has_pending, finished;
-} rstate;
 
 /* A collective's floor (coll_floor), remembered per group, kind and size. */
 typedef struct {
@@ -58,6 +34,8 @@ typedef struct {
 
 #define WALK_FLOORS 64
 
+/* The zero-time transport: every rank of the plan has the interpreter's state (slot = rank, no
+ * fold, no SimGrid), the replayed ones an iterator and a clock of their own. */
 typedef struct {
   const bs_config *cfg;
   const bs_profile *prof;
@@ -66,36 +44,47 @@ typedef struct {
   int rpn, routes;     /* routes: the platform's route model is coll.c's links (coll_floor) */
   cfloor floors[WALK_FLOORS];
   int nfloors;
-  rstate *rs;
-  int n;
-  int *idx_of; /* real rank -> index in rs, or -1 */
+  sim_ctx c;         /* the interpreter's point */
+  bs_config cfg_run; /* cfg as the interpreter reads it: no straggler (the profile's rates) */
+  bs_sim_source src;
+  double *t;       /* per rank: its clock */
+  double *compute; /* per rank: its COMPUTE seconds */
+  double *done;    /* per (rank, handle): when it completes (< 0: not yet known) */
+  uint8_t *in_wait;
+  int *ranks, n; /* the replayed ranks, in rank order */
+  int *idx_of;   /* real rank -> index in ranks, or -1 */
   unmatched *um;
   int num, cap;
-  char *err;
-  size_t errlen;
 } replay;
 
-/* A send (or receive) of rank index i to (from) real rank peer: matched in order with the peer's. */
-static int post_p2p(replay *R, int i, const bs_op *op) {
-  rstate *r = &R->rs[i];
-  int hd = op->handle, is_send = op->kind == BS_OP_SEND, peer = op->u.p2p.peer;
-  if (hd < 0 || hd >= WALK_MAX_HANDLES || peer < 0 || peer >= R->cfg->par.gpus) {
-    snprintf(R->err, R->errlen, "rank %d: %s with handle %d, peer %d", r->rank, bs_op_kind_name(op->kind), hd, peer);
-    return -1;
-  }
-  r->h[hd] = (hslot){is_send ? 1 : 2, r->t, -1};
-  int j = R->idx_of[peer];
-  if (j < 0) { /* a rank outside the replay: taken as ready (a relaxation: still a lower bound) */
-    r->h[hd].done = r->t;
+static double *done_of(replay *R, const rank_state *rs, int hd) {
+  return &R->done[(size_t)rs->slot * MAX_HANDLES + (size_t)hd];
+}
+
+static double w_now(void *eng, const rank_state *rs) { return ((replay *)eng)->t[rs->slot]; }
+
+/* A send (or receive) of rs to (from) the actor ps: matched in order with the peer's, both complete
+ * when the later side posts (a receive's payload is its send's tag and size). */
+static int w_p2p(replay *R, rank_state *rs, int hd, int ps, int is_send) {
+  handle *h = &rs->h[hd];
+  double t = R->t[rs->slot];
+  *done_of(R, rs, hd) = -1;
+  if (R->idx_of[ps] < 0) { /* a rank outside the replay: taken as ready (a relaxation: still a lower bound) */
+    *done_of(R, rs, hd) = t;
+    h->rx = is_send ? NULL : sim_msg_encode(h->tag, h->bytes);
     return 0;
   }
-  int src = is_send ? r->rank : peer, dst = is_send ? peer : r->rank;
+  int src = is_send ? rs->slot : ps, dst = is_send ? ps : rs->slot;
   for (int k = 0; k < R->num; k++) {
     unmatched *u = &R->um[k];
     if (u->src == src && u->dst == dst && u->is_send != is_send) {
-      double done = u->post > r->t ? u->post : r->t;
-      R->rs[u->owner].h[u->handle].done = done;
-      r->h[hd].done = done;
+      rank_state *o = &R->c.rs[u->owner];
+      handle *oh = &o->h[u->handle];
+      double done = oh->t_post > t ? oh->t_post : t;
+      *done_of(R, o, u->handle) = done;
+      *done_of(R, rs, hd) = done;
+      if (is_send) oh->rx = sim_msg_encode(h->tag, h->bytes);
+      else h->rx = sim_msg_encode(oh->tag, oh->bytes);
       memmove(u, u + 1, sizeof *u * (size_t)(R->num - k - 1)); /* keep the order of the rest */
       R->num--;
       return 0;
@@ -105,15 +94,18 @@ static int post_p2p(replay *R, int i, const bs_op *op) {
     int nc = R->cap ? 2 * R->cap : 256;
     unmatched *p = realloc(R->um, sizeof *p * (size_t)nc);
     if (!p) {
-      snprintf(R->err, R->errlen, "out of memory");
+      sim_error(&R->c, "out of memory");
       return -1;
     }
     R->um = p;
     R->cap = nc;
   }
-  R->um[R->num++] = (unmatched){src, dst, is_send, i, hd, r->t};
+  R->um[R->num++] = (unmatched){src, dst, is_send, rs->slot, hd};
   return 0;
 }
+
+static int w_send(void *eng, rank_state *rs, int hd, int ps) { return w_p2p(eng, rs, hd, ps, 1); }
+static int w_recv(void *eng, rank_state *rs, int hd, int ps) { return w_p2p(eng, rs, hd, ps, 0); }
 
 /*
  * The least time a COLL holds each member (coll.c, coll_main): the profile's per-call base cost,
@@ -167,98 +159,49 @@ static double coll_floor(replay *R, const bs_op *op) {
   return t;
 }
 
-/* One op of rank index i: 1 done, 0 blocked (a WAIT on a message not yet matched), -1 error. */
-static int replay_op(replay *R, int i, const bs_op *op) {
-  rstate *r = &R->rs[i];
-  switch (op->kind) {
-  case BS_OP_ALLOC: {
-    int b = op->u.alloc.buf;
-    if (b < 0 || b >= WALK_MAX_BUFS || r->used[b] || op->u.alloc.bytes < 0 || op->u.alloc.cls < 0 ||
-        op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
-      snprintf(R->err, R->errlen, "rank %d: ALLOC of buffer %d is invalid or the buffer is already allocated", r->rank,
-               b);
-      return -1;
-    }
-    int64_t held = bs_sim_alloc_held(R->prof, op);
-    r->used[b] = 1;
-    r->bytes[b] = held;
-    r->cls[b] = (int8_t)op->u.alloc.cls;
-    r->cur += held;
-    r->cls_cur[op->u.alloc.cls] += held;
-    if (r->cur > r->peak) {
-      r->peak = r->cur;
-      memcpy(r->cls_at_peak, r->cls_cur, sizeof r->cls_cur);
-    }
-    return 1;
-  }
-  case BS_OP_FREE: {
-    int b = op->u.free.buf;
-    if (b < 0 || b >= WALK_MAX_BUFS || !r->used[b]) {
-      snprintf(R->err, R->errlen, "rank %d: FREE of buffer %d that is not allocated", r->rank, b);
-      return -1;
-    }
-    r->cur -= r->bytes[b];
-    r->cls_cur[r->cls[b]] -= r->bytes[b];
-    r->used[b] = 0;
-    return 1;
-  }
-  case BS_OP_COMPUTE: {
-    double d = bs_profile_kernel_time(R->prof, &op->u.compute, R->cfg->model.dtype, R->err, R->errlen);
-    if (d < 0) return -1;
-    r->t += d;
-    r->compute += d;
-    return 1;
-  }
-  case BS_OP_SEND:
-  case BS_OP_RECV: return post_p2p(R, i, op) ? -1 : 1;
-  case BS_OP_COLL: /* complete its floor after its post: a relaxation (the members' arrivals are not synced) */
-    if (op->handle < 0 || op->handle >= WALK_MAX_HANDLES) {
-      snprintf(R->err, R->errlen, "rank %d: COLL with handle %d", r->rank, op->handle);
-      return -1;
-    }
-    r->h[op->handle] = (hslot){3, r->t, r->t + coll_floor(R, op)};
-    return 1;
-  case BS_OP_WAIT: {
-    double t = r->t;
-    for (int k = 0; k < op->u.wait.n && k < BS_MAX_WAIT; k++) {
-      int hd = op->u.wait.handles[k];
-      if (hd < 0 || hd >= WALK_MAX_HANDLES || !r->h[hd].kind) {
-        snprintf(R->err, R->errlen, "rank %d: WAIT on handle %d that no pending operation created", r->rank, hd);
-        return -1;
-      }
-      if (r->h[hd].done < 0) return 0;
-      if (r->h[hd].done > t) t = r->h[hd].done;
-    }
-    for (int k = 0; k < op->u.wait.n && k < BS_MAX_WAIT; k++) r->h[op->u.wait.handles[k]].kind = 0;
-    r->t = t;
-    return 1;
-  }
-  default: return 1;
-  }
+/* A COLL completes its floor after its post: a relaxation (the members' arrivals are not synced). */
+static int w_coll(void *eng, rank_state *rs, const bs_op *op) {
+  replay *R = eng;
+  double t = R->t[rs->slot];
+  if (sim_op_post_coll(rs, op, t)) return -1;
+  rs->coll_seq++;
+  *done_of(R, rs, op->handle) = t + coll_floor(R, op);
+  return 0;
 }
 
-/* Runs rank index i until it blocks or ends: 1 when it did something, 0 when not, -1 on error. */
-static int replay_rank(replay *R, int i) {
-  rstate *r = &R->rs[i];
-  int did = 0;
-  for (;;) {
-    if (!r->has_pending) {
-      if (!bs_plan_next(r->it, &r->pending)) {
-        if (bs_plan_iter_errmsg(r->it)) {
-          snprintf(R->err, R->errlen, "rank %d: %s", r->rank, bs_plan_iter_errmsg(r->it));
-          return -1;
-        }
-        r->finished = 1;
-        return 1;
-      }
-      r->has_pending = 1;
+static int w_compute(void *eng, rank_state *rs, double d) {
+  replay *R = eng;
+  R->t[rs->slot] += d;
+  R->compute[rs->slot] += d;
+  return 0;
+}
+
+/* A WAIT: done when every handle's completion is known, at the latest of them. */
+static int w_wait(void *eng, rank_state *rs, int *last) {
+  replay *R = eng;
+  double t = R->t[rs->slot];
+  for (int k = 0; k < rs->nwait; k++) {
+    double d = *done_of(R, rs, rs->wait[k]);
+    if (d < 0) {
+      R->in_wait[rs->slot] = 1;
+      return SIM_SUSPENDED;
     }
-    int rc = replay_op(R, i, &r->pending);
-    if (rc < 0) return -1;
-    if (rc == 0) return did;
-    r->has_pending = 0;
-    did = 1;
+    if (d > t) t = d;
   }
+  R->t[rs->slot] = t;
+  R->in_wait[rs->slot] = 0;
+  *last = -1; /* no route classes without SimGrid: explain is not the walk's */
+  return 0;
+}
+
+static const sim_transport walk_transport = {w_now, w_send, w_recv, w_coll, w_compute, w_wait};
+
+/* Runs rank rs until it blocks or ends: 1 when it did something, 0 when not, -1 on error. */
+static int replay_rank(replay *R, rank_state *rs) {
+  if (!R->in_wait[rs->slot]) return sim_rank_run(rs, &walk_transport, R) ? -1 : 1;
+  int last;
+  if (w_wait(R, rs, &last) == SIM_SUSPENDED) return 0;
+  return sim_rank_resume(rs, &walk_transport, R, last) ? -1 : 1;
 }
 
 /*
@@ -299,45 +242,93 @@ static int replay_ranks(const bs_config *cfg, int corners, int G, int *ranks) {
  * most as long as the simulation takes it only makes a rank end earlier than in the simulation,
  * so the latest end is a lower bound of the step.
  */
+static int w_next(void *it, bs_op *op) { return bs_plan_next(it, op); }
+static const char *w_iter_error(void *it) { return bs_plan_iter_errmsg(it); }
+
+/* The point the interpreter runs the replayed ranks in: every rank's state, the replayed ones'
+ * iterators; 0 or -1 when out of memory. */
+static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
+  R->cfg_run = *R->cfg;
+  R->cfg_run.cluster.straggler_factor = 0;
+  R->src = (bs_sim_source){.ctx = plan, .ranks = G, .next = w_next, .iter_error = w_iter_error};
+  sim_ctx *c = &R->c;
+  c->cfg = &R->cfg_run;
+  c->prof = R->prof;
+  c->src = &R->src;
+  c->G = c->A = G;
+  c->rpn = R->rpn;
+  c->rs = malloc(sizeof *c->rs * (size_t)G);
+  R->t = calloc((size_t)G, sizeof *R->t);
+  R->compute = calloc((size_t)G, sizeof *R->compute);
+  R->done = malloc(sizeof *R->done * (size_t)G * MAX_HANDLES);
+  R->in_wait = calloc((size_t)G, 1);
+  R->ranks = malloc(sizeof *R->ranks * (size_t)G);
+  R->idx_of = malloc(sizeof *R->idx_of * (size_t)G);
+  if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of) return -1;
+  for (int r = 0; r < G; r++) R->idx_of[r] = -1;
+  R->n = replay_ranks(R->cfg, corners, G, R->ranks);
+  for (int i = 0; i < R->n; i++) R->idx_of[R->ranks[i]] = i;
+  for (int r = 0; r < G; r++) {
+    /* a rank outside the replay is only ever a peer: the interpreter reads its scalars and its side
+     * of the pairs (rank_state up to h), so only those are cleared (a whole state is 83 KB) */
+    rank_state *rs = &c->rs[r];
+    memset(rs, 0, R->idx_of[r] >= 0 ? sizeof *rs : offsetof(rank_state, h));
+    rs->ctx = c;
+    rs->slot = rs->rank = r;
+    rs->node = r / R->rpn;
+  }
+  for (int i = 0; i < R->n; i++)
+    if (!(c->rs[R->ranks[i]].it = bs_plan_iter_new(plan, R->ranks[i]))) return -1;
+  return 0;
+}
+
+static void replay_free(replay *R) {
+  for (int i = 0; R->c.rs && i < R->n; i++) {
+    rank_state *rs = &R->c.rs[R->ranks[i]];
+    if (rs->it) bs_plan_iter_free(rs->it);
+    free(rs->coll_arr);
+  }
+  free(R->c.rs);
+  free(R->t);
+  free(R->compute);
+  free(R->done);
+  free(R->in_wait);
+  free(R->ranks);
+  free(R->idx_of);
+  free(R->um);
+}
+
 static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, bs_coll_model model, const bs_profile *prof,
                      int corners, bs_walk *out, char *err, size_t errlen) {
   bs_plan *plan = NULL;
   int rpn = ps->ranks_per_node;
   if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return -2;
   int G = bs_plan_ranks(plan), rc = 0;
-  int *ranks = malloc(sizeof *ranks * (size_t)G);
-  replay R = {.cfg = cfg,
-              .prof = prof,
-              .ps = ps,
-              .model = model,
-              .rpn = rpn,
-              .routes = ps->generated && !ps->shared_host && !strncmp(ps->tp.name, "dgx-", 4) &&
-                        cfg->cluster.degrade_factor == 0 && cfg->cluster.failed_nics == 0,
-              .idx_of = calloc((size_t)G, sizeof(int)),
-              .err = err,
-              .errlen = errlen};
-  if (ranks) R.n = replay_ranks(cfg, corners, G, ranks);
-  if (ranks) R.rs = calloc((size_t)R.n, sizeof *R.rs);
-  if (!ranks || !R.idx_of || !R.rs) {
+  replay *R = calloc(1, sizeof *R);
+  if (R) {
+    R->cfg = cfg;
+    R->prof = prof;
+    R->ps = ps;
+    R->model = model;
+    R->rpn = rpn;
+    R->routes = ps->generated && !ps->shared_host && !strncmp(ps->tp.name, "dgx-", 4) &&
+                cfg->cluster.degrade_factor == 0 && cfg->cluster.failed_nics == 0;
+  }
+  if (!R || replay_setup(R, plan, G, corners)) {
     snprintf(err, errlen, "out of memory");
     rc = -1;
   }
-  for (int r = 0; !rc && r < G; r++) R.idx_of[r] = -1;
-  for (int i = 0; !rc && i < R.n; i++) {
-    R.rs[i].rank = ranks[i];
-    R.idx_of[ranks[i]] = i;
-    if (!(R.rs[i].it = bs_plan_iter_new(plan, ranks[i]))) {
-      snprintf(err, errlen, "out of memory");
-      rc = -1;
-    }
-  }
   while (!rc) {
     int alive = 0, moved = 0;
-    for (int i = 0; i < R.n && !rc; i++) {
-      if (R.rs[i].finished) continue;
+    for (int i = 0; i < R->n && !rc; i++) {
+      rank_state *rs = &R->c.rs[R->ranks[i]];
+      if (rs->finished) continue;
       alive++;
-      int x = replay_rank(&R, i);
-      if (x < 0) rc = -1;
+      int x = replay_rank(R, rs);
+      if (x < 0) {
+        snprintf(err, errlen, "%s", R->c.cause[0] ? R->c.cause : R->c.error); /* a profile's reason as it is */
+        rc = -1;
+      }
       moved |= x > 0;
     }
     if (!alive) break;
@@ -349,21 +340,18 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, bs_coll_m
   memset(out->breakdown, 0, sizeof out->breakdown);
   out->peak_bytes = 0;
   out->compute_s = out->replay_s = 0;
-  for (int i = 0; !rc && i < R.n; i++) {
-    const rstate *r = &R.rs[i];
-    if (r->peak > out->peak_bytes || i == 0) {
-      out->peak_bytes = r->peak;
-      memcpy(out->breakdown, r->cls_at_peak, sizeof out->breakdown);
+  for (int i = 0; !rc && i < R->n; i++) {
+    int r = R->ranks[i];
+    const rank_state *rs = &R->c.rs[r];
+    if (rs->mem_peak > out->peak_bytes || i == 0) {
+      out->peak_bytes = rs->mem_peak;
+      memcpy(out->breakdown, rs->cls_at_peak, sizeof out->breakdown);
     }
-    if (r->compute > out->compute_s) out->compute_s = r->compute;
-    if (r->t > out->replay_s) out->replay_s = r->t;
+    if (R->compute[r] > out->compute_s) out->compute_s = R->compute[r];
+    if (R->t[r] > out->replay_s) out->replay_s = R->t[r];
   }
-  for (int i = 0; R.rs && i < R.n; i++)
-    if (R.rs[i].it) bs_plan_iter_free(R.rs[i].it);
-  free(R.rs);
-  free(R.idx_of);
-  free(R.um);
-  free(ranks);
+  if (R) replay_free(R);
+  free(R);
   bs_plan_free(plan);
   return rc;
 }

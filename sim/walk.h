@@ -4,8 +4,9 @@
  * `burstsim search` prunes candidates before it simulates them: memory first
  * (a candidate that cannot fit is never simulated), time second (a lower bound
  * on the step). Both must be the simulator's own figures, not a second model
- * that can drift: the bytes an ALLOC holds come from bs_sim_alloc_held, which
- * the rank actor (actor.c) calls too, and the walk applies the layer shortcut
+ * that can drift: the walk runs the simulator's rank interpreter (rank.c) with
+ * a zero-time transport, so the bytes an ALLOC holds are counted as the
+ * simulator counts them (bs_sim_alloc_held, memory.h), and it applies the layer shortcut
  * (layers.c) exactly as bs_sim_run does. tests/sim/test_walk.c checks that
  * the walk's peak equals the simulated peak byte for byte.
  */
@@ -16,19 +17,8 @@
 #include <stdint.h>
 #include "plans/plan.h"
 #include "profile/profile.h"
+#include "sim/memory.h"
 #include "sim/sim.h"
-
-/*
- * The bytes an ALLOC holds on a simulated GPU: rounded as the profile's
- * allocator rounds a request, except the model state (weights, gradients,
- * optimizer states). A plan holds those as one buffer per set where a
- * framework holds one tensor per parameter, and the parameter tensors of the
- * model presets are whole multiples of the allocator's granules already (but
- * for llama2-13b's 16-bit MLP matrices, half a granule off each); rounding the
- * merged buffer would also make memory grow other than linearly with the
- * layers, which the layer shortcut (layers.c) relies on.
- */
-int64_t bs_sim_alloc_held(const bs_profile *prof, const bs_op *op);
 
 typedef struct {
   int64_t peak_bytes;                    /* the highest rank's peak: the result's memory.peak_bytes */
