@@ -2,134 +2,12 @@
  * comm_nccl.c — the GPU backend of the communicator (see comm_nccl.h): NCCL
  * between processes (one GPU each, ncclUniqueId over MPI, grouped
  * point-to-point on a dedicated stream, collectives), and the local mode of
- * G virtual ranks on one GPU exchanging through device-to-device copies.
- * Every request completes on CUDA events; every CUDA and NCCL call is checked
+ * G virtual ranks on one GPU exchanging through device-to-device copies (its
+ * matching and collectives in comm_nccl_local.c). Every request completes on CUDA events; every CUDA and NCCL call is checked
  * and reported through the caller's err buffer (or stderr where the comm.h
  * signature has none).
  */
-#include "comm/comm_nccl.h"
-
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include "base/clock.h"
-#include "base/vec.h"
-
-#ifndef BS_COMM_NCCL_LOCAL_ONLY
-#include <mpi.h>
-#include <nccl.h>
-#endif
-
-#define MAX_GROUPS 64
-
-static void seterr(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t len, const char *fmt, ...) {
-  if (!err || !len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, len, fmt, ap);
-  va_end(ap);
-}
-
-/* A request: up to two parts (a ring step has a send and a receive), each
- * completing on its own event once issued. */
-typedef struct {
-  int busy;
-  int unissued; /* parts not yet issued (queued for a group, or unmatched) */
-  int nev;      /* parts */
-  int failed;
-  cudaEvent_t ev[2];
-} slot;
-
-/* ---- local mode: shared state of the G virtual ranks -------------------------- */
-
-typedef struct lmsg {
-  int src, dst, tag;
-  const void *sbuf; /* send side */
-  void *rbuf;       /* receive side */
-  int64_t bytes;
-  cudaEvent_t ready; /* send side: the data is ready on the sender's stream */
-  bs_comm_nccl *owner;
-  int slot, part;
-  struct lmsg *next;
-} lmsg;
-
-typedef struct lcoll {
-  bs_comm_group g;
-  int64_t seq;
-  bs_comm_coll kind;
-  bs_comm_red red;
-  bs_comm_type type;
-  int64_t bytes;
-  int posted;
-  const void *send[BS_COMM_NCCL_MAX_LOCAL];
-  void *recv[BS_COMM_NCCL_MAX_LOCAL];
-  cudaEvent_t ready[BS_COMM_NCCL_MAX_LOCAL];
-  bs_comm_nccl *owner[BS_COMM_NCCL_MAX_LOCAL];
-  int slot[BS_COMM_NCCL_MAX_LOCAL];
-  struct lcoll *next;
-} lcoll;
-
-typedef struct {
-  int G, device, refs;
-  pthread_mutex_t mu;
-  cudaStream_t coll_stream;
-  lmsg *sends, *recvs; /* unmatched, in posting order */
-  lcoll *colls;        /* collectives waiting for members */
-} local_world;
-
-typedef struct {
-  bs_comm_group g;
-  int64_t count;
-} group_seq;
-
-#ifndef BS_COMM_NCCL_LOCAL_ONLY
-typedef struct {
-  bs_comm_group g;
-  MPI_Comm mpi;
-  ncclComm_t nccl;
-} nccl_group;
-
-typedef struct {
-  int send;
-  void *buf;
-  int64_t bytes;
-  int peer, slot, part;
-} p2p_op;
-#endif
-
-struct bs_comm_nccl {
-  int local, rank, size, device;
-  cudaStream_t stream;
-  cudaEvent_t after_ev;
-  slot *slots;
-  int nslot, pending;
-  size_t cap;
-  local_world *lw;
-  group_seq seq[MAX_GROUPS];
-  int nseq;
-#ifndef BS_COMM_NCCL_LOCAL_ONLY
-  MPI_Comm world;
-  ncclComm_t nccl;
-  nccl_group groups[MAX_GROUPS];
-  int ngroups;
-  p2p_op *queue;
-  int nq;
-  size_t qcap;
-#endif
-};
-
-#define CU(call, err, len)                                                  \
-  do {                                                                      \
-    cudaError_t e_ = (call);                                                \
-    if (e_ != cudaSuccess) {                                                \
-      seterr(err, len, "comm nccl: %s: %s", #call, cudaGetErrorString(e_)); \
-      return BS_COMM_ERR;                                                   \
-    }                                                                       \
-  } while (0)
+#include "comm/comm_nccl_impl.h"
 
 /* ---- slots ----------------------------------------------------------------------- */
 
@@ -208,7 +86,7 @@ static int coll_args_ok(bs_comm_coll kind, bs_comm_type type, bs_comm_group g, i
   return 1;
 }
 
-static int64_t next_seq(bs_comm_nccl *c, bs_comm_group g, char *err, size_t len) {
+int64_t bs_nccl_next_seq(bs_comm_nccl *c, bs_comm_group g, char *err, size_t len) {
   for (int i = 0; i < c->nseq; i++)
     if (c->seq[i].g.first == g.first && c->seq[i].g.stride == g.stride && c->seq[i].g.size == g.size)
       return c->seq[i].count++;
@@ -379,216 +257,6 @@ int bs_comm_nccl_size(const bs_comm_nccl *c) { return c->size; }
 int bs_comm_nccl_is_local(const bs_comm_nccl *c) { return c->local; }
 cudaStream_t bs_comm_nccl_stream(const bs_comm_nccl *c) { return c->stream; }
 int bs_comm_nccl_pending(const bs_comm_nccl *c) { return c->pending; }
-
-/* ---- local mode: matching and copies (called with lw->mu held) --------------------- */
-
-/* Copies a matched send into its receive on the receiver's stream; completes both parts. */
-static int local_copy(lmsg *snd, lmsg *rcv, char *err, size_t len) {
-  slot *ss = &snd->owner->slots[snd->slot], *rs = &rcv->owner->slots[rcv->slot];
-  if (snd->bytes > rcv->bytes) {
-    seterr(err, len, "comm nccl: rank %d sends %lld bytes to rank %d (tag %d), which receives %lld", snd->src,
-           (long long)snd->bytes, snd->dst, snd->tag, (long long)rcv->bytes);
-    ss->failed = rs->failed = 1;
-    ss->unissued--;
-    rs->unissued--;
-    return BS_COMM_ERR;
-  }
-  cudaStream_t st = rcv->owner->stream;
-  cudaError_t e = cudaStreamWaitEvent(st, snd->ready, 0);
-  if (e == cudaSuccess && snd->bytes > 0)
-    e = cudaMemcpyAsync(rcv->rbuf, snd->sbuf, (size_t)snd->bytes, cudaMemcpyDeviceToDevice, st);
-  if (e == cudaSuccess) e = cudaEventRecord(ss->ev[snd->part], st);
-  if (e == cudaSuccess) e = cudaEventRecord(rs->ev[rcv->part], st);
-  ss->unissued--;
-  rs->unissued--;
-  if (e != cudaSuccess) {
-    ss->failed = rs->failed = 1;
-    seterr(err, len, "comm nccl: local copy rank %d -> %d: %s", snd->src, snd->dst, cudaGetErrorString(e));
-    return BS_COMM_ERR;
-  }
-  return BS_COMM_OK;
-}
-
-static lmsg *take_match(lmsg **list, int src, int dst, int tag) {
-  for (lmsg **pp = list; *pp; pp = &(*pp)->next)
-    if ((*pp)->src == src && (*pp)->dst == dst && (*pp)->tag == tag) {
-      lmsg *m = *pp;
-      *pp = m->next;
-      return m;
-    }
-  return NULL;
-}
-
-static void append(lmsg **list, lmsg *m) {
-  m->next = NULL;
-  while (*list) list = &(*list)->next;
-  *list = m;
-}
-
-static void free_msg(lmsg *m) {
-  if (m->ready) (void)cudaEventDestroy(m->ready); /* safe with waits still enqueued */
-  free(m);
-}
-
-/* Posts one part (send or receive) of request slot s. */
-static int local_post(bs_comm_nccl *c, int send, const void *sbuf, void *rbuf, int64_t bytes, int peer, int tag, int s,
-                      int part, char *err, size_t len) {
-  local_world *lw = c->lw;
-  lmsg *m = calloc(1, sizeof *m);
-  if (!m) {
-    seterr(err, len, "comm nccl: out of memory");
-    c->slots[s].failed = 1;
-    return BS_COMM_ERR;
-  }
-  m->src = send ? c->rank : peer;
-  m->dst = send ? peer : c->rank;
-  m->tag = tag;
-  m->sbuf = sbuf;
-  m->rbuf = rbuf;
-  m->bytes = bytes;
-  m->owner = c;
-  m->slot = s;
-  m->part = part;
-  if (send) {
-    cudaError_t e = cudaEventCreateWithFlags(&m->ready, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventRecord(m->ready, c->stream);
-    if (e != cudaSuccess) {
-      seterr(err, len, "comm nccl: %s", cudaGetErrorString(e));
-      c->slots[s].failed = 1;
-      free_msg(m);
-      return BS_COMM_ERR;
-    }
-    lmsg *r = take_match(&lw->recvs, m->src, m->dst, tag);
-    if (!r) {
-      append(&lw->sends, m);
-      return BS_COMM_OK;
-    }
-    int rc = local_copy(m, r, err, len);
-    free_msg(m);
-    free_msg(r);
-    return rc;
-  }
-  lmsg *sm = take_match(&lw->sends, m->src, m->dst, tag);
-  if (!sm) {
-    append(&lw->recvs, m);
-    return BS_COMM_OK;
-  }
-  int rc = local_copy(sm, m, err, len);
-  free_msg(sm);
-  free_msg(m);
-  return rc;
-}
-
-/* Runs a collective whose members have all posted, on the shared stream. */
-static int local_run_coll(local_world *lw, lcoll *cl, char *err, size_t len) {
-  cudaStream_t st = lw->coll_stream;
-  const int n = cl->g.size;
-  cudaError_t e = cudaSuccess;
-  int rc = BS_COMM_OK;
-  for (int m = 0; m < n && e == cudaSuccess; m++) e = cudaStreamWaitEvent(st, cl->ready[m], 0);
-  const size_t b = (size_t)cl->bytes;
-  switch (cl->kind) {
-  case BS_COMM_ALLREDUCE: {
-    const int64_t cnt = cl->bytes / 4;
-    if (e == cudaSuccess && cl->recv[0] != cl->send[0])
-      e = cudaMemcpyAsync(cl->recv[0], cl->send[0], b, cudaMemcpyDeviceToDevice, st);
-    for (int m = 1; m < n && e == cudaSuccess; m++)
-      if (bs_cuda_reduce_f32((float *)cl->recv[0], (const float *)cl->send[m], cnt, cl->red, st))
-        e = cudaErrorLaunchFailure;
-    for (int m = 1; m < n && e == cudaSuccess; m++)
-      e = cudaMemcpyAsync(cl->recv[m], cl->recv[0], b, cudaMemcpyDeviceToDevice, st);
-    break;
-  }
-  case BS_COMM_ALLGATHER:
-    for (int r = 0; r < n && e == cudaSuccess; r++)
-      for (int m = 0; m < n && e == cudaSuccess; m++) {
-        char *dst = (char *)cl->recv[r] + (size_t)m * b;
-        if (dst != (const char *)cl->send[m]) e = cudaMemcpyAsync(dst, cl->send[m], b, cudaMemcpyDeviceToDevice, st);
-      }
-    break;
-  case BS_COMM_REDUCE_SCATTER: {
-    const size_t part = b / (size_t)n;
-    for (int r = 0; r < n && e == cudaSuccess; r++) {
-      e =
-        cudaMemcpyAsync(cl->recv[r], (const char *)cl->send[0] + (size_t)r * part, part, cudaMemcpyDeviceToDevice, st);
-      for (int m = 1; m < n && e == cudaSuccess; m++)
-        if (bs_cuda_reduce_f32((float *)cl->recv[r], (const float *)((const char *)cl->send[m] + (size_t)r * part),
-                               (int64_t)(part / 4), cl->red, st))
-          e = cudaErrorLaunchFailure;
-    }
-    break;
-  }
-  case BS_COMM_ALLTOALL: {
-    const size_t blk = b / (size_t)n;
-    for (int r = 0; r < n && e == cudaSuccess; r++)
-      for (int m = 0; m < n && e == cudaSuccess; m++)
-        e = cudaMemcpyAsync((char *)cl->recv[r] + (size_t)m * blk, (const char *)cl->send[m] + (size_t)r * blk, blk,
-                            cudaMemcpyDeviceToDevice, st);
-    break;
-  }
-  }
-  for (int m = 0; m < n; m++) {
-    slot *sl = &cl->owner[m]->slots[cl->slot[m]];
-    if (e == cudaSuccess) {
-      cudaError_t re = cudaEventRecord(sl->ev[0], st);
-      if (re != cudaSuccess) e = re;
-    }
-    sl->unissued = 0;
-    if (e != cudaSuccess) sl->failed = 1;
-  }
-  if (e != cudaSuccess) {
-    seterr(err, len, "comm nccl: local collective %d: %s", (int)cl->kind, cudaGetErrorString(e));
-    rc = BS_COMM_ERR;
-  }
-  return rc;
-}
-
-static int local_coll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_comm_type type, bs_comm_group g,
-                      const void *send, void *recv, int64_t bytes, int s, char *err, size_t len) {
-  local_world *lw = c->lw;
-  int64_t seq = next_seq(c, g, err, len);
-  if (seq < 0) return BS_COMM_ERR;
-  lcoll *cl = lw->colls;
-  for (; cl; cl = cl->next)
-    if (cl->seq == seq && cl->g.first == g.first && cl->g.stride == g.stride && cl->g.size == g.size) break;
-  if (!cl) {
-    cl = calloc(1, sizeof *cl);
-    if (!cl) {
-      seterr(err, len, "comm nccl: out of memory");
-      return BS_COMM_ERR;
-    }
-    cl->g = g;
-    cl->seq = seq;
-    cl->kind = kind;
-    cl->red = red;
-    cl->type = type;
-    cl->bytes = bytes;
-    cl->next = lw->colls;
-    lw->colls = cl;
-  } else if (cl->kind != kind || cl->red != red || cl->type != type || cl->bytes != bytes) {
-    seterr(err, len, "comm nccl: rank %d's collective #%lld on group %d+%d*i (%d ranks) differs from its peers'",
-           c->rank, (long long)seq, g.first, g.stride, g.size);
-    return BS_COMM_ERR;
-  }
-  const int m = (c->rank - g.first) / g.stride;
-  CU(cudaEventCreateWithFlags(&cl->ready[m], cudaEventDisableTiming), err, len);
-  CU(cudaEventRecord(cl->ready[m], c->stream), err, len);
-  cl->send[m] = send;
-  cl->recv[m] = recv;
-  cl->owner[m] = c;
-  cl->slot[m] = s;
-  if (++cl->posted < g.size) return BS_COMM_OK;
-  int rc = local_run_coll(lw, cl, err, len);
-  for (lcoll **pp = &lw->colls; *pp; pp = &(*pp)->next)
-    if (*pp == cl) {
-      *pp = cl->next;
-      break;
-    }
-  for (int i = 0; i < g.size; i++)
-    if (cl->ready[i]) (void)cudaEventDestroy(cl->ready[i]);
-  free(cl);
-  return rc;
-}
 
 /* ---- NCCL mode ------------------------------------------------------------------------- */
 
@@ -796,7 +464,7 @@ static int post_p2p(bs_comm_nccl *c, int send, const void *buf, int64_t bytes, i
   int s = new_slot(c, 1, err, len);
   if (s >= 0) {
     if (c->local) {
-      rc = local_post(c, send, buf, (void *)buf, bytes, peer, tag, s, 0, err, len);
+      rc = bs_nccl_local_post(c, send, buf, (void *)buf, bytes, peer, tag, s, 0, err, len);
     } else {
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
       rc = queue_op(c, send, (void *)buf, bytes, peer, s, 0, err, len);
@@ -836,8 +504,8 @@ int bs_comm_nccl_sendrecv(bs_comm_nccl *c, const void *sendbuf, int64_t send_byt
   int s = new_slot(c, 2, err, errlen);
   if (s >= 0) {
     if (c->local) {
-      rc = local_post(c, 1, sendbuf, NULL, send_bytes, to, tag, s, 0, err, errlen);
-      if (rc == BS_COMM_OK) rc = local_post(c, 0, NULL, recvbuf, recv_bytes, from, tag, s, 1, err, errlen);
+      rc = bs_nccl_local_post(c, 1, sendbuf, NULL, send_bytes, to, tag, s, 0, err, errlen);
+      if (rc == BS_COMM_OK) rc = bs_nccl_local_post(c, 0, NULL, recvbuf, recv_bytes, from, tag, s, 1, err, errlen);
     } else {
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
       rc = queue_op(c, 1, (void *)sendbuf, send_bytes, to, s, 0, err, errlen);
@@ -869,7 +537,7 @@ int bs_comm_nccl_icoll(bs_comm_nccl *c, bs_comm_coll kind, bs_comm_red red, bs_c
   int s = new_slot(c, 1, err, errlen);
   if (s >= 0) {
     if (c->local) {
-      rc = local_coll(c, kind, red, type, g, send, recv, bytes, s, err, errlen);
+      rc = bs_nccl_local_coll(c, kind, red, type, g, send, recv, bytes, s, err, errlen);
     } else {
 #ifndef BS_COMM_NCCL_LOCAL_ONLY
       rc = nccl_coll(c, kind, red, g, send, recv, bytes, s, err, errlen);
@@ -1051,7 +719,7 @@ void bs_comm_nccl_free(bs_comm_nccl *c) {
         if ((*pp)->owner == c) {
           lmsg *m = *pp;
           *pp = m->next;
-          free_msg(m);
+          bs_nccl_local_free_msg(m);
         } else {
           pp = &(*pp)->next;
         }

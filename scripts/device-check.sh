@@ -131,6 +131,7 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
   cc "${CFLAGS[@]}" -c "$ROOT/kernels/cuda/attn_cuda_host.c" -o "$BUILD/attn_cuda_host.o" 2>&1 &&
     compile_tests $CHECK_SRC &&
     cc "${CFLAGS[@]}" -DBS_COMM_NCCL_LOCAL_ONLY -c "$ROOT/comm/comm_nccl.c" -o "$BUILD/comm_nccl.o" 2>&1 &&
+    cc "${CFLAGS[@]}" -DBS_COMM_NCCL_LOCAL_ONLY -c "$ROOT/comm/comm_nccl_local.c" -o "$BUILD/comm_nccl_local.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/comm/comm.c" -o "$BUILD/comm.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/base/clock.c" -o "$BUILD/clock.o" 2>&1 &&
     cc "${CFLAGS[@]}" -c "$ROOT/base/fill.c" -o "$BUILD/fill.o" 2>&1 &&
@@ -150,7 +151,7 @@ echo "device-check: building bs_cuda_check for sm_${CAP} in $BUILD"
       "$BUILD"/attn_cuda_fwd_mma.o "$BUILD"/attn_cuda_bwd_mma.o $(for f in $CHECK_SRC; do echo "$BUILD/$f.o"; done) \
       "$BUILD"/clock.o "$BUILD"/fill.o \
       -lcublas -lm 2>&1 || rc=1
-    nvcc "$ARCH" -o "$BUILD/bs_comm_check" "$BUILD"/comm_nccl.o "$BUILD"/comm.o "$BUILD"/clock.o "$BUILD"/fill.o "$BUILD"/vec.o \
+    nvcc "$ARCH" -o "$BUILD/bs_comm_check" "$BUILD"/comm_nccl.o "$BUILD"/comm_nccl_local.o "$BUILD"/comm.o "$BUILD"/clock.o "$BUILD"/fill.o "$BUILD"/vec.o \
       "$BUILD"/comm_cuda_ops.o \
       "$BUILD"/bs_comm_check.o -lpthread -lm 2>&1 || rc=1
   fi
