@@ -353,3 +353,25 @@ int bs_search_args_parse(int argc, char **argv, bs_search_args *o, char *err, si
   if (!o->scenario) return bs_args_fail(&a, "no scenario given");
   return 0;
 }
+
+int bs_diff_args_parse(int argc, char **argv, bs_diff_args *o, char *err, size_t errlen) {
+  memset(o, 0, sizeof *o);
+  bs_args a;
+  int m;
+  bs_args_init(&a, argc, argv, 1, err, errlen);
+  while (bs_args_next(&a)) {
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
+    else if (m < 0) return -1;
+    else if (bs_args_positional(&a)) {
+      if (!o->a) o->a = a.word;
+      else if (!o->b) o->b = a.word;
+      else return bs_args_unknown(&a, "a third result file (diff takes two)");
+    } else return bs_args_unknown(&a, NULL);
+  }
+  if (!o->b) return bs_args_fail(&a, "two result files are needed (A.json B.json)");
+  return 0;
+}

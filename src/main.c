@@ -19,6 +19,7 @@ static const command commands[] = {
   {"calib", cmd_calib, "calib [--backend cpu|cuda] --out PROFILE.json                 (under mpirun -np G)"},
   {"validate", cmd_validate, "validate SCENARIO.ini [--profile P.json] [--out F.json]"},
   {"bench", cmd_bench, "bench kernels [--backend cpu|cuda] [--json F.json]"},
+  {"diff", cmd_diff, "diff A.json B.json [--out F.json]                         (two sim or search results)"},
   {"topo", cmd_topo, "topo NAME [--nodes N] > platform.xml"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
