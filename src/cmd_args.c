@@ -375,3 +375,30 @@ int bs_diff_args_parse(int argc, char **argv, bs_diff_args *o, char *err, size_t
   if (!o->b) return bs_args_fail(&a, "two result files are needed (A.json B.json)");
   return 0;
 }
+
+int bs_import_args_parse(int argc, char **argv, bs_import_args *o, char *err, size_t errlen) {
+  memset(o, 0, sizeof *o);
+  bs_args a;
+  int m;
+  bs_args_init(&a, argc, argv, 1, err, errlen);
+  while (bs_args_next(&a)) {
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
+    else if (FLAG("--gpus", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->gpus));
+    else if (FLAG("--topology", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->topology));
+    else if (m < 0) return -1;
+    else if (bs_args_positional(&a)) {
+      if (!o->framework) o->framework = a.word;
+      else if (!o->file) o->file = a.word;
+      else return bs_args_unknown(&a, "a second arguments file");
+    } else return bs_args_unknown(&a, NULL);
+  }
+  if (!o->framework) return bs_args_fail(&a, "no framework (megatron)");
+  if (strcmp(o->framework, "megatron"))
+    return bs_args_fail(&a, "'%s': only megatron is imported (NeMo and torchtitan are not yet)", o->framework);
+  if (!o->file) return bs_args_fail(&a, "no arguments file (the flags of a pretrain_gpt.py launch)");
+  return 0;
+}

@@ -13,5 +13,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 #endif

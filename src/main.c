@@ -20,6 +20,8 @@ static const command commands[] = {
   {"validate", cmd_validate, "validate SCENARIO.ini [--profile P.json] [--out F.json]"},
   {"bench", cmd_bench, "bench kernels [--backend cpu|cuda] [--json F.json]"},
   {"diff", cmd_diff, "diff A.json B.json [--out F.json]                         (two sim or search results)"},
+  {"import", cmd_import,
+   "import megatron ARGS.txt [--gpus N] [--out S.ini]            (a scenario from a launch's flags)"},
   {"topo", cmd_topo, "topo NAME [--nodes N] > platform.xml"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
