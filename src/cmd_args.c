@@ -402,3 +402,30 @@ int bs_import_args_parse(int argc, char **argv, bs_import_args *o, char *err, si
   if (!o->file) return bs_args_fail(&a, "no arguments file (the flags of a pretrain_gpt.py launch)");
   return 0;
 }
+
+int bs_export_args_parse(int argc, char **argv, bs_export_args *o, char *err, size_t errlen) {
+  memset(o, 0, sizeof *o);
+  o->point = 1;
+  bs_args a;
+  int m;
+  bs_args_init(&a, argc, argv, 1, err, errlen);
+  while (bs_args_next(&a)) {
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
+    else if (FLAG("--point", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 30, &o->point));
+    else if (m < 0) return -1;
+    else if (bs_args_positional(&a)) {
+      if (!o->framework) o->framework = a.word;
+      else if (!o->file) o->file = a.word;
+      else return bs_args_unknown(&a, "a second result file");
+    } else return bs_args_unknown(&a, NULL);
+  }
+  if (!o->framework) return bs_args_fail(&a, "no framework (megatron)");
+  if (strcmp(o->framework, "megatron"))
+    return bs_args_fail(&a, "'%s': only megatron is exported (NeMo and torchtitan are not yet)", o->framework);
+  if (!o->file) return bs_args_fail(&a, "no result file (burstsim sim --out or search --out)");
+  return 0;
+}

@@ -106,6 +106,13 @@ typedef struct {
   int gpus; /* 0: from the file */
 } bs_import_args;
 
+/* export megatron RESULT.json [--point N] [--out F] */
+typedef struct {
+  int help;
+  const char *framework, *file, *out;
+  int point; /* from 1 (default 1) */
+} bs_export_args;
+
 /* argv[0] is the command name ("run", ...), as main() passes it. */
 int bs_run_args_parse(int argc, char **argv, bs_run_args *out, char *err, size_t errlen);
 int bs_sim_args_parse(int argc, char **argv, bs_sim_args *out, char *err, size_t errlen);
@@ -117,5 +124,6 @@ int bs_topo_args_parse(int argc, char **argv, bs_topo_args *out, char *err, size
 int bs_search_args_parse(int argc, char **argv, bs_search_args *out, char *err, size_t errlen);
 int bs_diff_args_parse(int argc, char **argv, bs_diff_args *out, char *err, size_t errlen);
 int bs_import_args_parse(int argc, char **argv, bs_import_args *out, char *err, size_t errlen);
+int bs_export_args_parse(int argc, char **argv, bs_export_args *out, char *err, size_t errlen);
 
 #endif

@@ -279,6 +279,13 @@ static void map_parallel(importer *im) {
   im->pp = int_of(im, "pipeline-model-parallel-size", 1);
   im->cp = int_of(im, "context-parallel-size", 1);
   long mbs = int_of(im, "micro-batch-size", 1);
+  static const char *const grid_flags[][2] = {{"tensor-model-parallel-size", "parallel.tp"},
+                                              {"pipeline-model-parallel-size", "parallel.pp"}};
+  for (int i = 0; i < 2; i++)
+    if (!arg(im, grid_flags[i][0])) {
+      put(im, grid_flags[i][1], "1");
+      say(im, "mapped", "(no --%s) -> %s = 1", grid_flags[i][0], grid_flags[i][1]);
+    }
   if (im->world <= 0 || im->tp <= 0 || im->pp <= 0 || im->cp <= 0 || mbs <= 0) return;
   long grid = im->tp * im->pp * im->cp;
   if (im->world % grid) {

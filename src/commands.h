@@ -14,5 +14,6 @@ int cmd_topo(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const command commands[] = {
   {"diff", cmd_diff, "diff A.json B.json [--out F.json]                         (two sim or search results)"},
   {"import", cmd_import,
    "import megatron ARGS.txt [--gpus N] [--out S.ini]            (a scenario from a launch's flags)"},
+  {"export", cmd_export, "export megatron RESULT.json [--point N] [--out F]          (a point's launch flags)"},
   {"topo", cmd_topo, "topo NAME [--nodes N] > platform.xml"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
