@@ -270,8 +270,13 @@ int bs_bench_args_parse(int argc, char **argv, bs_bench_args *o, char *err, size
       CHECK(0);
       o->quick = 1;
     } else if (FLAG("--json", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->json));
-    else if (FLAG("--backend", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, backend, &k));
-    else if (FLAG("--threads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, BS_ARGS_MAX_THREADS, &o->threads));
+    else if (FLAG("--backend", BS_ARG_VALUE)) {
+      if (m > 0 && !strcmp(a.val, "cuda"))
+        return bs_args_fail(&a,
+                            "--backend cuda: bench times the CPU kernels only; the GPU kernels are timed by "
+                            "calib --backend cuda");
+      CHECK(bs_args_enum(&a, backend, &k));
+    } else if (FLAG("--threads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, BS_ARGS_MAX_THREADS, &o->threads));
     else if (FLAG("--heads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1024, &o->heads));
     else if (m < 0) return -1;
     else return bs_args_unknown(&a, bs_args_positional(&a) ? "bench kernels takes no other argument" : NULL);
