@@ -270,8 +270,13 @@ int bs_bench_args_parse(int argc, char **argv, bs_bench_args *o, char *err, size
       CHECK(0);
       o->quick = 1;
     } else if (FLAG("--json", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->json));
-    else if (FLAG("--backend", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, backend, &k));
-    else if (FLAG("--threads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, BS_ARGS_MAX_THREADS, &o->threads));
+    else if (FLAG("--backend", BS_ARG_VALUE)) {
+      if (m > 0 && !strcmp(a.val, "cuda"))
+        return bs_args_fail(&a,
+                            "--backend cuda: bench times the CPU kernels only; the GPU kernels are timed by "
+                            "calib --backend cuda");
+      CHECK(bs_args_enum(&a, backend, &k));
+    } else if (FLAG("--threads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, BS_ARGS_MAX_THREADS, &o->threads));
     else if (FLAG("--heads", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1024, &o->heads));
     else if (m < 0) return -1;
     else return bs_args_unknown(&a, bs_args_positional(&a) ? "bench kernels takes no other argument" : NULL);
@@ -351,5 +356,81 @@ int bs_search_args_parse(int argc, char **argv, bs_search_args *o, char *err, si
     }
   }
   if (!o->scenario) return bs_args_fail(&a, "no scenario given");
+  return 0;
+}
+
+int bs_diff_args_parse(int argc, char **argv, bs_diff_args *o, char *err, size_t errlen) {
+  memset(o, 0, sizeof *o);
+  bs_args a;
+  int m;
+  bs_args_init(&a, argc, argv, 1, err, errlen);
+  while (bs_args_next(&a)) {
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
+    else if (m < 0) return -1;
+    else if (bs_args_positional(&a)) {
+      if (!o->a) o->a = a.word;
+      else if (!o->b) o->b = a.word;
+      else return bs_args_unknown(&a, "a third result file (diff takes two)");
+    } else return bs_args_unknown(&a, NULL);
+  }
+  if (!o->b) return bs_args_fail(&a, "two result files are needed (A.json B.json)");
+  return 0;
+}
+
+int bs_import_args_parse(int argc, char **argv, bs_import_args *o, char *err, size_t errlen) {
+  memset(o, 0, sizeof *o);
+  bs_args a;
+  int m;
+  bs_args_init(&a, argc, argv, 1, err, errlen);
+  while (bs_args_next(&a)) {
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
+    else if (FLAG("--gpus", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->gpus));
+    else if (FLAG("--topology", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->topology));
+    else if (m < 0) return -1;
+    else if (bs_args_positional(&a)) {
+      if (!o->framework) o->framework = a.word;
+      else if (!o->file) o->file = a.word;
+      else return bs_args_unknown(&a, "a second arguments file");
+    } else return bs_args_unknown(&a, NULL);
+  }
+  if (!o->framework) return bs_args_fail(&a, "no framework (megatron)");
+  if (strcmp(o->framework, "megatron"))
+    return bs_args_fail(&a, "'%s': only megatron is imported (NeMo and torchtitan are not yet)", o->framework);
+  if (!o->file) return bs_args_fail(&a, "no arguments file (the flags of a pretrain_gpt.py launch)");
+  return 0;
+}
+
+int bs_export_args_parse(int argc, char **argv, bs_export_args *o, char *err, size_t errlen) {
+  memset(o, 0, sizeof *o);
+  o->point = 1;
+  bs_args a;
+  int m;
+  bs_args_init(&a, argc, argv, 1, err, errlen);
+  while (bs_args_next(&a)) {
+    if (!strcmp(a.word, "--help") || !strcmp(a.word, "-h")) {
+      o->help = 1;
+      return 0;
+    }
+    if (FLAG("--out", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->out));
+    else if (FLAG("--point", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 30, &o->point));
+    else if (m < 0) return -1;
+    else if (bs_args_positional(&a)) {
+      if (!o->framework) o->framework = a.word;
+      else if (!o->file) o->file = a.word;
+      else return bs_args_unknown(&a, "a second result file");
+    } else return bs_args_unknown(&a, NULL);
+  }
+  if (!o->framework) return bs_args_fail(&a, "no framework (megatron)");
+  if (strcmp(o->framework, "megatron"))
+    return bs_args_fail(&a, "'%s': only megatron is exported (NeMo and torchtitan are not yet)", o->framework);
+  if (!o->file) return bs_args_fail(&a, "no result file (burstsim sim --out or search --out)");
   return 0;
 }

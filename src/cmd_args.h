@@ -93,6 +93,26 @@ typedef struct {
   int quiet, dry_run, top_only;
 } bs_search_args;
 
+/* diff A.json B.json [--out F.json] */
+typedef struct {
+  int help;
+  const char *a, *b, *out;
+} bs_diff_args;
+
+/* import megatron ARGS.txt [--gpus N] [--topology T] [--out S.ini] */
+typedef struct {
+  int help;
+  const char *framework, *file, *out, *topology;
+  int gpus; /* 0: from the file */
+} bs_import_args;
+
+/* export megatron RESULT.json [--point N] [--out F] */
+typedef struct {
+  int help;
+  const char *framework, *file, *out;
+  int point; /* from 1 (default 1) */
+} bs_export_args;
+
 /* argv[0] is the command name ("run", ...), as main() passes it. */
 int bs_run_args_parse(int argc, char **argv, bs_run_args *out, char *err, size_t errlen);
 int bs_sim_args_parse(int argc, char **argv, bs_sim_args *out, char *err, size_t errlen);
@@ -102,5 +122,8 @@ int bs_bench_args_parse(int argc, char **argv, bs_bench_args *out, char *err, si
 int bs_topo_args_parse(int argc, char **argv, bs_topo_args *out, char *err, size_t errlen);
 /* search: a flag given twice keeps its last value; its messages are its own (cmd_args.c). */
 int bs_search_args_parse(int argc, char **argv, bs_search_args *out, char *err, size_t errlen);
+int bs_diff_args_parse(int argc, char **argv, bs_diff_args *out, char *err, size_t errlen);
+int bs_import_args_parse(int argc, char **argv, bs_import_args *out, char *err, size_t errlen);
+int bs_export_args_parse(int argc, char **argv, bs_export_args *out, char *err, size_t errlen);
 
 #endif

@@ -12,5 +12,8 @@ int cmd_validate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
 int cmd_search(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

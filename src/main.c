@@ -18,7 +18,11 @@ static const command commands[] = {
   {"run", cmd_run, "run SCENARIO.ini [--set k=v]... [--out F.json] [--trace F.json]   (under mpirun -np G)"},
   {"calib", cmd_calib, "calib [--backend cpu|cuda] --out PROFILE.json                 (under mpirun -np G)"},
   {"validate", cmd_validate, "validate SCENARIO.ini [--profile P.json] [--out F.json]"},
-  {"bench", cmd_bench, "bench kernels [--backend cpu|cuda] [--json F.json]"},
+  {"bench", cmd_bench, "bench kernels [--json F.json]                                (the CPU kernels)"},
+  {"diff", cmd_diff, "diff A.json B.json [--out F.json]                         (two sim or search results)"},
+  {"import", cmd_import,
+   "import megatron ARGS.txt [--gpus N] [--out S.ini]            (a scenario from a launch's flags)"},
+  {"export", cmd_export, "export megatron RESULT.json [--point N] [--out F]          (a point's launch flags)"},
   {"topo", cmd_topo, "topo NAME [--nodes N] > platform.xml"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -57,11 +57,14 @@ typedef struct {
 
 /*
  * The candidate closest to v when it is close: an edit distance of at most 2
- * or a prefix either way; the first of equally close ones; NULL when none is.
+ * or a prefix either way, or v with a minor version added (one edit); of
+ * equally close ones, the first that extends v (a minor version added, or v
+ * its prefix), else the first; NULL when none is.
  */
 typedef struct {
   const char *v, *best;
   int dist;
+  int best_extends; /* best extends v: a minor version added, or v its prefix */
 } nearest;
 
 const char *scn_clip(const char *v, char buf[SHOWN + 4]);

@@ -2,7 +2,7 @@
  * scenario_values.c — the value parsers the keys of a scenario file share
  * (integers with K, M, G suffixes, booleans, one of a list of names, a name
  * that fits its field), a value clipped for a message, and the nearest known
- * name to one mistyped (edit distance or prefix).
+ * name to one mistyped (edit distance, prefix, or a minor version left out).
  */
 #include "scenario_impl.h"
 
@@ -56,14 +56,32 @@ void scn_near_init(nearest *nr, const char *v) {
   nr->v = v;
   nr->best = NULL;
   nr->dist = 3;
+  nr->best_extends = 0;
 }
 
+/* Whether cand is v with a minor version added after a version number ("llama3-70b" and
+ * "llama3.1-70b", "qwen2-72b" and "qwen2.5-72b"): the same model named short. */
+static int minor_version_added(const char *v, const char *cand) {
+  size_t p = 0;
+  while (v[p] && v[p] == cand[p]) p++;
+  if (p == 0 || !isdigit((unsigned char)v[p - 1]) || cand[p] != '.' || !isdigit((unsigned char)cand[p + 1])) return 0;
+  size_t q = p + 1;
+  while (isdigit((unsigned char)cand[q])) q++;
+  return strcmp(cand + q, v + p) == 0;
+}
+
+/* The closest name wins; a name that only adds a minor version counts as one edit, and it or a
+ * name that v begins wins a tie (llama3-70b: llama3.1-70b, not llama2-70b, a neighbour version one
+ * substitution away; llama2-70: llama2-70b, not llama2-7b). */
 void scn_near_offer(nearest *nr, const char *cand) {
-  int d = edit_distance(nr->v, cand);
+  int d = edit_distance(nr->v, cand), minor = minor_version_added(nr->v, cand);
+  int extends = minor || (strlen(nr->v) < strlen(cand) && is_prefix(nr->v, cand));
   if (d > 2 && is_prefix(nr->v, cand)) d = 2;
-  if (d < nr->dist) {
+  if (minor) d = 1;
+  if (d < nr->dist || (extends && d == nr->dist && !nr->best_extends)) {
     nr->dist = d;
     nr->best = cand;
+    nr->best_extends = extends;
   }
 }
 

@@ -37,6 +37,9 @@ static union {
   bs_bench_args bench;
   bs_topo_args topo;
   bs_search_args search;
+  bs_diff_args diff;
+  bs_import_args import;
+  bs_export_args export;
 } opts;
 
 static int parse(const char *line, char *err, size_t errlen) {
@@ -50,6 +53,9 @@ static int parse(const char *line, char *err, size_t errlen) {
   if (!strcmp(cmd, "bench")) return bs_bench_args_parse(argc, argv, &opts.bench, err, errlen);
   if (!strcmp(cmd, "topo")) return bs_topo_args_parse(argc, argv, &opts.topo, err, errlen);
   if (!strcmp(cmd, "search")) return bs_search_args_parse(argc, argv, &opts.search, err, errlen);
+  if (!strcmp(cmd, "diff")) return bs_diff_args_parse(argc, argv, &opts.diff, err, errlen);
+  if (!strcmp(cmd, "import")) return bs_import_args_parse(argc, argv, &opts.import, err, errlen);
+  if (!strcmp(cmd, "export")) return bs_export_args_parse(argc, argv, &opts.export, err, errlen);
   fail_msg("no command %s", cmd);
   return 0;
 }
@@ -242,10 +248,38 @@ static void test_search(void **state) {
   expect_bad("search --top 3", "no scenario given", NULL);
 }
 
+/* diff, import, export: two files; a framework and a file; --gpus and --point in range. */
+static void test_translate(void **state) {
+  (void)state;
+  expect_ok("diff a.json b.json --out d.json");
+  assert_string_equal(opts.diff.a, "a.json");
+  assert_string_equal(opts.diff.b, "b.json");
+  assert_string_equal(opts.diff.out, "d.json");
+  expect_bad("diff a.json", "two result files are needed", NULL);
+  expect_bad("diff a.json b.json c.json", "'c.json': a third result file", NULL);
+  expect_bad("diff a.json b.json --out", "--out", "needs a value");
+  expect_ok("import megatron args.sh --gpus 64 --topology dgx-h100 --out s.ini");
+  assert_int_equal(opts.import.gpus, 64);
+  assert_string_equal(opts.import.file, "args.sh");
+  assert_string_equal(opts.import.topology, "dgx-h100");
+  expect_bad("import megatron args.sh --gpus 0", "--gpus", "'0'");
+  expect_bad("import nemo x.yaml", "'nemo': only megatron is imported", NULL);
+  expect_bad("import megatron", "no arguments file", NULL);
+  expect_bad("import", "no framework", NULL);
+  expect_ok("export megatron r.json --point 3 --out f.sh");
+  assert_int_equal(opts.export.point, 3);
+  expect_ok("export megatron r.json");
+  assert_int_equal(opts.export.point, 1);
+  expect_bad("export megatron r.json --point 0", "--point", "'0'");
+  expect_bad("export torchtitan r.json", "'torchtitan': only megatron is exported", NULL);
+  expect_bad("export megatron", "no result file", NULL);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_run),      cmocka_unit_test(test_sim),        cmocka_unit_test(test_calib),
-    cmocka_unit_test(test_validate), cmocka_unit_test(test_bench_topo), cmocka_unit_test(test_search),
+    cmocka_unit_test(test_run),       cmocka_unit_test(test_sim),        cmocka_unit_test(test_calib),
+    cmocka_unit_test(test_validate),  cmocka_unit_test(test_bench_topo), cmocka_unit_test(test_search),
+    cmocka_unit_test(test_translate),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -584,6 +584,11 @@ static void test_did_you_mean(void **st) {
   expect_error("[model]\npreset = llama3.1-7b\n", NULL, 0, "unknown preset 'llama3.1-7b' (",
                "qwen2.5-72b) (did you mean llama3.1-8b?)");
   expect_error("[model]\npreset = mistral\n", NULL, 0, "(did you mean mistral-7b?)", NULL);
+  /* a version given short is the longer name, not a neighbour version (llama2-70b, qwen2-72b) */
+  expect_error("[model]\npreset = llama3-70b\n", NULL, 0, "(did you mean llama3.1-70b?)", NULL);
+  expect_error("[model]\npreset = llama3-405b\n", NULL, 0, "(did you mean llama3.1-405b?)", NULL);
+  expect_error("[model]\npreset = qwen2-72b\n", NULL, 0, "(did you mean qwen2.5-72b?)", NULL);
+  expect_error("[model]\npreset = llama2-70\n", NULL, 0, "(did you mean llama2-70b?)", NULL);
   char err[512];
   bs_scenario s;
   assert_int_not_equal(

@@ -1,0 +1,198 @@
+/*
+ * cmd_export.c — `burstsim export megatron RESULT.json [--point N] [--out F]`: the Megatron-LM
+ * launch flags of a simulated or searched point (a result of sim --out or search --out), one flag
+ * per line after a WORLD_SIZE=G line: the file `burstsim import megatron` reads, so that import,
+ * sim and export go round. The flags come from the table of megatron_flags.c, read the other way;
+ * a point Megatron cannot run as simulated (a method without a --cp-comm-type, ZeRO 2, FP8 in the
+ * MLP only, a point that is not one training step of the model) is refused with the reason, exit 2.
+ * What Megatron would run differently (a double ring, another rank order) is noted on stderr.
+ */
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fileio.h"
+#include "cmd_args.h"
+#include "commands.h"
+#include "megatron_flags.h"
+#include "result_read.h"
+
+typedef struct {
+  const cJSON *p; /* the point */
+  char *s;        /* the flags */
+  size_t len, cap;
+  int refused;
+} exporter;
+
+static void export_usage(FILE *f) {
+  fprintf(f,
+          "usage: burstsim export megatron RESULT.json [--point N] [--out F]\n"
+          "\n"
+          "Prints the Megatron-LM launch flags (pretrain_gpt.py) of a point of a result file\n"
+          "(burstsim sim --out, search --out): WORLD_SIZE=G, then one flag per line, as burstsim\n"
+          "import megatron reads them back. A point Megatron cannot run as simulated is refused\n"
+          "with the reason (exit 2): not a model-scope training step, a context-parallel method\n"
+          "without a --cp-comm-type (burst, ring-li2021, tree), ZeRO 2, FP8 in the MLP only.\n"
+          "\n"
+          "  --point N   the point, from 1 in the file's order (default 1)\n"
+          "  --out F     where the flags go (default: stdout)\n");
+}
+
+static void emit(exporter *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(exporter *x, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(x->s ? x->s + x->len : NULL, x->s ? x->cap - x->len : 0, fmt, ap);
+    va_end(ap);
+    if (w < 0) return;
+    if (x->s && x->len + (size_t)w < x->cap) {
+      x->len += (size_t)w;
+      return;
+    }
+    size_t cap = x->cap * 2 + (size_t)w + 256;
+    char *s = realloc(x->s, cap);
+    if (!s) return;
+    x->s = s;
+    x->cap = cap;
+  }
+}
+
+static void refuse(exporter *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refuse(exporter *x, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "burstsim export: ");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  x->refused++;
+}
+
+static long num(const exporter *x, const char *path) {
+  double v = 0;
+  return bs_result_number(x->p, path, &v) ? (long)v : 0;
+}
+
+static int is(const exporter *x, const char *path, const char *want) {
+  char v[128];
+  bs_result_text(x->p, path, v, sizeof v);
+  return !strcmp(v, want);
+}
+
+/* Context parallelism: --cp-comm-type from the method. */
+static void export_cp(exporter *x) {
+  long cp = num(x, "parallel.cp");
+  char method[32];
+  bs_result_text(x->p, "method", method, sizeof method);
+  if (cp <= 1) return;
+  if (!strcmp(method, "ring")) {
+    emit(x, "--cp-comm-type p2p\n");
+    if (!is(x, "layout", "zigzag"))
+      fprintf(stderr, "note: the point's layout is not zigzag; Megatron's p2p ring is load-balanced (zigzag)\n");
+    if (is(x, "plan.double_ring", "true"))
+      fprintf(stderr, "note: the point ran a double ring; Megatron's p2p is one ring\n");
+  } else if (!strcmp(method, "ulysses")) emit(x, "--cp-comm-type a2a\n");
+  else if (!strcmp(method, "usp")) {
+    long a2a = num(x, "ulysses_degree");
+    if (a2a < 1 || cp % a2a) refuse(x, "usp with ulysses_degree %ld does not divide cp %ld", a2a, cp);
+    else emit(x, "--cp-comm-type a2a+p2p\n--hierarchical-context-parallel-sizes %ld %ld\n", a2a, cp / a2a);
+    if (!is(x, "ulysses_placement", "head-first"))
+      fprintf(stderr, "note: Megatron's a2a+p2p groups the a2a ranks first (head-first placement)\n");
+  } else refuse(x, "method %s: Megatron has no --cp-comm-type for it (ring: p2p, ulysses: a2a, usp: a2a+p2p)", method);
+}
+
+/* A row of the table the importer maps by its own rule, read back. */
+static void export_rule(exporter *x, const char *flag) {
+  if (!strcmp(flag, "ffn-hidden-size")) emit(x, "--swiglu\n--ffn-hidden-size %ld\n", num(x, "model.ffn"));
+  else if (!strcmp(flag, "num-query-groups") && num(x, "model.kv_heads") < num(x, "model.heads"))
+    emit(x, "--group-query-attention\n--num-query-groups %ld\n", num(x, "model.kv_heads"));
+  else if (!strcmp(flag, "padded-vocab-size")) emit(x, "--padded-vocab-size %ld\n", num(x, "model.vocab"));
+  else if (!strcmp(flag, "untie-embeddings-and-output-weights")) emit(x, "--untie-embeddings-and-output-weights\n");
+  else if (!strcmp(flag, "fp8-format") && is(x, "model.fp8", "all")) emit(x, "--fp8-format hybrid\n");
+  else if (!strcmp(flag, "fp8-format") && is(x, "model.fp8", "ffn"))
+    refuse(x, "model.fp8 = ffn: Megatron has no flag for FP8 in the MLP only");
+  else if (!strcmp(flag, "recompute-granularity") && !is(x, "recompute", "off")) {
+    char r[32];
+    bs_result_text(x->p, "recompute", r, sizeof r);
+    emit(x, "--recompute-granularity %s\n", r);
+  } else if (!strcmp(flag, "num-layers-per-virtual-pipeline-stage") && is(x, "parallel.pp_schedule", "interleaved")) {
+    long pp = num(x, "parallel.pp"), v = num(x, "parallel.pp_chunks");
+    if (pp > 0 && v > 1) emit(x, "--num-layers-per-virtual-pipeline-stage %ld\n", num(x, "model.layers") / (pp * v));
+  } else if (!strcmp(flag, "cp-comm-type")) export_cp(x);
+}
+
+/* The flags of the point, in the table's order. */
+static void export_point(exporter *x) {
+  if (!is(x, "scope", "model") || !is(x, "phase", "train"))
+    refuse(x,
+           "the point is not one training step of the whole model (phase train, scope model): it has no "
+           "Megatron launch");
+  if (is(x, "zero", "2")) refuse(x, "parallel.zero = 2: Megatron shards the optimizer (ZeRO 1) or everything (FSDP)");
+  if (!is(x, "parallel.order", "tp-cp-dp-pp"))
+    fprintf(stderr, "note: the point's rank order is not Megatron's default (tp-cp-dp-pp)\n");
+  emit(x, "WORLD_SIZE=%ld\n", num(x, "gpus"));
+  int n;
+  const bs_mg_flag *t = bs_mg_flags(&n);
+  for (int i = 0; i < n; i++) {
+    const bs_mg_flag *f = &t[i];
+    if (f->kind == BS_MG_INT && f->result) emit(x, "--%s %ld\n", f->flag, num(x, f->result));
+    else if (f->kind == BS_MG_SWITCH && f->result && is(x, f->result, f->on)) emit(x, "--%s\n", f->flag);
+    else if (f->kind == BS_MG_SWITCH && !strcmp(f->key, "model.dtype") && is(x, "model.dtype", f->on))
+      emit(x, "--%s\n", f->flag);
+    else if (f->kind == BS_MG_SWITCH && !strcmp(f->key, "parallel.zero") && is(x, "zero", f->on))
+      emit(x, "--%s\n", f->flag);
+    else if (f->kind == BS_MG_RULE) export_rule(x, f->flag);
+  }
+}
+
+int cmd_export(int argc, char **argv) {
+  bs_export_args A;
+  char err[1200];
+  if (bs_export_args_parse(argc, argv, &A, err, sizeof err)) {
+    fprintf(stderr, "burstsim export: %s\n", err);
+    return 2;
+  }
+  if (A.help) {
+    export_usage(stdout);
+    return 0;
+  }
+  const bs_path_role outs[] = {{"--out", A.out}}, ins[] = {{"the result file", A.file}};
+  if (A.out && bs_out_check_all(outs, 1, ins, 1, err, sizeof err)) {
+    fprintf(stderr, "burstsim export: %s\n", err);
+    return 2;
+  }
+  cJSON *results;
+  int n;
+  cJSON *doc = bs_result_file_load(A.file, &results, &n, err, sizeof err);
+  if (!doc) {
+    fprintf(stderr, "burstsim export: %s\n", err);
+    return 2;
+  }
+  if (A.point > n) {
+    fprintf(stderr, "burstsim export: --point %d: %s has %d point(s)\n", A.point, A.file, n);
+    cJSON_Delete(doc);
+    return 2;
+  }
+  exporter x = {.p = cJSON_GetArrayItem(results, A.point - 1)};
+  char status[32], why[256];
+  bs_result_text(x.p, "status", status, sizeof status);
+  bs_result_text(x.p, "error", why, sizeof why);
+  if (strcmp(status, "ok")) refuse(&x, "point %d was not simulated (%s: %s)", A.point, status, why);
+  char m[32], g[32], s[32];
+  bs_result_text(x.p, "method", m, sizeof m);
+  bs_result_text(x.p, "gpus", g, sizeof g);
+  bs_result_text(x.p, "seq_len", s, sizeof s);
+  emit(&x, "# burstsim export megatron %s --point %d: %s, %s GPUs, seq %s\n", A.file, A.point, m, g, s);
+  if (!x.refused) export_point(&x);
+  cJSON_Delete(doc);
+  int rc = x.refused ? 2 : !x.s ? 1 : 0;
+  if (!rc && bs_write_file(A.out ? A.out : "-", x.s, x.len, err, sizeof err)) {
+    fprintf(stderr, "burstsim export: %s\n", err);
+    rc = 1;
+  } else if (rc == 1) fprintf(stderr, "burstsim export: out of memory\n");
+  free(x.s);
+  return rc;
+}
