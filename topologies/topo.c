@@ -61,6 +61,11 @@ static const generator *find_gen(const char *name) {
 
 int bs_topo_is_generator(const char *name) { return find_gen(name) != NULL; }
 
+int bs_topo_has_rails(const char *name) {
+  const generator *g = name ? find_gen(name) : NULL;
+  return g && g->kind == GEN_DGX;
+}
+
 const char *bs_topo_generator_names(void) { return GENERATORS(GEN_NAME, GEN_LIST_SEP); }
 
 const char *bs_topo_default_profile(const char *name) {
@@ -454,13 +459,8 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   return b.s;
 }
 
-static int is_dgx(const char *name) {
-  const generator *g = find_gen(name);
-  return g && g->kind == GEN_DGX;
-}
-
 int bs_topo_fold_quotient(const bs_topo_params *p, int max_node_offset) {
-  if (!is_dgx(p->name)) return 0;
+  if (!bs_topo_has_rails(p->name)) return 0;
   int K = p->nodes, L = p->nodes_per_leaf, D = max_node_offset;
   if (L < 2 || L >= K || K % L || D < 1 || D >= L / 2 + L % 2) return 0; /* 2D >= L, no overflow */
   return L;

@@ -66,6 +66,14 @@ typedef struct {
 
 /* 1 if name is one of the generators. */
 int bs_topo_is_generator(const char *name);
+/*
+ * 1 if the generator `name` wires each node as one switched NVLink domain (every GPU its own port
+ * of the node's NVSwitch) with rail-optimised NICs on a leaf-spine fabric (GPU i of every node on
+ * rail i): the dgx generators and nvl72. The fold's index shifts, the rail channels of ring
+ * collectives, the route model and the NIC what-ifs rely on this wiring. 0 for the others and for
+ * a name that is no generator (a FILE.xml).
+ */
+int bs_topo_has_rails(const char *name);
 /* Comma-separated generator names, for messages and --help. */
 const char *bs_topo_generator_names(void);
 /* The profile a generator is simulated and printed with when none is named
