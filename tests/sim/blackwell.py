@@ -38,21 +38,22 @@ TIMES = {
     # a ring of 72 inside one NVL72 rack: every step on NVLink 5
     "ring72_nvlink": (["gb200", "nvl72", "72", "allgather", str(16 * MiB), "72"],
                       ring_allgather(72, 16 * MiB, NVLINK_HOP, NVLINK_BW)),
-    # a ring of 144 over two racks (one channel: 72 GPUs per node is more than the 16 rail channels
-    # the simulator runs): the two cross-rack steps at the NIC's rate set every step's pace
+    # a ring of 144 over two racks: one channel per rail (72), each ring crossing between racks on
+    # its own rail with 1/72 of the data; every GPU still sends 71/72 of each step over its NVLink,
+    # which sets the pace (the flow model: a channel's 143 steps as one message per hop)
     "ring144_two_racks": (["gb200", "nvl72", "144", "allgather", str(16 * MiB), "144"],
-                          ring_allgather(144, 16 * MiB, NIC_HOP, NIC_BW["gb200"])),
-    "ring144_two_racks_gb300": (["gb300", "nvl72", "144", "allgather", str(16 * MiB), "144"],
-                                ring_allgather(144, 16 * MiB, NIC_HOP, NIC_BW["gb300"])),
+                          COLL_BASE + NVLINK_HOP + 143 * 16 * MiB * 71 / 72 / NVLINK_BW),
     # two DGX B200 nodes: one ring channel per rail (8), each carrying 1/8 of the chunk over its NIC
     "rails_dgx_b200": (["b200", "dgx-b200", "16", "allgather", str(16 * MiB), "16"],
                        ring_allgather(16, 2 * MiB, NIC_HOP, NIC_BW["b200"])),
     # GPU 0 to GPU 71 of one rack: NVLink, at the point-to-point fraction of its bandwidth
     "sendrecv_in_rack": (["gb200", "nvl72", "72", "sendrecv", str(1 << 30), "71"],
                          NVLINK_HOP + (1 << 30) / (NVLINK_BW * P2P_INTRA_EFF)),
-    # GPU 0 of rack 0 to GPU 0 of rack 1: rail 0, one leaf, at the NIC's rate
+    # GPU 0 of rack 0 to GPU 0 of rack 1: rail 0, one leaf, at the NIC's rate (GB300: ConnectX-8)
     "sendrecv_cross_rack": (["gb200", "nvl72", "144", "sendrecv", str(1 << 30), "72"],
                             P2P_INTER_BASE + NIC_HOP + (1 << 30) / NIC_BW["gb200"]),
+    "sendrecv_cross_rack_gb300": (["gb300", "nvl72", "144", "sendrecv", str(1 << 30), "72"],
+                                  P2P_INTER_BASE + NIC_HOP + (1 << 30) / NIC_BW["gb300"]),
 }
 
 # Memory: a ring prefill holds, per token of its shard (llama3-8b: 32 query heads, 8 KV heads,
