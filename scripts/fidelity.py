@@ -41,6 +41,13 @@ KERNEL_CHECKS = [
     ("a100-sxm4-80gb", "bwd", "full", 128, 16384, 197, "arXiv 2307.08691 Sec. 1: backward up to 63 % of 312"),
 ]
 
+# Blackwell: the one published attention rate the profiles' tables are scaled to (a best case):
+# (profile, pass, mask, head_dim, seqlen, published TFLOP/s, label, source, kind)
+KERNEL_POINTS = [
+    ("b200", "fwd", "full", 128, 16384, 1613, "FA4 fwd, full, d=128, best", "arXiv 2603.05451 abstract (up to 1613)",
+     "built"),
+]
+
 GiB = 1 << 30
 # (profile, label, topology, gpus, op, bytes (nccl-tests size), ranks or peer, nics, published, unit, source, kind)
 # unit GB/s: nccl-tests busbw; us: time of one call.
@@ -89,6 +96,18 @@ COMMS = [
      GiB, 4, 0, 10, "GB/s", "NCCL src/graph/topo.h (SKL_QPI_BW 10)", "built"),
     ("a100-pcie-40gb", "all_reduce, 8 GPUs on two sockets, 128 MB", "a100-pcie-node", 8, "allreduce", 128 << 20, 8, 0,
      (8, 21), "GB/s", "nccl #841 (8 A100 80GB PCIe, 2 x EPYC 7543)", "check"),
+    # Blackwell: NCCL's NVLink 5 figure (src/graph/topo.h SM100_NVLINK_BW 40.1 x 18 links), the NDR NIC of B200 and
+    # GB200 nodes, and the NVLink SHARP allreduce the model leaves out (a check)
+    ("b200", "NVLink 5, all_gather, 8 GPUs, 4 GiB", "dgx-b200", 8, "allgather", 4 * GiB, 8, 0, 721.8, "GB/s",
+     "NCCL src/graph/topo.h (SM100_NVLINK_BW x 18; nccl #1807)", "built"),
+    ("gb200", "NVLink 5, all_gather, 72 GPUs of a rack, 4 GiB", "nvl72", 72, "allgather", 4 * GiB, 72, 0, 721.8,
+     "GB/s", "NCCL src/graph/topo.h (SM100_NVLINK_BW x 18)", "built"),
+    ("b200", "NDR NIC, sendrecv across 2 nodes, 1 GiB", "dgx-b200", 16, "sendrecv", GiB, 8, 0, 48, "GB/s",
+     "nccl-tests #267 (48-49 GB/s per NIC)", "built"),
+    ("gb200", "NDR NIC, sendrecv across 2 NVL72 racks, 1 GiB", "nvl72", 144, "sendrecv", GiB, 72, 0, 48, "GB/s",
+     "nccl-tests #267 (48-49 GB/s per NIC)", "built"),
+    ("b200", "all_reduce, 8 GPUs (NVLink SHARP, not modelled), 4 GiB", "dgx-b200", 8, "allreduce", 4 * GiB, 8, 0, 830,
+     "GB/s", "nccl #1807 (830+ GB/s busbw)", "check"),
     # one KV block of a pass-KV ring iteration: 128000 tokens / CP4 = 32000 tokens x 1 KV head x d 128 x (K, V) x 2 B
     ("h100-sxm-96gb", "sendrecv of one KV block (16.4 MB) across hosts", "dgx-h100", 16, "sendrecv", 16384000, 8, 0, 627,
      "us", "arXiv 2411.01783 Table 5 (pass-KV SendRecv, 4 hosts, 128K)", "built"),
@@ -175,6 +194,9 @@ def main():
             got = predicted_rate(a.build, xml, ini, profile, pas, mask, d, x)
             rows.append((profile, "FA2 %s, %s, d=%d, seqlen %d" % (pas, mask, d, x), src, got, p, "TFLOP/s",
                          "check"))
+        for profile, pas, mask, d, x, p, label, src, kind in KERNEL_POINTS:
+            got = predicted_rate(a.build, xml, ini, profile, pas, mask, d, x)
+            rows.append((profile, "%s, seqlen %d" % (label, x), src, got, p, "TFLOP/s", kind))
     for row in COMMS:
         rows.append((row[0], row[1], row[10], comm_value(a.build, row), row[8], row[9], row[11]))
     print("| profile | microbenchmark | source | predicted | published | error | |")

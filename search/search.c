@@ -477,7 +477,7 @@ static int same_as_twin(const bs_search *s, int i, char *why, size_t n) {
   j = twin_before(s, i, BS_SPREAD_PLACEMENT, offsetof(bs_config, par.ulysses_placement),
                   sizeof c->cfg.par.ulysses_placement);
   if (j >= 0 && rpn > 0 && c->cfg.par.gpus <= rpn && c->cfg.cluster.straggler_factor <= 0 &&
-      !strncmp(c->cfg.cluster.topology, "dgx-", 4)) {
+      bs_topo_has_rails(c->cfg.cluster.topology)) {
     snprintf(why, n,
              "parallel.ulysses_placement: %s renumbers the GPUs of one node of %d (%d ranks) as %s does: the same step",
              bs_placement_name(c->cfg.par.ulysses_placement), rpn, c->cfg.par.gpus,

@@ -14,7 +14,7 @@
 #include "sim/platform.h"
 
 /* At most this many rings per collective (one per rail). */
-#define BS_MAX_CHANNELS 16
+#define BS_MAX_CHANNELS 72
 
 /* The real rank of a group's member idx. */
 static inline int sim_member(const bs_group *g, int idx) { return g->first + g->stride * idx; }

@@ -242,7 +242,7 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   c->M = pt->Mf;
   c->Pf = pt->Pf;
   c->shared_host = ps->shared_host;
-  c->rails = ps->generated && !ps->shared_host && !strncmp(ps->tp.name, "dgx-", 4);
+  c->rails = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->tp.name);
   c->ps = c->rails ? ps : NULL;
   c->host_speed = ps->tp.host_speed > 0 ? ps->tp.host_speed : 1e9;
   c->trace_first = 1;

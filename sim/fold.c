@@ -315,7 +315,7 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
   }
   fold_env env;
   memset(&env, 0, sizeof env);
-  env.rails = !strncmp(ps->tp.name, "dgx-", 4);
+  env.rails = bs_topo_has_rails(ps->tp.name);
   env.ps = env.rails ? ps : NULL;
   env.model = opts->coll_model;
   if (signatures(cfg, prof, src, &env, G, P, ri, err, errlen)) {
@@ -339,7 +339,7 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
   int M = K >= 2 ? bs_topo_fold_nodes(&ps->tp, D) : 0;
   if (!M) M = K;
   int Pf = P;
-  if (!strncmp(ps->tp.name, "dgx-", 4) && !cross && !coll)
+  if (bs_topo_has_rails(ps->tp.name) && !cross && !coll)
     for (int p = 2; p < P; p++)
       if (P % p == 0 && p > 2 * Din && p % (P / bs_topo_nics(&ps->tp)) == 0) { /* whole NICs */
         Pf = p;
@@ -356,7 +356,7 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
    * messages only (routes across rails are not compared).
    */
   int Ml = 0;
-  if (!strncmp(ps->tp.name, "dgx-", 4) && ps->tp.nodes_per_leaf < K && ps->tp.oversub <= 1 &&
+  if (bs_topo_has_rails(ps->tp.name) && ps->tp.nodes_per_leaf < K && ps->tp.oversub <= 1 &&
       ps->tp.link[BS_LINK_FABRIC].lat_s == 0 && !cross && !coll_general && !whatif_network(cfg)) {
     bs_topo_params one = ps->tp;
     one.nodes_per_leaf = K;

@@ -24,7 +24,7 @@ static int resolve_nics(const bs_config *cfg, bs_platform_spec *ps, char *err, s
   int nics = cfg->cluster.nics_per_node, gpn = ps->tp.gpus_per_node;
   const char *topo = cfg->cluster.topology;
   if (nics <= 0) return 0;
-  if (!strncmp(topo, "dgx-", 4)) {
+  if (bs_topo_has_rails(topo)) {
     if (nics > gpn || gpn % nics) {
       snprintf(err, errlen, "cluster.nics_per_node: %d does not divide the %d GPUs per node of %s", nics, gpn, topo);
       return -1;
@@ -42,7 +42,7 @@ static int resolve_nics(const bs_config *cfg, bs_platform_spec *ps, char *err, s
 static int topo_has_class(const bs_platform_spec *ps, int c) {
   const char *t = ps->tp.name;
   if (ps->shared_host) return c == BS_LINK_SHM;
-  if (!strncmp(t, "dgx-", 4)) return c == BS_LINK_NVLINK || c == BS_LINK_NIC || c == BS_LINK_FABRIC;
+  if (bs_topo_has_rails(t)) return c == BS_LINK_NVLINK || c == BS_LINK_NIC || c == BS_LINK_FABRIC;
   return c == BS_LINK_PCIE || c == BS_LINK_HOSTBRIDGE || c == BS_LINK_NIC || c == BS_LINK_SOCKET; /* a100-pcie-node */
 }
 
@@ -114,7 +114,7 @@ static int resolve_whatifs(const bs_config *cfg, bs_platform_spec *ps, char *err
     }
   }
   if (k->failed_nics > 0) {
-    if (!ps->generated || strncmp(ps->tp.name, "dgx-", 4)) {
+    if (!ps->generated || !bs_topo_has_rails(ps->tp.name)) {
       snprintf(err, errlen, "cluster.failed_nics: %d:%d: only the dgx topologies have NICs to fail over (%s)",
                k->failed_node, k->failed_nics, ps->generated ? ps->tp.name : ps->file);
       return -1;
@@ -275,7 +275,7 @@ int bs_platform_apply_profile(const bs_profile *prof, int generated, int *factor
 
 int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, double *bw) {
   const bs_topo_params *t = &ps->tp;
-  if (!ps->generated || ps->shared_host || strncmp(t->name, "dgx-", 4) || a == b || a < 0 || b < 0) return -1;
+  if (!ps->generated || ps->shared_host || !bs_topo_has_rails(t->name) || a == b || a < 0 || b < 0) return -1;
   int g = t->gpus_per_node, K = t->nodes, L = t->nodes_per_leaf;
   if (g < 1 || K < 1 || L < 1 || a >= K * g || b >= K * g) return -1;
   int na = a / g, nb = b / g;

@@ -181,7 +181,7 @@ int sim_check_times(const bs_result *out, char *err, size_t errlen) {
 void sim_record_profile(bs_result *out, const bs_sim_opts *opts) {
   if (opts && opts->profile) snprintf(out->cfg.cluster.profile, sizeof out->cfg.cluster.profile, "%s", opts->profile);
   /* --nodes-per-leaf and --oversub win over the keys (platform.c): the result says what ran */
-  if (opts && !strncmp(out->cfg.cluster.topology, "dgx-", 4)) {
+  if (opts && bs_topo_has_rails(out->cfg.cluster.topology)) {
     if (opts->nodes_per_leaf > 0) out->cfg.cluster.nodes_per_leaf = opts->nodes_per_leaf;
     if (opts->oversub > 0) out->cfg.cluster.oversub = opts->oversub;
   }

@@ -23,11 +23,11 @@ static void topo_usage(FILE *f) {
           "one host, cpu, runs every rank (so does any platform with a single host).\n"
           "Links named CLASS-... take their values from the profile when simulated.\n"
           "\n"
-          "  --nodes N           nodes, 1 .. 2^20 (default 1; host: ignored)\n"
+          "  --nodes N           nodes (nvl72: racks of 72 GPUs), 1 .. 2^20 (default 1; host: ignored)\n"
           "  --gpus G            ranks on the host, 1 .. 2^20 (host topology only, default 2)\n"
           "  --profile P         profile name or JSON file\n"
-          "  --nodes-per-leaf L  dgx: nodes under one leaf switch of a rail, 1 .. 2^20 (default 16)\n"
-          "  --oversub X         dgx: leaf oversubscription, 1 .. 10^6 (default 1)\n",
+          "  --nodes-per-leaf L  dgx, nvl72: nodes under one leaf switch of a rail, 1 .. 2^20 (default 16; nvl72: 8)\n"
+          "  --oversub X         dgx, nvl72: leaf oversubscription, 1 .. 10^6 (default 1)\n",
           bs_topo_generator_names());
 }
 

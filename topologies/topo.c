@@ -29,25 +29,31 @@ int bs_link_class_of(const char *link_name) {
 
 /*
  * The generators, one row each: name, the profile `topo` prints with and `sim`
- * simulates with when none is named, the wiring, and the placeholder speeds a
- * printed file carries (bytes/s per direction: NVLink, NIC, fabric port).
+ * simulates with when none is named, the wiring, the placeholder speeds a
+ * printed file carries (bytes/s per direction: NVLink, NIC, fabric port), the
+ * GPUs of one node (nvl72: of one rack, its NVLink domain) and, for the rail
+ * fabrics, the nodes under one leaf switch of a rail.
  * X-macro so that the name list of messages is built from the same rows.
  */
 typedef enum { GEN_DGX, GEN_PCIE, GEN_HOST } gen_kind;
-#define GENERATORS(X, SEP)                                               \
-  X("dgx-a100", "a100-sxm4-80gb", GEN_DGX, 230e9, 24e9, 24e9)            \
-  SEP X("a100-pcie-node", "a100-pcie-40gb", GEN_PCIE, 230e9, 75e9, 24e9) \
-    SEP X("dgx-h100", "h100-sxm", GEN_DGX, 370e9, 48e9, 48e9) SEP X("host", "host", GEN_HOST, 230e9, 24e9, 24e9)
+#define GENERATORS(X, SEP)                                                     \
+  X("dgx-a100", "a100-sxm4-80gb", GEN_DGX, 230e9, 24e9, 24e9, 8, 16)           \
+  SEP X("a100-pcie-node", "a100-pcie-40gb", GEN_PCIE, 230e9, 75e9, 24e9, 8, 0) \
+    SEP X("dgx-h100", "h100-sxm", GEN_DGX, 370e9, 48e9, 48e9, 8, 16)           \
+      SEP X("dgx-b200", "b200", GEN_DGX, 721.8e9, 48e9, 48e9, 8, 16)           \
+        SEP X("nvl72", "gb200", GEN_DGX, 721.8e9, 48e9, 48e9, 72, 8)           \
+          SEP X("host", "host", GEN_HOST, 230e9, 24e9, 24e9, 2, 0)
 
 typedef struct {
   const char *name, *profile;
   gen_kind kind;
   double nvlink_bw, nic_bw, fabric_bw;
+  int gpus_per_node, nodes_per_leaf;
 } generator;
 
-#define GEN_ROW(name, profile, kind, nvlink, nic, fabric) \
-  { name, profile, kind, nvlink, nic, fabric }
-#define GEN_NAME(name, profile, kind, nvlink, nic, fabric) name
+#define GEN_ROW(name, profile, kind, nvlink, nic, fabric, gpn, npl) \
+  { name, profile, kind, nvlink, nic, fabric, gpn, npl }
+#define GEN_NAME(name, profile, kind, nvlink, nic, fabric, gpn, npl) name
 #define GEN_COMMA ,
 #define GEN_LIST_SEP ", "
 static const generator generators[] = {GENERATORS(GEN_ROW, GEN_COMMA)};
@@ -60,6 +66,11 @@ static const generator *find_gen(const char *name) {
 }
 
 int bs_topo_is_generator(const char *name) { return find_gen(name) != NULL; }
+
+int bs_topo_has_rails(const char *name) {
+  const generator *g = name ? find_gen(name) : NULL;
+  return g && g->kind == GEN_DGX;
+}
 
 const char *bs_topo_generator_names(void) { return GENERATORS(GEN_NAME, GEN_LIST_SEP); }
 
@@ -82,12 +93,13 @@ int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, 
   }
   snprintf(p->name, sizeof p->name, "%s", name);
   p->nodes = nodes > 0 ? nodes : 1;
-  p->gpus_per_node = 8;
+  p->gpus_per_node = g->gpus_per_node;
   p->oversub = 1.0;
   /* Placeholders only (a profile sets the real values when the engine loads
    * the platform); they keep a printed file valid on its own. They are the
    * default profile's figures: see calib/profiles/a100-sxm4-80gb.json, and
-   * h100-sxm.json for dgx-h100's NVLink, NIC and fabric. */
+   * h100-sxm.json for dgx-h100's NVLink, NIC and fabric, b200.json and gb200.json for dgx-b200's
+   * and nvl72's. */
   set_link(p, BS_LINK_NVLINK, g->nvlink_bw, 1.7e-6);
   set_link(p, BS_LINK_NIC, g->nic_bw, 7e-6);
   set_link(p, BS_LINK_FABRIC, g->fabric_bw, 0);
@@ -96,15 +108,16 @@ int bs_topo_defaults(const char *name, int nodes, bs_topo_params *p, char *err, 
   set_link(p, BS_LINK_SHM, 8e9, 1e-6);
   set_link(p, BS_LINK_SOCKET, 10e9, 0); /* calib/profiles/a100-pcie-40gb.json */
   if (g->kind == GEN_DGX) {
-    /* A leaf switch of 16 nodes per rail: a design choice of this generator
-     * (a parameter), not a published figure. 128 nodes = 8 leaves per rail. */
-    p->nodes_per_leaf = 16;
+    /* dgx: a leaf switch of 16 nodes per rail, a design choice of this generator (a parameter),
+     * not a published figure: 128 nodes = 8 leaves per rail. nvl72: 8 racks (576 GPUs) per leaf
+     * of a rail, the scalable unit of NVIDIA's DGX SuperPOD with GB200 reference architecture,
+     * likewise a parameter. */
+    p->nodes_per_leaf = g->nodes_per_leaf;
   } else if (g->kind == GEN_PCIE) {
     p->gpus_per_pcie_switch = 4;
     p->sockets_per_node = 2;
   } else {
     p->nodes = 1;
-    p->gpus_per_node = 2;
     p->host_cores = 2;
     p->host_speed = 1e9;
   }
@@ -455,13 +468,8 @@ char *bs_topo_xml(const bs_topo_params *p, char *err, size_t errlen) {
   return b.s;
 }
 
-static int is_dgx(const char *name) {
-  const generator *g = find_gen(name);
-  return g && g->kind == GEN_DGX;
-}
-
 int bs_topo_fold_quotient(const bs_topo_params *p, int max_node_offset) {
-  if (!is_dgx(p->name)) return 0;
+  if (!bs_topo_has_rails(p->name)) return 0;
   int K = p->nodes, L = p->nodes_per_leaf, D = max_node_offset;
   if (L < 2 || L >= K || K % L || D < 1 || D >= L / 2 + L % 2) return 0; /* 2D >= L, no overflow */
   return L;

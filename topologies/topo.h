@@ -1,7 +1,9 @@
 /*
  * topo.h — platform generators: the cluster shapes the simulator knows
- * (dgx-a100, a100-pcie-node, dgx-h100, host) written as SimGrid XML that a
+ * (dgx-a100, a100-pcie-node, dgx-h100, dgx-b200, nvl72, host) written as SimGrid XML that a
  * user can read and edit, and the conventions a user's own XML must follow.
+ * nvl72 is a rail fabric like the dgx generators whose "node" is a GB200/GB300 NVL72 rack: its
+ * 72 GPUs (18 compute trays of 4) on one NVLink switch domain, one NIC per GPU.
  *
  * Conventions (generated and user files alike):
  *   - rank r runs on host "gpu<r>"; a host may say which node it belongs to
@@ -43,9 +45,9 @@ typedef struct {
 } bs_link_val;
 
 typedef struct {
-  char name[32];            /* generator: dgx-a100, a100-pcie-node, dgx-h100, host */
-  int nodes;                /* >= 1 */
-  int gpus_per_node;        /* ranks per node (host: ranks on the host) */
+  char name[32];            /* generator: dgx-a100, a100-pcie-node, dgx-h100, dgx-b200, nvl72, host */
+  int nodes;                /* >= 1 (nvl72: racks) */
+  int gpus_per_node;        /* ranks per node (nvl72: 72 per rack; host: ranks on the host) */
   int nodes_per_leaf;       /* dgx: nodes under one leaf switch of a rail; >= nodes = single leaf */
   double oversub;           /* dgx: leaf downlink / uplink bandwidth ratio, >= 1 */
   int nics_per_node;        /* dgx: NICs (rails) per node, dividing gpus_per_node; 0 = one per GPU */
@@ -66,6 +68,14 @@ typedef struct {
 
 /* 1 if name is one of the generators. */
 int bs_topo_is_generator(const char *name);
+/*
+ * 1 if the generator `name` wires each node as one switched NVLink domain (every GPU its own port
+ * of the node's NVSwitch) with rail-optimised NICs on a leaf-spine fabric (GPU i of every node on
+ * rail i): the dgx generators and nvl72. The fold's index shifts, the rail channels of ring
+ * collectives, the route model and the NIC what-ifs rely on this wiring. 0 for the others and for
+ * a name that is no generator (a FILE.xml).
+ */
+int bs_topo_has_rails(const char *name);
 /* Comma-separated generator names, for messages and --help. */
 const char *bs_topo_generator_names(void);
 /* The profile a generator is simulated and printed with when none is named

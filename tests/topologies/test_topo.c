@@ -96,7 +96,7 @@ static void test_link_classes(void **state) {
 
 static void test_generator_table(void **state) {
   (void)state;
-  assert_string_equal(bs_topo_generator_names(), "dgx-a100, a100-pcie-node, dgx-h100, host");
+  assert_string_equal(bs_topo_generator_names(), "dgx-a100, a100-pcie-node, dgx-h100, dgx-b200, nvl72, host");
   static const char *const gens[][2] = {
     {"dgx-a100", "a100-sxm4-80gb"}, {"a100-pcie-node", "a100-pcie-40gb"}, {"dgx-h100", "h100-sxm"}, {"host", "host"}};
   for (int i = 0; i < 4; i++) {
@@ -113,9 +113,10 @@ static void test_unknown_refused(void **state) {
   (void)state;
   bs_topo_params p;
   char err[256] = "";
-  assert_int_equal(bs_topo_defaults("dgx-b200", 2, &p, err, sizeof err), -1);
-  assert_string_equal(err,
-                      "unknown topology 'dgx-b200' (known: dgx-a100, a100-pcie-node, dgx-h100, host, or a FILE.xml)");
+  assert_int_equal(bs_topo_defaults("dgx-z100", 2, &p, err, sizeof err), -1);
+  assert_string_equal(
+    err,
+    "unknown topology 'dgx-z100' (known: dgx-a100, a100-pcie-node, dgx-h100, dgx-b200, nvl72, host, or a FILE.xml)");
   assert_int_equal(bs_topo_defaults("dgx-a100", 2, &p, err, sizeof err), 0);
   snprintf(p.name, sizeof p.name, "%s", "nope");
   assert_null(bs_topo_xml(&p, err, sizeof err));
