@@ -138,8 +138,7 @@ static int sg_recv(void *eng, rank_state *rs, int hd, int ps) {
 
 static int sg_coll(void *eng, rank_state *rs, const bs_op *op) {
   sim_sg_rank *g = eng;
-  if (sim_op_post_coll(rs, op, simgrid_get_clock())) return -1;
-  sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes);
+  sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes, rs->h[op->handle].coll_seq);
   if (!a) return -1;
   g->act[op->handle] = a;
   return SIM_DONE;

@@ -166,13 +166,13 @@ static void coll_main(int argc, char **argv) {
   free(job);
 }
 
-sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes) {
+sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes, int seq) {
   coll_job *job = malloc(sizeof *job);
   if (!job) {
     sim_error(rs->ctx, "out of memory");
     return NULL;
   }
-  *job = (coll_job){rs, kind, *g, bytes, rs->coll_seq++};
+  *job = (coll_job){rs, kind, *g, bytes, seq};
   char name[32];
   snprintf(name, sizeof name, "coll%d.%d", rs->slot, job->seq);
   return start(name, rs->host, coll_main, job);

@@ -12,6 +12,7 @@
  * A COLL runs as direct_coll.c's parts, as coll.c's actors run it in SimGrid.
  */
 #include "sim/direct.h"
+#include "base/vec.h"
 #include "sim/direct_coll.h"
 #include "sim/direct_heap.h"
 #include "sim/direct_net.h"
@@ -53,27 +54,18 @@ typedef struct {
   int *npend;  /* per slot: the handles its WAIT still waits for */
   dhandle *hs; /* per (slot, handle) */
   dpair *pair;
-  int npair, cappair;
+  int npair;
+  size_t cappair;
   int *phash; /* open addressing over (src, dst): pair + 1 */
   size_t pmask;
   dmsg *msg;
-  int nmsg, capmsg, free_msg;
+  int nmsg, free_msg;
+  size_t capmsg;
   double now;
   int declined;
   char *why;
   size_t whylen;
 } direct;
-
-static int grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return 0;
-  int c = *cap ? *cap : 256;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, (size_t)c * elem);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
 
 static int oom(direct *d) {
   sim_error(d->c, "out of memory");
@@ -110,7 +102,9 @@ static int pair_of(direct *d, int src, int dst) {
     if (!v) break;
     if (d->pair[v - 1].src == src && d->pair[v - 1].dst == dst) return v - 1;
   }
-  if (grow((void **)&d->pair, &d->cappair, d->npair + 1, sizeof *d->pair)) return -1;
+  dpair *grown = bs_vec_grow(d->pair, sizeof *d->pair, (size_t)d->npair + 1, &d->cappair, 256);
+  if (!grown) return -1;
+  d->pair = grown;
   int p = d->npair++;
   const sim_ctx *c = d->c;
   d->pair[p] =
@@ -126,7 +120,9 @@ static int msg_new(direct *d) {
     d->free_msg = d->msg[m].next;
     return m;
   }
-  if (grow((void **)&d->msg, &d->capmsg, d->nmsg + 1, sizeof *d->msg)) return -1;
+  dmsg *grown = bs_vec_grow(d->msg, sizeof *d->msg, (size_t)d->nmsg + 1, &d->capmsg, 256);
+  if (!grown) return -1;
+  d->msg = grown;
   return d->nmsg++;
 }
 
@@ -232,11 +228,9 @@ static int d_send(void *eng, rank_state *rs, int hd, int ps) {
 
 static int d_coll(void *eng, rank_state *rs, const bs_op *op) {
   direct *d = eng;
-  if (op->handle >= 0 && op->handle < MAX_HANDLES && rs->h[op->handle].kind == H_FREE) {
-    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)op->handle;
-    d->hs[hi].done = 0;
-    d->hs[hi].wait = 0;
-  }
+  size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)op->handle;
+  d->hs[hi].done = 0;
+  d->hs[hi].wait = 0;
   return dcoll_start(d->coll, rs, op, d->now);
 }
 

@@ -195,7 +195,7 @@ static int do_op(rank_state *rs, const sim_transport *tp, void *eng, const bs_op
   case BS_OP_COMPUTE: return op_compute(rs, tp, eng, op);
   case BS_OP_SEND:
   case BS_OP_RECV: return post_p2p(rs, tp, eng, op);
-  case BS_OP_COLL: return tp->coll(eng, rs, op);
+  case BS_OP_COLL: return sim_op_post_coll(rs, op, tp->now(eng, rs)) ? -1 : tp->coll(eng, rs, op);
   case BS_OP_WAIT: return op_wait(rs, tp, eng, op);
   case BS_OP_PHASE: sim_op_phase(rs, op, tp->now(eng, rs)); return 0;
   default:

@@ -163,8 +163,6 @@ static double coll_floor(replay *R, const bs_op *op) {
 static int w_coll(void *eng, rank_state *rs, const bs_op *op) {
   replay *R = eng;
   double t = R->t[rs->slot];
-  if (sim_op_post_coll(rs, op, t)) return -1;
-  rs->coll_seq++;
   *done_of(R, rs, op->handle) = t + coll_floor(R, op);
   return 0;
 }
