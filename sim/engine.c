@@ -232,7 +232,8 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
                      size_t errlen) {
   const bs_platform_spec *ps = &pt->ps;
   c->cfg = cfg;
-  if (bs_mesh_of(cfg, &c->mesh, NULL, 0)) memset(&c->mesh, 0, sizeof c->mesh);
+  if (pt->plan) c->mesh = *bs_plan_mesh(pt->plan);
+  else if (bs_mesh_of(cfg, &c->mesh, NULL, 0)) memset(&c->mesh, 0, sizeof c->mesh); /* a given source */
   c->opts = opts;
   c->prof = pt->prof;
   c->src = &pt->src;
