@@ -152,7 +152,7 @@ static int transfer(direct *d, int m) {
   dpair *p = &d->pair[g->pair];
   if (p->route < 0) {
     char why[200];
-    p->route = dnet_route(d->net, d->c->rs[p->src].host, d->c->rs[p->dst].host, why, sizeof why);
+    p->route = dnet_route(d->net, d->c->hosts[p->src], d->c->hosts[p->dst], why, sizeof why);
     if (p->route < 0) {
       snprintf(d->why, d->whylen, "%s", why);
       return 1;
@@ -275,7 +275,7 @@ static int wait_done(direct *d, rank_state *rs) {
       int direct_put = !(c->prof && c->prof->p2p_base_s[node_of_rank(c, rs->rank) != node_of_rank(c, h->peer)] > 0);
       if (direct_put) { /* a base-paying send was accounted when it ended */
         double t = d->hs[hi].tdone > t0 ? d->hs[hi].tdone : t0;
-        sim_link_account(c, rs->host, c->rs[slot_of(c, h->peer)].host, h->bytes, t - h->t_post);
+        sim_link_account(c, c->hosts[rs->slot], host_of(c, h->peer), h->bytes, t - h->t_post);
       }
     }
     d->hs[hi].done = 0;
@@ -322,7 +322,7 @@ static int transfer_done(direct *d, int m) {
   const dpair *p = &d->pair[g.pair];
   msg_free(d, m);
   c->rs[p->dst].h[g.hr].rx = sim_msg_encode(g.tag, g.bytes);
-  if (g.base && c->nlinks) sim_link_account(c, c->rs[p->src].host, c->rs[p->dst].host, g.bytes, d->now - g.t_put);
+  if (g.base && c->nlinks) sim_link_account(c, c->hosts[p->src], c->hosts[p->dst], g.bytes, d->now - g.t_put);
   int rc = handle_done(d, p->src, g.hs);
   return rc ? rc : handle_done(d, p->dst, g.hr);
 }

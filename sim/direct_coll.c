@@ -175,7 +175,7 @@ static int route_of(dcoll *dc, int src, int dst) {
     return -1;
   }
   kslot *s = &dc->k[i];
-  if (s->val < 0) s->val = dnet_route(dc->net, dc->c->rs[src].host, dc->c->rs[dst].host, dc->why, dc->whylen);
+  if (s->val < 0) s->val = dnet_route(dc->net, dc->c->hosts[src], dc->c->hosts[dst], dc->why, dc->whylen);
   return s->val;
 }
 

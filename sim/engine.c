@@ -201,7 +201,8 @@ static int place_ranks(sim_ctx *c, const bs_config *cfg, point *pt, char *err, s
   void **hosts = calloc((size_t)A, sizeof *hosts);
   int *node = calloc((size_t)A, sizeof *node);
   int rc = -1;
-  if (!hosts || !node) snprintf(err, errlen, "out of memory for %d ranks", A);
+  c->hosts = calloc((size_t)A, sizeof *c->hosts);
+  if (!hosts || !node || !c->hosts) snprintf(err, errlen, "out of memory for %d ranks", A);
   else if (!bs_platform_hosts(A, pt->ps.ranks_per_node, hosts, node, err, errlen) &&
            (pt->ps.generated || !adopt_user_platform(c, cfg, pt, hosts, node, err, errlen)))
     rc = 0;
@@ -218,7 +219,7 @@ static int place_ranks(sim_ctx *c, const bs_config *cfg, point *pt, char *err, s
     rs->ctx = c;
     rs->slot = s;
     rs->rank = real_of(c, s);
-    rs->host = hosts[s];
+    c->hosts[s] = hosts[s];
     rs->node = node[s];
   }
   free(hosts);
@@ -275,6 +276,7 @@ static void ctx_release(sim_ctx *c) {
       free(c->rs[s].coll_arr);
     }
   free(c->rs);
+  free(c->hosts);
   free(c->sg);
   free(c->links);
   memset(c, 0, sizeof *c);

@@ -9,12 +9,15 @@
  *   check.c    the profile and topology names, checked before any point runs
  *   engine.c   one point: profile, platform, fold, SimGrid, actors, result
  *   fold.c     the pre-pass that proves which ranks share a timeline
- *   direct.c   the direct engine's transport: one event loop (direct.h); direct_coll.c its COLLs
+ *   direct.c   the direct engine's transport: one event loop (direct.h); direct_coll.c runs its
+ *              COLLs, direct_net.c its network (CM02, max-min sharing)
  *   actor.c    the SimGrid transport: a rank's time and messages as SimGrid activity
- *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
+ *   coll.c     the actors that run a lowered COLL, one per thread
+ *   coll_lower.c a member's part of a COLL as primitive steps (coll_lower.h), from
+ *              coll_setup.c's setup; coll_shape.c the algorithms' shapes and alpha-beta times
  *   walk.c     the search's zero-time transport (walk.h)
  *   rank.c     the rank interpreter the transports run (transport.h): ops, checks, figures
- *   rankops.c  what an op does to its rank's state; a deadlock's message
+ *   rankops.c  what an op does to its rank's state (a COLL's one post); a deadlock's message
  *   memory.c   the bytes an ALLOC holds (memory.h)
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
  *   result.c   the figures of a finished point
@@ -91,7 +94,6 @@ typedef struct rank_state {
   struct sim_ctx *ctx;
   int slot; /* actor index (mailbox names, host gpu<slot>) */
   int rank; /* the real rank whose program it executes */
-  sg_host_t host;
   int node;
   void *it;
   int64_t op_index;
@@ -149,6 +151,9 @@ typedef struct sim_ctx {
   double host_speed;
   double exec_bound; /* shared host: the most flop/s one rank's threads can use */
   rank_state *rs;
+  /* each actor's SimGrid host (engine.c places them): the SimGrid transport and the direct engine's
+   * routes resolve an actor (slot) through it, so that rank_state holds no SimGrid object */
+  sg_host_t *hosts;
   struct sim_sg_rank *sg; /* the SimGrid transport's own state per rank (actor.c) */
   int64_t events;
   int nfinished;
@@ -178,7 +183,8 @@ static inline int node_of_rank(const sim_ctx *c, int rank) {
   if (c->A == c->G) return c->rs[rank].node;
   return rank / c->rpn;
 }
-static inline sg_host_t host_of(const sim_ctx *c, int rank) { return c->rs[slot_of(c, rank)].host; }
+/* The SimGrid host of a real rank's actor. */
+static inline sg_host_t host_of(const sim_ctx *c, int rank) { return c->hosts[slot_of(c, rank)]; }
 /* cluster.straggler: how many times longer real rank `rank`'s COMPUTE ops take (1: not the straggler). */
 static inline double sim_compute_factor(const bs_config *cfg, int rank) {
   const bs_cluster *k = &cfg->cluster;
