@@ -244,9 +244,9 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   c->M = pt->Mf;
   c->Pf = pt->Pf;
   c->shared_host = ps->shared_host;
-  c->rails = ps->generated && !ps->shared_host && !strncmp(ps->tp.name, "dgx-", 4);
+  c->rails = ps->generated && !ps->shared_host && !strncmp(ps->topo.name, "dgx-", 4);
   c->ps = c->rails ? ps : NULL;
-  c->host_speed = ps->tp.host_speed > 0 ? ps->tp.host_speed : 1e9;
+  c->host_speed = ps->topo.host_speed > 0 ? ps->topo.host_speed : 1e9;
   c->trace_first = 1;
   c->rs = calloc((size_t)c->A, sizeof *c->rs);
   if (!c->rs) {

@@ -308,7 +308,7 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, bs_coll_m
     R->ps = ps;
     R->model = model;
     R->rpn = rpn;
-    R->routes = ps->generated && !ps->shared_host && !strncmp(ps->tp.name, "dgx-", 4) &&
+    R->routes = ps->generated && !ps->shared_host && !strncmp(ps->topo.name, "dgx-", 4) &&
                 cfg->cluster.degrade_factor == 0 && cfg->cluster.failed_nics == 0;
   }
   if (!R || replay_setup(R, plan, G, corners)) {
