@@ -128,6 +128,7 @@ attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t 
 
 int bs_plan_ranks(const bs_plan *p) { return p->G; }
 const bs_config *bs_plan_config(const bs_plan *p) { return &p->cfg; }
+const bs_mesh *bs_plan_mesh(const bs_plan *p) { return &p->mesh; }
 int bs_plan_inner_ranks(const bs_plan *p) {
   if (p->composed) return bs_plan_inner_ranks(p->attn);
   return p->M > 1 ? p->P : 1;

@@ -186,6 +186,8 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
 void bs_plan_free(bs_plan *p);
 int bs_plan_ranks(const bs_plan *p);
 const bs_config *bs_plan_config(const bs_plan *p);
+/* The plan's rank grid (bs_mesh_of of its config, worked out once at its creation). */
+const bs_mesh *bs_plan_mesh(const bs_plan *p);
 
 bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank);
 /* Writes the next op of this rank's program; returns 1, or 0 at the end. */

@@ -55,17 +55,16 @@
 
 void bs_param_count_of(const bs_config *c, bs_param_count *pc) { bs_param_count_stage(c, 0, pc); }
 
-void bs_param_count_stage(const bs_config *c, int stage, bs_param_count *pc) {
+/* bs_param_count_stage with c's rank grid given (a plan's, worked out at its creation). */
+static void param_count(const bs_config *c, const bs_mesh *mesh, int stage, bs_param_count *pc) {
   memset(pc, 0, sizeof *pc);
   const bs_model *m = &c->model;
-  bs_mesh mesh;
-  if (bs_mesh_of(c, &mesh, NULL, 0)) return;
-  int pp = mesh.size[BS_DIM_PP];
+  int pp = mesh->size[BS_DIM_PP];
   int64_t L = m->layers / pp; /* the stage's layers (plan creation checks pp divides them) */
   int first = stage == 0, last = stage == pp - 1;
-  int64_t g = mesh.size[BS_DIM_TP], H = m->hidden;
+  int64_t g = mesh->size[BS_DIM_TP], H = m->hidden;
   pc->tp = g;
-  pc->dp = (int64_t)mesh.size[BS_DIM_CP] * mesh.size[BS_DIM_DP]; /* the ranks holding the same weights */
+  pc->dp = (int64_t)mesh->size[BS_DIM_CP] * mesh->size[BS_DIM_DP]; /* the ranks holding the same weights */
   pc->qkv = H * (m->heads + 2 * m->kv_heads) * m->head_dim / g;
   pc->o = m->heads * m->head_dim * H / g;
   pc->gate_up = 2 * H * m->ffn / g;
@@ -83,6 +82,12 @@ void bs_param_count_stage(const bs_config *c, int stage, bs_param_count *pc) {
     pc->total = pc->layer;
     pc->shard_total = bs_zero_shard(pc->layer, pc->dp);
   }
+}
+
+void bs_param_count_stage(const bs_config *c, int stage, bs_param_count *pc) {
+  bs_mesh mesh;
+  if (bs_mesh_of(c, &mesh, NULL, 0)) memset(pc, 0, sizeof *pc);
+  else param_count(c, &mesh, stage, pc);
 }
 
 /* Megatron's interleaved schedule (Narayanan et al. 2021, section 2.2.2): pp_chunks model chunks per
@@ -476,7 +481,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->zero = c->par.zero;
   w->tp = p->mesh.size[BS_DIM_TP] > 1;
   w->v3 = w->tp && c->par.tp_variant == 3;
-  bs_param_count_stage(c, w->pstage, &w->pc);
+  param_count(c, &p->mesh, w->pstage, &w->pc);
   w->g = w->pc.tp;
   plan_map_of(p, it->rank, &w->map);
   w->mbs = p->mesh.micro_batch;

@@ -84,7 +84,7 @@ static void p2p_send_main(int argc, char **argv) {
   sg_comm_wait(comm);
   double t = simgrid_get_clock();
   if (c->nlinks || c->trace) {
-    sim_link_account(c, rs->host, c->rs[job->ps].host, job->bytes, t - t0);
+    sim_link_account(c, c->hosts[rs->slot], c->hosts[job->ps], job->bytes, t - t0);
     char nm[48];
     snprintf(nm, sizeof nm, "send to %d", job->peer);
     sim_trace_event(c, nm, rs->rank, rs->node, job->t_post, t, "comm");
@@ -116,7 +116,7 @@ static int sg_send(void *eng, rank_state *rs, int hd, int ps) {
     *job = (p2p_job){rs, g, ps, h->peer, h->tag, w, g->p2p_posted[w]++, h->bytes, wire, base, h->t_post};
     char name[40];
     snprintf(name, sizeof name, "send%d.%lld", rs->slot, (long long)rs->op_index);
-    sg_actor_t a = sg_actor_init(name, rs->host);
+    sg_actor_t a = sg_actor_init(name, c->hosts[rs->slot]);
     sg_actor_ref(a);
     sg_actor_set_data(a, job);
     sg_actor_start_(a, p2p_send_main, 0, NULL);
@@ -138,8 +138,7 @@ static int sg_recv(void *eng, rank_state *rs, int hd, int ps) {
 
 static int sg_coll(void *eng, rank_state *rs, const bs_op *op) {
   sim_sg_rank *g = eng;
-  if (sim_op_post_coll(rs, op, simgrid_get_clock())) return -1;
-  sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes);
+  sg_actor_t a = sim_coll_start(rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes, rs->h[op->handle].coll_seq);
   if (!a) return -1;
   g->act[op->handle] = a;
   return SIM_DONE;
@@ -155,8 +154,7 @@ static void wait_each(rank_state *rs, sg_comm_t *comms, int *which, int nc) {
     handle *h = &rs->h[which[k]];
     double t = simgrid_get_clock();
     if (h->kind == H_SEND) {
-      sg_host_t dst = c->rs[slot_of(c, h->peer)].host;
-      sim_link_account(c, rs->host, dst, h->bytes, t - h->t_post);
+      sim_link_account(c, c->hosts[rs->slot], host_of(c, h->peer), h->bytes, t - h->t_post);
       char nm[48];
       snprintf(nm, sizeof nm, "send to %d", h->peer);
       sim_trace_event(c, nm, rs->rank, rs->node, h->t_post, t, "comm");
@@ -242,7 +240,7 @@ void sim_start_ranks(sim_ctx *c) {
   for (int s = 0; s < c->A; s++) {
     char name[24];
     snprintf(name, sizeof name, "rank%d", s);
-    sg_actor_t a = sg_actor_init(name, c->rs[s].host);
+    sg_actor_t a = sg_actor_init(name, c->hosts[s]);
     sg_actor_set_data(a, &c->rs[s]);
     sg_actor_start_(a, rank_main, 0, NULL);
   }

@@ -66,7 +66,7 @@ static void spawn(coll_thread *self) {
     th[k] = (coll_thread){rs, p, k, sem};
     char name[48];
     snprintf(name, sizeof name, "coll%d.%d.%s", rs->slot, p->seq, p->th[k].tag);
-    a[k] = start(name, rs->host, thread_main, &th[k]);
+    a[k] = start(name, rs->ctx->hosts[rs->slot], thread_main, &th[k]);
   }
   for (int k = 1; k < p->nth; k++) {
     sg_actor_join(a[k], -1);
@@ -166,14 +166,14 @@ static void coll_main(int argc, char **argv) {
   free(job);
 }
 
-sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes) {
+sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes, int seq) {
   coll_job *job = malloc(sizeof *job);
   if (!job) {
     sim_error(rs->ctx, "out of memory");
     return NULL;
   }
-  *job = (coll_job){rs, kind, *g, bytes, rs->coll_seq++};
+  *job = (coll_job){rs, kind, *g, bytes, seq};
   char name[32];
   snprintf(name, sizeof name, "coll%d.%d", rs->slot, job->seq);
-  return start(name, rs->host, coll_main, job);
+  return start(name, rs->ctx->hosts[rs->slot], coll_main, job);
 }

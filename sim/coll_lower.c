@@ -201,7 +201,8 @@ static void lower_alltoall(lower *w) {
   int n = s->n, me = s->me;
   if (s->model == BS_COLL_ANALYTIC) {
     sg_host_t hb = host_of(w->c, sim_member(g, (me + 1) % n));
-    double lat = sg_host_get_route_latency(w->rs->host, hb), bw = sg_host_get_route_bandwidth(w->rs->host, hb);
+    double lat = sg_host_get_route_latency(w->c->hosts[w->rs->slot], hb),
+           bw = sg_host_get_route_bandwidth(w->c->hosts[w->rs->slot], hb);
     for (int k = 1; k < n; k++) op_account(w, sim_member(g, (me + k) % n), s->chunk);
     emit(w, CL_EVENT);
     op_time(w, CL_SLEEP, lat + (double)s->chunk * (n - 1) / bw);
@@ -342,24 +343,4 @@ void cl_done(const cl_prog *p, cl_cursor *cur) {
 
 int64_t cl_send_bytes(const cl_op *o, int iter) {
   return o->flags & CL_CHUNKED ? bs_tree_chunk_size(o->bytes, o->n, iter) : o->bytes;
-}
-
-double sim_coll_last_arrival(const sim_ctx *c, const handle *h) {
-  double last = h->t_post;
-  for (int i = 0; i < h->group.size; i++) {
-    const rank_state *m = &c->rs[slot_of(c, h->group.first + h->group.stride * i)];
-    if (h->coll_seq < m->coll_seq && m->coll_arr[h->coll_seq] > last) last = m->coll_arr[h->coll_seq];
-  }
-  return last;
-}
-
-int sim_coll_post(rank_state *rs, const bs_op *op, double now) {
-  sim_ctx *c = rs->ctx;
-  const bs_group *g = &op->u.coll.group;
-  if (sim_op_check_coll(rs, op) || sim_note_coll_arrival(rs, now)) return -1;
-  if (c->mesh.size[0] > 0) {
-    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
-    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g->size);
-  }
-  return 0;
 }

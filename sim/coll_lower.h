@@ -94,13 +94,4 @@ void cl_done(const cl_prog *p, cl_cursor *cur);
 /* The bytes of send o at loop iteration iter. */
 int64_t cl_send_bytes(const cl_op *o, int iter);
 
-/* Rank rs posts COLL op at now: the op checked, its arrival noted for its peers' waits, its bytes
- * counted to its group's kind of the mesh; 0 or -1 (c->error). Both engines' posts begin here
- * (actor.c's do_coll still writes it out; its three steps are this call). */
-int sim_coll_post(rank_state *rs, const bs_op *op, double now);
-
-/* When the last member of the collective of handle h had posted it, as far as known now: the
- * bound of the rank's wait for peers (both engines). */
-double sim_coll_last_arrival(const sim_ctx *c, const handle *h);
-
 #endif

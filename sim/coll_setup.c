@@ -58,7 +58,7 @@ static int pick_algo(sim_ctx *c, bs_coll_kind kind, const bs_group *g, int64_t b
     sim_error(c,
               "internal: the route model of %s differs from SimGrid's routes (intra %g s %g B/s vs "
               "%g s %g B/s, inter %g s %g B/s vs %g s %g B/s)",
-              c->ps->tp.name, lm.lat_intra, lm.bw_intra, l->lat_intra, l->bw_intra, lm.lat_inter, lm.bw_inter,
+              c->ps->topo.name, lm.lat_intra, lm.bw_intra, l->lat_intra, l->bw_intra, lm.lat_inter, lm.bw_inter,
               l->lat_inter, l->bw_inter);
     return -1;
   }

@@ -12,6 +12,7 @@
  * A COLL runs as direct_coll.c's parts, as coll.c's actors run it in SimGrid.
  */
 #include "sim/direct.h"
+#include "base/vec.h"
 #include "sim/direct_coll.h"
 #include "sim/direct_heap.h"
 #include "sim/direct_net.h"
@@ -53,27 +54,18 @@ typedef struct {
   int *npend;  /* per slot: the handles its WAIT still waits for */
   dhandle *hs; /* per (slot, handle) */
   dpair *pair;
-  int npair, cappair;
+  int npair;
+  size_t cappair;
   int *phash; /* open addressing over (src, dst): pair + 1 */
   size_t pmask;
   dmsg *msg;
-  int nmsg, capmsg, free_msg;
+  int nmsg, free_msg;
+  size_t capmsg;
   double now;
   int declined;
   char *why;
   size_t whylen;
 } direct;
-
-static int grow(void **p, int *cap, int need, size_t elem) {
-  if (need <= *cap) return 0;
-  int c = *cap ? *cap : 256;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, (size_t)c * elem);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
 
 static int oom(direct *d) {
   sim_error(d->c, "out of memory");
@@ -110,7 +102,9 @@ static int pair_of(direct *d, int src, int dst) {
     if (!v) break;
     if (d->pair[v - 1].src == src && d->pair[v - 1].dst == dst) return v - 1;
   }
-  if (grow((void **)&d->pair, &d->cappair, d->npair + 1, sizeof *d->pair)) return -1;
+  dpair *grown = bs_vec_grow(d->pair, sizeof *d->pair, (size_t)d->npair + 1, &d->cappair, 256);
+  if (!grown) return -1;
+  d->pair = grown;
   int p = d->npair++;
   const sim_ctx *c = d->c;
   d->pair[p] =
@@ -126,7 +120,9 @@ static int msg_new(direct *d) {
     d->free_msg = d->msg[m].next;
     return m;
   }
-  if (grow((void **)&d->msg, &d->capmsg, d->nmsg + 1, sizeof *d->msg)) return -1;
+  dmsg *grown = bs_vec_grow(d->msg, sizeof *d->msg, (size_t)d->nmsg + 1, &d->capmsg, 256);
+  if (!grown) return -1;
+  d->msg = grown;
   return d->nmsg++;
 }
 
@@ -156,7 +152,7 @@ static int transfer(direct *d, int m) {
   dpair *p = &d->pair[g->pair];
   if (p->route < 0) {
     char why[200];
-    p->route = dnet_route(d->net, d->c->rs[p->src].host, d->c->rs[p->dst].host, why, sizeof why);
+    p->route = dnet_route(d->net, d->c->hosts[p->src], d->c->hosts[p->dst], why, sizeof why);
     if (p->route < 0) {
       snprintf(d->why, d->whylen, "%s", why);
       return 1;
@@ -232,11 +228,9 @@ static int d_send(void *eng, rank_state *rs, int hd, int ps) {
 
 static int d_coll(void *eng, rank_state *rs, const bs_op *op) {
   direct *d = eng;
-  if (op->handle >= 0 && op->handle < MAX_HANDLES && rs->h[op->handle].kind == H_FREE) {
-    size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)op->handle;
-    d->hs[hi].done = 0;
-    d->hs[hi].wait = 0;
-  }
+  size_t hi = (size_t)rs->slot * MAX_HANDLES + (size_t)op->handle;
+  d->hs[hi].done = 0;
+  d->hs[hi].wait = 0;
   return dcoll_start(d->coll, rs, op, d->now);
 }
 
@@ -281,7 +275,7 @@ static int wait_done(direct *d, rank_state *rs) {
       int direct_put = !(c->prof && c->prof->p2p_base_s[node_of_rank(c, rs->rank) != node_of_rank(c, h->peer)] > 0);
       if (direct_put) { /* a base-paying send was accounted when it ended */
         double t = d->hs[hi].tdone > t0 ? d->hs[hi].tdone : t0;
-        sim_link_account(c, rs->host, c->rs[slot_of(c, h->peer)].host, h->bytes, t - h->t_post);
+        sim_link_account(c, c->hosts[rs->slot], host_of(c, h->peer), h->bytes, t - h->t_post);
       }
     }
     d->hs[hi].done = 0;
@@ -328,7 +322,7 @@ static int transfer_done(direct *d, int m) {
   const dpair *p = &d->pair[g.pair];
   msg_free(d, m);
   c->rs[p->dst].h[g.hr].rx = sim_msg_encode(g.tag, g.bytes);
-  if (g.base && c->nlinks) sim_link_account(c, c->rs[p->src].host, c->rs[p->dst].host, g.bytes, d->now - g.t_put);
+  if (g.base && c->nlinks) sim_link_account(c, c->hosts[p->src], c->hosts[p->dst], g.bytes, d->now - g.t_put);
   int rc = handle_done(d, p->src, g.hs);
   return rc ? rc : handle_done(d, p->dst, g.hr);
 }

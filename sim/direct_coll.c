@@ -175,7 +175,7 @@ static int route_of(dcoll *dc, int src, int dst) {
     return -1;
   }
   kslot *s = &dc->k[i];
-  if (s->val < 0) s->val = dnet_route(dc->net, dc->c->rs[src].host, dc->c->rs[dst].host, dc->why, dc->whylen);
+  if (s->val < 0) s->val = dnet_route(dc->net, dc->c->hosts[src], dc->c->hosts[dst], dc->why, dc->whylen);
   return s->val;
 }
 
@@ -364,28 +364,11 @@ static int advance(dcoll *dc, int pi, int k, double now) {
   }
 }
 
-double dcoll_last_arrival(const sim_ctx *c, const handle *h) { return sim_coll_last_arrival(c, h); }
-
 int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   sim_ctx *c = dc->c;
   int hd = op->handle;
-  const bs_group *g = &op->u.coll.group;
-  if (sim_coll_post(rs, op, now)) return -1;
-  int seq = rs->coll_seq++;
-  bs_coll_kind kind = op->u.coll.kind;
-  int64_t bytes = op->u.coll.bytes;
-  handle *h = &rs->h[hd];
-  h->coll_seq = seq;
-  h->group = *g;
-  h->ckind = kind;
-  h->kind = H_COLL;
-  h->comm = NULL;
-  h->coll = NULL;
-  h->t_post = now;
-  h->op_index = rs->op_index;
-  h->peer = -1;
   cl_prog prog;
-  int rc = cl_lower(c, rs, kind, g, bytes, seq, &prog);
+  int rc = cl_lower(c, rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes, rs->h[hd].coll_seq, &prog);
   if (rc) return rc < 0 ? -1 : dc->done(dc->engine, rs->slot, hd);
   int pi = part_new(dc);
   if (pi < 0) {

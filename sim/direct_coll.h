@@ -29,16 +29,12 @@ dcoll *dcoll_new(sim_ctx *c, dnet *net, dev_heap *ev, int ev_kind, dcoll_done_fn
                  size_t whylen);
 void dcoll_free(dcoll *dc);
 
-/* Rank rs posts COLL op at time now (its handle set up as actor.c's do_coll does): 0, 1 declined
+/* Rank rs posts COLL op at time now (checked and its handle set by sim_op_post_coll): 0, 1 declined
  * (why says which algorithm), -1 failed (c->error). The same for the two below. */
 int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now);
 /* A timer of kind ev_kind with this id is due at now. */
 int dcoll_timer(dcoll *dc, int id, double now);
 /* The network ended transfer msg (>= DCOLL_MSG_BASE) at now. */
 int dcoll_transfer_done(dcoll *dc, int msg, double now);
-
-/* When the last member of the collective of handle h (of rank rs) had posted it, as far as known
- * now: the bound of the rank's wait for peers. */
-double dcoll_last_arrival(const sim_ctx *c, const handle *h);
 
 #endif

@@ -201,7 +201,8 @@ static int place_ranks(sim_ctx *c, const bs_config *cfg, point *pt, char *err, s
   void **hosts = calloc((size_t)A, sizeof *hosts);
   int *node = calloc((size_t)A, sizeof *node);
   int rc = -1;
-  if (!hosts || !node) snprintf(err, errlen, "out of memory for %d ranks", A);
+  c->hosts = calloc((size_t)A, sizeof *c->hosts);
+  if (!hosts || !node || !c->hosts) snprintf(err, errlen, "out of memory for %d ranks", A);
   else if (!bs_platform_hosts(A, pt->ps.ranks_per_node, hosts, node, err, errlen) &&
            (pt->ps.generated || !adopt_user_platform(c, cfg, pt, hosts, node, err, errlen)))
     rc = 0;
@@ -218,7 +219,7 @@ static int place_ranks(sim_ctx *c, const bs_config *cfg, point *pt, char *err, s
     rs->ctx = c;
     rs->slot = s;
     rs->rank = real_of(c, s);
-    rs->host = hosts[s];
+    c->hosts[s] = hosts[s];
     rs->node = node[s];
   }
   free(hosts);
@@ -232,7 +233,8 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
                      size_t errlen) {
   const bs_platform_spec *ps = &pt->ps;
   c->cfg = cfg;
-  if (bs_mesh_of(cfg, &c->mesh, NULL, 0)) memset(&c->mesh, 0, sizeof c->mesh);
+  if (pt->plan) c->mesh = *bs_plan_mesh(pt->plan);
+  else if (bs_mesh_of(cfg, &c->mesh, NULL, 0)) memset(&c->mesh, 0, sizeof c->mesh); /* a given source */
   c->opts = opts;
   c->prof = pt->prof;
   c->src = &pt->src;
@@ -242,9 +244,9 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   c->M = pt->Mf;
   c->Pf = pt->Pf;
   c->shared_host = ps->shared_host;
-  c->rails = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->tp.name);
+  c->rails = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->topo.name);
   c->ps = c->rails ? ps : NULL;
-  c->host_speed = ps->tp.host_speed > 0 ? ps->tp.host_speed : 1e9;
+  c->host_speed = ps->topo.host_speed > 0 ? ps->topo.host_speed : 1e9;
   c->trace_first = 1;
   c->rs = calloc((size_t)c->A, sizeof *c->rs);
   if (!c->rs) {
@@ -274,6 +276,7 @@ static void ctx_release(sim_ctx *c) {
       free(c->rs[s].coll_arr);
     }
   free(c->rs);
+  free(c->hosts);
   free(c->sg);
   free(c->links);
   memset(c, 0, sizeof *c);

@@ -299,13 +299,13 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
   }
   /* A what-if of one node breaks the node symmetry the fold shifts by; failed NICs on every
    * node break the rails (the fold keeps a node's GPUs by whole NICs): no fold. */
-  if (ps->tp.failed_nics > 0 || ps->tp.degrade_factor > 0) {
-    if (ps->tp.failed_nics > 0 && ps->tp.failed_node < 0)
+  if (ps->topo.failed_nics > 0 || ps->topo.degrade_factor > 0) {
+    if (ps->topo.failed_nics > 0 && ps->topo.failed_node < 0)
       snprintf(why, whylen, "no: cluster.failed_nics on every node breaks the rails");
     else
       snprintf(why, whylen, "no: %s of node %d breaks the node symmetry",
-               ps->tp.failed_nics > 0 ? "cluster.failed_nics" : "cluster.degrade",
-               ps->tp.failed_nics > 0 ? ps->tp.failed_node : ps->tp.degrade_node);
+               ps->topo.failed_nics > 0 ? "cluster.failed_nics" : "cluster.degrade",
+               ps->topo.failed_nics > 0 ? ps->topo.failed_node : ps->topo.degrade_node);
     return 0;
   }
   rank_info *ri = malloc(sizeof *ri * (size_t)G);
@@ -315,7 +315,7 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
   }
   fold_env env;
   memset(&env, 0, sizeof env);
-  env.rails = bs_topo_has_rails(ps->tp.name);
+  env.rails = bs_topo_has_rails(ps->topo.name);
   env.ps = env.rails ? ps : NULL;
   env.model = opts->coll_model;
   if (signatures(cfg, prof, src, &env, G, P, ri, err, errlen)) {
@@ -336,18 +336,18 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
     snprintf(why, whylen, "no: the profile's allreduce (open-mpi-libnbc) is rooted at one rank");
     return 0;
   }
-  int M = K >= 2 ? bs_topo_fold_nodes(&ps->tp, D) : 0;
+  int M = K >= 2 ? bs_topo_fold_nodes(&ps->topo, D) : 0;
   if (!M) M = K;
   int Pf = P;
-  if (bs_topo_has_rails(ps->tp.name) && !cross && !coll)
+  if (bs_topo_has_rails(ps->topo.name) && !cross && !coll)
     for (int p = 2; p < P; p++)
-      if (P % p == 0 && p > 2 * Din && p % (P / bs_topo_nics(&ps->tp)) == 0) { /* whole NICs */
+      if (P % p == 0 && p > 2 * Din && p % (P / bs_topo_nics(&ps->topo)) == 0) { /* whole NICs */
         Pf = p;
         break;
       }
   /* The quotient reproduces same-rail routes only; ring collectives whose hops all stay
    * on their rail (coll_ring_only) fold like point-to-point. */
-  int Mq = !cross && !coll_general ? bs_topo_fold_quotient(&ps->tp, D) : 0;
+  int Mq = !cross && !coll_general ? bs_topo_fold_quotient(&ps->topo, D) : 0;
   /*
    * Leaves merged: on a dgx fabric whose leaf uplinks carry the full bandwidth of their
    * leaf's NICs (oversubscription 1) and add no latency, an uplink can never be what limits
@@ -356,9 +356,9 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
    * messages only (routes across rails are not compared).
    */
   int Ml = 0;
-  if (bs_topo_has_rails(ps->tp.name) && ps->tp.nodes_per_leaf < K && ps->tp.oversub <= 1 &&
-      ps->tp.link[BS_LINK_FABRIC].lat_s == 0 && !cross && !coll_general && !whatif_network(cfg)) {
-    bs_topo_params one = ps->tp;
+  if (bs_topo_has_rails(ps->topo.name) && ps->topo.nodes_per_leaf < K && ps->topo.oversub <= 1 &&
+      ps->topo.link[BS_LINK_FABRIC].lat_s == 0 && !cross && !coll_general && !whatif_network(cfg)) {
+    bs_topo_params one = ps->topo;
     one.nodes_per_leaf = K;
     Ml = bs_topo_fold_nodes(&one, D);
   }
@@ -368,10 +368,10 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
   int nc = 7;
   if (M < K) {
     int leaves_merged = Ml > 0;
-    bs_topo_params one = ps->tp;
+    bs_topo_params one = ps->topo;
     if (leaves_merged) one.nodes_per_leaf = K;
-    for (int m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->tp, D, (leaves_merged ? Ml : M) + 1);
-         m > 0 && m < K && nc < 64; m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->tp, D, m + 1)) {
+    for (int m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->topo, D, (leaves_merged ? Ml : M) + 1);
+         m > 0 && m < K && nc < 64; m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->topo, D, m + 1)) {
       cand[nc][0] = m;
       cand[nc][1] = P;
       cand[nc++][2] = 0;

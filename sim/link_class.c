@@ -15,6 +15,10 @@
 
 #define ROUTE_MAX_LINKS 64
 
+/* The SimGrid host of actor slot; NULL in the search's walk, which places no hosts (every route
+ * then reads as inside the node, and none is asked). */
+static sg_host_t host_at(const sim_ctx *c, int slot) { return c->hosts ? c->hosts[slot] : NULL; }
+
 /* The class of the route from host a to host b. */
 static bs_explain_link route_link(sg_host_t a, sg_host_t b) {
   int cls[ROUTE_MAX_LINKS], n = 0;
@@ -35,11 +39,11 @@ static bs_explain_link node_link(rank_state *rs) {
   sim_ctx *c = rs->ctx;
   if (rs->xnode) return (bs_explain_link)(rs->xnode - 1);
   bs_explain_link link = BS_XL_OTHER;
-  if (c->shared_host) link = route_link(rs->host, rs->host);
+  if (c->shared_host) link = route_link(host_at(c, rs->slot), host_at(c, rs->slot));
   else
     for (int s = 0; s < c->A; s++)
-      if (c->rs[s].node == rs->node && c->rs[s].host != rs->host) {
-        link = route_link(rs->host, c->rs[s].host);
+      if (c->rs[s].node == rs->node && host_at(c, s) != host_at(c, rs->slot)) {
+        link = route_link(host_at(c, rs->slot), host_at(c, s));
         break;
       }
   rs->xnode = (int)link + 1;
@@ -55,7 +59,8 @@ static bs_explain_link peer_link(rank_state *rs, int peer) {
   bs_explain_link link;
   int across = node_of_rank(c, peer) != node_of_rank(c, rs->rank);
   if (c->A != c->G && across) link = BS_XL_NETWORK; /* folded: the real ranks' nodes, not their images' */
-  else if (c->rs[ps].host != rs->host || c->shared_host) link = route_link(rs->host, c->rs[ps].host);
+  else if (host_at(c, ps) != host_at(c, rs->slot) || c->shared_host)
+    link = route_link(host_at(c, rs->slot), host_at(c, ps));
   else link = node_link(rs);
   if (rs->nxroute < MAX_PEERS) {
     rs->xroute[rs->nxroute].peer = ps;

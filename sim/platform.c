@@ -21,7 +21,7 @@
 /* cluster.nics_per_node on a generated platform: dgx generators take any divisor of their GPUs per
  * node; the PCIe node has its one NIC; the host and platform files are wired as they are. */
 static int resolve_nics(const bs_config *cfg, bs_platform_spec *ps, char *err, size_t errlen) {
-  int nics = cfg->cluster.nics_per_node, gpn = ps->tp.gpus_per_node;
+  int nics = cfg->cluster.nics_per_node, gpn = ps->topo.gpus_per_node;
   const char *topo = cfg->cluster.topology;
   if (nics <= 0) return 0;
   if (bs_topo_has_rails(topo)) {
@@ -29,7 +29,7 @@ static int resolve_nics(const bs_config *cfg, bs_platform_spec *ps, char *err, s
       snprintf(err, errlen, "cluster.nics_per_node: %d does not divide the %d GPUs per node of %s", nics, gpn, topo);
       return -1;
     }
-    ps->tp.nics_per_node = nics;
+    ps->topo.nics_per_node = nics;
     return 0;
   }
   if (!strcmp(topo, "a100-pcie-node") && nics == 1) return 0;
@@ -40,7 +40,7 @@ static int resolve_nics(const bs_config *cfg, bs_platform_spec *ps, char *err, s
 
 /* 1 when a generated platform of this kind has links of class c. */
 static int topo_has_class(const bs_platform_spec *ps, int c) {
-  const char *t = ps->tp.name;
+  const char *t = ps->topo.name;
   if (ps->shared_host) return c == BS_LINK_SHM;
   if (bs_topo_has_rails(t)) return c == BS_LINK_NVLINK || c == BS_LINK_NIC || c == BS_LINK_FABRIC;
   return c == BS_LINK_PCIE || c == BS_LINK_HOSTBRIDGE || c == BS_LINK_NIC || c == BS_LINK_SOCKET; /* a100-pcie-node */
@@ -59,9 +59,9 @@ static int profile_has_links(const bs_profile *prof, const bs_platform_spec *ps,
   for (int c = 0; c < BS_LINK_CLASS_COUNT; c++) any |= prof->link[c].present;
   for (int c = 0; any && c < BS_LINK_CLASS_COUNT; c++) {
     if (!topo_has_class(ps, c) || prof->link[c].present) continue;
-    if ((c == BS_LINK_NIC || c == BS_LINK_FABRIC) && ps->tp.nodes < 2) continue;
+    if ((c == BS_LINK_NIC || c == BS_LINK_FABRIC) && ps->topo.nodes < 2) continue;
     snprintf(err, errlen, "cluster.profile: %s: links.%s: missing, needed by topology %s (%d node(s))", prof->path,
-             bs_link_class_name((bs_link_class)c), topo, ps->tp.nodes);
+             bs_link_class_name((bs_link_class)c), topo, ps->topo.nodes);
     return -1;
   }
   return 0;
@@ -76,7 +76,7 @@ static int profile_has_links(const bs_profile *prof, const bs_platform_spec *ps,
  */
 static int resolve_whatifs(const bs_config *cfg, bs_platform_spec *ps, char *err, size_t errlen) {
   const bs_cluster *k = &cfg->cluster;
-  int G = cfg->par.gpus, K = ps->generated ? ps->tp.nodes : 0;
+  int G = cfg->par.gpus, K = ps->generated ? ps->topo.nodes : 0;
   if (k->straggler_factor > 0 && (k->straggler_rank < 0 || k->straggler_rank >= G)) {
     snprintf(err, errlen, "cluster.straggler: rank %d is not a rank of parallel.gpus = %d (0 .. %d)", k->straggler_rank,
              G, G - 1);
@@ -97,34 +97,34 @@ static int resolve_whatifs(const bs_config *cfg, bs_platform_spec *ps, char *err
       return 0; /* applied, and checked, once loaded */
     }
     if (!topo_has_class(ps, k->degrade_class)) {
-      snprintf(err, errlen, "cluster.degrade: topology %s has no %s links", ps->tp.name, cn);
+      snprintf(err, errlen, "cluster.degrade: topology %s has no %s links", ps->topo.name, cn);
       return -1;
     }
     if (k->degrade_one_node && k->degrade_node >= K) {
       snprintf(err, errlen, "cluster.degrade: node %d is not a node of %s with %d node(s) (0 .. %d)", k->degrade_node,
-               ps->tp.name, K, K - 1);
+               ps->topo.name, K, K - 1);
       return -1;
     }
     if (k->degrade_one_node) {
-      ps->tp.degrade_node = k->degrade_node;
-      ps->tp.degrade_class = k->degrade_class;
-      ps->tp.degrade_factor = k->degrade_factor;
+      ps->topo.degrade_node = k->degrade_node;
+      ps->topo.degrade_class = k->degrade_class;
+      ps->topo.degrade_factor = k->degrade_factor;
     } else {
-      ps->tp.link[k->degrade_class].bw_Bps *= k->degrade_factor;
+      ps->topo.link[k->degrade_class].bw_Bps *= k->degrade_factor;
     }
   }
   if (k->failed_nics > 0) {
-    if (!ps->generated || !bs_topo_has_rails(ps->tp.name)) {
+    if (!ps->generated || !bs_topo_has_rails(ps->topo.name)) {
       snprintf(err, errlen, "cluster.failed_nics: %d:%d: only the dgx topologies have NICs to fail over (%s)",
-               k->failed_node, k->failed_nics, ps->generated ? ps->tp.name : ps->file);
+               k->failed_node, k->failed_nics, ps->generated ? ps->topo.name : ps->file);
       return -1;
     }
     if (k->failed_node < -1 || k->failed_node >= K) {
       snprintf(err, errlen, "cluster.failed_nics: node %d is not a node of %s with %d node(s) (0 .. %d)",
-               k->failed_node, ps->tp.name, K, K - 1);
+               k->failed_node, ps->topo.name, K, K - 1);
       return -1;
     }
-    int nics = bs_topo_nics(&ps->tp);
+    int nics = bs_topo_nics(&ps->topo);
     if (k->failed_nics >= nics) {
       if (k->failed_node < 0)
         snprintf(err, errlen, "cluster.failed_nics: all:%d: %d of the %d NICs of every node down leaves none",
@@ -134,8 +134,8 @@ static int resolve_whatifs(const bs_config *cfg, bs_platform_spec *ps, char *err
                  nics, k->failed_node);
       return -1;
     }
-    ps->tp.failed_node = k->failed_node;
-    ps->tp.failed_nics = k->failed_nics;
+    ps->topo.failed_node = k->failed_node;
+    ps->topo.failed_nics = k->failed_nics;
   }
   return 0;
 }
@@ -181,19 +181,19 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
     return resolve_whatifs(cfg, ps, err, errlen);
   }
   ps->generated = 1;
-  if (bs_topo_defaults(topo, 1, &ps->tp, err, errlen)) return -1;
-  bs_profile_apply_topo(prof, &ps->tp);
+  if (bs_topo_defaults(topo, 1, &ps->topo, err, errlen)) return -1;
+  bs_profile_apply_topo(prof, &ps->topo);
   if (!strcmp(topo, "host")) {
     if (prof->host_speed <= 0) {
       snprintf(err, errlen, "cluster.profile: %s has no \"host\" section, needed by topology host", prof->name);
       return -1;
     }
-    ps->tp.nodes = 1;
-    ps->tp.gpus_per_node = G;
+    ps->topo.nodes = 1;
+    ps->topo.gpus_per_node = G;
     ps->ranks_per_node = G;
     ps->shared_host = 1;
   } else {
-    int gpn = ps->tp.gpus_per_node;
+    int gpn = ps->topo.gpus_per_node;
     if (G % gpn) {
       snprintf(err, errlen, "parallel.gpus: %d is not a multiple of the %d GPUs per node of %s", G, gpn, topo);
       return -1;
@@ -204,17 +204,17 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
                gpn, G);
       return -1;
     }
-    ps->tp.nodes = nodes;
+    ps->topo.nodes = nodes;
     ps->ranks_per_node = gpn;
     /* The flags (opts) win over the scenario keys. */
     int npl = opts->nodes_per_leaf > 0 ? opts->nodes_per_leaf : cfg->cluster.nodes_per_leaf;
     double over = opts->oversub > 0 ? opts->oversub : cfg->cluster.oversub;
-    if (npl > 0) ps->tp.nodes_per_leaf = npl;
-    if (over > 0) ps->tp.oversub = over;
+    if (npl > 0) ps->topo.nodes_per_leaf = npl;
+    if (over > 0) ps->topo.oversub = over;
   }
   if (profile_has_links(prof, ps, topo, err, errlen)) return -1;
   if (resolve_nics(cfg, ps, err, errlen) || resolve_whatifs(cfg, ps, err, errlen)) return -1;
-  return bs_topo_check(&ps->tp, err, errlen);
+  return bs_topo_check(&ps->topo, err, errlen);
 }
 
 char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int wrap, char *err, size_t errlen) {
@@ -222,11 +222,11 @@ char *bs_platform_xml(const bs_platform_spec *ps, int nodes, int per_node, int w
     snprintf(err, errlen, "internal: XML requested for a user platform file");
     return NULL;
   }
-  bs_topo_params tp = ps->tp;
+  bs_topo_params tp = ps->topo;
   tp.nodes = nodes;
   /* A fold keeps the GPUs of a NIC together (fold.c folds a node by whole NICs). */
   if (tp.nics_per_node > 0) {
-    int k = ps->tp.gpus_per_node / tp.nics_per_node;
+    int k = ps->topo.gpus_per_node / tp.nics_per_node;
     if (per_node % k) {
       snprintf(err, errlen, "internal: %d GPUs per node split the GPUs of a NIC (%d)", per_node, k);
       return NULL;
@@ -274,7 +274,7 @@ int bs_platform_apply_profile(const bs_profile *prof, int generated, int *factor
 }
 
 int bs_platform_route(const bs_platform_spec *ps, int a, int b, double *lat, double *bw) {
-  const bs_topo_params *t = &ps->tp;
+  const bs_topo_params *t = &ps->topo;
   if (!ps->generated || ps->shared_host || !bs_topo_has_rails(t->name) || a == b || a < 0 || b < 0) return -1;
   int g = t->gpus_per_node, K = t->nodes, L = t->nodes_per_leaf;
   if (g < 1 || K < 1 || L < 1 || a >= K * g || b >= K * g) return -1;

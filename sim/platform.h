@@ -13,11 +13,11 @@
 #include "topologies/topo.h"
 
 typedef struct {
-  int generated;      /* 1: a generator, tp valid; 0: a user XML file */
-  bs_topo_params tp;  /* generated: the full-size parameters */
-  char file[512];     /* user XML path */
-  int ranks_per_node; /* generated: exact; file: provisional until loaded */
-  int shared_host;    /* all ranks on one host (host topology) */
+  int generated;       /* 1: a generator, topo valid; 0: a user XML file */
+  bs_topo_params topo; /* generated: the topology's full-size parameters */
+  char file[512];      /* user XML path */
+  int ranks_per_node;  /* generated: exact; file: provisional until loaded */
+  int shared_host;     /* all ranks on one host (host topology) */
 } bs_platform_spec;
 
 /* Resolves cfg's topology for cfg->par.gpus ranks. Returns 0 or -1 with a message. */

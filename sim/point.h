@@ -9,12 +9,15 @@
  *   check.c    the profile and topology names, checked before any point runs
  *   engine.c   one point: profile, platform, fold, SimGrid, actors, result
  *   fold.c     the pre-pass that proves which ranks share a timeline
- *   direct.c   the direct engine's transport: one event loop (direct.h); direct_coll.c its COLLs
+ *   direct.c   the direct engine's transport: one event loop (direct.h); direct_coll.c runs its
+ *              COLLs, direct_net.c its network (CM02, max-min sharing)
  *   actor.c    the SimGrid transport: a rank's time and messages as SimGrid activity
- *   coll.c     the actors that run a COLL (NCCL's ring and tree, all-to-all)
+ *   coll.c     the actors that run a lowered COLL, one per thread
+ *   coll_lower.c a member's part of a COLL as primitive steps (coll_lower.h), from
+ *              coll_setup.c's setup; coll_shape.c the algorithms' shapes and alpha-beta times
  *   walk.c     the search's zero-time transport (walk.h)
  *   rank.c     the rank interpreter the transports run (transport.h): ops, checks, figures
- *   rankops.c  what an op does to its rank's state; a deadlock's message
+ *   rankops.c  what an op does to its rank's state (a COLL's one post); a deadlock's message
  *   memory.c   the bytes an ALLOC holds (memory.h)
  *   coll_algo.c which algorithm and how many rings a collective gets (coll_algo.h)
  *   result.c   the figures of a finished point
@@ -55,10 +58,7 @@ struct sim_ctx;
 typedef enum { H_FREE = 0, H_SEND, H_RECV, H_COLL } hkind;
 
 typedef struct {
-  hkind kind;
-  /* unused: direct_coll.c still clears them (SimGrid's objects are actor.c's own, sim_sg_rank) */
-  sg_comm_t comm;
-  sg_actor_t coll;
+  hkind kind; /* SimGrid's objects of a handle are actor.c's own (sim_sg_rank) */
   int peer, tag;
   int64_t bytes;
   void *rx; /* RECV: the payload lands here */
@@ -94,7 +94,6 @@ typedef struct rank_state {
   struct sim_ctx *ctx;
   int slot; /* actor index (mailbox names, host gpu<slot>) */
   int rank; /* the real rank whose program it executes */
-  sg_host_t host;
   int node;
   void *it;
   int64_t op_index;
@@ -152,6 +151,9 @@ typedef struct sim_ctx {
   double host_speed;
   double exec_bound; /* shared host: the most flop/s one rank's threads can use */
   rank_state *rs;
+  /* each actor's SimGrid host (engine.c places them): the SimGrid transport and the direct engine's
+   * routes resolve an actor (slot) through it, so that rank_state holds no SimGrid object */
+  sg_host_t *hosts;
   struct sim_sg_rank *sg; /* the SimGrid transport's own state per rank (actor.c) */
   int64_t events;
   int nfinished;
@@ -181,7 +183,8 @@ static inline int node_of_rank(const sim_ctx *c, int rank) {
   if (c->A == c->G) return c->rs[rank].node;
   return rank / c->rpn;
 }
-static inline sg_host_t host_of(const sim_ctx *c, int rank) { return c->rs[slot_of(c, rank)].host; }
+/* The SimGrid host of a real rank's actor. */
+static inline sg_host_t host_of(const sim_ctx *c, int rank) { return c->hosts[slot_of(c, rank)]; }
 /* cluster.straggler: how many times longer real rank `rank`'s COMPUTE ops take (1: not the straggler). */
 static inline double sim_compute_factor(const bs_config *cfg, int rank) {
   const bs_cluster *k = &cfg->cluster;
@@ -224,9 +227,9 @@ void sim_link_account(sim_ctx *c, sg_host_t src, sg_host_t dst, int64_t bytes, d
 
 /* Starts one actor per simulated rank (c->rs filled, SimGrid loaded). */
 void sim_start_ranks(sim_ctx *c);
-/* Starts the actor that runs rank rs's part of a collective (joined by its WAIT);
+/* Starts the actor that runs rank rs's part of its collective number seq (joined by its WAIT);
  * NULL (with the error recorded) when out of memory. */
-sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes);
+sg_actor_t sim_coll_start(rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes, int seq);
 /* An all-rank tree timed as a whole: its bytes, per size and group, counted once by the group's first
  * member rs (result.c adds them at fill); 0 or -1 with the error recorded. Both engines call it. */
 int sim_wtree_add(rank_state *rs, int64_t bytes, const bs_group *g);
@@ -250,9 +253,6 @@ int sim_op_free(rank_state *rs, const bs_op *op);
 void sim_op_phase(rank_state *rs, const bs_op *op, double now);
 /* A SEND (dir 0) or RECV (dir 1) with handle hd just posted to peer_slot at h->t_post: its match time. */
 void sim_note_match(rank_state *rs, int peer_slot, int dir, int hd);
-/* When rs arrived (simulated time now) at its next collective, number rs->coll_seq; 0 or -1 with the
- * error recorded. */
-int sim_note_coll_arrival(rank_state *rs, double now);
 /* A message's payload: its tag and size (never NULL), which the RECV checks. */
 void *sim_msg_encode(int tag, int64_t bytes);
 /* A finished RECV's payload against what it expected; 0 or -1 with the error recorded. */
@@ -265,11 +265,10 @@ int sim_check_end(rank_state *rs);
  * post time, op and step set (the caller sets its kind and its engine's fields); 0 or -1 with the
  * error recorded. */
 int sim_op_post_p2p(rank_state *rs, const bs_op *op, double now);
-/* A COLL's handle and group checked against the point's ranks; 0 or -1 with the error recorded. */
-int sim_op_check_coll(rank_state *rs, const bs_op *op);
-/* A COLL posted at now: checked, its arrival noted, its bytes counted by group, its handle set as
- * the rank's collective number rs->coll_seq (the caller's transport advances it); 0 or -1 with the
- * error recorded. */
+/* A COLL posted at now (the interpreter's, before the transport's coll): its handle and group
+ * checked, its arrival noted for its peers' waits, its bytes counted by the mesh's group kind, its
+ * handle set (group, kind, peer -1, post) as the rank's next collective number, which h->coll_seq
+ * holds and rs->coll_seq passes; 0 or -1 with the error recorded. */
 int sim_op_post_coll(rank_state *rs, const bs_op *op, double now);
 /* After a run (either engine) with ranks unfinished: the error that names who is stuck and where. */
 void sim_deadlock_error(sim_ctx *c);

@@ -6,8 +6,10 @@
  * of a SEND, RECV and WAIT and their messages, a COMPUTE's duration (the
  * profile's time times cluster.straggler's factor), the bytes a message counts
  * (sent, received, by group), the figures at the end of a COMPUTE and of a
- * WAIT (compute, exposed, time_s.wait_for_peers, explain's parts, the trace)
- * and the end of the program are here; what an op does to the rank's own
+ * WAIT (compute, exposed, time_s.wait_for_peers, explain's parts, the trace,
+ * a collective's last arrival), a COLL posted once (rankops.c's
+ * sim_op_post_coll) before its transport moves it, and the end of the program
+ * are here; what an op does to the rank's own
  * state is rankops.c's. It is resumable: a transport that cannot finish a
  * COMPUTE or WAIT at once suspends the rank and resumes it later
  * (sim_rank_resume), so that the engines give the same figures.
@@ -195,7 +197,7 @@ static int do_op(rank_state *rs, const sim_transport *tp, void *eng, const bs_op
   case BS_OP_COMPUTE: return op_compute(rs, tp, eng, op);
   case BS_OP_SEND:
   case BS_OP_RECV: return post_p2p(rs, tp, eng, op);
-  case BS_OP_COLL: return tp->coll(eng, rs, op);
+  case BS_OP_COLL: return sim_op_post_coll(rs, op, tp->now(eng, rs)) ? -1 : tp->coll(eng, rs, op);
   case BS_OP_WAIT: return op_wait(rs, tp, eng, op);
   case BS_OP_PHASE: sim_op_phase(rs, op, tp->now(eng, rs)); return 0;
   default:

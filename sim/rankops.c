@@ -59,7 +59,9 @@ void sim_note_match(rank_state *rs, int peer_slot, int dir, int hd) {
   }
 }
 
-int sim_note_coll_arrival(rank_state *rs, double now) {
+/* When rs arrived (simulated time now) at its next collective, number rs->coll_seq, for its peers'
+ * waits; 0 or -1 with the error recorded. */
+static int note_coll_arrival(rank_state *rs, double now) {
   int k = rs->coll_seq;
   if (k >= rs->coll_arr_cap) {
     int cap = rs->coll_arr_cap ? 2 * rs->coll_arr_cap : 64;
@@ -203,25 +205,8 @@ int sim_op_post_p2p(rank_state *rs, const bs_op *op, double now) {
   return 0;
 }
 
-int sim_op_post_coll(rank_state *rs, const bs_op *op, double now) {
-  sim_ctx *c = rs->ctx;
-  const bs_group *g = &op->u.coll.group;
-  if (sim_op_check_coll(rs, op) || sim_note_coll_arrival(rs, now)) return -1;
-  if (c->mesh.size[0] > 0) {
-    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
-    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g->size);
-  }
-  handle *h = &rs->h[op->handle];
-  h->coll_seq = rs->coll_seq;
-  h->group = *g;
-  h->ckind = op->u.coll.kind;
-  h->kind = H_COLL;
-  h->t_post = now;
-  h->op_index = rs->op_index;
-  return 0;
-}
-
-int sim_op_check_coll(rank_state *rs, const bs_op *op) {
+/* A COLL's handle and group checked against the point's ranks; 0 or -1 with the error recorded. */
+static int check_coll(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int hd = op->handle;
   const bs_group *g = &op->u.coll.group;
@@ -238,6 +223,26 @@ int sim_op_check_coll(rank_state *rs, const bs_op *op) {
               rs->rank, (long long)rs->op_index, g->first, g->stride, g->size, (long long)op->u.coll.bytes, c->G);
     return -1;
   }
+  return 0;
+}
+
+int sim_op_post_coll(rank_state *rs, const bs_op *op, double now) {
+  sim_ctx *c = rs->ctx;
+  const bs_group *g = &op->u.coll.group;
+  if (check_coll(rs, op) || note_coll_arrival(rs, now)) return -1;
+  if (c->mesh.size[0] > 0) {
+    int k = bs_mesh_group_kind(&c->mesh, g->first, g->stride, g->size);
+    if (k >= 0) rs->by_group[k] += bs_coll_bytes_sent(op->u.coll.kind, op->u.coll.bytes, g->size);
+  }
+  handle *h = &rs->h[op->handle];
+  h->coll_seq = rs->coll_seq;
+  h->group = *g;
+  h->ckind = op->u.coll.kind;
+  h->kind = H_COLL;
+  h->t_post = now;
+  h->op_index = rs->op_index;
+  h->peer = -1;
+  rs->coll_seq++;
   return 0;
 }
 

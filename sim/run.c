@@ -89,7 +89,7 @@ char *bs_sim_platform_xml(const bs_config *cfg, const bs_sim_opts *opts_in, char
   bs_platform_spec ps;
   if (!bs_profile_load(opts.profile ? opts.profile : cfg->cluster.profile, prof, err, errlen) &&
       !bs_platform_resolve(cfg, &opts, prof, &ps, err, errlen)) {
-    if (ps.generated) xml = bs_platform_xml(&ps, ps.tp.nodes, ps.tp.gpus_per_node, 0, err, errlen);
+    if (ps.generated) xml = bs_platform_xml(&ps, ps.topo.nodes, ps.topo.gpus_per_node, 0, err, errlen);
     else snprintf(err, errlen, "%s is a user platform file, not a generator", ps.file);
   }
   free(prof);

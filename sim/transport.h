@@ -25,7 +25,8 @@ typedef struct sim_transport {
   /* RECV handle hd of rs from the actor peer_slot, its handle set: post it (its payload lands in
    * the handle's rx, which the WAIT checks). */
   int (*recv)(void *eng, rank_state *rs, int hd, int peer_slot);
-  /* COLL op of rs: checked, its handle set and posted (coll.c's actors, direct_coll.c's parts). */
+  /* COLL op of rs, checked and its handle set (sim_op_post_coll): post it (coll.c's actors,
+   * direct_coll.c's parts). */
   int (*coll)(void *eng, rank_state *rs, const bs_op *op);
   /* d seconds of COMPUTE from now (rs->t0). */
   int (*compute)(void *eng, rank_state *rs, double d);

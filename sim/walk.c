@@ -163,8 +163,6 @@ static double coll_floor(replay *R, const bs_op *op) {
 static int w_coll(void *eng, rank_state *rs, const bs_op *op) {
   replay *R = eng;
   double t = R->t[rs->slot];
-  if (sim_op_post_coll(rs, op, t)) return -1;
-  rs->coll_seq++;
   *done_of(R, rs, op->handle) = t + coll_floor(R, op);
   return 0;
 }
@@ -208,9 +206,8 @@ static int replay_rank(replay *R, rank_state *rs) {
  * The ranks to replay: all, or every combination of the first and the last coordinate of tp, cp
  * and dp with every pipeline stage (a 1F1B step's bubble runs through every stage). Rank order.
  */
-static int replay_ranks(const bs_config *cfg, int corners, int G, int *ranks) {
-  bs_mesh m;
-  if (!corners || bs_mesh_of(cfg, &m, NULL, 0)) {
+static int replay_ranks(const bs_mesh *mesh, int corners, int G, int *ranks) {
+  if (!corners) {
     for (int r = 0; r < G; r++) ranks[r] = r;
     return G;
   }
@@ -219,11 +216,11 @@ static int replay_ranks(const bs_config *cfg, int corners, int G, int *ranks) {
     int r = 0, dup = 0;
     for (int d = 0; d < 3; d++) { /* tp, cp, dp */
       int last = mask >> d & 1;
-      if (last && m.size[d] == 1) dup = 1;
-      r += (last ? m.size[d] - 1 : 0) * m.stride[d];
+      if (last && mesh->size[d] == 1) dup = 1;
+      r += (last ? mesh->size[d] - 1 : 0) * mesh->stride[d];
     }
     if (dup) continue;
-    for (int s = 0; s < m.size[BS_DIM_PP]; s++) ranks[n++] = r + s * m.stride[BS_DIM_PP];
+    for (int s = 0; s < mesh->size[BS_DIM_PP]; s++) ranks[n++] = r + s * mesh->stride[BS_DIM_PP];
   }
   for (int i = 1; i < n; i++) /* rank order, as the simulator scans its ranks */
     for (int j = i; j > 0 && ranks[j - 1] > ranks[j]; j--) {
@@ -266,7 +263,7 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   R->idx_of = malloc(sizeof *R->idx_of * (size_t)G);
   if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of) return -1;
   for (int r = 0; r < G; r++) R->idx_of[r] = -1;
-  R->n = replay_ranks(R->cfg, corners, G, R->ranks);
+  R->n = replay_ranks(bs_plan_mesh(plan), corners, G, R->ranks);
   for (int i = 0; i < R->n; i++) R->idx_of[R->ranks[i]] = i;
   for (int r = 0; r < G; r++) {
     /* a rank outside the replay is only ever a peer: the interpreter reads its scalars and its side
@@ -311,7 +308,7 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, bs_coll_m
     R->ps = ps;
     R->model = model;
     R->rpn = rpn;
-    R->routes = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->tp.name) &&
+    R->routes = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->topo.name) &&
                 cfg->cluster.degrade_factor == 0 && cfg->cluster.failed_nics == 0;
   }
   if (!R || replay_setup(R, plan, G, corners)) {

@@ -106,7 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ps.file[0] || ps.ranks_per_node < 1) abort();
     return 0;
   }
-  const bs_topo_params *tp = &ps.tp;
+  const bs_topo_params *tp = &ps.topo;
   if ((int64_t)tp->nodes * tp->gpus_per_node != cfg.par.gpus) abort();
   if (cfg.par.gpus > MAX_RANKS_XML) return 0;
   check_xml(&ps, tp->nodes, tp->gpus_per_node, 0);
