@@ -364,8 +364,12 @@ int cmd_import(int argc, char **argv) {
   }
   char *text = bs_read_file(A.file, NULL, err, sizeof err);
   bs_mg_args args;
-  if (!text || bs_mg_args_read(text, &args, err, sizeof err)) {
+  if (!text) {
     fprintf(stderr, "burstsim import: %s\n", err);
+    return 2;
+  }
+  if (bs_mg_args_read(text, &args, err, sizeof err)) {
+    fprintf(stderr, "burstsim import: %s: %s\n", A.file, err);
     free(text);
     return 2;
   }

@@ -260,6 +260,17 @@ static void assign(const char *w, size_t k, var *vars, int *nvars, bs_mg_args *o
   if (k == 10 && !strncmp(w, "WORLD_SIZE", 10) && *v && !*end && x > 0) out->world = x;
 }
 
+/* Appends v (after sep) to a's value; a value that does not fit is an error naming the flag, never cut. */
+static int put_val(bs_mg_arg *a, const char *sep, const char *v, char *err, size_t errlen) {
+  size_t l = strlen(a->val);
+  int w = snprintf(a->val + l, sizeof a->val - l, "%s%s", sep, v);
+  if (w < 0 || (size_t)w >= sizeof a->val - l) {
+    snprintf(err, errlen, "line %d: --%s: a value longer than %zu characters", a->line, a->name, sizeof a->val - 1);
+    return -1;
+  }
+  return 0;
+}
+
 int bs_mg_args_read(const char *text, bs_mg_args *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   char **words = NULL;
@@ -273,7 +284,8 @@ int bs_mg_args_read(const char *text, bs_mg_args *out, char *err, size_t errlen)
   }
   char w[MAX_WORD];
   size_t k;
-  for (int i = 0; i < n; i++) {
+  int rc = 0;
+  for (int i = 0; i < n && !rc; i++) {
     expand(words[i], w, sizeof w, vars, nvars);
     if (is_assignment(w, &k)) assign(w, k, vars, &nvars, out);
     if (strncmp(w, "--", 2) || !w[2]) continue;
@@ -284,19 +296,19 @@ int bs_mg_args_read(const char *text, bs_mg_args *out, char *err, size_t errlen)
     for (char *p = a->name; *p; p++)
       if (*p == '_') *p = '-';
     a->line = lines[i];
-    if (eq) snprintf(a->val, sizeof a->val, "%s", eq + 1);
-    while (!eq && i + 1 < n) {
+    if (eq) rc = put_val(a, "", eq + 1, err, errlen);
+    while (!eq && !rc && i + 1 < n) {
       char v[MAX_WORD];
       expand(words[i + 1], v, sizeof v, vars, nvars);
       if (ends_values(v)) break;
-      size_t l = strlen(a->val);
-      snprintf(a->val + l, sizeof a->val - l, "%s%s", l ? " " : "", v);
+      rc = put_val(a, a->val[0] ? " " : "", v, err, errlen);
       i++;
     }
   }
   free_words(words, lines, n);
   free(vars);
-  return 0;
+  if (rc) bs_mg_args_free(out);
+  return rc;
 }
 
 void bs_mg_args_free(bs_mg_args *a) {

@@ -102,6 +102,11 @@ case "$case" in
     said '^ignored  --lr 3e-4: no effect on the step time$'; said '^ignored  --adam-beta2 0.95: no effect on the step time$'
     said '^ignored  --save /ckpt: checkpoints are not simulated$'
     said '^ignored  --frobnicate-level 3: unknown to this importer'; said '^ignored  --use-flash-attn' ;;
+  long_value)
+    # a value past the flag table's 255 characters is refused naming its line and flag, never cut
+    long=$(printf 'x%.0s' $(seq 300))
+    imp --save "/ckpt/$long"; [ "$rc" = 2 ] || fail "import exit $rc, not 2"
+    said "args.sh: line 5: --save: a value longer than 255 characters"; [ -f "$tmp/s.ini" ] && fail "a scenario was written" ;;
   example)
     # the README's example file, a bash script as Megatron's examples are
     "$bs" import megatron "$src/tests/cli/megatron/llama3-8b.sh" --out "$tmp/s.ini" 2> "$tmp/log"; rc=$?; ok
