@@ -659,7 +659,13 @@ int cmd_search(int argc, char **argv) {
   if (top && k) bs_output_table(tf, top, k);
   print_summary(tf, &s, rank, nr, front, nf, A.top);
   rc = nr ? 0 : 1;
-  if (!nr) fprintf(stderr, "burstsim search: no configuration fits (%d legal, %d past memory)\n", s.legal, s.memory);
+  if (!nr && s.interrupted)
+    fprintf(stderr,
+            "burstsim search: interrupted before any configuration was found: %d of %d legal candidates not "
+            "examined (%d simulated, %d past memory, %d pruned by bound)\n",
+            s.skipped, s.legal, s.simulated, s.memory, s.bound);
+  else if (!nr)
+    fprintf(stderr, "burstsim search: no configuration fits (%d legal, %d past memory)\n", s.legal, s.memory);
   if (A.out && write_json(A.out, &s, top, k, rank, nr, front, nf, A.top, err, sizeof err)) {
     fprintf(stderr, "burstsim search: --out %s\n", err);
     rc = 1;

@@ -145,6 +145,23 @@ search_report_no_empty_png)
     --set parallel.tp=1 --set workload.seq_len=16M --quiet --report d
   [ ! -e d/front.png ] || fail "front.png left ($(wc -c <d/front.png) bytes)"
   grep -q "nothing to plot" d/report.md || fail "report.md does not say why there is no plot" ;;
+search_interrupted)
+  # SIGINT during the first simulation (about 9 s): not "no configuration fits" but what was not
+  # examined, on stderr, in report.md and in the JSON
+  "$bs" search "$src/tests/search/search.ini" --quiet --set parallel.gpus=2048 --set workload.seq_len=8M \
+    --set parallel.method=ring --set parallel.tp=1 --set workload.scope=layer --top 1 --top-only \
+    --report d --out out.json >"$log" 2>&1 &
+  pid=$!
+  sleep 1
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+  [ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
+  grep -q "no configuration fits" "$log" && fail "an interrupted search says no configuration fits"
+  grep -q "interrupted before any configuration was found: 3 of 3 legal candidates not examined" "$log" ||
+    fail "stderr does not say what was not examined"
+  grep -q "Interrupted.*3 candidates were not examined" d/report.md || fail "report.md does not say it was interrupted"
+  grep -q '"interrupted":[[:space:]]*true' out.json || fail "the JSON does not say it was interrupted" ;;
 run_out_stdout_alone)
   mpi -np 2 "$bs" run "$src/tests/runtime/small.ini" --out - >out.json 2>err || fail "the run failed"
   is_json out.json || { cp out.json "$log"; fail "stdout is not the run JSON alone"; }
