@@ -503,6 +503,26 @@ static const struct {
 };
 #define NSEARCHED (sizeof searched / sizeof searched[0])
 
+/* What a search holds fixed and ranks over: a list in the model, the workload, the cluster or
+ * parallel.gpus (outside the searched keys) would rank different workloads against each other.
+ * 0, or -1 with the first such key named in err. */
+static int fixed_keys_single(const bs_scenario *sc, char *err, size_t n) {
+  char key[128];
+  for (int i = 0; bs_scenario_key(i, key, sizeof key); i++) {
+    int fixed = !strncmp(key, "model.", 6) || !strncmp(key, "workload.", 9) || !strncmp(key, "cluster.", 8) ||
+                !strcmp(key, "parallel.gpus");
+    for (size_t j = 0; fixed && j < NSEARCHED; j++) fixed = strcmp(key, searched[j].key) != 0;
+    if (fixed && bs_scenario_listed(sc, key)) {
+      snprintf(err, n,
+               "%s: a list of values (at %s): search ranks configurations of one workload on one cluster; "
+               "run one search per value (or `burstsim sim` for the sweep)",
+               key, bs_scenario_where(sc, key));
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Which keys the scenario leaves to the search. */
 static void searched_autos(const bs_scenario *sc, bs_search_autos *au) {
   memset(au, 0, sizeof *au);
@@ -564,6 +584,11 @@ int cmd_search(int argc, char **argv) {
   if (lrc) {
     const char *dr = strstr(err, "parallel.double_ring: '");
     fprintf(stderr, "burstsim search: %s%s\n", err, dr ? " search (on and off searched)" : "");
+    return 2;
+  }
+  if (fixed_keys_single(&sc, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    bs_scenario_free(&sc);
     return 2;
   }
   bs_search_autos au;

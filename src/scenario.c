@@ -170,11 +170,14 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
     }
   }
   out->where = calloc(SCN_NKEYS, sizeof *out->where);
-  out->autos = malloc(SCN_NKEYS);
+  out->autos = malloc(2 * SCN_NKEYS);
   if (!out->autos) {
     free(out->where);
     out->where = NULL;
-  } else memcpy(out->autos, st->autod, SCN_NKEYS);
+  } else {
+    memcpy(out->autos, st->autod, SCN_NKEYS);
+    for (int k = 0; k < SCN_NKEYS; k++) out->autos[SCN_NKEYS + k] = st->have[k] && st->entries[k].nvalues > 1;
+  }
   for (int k = 0; out->where && k < SCN_NKEYS; k++)
     if (!(out->where[k] = st->have[k] ? strdup(st->entries[k].where) : default_where(st, k))) {
       for (int j = 0; j < k; j++) free(out->where[j]);
@@ -233,6 +236,17 @@ int bs_scenario_given_auto(const bs_scenario *s, const char *section_key) {
     if ((size_t)(dot - section_key) == sl && !strncmp(section_key, scn_keys[k].section, sl) &&
         !strcmp(dot + 1, scn_keys[k].key))
       return s->autos[k];
+  }
+  return 0;
+}
+
+int bs_scenario_listed(const bs_scenario *s, const char *section_key) {
+  const char *dot = strchr(section_key, '.');
+  for (int k = 0; dot && s->autos && k < SCN_NKEYS; k++) {
+    size_t sl = strlen(scn_keys[k].section);
+    if ((size_t)(dot - section_key) == sl && !strncmp(section_key, scn_keys[k].section, sl) &&
+        !strcmp(dot + 1, scn_keys[k].key))
+      return s->autos[SCN_NKEYS + k];
   }
   return 0;
 }
