@@ -440,6 +440,12 @@ int cmd_sim(int argc, char **argv) {
     w.mpi_rank = r ? atoi(r) : 0;
   }
   for (int i = 0; w.warn && i < w.sc.npoints; i++) bs_config_warnings(&w.sc.points[i], add_warning, &w);
+  if (w.warn) bs_sweep_warnings(w.sc.points, w.sc.npoints, add_warning, &w);
+  if (w.warn && bs_scenario_given(&w.sc, "parallel.ranks_per_node")) /* the platform places the ranks */
+    add_warning(
+      "parallel.ranks_per_node: no effect in sim (the topology puts the ranks on nodes; it groups the "
+      "ranks of burstsim run)",
+      &w);
   w.mpi_rank = 0;
   trace_from_scenario(&w);
   if (w.A.trace && w.sc.npoints > 1)
