@@ -405,6 +405,17 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   return report_commit(o, err, n);
 }
 
+/* Every output (--out, --csv, each file of --report) before any work, creating nothing: writable,
+ * none an input or another output. 0, or -1 with "FLAG PATH: why" in err. */
+static int check_outputs(const bs_search_args *A, const bs_scenario *sc, char *err, size_t n) {
+  char rpaths[NREPORT][4096];
+  if (A->report && report_precheck(A->report, rpaths, err, n)) return -1;
+  bs_path_role outs[2 + NREPORT] = {{"--out", A->out}, {"--csv", A->csv}};
+  for (size_t i = 0; i < NREPORT; i++)
+    outs[2 + i] = (bs_path_role){"--report", A->report && *rpaths[i] ? rpaths[i] : NULL};
+  return bs_output_precheck(outs, 2 + NREPORT, A->scenario, sc, A->profile, err, n);
+}
+
 /* Launched by mpirun with more than one rank? (Open MPI's environment, or PMI's.) */
 static int launched_by_mpirun(void) {
   const char *n = getenv("OMPI_COMM_WORLD_SIZE");
@@ -603,16 +614,7 @@ int cmd_search(int argc, char **argv) {
     bs_scenario_free(&sc);
     return 2;
   }
-  char rpaths[NREPORT][4096];
-  if (A.report && report_precheck(A.report, rpaths, err, sizeof err)) {
-    fprintf(stderr, "burstsim search: %s\n", err);
-    bs_scenario_free(&sc);
-    return 2;
-  }
-  bs_path_role outs[2 + NREPORT] = {{"--out", A.out}, {"--csv", A.csv}};
-  for (size_t i = 0; i < NREPORT; i++)
-    outs[2 + i] = (bs_path_role){"--report", A.report && *rpaths[i] ? rpaths[i] : NULL};
-  if (bs_output_precheck(outs, 2 + NREPORT, A.scenario, &sc, A.profile, err, sizeof err)) {
+  if (check_outputs(&A, &sc, err, sizeof err)) {
     fprintf(stderr, "burstsim search: %s\n", err);
     bs_scenario_free(&sc);
     return 2;

@@ -475,6 +475,14 @@ int cmd_sim(int argc, char **argv) {
   }
   for (int i = 0; w.warn && i < w.sc.npoints; i++) bs_config_warnings(&w.sc.points[i], add_warning, &w);
   if (w.warn) bs_sweep_warnings(w.sc.points, w.sc.npoints, add_warning, &w);
+  char key[128];
+  for (int k = 0; w.warn && bs_scenario_key(k, key, sizeof key); k++)
+    if (bs_scenario_repeated(&w.sc, key)) {
+      char t[BS_WARNING_LEN];
+      snprintf(t, sizeof t, "%.64s: a value listed twice (at %.120s): its points are simulated twice", key,
+               bs_scenario_where(&w.sc, key));
+      add_warning(t, &w);
+    }
   if (w.warn && bs_scenario_given(&w.sc, "parallel.ranks_per_node")) /* the platform places the ranks */
     add_warning(
       "parallel.ranks_per_node: no effect in sim (the topology puts the ranks on nodes; it groups the "
