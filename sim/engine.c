@@ -291,7 +291,8 @@ static void say_engine(bs_result *out, const char *what) {
 /*
  * The ranks to the end, in the direct engine when it models the point (opts->engine), else as
  * SimGrid actors; a point the direct engine gives up on half way is set up again and runs in
- * SimGrid. 0, or -1 with the point's first error.
+ * SimGrid. 0, -1 with the point's first error, or -2 under --engine direct for a point the direct
+ * engine cannot run (refused as bad input for this point, as --fold on refuses an unfoldable one).
  */
 static int run_ranks(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, point *pt, int want_links,
                      bs_result *out, char *err, size_t errlen) {
@@ -313,7 +314,7 @@ static int run_ranks(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   }
   if (!direct && opts->engine == BS_ENGINE_DIRECT) {
     snprintf(err, errlen, "--engine direct: this point needs SimGrid: %s (--engine auto runs it there)", why);
-    return -1;
+    return -2;
   }
   if (!direct) {
     char said[240];
@@ -357,9 +358,12 @@ int sim_point(const bs_config *cfg, const bs_sim_opts *opts, const bs_sim_source
   int rc = -2; /* until SimGrid starts: the point itself is not valid */
   if (!point_prepare(cfg, opts, given, &pt, err, errlen)) {
     rc = -1; /* from here on a failure is the simulation's */
+    int ran = -1;
     if (!start_simgrid(cfg, opts, &pt, out, err, errlen) &&
-        !ctx_setup(&ctx, cfg, opts, &pt, links_out != NULL, err, errlen) &&
-        !run_ranks(&ctx, cfg, opts, &pt, links_out != NULL, out, err, errlen)) {
+        !ctx_setup(&ctx, cfg, opts, &pt, links_out != NULL, err, errlen))
+      ran = run_ranks(&ctx, cfg, opts, &pt, links_out != NULL, out, err, errlen);
+    if (ran == -2) rc = -2; /* --engine direct on a point it cannot run: refused */
+    if (ran == 0) {
       if (ctx.links) {
         *links_out = ctx.links;
         *nlinks_out = ctx.nlinks;

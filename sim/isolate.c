@@ -132,6 +132,17 @@ static const char *as_limit_note(void) {
   return note;
 }
 
+/* "the CPU time limit (ulimit -t N) was reached" when a CPU limit is set and sig is how the kernel
+ * enforces it (SIGXCPU at the soft limit, SIGKILL at the hard one), else "". */
+static const char *cpu_limit_note(int sig) {
+  static char note[96];
+  struct rlimit rl;
+  note[0] = '\0';
+  if ((sig == SIGXCPU || sig == SIGKILL) && getrlimit(RLIMIT_CPU, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    snprintf(note, sizeof note, "the CPU time limit (ulimit -t %llu) was reached", (unsigned long long)rl.rlim_cur);
+  return note;
+}
+
 /*
  * The parent while its child simulates: SIGINT, SIGTERM and SIGHUP (unless
  * ignored) are held, so that the parent first kills and reaps the child, then
@@ -278,6 +289,9 @@ static void lost_child_error(int sig, int status, FILE *cap, char *err, size_t e
     snprintf(err, errlen, "out of memory: the simulation process could not allocate%s%s%s",
              has_said ? " (SimGrid: " : "", has_said ? said : "", has_said ? ")" : "");
   else if (has_said) snprintf(err, errlen, "SimGrid stopped the simulation: %s", said);
+  else if (WIFSIGNALED(status) && cpu_limit_note(WTERMSIG(status))[0])
+    snprintf(err, errlen, "the simulation process died of signal %d: %s", WTERMSIG(status),
+             cpu_limit_note(WTERMSIG(status)));
   else if (WIFSIGNALED(status) && as_limit_note()[0])
     snprintf(err, errlen, "the simulation process died of signal %d, most likely out of memory", WTERMSIG(status));
   else if (WIFSIGNALED(status))
@@ -288,7 +302,7 @@ static void lost_child_error(int sig, int status, FILE *cap, char *err, size_t e
   else
     snprintf(err, errlen, "the simulation process ended (status %d) without a result",
              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  if (oom || (WIFSIGNALED(status) && as_limit_note()[0])) {
+  if (oom || (WIFSIGNALED(status) && !cpu_limit_note(WTERMSIG(status))[0] && as_limit_note()[0])) {
     size_t n = strlen(err);
     snprintf(err + n, errlen > n ? errlen - n : 0, "%s", as_limit_note());
   }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "calib/bench_kernels.h"
+#include "calib/blas_core.h"
 #include "cmd_args.h"
 #include "commands.h"
 #include "kernels/attn.h"
@@ -91,6 +92,7 @@ int cmd_bench(int argc, char **argv) {
     bench_usage(stdout);
     return 0;
   }
+  bs_blas_core_warn("bench");
   const char *json = A.json;
   bs_bench_opts o;
   memset(&o, 0, sizeof o);

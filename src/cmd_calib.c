@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/fileio.h"
+#include "calib/blas_core.h"
 #include "calib/calib.h"
 #include "cmd_args.h"
 #include "commands.h"
@@ -69,6 +70,7 @@ int cmd_calib(int argc, char **argv) {
     calib_usage(stdout);
     return 0;
   }
+  if (!A.backend && !A.no_kernels) bs_blas_core_warn("calib");
   bs_calib_opts o;
   bs_calib_opts_default(&o);
   const char *out = A.out, *plots = A.plots;

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
+#include "calib/blas_core.h"
 #include "runtime/digest.h"
 #include "runtime/runtime.h"
 #include "runtime/watchdog.h"
@@ -316,6 +317,7 @@ int cmd_run(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
+  if (!A.backend) bs_blas_core_warn("run");
   const char *scen = A.scenario, *out = A.out, *trace = A.trace;
   char **sets = A.sets;
   int nsets = A.nsets, overlap = A.overlap, reps = A.reps;

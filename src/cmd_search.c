@@ -265,30 +265,51 @@ static void dat_row(FILE *f, const bs_cand *c) {
                                                      : "");
 }
 
-/* DIR/front.dat, DIR/front.gp, DIR/front.png (when gnuplot runs) and DIR/report.md. */
-static int write_report(const char *dir, const char *scenario, const bs_search *s, const int *rank, int nr,
-                        const int *front, int nf, int K, char *err, size_t n) {
-  if (mkdir(dir, 0777) && errno != EEXIST) {
-    snprintf(err, n, "--report %.900s: %s", dir, strerror(errno));
+/* The files --report writes into its directory, each checked as an output before any work. */
+static const char *const report_files[] = {"front.dat", "front.gp", "front.png", "report.md"};
+#define NREPORT (sizeof report_files / sizeof report_files[0])
+
+/* --report DIR before any work: a directory that can be written (or made), and, when it exists, each
+ * of its files a writable output that is no input and no other output (--out, --csv). paths gets the
+ * file names (NREPORT of them; empty when DIR does not exist yet: nothing in it can be an input).
+ * 0, or -1 with "--report ...: why" in err. */
+static int report_precheck(const char *dir, char paths[][4096], char *err, size_t n) {
+  char why[1024];
+  if (bs_out_check_dir(dir, why, sizeof why)) {
+    snprintf(err, n, "--report %.900s", why);
     return -1;
   }
-  char p[4096];
-  snprintf(p, sizeof p, "%s/front.dat", dir);
-  FILE *f = fopen(p, "w");
-  if (!f) {
-    snprintf(err, n, "--report %.900s: %s", p, strerror(errno));
-    return -1;
+  struct stat st;
+  int exists = stat(dir, &st) == 0;
+  for (size_t i = 0; i < NREPORT; i++) {
+    paths[i][0] = '\0';
+    if (exists) snprintf(paths[i], 4096, "%.3900s/%s", dir, report_files[i]);
   }
-  fprintf(f, "# peak_GiB step_s label (the Pareto front); then every simulated point\n");
-  for (int i = 0; i < nf; i++) dat_row(f, &s->c[front[i]]);
-  fprintf(f, "\n\n");
-  for (int i = 0; i < nr; i++) dat_row(f, &s->c[rank[i]]);
-  fclose(f);
-  snprintf(p, sizeof p, "%s/front.gp", dir);
-  if (!(f = fopen(p, "w"))) {
-    snprintf(err, n, "--report %.900s: %s", p, strerror(errno));
-    return -1;
-  }
+  return 0;
+}
+
+/* DIR/NAME opened through base/fileio (written whole or not at all). */
+static bs_outfile *report_open(const char *dir, const char *name, char *err, size_t n) {
+  char p[4096], why[1024];
+  snprintf(p, sizeof p, "%.3900s/%s", dir, name);
+  bs_outfile *o = bs_out_open(p, why, sizeof why);
+  if (!o) snprintf(err, n, "--report %.900s", why);
+  return o;
+}
+static int report_commit(bs_outfile *o, char *err, size_t n) {
+  char why[1024];
+  if (!bs_out_commit(o, why, sizeof why)) return 0;
+  snprintf(err, n, "--report %.900s", why);
+  return -1;
+}
+
+/* DIR/front.gp, and DIR/front.png drawn from it by gnuplot when there is a front; a front.png that
+ * gnuplot did not draw (it failed, or left an empty file) is removed. 1 when plotted, 0 when not,
+ * -1 on a write error. */
+static int write_plot(const char *dir, const bs_search *s, int nf, char *err, size_t n) {
+  bs_outfile *o = report_open(dir, "front.gp", err, n);
+  if (!o) return -1;
+  FILE *f = bs_out_stream(o);
   double cap = s->n ? gib(s->c[0].walk.capacity_bytes) : 0;
   fprintf(f,
           "# The Pareto front of step time against peak memory (burstsim search). gnuplot front.gp\n"
@@ -304,20 +325,45 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
           "     'front.dat' index 0 u 1:2 w lp pt 7 lc rgb '#c03030' t 'Pareto front', \\\n"
           "     'front.dat' index 0 u 1:2:3 w labels offset 1,0.6 left notitle\n");
   fprintf(f, "# every point fits the capacity less the reserve: %.2f GiB\n", cap);
-  fclose(f);
-  char cmd[8400];
+  if (report_commit(o, err, n)) return -1;
+  char cmd[8400], png[4096];
   snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot front.gp 2>/dev/null", dir);
-  int plotted = !strchr(dir, '\'') && system(cmd) == 0;
-  snprintf(p, sizeof p, "%s/report.md", dir);
-  if (!(f = fopen(p, "w"))) {
-    snprintf(err, n, "--report %.900s: %s", p, strerror(errno));
+  snprintf(png, sizeof png, "%.3900s/front.png", dir);
+  int plotted = nf > 0 && !strchr(dir, '\'') && system(cmd) == 0;
+  struct stat st;
+  if (plotted && (stat(png, &st) || st.st_size == 0)) plotted = 0;
+  if (!plotted) unlink(png);
+  return plotted;
+}
+
+/* DIR/front.dat, DIR/front.gp, DIR/front.png (when gnuplot runs) and DIR/report.md. */
+static int write_report(const char *dir, const char *scenario, const bs_search *s, const int *rank, int nr,
+                        const int *front, int nf, int K, char *err, size_t n) {
+  if (mkdir(dir, 0777) && errno != EEXIST) {
+    snprintf(err, n, "--report %.900s: %s", dir, strerror(errno));
     return -1;
   }
+  bs_outfile *o = report_open(dir, "front.dat", err, n);
+  if (!o) return -1;
+  FILE *f = bs_out_stream(o);
+  fprintf(f, "# peak_GiB step_s label (the Pareto front); then every simulated point\n");
+  for (int i = 0; i < nf; i++) dat_row(f, &s->c[front[i]]);
+  fprintf(f, "\n\n");
+  for (int i = 0; i < nr; i++) dat_row(f, &s->c[rank[i]]);
+  if (report_commit(o, err, n)) return -1;
+  int plotted = write_plot(dir, s, nf, err, n);
+  if (plotted < 0) return -1;
+  double cap = s->n ? gib(s->c[0].walk.capacity_bytes) : 0;
+  if (!(o = report_open(dir, "report.md", err, n))) return -1;
+  f = bs_out_stream(o);
   const bs_config *c0 = &s->c[0].cfg;
   fprintf(f, "# burstsim search: %s\n\n", scenario);
   fprintf(f, "%s %s, %lld tokens x %lld, %s scope, %d GPUs of %s (profile %s).\n\n", c0->model.preset,
           bs_phase_name(c0->work.phase), (long long)c0->work.seq_len, (long long)c0->work.batch,
           bs_scope_name(c0->work.scope), c0->par.gpus, c0->cluster.topology, c0->cluster.profile);
+  if (s->interrupted)
+    fprintf(f, "**Interrupted**: %d candidates were not examined; what follows is the best of those that were.\n\n",
+            s->skipped);
   fprintf(f, "## Top %d\n\n| # | configuration | step (s) | compute (s) | exposed comm (s) | peak (GiB) |\n", K);
   fprintf(f, "|---|---|---|---|---|---|\n");
   for (int i = 0; i < nr && i < K; i++) {
@@ -338,6 +384,7 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   }
   fprintf(f, "\n## Pareto front of step time against peak memory\n\n");
   if (plotted) fprintf(f, "![front](front.png)\n\n");
+  else if (!nf) fprintf(f, "(no simulated configuration fits: nothing to plot)\n\n");
   else fprintf(f, "(gnuplot did not run: `gnuplot front.gp` in this directory draws front.png)\n\n");
   fprintf(f, "| step (s) | peak (GiB) | configuration |\n|---|---|---|\n");
   for (int i = 0; i < nf; i++) {
@@ -347,14 +394,26 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   }
   fprintf(f,
           "\n## Counts\n\n%d candidates: %d illegal, %d legal; %d pruned by memory (capacity %.2f GiB), %d "
-          "pruned by bound, %d simulated, %d failed; a brute force would simulate %d. %.1f s (walks %.1f s, "
+          "pruned by bound, %d simulated, %d failed%s; a brute force would simulate %d. %.1f s (walks %.1f s, "
           "simulations %.1f s).\n",
           s->n, illegal_count(s), s->legal, s->memory, cap, s->bound, s->simulated, s->failed,
-          s->legal - s->memory + s->memory_by_sim, s->wall_s, s->walk_s, s->wall_s - s->walk_s);
+          s->interrupted ? ", interrupted" : "", s->legal - s->memory + s->memory_by_sim, s->wall_s, s->walk_s,
+          s->wall_s - s->walk_s);
+  if (s->skipped) fprintf(f, "\nInterrupted: %d candidates not examined.\n", s->skipped);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "\n- illegal x%d: %s", s->reasons[i].count, s->reasons[i].example);
   fprintf(f, "\n");
-  fclose(f);
-  return 0;
+  return report_commit(o, err, n);
+}
+
+/* Every output (--out, --csv, each file of --report) before any work, creating nothing: writable,
+ * none an input or another output. 0, or -1 with "FLAG PATH: why" in err. */
+static int check_outputs(const bs_search_args *A, const bs_scenario *sc, char *err, size_t n) {
+  char rpaths[NREPORT][4096];
+  if (A->report && report_precheck(A->report, rpaths, err, n)) return -1;
+  bs_path_role outs[2 + NREPORT] = {{"--out", A->out}, {"--csv", A->csv}};
+  for (size_t i = 0; i < NREPORT; i++)
+    outs[2 + i] = (bs_path_role){"--report", A->report && *rpaths[i] ? rpaths[i] : NULL};
+  return bs_output_precheck(outs, 2 + NREPORT, A->scenario, sc, A->profile, err, n);
 }
 
 /* Launched by mpirun with more than one rank? (Open MPI's environment, or PMI's.) */
@@ -455,6 +514,26 @@ static const struct {
 };
 #define NSEARCHED (sizeof searched / sizeof searched[0])
 
+/* What a search holds fixed and ranks over: a list in the model, the workload, the cluster or
+ * parallel.gpus (outside the searched keys) would rank different workloads against each other.
+ * 0, or -1 with the first such key named in err. */
+static int fixed_keys_single(const bs_scenario *sc, char *err, size_t n) {
+  char key[128];
+  for (int i = 0; bs_scenario_key(i, key, sizeof key); i++) {
+    int fixed = !strncmp(key, "model.", 6) || !strncmp(key, "workload.", 9) || !strncmp(key, "cluster.", 8) ||
+                !strcmp(key, "parallel.gpus");
+    for (size_t j = 0; fixed && j < NSEARCHED; j++) fixed = strcmp(key, searched[j].key) != 0;
+    if (fixed && bs_scenario_listed(sc, key)) {
+      snprintf(err, n,
+               "%s: a list of values (at %s): search ranks configurations of one workload on one cluster; "
+               "run one search per value (or `burstsim sim` for the sweep)",
+               key, bs_scenario_where(sc, key));
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* Which keys the scenario leaves to the search. */
 static void searched_autos(const bs_scenario *sc, bs_search_autos *au) {
   memset(au, 0, sizeof *au);
@@ -518,6 +597,11 @@ int cmd_search(int argc, char **argv) {
     fprintf(stderr, "burstsim search: %s%s\n", err, dr ? " search (on and off searched)" : "");
     return 2;
   }
+  if (fixed_keys_single(&sc, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    bs_scenario_free(&sc);
+    return 2;
+  }
   bs_search_autos au;
   searched_autos(&sc, &au);
   lists_to_search(&sc, &au);
@@ -530,8 +614,7 @@ int cmd_search(int argc, char **argv) {
     bs_scenario_free(&sc);
     return 2;
   }
-  const bs_path_role outs[] = {{"--out", A.out}, {"--csv", A.csv}};
-  if (bs_output_precheck(outs, 2, A.scenario, &sc, A.profile, err, sizeof err)) {
+  if (check_outputs(&A, &sc, err, sizeof err)) {
     fprintf(stderr, "burstsim search: %s\n", err);
     bs_scenario_free(&sc);
     return 2;
@@ -603,7 +686,13 @@ int cmd_search(int argc, char **argv) {
   if (top && k) bs_output_table(tf, top, k);
   print_summary(tf, &s, rank, nr, front, nf, A.top);
   rc = nr ? 0 : 1;
-  if (!nr) fprintf(stderr, "burstsim search: no configuration fits (%d legal, %d past memory)\n", s.legal, s.memory);
+  if (!nr && s.interrupted)
+    fprintf(stderr,
+            "burstsim search: interrupted before any configuration was found: %d of %d legal candidates not "
+            "examined (%d simulated, %d past memory, %d pruned by bound)\n",
+            s.skipped, s.legal, s.simulated, s.memory, s.bound);
+  else if (!nr)
+    fprintf(stderr, "burstsim search: no configuration fits (%d legal, %d past memory)\n", s.legal, s.memory);
   if (A.out && write_json(A.out, &s, top, k, rank, nr, front, nf, A.top, err, sizeof err)) {
     fprintf(stderr, "burstsim search: --out %s\n", err);
     rc = 1;

@@ -189,6 +189,40 @@ static void add_warning(const char *text, void *ctx) {
   if (w->mpi_rank == 0) fprintf(stderr, "burstsim sim: warning: %s\n", text);
 }
 
+/* Figures no device can give, said as warnings naming the point and the figure: a step, compute or
+ * exposed communication time that is not positive (a step) or negative, a model FLOP rate above the
+ * profile's dense peak (MFU above 100 %: kernel rates above the device's peak in the profile). */
+static void result_sanity(sweep *w) {
+  char t[BS_WARNING_LEN];
+  for (int i = 0; i < w->sc.npoints; i++) {
+    const bs_result *r = &w->res[i];
+    if (!bs_result_has_figures(r)) continue;
+    char who[96];
+    snprintf(who, sizeof who, "point %d (%s, %d GPUs, %lld tokens)", i + 1, bs_method_name(r->cfg.par.method),
+             r->cfg.par.gpus, (long long)r->cfg.work.seq_len);
+    const struct {
+      const char *name;
+      double v;
+      int zero_ok;
+    } times[] = {{"time_s.step", r->time.step, 0},
+                 {"time_s.compute", r->time.compute, 1},
+                 {"time_s.comm_exposed", r->time.comm_exposed, 1}};
+    for (size_t k = 0; k < sizeof times / sizeof times[0]; k++)
+      if (!isfinite(times[k].v) || times[k].v < 0 || (!times[k].zero_ok && times[k].v == 0)) {
+        snprintf(t, sizeof t, "%s: %s = %g s is %s: not a time a step can take", who, times[k].name, times[k].v,
+                 times[k].zero_ok ? "negative" : "not positive");
+        add_warning(t, w);
+      }
+    double mfu = bs_result_mfu(r);
+    if (isfinite(mfu) && mfu > 1.0) {
+      snprintf(t, sizeof t,
+               "%s: MFU %.1f %% is above 100 %% of the profile's device.peak_flops: check its kernel rates", who,
+               100 * mfu);
+      add_warning(t, w);
+    }
+  }
+}
+
 /* "1.2 s", "3 min 4 s", "2 h 5 min" for a progress line. */
 static void human_span(char *dst, size_t n, double s) {
   if (s < 10) snprintf(dst, n, "%.2f s", s);
@@ -440,6 +474,20 @@ int cmd_sim(int argc, char **argv) {
     w.mpi_rank = r ? atoi(r) : 0;
   }
   for (int i = 0; w.warn && i < w.sc.npoints; i++) bs_config_warnings(&w.sc.points[i], add_warning, &w);
+  if (w.warn) bs_sweep_warnings(w.sc.points, w.sc.npoints, add_warning, &w);
+  char key[128];
+  for (int k = 0; w.warn && bs_scenario_key(k, key, sizeof key); k++)
+    if (bs_scenario_repeated(&w.sc, key)) {
+      char t[BS_WARNING_LEN];
+      snprintf(t, sizeof t, "%.64s: a value listed twice (at %.120s): its points are simulated twice", key,
+               bs_scenario_where(&w.sc, key));
+      add_warning(t, &w);
+    }
+  if (w.warn && bs_scenario_given(&w.sc, "parallel.ranks_per_node")) /* the platform places the ranks */
+    add_warning(
+      "parallel.ranks_per_node: no effect in sim (the topology puts the ranks on nodes; it groups the "
+      "ranks of burstsim run)",
+      &w);
   w.mpi_rank = 0;
   trace_from_scenario(&w);
   if (w.A.trace && w.sc.npoints > 1)
@@ -468,6 +516,7 @@ int cmd_sim(int argc, char **argv) {
     int n = w.sc.npoints;
     rc = w.failed ? 1 : w.invalid == n ? 2 : 0;
   } else {
+    if (w.warn) result_sanity(&w);
     rc = write_outputs(&w);
     trace_said(&w);
   }

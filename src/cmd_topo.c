@@ -23,7 +23,8 @@ static void topo_usage(FILE *f) {
           "one host, cpu, runs every rank (so does any platform with a single host).\n"
           "Links named CLASS-... take their values from the profile when simulated.\n"
           "\n"
-          "  --nodes N           nodes (nvl72: racks of 72 GPUs), 1 .. 2^20 (default 1; host: ignored)\n"
+          "  --nodes N           nodes (nvl72: racks of 72 GPUs), 1 .. 2^20 / GPUs per node: at most 2^20 ranks\n"
+          "                      in all (default 1; host: ignored)\n"
           "  --gpus G            ranks on the host, 1 .. 2^20 (host topology only, default 2)\n"
           "  --profile P         profile name or JSON file\n"
           "  --nodes-per-leaf L  dgx, nvl72: nodes under one leaf switch of a rail, 1 .. 2^20 (default 16; nvl72: 8)\n"
@@ -56,6 +57,13 @@ int cmd_topo(int argc, char **argv) {
   if (leaf) p.nodes_per_leaf = (int)leaf;
   if (oversub) p.oversub = oversub;
   if (gpus && !strcmp(name, "host")) p.gpus_per_node = (int)gpus;
+  if ((long)p.nodes * p.gpus_per_node > 1L << 20) { /* the generators' limit: 2^20 ranks in all */
+    fprintf(stderr,
+            "burstsim topo: --nodes %d: %s has %d GPUs per node and a generated platform at most 2^20 = 1048576 "
+            "ranks: --nodes at most %ld\n",
+            p.nodes, name, p.gpus_per_node, (1L << 20) / p.gpus_per_node);
+    return 2;
+  }
   bs_profile *prof = calloc(1, sizeof *prof);
   if (!prof) {
     fprintf(stderr, "burstsim topo: out of memory\n");

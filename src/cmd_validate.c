@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include "base/vec.h"
 #include "calib/validate.h"
+#include "calib/blas_core.h"
 #include "cmd_args.h"
 #include "commands.h"
 #include "output.h"
@@ -259,6 +260,7 @@ int cmd_validate(int argc, char **argv) {
   }
   /* The predictions fork simulations: no OpenBLAS pool here; mpirun gets the user's setting back. */
   bs_sim_single_blas_thread();
+  if (!A.backend) bs_blas_core_warn("validate");
   if (A.profile) { /* a name of calib/profiles (as sim takes it) or a FILE.json, loaded and checked now */
     char err[1024];
     bs_config c;

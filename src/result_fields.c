@@ -107,6 +107,7 @@ static double model_tflops_per_gpu(const bs_result *r) {
 }
 static double peak_tflops_per_gpu(const bs_result *r) { return profile_peak(r) / 1e12; }
 static double mfu(const bs_result *r) { return model_tflops_per_gpu(r) / peak_tflops_per_gpu(r); }
+double bs_result_mfu(const bs_result *r) { return mfu(r); }
 /* Capacity less the peak (negative: out of memory); NaN when the capacity is not known. */
 static double headroom_bytes(const bs_result *r) {
   return r->mem.capacity_bytes > 0 ? (double)r->mem.capacity_bytes - (double)r->mem.peak_bytes_max : NAN;

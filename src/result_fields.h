@@ -67,6 +67,8 @@ typedef struct bs_field {
 int bs_result_has_figures(const bs_result *r);
 /* "ok", "refused" (the method or platform cannot run the point) or "failed". */
 const char *bs_result_status(const bs_result *r);
+/* Model FLOP/s per GPU over the profile's dense peak (device.peak_flops); NaN when either is unknown. */
+double bs_result_mfu(const bs_result *r);
 
 /* The rows of a result, in JSON order; the rows of one entry of its "ranks" array. */
 const bs_field *bs_result_fields(int *n);

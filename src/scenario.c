@@ -83,6 +83,21 @@ static char *default_where(const parse_state *st, int k) {
   return w;
 }
 
+/* Whether a key's list holds one value twice, by what the values set (64K and 65536 are one). */
+static int repeated_value(const entry *e, const key_def *def) {
+  bs_config a, b;
+  char why[256];
+  for (int i = 0; i < e->nvalues; i++)
+    for (int j = i + 1; j < e->nvalues; j++) {
+      bs_config_default(&a);
+      bs_config_default(&b);
+      if (!def->set(&a, e->values[i], why, sizeof why) && !def->set(&b, e->values[j], why, sizeof why) &&
+          !memcmp(&a, &b, sizeof a))
+        return 1;
+    }
+  return 0;
+}
+
 int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   err[0] = '\0';
@@ -170,11 +185,17 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
     }
   }
   out->where = calloc(SCN_NKEYS, sizeof *out->where);
-  out->autos = malloc(SCN_NKEYS);
+  out->autos = malloc(3 * SCN_NKEYS);
   if (!out->autos) {
     free(out->where);
     out->where = NULL;
-  } else memcpy(out->autos, st->autod, SCN_NKEYS);
+  } else {
+    memcpy(out->autos, st->autod, SCN_NKEYS);
+    for (int k = 0; k < SCN_NKEYS; k++) {
+      out->autos[SCN_NKEYS + k] = st->have[k] && st->entries[k].nvalues > 1;
+      out->autos[2 * SCN_NKEYS + k] = st->have[k] && repeated_value(&st->entries[k], &scn_keys[k]);
+    }
+  }
   for (int k = 0; out->where && k < SCN_NKEYS; k++)
     if (!(out->where[k] = st->have[k] ? strdup(st->entries[k].where) : default_where(st, k))) {
       for (int j = 0; j < k; j++) free(out->where[j]);
@@ -236,6 +257,20 @@ int bs_scenario_given_auto(const bs_scenario *s, const char *section_key) {
   }
   return 0;
 }
+
+/* Block `block` of the autos array (0 auto, 1 listed, 2 repeated) for a key; 0 for no key. */
+static int key_flag(const bs_scenario *s, const char *section_key, int block) {
+  const char *dot = strchr(section_key, '.');
+  for (int k = 0; dot && s->autos && k < SCN_NKEYS; k++) {
+    size_t sl = strlen(scn_keys[k].section);
+    if ((size_t)(dot - section_key) == sl && !strncmp(section_key, scn_keys[k].section, sl) &&
+        !strcmp(dot + 1, scn_keys[k].key))
+      return s->autos[block * SCN_NKEYS + k];
+  }
+  return 0;
+}
+int bs_scenario_listed(const bs_scenario *s, const char *section_key) { return key_flag(s, section_key, 1); }
+int bs_scenario_repeated(const bs_scenario *s, const char *section_key) { return key_flag(s, section_key, 2); }
 
 const char *bs_scenario_key(int i, char *buf, size_t n) {
   if (i < 0 || i >= SCN_NKEYS) return NULL;

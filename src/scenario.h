@@ -14,7 +14,8 @@ typedef struct {
   int npoints;
   char path[PATH_MAX];
   char **where; /* per key of the table: "FILE:LINE" or "--set[i]", or as bs_scenario_where */
-  /* per key of the table: given as auto (bs_scenario_auto_keys) */
+  /* per key of the table: given as auto (bs_scenario_auto_keys); then, per key again, given as a
+   * list of more than one value (bs_scenario_listed); then, per key, a list with a value twice */
   unsigned char *autos;
 } bs_scenario;
 
@@ -48,6 +49,11 @@ void bs_scenario_auto_keys(const char *const *section_keys);
 int bs_scenario_given(const bs_scenario *s, const char *section_key);
 /* Whether one of those keys was given as auto (its last value, in the file or by --set). */
 int bs_scenario_given_auto(const bs_scenario *s, const char *section_key);
+
+/* Whether a key was given a list of more than one value (a sweep over it). */
+int bs_scenario_listed(const bs_scenario *s, const char *section_key);
+/* Whether a key's list holds one value twice (compared by what the values set). */
+int bs_scenario_repeated(const bs_scenario *s, const char *section_key);
 
 /* The i-th key of the table as "section.key" (tests walk every key), or NULL past the end. */
 const char *bs_scenario_key(int i, char *buf, size_t n);

@@ -205,6 +205,10 @@ static int set_straggler(bs_config *c, const char *v, char *why, size_t n) {
   if (split_colon(v, a, sizeof a, &f, "RANK:FACTOR (17:1.5)", why, n) ||
       scn_parse_int64(a, 0, 1 << 20, 0, &r, why, n) || parse_factor(f, 1e300, &x, why, n))
     return -1;
+  if (x < 1e-3 || x > 1e3) { /* a rank 1000 times slower, or faster, is no straggler but a slip */
+    snprintf(why, n, "factor %g is outside [0.001, 1000] (the straggler's compute time multiplier)", x);
+    return -1;
+  }
   c->cluster.straggler_rank = (int)r;
   c->cluster.straggler_factor = x;
   return 0;
@@ -323,7 +327,8 @@ const key_def scn_keys[] = {
   {"cluster", "nodes_per_leaf", set_nodes_per_leaf,
    "dgx, nvl72: nodes under one leaf switch (default 16, nvl72 8; --nodes-per-leaf wins)"},
   {"cluster", "oversub", set_oversub, "dgx, nvl72: leaf oversubscription, 1 .. 1e6 (default 1; --oversub wins)"},
-  {"cluster", "straggler", set_straggler, "none | RANK:F (sim: that rank's COMPUTE takes F times longer)"},
+  {"cluster", "straggler", set_straggler,
+   "none | RANK:F, F in [0.001, 1000] (sim: that rank's COMPUTE takes F times longer)"},
   {"cluster", "degrade", set_degrade, "none | CLASS:F | CLASS@NODE:F (sim: links of a class at F of their bandwidth)"},
   {"cluster", "failed_nics", set_failed_nics, "none | NODE:K | all:K (sim: K NICs of a node, or of every node, down)"},
   {"output", "trace", set_trace, "on | off"},

@@ -8,6 +8,42 @@
 
 #include <stdio.h>
 
+static void say_kv_drop(char *t, size_t n, const bs_workload *w, void (*say)(const char *, void *), void *ctx) {
+  snprintf(t, n, "workload.kv_cache: drop has no effect outside phase prefill (%s keeps no cache to drop)",
+           bs_phase_name(w->phase));
+  say(t, ctx);
+}
+
+/* Parallel keys that only one method or schedule reads (plans/create.c, plans/tp.c,
+ * plans/ulysses.c): a value other than the default that no point of the sweep reads changes
+ * nothing (a sweep over methods may set one for the points that read it). */
+void bs_sweep_warnings(const bs_config *pts, int n, void (*say)(const char *text, void *ctx), void *ctx) {
+  char t[BS_WARNING_LEN];
+  int chunks = 0, interleaved = 0, degree = 0, usp = 0, v3 = 0, tp = 0;
+  for (int i = 0; i < n; i++) {
+    const bs_parallel *p = &pts[i].par;
+    if (p->pp_chunks != 2) chunks = p->pp_chunks;
+    interleaved |= p->pp_schedule == BS_PP_INTERLEAVED;
+    if (p->ulysses_degree != 8) degree = p->ulysses_degree;
+    usp |= p->method == BS_USP;
+    v3 |= p->tp_variant == 3;
+    tp |= p->method == BS_TP || p->tp > 1;
+  }
+  if (chunks && !interleaved) {
+    snprintf(t, sizeof t, "parallel.pp_chunks: %d has no effect without parallel.pp_schedule = interleaved", chunks);
+    say(t, ctx);
+  }
+  if (degree && !usp) {
+    snprintf(t, sizeof t, "parallel.ulysses_degree: %d has no effect without method usp (usp alone reads it)", degree);
+    say(t, ctx);
+  }
+  if (v3 && !tp) {
+    snprintf(t, sizeof t,
+             "parallel.tp_variant: v3 has no effect without tensor parallelism (method tp, or parallel.tp > 1)");
+    say(t, ctx);
+  }
+}
+
 void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *ctx), void *ctx) {
   char t[BS_WARNING_LEN];
   const bs_workload *w = &c->work;
@@ -63,6 +99,8 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
              "all-to-all crosses the nodes)");
     say(t, ctx);
   }
+  if (w->kv_cache == BS_KV_DROP && w->phase != BS_PREFILL) /* layer and model scope refuse it */
+    say_kv_drop(t, sizeof t, w, say, ctx);
   if (!attn && m->hidden > 0 && m->heads * m->head_dim != m->hidden) {
     snprintf(t, sizeof t,
              "model.heads * model.head_dim = %lld * %lld = %lld, not model.hidden = %lld: accepted "

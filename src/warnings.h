@@ -14,5 +14,8 @@
 
 /* Calls say(text, ctx) for each warning of c; each text starts with the key at fault. */
 void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *ctx), void *ctx);
+/* The same for the keys a sweep may set for some of its points only (pp_chunks, ulysses_degree,
+ * tp_variant): said when no point of the n reads the value. */
+void bs_sweep_warnings(const bs_config *pts, int n, void (*say)(const char *text, void *ctx), void *ctx);
 
 #endif

@@ -113,6 +113,55 @@ search_out_stdout_alone)
   "$bs" search "$src/tests/search/search.ini" --quiet --out - >out.json 2>err || fail "search --out - failed"
   is_json out.json || { cp out.json "$log"; fail "stdout is not the search JSON alone"; }
   grep -q "^method" err || { cp err "$log"; fail "the table is not on stderr"; } ;;
+search_report_is_input)
+  # --report DIR writes DIR/front.dat, front.gp, front.png, report.md: none may be an input.
+  sargs="--set parallel.method=ring --set parallel.tp=1 --quiet"
+  mkdir d; cp "$src/tests/search/search.ini" d/front.gp; cp d/front.gp before.ini
+  run 2 "--report d/front.gp: the same file as the scenario" "$bs" search d/front.gp $sargs --report d
+  cmp -s d/front.gp before.ini || fail "the scenario saved as front.gp was overwritten"
+  mkdir e; cp before.ini s.ini; ln -s ../s.ini e/report.md
+  run 2 "--report e/report.md: the same file as the scenario s.ini" "$bs" search s.ini $sargs --report e
+  cmp -s s.ini before.ini || fail "the scenario was overwritten through e/report.md" ;;
+search_report_equals_out)
+  sargs="--set parallel.method=ring --set parallel.tp=1 --quiet"
+  mkdir d
+  run 2 "--report d/report.md: the same file as --out d/report.md" "$bs" search "$src/tests/search/search.ini" \
+    $sargs --report d --out d/report.md
+  run 2 "--report d/front.dat: the same file as --csv d/front.dat" "$bs" search "$src/tests/search/search.ini" \
+    $sargs --report d --csv d/front.dat
+  [ -z "$(ls d)" ] || fail "files were written: $(ls d)" ;;
+search_report_checked_first)
+  # a file, a missing parent: refused before the search (exit 2), nothing made
+  sargs="--set parallel.method=ring --set parallel.tp=1 --quiet"
+  echo keep >f
+  run 2 "--report f: exists and is not a directory" "$bs" search "$src/tests/search/search.ini" $sargs --report f \
+    --out out.json
+  [ "$(cat f)" = keep ] && [ ! -e out.json ] || fail "something was written"
+  run 2 "--report nope/r: directory nope" "$bs" search "$src/tests/search/search.ini" $sargs --report nope/r
+  [ ! -e nope ] || fail "nope was made" ;;
+search_report_no_empty_png)
+  # nothing fits (16M tokens): no front.png, not even an empty one, and the report says why
+  run 1 "no configuration fits" "$bs" search "$src/tests/search/search.ini" --set parallel.method=ring \
+    --set parallel.tp=1 --set workload.seq_len=16M --quiet --report d
+  [ ! -e d/front.png ] || fail "front.png left ($(wc -c <d/front.png) bytes)"
+  grep -q "nothing to plot" d/report.md || fail "report.md does not say why there is no plot" ;;
+search_interrupted)
+  # SIGINT during the first simulation (about 9 s): not "no configuration fits" but what was not
+  # examined, on stderr, in report.md and in the JSON
+  "$bs" search "$src/tests/search/search.ini" --quiet --set parallel.gpus=2048 --set workload.seq_len=8M \
+    --set parallel.method=ring --set parallel.tp=1 --set workload.scope=layer --top 1 --top-only \
+    --report d --out out.json >"$log" 2>&1 &
+  pid=$!
+  sleep 1
+  kill -INT "$pid"
+  wait "$pid"
+  rc=$?
+  [ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
+  grep -q "no configuration fits" "$log" && fail "an interrupted search says no configuration fits"
+  grep -q "interrupted before any configuration was found: 3 of 3 legal candidates not examined" "$log" ||
+    fail "stderr does not say what was not examined"
+  grep -q "Interrupted.*3 candidates were not examined" d/report.md || fail "report.md does not say it was interrupted"
+  grep -q '"interrupted":[[:space:]]*true' out.json || fail "the JSON does not say it was interrupted" ;;
 run_out_stdout_alone)
   mpi -np 2 "$bs" run "$src/tests/runtime/small.ini" --out - >out.json 2>err || fail "the run failed"
   is_json out.json || { cp out.json "$log"; fail "stdout is not the run JSON alone"; }
