@@ -11,7 +11,9 @@
  * it applies, and the two reduced models run as plain points
  * (bs_sim_run_source). tests/sim/test_layers.c checks it against the
  * straightforward run of a deeper model (within 0.1 %); opts->layers =
- * BS_OFF simulates every layer. Pipeline stages (parallel.pp > 1) simulate
+ * BS_OFF simulates every layer, as does an extension that leaves a time's
+ * range (waiting for peers can shrink from 3 to 4 layers; sim.network says
+ * so). Pipeline stages (parallel.pp > 1) simulate
  * every layer: a 1F1B step is the longest path through the stages' tasks, a
  * maximum of sums linear in the layers, which a straight line through two
  * depths need not follow. Whether it applies (bs_sim_layers_apply) is an
@@ -53,6 +55,54 @@ static const char *ext_counts(const bs_result *a, bs_result *out, int64_t k) {
     if (exti(y->peak_bytes, x->peak_bytes, k, &x->peak_bytes)) return "memory.peak_bytes";
   }
   return NULL;
+}
+
+/* A time the layer shortcut extended is a time: >= -tol, waiting for peers within the exposed time. */
+static int extended_time_ok(double wait_for_peers, double exposed, double tol) {
+  return wait_for_peers >= -tol && exposed >= -tol && wait_for_peers <= exposed + tol;
+}
+
+/*
+ * The layer shortcut's straight line through 3 and 4 layers (layers.c) holds for sums over a rank's
+ * ops; waiting for peers is where ranks meet, and can shrink from 3 to 4 layers, so that its line
+ * leaves [0, exposed] at L layers. 1 when every extended time is in range: the point's figures
+ * exactly (sim_check_times refuses a negative one), a rank's and explain's parts within rounding
+ * (1e-9 of the step).
+ */
+static int extension_sound(const bs_result *r) {
+  const bs_times *t = &r->time;
+  double tol = 1e-9 * t->step;
+  if (!(t->step >= 0 && t->fwd >= 0 && t->bwd >= 0 && t->compute >= 0 && t->wait_for_peers >= 0) ||
+      !extended_time_ok(t->wait_for_peers, t->comm_exposed, tol))
+    return 0;
+  for (int i = 0; r->ranks && i < r->nranks; i++) {
+    const bs_rank_result *x = &r->ranks[i];
+    if (!(x->step >= -tol && x->fwd >= -tol && x->bwd >= -tol && x->compute >= -tol) ||
+        !extended_time_ok(x->wait_for_peers, x->comm_exposed, tol))
+      return 0;
+  }
+  const bs_explain_parts *p[] = {&r->explain.critical, &r->explain.mean};
+  for (int j = 0; j < 2; j++) {
+    if (!(p[j]->wait_for_peers >= -tol && p[j]->launch >= -tol)) return 0;
+    for (int k = 0; k < BS_XK_COUNT; k++)
+      if (!(p[j]->compute[k] >= -tol)) return 0;
+    for (int l = 0; l < BS_XL_COUNT; l++)
+      if (!(p[j]->exposed[l] >= -tol)) return 0;
+  }
+  return 1;
+}
+
+/* The line does not describe this model: every layer simulated, and sim.network says why. */
+static int run_every_layer(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen) {
+  bs_result_free(out);
+  memset(out, 0, sizeof *out);
+  bs_sim_opts all = *opts;
+  all.layers = BS_OFF;
+  int rc = bs_sim_run_source(cfg, &all, NULL, out, NULL, NULL, err, errlen);
+  size_t n = strlen(out->sim_network);
+  snprintf(out->sim_network + n, sizeof out->sim_network - n,
+           "; layers: all %lld simulated (the shortcut's extension left a time's range)", (long long)cfg->model.layers);
+  return rc;
 }
 
 int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen) {
@@ -124,5 +174,5 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
   snprintf(out->sim_network + n, sizeof out->sim_network - n, "; layers: %d and %d simulated, extended to %lld", LA, LB,
            (long long)cfg->model.layers);
   bs_result_free(&a);
-  return 0;
+  return extension_sound(out) ? 0 : run_every_layer(cfg, opts, out, err, errlen);
 }
