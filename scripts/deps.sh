@@ -16,6 +16,7 @@ PKGS=(
   clang libclang-rt-14-dev   # scripts/fuzz.sh (libFuzzer)
   clang-format               # scripts/format-check.sh (CI)
   valgrind                  # scripts/memcheck.sh
+  python3 python3-jsonschema # tests: fidelity, published figures, JSON Schemas (tests/cli/schema.py)
 )
 
 missing=()

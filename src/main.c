@@ -25,6 +25,7 @@ static const command commands[] = {
   {"export", cmd_export,
    "export megatron|torchtitan RESULT.json [--point N] [--out F] (a point's launch configuration)"},
   {"topo", cmd_topo, "topo NAME [--nodes N] > platform.xml"},
+  {"schema", cmd_schema, "schema result                                          (the result files' JSON Schema)"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
