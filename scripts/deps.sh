@@ -10,6 +10,7 @@ PKGS=(
   libgsl-dev
   libcjson-dev
   libinih-dev
+  libyaml-dev                # import nemo (src/import_nemo.c)
   libcmocka-dev
   libopenblas-dev
   gnuplot-nox

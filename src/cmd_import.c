@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "import_out.h"
 #include "megatron_flags.h"
+#include "import_nemo.h"
 #include "import_torchtitan.h"
 
 typedef struct {
@@ -28,12 +29,16 @@ typedef struct {
 static void import_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim import megatron ARGS.txt [--gpus N] [--topology T] [--out S.ini]\n"
+          "       burstsim import nemo CONFIG.yaml [--gpus N] [--topology T] [--out S.ini]\n"
           "       burstsim import torchtitan CONFIG.toml --gpus N [--topology T] [--out S.ini]\n"
           "\n"
           "torchtitan: a llama3 train config (TOML): the model flavor, [training] batch and\n"
           "sequence, [parallelism] degrees (FSDP2 over dp_shard x cp is ZeRO 3, DDP is ZeRO 0),\n"
           "the pipeline schedule (1F1B, Interleaved1F1B), [activation_checkpoint], float8; each\n"
           "setting is printed as mapped, ignored (with why) or refused, as for megatron.\n"
+          "nemo: a NeMo training config (Hydra YAML: model.*, trainer.devices x num_nodes); its\n"
+          "model.* keys are Megatron's arguments by name, translated (each named, with its line)\n"
+          "and then mapped by the Megatron table below.\n"
           "megatron:\n"
           "Writes a scenario (model scope, one training step) from the flags of a Megatron-LM\n"
           "pretrain_gpt.py launch: a file holding them as Megatron's example scripts do (bash\n"
@@ -308,11 +313,12 @@ static void map_parallel(importer *im) {
   map_cp(im);
 }
 
-/* Megatron-LM: the flags of an arguments file mapped into out. 0, or -1 with a message in err when
- * the file cannot be read as flags. */
+/* Megatron-LM: the flags of an arguments file (or, for nemo, of a NeMo YAML config translated by
+ * import_nemo.c) mapped into out. 0, or -1 with a message in err when the file cannot be read. */
 static int import_megatron(const char *text, const bs_import_args *A, bs_import_out *out, char *err, size_t errlen) {
   bs_mg_args args;
-  if (bs_mg_args_read(text, &args, err, errlen)) return -1;
+  int nemo = !strcmp(A->framework, "nemo");
+  if (nemo ? bs_nemo_args(text, &args, out, err, errlen) : bs_mg_args_read(text, &args, err, errlen)) return -1;
   importer im = {.args = &args, .opt = A, .out = *out};
   put(&im, "workload.phase", "train");
   put(&im, "workload.scope", "model");
@@ -355,7 +361,7 @@ int cmd_import(int argc, char **argv) {
     return 1;
   }
   out->log = stderr;
-  int megatron = !strcmp(A.framework, "megatron");
+  int megatron = strcmp(A.framework, "torchtitan") != 0; /* nemo: Megatron's flags by name */
   int rc =
     megatron ? import_megatron(text, &A, out, err, sizeof err) : bs_import_torchtitan(text, &A, out, err, sizeof err);
   free(text);

@@ -263,7 +263,7 @@ static void test_translate(void **state) {
   assert_string_equal(opts.import.file, "args.sh");
   assert_string_equal(opts.import.topology, "dgx-h100");
   expect_bad("import megatron args.sh --gpus 0", "--gpus", "'0'");
-  expect_bad("import nemo x.yaml", "'nemo': megatron or torchtitan", NULL);
+  expect_bad("import deepspeed x.json", "'deepspeed': megatron, nemo or torchtitan", NULL);
   expect_bad("import megatron", "no configuration file", NULL);
   expect_bad("import", "no framework", NULL);
   expect_ok("export megatron r.json --point 3 --out f.sh");
