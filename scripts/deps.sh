@@ -10,12 +10,14 @@ PKGS=(
   libgsl-dev
   libcjson-dev
   libinih-dev
+  libyaml-dev                # import nemo (src/import_nemo.c)
   libcmocka-dev
   libopenblas-dev
   gnuplot-nox
   clang libclang-rt-14-dev   # scripts/fuzz.sh (libFuzzer)
   clang-format               # scripts/format-check.sh (CI)
   valgrind                  # scripts/memcheck.sh
+  python3 python3-jsonschema # tests: fidelity, published figures, JSON Schemas (tests/cli/schema.py)
 )
 
 missing=()

@@ -401,10 +401,13 @@ int bs_import_args_parse(int argc, char **argv, bs_import_args *o, char *err, si
       else return bs_args_unknown(&a, "a second arguments file");
     } else return bs_args_unknown(&a, NULL);
   }
-  if (!o->framework) return bs_args_fail(&a, "no framework (megatron)");
-  if (strcmp(o->framework, "megatron"))
-    return bs_args_fail(&a, "'%s': only megatron is imported (NeMo and torchtitan are not yet)", o->framework);
-  if (!o->file) return bs_args_fail(&a, "no arguments file (the flags of a pretrain_gpt.py launch)");
+  if (!o->framework) return bs_args_fail(&a, "no framework (megatron, nemo or torchtitan)");
+  if (strcmp(o->framework, "megatron") && strcmp(o->framework, "torchtitan") && strcmp(o->framework, "nemo"))
+    return bs_args_fail(&a, "'%s': megatron, nemo or torchtitan", o->framework);
+  if (!o->file)
+    return bs_args_fail(&a,
+                        "no configuration file (megatron: the flags of a pretrain_gpt.py launch; torchtitan: "
+                        "a train config .toml)");
   return 0;
 }
 
@@ -428,9 +431,9 @@ int bs_export_args_parse(int argc, char **argv, bs_export_args *o, char *err, si
       else return bs_args_unknown(&a, "a second result file");
     } else return bs_args_unknown(&a, NULL);
   }
-  if (!o->framework) return bs_args_fail(&a, "no framework (megatron)");
-  if (strcmp(o->framework, "megatron"))
-    return bs_args_fail(&a, "'%s': only megatron is exported (NeMo and torchtitan are not yet)", o->framework);
+  if (!o->framework) return bs_args_fail(&a, "no framework (megatron or torchtitan)");
+  if (strcmp(o->framework, "megatron") && strcmp(o->framework, "torchtitan"))
+    return bs_args_fail(&a, "'%s': megatron or torchtitan (NeMo is not exported yet)", o->framework);
   if (!o->file) return bs_args_fail(&a, "no result file (burstsim sim --out or search --out)");
   return 0;
 }

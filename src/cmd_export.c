@@ -16,6 +16,7 @@
 #include "base/fileio.h"
 #include "cmd_args.h"
 #include "commands.h"
+#include "import_torchtitan.h"
 #include "megatron_flags.h"
 #include "result_read.h"
 
@@ -28,8 +29,13 @@ typedef struct {
 
 static void export_usage(FILE *f) {
   fprintf(f,
-          "usage: burstsim export megatron RESULT.json [--point N] [--out F]\n"
+          "usage: burstsim export megatron|torchtitan RESULT.json [--point N] [--out F]\n"
           "\n"
+          "torchtitan: the train config's settings that fix the step, as TOML ([model],\n"
+          "[training], [parallelism], [activation_checkpoint]) to merge into a llama3 config;\n"
+          "refused unless the point is a llama3 flavor (8B, 70B, 405B), FSDP or DDP (ZeRO 3 or\n"
+          "0) and, with cp > 1, method ring.\n"
+          "megatron:\n"
           "Prints the Megatron-LM launch flags (pretrain_gpt.py) of a point of a result file\n"
           "(burstsim sim --out, search --out): WORLD_SIZE=G, then one flag per line, as burstsim\n"
           "import megatron reads them back. A point Megatron cannot run as simulated is refused\n"
@@ -148,6 +154,53 @@ static void export_point(exporter *x) {
   }
 }
 
+/* torchtitan: the train config's settings that fix the step, as a TOML fragment. */
+static void export_torchtitan(exporter *x) {
+  char preset[64], method[32], recompute[32];
+  bs_result_text(x->p, "model.preset", preset, sizeof preset);
+  bs_result_text(x->p, "method", method, sizeof method);
+  bs_result_text(x->p, "recompute", recompute, sizeof recompute);
+  const char *flavor = bs_torchtitan_flavor(preset);
+  long gpus = num(x, "gpus"), tp = num(x, "parallel.tp"), pp = num(x, "parallel.pp"), cp = num(x, "parallel.cp"),
+       dp = num(x, "parallel.dp"), zero = num(x, "zero"), batch = num(x, "batch"), mb = num(x, "parallel.micro_batch");
+  if (!is(x, "scope", "model") || !is(x, "phase", "train"))
+    refuse(x, "the point is not one training step of the whole model (phase train, scope model)");
+  if (!flavor)
+    refuse(x,
+           "model.preset '%s': torchtitan's llama3 flavors are 8B, 70B and 405B (presets llama3.1-8b, "
+           "llama3.1-70b, llama3.1-405b)",
+           preset);
+  if (cp > 1 && strcmp(method, "ring"))
+    refuse(x, "method %s: torchtitan's context parallelism passes K, V round a ring (method ring)", method);
+  if (zero == 1 || zero == 2) refuse(x, "parallel.zero = %ld: torchtitan runs FSDP (ZeRO 3) or DDP (ZeRO 0)", zero);
+  if (zero == 0 && cp > 1) refuse(x, "parallel.zero = 0 with cp %ld: torchtitan shards over dp x cp (FSDP)", cp);
+  if (dp < 1 || batch % dp) refuse(x, "workload.batch %ld: not a multiple of dp %ld", batch, dp);
+  if (x->refused) return;
+  if (tp > 1 && !is(x, "tp_variant", "v3"))
+    fprintf(stderr, "note: torchtitan's tensor parallelism is sequence-parallel (tp_variant v3); the point ran %s\n",
+            "v1");
+  if (is(x, "plan.double_ring", "true")) fprintf(stderr, "note: the point ran a double ring; torch's CP is one ring\n");
+  emit(x, "# NGPU x nodes = %ld\n[model]\nname = \"llama3\"\nflavor = \"%s\"\n", gpus, flavor);
+  if (is(x, "model.fp8", "all")) emit(x, "converters = [\"float8\"]\n");
+  else if (!is(x, "model.fp8", "off")) refuse(x, "model.fp8 = ffn: torchtitan's float8 converter takes every linear");
+  long local = batch / dp;
+  emit(x, "\n[training]\nlocal_batch_size = %ld\nseq_len = %ld\n", pp > 1 ? local : mb, num(x, "seq_len"));
+  if (pp <= 1 && mb != local) emit(x, "global_batch_size = %ld\n", batch);
+  if (is(x, "model.dtype", "fp32")) emit(x, "mixed_precision_param = \"float32\"\n");
+  emit(x, "\n[parallelism]\ndata_parallel_replicate_degree = %ld\ndata_parallel_shard_degree = %ld\n", zero ? 1 : dp,
+       zero ? dp : 1);
+  emit(x, "tensor_parallel_degree = %ld\npipeline_parallel_degree = %ld\ncontext_parallel_degree = %ld\n", tp, pp, cp);
+  if (pp > 1 && is(x, "parallel.pp_schedule", "interleaved"))
+    emit(x, "pipeline_parallel_schedule = \"Interleaved1F1B\"\npipeline_parallel_layers_per_stage = %ld\n",
+         num(x, "model.layers") / (pp * num(x, "parallel.pp_chunks")));
+  else if (pp > 1) emit(x, "pipeline_parallel_schedule = \"1F1B\"\n");
+  if (pp > 1) emit(x, "pipeline_parallel_microbatch_size = %ld\n", mb);
+  if (cp > 1) emit(x, "context_parallel_rotate_method = \"alltoall\"\n");
+  const char *mode = !strcmp(recompute, "off") ? "none" : recompute;
+  emit(x, "\n[activation_checkpoint]\nmode = \"%s\"\n", mode);
+  if (!strcmp(mode, "selective")) emit(x, "selective_ac_option = \"op\"\n");
+}
+
 int cmd_export(int argc, char **argv) {
   bs_export_args A;
   char err[1200];
@@ -185,8 +238,9 @@ int cmd_export(int argc, char **argv) {
   bs_result_text(x.p, "method", m, sizeof m);
   bs_result_text(x.p, "gpus", g, sizeof g);
   bs_result_text(x.p, "seq_len", s, sizeof s);
-  emit(&x, "# burstsim export megatron %s --point %d: %s, %s GPUs, seq %s\n", A.file, A.point, m, g, s);
-  if (!x.refused) export_point(&x);
+  emit(&x, "# burstsim export %s %s --point %d: %s, %s GPUs, seq %s\n", A.framework, A.file, A.point, m, g, s);
+  if (!x.refused && !strcmp(A.framework, "torchtitan")) export_torchtitan(&x);
+  else if (!x.refused) export_point(&x);
   cJSON_Delete(doc);
   int rc = x.refused ? 2 : !x.s ? 1 : 0;
   if (!rc && bs_write_file(A.out ? A.out : "-", x.s, x.len, err, sizeof err)) {

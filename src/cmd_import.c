@@ -14,24 +14,32 @@
 #include "base/fileio.h"
 #include "cmd_args.h"
 #include "commands.h"
+#include "import_out.h"
 #include "megatron_flags.h"
-
-enum { MAX_KEYS = 48 };
+#include "import_nemo.h"
+#include "import_torchtitan.h"
 
 typedef struct {
   const bs_mg_args *args;
   const bs_import_args *opt;
-  FILE *log;
-  char key[MAX_KEYS][40], val[MAX_KEYS][64];
-  int nkeys;
-  int refused;
+  bs_import_out out;
   long layers, hidden, heads, tp, pp, cp, world;
 } importer;
 
 static void import_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim import megatron ARGS.txt [--gpus N] [--topology T] [--out S.ini]\n"
+          "       burstsim import nemo CONFIG.yaml [--gpus N] [--topology T] [--out S.ini]\n"
+          "       burstsim import torchtitan CONFIG.toml --gpus N [--topology T] [--out S.ini]\n"
           "\n"
+          "torchtitan: a llama3 train config (TOML): the model flavor, [training] batch and\n"
+          "sequence, [parallelism] degrees (FSDP2 over dp_shard x cp is ZeRO 3, DDP is ZeRO 0),\n"
+          "the pipeline schedule (1F1B, Interleaved1F1B), [activation_checkpoint], float8; each\n"
+          "setting is printed as mapped, ignored (with why) or refused, as for megatron.\n"
+          "nemo: a NeMo training config (Hydra YAML: model.*, trainer.devices x num_nodes); its\n"
+          "model.* keys are Megatron's arguments by name, translated (each named, with its line)\n"
+          "and then mapped by the Megatron table below.\n"
+          "megatron:\n"
           "Writes a scenario (model scope, one training step) from the flags of a Megatron-LM\n"
           "pretrain_gpt.py launch: a file holding them as Megatron's example scripts do (bash\n"
           "arrays, backslash continuations, NAME=value lines and $NAME are read; comments and\n"
@@ -45,28 +53,16 @@ static void import_usage(FILE *f) {
           "  --out S.ini    where the scenario goes (default: stdout)\n");
 }
 
-/* A line of the log: "mapped", "ignored", "refused", "note". */
+/* A line of the log: "mapped", "ignored", "note" (import_out.h). */
 static void say(importer *im, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(importer *im, const char *what, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(im->log, "%-8s ", what);
-  vfprintf(im->log, fmt, ap);
-  fputc('\n', im->log);
+  bs_import_vsay(&im->out, what, fmt, ap);
   va_end(ap);
 }
 
-static void put(importer *im, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(importer *im, const char *key, const char *fmt, ...) {
-  int i = 0;
-  while (i < im->nkeys && strcmp(im->key[i], key)) i++;
-  if (i == MAX_KEYS) return;
-  if (i == im->nkeys) snprintf(im->key[im->nkeys++], sizeof im->key[0], "%s", key);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(im->val[i], sizeof im->val[0], fmt, ap);
-  va_end(ap);
-}
+#define put(im, ...) bs_import_put(&(im)->out, __VA_ARGS__)
 
 /* The last occurrence of a flag, or NULL. */
 static const bs_mg_arg *arg(const importer *im, const char *name) {
@@ -79,11 +75,8 @@ static void refuse(importer *im, const char *fmt, ...) __attribute__((format(pri
 static void refuse(importer *im, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(im->log, "%-8s ", "refused");
-  vfprintf(im->log, fmt, ap);
-  fputc('\n', im->log);
+  bs_import_vsay(&im->out, "refused", fmt, ap);
   va_end(ap);
-  im->refused++;
 }
 
 /* A flag's positive integer (def when absent, -1 refused when not an integer). */
@@ -320,30 +313,24 @@ static void map_parallel(importer *im) {
   map_cp(im);
 }
 
-/* The scenario: a comment, then the keys by section in the order of the sections. */
-static char *scenario_text(const importer *im, size_t *len) {
-  static const char *const sections[] = {"model", "workload", "parallel", "cluster", NULL};
-  size_t cap = 8192, n = 0;
-  char *s = malloc(cap);
-  if (!s) return NULL;
-  n += (size_t)snprintf(s + n, cap - n, "; burstsim import megatron %s: one training step of the job, model scope\n",
-                        im->opt->file);
-  for (int k = 0; sections[k]; k++) {
-    size_t sl = strlen(sections[k]);
-    int first = 1;
-    for (int i = 0; i < im->nkeys && n < cap; i++) {
-      if (strncmp(im->key[i], sections[k], sl) || im->key[i][sl] != '.') continue;
-      if (first) n += (size_t)snprintf(s + n, cap - n, "[%s]\n", sections[k]);
-      first = 0;
-      if (n < cap) n += (size_t)snprintf(s + n, cap - n, "%s = %s\n", im->key[i] + sl + 1, im->val[i]);
-    }
-  }
-  if (n >= cap) {
-    free(s);
-    return NULL;
-  }
-  *len = n;
-  return s;
+/* Megatron-LM: the flags of an arguments file (or, for nemo, of a NeMo YAML config translated by
+ * import_nemo.c) mapped into out. 0, or -1 with a message in err when the file cannot be read. */
+static int import_megatron(const char *text, const bs_import_args *A, bs_import_out *out, char *err, size_t errlen) {
+  bs_mg_args args;
+  int nemo = !strcmp(A->framework, "nemo");
+  if (nemo ? bs_nemo_args(text, &args, out, err, errlen) : bs_mg_args_read(text, &args, err, errlen)) return -1;
+  importer im = {.args = &args, .opt = A, .out = *out};
+  put(&im, "workload.phase", "train");
+  put(&im, "workload.scope", "model");
+  put(&im, "workload.causal", "true");
+  sort_flags(&im);
+  map_table(&im);
+  map_model(&im);
+  map_recompute(&im);
+  map_parallel(&im);
+  bs_mg_args_free(&args);
+  *out = im.out;
+  return 0;
 }
 
 int cmd_import(int argc, char **argv) {
@@ -357,45 +344,52 @@ int cmd_import(int argc, char **argv) {
     import_usage(stdout);
     return 0;
   }
-  const bs_path_role outs[] = {{"--out", A.out}}, ins[] = {{"the arguments file", A.file}};
+  const bs_path_role outs[] = {{"--out", A.out}}, ins[] = {{"the configuration file", A.file}};
   if (A.out && bs_out_check_all(outs, 1, ins, 1, err, sizeof err)) {
     fprintf(stderr, "burstsim import: %s\n", err);
     return 2;
   }
   char *text = bs_read_file(A.file, NULL, err, sizeof err);
-  bs_mg_args args;
   if (!text) {
     fprintf(stderr, "burstsim import: %s\n", err);
     return 2;
   }
-  if (bs_mg_args_read(text, &args, err, sizeof err)) {
-    fprintf(stderr, "burstsim import: %s: %s\n", A.file, err);
+  bs_import_out *out = calloc(1, sizeof *out);
+  if (!out) {
     free(text);
-    return 2;
+    fprintf(stderr, "burstsim import: out of memory\n");
+    return 1;
   }
+  out->log = stderr;
+  int megatron = strcmp(A.framework, "torchtitan") != 0; /* nemo: Megatron's flags by name */
+  int rc =
+    megatron ? import_megatron(text, &A, out, err, sizeof err) : bs_import_torchtitan(text, &A, out, err, sizeof err);
   free(text);
-  importer im = {.args = &args, .opt = &A, .log = stderr};
-  put(&im, "workload.phase", "train");
-  put(&im, "workload.scope", "model");
-  put(&im, "workload.causal", "true");
-  sort_flags(&im);
-  map_table(&im);
-  map_model(&im);
-  map_recompute(&im);
-  map_parallel(&im);
-  if (A.topology) put(&im, "cluster.topology", "%s", A.topology);
-  else
-    say(&im, "note",
-        "cluster.topology: not in Megatron's flags; the simulator's default applies (import --topology T)");
-  bs_mg_args_free(&args);
-  if (im.refused) {
-    fprintf(stderr, "burstsim import: %d flag(s) refused (above); no scenario written\n", im.refused);
+  if (rc) {
+    fprintf(stderr, "burstsim import: %s: %s\n", A.file, err);
+    free(out);
     return 2;
   }
+  if (A.topology) bs_import_put(out, "cluster.topology", "%s", A.topology);
+  else
+    bs_import_say(
+      out, "note",
+      "cluster.topology: not in the %s configuration; the simulator's default applies (import --topology T)",
+      A.framework);
+  if (out->full) bs_import_say(out, "refused", "the scenario: a key or value too long for the importer's table");
+  if (out->refused) {
+    fprintf(stderr, "burstsim import: %d setting(s) refused (above); no scenario written\n", out->refused);
+    free(out);
+    return 2;
+  }
+  char comment[1100];
+  snprintf(comment, sizeof comment, "burstsim import %s %s: one training step of the job, model scope", A.framework,
+           A.file);
   size_t len;
-  char *ini = scenario_text(&im, &len);
-  int rc = ini ? bs_write_file(A.out ? A.out : "-", ini, len, err, sizeof err) : -1;
+  char *ini = bs_import_scenario(out, comment, &len);
+  rc = ini ? bs_write_file(A.out ? A.out : "-", ini, len, err, sizeof err) : -1;
   if (rc) fprintf(stderr, "burstsim import: %s\n", ini ? err : "out of memory");
   free(ini);
+  free(out);
   return rc ? 1 : 0;
 }

@@ -15,5 +15,6 @@ int cmd_search(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_schema(int argc, char **argv);
 
 #endif

@@ -21,9 +21,11 @@ static const command commands[] = {
   {"bench", cmd_bench, "bench kernels [--json F.json]                                (the CPU kernels)"},
   {"diff", cmd_diff, "diff A.json B.json [--out F.json]                         (two sim or search results)"},
   {"import", cmd_import,
-   "import megatron ARGS.txt [--gpus N] [--out S.ini]            (a scenario from a launch's flags)"},
-  {"export", cmd_export, "export megatron RESULT.json [--point N] [--out F]          (a point's launch flags)"},
+   "import megatron|nemo|torchtitan FILE [--gpus N] [--out S.ini] (a scenario from a job's configuration)"},
+  {"export", cmd_export,
+   "export megatron|torchtitan RESULT.json [--point N] [--out F] (a point's launch configuration)"},
   {"topo", cmd_topo, "topo NAME [--nodes N] > platform.xml"},
+  {"schema", cmd_schema, "schema result                                          (the result files' JSON Schema)"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -263,15 +263,15 @@ static void test_translate(void **state) {
   assert_string_equal(opts.import.file, "args.sh");
   assert_string_equal(opts.import.topology, "dgx-h100");
   expect_bad("import megatron args.sh --gpus 0", "--gpus", "'0'");
-  expect_bad("import nemo x.yaml", "'nemo': only megatron is imported", NULL);
-  expect_bad("import megatron", "no arguments file", NULL);
+  expect_bad("import deepspeed x.json", "'deepspeed': megatron, nemo or torchtitan", NULL);
+  expect_bad("import megatron", "no configuration file", NULL);
   expect_bad("import", "no framework", NULL);
   expect_ok("export megatron r.json --point 3 --out f.sh");
   assert_int_equal(opts.export.point, 3);
   expect_ok("export megatron r.json");
   assert_int_equal(opts.export.point, 1);
   expect_bad("export megatron r.json --point 0", "--point", "'0'");
-  expect_bad("export torchtitan r.json", "'torchtitan': only megatron is exported", NULL);
+  expect_bad("export nemo r.json", "'nemo': megatron or torchtitan", NULL);
   expect_bad("export megatron", "no result file", NULL);
 }
 
