@@ -27,6 +27,7 @@
 #include "sim/sim.h"
 #include "runtime/devplan.h"
 #include "cuda_module.h"
+#include "calib/host_load.h"
 
 static void validate_usage(FILE *f) {
   fprintf(f,
@@ -335,7 +336,9 @@ typedef struct {
   bs_result *meas, *pred;
   bs_validate_error *errs;
   char (*profs)[600];
-  int np; /* points measured so far */
+  double *others; /* the share of the CPUs other work took during the point's run (-1 unknown) */
+  double *spread; /* |step of two runs| apart over the smaller, %, when the run was repeated; NaN */
+  int np;         /* points measured so far */
 } vstate;
 
 /* The figures the targets are judged on. */
@@ -343,6 +346,8 @@ typedef struct {
   int nok, nbytes_ok, nmem_ok;
   double med, mx; /* step |error| median and maximum, % */
   int exact, met;
+  int ndisturbed;   /* points measured while other work took more than BS_LOAD_DISTURBED of the CPUs */
+  double med_quiet; /* the median over the others (NaN when none) */
 } vsummary;
 
 /* The grids (a plain file is one grid) as scenarios, the output checked against each. Returns 0 or 2. */
@@ -419,23 +424,58 @@ static int profile_for(vstate *st, int G, char *prof, size_t len) {
   return 0;
 }
 
-/* Runs grid g's points of rank count G for real and keeps their results. Returns 0, or 1 with a message. */
+/* Runs grid g's points of rank count G once into results; the share of the CPUs other work took
+ * meanwhile (-1 unknown), or -2 with a message printed. */
+static double run_measured(vstate *st, int G, int g, const char *results) {
+  char err[1024];
+  bs_load_mark a, b;
+  bs_load_mark_now(&a);
+  if (bs_validate_run(&st->vo, G, st->gpaths[g], (char **)st->A->sets, st->A->nsets, results, err, sizeof err)) {
+    fprintf(stderr, "burstsim validate: %s\n", err);
+    return -2;
+  }
+  bs_load_mark_now(&b);
+  return bs_load_others_share(&a, &b);
+}
+
+/* Runs grid g's points of rank count G for real and keeps their results: once, and once more
+ * when other work took more than BS_LOAD_DISTURBED of the CPUs meanwhile (the quieter run is
+ * kept; the two give the step's spread). Returns 0, or 1 with a message. */
 static int run_grid(vstate *st, int G, int g, const char *prof) {
   const bs_scenario *sc = &st->scs[g];
   int any = 0;
   for (int i = 0; i < sc->npoints; i++) any |= sc->points[i].par.gpus == G;
   if (!any) return 0;
-  char results[700], err[1024];
+  char results[700], again[720], err[1024];
   snprintf(results, sizeof results, "%s/run-g%d-%d.json", st->vo.workdir, G, g + 1);
-  if (bs_validate_run(&st->vo, G, st->gpaths[g], (char **)st->A->sets, st->A->nsets, results, err, sizeof err)) {
+  snprintf(again, sizeof again, "%s/run-g%d-%d-again.json", st->vo.workdir, G, g + 1);
+  double share = run_measured(st, G, g, results);
+  if (share < -1.5) return 1;
+  bs_result *rr = NULL, *r2 = NULL;
+  int nr = 0, n2 = 0;
+  double share2 = -1;
+  if (share > BS_LOAD_DISTURBED) { /* once more: a quieter run replaces it, and the two give a spread */
+    if (st->vo.log)
+      fprintf(st->vo.log,
+              "validate: other work took %.0f%% of the CPUs while the %d-rank points ran; running them again\n",
+              100 * share, G);
+    share2 = run_measured(st, G, g, again);
+    if (share2 < -1.5) return 1;
+  }
+  if (bs_validate_read_results(results, &rr, &nr, err, sizeof err) ||
+      (share2 > -1 && bs_validate_read_results(again, &r2, &n2, err, sizeof err))) {
     fprintf(stderr, "burstsim validate: %s\n", err);
+    for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
+    free(rr);
     return 1;
   }
-  bs_result *rr = NULL;
-  int nr = 0;
-  if (bs_validate_read_results(results, &rr, &nr, err, sizeof err)) {
-    fprintf(stderr, "burstsim validate: %s\n", err);
-    return 1;
+  if (r2 && n2 == nr && share2 < share) { /* keep the quieter run's figures */
+    bs_result *t = rr;
+    rr = r2;
+    r2 = t;
+    double ts = share;
+    share = share2;
+    share2 = ts;
   }
   int j = 0, bad = 0;
   for (int i = 0; i < sc->npoints && !bad; i++) {
@@ -454,11 +494,19 @@ static int run_grid(vstate *st, int G, int g, const char *prof) {
     st->meas[np].mode = "run";
     memset(&rr[j], 0, sizeof rr[j]);
     snprintf(st->profs[np], sizeof st->profs[np], "%s", prof);
+    st->others[np] = share;
+    st->spread[np] = NAN;
+    if (r2 && j < n2 && !rr[j].error[0] && !r2[j].error[0]) {
+      double a = st->meas[np].time.step, b = r2[j].time.step, lo = a < b ? a : b;
+      if (lo > 0) st->spread[np] = 100 * fabs(a - b) / lo;
+    }
     j++;
     st->np++;
   }
   for (int k = 0; k < nr; k++) bs_result_free(&rr[k]);
+  for (int k = 0; k < n2; k++) bs_result_free(&r2[k]);
   free(rr);
+  free(r2);
   return bad;
 }
 
@@ -482,7 +530,8 @@ static void predict_all(vstate *st) {
 }
 
 /* One line of the table: a point's measured and predicted figures, or its error. */
-static void print_point(FILE *f, const vstate *st, int i, vsummary *sm, double *abs_step, int *nstep) {
+static void print_point(FILE *f, const vstate *st, int i, vsummary *sm, double *abs_step, int *nstep,
+                        double *quiet_step, int *nquiet) {
   const bs_config *c = &st->cfgs[i];
   const bs_result *meas = &st->meas[i], *pred = &st->pred[i];
   char variant[16] = "-", seq[32];
@@ -505,11 +554,18 @@ static void print_point(FILE *f, const vstate *st, int i, vsummary *sm, double *
   fmt_err(es[3], 16, e->comm_exposed);
   fmt_err(ep, 16, e->peak);
   snprintf(eb, sizeof eb, "%lld", (long long)meas->comm.total);
-  fprintf(f, "%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s\n",
+  char load[16] = "-", spread[16] = "-";
+  double other = st->others[i];
+  int disturbed = other > BS_LOAD_DISTURBED;
+  if (other >= 0) snprintf(load, sizeof load, "%.0f%%%s", 100 * other, disturbed ? "*" : "");
+  if (!isnan(st->spread[i])) snprintf(spread, sizeof spread, "%.1f%%", st->spread[i]);
+  fprintf(f, "%-6s %-7s %2d %6s %-6s %-4s %-5s %9.4fs %9.4fs %8s %8s %8s %8s %10s %7s %8s %6s %7s\n",
           bs_method_name(c->par.method), variant, c->par.gpus, seq, bs_layout_name(c->par.layout),
           c->work.causal ? "caus" : "full", bs_phase_name(c->work.phase), meas->time.step, pred->time.step, es[0],
-          es[1], es[2], es[3], eb, e->bytes_exact ? "yes" : "NO", ep);
+          es[1], es[2], es[3], eb, e->bytes_exact ? "yes" : "NO", ep, load, spread);
   if (!isnan(e->step) && *nstep < 1024) abs_step[(*nstep)++] = fabs(e->step);
+  if (disturbed) sm->ndisturbed++;
+  else if (!isnan(e->step) && *nquiet < 1024) quiet_step[(*nquiet)++] = fabs(e->step);
   sm->nbytes_ok += e->bytes_exact;
   sm->nmem_ok += !isnan(e->peak) && fabs(e->peak) <= 2.0;
 }
@@ -522,12 +578,17 @@ static vsummary print_table(const vstate *st) {
   memset(&sm, 0, sizeof sm);
   fprintf(f, "# burstsim validate %s: %d point(s); measured (real run) vs predicted (sim, host topology)\n",
           st->A->scenario, st->np);
-  fprintf(f, "%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s\n", "method", "variant", "G", "N",
-          "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes", "exact",
-          "peak");
-  double abs_step[1024];
-  int nstep = 0;
-  for (int i = 0; i < st->np; i++) print_point(f, st, i, &sm, abs_step, &nstep);
+  fprintf(f, "%-6s %-7s %2s %6s %-6s %-4s %-5s %10s %10s %8s %8s %8s %8s %10s %7s %8s %6s %7s\n", "method", "variant",
+          "G", "N", "layout", "mask", "phase", "step_meas", "step_pred", "step", "fwd", "bwd", "exposed", "bytes",
+          "exact", "peak", "load", "spread");
+  double abs_step[1024], quiet_step[1024];
+  int nstep = 0, nquiet = 0;
+  for (int i = 0; i < st->np; i++) print_point(f, st, i, &sm, abs_step, &nstep, quiet_step, &nquiet);
+  sm.med_quiet = NAN;
+  if (nquiet) {
+    qsort(quiet_step, (size_t)nquiet, sizeof quiet_step[0], cmp_double);
+    sm.med_quiet = nquiet % 2 ? quiet_step[nquiet / 2] : 0.5 * (quiet_step[nquiet / 2 - 1] + quiet_step[nquiet / 2]);
+  }
   if (nstep) {
     qsort(abs_step, (size_t)nstep, sizeof abs_step[0], cmp_double);
     sm.med = nstep % 2 ? abs_step[nstep / 2] : 0.5 * (abs_step[nstep / 2 - 1] + abs_step[nstep / 2]);
@@ -540,6 +601,23 @@ static vsummary print_table(const vstate *st) {
           "#\n# %d of %d point(s) ran; bytes exact %d/%d; peak memory within 2%% %d/%d; step |error| median %.1f%% "
           "(target 10%%), max %.1f%% (target 25%%): targets %s\n",
           sm.nok, st->np, sm.nbytes_ok, sm.nok, sm.nmem_ok, sm.nok, sm.med, sm.mx, sm.met ? "met" : "NOT met");
+  fprintf(f,
+          "# load: the share of the CPUs other work took while the point ran (* above %.0f%%: the run was "
+          "repeated, the quieter kept); spread: how far the two runs' steps lie apart\n",
+          100 * BS_LOAD_DISTURBED);
+  if (sm.ndisturbed) {
+    char q[64] = "no undisturbed point";
+    if (!isnan(sm.med_quiet)) snprintf(q, sizeof q, "%.1f%% over the other %d", sm.med_quiet, nquiet);
+    fprintf(f,
+            "# %d point(s) were measured while other work took more than %.0f%% of the CPUs: their errors may be the "
+            "machine's, not the model's (step |error| median %s)\n",
+            sm.ndisturbed, 100 * BS_LOAD_DISTURBED, q);
+    fprintf(stderr,
+            "burstsim validate: warning: %d point(s) measured on a busy machine (other work above %.0f%% of the "
+            "CPUs, marked * in the load column): rerun on a quiet machine before reading their errors as the "
+            "model's\n",
+            sm.ndisturbed, 100 * BS_LOAD_DISTURBED);
+  }
   return sm;
 }
 
@@ -589,6 +667,10 @@ static int write_entries(const vstate *st, const vsummary *sm) {
     cJSON_AddItemToObject(e, "predicted", p);
     cJSON_AddItemToObject(e, "error",
                           st->meas[i].error[0] || st->pred[i].error[0] ? cJSON_CreateNull() : error_json(&st->errs[i]));
+    if (st->others[i] >= 0) cJSON_AddNumberToObject(e, "others_cpu_pct", 100 * st->others[i]);
+    else cJSON_AddNullToObject(e, "others_cpu_pct");
+    if (!isnan(st->spread[i])) cJSON_AddNumberToObject(e, "step_spread_pct", st->spread[i]);
+    else cJSON_AddNullToObject(e, "step_spread_pct");
     cJSON_AddItemToArray(entries, e);
   }
   cJSON *s = cJSON_AddObjectToObject(root, "summary");
@@ -599,6 +681,9 @@ static int write_entries(const vstate *st, const vsummary *sm) {
   cJSON_AddNumberToObject(s, "step_abs_error_median_pct", sm->med);
   cJSON_AddNumberToObject(s, "step_abs_error_max_pct", sm->mx);
   cJSON_AddBoolToObject(s, "targets_met", sm->met);
+  cJSON_AddNumberToObject(s, "disturbed", sm->ndisturbed);
+  if (!isnan(sm->med_quiet)) cJSON_AddNumberToObject(s, "step_abs_error_median_undisturbed_pct", sm->med_quiet);
+  else cJSON_AddNullToObject(s, "step_abs_error_median_undisturbed_pct");
   cJSON_Delete(mj);
   cJSON_Delete(pj);
   char *text = cJSON_Print(root);
@@ -634,6 +719,8 @@ static void vstate_free(vstate *st) {
   free(st->pred);
   free(st->errs);
   free(st->profs);
+  free(st->others);
+  free(st->spread);
   for (int g = 0; g < st->ngrids; g++) bs_scenario_free(&st->scs[g]);
   free(st);
 }
@@ -656,13 +743,15 @@ static int validate_in(const bs_validate_args *A, const char *wd) {
   st->pred = calloc((size_t)cap, sizeof *st->pred);
   st->errs = calloc((size_t)cap, sizeof *st->errs);
   st->profs = calloc((size_t)cap, sizeof *st->profs);
+  st->others = calloc((size_t)cap, sizeof *st->others);
+  st->spread = calloc((size_t)cap, sizeof *st->spread);
   rc = 1;
   if (!st->ng) {
     fprintf(stderr, "burstsim validate: %s: no point with the rank count(s) given by --np\n", A->scenario);
     rc = 2;
     goto out;
   }
-  if (!st->cfgs || !st->meas || !st->pred || !st->errs || !st->profs) {
+  if (!st->cfgs || !st->meas || !st->pred || !st->errs || !st->profs || !st->others || !st->spread) {
     fprintf(stderr, "burstsim validate: out of memory\n");
     goto out;
   }
