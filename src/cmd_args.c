@@ -431,9 +431,9 @@ int bs_export_args_parse(int argc, char **argv, bs_export_args *o, char *err, si
       else return bs_args_unknown(&a, "a second result file");
     } else return bs_args_unknown(&a, NULL);
   }
-  if (!o->framework) return bs_args_fail(&a, "no framework (megatron or torchtitan)");
-  if (strcmp(o->framework, "megatron") && strcmp(o->framework, "torchtitan"))
-    return bs_args_fail(&a, "'%s': megatron or torchtitan (NeMo is not exported yet)", o->framework);
+  if (!o->framework) return bs_args_fail(&a, "no framework (megatron, nemo or torchtitan)");
+  if (strcmp(o->framework, "megatron") && strcmp(o->framework, "torchtitan") && strcmp(o->framework, "nemo"))
+    return bs_args_fail(&a, "'%s': megatron, nemo or torchtitan", o->framework);
   if (!o->file) return bs_args_fail(&a, "no result file (burstsim sim --out or search --out)");
   return 0;
 }

@@ -29,8 +29,11 @@ typedef struct {
 
 static void export_usage(FILE *f) {
   fprintf(f,
-          "usage: burstsim export megatron|torchtitan RESULT.json [--point N] [--out F]\n"
+          "usage: burstsim export megatron|nemo|torchtitan RESULT.json [--point N] [--out F]\n"
           "\n"
+          "nemo: the trainer and model keys of a NeMo training config (YAML), as import nemo\n"
+          "reads them; refused for ZeRO 2 and 3, usp (use megatron), a vocabulary other than\n"
+          "Llama 2's or Llama 3's tokenizer.\n"
           "torchtitan: the train config's settings that fix the step, as TOML ([model],\n"
           "[training], [parallelism], [activation_checkpoint]) to merge into a llama3 config;\n"
           "refused unless the point is a llama3 flavor (8B, 70B, 405B), FSDP or DDP (ZeRO 3 or\n"
@@ -201,6 +204,59 @@ static void export_torchtitan(exporter *x) {
   if (!strcmp(mode, "selective")) emit(x, "selective_ac_option = \"op\"\n");
 }
 
+/* NeMo: the trainer and model keys of a training config (Hydra YAML), the names NeMo gives
+ * Megatron's arguments; `import nemo` reads them back. */
+static void export_nemo(exporter *x) {
+  char method[32], recompute[32];
+  bs_result_text(x->p, "method", method, sizeof method);
+  bs_result_text(x->p, "recompute", recompute, sizeof recompute);
+  long gpus = num(x, "gpus"), tp = num(x, "parallel.tp"), pp = num(x, "parallel.pp"), cp = num(x, "parallel.cp"),
+       zero = num(x, "zero"), heads = num(x, "model.heads"), kv = num(x, "model.kv_heads"),
+       vocab = num(x, "model.vocab");
+  if (!is(x, "scope", "model") || !is(x, "phase", "train"))
+    refuse(x, "the point is not one training step of the whole model (phase train, scope model)");
+  if (zero == 2 || zero == 3)
+    refuse(x, "parallel.zero = %ld: NeMo's Megatron models shard the optimizer (distributed_fused_adam, ZeRO 1)", zero);
+  const char *comm = !strcmp(method, "ring") ? "p2p" : !strcmp(method, "ulysses") ? "a2a" : NULL;
+  if (cp > 1 && !comm)
+    refuse(x, "method %s: export nemo writes p2p (ring) and a2a (ulysses) context parallelism; %s", method,
+           !strcmp(method, "usp") ? "for usp (a2a+p2p) use export megatron" : "NeMo has no cp_comm_type for it");
+  if (is(x, "model.fp8", "ffn")) refuse(x, "model.fp8 = ffn: NeMo's fp8 takes every linear layer");
+  const char *tok = vocab == 128256 ? "meta-llama/Meta-Llama-3-8B" : vocab == 32000 ? "meta-llama/Llama-2-7b-hf" : NULL;
+  if (!tok)
+    refuse(x,
+           "model.vocab %ld: NeMo reads the vocabulary from its tokenizer (Llama 2's 32000 or Llama 3's "
+           "128256 are written as one)",
+           vocab);
+  if (x->refused) return;
+  long devices = gpus % 8 == 0 ? 8 : gpus, nodes = gpus / devices;
+  const char *prec = is(x, "model.dtype", "fp16") ? "16" : is(x, "model.dtype", "fp32") ? "32" : "bf16";
+  emit(x, "trainer:\n  num_nodes: %ld\n  devices: %ld\n  precision: %s\nmodel:\n", nodes, devices, prec);
+  emit(x, "  micro_batch_size: %ld\n  global_batch_size: %ld\n", num(x, "parallel.micro_batch"), num(x, "batch"));
+  emit(x, "  tensor_model_parallel_size: %ld\n  pipeline_model_parallel_size: %ld\n", tp, pp);
+  if (pp > 1 && is(x, "parallel.pp_schedule", "interleaved"))
+    emit(x, "  virtual_pipeline_model_parallel_size: %ld\n", num(x, "parallel.pp_chunks"));
+  else emit(x, "  virtual_pipeline_model_parallel_size: null\n");
+  emit(x, "  context_parallel_size: %ld\n", cp);
+  if (cp > 1) emit(x, "  cp_comm_type: %s\n", comm);
+  emit(x, "  encoder_seq_length: %ld\n  num_layers: %ld\n  hidden_size: %ld\n  ffn_hidden_size: %ld\n",
+       num(x, "seq_len"), num(x, "model.layers"), num(x, "model.hidden"), num(x, "model.ffn"));
+  emit(x, "  num_attention_heads: %ld\n", heads);
+  if (kv < heads) emit(x, "  num_query_groups: %ld\n", kv);
+  else emit(x, "  num_query_groups: null\n");
+  emit(x, "  kv_channels: %ld\n  activation: fast-swiglu\n  share_embeddings_and_output_weights: false\n",
+       num(x, "model.head_dim"));
+  emit(x, "  sequence_parallel: %s\n", tp > 1 && is(x, "tp_variant", "v3") ? "true" : "false");
+  emit(x, "  activations_checkpoint_granularity: %s\n", strcmp(recompute, "off") ? recompute : "null");
+  emit(x, "  fp8: %s\n  fp8_hybrid: %s\n", is(x, "model.fp8", "all") ? "true" : "false",
+       is(x, "model.fp8", "all") ? "true" : "false");
+  emit(x, "  tokenizer:\n    library: huggingface\n    type: %s  # a vocabulary of %ld tokens\n", tok, vocab);
+  emit(x, "  optim:\n    name: %s\n", zero == 1 ? "distributed_fused_adam" : "fused_adam");
+  if (!is(x, "parallel.order", "tp-cp-dp-pp"))
+    fprintf(stderr, "note: the point's rank order is not Megatron's default (tp-cp-dp-pp)\n");
+  if (is(x, "plan.double_ring", "true")) fprintf(stderr, "note: the point ran a double ring; NeMo's p2p is one ring\n");
+}
+
 int cmd_export(int argc, char **argv) {
   bs_export_args A;
   char err[1200];
@@ -240,6 +296,7 @@ int cmd_export(int argc, char **argv) {
   bs_result_text(x.p, "seq_len", s, sizeof s);
   emit(&x, "# burstsim export %s %s --point %d: %s, %s GPUs, seq %s\n", A.framework, A.file, A.point, m, g, s);
   if (!x.refused && !strcmp(A.framework, "torchtitan")) export_torchtitan(&x);
+  else if (!x.refused && !strcmp(A.framework, "nemo")) export_nemo(&x);
   else if (!x.refused) export_point(&x);
   cJSON_Delete(doc);
   int rc = x.refused ? 2 : !x.s ? 1 : 0;

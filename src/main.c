@@ -23,7 +23,7 @@ static const command commands[] = {
   {"import", cmd_import,
    "import megatron|nemo|torchtitan FILE [--gpus N] [--out S.ini] (a scenario from a job's configuration)"},
   {"export", cmd_export,
-   "export megatron|torchtitan RESULT.json [--point N] [--out F] (a point's launch configuration)"},
+   "export megatron|nemo|torchtitan RESULT.json [--point N] [--out F] (a point's launch configuration)"},
   {"topo", cmd_topo, "topo NAME [--nodes N] > platform.xml"},
   {"schema", cmd_schema, "schema result                                          (the result files' JSON Schema)"},
 };

@@ -46,6 +46,24 @@ case "$case" in
   yaml)
     base; printf 'model:\n  num_layers: [1\n' > "$tmp/c.yaml"; imp; refused 'burstsim import: .*c.yaml: line 3:'
     printf 'trainer:\n  devices: 8\n' > "$tmp/c.yaml"; imp; refused 'no model.num_layers: not a NeMo GPT training config' ;;
+  roundtrip)
+    # import -> sim -> export nemo -> import: the same scenario (the example, and interleaved + FP8 + ulysses)
+    for edit in "" "virtual_pipeline_model_parallel_size 4" ; do
+      base; [ -n "$edit" ] && { set_ $edit; set_ fp8 true; set_ context_parallel_size 1; }
+      imp; ok; "$bs" sim "$tmp/s.ini" --quiet --out "$tmp/r.json" > /dev/null 2>&1 || fail "sim failed"
+      "$bs" export nemo "$tmp/r.json" > "$tmp/e.yaml" 2> "$tmp/elog" || { cat "$tmp/elog"; fail "export failed"; }
+      "$bs" import nemo "$tmp/e.yaml" --topology dgx-h100 --out "$tmp/s2.ini" 2> "$tmp/log2" || { cat "$tmp/log2" "$tmp/e.yaml"; fail "the export does not import"; }
+      grep -v '^;' "$tmp/s.ini" | sort > "$tmp/k1"; grep -v '^;' "$tmp/s2.ini" | sort > "$tmp/k2"
+      cmp -s "$tmp/k1" "$tmp/k2" || { diff "$tmp/k1" "$tmp/k2"; cat "$tmp/e.yaml"; fail "import(export(sim(import))) is another scenario ($edit)"; }
+    done
+    base; set_ context_parallel_size 4; sed -i 's|^  context_parallel_size: 4|&\n  cp_comm_type: a2a|' "$tmp/c.yaml"; imp; ok; key 'method = ulysses'
+    "$bs" sim "$tmp/s.ini" --quiet --out "$tmp/r.json" > /dev/null 2>&1 || fail "sim of ulysses failed"
+    "$bs" export nemo "$tmp/r.json" > "$tmp/e.yaml" 2> "$tmp/elog" || fail "export of ulysses failed"
+    grep -q '^  cp_comm_type: a2a$' "$tmp/e.yaml" || fail "no cp_comm_type a2a" ;;
+  export_refused)
+    base; set_ pipeline_model_parallel_size 1; imp; ok; sed -i 's/^zero = 1/zero = 2/' "$tmp/s.ini"; "$bs" sim "$tmp/s.ini" --quiet --out "$tmp/r.json" > /dev/null 2>&1
+    "$bs" export nemo "$tmp/r.json" > /dev/null 2> "$tmp/elog"; erc=$?
+    [ "$erc" = 2 ] || fail "export of zero 2 exit $erc"; grep -q "parallel.zero = 2: NeMo" "$tmp/elog" || fail "no reason: $(cat "$tmp/elog")" ;;
   *) fail "no such case" ;;
 esac
 echo "nemo.sh $case: ok"

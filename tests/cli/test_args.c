@@ -271,7 +271,7 @@ static void test_translate(void **state) {
   expect_ok("export megatron r.json");
   assert_int_equal(opts.export.point, 1);
   expect_bad("export megatron r.json --point 0", "--point", "'0'");
-  expect_bad("export nemo r.json", "'nemo': megatron or torchtitan", NULL);
+  expect_bad("export deepspeed r.json", "'deepspeed': megatron, nemo or torchtitan", NULL);
   expect_bad("export megatron", "no result file", NULL);
 }
 
