@@ -25,6 +25,7 @@ static const char *scope(const bs_result *r) { return bs_scope_name(r->cfg.work.
 static const char *layout(const bs_result *r) { return bs_layout_name(r->cfg.par.layout); }
 static const char *dtype(const bs_result *r) { return bs_dtype_name(r->cfg.model.dtype); }
 static const char *fp8(const bs_result *r) { return bs_fp8_name(r->cfg.model.fp8); }
+static const char *attention_kernel(const bs_result *r) { return bs_attn_kernel_name(r->cfg.model.attention_kernel); }
 static const char *coll_algo(const bs_result *r) { return bs_coll_algo_name(r->cfg.cluster.coll_algo); }
 static const char *bwd_comm(const bs_result *r) { return r->cfg.par.bwd_opt ? "optimized" : "plain"; }
 static const char *tp_variant(const bs_result *r) { return r->cfg.par.tp_variant == 3 ? "v3" : "v1"; }
@@ -108,6 +109,7 @@ static double model_tflops_per_gpu(const bs_result *r) {
 static double peak_tflops_per_gpu(const bs_result *r) { return profile_peak(r) / 1e12; }
 static double mfu(const bs_result *r) { return model_tflops_per_gpu(r) / peak_tflops_per_gpu(r); }
 double bs_result_mfu(const bs_result *r) { return mfu(r); }
+
 /* Capacity less the peak (negative: out of memory); NaN when the capacity is not known. */
 static double headroom_bytes(const bs_result *r) {
   return r->mem.capacity_bytes > 0 ? (double)r->mem.capacity_bytes - (double)r->mem.peak_bytes_max : NAN;
@@ -276,6 +278,7 @@ static const bs_field result_rows[] = {
   {AT("model.vocab", "tokens", BS_FIELD_I64, cfg.model.vocab), CSV(41, "vocab"), VARY("vocab", cell_int)},
   {NAMED("model.dtype", dtype), CSV(15, "dtype"), VARY("dtype", cell_text)},
   {NAMED("model.fp8", fp8), CSV(73, "fp8"), VARY("fp8", cell_text)},
+  {NAMED("model.attention_kernel", attention_kernel), CSV(92, "attention_kernel"), VARY("attn", cell_text)},
   {AT("topology", "", BS_FIELD_CHARS, cfg.cluster.topology), CSV(19, "topology"), VARY("topology", cell_text)},
   {AT("nics_per_node", "NICs", BS_FIELD_INT, cfg.cluster.nics_per_node), CSV(47, "nics_per_node"),
    VARY("nics", cell_int)},
