@@ -56,6 +56,10 @@ const char *bs_fp8_name(bs_fp8 f) {
   static const char *n[] = {"off", "ffn", "all"};
   return (f >= 0 && f <= BS_FP8_ALL) ? n[f] : "?";
 }
+const char *bs_attn_kernel_name(bs_attn_kernel k) {
+  static const char *n[] = {"default", "fa2", "fa3", "cudnn"};
+  return (k >= 0 && k < BS_ATTN_KERNEL_COUNT) ? n[k] : "?";
+}
 const char *bs_mem_class_name(bs_mem_class c) {
   static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
                             "weights", "grads",  "optimizer", "activations"};
@@ -95,6 +99,7 @@ int bs_model_preset(const char *name, bs_model *m) {
     if (strcmp(p->name, name) != 0) continue;
     bs_dtype dt = m->dtype;
     bs_fp8 f8 = m->fp8;
+    bs_attn_kernel ak = m->attention_kernel;
     memset(m, 0, sizeof *m);
     strncpy(m->preset, p->name, sizeof m->preset - 1);
     m->hidden = p->hidden;
@@ -106,6 +111,7 @@ int bs_model_preset(const char *name, bs_model *m) {
     m->vocab = p->vocab;
     m->dtype = dt;
     m->fp8 = f8;
+    m->attention_kernel = ak;
     return 0;
   }
   return -1;

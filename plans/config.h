@@ -38,12 +38,23 @@ typedef enum { BS_PP_1F1B = 0, BS_PP_INTERLEAVED } bs_pp_schedule;
 /* Which GEMMs run in FP8 (Transformer Engine style: the MLP's, or every projection's; the LM head
  * and attention stay in the storage type). */
 typedef enum { BS_FP8_OFF = 0, BS_FP8_FFN, BS_FP8_ALL } bs_fp8;
+/* The fused attention kernel the job runs (model.attention_kernel): the profile's default (the rates
+ * of its kernels.attn_fwd / attn_bwd), FlashAttention-2, FlashAttention-3 or cuDNN's fused attention
+ * (Transformer Engine's default on Hopper). */
+typedef enum {
+  BS_ATTN_KERNEL_DEFAULT = 0,
+  BS_ATTN_KERNEL_FA2,
+  BS_ATTN_KERNEL_FA3,
+  BS_ATTN_KERNEL_CUDNN,
+  BS_ATTN_KERNEL_COUNT
+} bs_attn_kernel;
 
 typedef struct {
   char preset[32]; /* "" when given explicitly */
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
   bs_dtype dtype;
   bs_fp8 fp8;
+  bs_attn_kernel attention_kernel;
 } bs_model;
 
 typedef struct {
@@ -141,6 +152,7 @@ const char *bs_recompute_name(int r);
 const char *bs_pp_schedule_name(bs_pp_schedule s);
 const char *bs_dim_name(bs_dim d);
 const char *bs_fp8_name(bs_fp8 f);
+const char *bs_attn_kernel_name(bs_attn_kernel k);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */
 int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);

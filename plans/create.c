@@ -127,7 +127,7 @@ static void inner_config(const bs_config *c, const bs_mesh *m, bs_config *ac) {
   ac->par.gpus = m->size[m->att_dim];
   if (m->att_dim == BS_DIM_CP) {
     ac->model.heads /= m->size[BS_DIM_TP];
-    ac->model.kv_heads /= m->size[BS_DIM_TP];
+    ac->model.kv_heads = plan_kv_heads_per_rank(c->model.kv_heads, m->size[BS_DIM_TP]);
   }
   ac->work.batch = m->micro_batch;
   ac->par.tp = ac->par.dp = ac->par.pp = 1;
@@ -181,9 +181,18 @@ void bs_plan_decision(const bs_plan *p, bs_decision *d) { decide_all(&p->cfg, &p
 static int check_composed(const bs_config *c, const bs_mesh *m, char *err, size_t errlen) {
   char msg[320];
   int tp = m->size[BS_DIM_TP];
-  if (m->att_dim == BS_DIM_CP && tp > 1 && (c->model.heads % tp != 0 || c->model.kv_heads % tp != 0)) {
-    snprintf(msg, sizeof msg, "parallel.tp: %d must divide model.heads (%lld) and model.kv_heads (%lld)", tp,
-             (long long)c->model.heads, (long long)c->model.kv_heads);
+  if (m->att_dim == BS_DIM_CP && tp > 1 && (c->model.heads % tp != 0 || !plan_kv_split_ok(c->model.kv_heads, tp))) {
+    snprintf(msg, sizeof msg,
+             "parallel.tp: %d must divide model.heads (%lld) and divide, or be a multiple of, model.kv_heads (%lld)",
+             tp, (long long)c->model.heads, (long long)c->model.kv_heads);
+    return fail(err, errlen, msg);
+  }
+  int g = m->att_dim == BS_DIM_TP ? m->size[BS_DIM_TP] : tp;
+  if (g > c->model.kv_heads && plan_kv_split_ok(c->model.kv_heads, g) && c->work.phase == BS_TRAIN) {
+    snprintf(msg, sizeof msg,
+             "parallel.tp: %d ranks over %lld KV heads replicate each KV head %lld times; that runs for prefill and "
+             "decode only (the reduction of the replicas' gradients in training is not modelled)",
+             g, (long long)c->model.kv_heads, (long long)(g / c->model.kv_heads));
     return fail(err, errlen, msg);
   }
   if (c->work.scope == BS_SCOPE_ATTENTION && m->microbatches > 1) {

@@ -332,4 +332,13 @@ extern const plan_scope plan_scope_workload;
 /* The attention-scope row of a composed plan: the attention plan, mapped (compose.c). */
 extern const plan_scope plan_scope_compose;
 
+/* Key/value heads a rank holds when g ranks share a layer's heads (tensor parallelism): kv_heads / g,
+ * or 1 when g is a multiple of kv_heads: each KV head is then replicated g / kv_heads times (vLLM's
+ * rule for tensor parallelism above the KV-head count; create.c allows it for inference only). */
+static inline int64_t plan_kv_heads_per_rank(int64_t kv_heads, int64_t g) { return kv_heads >= g ? kv_heads / g : 1; }
+/* Whether g ranks can share kv_heads key/value heads: g divides them, or (replication) they divide g. */
+static inline int plan_kv_split_ok(int64_t kv_heads, int64_t g) {
+  return kv_heads >= g ? kv_heads % g == 0 : g % kv_heads == 0;
+}
+
 #endif

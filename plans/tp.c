@@ -20,9 +20,10 @@ static int check_tp(const bs_plan *p, char *err, size_t errlen) {
              bs_layout_name(p->cfg.par.layout));
     return -1;
   }
-  if (p->G > p->Zkv || p->Zkv % p->G != 0 || p->Zq % p->G != 0) {
-    snprintf(err, errlen, "parallel.gpus: tp needs gpus (%d) to divide heads %lld and kv_heads %lld", p->G,
-             (long long)p->Zq, (long long)p->Zkv);
+  if (p->Zq % p->G != 0 || !plan_kv_split_ok(p->Zkv, p->G)) {
+    snprintf(err, errlen,
+             "parallel.gpus: tp needs gpus (%d) to divide heads %lld and to divide, or be a multiple of, kv_heads %lld",
+             p->G, (long long)p->Zq, (long long)p->Zkv);
     return -1;
   }
   if (p->cfg.par.tp_variant == 3 && p->N % p->G != 0) {
@@ -119,9 +120,11 @@ static void tp_bwd(bs_plan_iter *it, tp_state *s, int64_t hq, int64_t hkv, const
 static int gen_tp(bs_plan_iter *it, void *state) {
   const bs_plan *p = it->p;
   tp_state *s = state;
-  int64_t hq = p->Zq / p->G, hkv = p->Zkv / p->G;
+  /* more ranks than KV heads: each rank holds one KV head, the one its query heads share */
+  int64_t hq = p->Zq / p->G, hkv = plan_kv_heads_per_rank(p->Zkv, p->G);
+  int64_t kv0 = p->Zkv >= p->G ? it->rank * hkv : it->rank / (p->G / p->Zkv);
   bs_shard qs = plan_shard(BS_CONTIGUOUS, 0, 1, p->N, (int32_t)(it->rank * hq), (int32_t)hq);
-  bs_shard ks = plan_shard(BS_CONTIGUOUS, 0, 1, p->N, (int32_t)(it->rank * hkv), (int32_t)hkv);
+  bs_shard ks = plan_shard(BS_CONTIGUOUS, 0, 1, p->N, (int32_t)kv0, (int32_t)hkv);
   switch (s->seg) {
   case 0:
     tp_fwd(it, s, hq, hkv, &qs, &ks);

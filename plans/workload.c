@@ -65,7 +65,8 @@ static void param_count(const bs_config *c, const bs_mesh *mesh, int stage, bs_p
   int64_t g = mesh->size[BS_DIM_TP], H = m->hidden;
   pc->tp = g;
   pc->dp = (int64_t)mesh->size[BS_DIM_CP] * mesh->size[BS_DIM_DP]; /* the ranks holding the same weights */
-  pc->qkv = H * (m->heads + 2 * m->kv_heads) * m->head_dim / g;
+  /* the K and V heads of a rank: kv_heads / g, or one replicated head when g > kv_heads */
+  pc->qkv = H * (m->heads / g + 2 * plan_kv_heads_per_rank(m->kv_heads, g)) * m->head_dim;
   pc->o = m->heads * m->head_dim * H / g;
   pc->gate_up = 2 * H * m->ffn / g;
   pc->down = m->ffn * H / g;
@@ -489,7 +490,8 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->H = c->model.hidden;
   w->F = c->model.ffn;
   w->V = c->model.vocab;
-  w->qkvw = (p->Zq + 2 * p->Zkv) * p->d;
+  /* the QKV projection's width over the tp group: g x a rank's (a replicated KV head counted per rank) */
+  w->qkvw = (p->Zq + 2 * plan_kv_heads_per_rank(p->Zkv, w->g) * w->g) * p->d;
   int A = p->mesh.size[p->mesh.att_dim];    /* the attention group's ranks */
   if (p->decode) w->T = w->mbs * p->nq_dec; /* the new tokens, on every rank */
   else if (p->mesh.att_dim == BS_DIM_TP) w->T = w->mbs * p->N;

@@ -4,6 +4,7 @@
  * allocation into the bytes the device's allocator holds for it.
  */
 #include "profile/profile.h"
+#include "profile/profile_impl.h"
 
 #include "base/fileio.h"
 
@@ -282,10 +283,10 @@ static int parse_tiled(const cJSON *kj, bs_kernel_model *m, const char *path, co
   return 0;
 }
 
-static int parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, const char *path, char *err,
-                        size_t errlen) {
+int bs_profile_parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, const char *path, char *err,
+                            size_t errlen) {
   char where[96];
-  snprintf(where, sizeof where, "kernels.%s", kname);
+  snprintf(where, sizeof where, "%s.%s", strchr(kname, '.') ? "attention_kernels" : "kernels", kname);
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(kj, "model");
   if (!cJSON_IsString(model)) {
     snprintf(err, errlen, "%s: %s.model: missing (table, roofline, materialised or tiled)", path, where);
@@ -626,8 +627,10 @@ int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t e
       snprintf(err, errlen, "%s: kernels.%s: given twice", path, kj->string);
       goto out;
     }
-    if (parse_kernel(kj, kj->string, &p->kernel[k], path, err, errlen)) goto out;
+    if (bs_profile_parse_kernel(kj, kj->string, &p->kernel[k], path, err, errlen)) goto out;
   }
+  const cJSON *ak = cJSON_GetObjectItemCaseSensitive(root, "attention_kernels");
+  if (ak && bs_profile_parse_attention_kernels(ak, p, path, err, errlen)) goto out;
   const cJSON *ls = cJSON_GetObjectItemCaseSensitive(root, "links");
   if (!cJSON_IsObject(ls)) {
     snprintf(err, errlen, "%s: links: missing", path);

@@ -69,6 +69,10 @@
  *     }
  *     The bytes a roofline kernel moves come from its shape (profile.c).
  *   },
+ *   "attention_kernels": {       optional: the fused attention kernels a job may choose
+ *     "default": {"value": "fa2", "source": "..."},   the one kernels.attn_fwd / attn_bwd hold
+ *     "fa3": {"attn_fwd": {table model}, "attn_bwd": {table model}},  "cudnn", "fa2" alike
+ *   },                           (model.attention_kernel; bs_profile_save leaves it out)
  *   "links": {                   one entry per link class (topologies/topo.h)
  *     "nvlink": {"bandwidth_Bps": {...}, "latency_s": {...},
  *                "factors": [ {"min_bytes": 0, "bandwidth": 1.0, "latency": 1.0} ],
@@ -176,7 +180,13 @@ typedef struct {
   /* point-to-point SEND/RECV of the plans, never collectives; [0] intra-node, [1] inter-node */
   double p2p_base_s[2];     /* fixed cost of one send, s (0 = none) */
   double p2p_efficiency[2]; /* fraction of the route's bandwidth a send reaches (0 or 1 = all) */
-  double host_speed;        /* host topology: flop/s of the shared CPU (0 = none) */
+  /* model.attention_kernel: the rates of each fused attention kernel the profile holds
+   * ("attention_kernels"), [kernel][0] forward and [1] backward; attn_default is the kernel whose
+   * rates kernels.attn_fwd / attn_bwd hold (BS_ATTN_KERNEL_DEFAULT when the profile names none) */
+  bs_attn_kernel attn_default;
+  int attn_have[BS_ATTN_KERNEL_COUNT];
+  bs_kernel_model attn_rates[BS_ATTN_KERNEL_COUNT][2];
+  double host_speed; /* host topology: flop/s of the shared CPU (0 = none) */
   int host_cores;
 } bs_profile;
 
@@ -187,6 +197,11 @@ void bs_profile_path(const char *name, char *out, size_t outlen);
 
 /* Reads and checks a profile. Returns 0, or -1 with "FILE: key: what" in err. */
 int bs_profile_load(const char *name_or_path, bs_profile *p, char *err, size_t errlen);
+
+/* Makes kernels.attn_fwd / attn_bwd hold the rates of kernel k (model.attention_kernel; the default
+ * one: the profile's attention_kernels.default, as loaded): 0, or -1 with "model.attention_kernel:
+ * ..." naming the kernels the profile holds when it has no rates for k. */
+int bs_profile_use_attention(bs_profile *p, bs_attn_kernel k, char *err, size_t errlen);
 
 /* p as a profile JSON object with the given source string on every value (the caller deletes it). */
 struct cJSON;

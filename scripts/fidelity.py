@@ -35,6 +35,17 @@ KERNELS = [
     ("a100-sxm4-80gb", "fwd+bwd", "causal", 128, [99, 133, 155, 173, 182, 189], README + ", A100"),
     ("a100-sxm4-80gb", "fwd+bwd", "causal", 64, [88, 119, 140, 156, 165, 171], "arXiv 2307.08691 Fig. 4c"),
 ]
+# model.attention_kernel = fa3 / cudnn: the other bars of the same figures (H100 80GB SXM5, d = 128):
+# (profile, kernel, pass, mask, head_dim, published TFLOP/s at X, source)
+KERNELS_ALT = [
+    ("h100-sxm", "fa3", "fwd", "full", 128, [467, 565, 625, 638, 646, 648], FA3 + " Fig. 5c"),
+    ("h100-sxm", "fa3", "fwd", "causal", 128, [292, 423, 521, 579, 602, 616], FA3 + " Fig. 5d"),
+    ("h100-sxm", "fa3", "bwd", "full", 128, [316, 424, 501, 542, 559, 561], FA3 + " Fig. 6b"),
+    ("h100-sxm", "cudnn", "fwd", "full", 128, [497, 574, 617, 609, 600, 595], FA3 + " Fig. 5c"),
+    ("h100-sxm", "cudnn", "fwd", "causal", 128, [315, 410, 484, 518, 529, 539], FA3 + " Fig. 5d"),
+    ("h100-sxm", "cudnn", "bwd", "full", 128, [305, 408, 465, 499, 518, 516], FA3 + " Fig. 6b"),
+]
+KERNEL_LABEL = {"fa2": "FA2", "fa3": "FA3", "cudnn": "cuDNN"}
 # Best-case text figures, not a table at a shape: checks.
 KERNEL_CHECKS = [
     ("a100-sxm4-80gb", "fwd", "full", 128, 16384, 228, "arXiv 2307.08691 Sec. 1: forward up to 73 % of 312"),
@@ -132,9 +143,9 @@ def run_json(args):
     return r["time_s"]
 
 
-def kernel_time(build, xml, ini, profile, phase, x, d, causal):
+def kernel_time(build, xml, ini, profile, phase, x, d, causal, kernel="default"):
     """fwd and bwd seconds of one GPU's attention at the benchmark shape."""
-    sets = ["cluster.profile=" + profile, "cluster.topology=" + xml, "workload.phase=" + phase,
+    sets = ["model.attention_kernel=" + kernel, "cluster.profile=" + profile, "cluster.topology=" + xml, "workload.phase=" + phase,
             "workload.seq_len=%d" % x, "workload.batch=%d" % (16384 // x), "model.heads=%d" % (2048 // d),
             "model.kv_heads=%d" % (2048 // d), "model.head_dim=%d" % d, "workload.causal=" + str(causal).lower()]
     args = [os.path.join(build, "burstsim"), "sim", ini]
@@ -144,10 +155,10 @@ def kernel_time(build, xml, ini, profile, phase, x, d, causal):
     return t["fwd"], t["bwd"]
 
 
-def predicted_rate(build, xml, ini, profile, pas, mask, d, x):
+def predicted_rate(build, xml, ini, profile, pas, mask, d, x, kernel="default"):
     causal = mask == "causal"
     f = bench_flops(x, d, causal)
-    fwd, bwd = kernel_time(build, xml, ini, profile, "prefill" if pas == "fwd" else "train", x, d, causal)
+    fwd, bwd = kernel_time(build, xml, ini, profile, "prefill" if pas == "fwd" else "train", x, d, causal, kernel)
     if pas == "fwd":
         return f / fwd / 1e12
     if pas == "bwd":
@@ -190,6 +201,11 @@ def main():
                 got = predicted_rate(a.build, xml, ini, profile, pas, mask, d, x)
                 rows.append((profile, "FA2 %s, %s, d=%d, seqlen %d" % (pas, mask, d, x), src, got, p, "TFLOP/s",
                              "built"))
+        for profile, kernel, pas, mask, d, pub, src in KERNELS_ALT:
+            for x, p in zip(X, pub):
+                got = predicted_rate(a.build, xml, ini, profile, pas, mask, d, x, kernel)
+                rows.append((profile, "%s %s, %s, d=%d, seqlen %d" % (KERNEL_LABEL[kernel], pas, mask, d, x), src, got, p,
+                             "TFLOP/s", "built"))
         for profile, pas, mask, d, x, p, src in KERNEL_CHECKS:
             got = predicted_rate(a.build, xml, ini, profile, pas, mask, d, x)
             rows.append((profile, "FA2 %s, %s, d=%d, seqlen %d" % (pas, mask, d, x), src, got, p, "TFLOP/s",

@@ -402,8 +402,14 @@ typedef struct {
 static const bs_profile *profile_for(prof_slot *ps, int *np, const bs_config *c, const bs_sim_opts *o, char *err,
                                      size_t errlen) {
   const char *name = o && o->profile ? o->profile : c->cluster.profile;
+  char key[sizeof ps->name];
+  int kl = snprintf(key, sizeof key, "%s#%s", name, bs_attn_kernel_name(c->model.attention_kernel));
+  if (kl < 0 || (size_t)kl >= sizeof key) {
+    snprintf(err, errlen, "cluster.profile: name longer than %zu characters", sizeof key - 16);
+    return NULL;
+  }
   for (int i = 0; i < *np; i++)
-    if (!strcmp(ps[i].name, name)) return ps[i].prof;
+    if (!strcmp(ps[i].name, key)) return ps[i].prof;
   if (*np == MAX_PROFILES) {
     snprintf(err, errlen, "cluster.profile: more than %d profiles in one search", MAX_PROFILES);
     return NULL;
@@ -419,7 +425,11 @@ static const bs_profile *profile_for(prof_slot *ps, int *np, const bs_config *c,
     free(p);
     return NULL;
   }
-  snprintf(ps[*np].name, sizeof ps[*np].name, "%s", name);
+  if (bs_profile_use_attention(p, c->model.attention_kernel, err, errlen)) {
+    free(p);
+    return NULL;
+  }
+  snprintf(ps[*np].name, sizeof ps[*np].name, "%s", key);
   ps[*np].prof = p;
   (*np)++;
   return p;

@@ -28,6 +28,7 @@ int bs_sim_check_profile(const bs_config *cfg, const bs_sim_opts *opts, char *er
   char why[512];
   int rc = bs_profile_load(name, prof, why, sizeof why);
   if (rc) snprintf(err, errlen, "%s: %s", opts && opts->profile ? "--profile" : "cluster.profile", why);
+  else rc = bs_profile_use_attention(prof, cfg->model.attention_kernel, err, errlen);
   free(prof);
   return rc;
 }

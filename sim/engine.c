@@ -98,6 +98,7 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     snprintf(err, errlen, "%s: %s", opts->profile ? "--profile" : "cluster.profile", why);
     return -1;
   }
+  if (bs_profile_use_attention(pt->prof, cfg->model.attention_kernel, err, errlen)) return -1;
   if (bs_platform_resolve(cfg, opts, pt->prof, &pt->ps, err, errlen)) return -1;
   if (given) {
     pt->src = *given;

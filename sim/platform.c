@@ -25,11 +25,19 @@ static int resolve_nics(const bs_config *cfg, bs_platform_spec *ps, char *err, s
   const char *topo = cfg->cluster.topology;
   if (nics <= 0) return 0;
   if (bs_topo_has_rails(topo)) {
-    if (nics > gpn || gpn % nics) {
-      snprintf(err, errlen, "cluster.nics_per_node: %d does not divide the %d GPUs per node of %s", nics, gpn, topo);
+    int whole = ps->node_gpus > 0 ? ps->node_gpus : gpn;
+    if (nics > whole || whole % nics) {
+      snprintf(err, errlen, "cluster.nics_per_node: %d does not divide the %d GPUs per node of %s", nics, whole, topo);
       return -1;
     }
-    ps->topo.nics_per_node = nics;
+    if (gpn < whole && gpn % (whole / nics)) { /* part of a node: its GPUs' NICs, whole */
+      snprintf(err, errlen,
+               "parallel.gpus: %d GPUs of a %s node would split the %d GPUs that share a NIC (cluster.nics_per_node = "
+               "%d)",
+               gpn, topo, whole / nics, nics);
+      return -1;
+    }
+    ps->topo.nics_per_node = nics * gpn / whole;
     return 0;
   }
   if (!strcmp(topo, "a100-pcie-node") && nics == 1) return 0;
@@ -194,6 +202,12 @@ int bs_platform_resolve(const bs_config *cfg, const bs_sim_opts *opts, const bs_
     ps->shared_host = 1;
   } else {
     int gpn = ps->topo.gpus_per_node;
+    ps->node_gpus = gpn;
+    if (G < gpn && bs_topo_has_rails(topo)) {
+      /* part of one node (4 GPUs of a DGX): the node's first G GPUs, each with its own NVLink and NIC
+       * links as in the whole node; the others stay idle and are left out */
+      gpn = ps->topo.gpus_per_node = G;
+    }
     if (G % gpn) {
       snprintf(err, errlen, "parallel.gpus: %d is not a multiple of the %d GPUs per node of %s", G, gpn, topo);
       return -1;

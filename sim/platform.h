@@ -18,6 +18,8 @@ typedef struct {
   char file[512];      /* user XML path */
   int ranks_per_node;  /* generated: exact; file: provisional until loaded */
   int shared_host;     /* all ranks on one host (host topology) */
+  int node_gpus;       /* generated: the GPUs of the topology's whole node (topo.gpus_per_node is fewer when
+                          the point runs on part of one node) */
 } bs_platform_spec;
 
 /* Resolves cfg's topology for cfg->par.gpus ranks. Returns 0 or -1 with a message. */

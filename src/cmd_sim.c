@@ -149,9 +149,11 @@ static int check_names(const bs_scenario *sc, const bs_sim_opts *opts) {
   char err[1024];
   for (int i = 0; i < sc->npoints; i++) {
     const bs_config *c = &sc->points[i];
-    int new_profile = !opts->profile || i == 0, new_topo = 1;
+    int new_profile = 1, new_topo = 1;
     for (int j = 0; j < i && (new_profile || new_topo); j++) {
-      if (!opts->profile && !strcmp(sc->points[j].cluster.profile, c->cluster.profile)) new_profile = 0;
+      if ((opts->profile || !strcmp(sc->points[j].cluster.profile, c->cluster.profile)) &&
+          sc->points[j].model.attention_kernel == c->model.attention_kernel)
+        new_profile = 0;
       if (!strcmp(sc->points[j].cluster.topology, c->cluster.topology)) new_topo = 0;
     }
     if ((new_profile && bs_sim_check_profile(c, opts, err, sizeof err)) ||

@@ -285,6 +285,11 @@ static int varies(const bs_field *f, const bs_result *r, int n) {
   return 0;
 }
 
+/* A column's header over the sweep's points: the row's own, or what its header() says. */
+static const char *head_of(const bs_field *f, const bs_result *r, int n) {
+  return f->header ? f->header(r, n) : f->head;
+}
+
 /* The table's columns are the rows with a header, in row order: the key columns (method, GPUs,
  * sequence) always, every setting that varies over the points, the figures. A column is as wide
  * as its widest cell. A point without figures shows "-" for each and then why: "refused: ..."
@@ -295,8 +300,8 @@ void bs_output_table(FILE *f, const bs_result *r, int n) {
   int *width = calloc((size_t)nrows, sizeof *width);
   if (!width) return;
   for (int k = 0; k < nrows; k++) {
-    if (!rows[k].head || (rows[k].vary && !varies(&rows[k], r, n))) continue;
-    int w = abs(rows[k].width), h = (int)strlen(rows[k].head);
+    if (!rows[k].head || (rows[k].vary && !varies(&rows[k], r, n)) || (rows[k].shown && !rows[k].shown(r, n))) continue;
+    int w = abs(rows[k].width), h = (int)strlen(head_of(&rows[k], r, n));
     if (h > w) w = h;
     for (int i = 0; i < n; i++) {
       char cell[64];
@@ -308,7 +313,7 @@ void bs_output_table(FILE *f, const bs_result *r, int n) {
   const char *sep = "";
   for (int k = 0; k < nrows; k++) {
     if (!width[k]) continue;
-    fprintf(f, "%s%*s", sep, width[k], rows[k].head);
+    fprintf(f, "%s%*s", sep, width[k], head_of(&rows[k], r, n));
     sep = " ";
   }
   fprintf(f, "\n");

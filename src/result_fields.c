@@ -25,6 +25,7 @@ static const char *scope(const bs_result *r) { return bs_scope_name(r->cfg.work.
 static const char *layout(const bs_result *r) { return bs_layout_name(r->cfg.par.layout); }
 static const char *dtype(const bs_result *r) { return bs_dtype_name(r->cfg.model.dtype); }
 static const char *fp8(const bs_result *r) { return bs_fp8_name(r->cfg.model.fp8); }
+static const char *attention_kernel(const bs_result *r) { return bs_attn_kernel_name(r->cfg.model.attention_kernel); }
 static const char *coll_algo(const bs_result *r) { return bs_coll_algo_name(r->cfg.cluster.coll_algo); }
 static const char *bwd_comm(const bs_result *r) { return r->cfg.par.bwd_opt ? "optimized" : "plain"; }
 static const char *tp_variant(const bs_result *r) { return r->cfg.par.tp_variant == 3 ? "v3" : "v1"; }
@@ -74,26 +75,30 @@ const char *bs_result_status(const bs_result *r) {
 }
 static const char *status(const bs_result *r) { return bs_result_status(r); }
 
-/* The dense peak FLOP/s of the profile a point ran with (the profile's device.peak_flops), NaN when
- * it cannot be read; the last few profiles are remembered, so a sweep reads each about once. */
-static double profile_peak(const bs_result *r) {
+/* The dense peak FLOP/s of the profile a point ran with (the profile's device.peak_flops, or with
+ * fp8 its device.peak_flops_fp8), NaN when it cannot be read or the profile has none; the last few
+ * profiles are remembered, so a sweep reads each about once. */
+static double profile_peak_of(const bs_result *r, int fp8) {
   enum { SLOTS = 8 };
   static char name[SLOTS][sizeof r->cfg.cluster.profile];
-  static double peak[SLOTS];
+  static double peak[SLOTS][2];
   static int used, next;
   if (!r->cfg.cluster.profile[0]) return NAN;
   for (int i = 0; i < used; i++)
-    if (!strcmp(name[i], r->cfg.cluster.profile)) return peak[i];
+    if (!strcmp(name[i], r->cfg.cluster.profile)) return peak[i][fp8];
   bs_profile *p = calloc(1, sizeof *p);
   char err[512];
-  double v = p && !bs_profile_load(r->cfg.cluster.profile, p, err, sizeof err) ? p->peak_flops : NAN;
-  free(p);
+  int ok = p && !bs_profile_load(r->cfg.cluster.profile, p, err, sizeof err);
   snprintf(name[next], sizeof name[next], "%s", r->cfg.cluster.profile);
-  peak[next] = v;
+  peak[next][0] = ok ? p->peak_flops : NAN;
+  peak[next][1] = ok && p->peak_flops_fp8 > 0 ? p->peak_flops_fp8 : NAN;
+  free(p);
+  double v = peak[next][fp8];
   next = (next + 1) % SLOTS;
   if (used < SLOTS) used++;
   return v;
 }
+static double profile_peak(const bs_result *r) { return profile_peak_of(r, 0); }
 
 /* Throughput (src/flops.c states the FLOP convention); NaN without a step time. */
 static int gpus_of(const bs_result *r) { return r->cfg.par.gpus > 0 ? r->cfg.par.gpus : 1; }
@@ -108,6 +113,26 @@ static double model_tflops_per_gpu(const bs_result *r) {
 static double peak_tflops_per_gpu(const bs_result *r) { return profile_peak(r) / 1e12; }
 static double mfu(const bs_result *r) { return model_tflops_per_gpu(r) / peak_tflops_per_gpu(r); }
 double bs_result_mfu(const bs_result *r) { return mfu(r); }
+
+/* MFU by the precision the GEMMs ran in: the FP8 peak (the profile's device.peak_flops_fp8) when
+ * model.fp8 runs any GEMM in FP8, as FP8 training runs report it; else the dense 16-bit peak that
+ * throughput.mfu is against. */
+static int runs_fp8(const bs_result *r) { return r->cfg.model.fp8 != BS_FP8_OFF; }
+static const char *gemm_precision(const bs_result *r) { return runs_fp8(r) ? "fp8" : "bf16"; }
+static double peak_tflops_gemm(const bs_result *r) { return profile_peak_of(r, runs_fp8(r)) / 1e12; }
+static double mfu_gemm_peak(const bs_result *r) { return model_tflops_per_gpu(r) / peak_tflops_gemm(r); }
+/* The table labels both MFU columns when a point of the sweep runs FP8 GEMMs. */
+static int some_fp8(const bs_result *r, int n) {
+  for (int i = 0; i < n; i++)
+    if (runs_fp8(&r[i])) return 1;
+  return 0;
+}
+static const char *mfu_head(const bs_result *r, int n) { return some_fp8(r, n) ? "MFU bf16" : "MFU"; }
+static void cell_pct(const bs_result *r, bs_value v, char *dst, size_t n);
+static void cell_pct_fp8(const bs_result *r, bs_value v, char *dst, size_t n) {
+  if (!runs_fp8(r)) snprintf(dst, n, "-");
+  else cell_pct(r, v, dst, n);
+}
 /* Capacity less the peak (negative: out of memory); NaN when the capacity is not known. */
 static double headroom_bytes(const bs_result *r) {
   return r->mem.capacity_bytes > 0 ? (double)r->mem.capacity_bytes - (double)r->mem.peak_bytes_max : NAN;
@@ -276,6 +301,7 @@ static const bs_field result_rows[] = {
   {AT("model.vocab", "tokens", BS_FIELD_I64, cfg.model.vocab), CSV(41, "vocab"), VARY("vocab", cell_int)},
   {NAMED("model.dtype", dtype), CSV(15, "dtype"), VARY("dtype", cell_text)},
   {NAMED("model.fp8", fp8), CSV(73, "fp8"), VARY("fp8", cell_text)},
+  {NAMED("model.attention_kernel", attention_kernel), CSV(92, "attention_kernel"), VARY("attn", cell_text)},
   {AT("topology", "", BS_FIELD_CHARS, cfg.cluster.topology), CSV(19, "topology"), VARY("topology", cell_text)},
   {AT("nics_per_node", "NICs", BS_FIELD_INT, cfg.cluster.nics_per_node), CSV(47, "nics_per_node"),
    VARY("nics", cell_int)},
@@ -396,7 +422,23 @@ static const bs_field result_rows[] = {
    CALC("throughput.peak_tflops_per_gpu", "TFLOP/s", peak_tflops_per_gpu),
    CSV(57, "peak_tflops_per_gpu"),
    .digits = 9},
-  {.figure = 1, CALC("throughput.mfu", "", mfu), CSV(58, "mfu"), .digits = 6, TABLE("MFU", 6, cell_pct)},
+  {.figure = 1,
+   CALC("throughput.mfu", "", mfu),
+   CSV(58, "mfu"),
+   .digits = 6,
+   TABLE("MFU", 6, cell_pct),
+   .header = mfu_head},
+  {NAMED("throughput.gemm_precision", gemm_precision), CSV(93, "gemm_precision")},
+  {.figure = 1,
+   CALC("throughput.peak_tflops_per_gpu_gemm", "TFLOP/s", peak_tflops_gemm),
+   CSV(94, "peak_tflops_per_gpu_gemm"),
+   .digits = 9},
+  {.figure = 1,
+   CALC("throughput.mfu_gemm_peak", "", mfu_gemm_peak),
+   CSV(95, "mfu_gemm_peak"),
+   .digits = 6,
+   TABLE("MFU fp8", 7, cell_pct_fp8),
+   .shown = some_fp8},
   /* the breakdown at the peak, one key per bs_mem_class in its order (bs_mem_class_name) */
   {.figure = 1, AT("memory.breakdown.input", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_INPUT])},
   {.figure = 1, AT("memory.breakdown.output", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OUTPUT])},

@@ -61,6 +61,10 @@ typedef struct bs_field {
   /* vary: NULL, or the column is shown only when this holds for some point too (a value that follows
    * another column is not news unless it stops following it) */
   int (*news)(const bs_result *r);
+  /* the stdout table over a sweep's n points: shown, NULL or whether the column is shown at all;
+   * header, NULL or the header to print instead of head (a label that depends on the points) */
+  int (*shown)(const bs_result *r, int n);
+  const char *(*header)(const bs_result *r, int n);
 } bs_field;
 
 /* A point has figures when it ran: no error (refused or failed). */

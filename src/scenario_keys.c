@@ -63,6 +63,7 @@ INT_SETTER(set_ffn, model.ffn, 1, 1 << 22, 0)
 INT_SETTER(set_vocab, model.vocab, 1, 1 << 24, 0)
 ENUM_SETTER(set_dtype, model.dtype, bs_dtype, "bf16", "fp16", "fp32")
 ENUM_SETTER(set_fp8, model.fp8, bs_fp8, "off", "ffn", "all")
+ENUM_SETTER(set_attention_kernel, model.attention_kernel, bs_attn_kernel, "default", "fa2", "fa3", "cudnn")
 
 ENUM_SETTER(set_phase, work.phase, bs_phase, "train", "prefill", "decode")
 INT_SETTER(set_seq_len, work.seq_len, 1, BIG, 1)
@@ -286,6 +287,8 @@ const key_def scn_keys[] = {
   {"model", "vocab", set_vocab, "vocabulary size"},
   {"model", "dtype", set_dtype, "bf16 | fp16 | fp32"},
   {"model", "fp8", set_fp8, "off | ffn | all (layer and model scope: which GEMMs run in FP8)"},
+  {"model", "attention_kernel", set_attention_kernel,
+   "default | fa2 | fa3 | cudnn (the fused attention kernel's rates)"},
   {"workload", "phase", set_phase, "train | prefill | decode"},
   {"workload", "seq_len", set_seq_len, "tokens (K, M suffixes)"},
   {"workload", "batch", set_batch, "sequences"},

@@ -54,8 +54,8 @@ END {
   print ""
   table("meta", "Llama 3.1 405B prefill (FP8 GEMMs), 128K tokens: TP 8 in a node x context-parallel ring over N nodes")
   table("meta-tp", "Llama 3.1 405B prefill, 128K tokens: tensor parallelism alone over 2 and 4 nodes (TP 16, TP 32)")
-  print "The tp plan shards the KV heads, so it stops at 8 ranks for 405B's 8 KV heads (replicating them,"
-  print "as some inference engines do, is not modelled): context parallelism is how this model crosses nodes."
+  print "Beyond 405B's 8 KV heads the tp plan replicates each KV head (2 and 4 times here, as inference"
+  print "engines such as vLLM do): every rank keeps one KV head and its own query heads."
   print ""
   table("meta-1m", "Llama 3.1 405B prefill, 1M tokens on 16 nodes (128 GPUs), TP 8 x CP 16")
   if (TT[8, 131072] != "" && TT[128, 131072] != "")

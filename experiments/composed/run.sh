@@ -14,8 +14,7 @@ sweep nemo-16k "$HERE/nemo-llama3-8b.ini"
 sweep nemo-64k "$HERE/nemo-llama3-8b.ini" --set workload.seq_len=64K --set parallel.gpus=32
 sweep grid "$HERE/llama2-7b-grid.ini"
 sweep meta "$HERE/meta-405b.ini"
-# TP 16 and 32 across nodes: refused (8 KV heads cannot be split 16 ways; KV-head replication is not
-# modelled), kept as rows with their reason; the sweep's exit status says no point ran.
+# TP 16 and 32 across nodes: more ranks than the 8 KV heads, each KV head replicated 2 and 4 times.
 sweep meta-tp "$HERE/meta-405b.ini" --set parallel.method=tp --set parallel.tp=1 --set parallel.gpus=16,32 \
   --set parallel.layout=contiguous || true
 sweep meta-1m "$HERE/meta-405b.ini" --set parallel.gpus=128 --set workload.seq_len=1M
