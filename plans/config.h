@@ -46,6 +46,8 @@ typedef struct {
   bs_fp8 fp8;
 } bs_model;
 
+#define BS_MAX_DOCS 512 /* packed documents per sequence */
+
 typedef struct {
   bs_phase phase;
   int64_t seq_len; /* tokens, whole sequence */
@@ -57,6 +59,13 @@ typedef struct {
   int recompute;         /* model scope: activation recomputation (bs_recompute) */
   bs_kv_cache kv_cache;  /* prefill, layer and model scope */
   int64_t cached_tokens; /* prefill: tokens of seq_len already in the KV cache (0 = none) */
+  /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
+   * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a
+   * document (the per-document mask of kernels/mask.h). 0: one document, no document mask.
+   * documents: the key's value as given ("" = none); src/ resolves it into docs, doc_end. */
+  char documents[128];
+  int32_t docs;
+  int64_t doc_end[BS_MAX_DOCS];
 } bs_workload;
 
 /* The dimensions of composed parallelism (Megatron's names): tensor, context, data, pipeline. */

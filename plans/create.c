@@ -75,6 +75,11 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
     return fail(err, errlen, m);
   }
   if (c->work.phase < BS_TRAIN || c->work.phase > BS_DECODE) return fail(err, errlen, "workload.phase: unknown phase");
+  if (c->work.docs < 0 || c->work.docs > BS_MAX_DOCS ||
+      (c->work.docs > 0 && c->work.doc_end[c->work.docs - 1] != c->work.seq_len))
+    return fail(err, errlen, "workload.documents: the documents must end at workload.seq_len");
+  if (c->work.docs > 0 && (c->work.phase == BS_DECODE || c->work.cached_tokens > 0))
+    return fail(err, errlen, "workload.documents: packed documents are for train and prefill without a KV cache");
   const plan_method *pm = plan_method_of(c->par.method);
   if (!pm) return fail(err, errlen, "parallel.method: unknown method");
   if (c->work.phase == BS_DECODE) {
@@ -146,6 +151,16 @@ static int inner_rpn(const bs_mesh *m, int rpn) {
 static int composed(const bs_config *cfg, const bs_mesh *m) { return m->size[m->att_dim] != cfg->par.gpus; }
 
 /* The decision with the mesh m of cfg, for a composed plan that of its attention group. */
+/* The ranks that split the sequence and how: the K,V ring's (burst, ring, li2021 contiguous), usp's
+ * ring across its groups; ulysses and tp split heads and see every pair. */
+static double attn_imbalance(const bs_config *c, const bs_decision *d) {
+  bs_method m = c->par.method;
+  if (c->work.phase == BS_DECODE || m == BS_ULYSSES || m == BS_TP || m == BS_TREE) return 1.0;
+  if (m == BS_USP)
+    return bs_attn_imbalance(&c->work, c->par.layout, d->cp / (d->ulysses_degree > 0 ? d->ulysses_degree : 1));
+  return bs_attn_imbalance(&c->work, m == BS_RING_LI2021 ? BS_CONTIGUOUS : c->par.layout, d->cp);
+}
+
 static int decide_all(const bs_config *cfg, const bs_mesh *m, int ranks_per_node, bs_decision *d) {
   int rc;
   if (composed(cfg, m)) {
@@ -163,6 +178,7 @@ static int decide_all(const bs_config *cfg, const bs_mesh *m, int ranks_per_node
   d->micro_batch = m->micro_batch;
   d->microbatches = m->microbatches;
   bs_order_string(cfg->par.order, d->order, sizeof d->order);
+  d->attn_imbalance = attn_imbalance(cfg, d);
   return rc;
 }
 

@@ -180,13 +180,11 @@ static int emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t
   const bs_plan *p = it->p;
   blk qb[4], kb[4];
   int nqb = shard_blks(qs, qb), nkb = shard_blks(ks, kb), emitted = 0;
-  int causal = p->cfg.work.causal;
-  int64_t window = p->cfg.work.window;
   for (int x = 0; x < nqb; x++)
     for (int y = 0; y < nkb; y++) {
       int64_t q0 = qb[x].pos0 + qpos_off, pairs;
       if (qb[x].stride == kb[y].stride)
-        pairs = plan_visible_pairs(q0, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride, causal, window);
+        pairs = plan_visible_pairs(&p->cfg.work, q0, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride);
       else pairs = qb[x].len * kb[y].len; /* not produced by any plan; never skipped */
       if (pairs < 0) {
         plan_iter_fail(it,
@@ -255,10 +253,9 @@ int64_t plan_shard_pairs(const bs_plan *p, const bs_shard *qs, int64_t qpos_off,
   for (int x = 0; x < nqb; x++)
     for (int y = 0; y < nkb; y++) {
       if (chunk >= 0 && qb[x].idx != chunk) continue;
-      int64_t pairs = qb[x].stride == kb[y].stride
-                        ? plan_visible_pairs(qb[x].pos0 + qpos_off, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride,
-                                             p->cfg.work.causal, p->cfg.work.window)
-                        : qb[x].len * kb[y].len;
+      int64_t pairs = qb[x].stride == kb[y].stride ? plan_visible_pairs(&p->cfg.work, qb[x].pos0 + qpos_off, qb[x].len,
+                                                                        kb[y].pos0, kb[y].len, qb[x].stride)
+                                                   : qb[x].len * kb[y].len;
       if (pairs < 0 || sum > INT64_MAX - pairs) return -1;
       sum += pairs;
     }

@@ -281,6 +281,12 @@ const char *bs_role_name(bs_role r);
  * and key positions k0 + b*stride (b < nk) under causal / window masking:
  * the count behind FLOPs and fully-masked-block skipping; -1 past 2^63 - 1. */
 int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window);
+/* The same under a workload's whole mask: causal, window and its packed documents. */
+int64_t bs_workload_pairs(const bs_workload *w, int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride);
+/* Attention work's imbalance over `parts` ranks that split the sequence by layout l: the largest
+ * rank's visible (query, key) pairs (its queries against every key) over the mean; 1: balanced
+ * (also when the parts do not divide the sequence). */
+double bs_attn_imbalance(const bs_workload *w, bs_layout l, int parts);
 
 /* Non-zero when the iterator stopped on a broken internal invariant (a plan
  * bug: op queue or id space exhausted) rather than at the program's end. */

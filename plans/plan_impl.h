@@ -268,7 +268,7 @@ bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t h
 attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t nq, int64_t nk);
 /* Visible (query, key) pairs of two blocks of positions with the same stride;
  * -1 when the count passes 2^63 - 1 (blocks of billions of tokens). */
-int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window);
+int64_t plan_visible_pairs(const bs_workload *w, int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride);
 /* Stops the iterator with a message (printf-style) that bs_plan_iter_errmsg returns. */
 void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
