@@ -58,7 +58,7 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
   char m[256];
   if (c->par.method < 0 || c->par.method >= BS_METHOD_COUNT)
     return fail(err, errlen, "parallel.method: unknown method");
-  if (c->par.layout < BS_CONTIGUOUS || c->par.layout > BS_STRIPED)
+  if (c->par.layout < BS_CONTIGUOUS || c->par.layout > BS_GREEDY)
     return fail(err, errlen, "parallel.layout: unknown layout");
   if (c->par.gpus < 1) {
     snprintf(m, sizeof m, "parallel.gpus: %d must be at least 1", c->par.gpus);
@@ -123,6 +123,24 @@ static int decide(const bs_config *cfg, int ranks_per_node, bs_decision *d, char
   }
   d->valid = 1;
   return 0;
+}
+
+/* The balance layouts (doc-zigzag, greedy) split the K,V ring's sequence into runs (balance.c). */
+static int balance_runs(bs_plan *p, char *err, size_t errlen) {
+  const bs_config *c = &p->cfg;
+  if (c->par.layout != BS_DOC_ZIGZAG && c->par.layout != BS_GREEDY) return 0;
+  if ((c->par.method != BS_BURST && c->par.method != BS_RING) || c->par.cp_pass == BS_PASS_Q || p->decode ||
+      p->Nc > 0) {
+    char m[256];
+    snprintf(m, sizeof m,
+             "parallel.layout: %s shards run on the K,V ring of burst and ring (pass-KV, train or prefill without a "
+             "cache), not %s%s",
+             bs_layout_name(c->par.layout), bs_method_name(c->par.method),
+             c->par.cp_pass == BS_PASS_Q ? " with cp_pass = q" : (p->decode || p->Nc > 0 ? " with a KV cache" : ""));
+    return fail(err, errlen, m);
+  }
+  if (p->G <= 1) return 0;
+  return plan_runs_make(&c->work, c->par.layout, p->G, &p->runs, err, errlen);
 }
 
 /* The attention group's config: its ranks, its share of the heads, one microbatch. */
@@ -263,13 +281,13 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   p->P = d.ring_outer > 1 ? d.ring_inner : p->G;
   p->M = d.ring_outer;
   const plan_method *pm = plan_method_of(cfg->par.method);
-  if (pm->check(p, err, errlen)) {
-    free(p);
+  if (pm->check(p, err, errlen) || balance_runs(p, err, errlen)) {
+    bs_plan_free(p);
     return -1;
   }
   if (ps) {
     if (ps->check(p, err, errlen) || bs_plan_create(&ac, ranks_per_node, &p->attn, err, errlen)) {
-      free(p);
+      bs_plan_free(p);
       return -1;
     }
     p->attn->in_layer = 1;
@@ -280,6 +298,9 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
 }
 
 void bs_plan_free(bs_plan *p) {
-  if (p) bs_plan_free(p->attn);
+  if (p) {
+    bs_plan_free(p->attn);
+    plan_runs_free(p->runs);
+  }
   free(p);
 }

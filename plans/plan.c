@@ -49,7 +49,22 @@ int64_t bs_shard_tokens(const bs_shard *s) {
   return s->parts > 0 ? s->n_total / s->parts : 0;
 }
 
+/* The run of a runs shard holding local token i, and the tokens stored before it. */
+static int32_t run_of(const bs_shard *s, int64_t i, int64_t *before) {
+  const bs_runs *u = s->runs;
+  int64_t at = 0;
+  int32_t k = u->first[s->part];
+  while (k + 1 < u->first[s->part + 1] && at + u->len[k] <= i) at += u->len[k++];
+  *before = at;
+  return k;
+}
+
 int64_t bs_shard_token(const bs_shard *s, int64_t i) {
+  if (s->runs && s->parts > 1) {
+    int64_t before;
+    int32_t k = run_of(s, i, &before);
+    return s->runs->pos[k] + (i - before);
+  }
   if (s->n_cache > 0) {
     bs_shard c, f;
     shard_pieces(s, &c, &f);
@@ -69,6 +84,12 @@ int64_t bs_shard_token(const bs_shard *s, int64_t i) {
 }
 
 int64_t bs_shard_index(const bs_shard *s, int64_t B, int64_t b, int64_t h, int64_t i, int64_t width) {
+  if (s->runs && s->parts > 1) {
+    int64_t before;
+    int32_t k = run_of(s, i, &before);
+    int64_t len = s->runs->len[k];
+    return B * s->heads * before * width + ((b * s->heads + h) * len + (i - before)) * width;
+  }
   if (s->n_cache > 0) {
     bs_shard c, f;
     shard_pieces(s, &c, &f);
@@ -94,6 +115,7 @@ bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t h
   s.heads = heads;
   s.b0 = 0;
   s.n_cache = 0;
+  s.runs = NULL;
   return s;
 }
 
@@ -130,6 +152,14 @@ static double part_pairs(const bs_workload *w, bs_layout l, int part, int parts)
 }
 
 double bs_attn_imbalance(const bs_workload *w, bs_layout l, int parts) {
+  if (parts > 1 && (l == BS_DOC_ZIGZAG || l == BS_GREEDY)) {
+    bs_runs *u;
+    char err[256];
+    if (plan_runs_make(w, l, parts, &u, err, sizeof err)) return 0; /* the plan refuses the layout */
+    double x = plan_runs_imbalance(w, u);
+    plan_runs_free(u);
+    return x;
+  }
   if (parts <= 1 || w->seq_len % parts != 0 || (l == BS_ZIGZAG && w->seq_len % (2 * (int64_t)parts) != 0)) return 1.0;
   double max = 0, sum = 0;
   for (int r = 0; r < parts; r++) {
@@ -168,6 +198,7 @@ int bs_plan_inner_ranks(const bs_plan *p) {
   return p->M > 1 ? p->P : 1;
 }
 int bs_plan_has_bwd(const bs_plan *p) { return p->bwd; }
+const bs_runs *bs_plan_runs(const bs_plan *p) { return p->attn && !p->runs ? bs_plan_runs(p->attn) : p->runs; }
 int64_t bs_plan_local_batch(const bs_plan *p) { return p->mesh.micro_batch; }
 
 attn_params bs_plan_reference_params(const bs_plan *p) {

@@ -110,7 +110,7 @@ static int set_method(bs_config *c, const char *v, char *why, size_t n) {
   return 0;
 }
 INT_SETTER(set_gpus, par.gpus, 1, 1 << 20, 0)
-ENUM_SETTER(set_layout, par.layout, bs_layout, "contiguous", "zigzag", "striped")
+ENUM_SETTER(set_layout, par.layout, bs_layout, "contiguous", "zigzag", "striped", "doc-zigzag", "greedy")
 static int set_double_ring(bs_config *c, const char *v, char *why, size_t n) {
   static const char *const names[] = {"auto", "off", "on", NULL};
   int i = scn_parse_enum(v, names, why, n);
@@ -311,7 +311,7 @@ const key_def scn_keys[] = {
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
-  {"parallel", "layout", set_layout, "contiguous | zigzag | striped"},
+  {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},
   {"parallel", "double_ring", set_double_ring, "auto | on | off"},
   {"parallel", "lao", set_lao, "on | off"},
   {"parallel", "bwd_comm", set_bwd_comm, "optimized | plain"},
