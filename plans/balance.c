@@ -91,6 +91,17 @@ static void sort_runs(bs_runs *u) {
       }
 }
 
+typedef struct {
+  double work;
+  int32_t idx;
+} chunk;
+
+/* Heaviest first, the earlier of equals first. */
+static int heavier_first(const void *pa, const void *pb) {
+  const chunk *a = pa, *b = pb;
+  return a->work > b->work ? -1 : a->work < b->work ? 1 : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
 static int greedy(const bs_workload *w, int parts, bs_runs *u, char *err, size_t errlen) {
   int64_t C = (int64_t)GREEDY_CHUNKS * parts, N = w->seq_len;
   if (N % C) {
@@ -112,12 +123,17 @@ static int greedy(const bs_workload *w, int parts, bs_runs *u, char *err, size_t
     work[k] = (double)bs_workload_pairs(w, k * c, c, 0, N, 1);
     order[k] = (int32_t)k;
   }
-  for (int64_t a = 1; !rc && a < C; a++) /* heaviest first, the earlier of equals first */
-    for (int64_t b = a; b > 0 && work[order[b - 1]] < work[order[b]]; b--) {
-      int32_t t = order[b];
-      order[b] = order[b - 1];
-      order[b - 1] = t;
-    }
+  chunk *sorted = rc ? NULL : malloc((size_t)C * sizeof *sorted);
+  if (!rc && !sorted) {
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  }
+  if (!rc) {
+    for (int64_t k = 0; k < C; k++) sorted[k] = (chunk){work[k], (int32_t)k};
+    qsort(sorted, (size_t)C, sizeof *sorted, heavier_first);
+    for (int64_t k = 0; k < C; k++) order[k] = sorted[k].idx;
+  }
+  free(sorted);
   for (int64_t a = 0; !rc && a < C; a++) {
     int best = -1;
     for (int r = 0; r < parts; r++)
