@@ -284,7 +284,7 @@ static void test_mask_ranges_brute_force(void **state) {
     }
   }
   /* A full mask is recognised as such. */
-  attn_mask full = {0, 1, 0, 1, 0, 0};
+  attn_mask full = {0, 1, 0, 1, 0, 0, 0, NULL};
   assert_true(attn_mask_tile_full(&full, 0, 64, 0, 64));
 }
 
