@@ -13,8 +13,8 @@ const char *bs_method_name(bs_method m) {
   return (m >= 0 && m < BS_METHOD_COUNT) ? n[m] : "?";
 }
 const char *bs_layout_name(bs_layout l) {
-  static const char *n[] = {"contiguous", "zigzag", "striped"};
-  return (l >= 0 && l <= BS_STRIPED) ? n[l] : "?";
+  static const char *n[] = {"contiguous", "zigzag", "striped", "doc-zigzag", "greedy"};
+  return (l >= 0 && l <= BS_GREEDY) ? n[l] : "?";
 }
 const char *bs_phase_name(bs_phase p) {
   static const char *n[] = {"train", "prefill", "decode"};

@@ -13,7 +13,10 @@ typedef enum { BS_BF16 = 0, BS_FP16 = 1, BS_FP32 = 2 } bs_dtype;
 typedef enum { BS_TRAIN = 0, BS_PREFILL = 1, BS_DECODE = 2 } bs_phase;
 typedef enum { BS_SCOPE_ATTENTION = 0, BS_SCOPE_LAYER = 1, BS_SCOPE_MODEL = 2 } bs_scope;
 typedef enum { BS_BURST = 0, BS_RING, BS_RING_LI2021, BS_ULYSSES, BS_USP, BS_TP, BS_TREE, BS_METHOD_COUNT } bs_method;
-typedef enum { BS_CONTIGUOUS = 0, BS_ZIGZAG, BS_STRIPED } bs_layout;
+/* How the sequence is split over the ranks of a ring. doc-zigzag and greedy are the balance
+ * strategies for packed documents (plans/balance.c): each document zigzagged over the ranks
+ * (Transformer Engine's THD layout), or equal chunks dealt greedily by attention work. */
+typedef enum { BS_CONTIGUOUS = 0, BS_ZIGZAG, BS_STRIPED, BS_DOC_ZIGZAG, BS_GREEDY } bs_layout;
 typedef enum { BS_AUTO = -1, BS_OFF = 0, BS_ON = 1 } bs_tristate;
 /* usp: where its all-to-all groups sit. head-first: a group is U consecutive ranks (inside a
  * node), the ring joins ranks U apart; ring-first: a ring is G/U consecutive ranks, a group joins
@@ -57,6 +60,8 @@ typedef struct {
   bs_attn_kernel attention_kernel;
 } bs_model;
 
+#define BS_MAX_DOCS 512 /* packed documents per sequence */
+
 typedef struct {
   bs_phase phase;
   int64_t seq_len; /* tokens, whole sequence */
@@ -68,6 +73,13 @@ typedef struct {
   int recompute;         /* model scope: activation recomputation (bs_recompute) */
   bs_kv_cache kv_cache;  /* prefill, layer and model scope */
   int64_t cached_tokens; /* prefill: tokens of seq_len already in the KV cache (0 = none) */
+  /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
+   * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a
+   * document (the per-document mask of kernels/mask.h). 0: one document, no document mask.
+   * documents: the key's value as given ("" = none); src/ resolves it into docs, doc_end. */
+  char documents[128];
+  int32_t docs;
+  int64_t doc_end[BS_MAX_DOCS];
 } bs_workload;
 
 /* The dimensions of composed parallelism (Megatron's names): tensor, context, data, pipeline. */

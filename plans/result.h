@@ -108,6 +108,7 @@ typedef struct {
   int64_t micro_batch;        /* sequences per microbatch */
   int64_t microbatches;       /* microbatches per step and replica */
   char order[16];             /* the dimensions fastest first over the ranks ("tp-cp-dp-pp") */
+  double attn_imbalance;      /* max / mean attention work (visible pairs) over the ranks splitting the sequence */
 } bs_decision;
 
 typedef struct {

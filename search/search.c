@@ -188,8 +188,9 @@ static void set_ulysses(bs_config *c, kval v) { c->par.ulysses_degree = v.v; }
 static int values_layout(const space *sp, const bs_config *c, kval *v) {
   if (!sp->a->layout) return one(v, sp->base->par.layout);
   if (!takes_layouts(c->par.method) || cp_of(c) == 1) return one(v, BS_CONTIGUOUS);
-  for (int l = 0; l < 3; l++) v[l] = (kval){l, 0};
-  return 3;
+  int nl = c->work.docs > 0 && c->par.method != BS_USP ? 5 : 3; /* the balance strategies: packed documents */
+  for (int l = 0; l < nl; l++) v[l] = (kval){l, 0};
+  return nl;
 }
 static void set_layout(bs_config *c, kval v) { c->par.layout = (bs_layout)v.v; }
 

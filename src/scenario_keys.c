@@ -85,6 +85,15 @@ static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
+static int set_documents(bs_config *c, const char *v, char *why, size_t n) {
+  if (scn_docs_check(v, why, n)) return -1;
+  if (strlen(v) >= sizeof c->work.documents) {
+    snprintf(why, n, "longer than %zu characters (a histogram file holds a long mix)", sizeof c->work.documents - 1);
+    return -1;
+  }
+  snprintf(c->work.documents, sizeof c->work.documents, "%s", strcmp(v, "none") ? v : "");
+  return 0;
+}
 static int set_seed(bs_config *c, const char *v, char *why, size_t n) {
   int64_t x;
   if (scn_parse_int64(v, 0, INT64_MAX, 0, &x, why, n)) return -1;
@@ -102,7 +111,7 @@ static int set_method(bs_config *c, const char *v, char *why, size_t n) {
   return 0;
 }
 INT_SETTER(set_gpus, par.gpus, 1, 1 << 20, 0)
-ENUM_SETTER(set_layout, par.layout, bs_layout, "contiguous", "zigzag", "striped")
+ENUM_SETTER(set_layout, par.layout, bs_layout, "contiguous", "zigzag", "striped", "doc-zigzag", "greedy")
 static int set_double_ring(bs_config *c, const char *v, char *why, size_t n) {
   static const char *const names[] = {"auto", "off", "on", NULL};
   int i = scn_parse_enum(v, names, why, n);
@@ -300,10 +309,12 @@ const key_def scn_keys[] = {
   {"workload", "kv_cache", set_kv_cache, "keep | drop (prefill: each layer's K, V stay or go after attention)"},
   {"workload", "cached_tokens", set_cached_tokens,
    "prefill: tokens of seq_len already in the KV cache, 0 = none (K, M suffixes)"},
+  {"workload", "documents", set_documents,
+   "packed documents: none | fixed:L1/L2/... | uniform:MIN/MAX | hist:FILE (seeded by workload.seed)"},
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
-  {"parallel", "layout", set_layout, "contiguous | zigzag | striped"},
+  {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},
   {"parallel", "double_ring", set_double_ring, "auto | on | off"},
   {"parallel", "lao", set_lao, "on | off"},
   {"parallel", "bwd_comm", set_bwd_comm, "optimized | plain"},

@@ -201,6 +201,7 @@ static const key_case key_cases[] = {
   {"workload.recompute", "3", "partial"},
   {"workload.kv_cache", "1", "discard"},
   {"workload.cached_tokens", "some", "-1"},
+  {"workload.documents", "fixed:1K/x", "uniform:9/2"},
   {"workload.seed", "0x10", "-1"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
@@ -278,6 +279,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
                      : !strcmp(c->key, "parallel.cp_pass")           ? "q"
                      : !strcmp(c->key, "parallel.pp_schedule")       ? "interleaved"
+                     : !strcmp(c->key, "workload.documents")         ? "none"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
                         !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
                        ? "on"
