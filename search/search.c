@@ -34,6 +34,15 @@
  * so the bound used is the walk's bound x (1 - LAYERS_SLACK). Every simulated step is
  * checked against its bound (bound_violations), so a broken proof shows.
  *
+ * Two passes. Every candidate is first walked over one rank per pipeline stage
+ * (BS_WALK_STAGES, walk.h): a subset of the corners, so its peak is at most the
+ * corners' (at most the simulated peak) and its latest end at most theirs (a
+ * rank outside the replay is always ready): both stay lower bounds, so a
+ * candidate past the capacity on that pass is out of memory, and the skip below
+ * holds with them. A candidate the branch and bound reaches with its first-pass
+ * figures is walked over the corners (refine), its bound raised to the larger
+ * of the two, and put back in the heap: only those are ever walked twice.
+ *
  * Exactness of the skip: a candidate c is skipped only when K candidates are
  * simulated with steps at most the K-th best, and the K-th best < bound(c) <=
  * step(c) (so c is not in the top K), and a simulated candidate s has step(s)

@@ -134,10 +134,11 @@ typedef struct {
 int bs_search_spread(const bs_search *s, bs_search_key_spread *out, int max);
 
 /* The CPU seconds one candidate's first walk takes (walk_mode: BS_WALK_*, as bs_search_run walks
- * first: BS_WALK_STAGES, or BS_WALK_CORNERS for --dry-run), from `sample` walks spread evenly over
- * the candidates (thrown away: the search walks every candidate itself). 0, or -1 with a message. */
+ * first: BS_WALK_STAGES, or BS_WALK_CORNERS for --dry-run), from up to `sample` walks spread evenly
+ * over the candidates, fewer (*sampled, one at least) when they pass 5 CPU seconds (thrown away: the
+ * search walks every candidate itself). 0, or -1 with a message. */
 int bs_search_estimate(const bs_search *s, const bs_sim_opts *opts, int sample, int walk_mode, double *walk_each_s,
-                       char *err, size_t errlen);
+                       int *sampled, char *err, size_t errlen);
 
 void bs_search_free(bs_search *s);
 

@@ -71,6 +71,7 @@ static const key_get keys[] = {
 };
 #define NGET ((int)(sizeof keys / sizeof keys[0]))
 #define MAXVALS 256
+#define ESTIMATE_MAX_S 5.0 /* the sample stops after this many CPU seconds (one walk at least) */
 
 static int by_cut(const void *x, const void *y) {
   const bs_search_key_spread *a = x, *b = y;
@@ -117,7 +118,7 @@ static double cpu_s(void) {
 }
 
 int bs_search_estimate(const bs_search *s, const bs_sim_opts *opts, int sample, int walk_mode, double *walk_each_s,
-                       char *err, size_t errlen) {
+                       int *sampled, char *err, size_t errlen) {
   if (sample < 1) sample = 1;
   if (sample > s->n) sample = s->n;
   const char *name = opts && opts->profile ? opts->profile : s->c[0].cfg.cluster.profile;
@@ -133,13 +134,15 @@ int bs_search_estimate(const bs_search *s, const bs_sim_opts *opts, int sample, 
     return -1;
   }
   double t0 = cpu_s();
-  for (int j = 0; j < sample; j++) {
+  int j = 0;
+  for (; j < sample && (j == 0 || cpu_s() - t0 < ESTIMATE_MAX_S); j++) {
     /* spread evenly: the odometer puts the cheap and the dear prefixes (pp, dp, tp) far apart */
     const bs_cand *c = &s->c[(int)((double)j * s->n / sample)];
     bs_walk w;
     bs_sim_walk(&c->cfg, opts, prof, walk_mode, &w, why, sizeof why);
   }
-  *walk_each_s = (cpu_s() - t0) / sample;
+  *walk_each_s = (cpu_s() - t0) / j;
+  *sampled = j;
   free(prof);
   return 0;
 }

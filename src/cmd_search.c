@@ -195,7 +195,8 @@ static int announce(const bs_search *s, const bs_sim_opts *opts, const bs_search
   int nk = bs_search_spread(s, sp, 16), sample = 16;
   double each = 0;
   char err[1024], t[32];
-  if (bs_search_estimate(s, opts, sample, A->dry_run ? BS_WALK_CORNERS : BS_WALK_STAGES, &each, err, sizeof err)) {
+  if (bs_search_estimate(s, opts, sample, A->dry_run ? BS_WALK_CORNERS : BS_WALK_STAGES, &each, &sample, err,
+                         sizeof err)) {
     fprintf(stderr, "burstsim search: %s\n", err);
     return -1;
   }
@@ -209,7 +210,7 @@ static int announce(const bs_search *s, const bs_sim_opts *opts, const bs_search
     fprintf(stderr, "%s%s x%d", i ? ", " : " (", k, sp[i].values);
   }
   fprintf(stderr, "%s; walking them (legality, memory, bound) takes about %s of CPU (%.3g ms each over %d sampled)%s\n",
-          nk ? ")" : "", t, each * 1e3, sample < s->n ? sample : s->n, A->dry_run ? "" : ", then the simulations");
+          nk ? ")" : "", t, each * 1e3, sample, A->dry_run ? "" : ", then the simulations");
   for (int i = 0; i < nk && i < 3; i++)
     if (sp[i].cut >= 1.5) fprintf(stderr, "  fix %s = %s to cut it %.3gx\n", sp[i].key, sp[i].common, sp[i].cut);
   if (refuse)
@@ -791,20 +792,22 @@ int cmd_search(int argc, char **argv) {
       return code;
     }
   }
-  int refuse = mpi_rank == 0 ? announce(&s, &opts, &A) : 0;
-  if (mpi_size > 1) MPI_Bcast(&refuse, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (refuse) {
-    if (mpi_size > 1) search_finalize(mpi_rank, A.timeout);
-    bs_search_free(&s);
-    bs_scenario_free(&sc);
-    return 2;
-  }
+  /* a stop signal from here on (the estimate's walks included) ends the search with what it has */
   static const int stop_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
   struct sigaction sa, old[3];
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop;
   sigemptyset(&sa.sa_mask);
   for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &sa, &old[i]);
+  int refuse = mpi_rank == 0 ? announce(&s, &opts, &A) : 0;
+  if (mpi_size > 1) MPI_Bcast(&refuse, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (refuse) {
+    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &old[i], NULL);
+    if (mpi_size > 1) search_finalize(mpi_rank, A.timeout);
+    bs_search_free(&s);
+    bs_scenario_free(&sc);
+    return 2;
+  }
   double every = progress_every();
   progress_ctx pc = {isatty(2), every, every};
   int show = !A.quiet && mpi_rank == 0;
