@@ -85,6 +85,17 @@ static void on_stop(int sig) {
   stop_flag = 1;
 }
 
+/* SIGINT, SIGTERM and SIGHUP end the search with what it has (on = 1, the old actions kept in old),
+ * or get their old actions back (on = 0). */
+static void stop_signals(struct sigaction old[3], int on) {
+  static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 3; i++) sigaction(sigs[i], on ? &sa : &old[i], on ? &old[i] : NULL);
+}
+
 /* ---- the progress line: redrawn on a terminal, a line every few seconds otherwise ---- */
 
 typedef struct {
@@ -792,17 +803,12 @@ int cmd_search(int argc, char **argv) {
       return code;
     }
   }
-  /* a stop signal from here on (the estimate's walks included) ends the search with what it has */
-  static const int stop_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction sa, old[3];
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_stop;
-  sigemptyset(&sa.sa_mask);
-  for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &sa, &old[i]);
+  struct sigaction old[3]; /* a stop signal from here on (the estimate included) ends the search */
+  stop_signals(old, 1);
   int refuse = mpi_rank == 0 ? announce(&s, &opts, &A) : 0;
   if (mpi_size > 1) MPI_Bcast(&refuse, 1, MPI_INT, 0, MPI_COMM_WORLD);
   if (refuse) {
-    for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &old[i], NULL);
+    stop_signals(old, 0);
     if (mpi_size > 1) search_finalize(mpi_rank, A.timeout);
     bs_search_free(&s);
     bs_scenario_free(&sc);
@@ -821,7 +827,7 @@ int cmd_search(int argc, char **argv) {
     bs_scenario_free(&sc);
     return rc ? 2 : 0;
   }
-  for (int i = 0; i < 3; i++) sigaction(stop_sigs[i], &old[i], NULL);
+  stop_signals(old, 0);
   if (show && pc.tty) fprintf(stderr, "\r\033[K");
   if (rc) {
     fprintf(stderr, "burstsim search: %s\n", err);
