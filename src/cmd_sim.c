@@ -314,7 +314,20 @@ static int mpi_start(sweep *w) {
   MPI_Comm_rank(MPI_COMM_WORLD, &w->mpi_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w->mpi_size);
   bs_watchdog_arm("burstsim sim", w->mpi_rank, "start-up (comparing the scenarios of the ranks)", w->A.timeout);
-  if (bs_points_same(MPI_COMM_WORLD, w->sc.points, w->sc.npoints, err, sizeof err)) {
+  /* the options that change a point's figures: ranks given different ones would mix results */
+  struct {
+    char profile[512];
+    int fold, layers, coll, nodes_per_leaf, engine;
+    double oversub;
+  } same;
+  memset(&same, 0, sizeof same);
+  snprintf(same.profile, sizeof same.profile, "%s", w->A.profile ? w->A.profile : "");
+  same.fold = w->A.fold, same.layers = w->A.layers, same.coll = w->A.coll;
+  same.nodes_per_leaf = w->A.nodes_per_leaf, same.engine = w->A.engine, same.oversub = w->A.oversub;
+  if (bs_points_same(MPI_COMM_WORLD, w->sc.points, w->sc.npoints, err, sizeof err) ||
+      bs_bytes_same(MPI_COMM_WORLD, &same, sizeof same,
+                    "set of sim options (--profile, --fold, --layers, --coll, --nodes-per-leaf, --oversub, --engine)",
+                    err, sizeof err)) {
     if (w->mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", w->A.scenario, err);
     sim_finalize(w->mpi_rank, w->A.timeout);
     return 2;
