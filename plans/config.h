@@ -39,11 +39,22 @@ typedef enum { BS_PP_1F1B = 0, BS_PP_INTERLEAVED } bs_pp_schedule;
  * and attention stay in the storage type). */
 typedef enum { BS_FP8_OFF = 0, BS_FP8_FFN, BS_FP8_ALL } bs_fp8;
 
+/* Training's main gradients: the buffer the backward accumulates into and the data-parallel
+ * reduction runs on (Megatron-LM with bf16: fp32, --accumulate-allreduce-grads-in-fp32 set by
+ * default, unless --grad-reduce-in-bf16), or the 2-byte bf16. */
+typedef enum { BS_GRADS_FP32 = 0, BS_GRADS_BF16 } bs_main_grads;
+
+/* The optimizer's fp32 master copy of the weights (Megatron's mixed-precision optimizer keeps one
+ * beside Adam's two moments), or none (the moments only). */
+typedef enum { BS_MASTER_FP32 = 0, BS_MASTER_NONE } bs_master_weights;
+
 typedef struct {
   char preset[32]; /* "" when given explicitly */
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
   bs_dtype dtype;
   bs_fp8 fp8;
+  bs_main_grads main_grads;         /* training: fp32 (Megatron's default) or bf16 */
+  bs_master_weights master_weights; /* training: fp32 master weights in the optimizer, or none */
 } bs_model;
 
 typedef struct {
@@ -141,6 +152,8 @@ const char *bs_recompute_name(int r);
 const char *bs_pp_schedule_name(bs_pp_schedule s);
 const char *bs_dim_name(bs_dim d);
 const char *bs_fp8_name(bs_fp8 f);
+const char *bs_main_grads_name(bs_main_grads g);
+const char *bs_master_weights_name(bs_master_weights m);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */
 int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);

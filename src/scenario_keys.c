@@ -63,6 +63,8 @@ INT_SETTER(set_ffn, model.ffn, 1, 1 << 22, 0)
 INT_SETTER(set_vocab, model.vocab, 1, 1 << 24, 0)
 ENUM_SETTER(set_dtype, model.dtype, bs_dtype, "bf16", "fp16", "fp32")
 ENUM_SETTER(set_fp8, model.fp8, bs_fp8, "off", "ffn", "all")
+ENUM_SETTER(set_main_grads, model.main_grads, bs_main_grads, "fp32", "bf16")
+ENUM_SETTER(set_master_weights, model.master_weights, bs_master_weights, "fp32", "none")
 
 ENUM_SETTER(set_phase, work.phase, bs_phase, "train", "prefill", "decode")
 INT_SETTER(set_seq_len, work.seq_len, 1, BIG, 1)
@@ -286,6 +288,8 @@ const key_def scn_keys[] = {
   {"model", "vocab", set_vocab, "vocabulary size"},
   {"model", "dtype", set_dtype, "bf16 | fp16 | fp32"},
   {"model", "fp8", set_fp8, "off | ffn | all (layer and model scope: which GEMMs run in FP8)"},
+  {"model", "main_grads", set_main_grads, "fp32 | bf16 (training: gradient buffer and its reduction)"},
+  {"model", "master_weights", set_master_weights, "fp32 | none (training: the optimizer's master copy)"},
   {"workload", "phase", set_phase, "train | prefill | decode"},
   {"workload", "seq_len", set_seq_len, "tokens (K, M suffixes)"},
   {"workload", "batch", set_batch, "sequences"},

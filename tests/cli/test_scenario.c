@@ -190,6 +190,8 @@ static const key_case key_cases[] = {
   {"model.vocab", "32k0", "16777217"},
   {"model.dtype", "16", "fp8"},
   {"model.fp8", "1", "mlp"},
+  {"model.main_grads", "4", "fp16"},
+  {"model.master_weights", "0", "bf16"},
   {"workload.phase", "1", "finetune"},
   {"workload.seq_len", "long", "2097152M"},
   {"workload.batch", "1.5", "1048577"},
@@ -258,6 +260,8 @@ static void test_every_key(void **st) {
     const char *ok = !strcmp(c->key, "model.preset")                 ? "llama2-7b"
                      : !strcmp(c->key, "model.dtype")                ? "fp16"
                      : !strcmp(c->key, "model.fp8")                  ? "ffn"
+                     : !strcmp(c->key, "model.main_grads")           ? "bf16"
+                     : !strcmp(c->key, "model.master_weights")       ? "none"
                      : !strcmp(c->key, "workload.phase")             ? "train"
                      : !strcmp(c->key, "workload.scope")             ? "layer"
                      : !strcmp(c->key, "parallel.method")            ? "ring"
