@@ -124,6 +124,7 @@ typedef struct {
   double degrade_factor; /* ... at this share of their bandwidth, in (0, 1] (0 = none) */
   int failed_node;       /* with failed_nics > 0: on this node (-1: on every node) ... */
   int failed_nics;       /* ... this many NICs (the last, by rail) are down (0 = none) */
+  double nic_gbps;       /* line rate of every NIC in Gb/s (0 = the profile's NIC bandwidth) */
 } bs_cluster;
 
 typedef struct {

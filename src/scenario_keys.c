@@ -276,6 +276,18 @@ static int set_oversub(bs_config *c, const char *v, char *why, size_t n) {
   return 0;
 }
 
+static int set_nic_gbps(bs_config *c, const char *v, char *why, size_t n) {
+  char cb[SHOWN + 4], *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 1 || x > 1e5) {
+    snprintf(why, n, "'%s' is not a line rate in Gb/s in [1, 1e5]", scn_clip(v, cb));
+    return -1;
+  }
+  c->cluster.nic_gbps = x;
+  return 0;
+}
+
 /* Table order is application order: model.preset must come before the model keys. */
 const key_def scn_keys[] = {
   {"model", "preset", set_preset, "a name of bs_model_preset_name"},
@@ -330,6 +342,7 @@ const key_def scn_keys[] = {
   {"cluster", "coll_algo", set_coll_algo, "ring | tree | auto (sim: how an allreduce is shaped)"},
   {"cluster", "nodes_per_leaf", set_nodes_per_leaf,
    "dgx, nvl72: nodes under one leaf switch (default 16, nvl72 8; --nodes-per-leaf wins)"},
+  {"cluster", "nic_gbps", set_nic_gbps, "line rate of every NIC in Gb/s (sim: 0.96 of it carried, as NCCL measures)"},
   {"cluster", "oversub", set_oversub, "dgx, nvl72: leaf oversubscription, 1 .. 1e6 (default 1; --oversub wins)"},
   {"cluster", "straggler", set_straggler,
    "none | RANK:F, F in [0.001, 1000] (sim: that rank's COMPUTE takes F times longer)"},

@@ -228,6 +228,7 @@ static const key_case key_cases[] = {
   {"cluster.nics_per_node", "two", "0"},
   {"cluster.coll_algo", "1", "star"},
   {"cluster.nodes_per_leaf", "two", "0"},
+  {"cluster.nic_gbps", "fast", "0.5"},
   {"cluster.oversub", "0.5", "fast"},
   {"cluster.straggler", "17:0", "17"},
   {"cluster.degrade", "nic:1.5", "nvme:0.5"},
