@@ -52,12 +52,23 @@ typedef enum {
   BS_ATTN_KERNEL_COUNT
 } bs_attn_kernel;
 
+/* Training's main gradients: the buffer the backward accumulates into and the data-parallel
+ * reduction runs on (Megatron-LM with bf16: fp32, --accumulate-allreduce-grads-in-fp32 set by
+ * default, unless --grad-reduce-in-bf16), or the 2-byte bf16. */
+typedef enum { BS_GRADS_FP32 = 0, BS_GRADS_BF16 } bs_main_grads;
+
+/* The optimizer's fp32 master copy of the weights (Megatron's mixed-precision optimizer keeps one
+ * beside Adam's two moments), or none (the moments only). */
+typedef enum { BS_MASTER_FP32 = 0, BS_MASTER_NONE } bs_master_weights;
+
 typedef struct {
   char preset[32]; /* "" when given explicitly */
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
   bs_dtype dtype;
   bs_fp8 fp8;
   bs_attn_kernel attention_kernel;
+  bs_main_grads main_grads;         /* training: fp32 (Megatron's default) or bf16 */
+  bs_master_weights master_weights; /* training: fp32 master weights in the optimizer, or none */
 } bs_model;
 
 #define BS_MAX_DOCS 512 /* packed documents per sequence */
@@ -136,6 +147,7 @@ typedef struct {
   double degrade_factor; /* ... at this share of their bandwidth, in (0, 1] (0 = none) */
   int failed_node;       /* with failed_nics > 0: on this node (-1: on every node) ... */
   int failed_nics;       /* ... this many NICs (the last, by rail) are down (0 = none) */
+  double nic_gbps;       /* line rate of every NIC in Gb/s (0 = the profile's NIC bandwidth) */
 } bs_cluster;
 
 typedef struct {
@@ -165,6 +177,8 @@ const char *bs_pp_schedule_name(bs_pp_schedule s);
 const char *bs_dim_name(bs_dim d);
 const char *bs_fp8_name(bs_fp8 f);
 const char *bs_attn_kernel_name(bs_attn_kernel k);
+const char *bs_main_grads_name(bs_main_grads g);
+const char *bs_master_weights_name(bs_master_weights m);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */
 int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);

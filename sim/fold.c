@@ -218,12 +218,14 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
   return 0;
 }
 
-/* A degrade of a network class (NIC or fabric) on every node: the leaves-merged fold assumes
- * uplinks that carry their leaf's NICs in full, which a degraded fabric (or, by the same
- * rule, a degraded NIC class) no longer proves; the other folds compare routes and keep it. */
+/* A degrade of a network class (NIC or fabric) on every node, or NICs of another line rate: the
+ * leaves-merged fold assumes uplinks that carry their leaf's NICs in full, which a degraded fabric
+ * (or, by the same rule, a changed NIC class) no longer proves; the other folds compare routes and
+ * keep it. */
 static int whatif_network(const bs_config *cfg) {
   const bs_cluster *k = &cfg->cluster;
-  return k->degrade_factor > 0 && (k->degrade_class == BS_LINK_FABRIC || k->degrade_class == BS_LINK_NIC);
+  return k->nic_gbps > 0 ||
+         (k->degrade_factor > 0 && (k->degrade_class == BS_LINK_FABRIC || k->degrade_class == BS_LINK_NIC));
 }
 
 /* Signatures of ranks t, t + nt, t + 2 nt, ... (one pre-pass thread). */

@@ -44,6 +44,7 @@ static const char *whatif(const bs_result *r) {
     WI("%sdegrade=%s:%g", n ? " " : "", bs_link_class_name((bs_link_class)k->degrade_class), k->degrade_factor);
   if (k->failed_nics > 0 && k->failed_node < 0) WI("%sfailed_nics=all:%d", n ? " " : "", k->failed_nics);
   else if (k->failed_nics > 0) WI("%sfailed_nics=%d:%d", n ? " " : "", k->failed_node, k->failed_nics);
+  if (k->nic_gbps > 0) WI("%snic_gbps=%g", n ? " " : "", k->nic_gbps);
   if (k->oversub > 0) WI("%soversub=%g", n ? " " : "", k->oversub);
   if (k->nodes_per_leaf > 0) WI("%snodes_per_leaf=%d", n ? " " : "", k->nodes_per_leaf);
 #undef WI

@@ -17,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The model shape keys a preset sets (all model keys but preset, dtype, fp8 and attention_kernel). */
+/* The model shape keys a preset sets (all model keys but preset, dtype, fp8, attention_kernel and the
+ * precisions training holds: main_grads, master_weights). */
 static int from_preset(int k) {
   return !strcmp(scn_keys[k].section, "model") && strcmp(scn_keys[k].key, "preset") &&
          strcmp(scn_keys[k].key, "dtype") && strcmp(scn_keys[k].key, "fp8") &&
-         strcmp(scn_keys[k].key, "attention_kernel");
+         strcmp(scn_keys[k].key, "attention_kernel") && strcmp(scn_keys[k].key, "main_grads") &&
+         strcmp(scn_keys[k].key, "master_weights");
 }
 
 /*

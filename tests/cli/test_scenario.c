@@ -191,6 +191,8 @@ static const key_case key_cases[] = {
   {"model.dtype", "16", "fp8"},
   {"model.fp8", "1", "mlp"},
   {"model.attention_kernel", "2", "flash"},
+  {"model.main_grads", "4", "fp16"},
+  {"model.master_weights", "0", "bf16"},
   {"workload.phase", "1", "finetune"},
   {"workload.seq_len", "long", "2097152M"},
   {"workload.batch", "1.5", "1048577"},
@@ -228,6 +230,7 @@ static const key_case key_cases[] = {
   {"cluster.nics_per_node", "two", "0"},
   {"cluster.coll_algo", "1", "star"},
   {"cluster.nodes_per_leaf", "two", "0"},
+  {"cluster.nic_gbps", "fast", "0.5"},
   {"cluster.oversub", "0.5", "fast"},
   {"cluster.straggler", "17:0", "17"},
   {"cluster.degrade", "nic:1.5", "nvme:0.5"},
@@ -261,6 +264,8 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "model.dtype")                ? "fp16"
                      : !strcmp(c->key, "model.fp8")                  ? "ffn"
                      : !strcmp(c->key, "model.attention_kernel")     ? "fa3"
+                     : !strcmp(c->key, "model.main_grads")           ? "bf16"
+                     : !strcmp(c->key, "model.master_weights")       ? "none"
                      : !strcmp(c->key, "workload.phase")             ? "train"
                      : !strcmp(c->key, "workload.scope")             ? "layer"
                      : !strcmp(c->key, "parallel.method")            ? "ring"
