@@ -50,7 +50,8 @@ static void calib_usage(FILE *f) {
           "                   shm link class, to another node the nic class\n"
           "  --plots DIR      gnuplot data, script and PNGs of measured against fitted\n"
           "  --no-links, --no-kernels   skip a part\n"
-          "  --timeout S      seconds MPI start-up and the start-up check may block (default 120)\n"
+          "  --timeout S      seconds MPI start-up, the start-up check and each step of a measurement (a\n"
+          "                   repetition with its barrier and reduction) may block (default 120)\n"
           "\n"
           "Run it with the same mpirun options as the runs it should predict (as root:\n"
           "--allow-run-as-root; more ranks than cores: --oversubscribe; --bind-to none lets\n"
@@ -148,7 +149,10 @@ int cmd_calib(int argc, char **argv) {
   o.log = rank == 0 ? logf : NULL;
   bs_calib_data d;
   char err[512];
+  /* Every measurement's collective steps: a rank that dies or stalls must not hang the others. */
+  bs_watchdog_arm("burstsim calib", rank, "a measurement step (repetition, barrier or reduction)", A.timeout);
   int rc = bs_calib_measure(MPI_COMM_WORLD, &o, &d, err, sizeof err);
+  bs_watchdog_disarm();
   if (rc) {
     if (rank == 0) fprintf(stderr, "burstsim calib: %s\n", err);
     bs_calib_data_free(&d);
