@@ -17,6 +17,7 @@
 #include "output.h"
 #include "runtime/digest.h"
 #include "runtime/watchdog.h"
+#include "runtime/hostmem.h"
 #include "runtime/devplan.h"
 #include "cuda_module.h"
 
@@ -87,6 +88,11 @@ int cmd_calib(int argc, char **argv) {
   if (A.ranks_per_node) o.ranks_per_node = A.ranks_per_node;
   /* Fail on an unwritable output before minutes of measuring. */
   int rank = 0;
+  char lerr[512];
+  if (bs_host_mpi_limit_ok(lerr, sizeof lerr)) { /* before MPI_Init, which would crash on it */
+    if (bs_launcher_rank() == 0) fprintf(stderr, "burstsim calib: %s\n", lerr);
+    return 2;
+  }
   bs_watchdog_arm("burstsim calib", -1, "MPI start-up (MPI_Init)", A.timeout);
   bs_test_stall(bs_launcher_rank(), "init");
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {

@@ -19,6 +19,7 @@
 #include "scenario.h"
 #include "calib/blas_core.h"
 #include "runtime/digest.h"
+#include "runtime/hostmem.h"
 #include "runtime/runtime.h"
 #include "runtime/watchdog.h"
 #include "runtime/devplan.h"
@@ -366,6 +367,11 @@ int cmd_run(int argc, char **argv) {
   o.fault_rank = A.fault_rank;
   o.fault_step = A.fault_step;
   o.trace = trace != NULL;
+  char lerr[512];
+  if (bs_host_mpi_limit_ok(lerr, sizeof lerr)) { /* before MPI_Init, which would crash on it */
+    if (bs_launcher_rank() == 0) fprintf(stderr, "burstsim run: %s\n", lerr);
+    return 2;
+  }
   int provided;
   /* A rank that never starts (stopped, or launched wrong) must not hang the others in MPI_Init. */
   bs_watchdog_arm("burstsim run", -1, "MPI start-up (MPI_Init)", A.timeout);
