@@ -199,6 +199,16 @@ void bs_order_string(const int8_t order[BS_DIM_COUNT], char *buf, size_t n);
 /* Parses an order ("tp-cp-dp-pp": each dimension once); 0, or -1. */
 int bs_order_parse(const char *s, int8_t order[BS_DIM_COUNT]);
 
+/*
+ * The point's largest products of counts (sizes.c): batch x tokens x heads x head_dim x bytes for
+ * the queries, keys and values, and at layer and model scope the activations, logits and model
+ * state, each at most 2^BS_SIZES_LIMIT_LOG2 bytes so that no plan's product, sum or peak wraps.
+ * 0, or -1 with the keys, their values and the product's size in err.
+ */
+#define BS_SIZES_LIMIT_LOG2 59
+#define BS_SIZES_LIMIT ((int64_t)1 << BS_SIZES_LIMIT_LOG2)
+int bs_config_sizes_check(const bs_config *c, char *err, size_t errlen);
+
 /* A default config: llama2-7b shapes, train, 32K, burst on 8 GPUs. */
 void bs_config_default(bs_config *c);
 

@@ -91,6 +91,7 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
   } else if (pm->decode == 2) {
     return fail(err, errlen, "parallel.method: tree is a decode method (set workload.phase = decode)");
   }
+  if (bs_config_sizes_check(c, err, errlen)) return -1;
   return check_pass(c, err, errlen);
 }
 

@@ -377,7 +377,7 @@ int bs_platform_check_file(const char *file, char *err, size_t errlen) {
     snprintf(err, errlen, "cluster.topology: %s: not a regular file (a platform XML file is needed)", file);
     return -1;
   }
-  return 0;
+  return bs_platform_check_attrs(file, err, errlen);
 }
 
 /* Link speeds SimGrid can time: below 1 kB/s a transfer's end overflows its clock. */

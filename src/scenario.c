@@ -58,6 +58,19 @@ static int check_point(const parse_state *st, const bs_config *c, char *err, siz
     }
     return -1;
   }
+  char msg[512];
+  if (bs_config_sizes_check(c, msg, sizeof msg)) { /* named at the first of its keys the user gave */
+    static const char *const keys[][2] = {{"workload", "seq_len"}, {"workload", "batch"},
+                                          {"model", "heads"},      {"model", "head_dim"},
+                                          {"model", "preset"},     {"workload", "decode_tokens"}};
+    const char *where = st->path;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && where == st->path; i++) {
+      int k = scn_find_key(keys[i][0], keys[i][1]);
+      if (k >= 0 && st->have[k]) where = st->entries[k].where;
+    }
+    snprintf(err, errlen, "%s: %s", where, msg);
+    return -1;
+  }
   return 0;
 }
 
