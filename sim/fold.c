@@ -44,37 +44,48 @@ typedef struct {
   int max_in_off;
 } rank_info;
 
-/* A signature being hashed: both streams, and where the rank sits. */
+/*
+ * A signature being hashed, as three streams: h, the ops but for their peers (with how many
+ * peers each names); hp, the peers as (node offset mod K, index offset); hq, the same peers as
+ * (stage offset, node offset in the stage's block mod Ki, index offset) for the stage fold.
+ * sig = (h, hp) and sig2 = (h, hq) hashed: equal streams read the same as equal op streams with
+ * their peers in place, at one mix per field.
+ */
 typedef struct {
-  uint64_t h, h2;
+  uint64_t h, hp, hq;
   int K, rpn, Ki, mynode, myidx;
   rank_info *ri;
 } sig_acc;
 
-static void put(sig_acc *s, uint64_t v) {
-  s->h = mix(s->h, v);
-  s->h2 = mix(s->h2, v);
+static inline void put(sig_acc *s, uint64_t v) { s->h = mix(s->h, v); }
+
+/* d mod n for d in (-n, 2n), the common case, without a division. */
+static inline int wrap(int d, int n) {
+  if (d < 0) d += n;
+  if (d >= n) d -= n;
+  return d;
 }
 
-static int circ(int d, int n) {
-  d = ((d % n) + n) % n;
-  return d > n - d ? n - d : d;
-}
+/* The shortest way round to offset d in [0, n). */
+static inline int circ0(int d, int n) { return d > n - d ? n - d : d; }
 
-/* A peer's offsets, node and index, into both streams, and the largest offsets seen. */
-static void put_peer(sig_acc *s, int peer) {
+static int circ(int d, int n) { return circ0(((d % n) + n) % n, n); }
+
+/* A peer (a rank of the plan, 0 <= peer < G) into the peer streams, and the largest offsets seen. */
+static inline void put_peer(sig_acc *s, int peer) {
   rank_info *ri = s->ri;
   int K = s->K, rpn = s->rpn, pn = peer / rpn;
-  int dn = ((pn - s->mynode) % K + K) % K, di = (((peer % rpn) - s->myidx) % rpn + rpn) % rpn;
-  s->h = mix(mix(s->h, (uint64_t)dn), (uint64_t)di);
-  if (circ(dn, K) > ri->max_node_off) ri->max_node_off = circ(dn, K);
+  int dn = wrap(pn - s->mynode, K), di = wrap(peer - pn * rpn - s->myidx, rpn);
+  s->hp = mix(s->hp, (uint64_t)dn * (uint64_t)rpn + (uint64_t)di);
+  int cn = circ0(dn, K);
+  if (cn > ri->max_node_off) ri->max_node_off = cn;
   if (dn && di) ri->cross_rail = 1;
-  if (!dn && circ(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ(di, rpn);
+  if (!dn && circ0(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ0(di, rpn);
   if (s->Ki) {
-    int Ki = s->Ki, Ko = K / Ki, dout = ((pn / Ki - s->mynode / Ki) % Ko + Ko) % Ko;
-    int din = ((pn % Ki - s->mynode % Ki) % Ki + Ki) % Ki;
-    s->h2 = mix(mix(mix(s->h2, (uint64_t)dout), (uint64_t)din), (uint64_t)di);
-    if (circ(din, Ki) > ri->max_in_off) ri->max_in_off = circ(din, Ki);
+    int Ki = s->Ki, Ko = K / Ki, po = pn / Ki, mo = s->mynode / Ki;
+    int dout = wrap(po - mo, Ko), din = wrap((pn - po * Ki) - (s->mynode - mo * Ki), Ki);
+    s->hq = mix(s->hq, ((uint64_t)dout * (uint64_t)Ki + (uint64_t)din) * (uint64_t)rpn + (uint64_t)di);
+    if (circ0(din, Ki) > ri->max_in_off) ri->max_in_off = circ0(din, Ki);
   }
 }
 
@@ -88,13 +99,39 @@ typedef struct {
   int64_t bytes;
   bs_coll_algo algo;
 } algo_memo;
+/* A COMPUTE's modelled duration by the fields bs_profile_kernel_time reads (profile/profile.c:
+ * the kernel, FP8, the attention shape B, Zq, Nq, Nk, d, the GEMM's m, n, k, elems and flops;
+ * the dtype is the point's): a pure function of them, so a hit is the same double. */
+typedef struct {
+  int64_t f[11];
+  double flops;
+  double d;
+} kt_memo;
+#define KT_SLOTS 256
+
 typedef struct {
   int rails;
   const bs_platform_spec *ps;
   bs_coll_model model;
   int n;
   algo_memo memo[64];
+  kt_memo kt[KT_SLOTS];
 } fold_env;
+
+/* The modelled duration of c (bs_profile_kernel_time), remembered per thread; < 0 on error. */
+static double kernel_time(fold_env *env, const bs_profile *prof, const bs_compute *c, bs_dtype dt, char *err,
+                          size_t errlen) {
+  const attn_params *a = &c->a;
+  kt_memo k = {{c->kernel, c->fp8, a->B, a->Zq, a->Nq, a->Nk, a->d, c->m, c->n, c->k, c->elems}, c->flops, 0};
+  /* the slot from the fields that vary most (a miss costs one model evaluation, never a wrong d) */
+  uint64_t h = (dbits(k.flops) ^ (uint64_t)a->Nk * 0x9e3779b97f4a7c15ull ^ (uint64_t)c->m ^ (uint64_t)c->kernel << 7) *
+               0x100000001b3ull;
+  kt_memo *slot = &env->kt[(h >> 24) % KT_SLOTS];
+  if (slot->d > 0 && !memcmp(slot->f, k.f, sizeof k.f) && dbits(slot->flops) == dbits(k.flops)) return slot->d;
+  k.d = bs_profile_kernel_time(prof, c, dt, err, errlen);
+  if (k.d > 0) *slot = k;
+  return k.d;
+}
 
 /* The algorithm coll.c will run an allreduce with, or -1 when only SimGrid's routes can say. */
 static int prepass_algo(fold_env *env, bs_coll_algo algo, const bs_group *g, int64_t bytes, int rpn) {
@@ -147,10 +184,13 @@ static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, c
   }
   if (me < 0 || me >= g->size) return 0;
   int C = sim_ring_channels(env->rails, rpn, g);
+  put(s, (uint64_t)C); /* 2 C peers follow */
   for (int ch = 0; ch < C; ch++) {
     int nb[2] = {sim_member(g, sim_ring_peer(C, rpn, g->size, ch, me, +1)),
                  sim_member(g, sim_ring_peer(C, rpn, g->size, ch, me, -1))};
-    for (int j = 0; j < 2; j++) put_peer(s, nb[j]);
+    for (int j = 0; j < 2; j++)
+      if (nb[j] >= 0 && nb[j] < G) put_peer(s, nb[j]);
+      else put(s, (uint64_t)(uint32_t)nb[j] | (uint64_t)1 << 40); /* the simulation proper reports it */
   }
   return 1;
 }
@@ -170,7 +210,7 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
   }
   memset(ri, 0, sizeof *ri);
   int K = G / rpn, mynode = rank / rpn;
-  sig_acc s = {0xcbf29ce484222325ull, 0xcbf29ce484222325ull, K, rpn, Ki, mynode, rank % rpn, ri};
+  sig_acc s = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x84222325cbf29ce4ull, K, rpn, Ki, mynode, rank % rpn, ri};
   bs_op op;
   while (src->next(it, &op)) {
     put(&s, (uint64_t)op.kind);
@@ -183,7 +223,7 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
       break;
     case BS_OP_FREE: put(&s, (uint64_t)op.u.free.buf); break;
     case BS_OP_COMPUTE: {
-      double d = bs_profile_kernel_time(prof, &op.u.compute, dt, err, errlen);
+      double d = kernel_time(env, prof, &op.u.compute, dt, err, errlen);
       if (d < 0) {
         src->iter_free(it);
         return -1;
@@ -196,7 +236,7 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
     case BS_OP_RECV: {
       int p = op.u.p2p.peer;
       if (p < 0 || p >= G) { /* the simulation proper reports it */
-        put(&s, (uint64_t)(uint32_t)p);
+        put(&s, (uint64_t)(uint32_t)p | (uint64_t)1 << 40);
         break;
       }
       put_peer(&s, p);
@@ -235,8 +275,8 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
     return -1;
   }
   src->iter_free(it);
-  ri->sig = s.h;
-  ri->sig2 = s.h2;
+  ri->sig = mix(s.h, s.hp);
+  ri->sig2 = mix(s.h, s.hq);
   return 0;
 }
 
