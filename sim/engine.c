@@ -113,7 +113,7 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
   if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, &pt->fold, pt->why, sizeof pt->why, err, errlen))
     return -1;
   const sim_fold *f = &pt->fold;
-  int nodes = G / pt->ps.ranks_per_node / f->Ki * f->M; /* folded nodes in all */
+  int nodes = f->Ki > 0 ? G / pt->ps.ranks_per_node / f->Ki * f->M : 0; /* folded nodes in all */
   pt->A = pt->ps.shared_host || !pt->ps.generated ? G : nodes * f->Pf;
   if (opts->fold == BS_ON && pt->A == G) {
     snprintf(err, errlen, "fold requested but not possible: %s", pt->why);
