@@ -3,7 +3,7 @@
 
 For every figure a GPU profile is built from (an attention kernel at a benchmark shape, a message size
 on a link class, a collective's per-call cost) this runs the simulator on that microbenchmark and prints
-predicted, published and the error, as a Markdown table (the README's "Public-spec fidelity" section
+predicted, published and the error, as a Markdown table (docs/fidelity.md's "Public-spec fidelity" section
 quotes it). Kernels run as a one-GPU `burstsim sim` point (one attention kernel per pass) on a
 one-host platform; messages and collectives run through build/tests/sim/fidelity_point, the same engine
 with a hand-written program, on the shipped topologies. Rows marked "check" are public figures the

@@ -438,7 +438,7 @@ static void gather_points(sweep *w) {
 
 /* The table, the JSON and the CSV of every point; the exit code: 1 when a simulation failed or an
  * output could not be written, 2 when no point was valid, 0 otherwise: a point its method or
- * platform refuses is an answer (its row says why), not a failure (README, "Exit status"). */
+ * platform refuses is an answer (its row says why), not a failure (docs/results.md, "Exit status"). */
 static int write_outputs(const sweep *w) {
   char err[1024];
   int n = w->sc.npoints;
