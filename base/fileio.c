@@ -140,6 +140,24 @@ static int follow_links(const char *path, char *out, size_t n, char *err, size_t
   return -1;
 }
 
+/*
+ * Whether an entry can be made in dir: access(W_OK) passes for root everywhere but on a read-only
+ * mount, also in /proc or /sys where nothing can be created; a hidden file is made and removed at
+ * once (mkstemp), so that "checked before the work" holds there too. 0, or -1 with errno set.
+ */
+static int can_create_in(const char *dir) {
+  char probe[BS_PATH_MAX];
+  if (snprintf(probe, sizeof probe, "%s/.burstsim-probe-XXXXXX", dir) >= (int)sizeof probe) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int fd = mkstemp(probe);
+  if (fd < 0) return -1;
+  close(fd);
+  unlink(probe);
+  return 0;
+}
+
 static int check_dir(const char *path, const char *target, char *err, size_t errlen) {
   char dir[BS_PATH_MAX];
   dir_of(target, dir, sizeof dir);
@@ -152,7 +170,7 @@ static int check_dir(const char *path, const char *target, char *err, size_t err
     snprintf(err, errlen, "%s: %s is not a directory", path, dir);
     return -1;
   }
-  if (access(dir, W_OK | X_OK)) {
+  if (access(dir, W_OK | X_OK) || can_create_in(dir)) {
     snprintf(err, errlen, "%s: directory %s is not writable: %s", path, dir, strerror(errno));
     return -1;
   }
@@ -240,7 +258,7 @@ int bs_out_check_dir(const char *path, char *err, size_t errlen) {
       snprintf(err, errlen, "%s: exists and is not a directory", path);
       return -1;
     }
-    if (access(path, W_OK | X_OK)) {
+    if (access(path, W_OK | X_OK) || can_create_in(path)) {
       snprintf(err, errlen, "%s: directory not writable: %s", path, strerror(errno));
       return -1;
     }

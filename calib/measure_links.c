@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/comm_mpi.h"
+#include "runtime/watchdog.h"
 
 typedef struct {
   bs_comm *comm;
@@ -120,6 +121,7 @@ static int measure_cold(link_call *l, const bs_calib_opts *o, bs_calib_data *d, 
     double dt = MPI_Wtime() - t0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, l->mpi);
     MPI_Allreduce(&dt, &t[rep], 1, MPI_DOUBLE, MPI_MAX, l->mpi);
+    bs_watchdog_feed();
     if (any) {
       snprintf(err, errlen, "calib: a cold %d-byte allreduce failed or timed out", COLD_BYTES);
       rc = -1;

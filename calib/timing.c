@@ -12,6 +12,7 @@
 #include <time.h>
 #include "base/clock.h"
 #include "base/vec.h"
+#include "runtime/watchdog.h"
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -40,7 +41,10 @@ bs_calib_policy bs_calib_policy_of(int quick) {
 int bs_calib_time(MPI_Comm comm, const bs_calib_policy *p, bs_calib_fn fn, void *ctx, double *med, double *mn,
                   double *mx, int *reps) {
   double t[64];
-  int n = 0, bad = 0;
+  int n = 0, bad = 0, rank;
+  MPI_Comm_rank(comm, &rank);
+  bs_test_stall(rank, "measure");
+  bs_watchdog_feed(); /* each collective step below is bounded by calib's --timeout (cmd_calib arms it) */
   double w0 = bs_now_s();
   for (int w = 0; w < p->warmup; w++) bad |= fn(ctx) != 0;
   double wdt = (bs_now_s() - w0) / (p->warmup > 0 ? p->warmup : 1), wmax;
@@ -58,6 +62,7 @@ int bs_calib_time(MPI_Comm comm, const bs_calib_policy *p, bs_calib_fn fn, void 
     double dt = (bs_now_s() - t0) / inner, dmax;
     MPI_Allreduce(&dt, &dmax, 1, MPI_DOUBLE, MPI_MAX, comm);
     t[n++] = dmax;
+    bs_watchdog_feed();
     spent += dmax * inner;
     if (n >= p->min_reps && spent >= p->budget_s) break;
   }

@@ -9,6 +9,11 @@
  * k_pos0 + j*k_stride (strides >= 1: 1 for contiguous blocks, G for the
  * striped layout). causal: key allowed iff k_pos <= q_pos. window > 0: also
  * requires q_pos - k_pos < window (causal) or |q_pos - k_pos| < window (not).
+ * docs > 0: packed documents (Llama 3's document masking, FlexAttention's
+ * document mask): doc_end[0 .. docs) ascending, the exclusive end position of
+ * each document (positions at or past the last end form one more); a pair is
+ * also required to lie inside one document. doc_end is a host pointer: the
+ * CUDA backend refuses a mask with documents.
  */
 #ifndef BURSTSIM_MASK_H
 #define BURSTSIM_MASK_H
@@ -26,6 +31,8 @@ typedef struct {
   int64_t k_pos0, k_stride;
   int causal;
   int64_t window;
+  int64_t docs;
+  const int64_t *doc_end;
 } attn_mask;
 
 /* floor(a / b) and ceil(a / b), also for negative operands. */
@@ -35,8 +42,26 @@ ATTN_MASK_FN int64_t attn_mask_floordiv(int64_t a, int64_t b) {
 }
 ATTN_MASK_FN int64_t attn_mask_ceildiv(int64_t a, int64_t b) { return -attn_mask_floordiv(-a, b); }
 
+/* The document holding position x: [*s, *e) (the first starts and the one past the last ends
+ * 2^62 away). With docs = 0, one document of every position. */
+ATTN_MASK_FN void attn_mask_doc_span(const attn_mask *m, int64_t x, int64_t *s, int64_t *e) {
+  int64_t lo = 0, hi = m->docs, far = (int64_t)1 << 62;
+  while (lo < hi) { /* the first document whose end passes x */
+    int64_t mid = lo + (hi - lo) / 2;
+    if (m->doc_end[mid] > x) hi = mid;
+    else lo = mid + 1;
+  }
+  *s = lo > 0 ? m->doc_end[lo - 1] : -far;
+  *e = lo < m->docs ? m->doc_end[lo] : far;
+}
+
 /* Is key position kp visible from query position qp? */
 ATTN_MASK_FN int attn_mask_visible(const attn_mask *m, int64_t qp, int64_t kp) {
+  if (m->docs > 0) {
+    int64_t s, e;
+    attn_mask_doc_span(m, qp, &s, &e);
+    if (kp < s || kp >= e) return 0;
+  }
   if (m->causal) {
     if (kp > qp) return 0;
     if (m->window > 0 && qp - kp >= m->window) return 0;
@@ -67,6 +92,13 @@ ATTN_MASK_FN void attn_mask_visible_run(const attn_mask *m, int64_t qp, int64_t 
       if (h < b) b = h;
     }
   }
+  if (m->docs > 0) { /* s <= kp < e, the query's document */
+    int64_t s, e;
+    attn_mask_doc_span(m, qp, &s, &e);
+    int64_t l = attn_mask_ceildiv(s - k0, ks) - j0, h = attn_mask_floordiv(e - 1 - k0, ks) - j0;
+    if (l > a) a = l;
+    if (h < b) b = h;
+  }
   *lo = a;
   *hi = b;
 }
@@ -79,7 +111,7 @@ enum { ATTN_TILE_NONE = 0, ATTN_TILE_FULL = 1, ATTN_TILE_PARTIAL = 2 };
  * masks per element). Positions grow with the row index, so the extremes of
  * the two intervals decide; "mixed" is the safe answer when in doubt.
  */
-ATTN_MASK_FN int attn_mask_tile_class(const attn_mask *m, int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
+ATTN_MASK_FN int attn_mask_tile_class_nodoc(const attn_mask *m, int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
   int64_t qlo = m->q_pos0 + i0 * m->q_stride, qhi = m->q_pos0 + (i0 + ni - 1) * m->q_stride;
   int64_t klo = m->k_pos0 + j0 * m->k_stride, khi = m->k_pos0 + (j0 + nj - 1) * m->k_stride;
   if (m->causal) {
@@ -92,6 +124,21 @@ ATTN_MASK_FN int attn_mask_tile_class(const attn_mask *m, int64_t i0, int64_t ni
   if (klo - qhi >= m->window || qlo - khi >= m->window) return ATTN_TILE_NONE;
   int64_t far = qhi - klo > khi - qlo ? qhi - klo : khi - qlo;
   if (far < m->window) return ATTN_TILE_FULL;
+  return ATTN_TILE_PARTIAL;
+}
+
+/* With documents: no pair when every key lies before the first query's document or after the
+ * last one's; every pair only when the base mask says so and all rows lie in one document. */
+ATTN_MASK_FN int attn_mask_tile_class(const attn_mask *m, int64_t i0, int64_t ni, int64_t j0, int64_t nj) {
+  int cls = attn_mask_tile_class_nodoc(m, i0, ni, j0, nj);
+  if (m->docs <= 0 || cls == ATTN_TILE_NONE) return cls;
+  int64_t qlo = m->q_pos0 + i0 * m->q_stride, qhi = m->q_pos0 + (i0 + ni - 1) * m->q_stride;
+  int64_t klo = m->k_pos0 + j0 * m->k_stride, khi = m->k_pos0 + (j0 + nj - 1) * m->k_stride;
+  int64_t s1, e1, s2, e2;
+  attn_mask_doc_span(m, qlo, &s1, &e1);
+  attn_mask_doc_span(m, qhi, &s2, &e2);
+  if (khi < s1 || klo >= e2) return ATTN_TILE_NONE;
+  if (cls == ATTN_TILE_FULL && s1 == s2 && klo >= s1 && khi < e1) return ATTN_TILE_FULL;
   return ATTN_TILE_PARTIAL;
 }
 
@@ -137,6 +184,15 @@ ATTN_MASK_FN void attn_mask_key_range(const attn_mask *m, int64_t i0, int64_t ni
     int64_t l = attn_mask_ceildiv(qlo - m->window + 1 - m->k_pos0, m->k_stride);
     if (l > lo) lo = l;
   }
+  if (m->docs > 0) { /* from the first query's document start to the last one's end */
+    int64_t s, e, s2, e2;
+    attn_mask_doc_span(m, qlo, &s, &e);
+    attn_mask_doc_span(m, qhi, &s2, &e2);
+    int64_t l = attn_mask_ceildiv(s - m->k_pos0, m->k_stride),
+            h = attn_mask_floordiv(e2 - 1 - m->k_pos0, m->k_stride) + 1;
+    if (l > lo) lo = l;
+    if (h < hi) hi = h;
+  }
   attn_mask_clamp(lo, hi, nk, jlo, jhi);
 }
 
@@ -162,6 +218,15 @@ ATTN_MASK_FN void attn_mask_query_range(const attn_mask *m, int64_t j0, int64_t 
     int64_t h = attn_mask_floordiv(khi + m->window - 1 - m->q_pos0, m->q_stride) + 1;
     if (h < hi) hi = h;
   }
+  if (m->docs > 0) { /* from the first key's document start to the last one's end */
+    int64_t s, e, s2, e2;
+    attn_mask_doc_span(m, klo, &s, &e);
+    attn_mask_doc_span(m, khi, &s2, &e2);
+    int64_t l = attn_mask_ceildiv(s - m->q_pos0, m->q_stride),
+            h = attn_mask_floordiv(e2 - 1 - m->q_pos0, m->q_stride) + 1;
+    if (l > lo) lo = l;
+    if (h < hi) hi = h;
+  }
   attn_mask_clamp(lo, hi, nq, ilo, ihi);
 }
 
@@ -182,8 +247,10 @@ static inline __int128 attn_mask_diag_sum(int64_t nq, int64_t nk, int64_t u, int
   if (v < u) return 0;
   return ((__int128)attn_mask_diag(nq, nk, u) + attn_mask_diag(nq, nk, v)) * ((__int128)v - u + 1) / 2;
 }
+static inline int64_t attn_mask_pairs_docs(const attn_mask *m, int64_t nq, int64_t nk);
 static inline int64_t attn_mask_pairs(const attn_mask *m, int64_t nq, int64_t nk) {
   if (nq <= 0 || nk <= 0) return 0;
+  if (m->docs > 0) return attn_mask_pairs_docs(m, nq, nk);
   int64_t stride = m->q_stride, delta = m->q_pos0 - m->k_pos0, lo = -(nk - 1), hi = nq - 1;
   /* allowed position differences delta + stride * x in [dlo, dhi] */
   int64_t big = (int64_t)1 << 60;
@@ -197,6 +264,33 @@ static inline int64_t attn_mask_pairs(const attn_mask *m, int64_t nq, int64_t nk
   __int128 n = attn_mask_diag_sum(nq, nk, lo, attn_mask_imin(hi, c1 - 1)) +
                attn_mask_diag_sum(nq, nk, attn_mask_imax(lo, c1), attn_mask_imin(hi, c2 - 1)) +
                attn_mask_diag_sum(nq, nk, attn_mask_imax(lo, c2), hi);
+  return n > INT64_MAX ? -1 : (int64_t)n;
+}
+
+/* With documents: the sum over the documents of the query rows' span of the pairs of the rows
+ * of both blocks inside it, each counted without documents. */
+static inline int64_t attn_mask_pairs_docs(const attn_mask *m, int64_t nq, int64_t nk) {
+  int64_t st = m->q_stride, qhi = m->q_pos0 + (nq - 1) * st, x = m->q_pos0;
+  __int128 n = 0;
+  while (x <= qhi) {
+    int64_t s, e;
+    attn_mask_doc_span(m, x, &s, &e);
+    int64_t qa = attn_mask_imax(0, attn_mask_ceildiv(s - m->q_pos0, st));
+    int64_t qb = attn_mask_imin(nq - 1, attn_mask_floordiv(e - 1 - m->q_pos0, st));
+    int64_t ka = attn_mask_imax(0, attn_mask_ceildiv(s - m->k_pos0, m->k_stride));
+    int64_t kb = attn_mask_imin(nk - 1, attn_mask_floordiv(e - 1 - m->k_pos0, m->k_stride));
+    if (qa <= qb && ka <= kb) {
+      attn_mask sub = *m;
+      sub.docs = 0;
+      sub.q_pos0 = m->q_pos0 + qa * st;
+      sub.k_pos0 = m->k_pos0 + ka * m->k_stride;
+      int64_t c = attn_mask_pairs(&sub, qb - qa + 1, kb - ka + 1);
+      if (c < 0) return -1;
+      n += c;
+    }
+    if (e > qhi) break;
+    x = e;
+  }
   return n > INT64_MAX ? -1 : (int64_t)n;
 }
 #endif

@@ -13,8 +13,8 @@ const char *bs_method_name(bs_method m) {
   return (m >= 0 && m < BS_METHOD_COUNT) ? n[m] : "?";
 }
 const char *bs_layout_name(bs_layout l) {
-  static const char *n[] = {"contiguous", "zigzag", "striped"};
-  return (l >= 0 && l <= BS_STRIPED) ? n[l] : "?";
+  static const char *n[] = {"contiguous", "zigzag", "striped", "doc-zigzag", "greedy"};
+  return (l >= 0 && l <= BS_GREEDY) ? n[l] : "?";
 }
 const char *bs_phase_name(bs_phase p) {
   static const char *n[] = {"train", "prefill", "decode"};
@@ -60,6 +60,14 @@ const char *bs_attn_kernel_name(bs_attn_kernel k) {
   static const char *n[] = {"default", "fa2", "fa3", "cudnn"};
   return (k >= 0 && k < BS_ATTN_KERNEL_COUNT) ? n[k] : "?";
 }
+const char *bs_main_grads_name(bs_main_grads g) {
+  static const char *n[] = {"fp32", "bf16"};
+  return (g >= 0 && g <= BS_GRADS_BF16) ? n[g] : "?";
+}
+const char *bs_master_weights_name(bs_master_weights m) {
+  static const char *n[] = {"fp32", "none"};
+  return (m >= 0 && m <= BS_MASTER_NONE) ? n[m] : "?";
+}
 const char *bs_mem_class_name(bs_mem_class c) {
   static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
                             "weights", "grads",  "optimizer", "activations"};
@@ -100,6 +108,8 @@ int bs_model_preset(const char *name, bs_model *m) {
     bs_dtype dt = m->dtype;
     bs_fp8 f8 = m->fp8;
     bs_attn_kernel ak = m->attention_kernel;
+    bs_main_grads mg = m->main_grads;
+    bs_master_weights mw = m->master_weights;
     memset(m, 0, sizeof *m);
     strncpy(m->preset, p->name, sizeof m->preset - 1);
     m->hidden = p->hidden;
@@ -112,6 +122,8 @@ int bs_model_preset(const char *name, bs_model *m) {
     m->dtype = dt;
     m->fp8 = f8;
     m->attention_kernel = ak;
+    m->main_grads = mg;
+    m->master_weights = mw;
     return 0;
   }
   return -1;

@@ -13,7 +13,10 @@ typedef enum { BS_BF16 = 0, BS_FP16 = 1, BS_FP32 = 2 } bs_dtype;
 typedef enum { BS_TRAIN = 0, BS_PREFILL = 1, BS_DECODE = 2 } bs_phase;
 typedef enum { BS_SCOPE_ATTENTION = 0, BS_SCOPE_LAYER = 1, BS_SCOPE_MODEL = 2 } bs_scope;
 typedef enum { BS_BURST = 0, BS_RING, BS_RING_LI2021, BS_ULYSSES, BS_USP, BS_TP, BS_TREE, BS_METHOD_COUNT } bs_method;
-typedef enum { BS_CONTIGUOUS = 0, BS_ZIGZAG, BS_STRIPED } bs_layout;
+/* How the sequence is split over the ranks of a ring. doc-zigzag and greedy are the balance
+ * strategies for packed documents (plans/balance.c): each document zigzagged over the ranks
+ * (Transformer Engine's THD layout), or equal chunks dealt greedily by attention work. */
+typedef enum { BS_CONTIGUOUS = 0, BS_ZIGZAG, BS_STRIPED, BS_DOC_ZIGZAG, BS_GREEDY } bs_layout;
 typedef enum { BS_AUTO = -1, BS_OFF = 0, BS_ON = 1 } bs_tristate;
 /* usp: where its all-to-all groups sit. head-first: a group is U consecutive ranks (inside a
  * node), the ring joins ranks U apart; ring-first: a ring is G/U consecutive ranks, a group joins
@@ -49,13 +52,26 @@ typedef enum {
   BS_ATTN_KERNEL_COUNT
 } bs_attn_kernel;
 
+/* Training's main gradients: the buffer the backward accumulates into and the data-parallel
+ * reduction runs on (Megatron-LM with bf16: fp32, --accumulate-allreduce-grads-in-fp32 set by
+ * default, unless --grad-reduce-in-bf16), or the 2-byte bf16. */
+typedef enum { BS_GRADS_FP32 = 0, BS_GRADS_BF16 } bs_main_grads;
+
+/* The optimizer's fp32 master copy of the weights (Megatron's mixed-precision optimizer keeps one
+ * beside Adam's two moments), or none (the moments only). */
+typedef enum { BS_MASTER_FP32 = 0, BS_MASTER_NONE } bs_master_weights;
+
 typedef struct {
   char preset[32]; /* "" when given explicitly */
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
   bs_dtype dtype;
   bs_fp8 fp8;
   bs_attn_kernel attention_kernel;
+  bs_main_grads main_grads;         /* training: fp32 (Megatron's default) or bf16 */
+  bs_master_weights master_weights; /* training: fp32 master weights in the optimizer, or none */
 } bs_model;
+
+#define BS_MAX_DOCS 512 /* packed documents per sequence */
 
 typedef struct {
   bs_phase phase;
@@ -68,6 +84,13 @@ typedef struct {
   int recompute;         /* model scope: activation recomputation (bs_recompute) */
   bs_kv_cache kv_cache;  /* prefill, layer and model scope */
   int64_t cached_tokens; /* prefill: tokens of seq_len already in the KV cache (0 = none) */
+  /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
+   * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a
+   * document (the per-document mask of kernels/mask.h). 0: one document, no document mask.
+   * documents: the key's value as given ("" = none); src/ resolves it into docs, doc_end. */
+  char documents[128];
+  int32_t docs;
+  int64_t doc_end[BS_MAX_DOCS];
 } bs_workload;
 
 /* The dimensions of composed parallelism (Megatron's names): tensor, context, data, pipeline. */
@@ -124,6 +147,7 @@ typedef struct {
   double degrade_factor; /* ... at this share of their bandwidth, in (0, 1] (0 = none) */
   int failed_node;       /* with failed_nics > 0: on this node (-1: on every node) ... */
   int failed_nics;       /* ... this many NICs (the last, by rail) are down (0 = none) */
+  double nic_gbps;       /* line rate of every NIC in Gb/s (0 = the profile's NIC bandwidth) */
 } bs_cluster;
 
 typedef struct {
@@ -153,6 +177,8 @@ const char *bs_pp_schedule_name(bs_pp_schedule s);
 const char *bs_dim_name(bs_dim d);
 const char *bs_fp8_name(bs_fp8 f);
 const char *bs_attn_kernel_name(bs_attn_kernel k);
+const char *bs_main_grads_name(bs_main_grads g);
+const char *bs_master_weights_name(bs_master_weights m);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */
 int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);
@@ -172,6 +198,16 @@ int bs_mesh_group_kind(const bs_mesh *m, int first, int stride, int size);
 void bs_order_string(const int8_t order[BS_DIM_COUNT], char *buf, size_t n);
 /* Parses an order ("tp-cp-dp-pp": each dimension once); 0, or -1. */
 int bs_order_parse(const char *s, int8_t order[BS_DIM_COUNT]);
+
+/*
+ * The point's largest products of counts (sizes.c): batch x tokens x heads x head_dim x bytes for
+ * the queries, keys and values, and at layer and model scope the activations, logits and model
+ * state, each at most 2^BS_SIZES_LIMIT_LOG2 bytes so that no plan's product, sum or peak wraps.
+ * 0, or -1 with the keys, their values and the product's size in err.
+ */
+#define BS_SIZES_LIMIT_LOG2 59
+#define BS_SIZES_LIMIT ((int64_t)1 << BS_SIZES_LIMIT_LOG2)
+int bs_config_sizes_check(const bs_config *c, char *err, size_t errlen);
 
 /* A default config: llama2-7b shapes, train, 32K, burst on 8 GPUs. */
 void bs_config_default(bs_config *c);

@@ -58,7 +58,7 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
   char m[256];
   if (c->par.method < 0 || c->par.method >= BS_METHOD_COUNT)
     return fail(err, errlen, "parallel.method: unknown method");
-  if (c->par.layout < BS_CONTIGUOUS || c->par.layout > BS_STRIPED)
+  if (c->par.layout < BS_CONTIGUOUS || c->par.layout > BS_GREEDY)
     return fail(err, errlen, "parallel.layout: unknown layout");
   if (c->par.gpus < 1) {
     snprintf(m, sizeof m, "parallel.gpus: %d must be at least 1", c->par.gpus);
@@ -75,6 +75,11 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
     return fail(err, errlen, m);
   }
   if (c->work.phase < BS_TRAIN || c->work.phase > BS_DECODE) return fail(err, errlen, "workload.phase: unknown phase");
+  if (c->work.docs < 0 || c->work.docs > BS_MAX_DOCS ||
+      (c->work.docs > 0 && c->work.doc_end[c->work.docs - 1] != c->work.seq_len))
+    return fail(err, errlen, "workload.documents: the documents must end at workload.seq_len");
+  if (c->work.docs > 0 && (c->work.phase == BS_DECODE || c->work.cached_tokens > 0))
+    return fail(err, errlen, "workload.documents: packed documents are for train and prefill without a KV cache");
   const plan_method *pm = plan_method_of(c->par.method);
   if (!pm) return fail(err, errlen, "parallel.method: unknown method");
   if (c->work.phase == BS_DECODE) {
@@ -86,6 +91,7 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
   } else if (pm->decode == 2) {
     return fail(err, errlen, "parallel.method: tree is a decode method (set workload.phase = decode)");
   }
+  if (bs_config_sizes_check(c, err, errlen)) return -1;
   return check_pass(c, err, errlen);
 }
 
@@ -120,6 +126,24 @@ static int decide(const bs_config *cfg, int ranks_per_node, bs_decision *d, char
   return 0;
 }
 
+/* The balance layouts (doc-zigzag, greedy) split the K,V ring's sequence into runs (balance.c). */
+static int balance_runs(bs_plan *p, char *err, size_t errlen) {
+  const bs_config *c = &p->cfg;
+  if (c->par.layout != BS_DOC_ZIGZAG && c->par.layout != BS_GREEDY) return 0;
+  if ((c->par.method != BS_BURST && c->par.method != BS_RING) || c->par.cp_pass == BS_PASS_Q || p->decode ||
+      p->Nc > 0) {
+    char m[256];
+    snprintf(m, sizeof m,
+             "parallel.layout: %s shards run on the K,V ring of burst and ring (pass-KV, train or prefill without a "
+             "cache), not %s%s",
+             bs_layout_name(c->par.layout), bs_method_name(c->par.method),
+             c->par.cp_pass == BS_PASS_Q ? " with cp_pass = q" : (p->decode || p->Nc > 0 ? " with a KV cache" : ""));
+    return fail(err, errlen, m);
+  }
+  if (p->G <= 1) return 0;
+  return plan_runs_make(&c->work, c->par.layout, p->G, &p->runs, err, errlen);
+}
+
 /* The attention group's config: its ranks, its share of the heads, one microbatch. */
 static void inner_config(const bs_config *c, const bs_mesh *m, bs_config *ac) {
   *ac = *c;
@@ -146,6 +170,16 @@ static int inner_rpn(const bs_mesh *m, int rpn) {
 static int composed(const bs_config *cfg, const bs_mesh *m) { return m->size[m->att_dim] != cfg->par.gpus; }
 
 /* The decision with the mesh m of cfg, for a composed plan that of its attention group. */
+/* The ranks that split the sequence and how: the K,V ring's (burst, ring, li2021 contiguous), usp's
+ * ring across its groups; ulysses and tp split heads and see every pair. */
+static double attn_imbalance(const bs_config *c, const bs_decision *d) {
+  bs_method m = c->par.method;
+  if (c->work.phase == BS_DECODE || m == BS_ULYSSES || m == BS_TP || m == BS_TREE) return 1.0;
+  if (m == BS_USP)
+    return bs_attn_imbalance(&c->work, c->par.layout, d->cp / (d->ulysses_degree > 0 ? d->ulysses_degree : 1));
+  return bs_attn_imbalance(&c->work, m == BS_RING_LI2021 ? BS_CONTIGUOUS : c->par.layout, d->cp);
+}
+
 static int decide_all(const bs_config *cfg, const bs_mesh *m, int ranks_per_node, bs_decision *d) {
   int rc;
   if (composed(cfg, m)) {
@@ -163,6 +197,7 @@ static int decide_all(const bs_config *cfg, const bs_mesh *m, int ranks_per_node
   d->micro_batch = m->micro_batch;
   d->microbatches = m->microbatches;
   bs_order_string(cfg->par.order, d->order, sizeof d->order);
+  d->attn_imbalance = attn_imbalance(cfg, d);
   return rc;
 }
 
@@ -256,13 +291,13 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   p->P = d.ring_outer > 1 ? d.ring_inner : p->G;
   p->M = d.ring_outer;
   const plan_method *pm = plan_method_of(cfg->par.method);
-  if (pm->check(p, err, errlen)) {
-    free(p);
+  if (pm->check(p, err, errlen) || balance_runs(p, err, errlen)) {
+    bs_plan_free(p);
     return -1;
   }
   if (ps) {
     if (ps->check(p, err, errlen) || bs_plan_create(&ac, ranks_per_node, &p->attn, err, errlen)) {
-      free(p);
+      bs_plan_free(p);
       return -1;
     }
     p->attn->in_layer = 1;
@@ -273,6 +308,9 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
 }
 
 void bs_plan_free(bs_plan *p) {
-  if (p) bs_plan_free(p->attn);
+  if (p) {
+    bs_plan_free(p->attn);
+    plan_runs_free(p->runs);
+  }
   free(p);
 }

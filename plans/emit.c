@@ -12,8 +12,9 @@
 
 /* ---------- shard blocks ---------- */
 
-/* The position blocks of a shard: one, two chunks for zigzag, and as many
- * again for a K,V shard against a cache (its cache part, then its new part).
+/* The position blocks of a shard: one, two chunks for zigzag, a run each for
+ * the balance layouts (at most PLAN_MAX_RUNS), and as many again for a K,V
+ * shard against a cache (its cache part, then its new part).
  * before: tokens stored ahead of the block in the buffer; idx: the chunk. */
 typedef struct {
   int64_t pos0, stride, len;
@@ -21,11 +22,21 @@ typedef struct {
   int64_t before;
 } blk;
 
-static int plain_blks(const bs_shard *s, int64_t pos_off, int64_t before, blk b[2]) {
+#define MAX_BLKS (2 * PLAN_MAX_RUNS)
+
+static int plain_blks(const bs_shard *s, int64_t pos_off, int64_t before, blk *b) {
   int64_t n = bs_shard_tokens(s);
   if (s->parts <= 1) {
     b[0] = (blk){pos_off, 1, n, 0, before};
     return 1;
+  }
+  if (s->runs) {
+    int nb = 0;
+    for (int32_t k = s->runs->first[s->part]; k < s->runs->first[s->part + 1]; k++, nb++) {
+      b[nb] = (blk){pos_off + s->runs->pos[k], 1, s->runs->len[k], nb, before};
+      before += s->runs->len[k];
+    }
+    return nb;
   }
   if (s->layout == BS_STRIPED) {
     b[0] = (blk){pos_off + s->part, s->parts, n, 0, before};
@@ -41,7 +52,7 @@ static int plain_blks(const bs_shard *s, int64_t pos_off, int64_t before, blk b[
   return 1;
 }
 
-static int shard_blks(const bs_shard *s, blk b[4]) {
+static int shard_blks(const bs_shard *s, blk b[MAX_BLKS]) {
   if (s->n_cache <= 0) return plain_blks(s, 0, 0, b);
   bs_shard c = *s, f = *s;
   c.n_cache = f.n_cache = 0;
@@ -178,15 +189,13 @@ static int emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t
                      int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2], int64_t o_at,
                      int64_t lse_at) {
   const bs_plan *p = it->p;
-  blk qb[4], kb[4];
+  blk qb[MAX_BLKS], kb[MAX_BLKS];
   int nqb = shard_blks(qs, qb), nkb = shard_blks(ks, kb), emitted = 0;
-  int causal = p->cfg.work.causal;
-  int64_t window = p->cfg.work.window;
   for (int x = 0; x < nqb; x++)
     for (int y = 0; y < nkb; y++) {
       int64_t q0 = qb[x].pos0 + qpos_off, pairs;
       if (qb[x].stride == kb[y].stride)
-        pairs = plan_visible_pairs(q0, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride, causal, window);
+        pairs = plan_visible_pairs(&p->cfg.work, q0, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride);
       else pairs = qb[x].len * kb[y].len; /* not produced by any plan; never skipped */
       if (pairs < 0) {
         plan_iter_fail(it,
@@ -249,16 +258,15 @@ int plan_emit_attn_at(bs_plan_iter *it, int unfused, int64_t hq, int64_t hkv, co
 }
 
 int64_t plan_shard_pairs(const bs_plan *p, const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, int chunk) {
-  blk qb[4], kb[4];
+  blk qb[MAX_BLKS], kb[MAX_BLKS];
   int nqb = shard_blks(qs, qb), nkb = shard_blks(ks, kb);
   int64_t sum = 0;
   for (int x = 0; x < nqb; x++)
     for (int y = 0; y < nkb; y++) {
       if (chunk >= 0 && qb[x].idx != chunk) continue;
-      int64_t pairs = qb[x].stride == kb[y].stride
-                        ? plan_visible_pairs(qb[x].pos0 + qpos_off, qb[x].len, kb[y].pos0, kb[y].len, qb[x].stride,
-                                             p->cfg.work.causal, p->cfg.work.window)
-                        : qb[x].len * kb[y].len;
+      int64_t pairs = qb[x].stride == kb[y].stride ? plan_visible_pairs(&p->cfg.work, qb[x].pos0 + qpos_off, qb[x].len,
+                                                                        kb[y].pos0, kb[y].len, qb[x].stride)
+                                                   : qb[x].len * kb[y].len;
       if (pairs < 0 || sum > INT64_MAX - pairs) return -1;
       sum += pairs;
     }

@@ -49,7 +49,22 @@ int64_t bs_shard_tokens(const bs_shard *s) {
   return s->parts > 0 ? s->n_total / s->parts : 0;
 }
 
+/* The run of a runs shard holding local token i, and the tokens stored before it. */
+static int32_t run_of(const bs_shard *s, int64_t i, int64_t *before) {
+  const bs_runs *u = s->runs;
+  int64_t at = 0;
+  int32_t k = u->first[s->part];
+  while (k + 1 < u->first[s->part + 1] && at + u->len[k] <= i) at += u->len[k++];
+  *before = at;
+  return k;
+}
+
 int64_t bs_shard_token(const bs_shard *s, int64_t i) {
+  if (s->runs && s->parts > 1) {
+    int64_t before;
+    int32_t k = run_of(s, i, &before);
+    return s->runs->pos[k] + (i - before);
+  }
   if (s->n_cache > 0) {
     bs_shard c, f;
     shard_pieces(s, &c, &f);
@@ -69,6 +84,12 @@ int64_t bs_shard_token(const bs_shard *s, int64_t i) {
 }
 
 int64_t bs_shard_index(const bs_shard *s, int64_t B, int64_t b, int64_t h, int64_t i, int64_t width) {
+  if (s->runs && s->parts > 1) {
+    int64_t before;
+    int32_t k = run_of(s, i, &before);
+    int64_t len = s->runs->len[k];
+    return B * s->heads * before * width + ((b * s->heads + h) * len + (i - before)) * width;
+  }
   if (s->n_cache > 0) {
     bs_shard c, f;
     shard_pieces(s, &c, &f);
@@ -94,18 +115,59 @@ bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t h
   s.heads = heads;
   s.b0 = 0;
   s.n_cache = 0;
+  s.runs = NULL;
   return s;
 }
 
 /* ---------- visible pairs (the geometry is kernels/mask.h) ---------- */
 
-int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window) {
-  attn_mask m = {q0, stride, k0, stride, causal, window};
-  return attn_mask_pairs(&m, nq, nk);
+int64_t plan_visible_pairs(const bs_workload *w, int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride) {
+  return bs_workload_pairs(w, q0, nq, k0, nk, stride);
 }
 
 int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window) {
-  return plan_visible_pairs(q0, nq, k0, nk, stride, causal, window);
+  attn_mask m = {q0, stride, k0, stride, causal, window, 0, NULL};
+  return attn_mask_pairs(&m, nq, nk);
+}
+
+int64_t bs_workload_pairs(const bs_workload *w, int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride) {
+  attn_mask m = {q0, stride, k0, stride, w->causal, w->window, w->docs, w->doc_end};
+  return attn_mask_pairs(&m, nq, nk);
+}
+
+/* The visible pairs of part `part` of `parts` of the sequence (split by layout) against every key. */
+static double part_pairs(const bs_workload *w, bs_layout l, int part, int parts) {
+  bs_shard s = plan_shard(l, part, parts, w->seq_len, 0, 1);
+  int64_t n = bs_shard_tokens(&s), N = w->seq_len;
+  if (parts <= 1) return (double)bs_workload_pairs(w, 0, N, 0, N, 1);
+  if (s.layout == BS_STRIPED) { /* rows part + i x parts against keys at stride parts, offset by each key residue */
+    double sum = 0;
+    for (int64_t k = 0; k < parts; k++) sum += (double)bs_workload_pairs(w, part, n, k, N / parts, parts);
+    return sum;
+  }
+  if (s.layout == BS_ZIGZAG)
+    return (double)bs_workload_pairs(w, bs_shard_token(&s, 0), n / 2, 0, N, 1) +
+           (double)bs_workload_pairs(w, bs_shard_token(&s, n / 2), n / 2, 0, N, 1);
+  return (double)bs_workload_pairs(w, bs_shard_token(&s, 0), n, 0, N, 1);
+}
+
+double bs_attn_imbalance(const bs_workload *w, bs_layout l, int parts) {
+  if (parts > 1 && (l == BS_DOC_ZIGZAG || l == BS_GREEDY)) {
+    bs_runs *u;
+    char err[256];
+    if (plan_runs_make(w, l, parts, &u, err, sizeof err)) return 0; /* the plan refuses the layout */
+    double x = plan_runs_imbalance(w, u);
+    plan_runs_free(u);
+    return x;
+  }
+  if (parts <= 1 || w->seq_len % parts != 0 || (l == BS_ZIGZAG && w->seq_len % (2 * (int64_t)parts) != 0)) return 1.0;
+  double max = 0, sum = 0;
+  for (int r = 0; r < parts; r++) {
+    double x = part_pairs(w, l, r, parts);
+    sum += x;
+    if (x > max) max = x;
+  }
+  return sum > 0 ? max * parts / sum : 1.0;
 }
 
 attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t nq, int64_t nk) {
@@ -122,6 +184,8 @@ attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t 
   a.mask.k_stride = 1;
   a.mask.causal = p->cfg.work.causal;
   a.mask.window = p->cfg.work.window;
+  a.mask.docs = p->cfg.work.docs;
+  a.mask.doc_end = p->cfg.work.docs > 0 ? p->cfg.work.doc_end : NULL;
   a.dtype = p->adt;
   return a;
 }
@@ -134,6 +198,7 @@ int bs_plan_inner_ranks(const bs_plan *p) {
   return p->M > 1 ? p->P : 1;
 }
 int bs_plan_has_bwd(const bs_plan *p) { return p->bwd; }
+const bs_runs *bs_plan_runs(const bs_plan *p) { return p->attn && !p->runs ? bs_plan_runs(p->attn) : p->runs; }
 int64_t bs_plan_local_batch(const bs_plan *p) { return p->mesh.micro_batch; }
 
 attn_params bs_plan_reference_params(const bs_plan *p) {

@@ -82,6 +82,16 @@ typedef enum {
   BS_ROLE_DV
 } bs_role;
 
+/* The runs of the balance layouts (doc-zigzag, greedy; plans/balance.c): part p holds runs
+ * first[p] .. first[p + 1] - 1, each `len` tokens from position `pos`, in increasing position,
+ * stored one after another as zigzag's two chunks are. Owned by the plan. */
+typedef struct {
+  int32_t parts;
+  int32_t *first; /* parts + 1 entries */
+  int64_t *pos, *len;
+  int64_t max_len; /* the longest run */
+} bs_runs;
+
 /*
  * What part of a global tensor [B, heads, N, d] a role buffer holds: tokens
  * (token i of the shard is global token bs_shard_token(s, i)) and heads.
@@ -97,6 +107,7 @@ typedef struct {
    * cache, then this part of the n_total - n_cache new tokens (positions n_cache..), each stored
    * as a shard of its own. 0: no cache. */
   int64_t n_cache;
+  const bs_runs *runs; /* doc-zigzag, greedy: the plan's runs (layout says which); NULL otherwise */
 } bs_shard;
 
 int64_t bs_shard_tokens(const bs_shard *s);           /* tokens held */
@@ -267,6 +278,9 @@ attn_params bs_plan_reference_params(const bs_plan *p);
 int64_t bs_plan_local_batch(const bs_plan *p);
 /* usp: ranks in the ring across ulysses groups (1 for other methods). */
 int bs_plan_usp_ring_size(const bs_plan *p);
+/* The runs of a balance layout's shards (doc-zigzag, greedy): the attention plan's; NULL for
+ * other layouts. A shard sent to another process points at the sender's: repoint it here. */
+const bs_runs *bs_plan_runs(const bs_plan *p);
 /* 1 when the plan has a backward pass (phase train). */
 int bs_plan_has_bwd(const bs_plan *p);
 
@@ -281,6 +295,12 @@ const char *bs_role_name(bs_role r);
  * and key positions k0 + b*stride (b < nk) under causal / window masking:
  * the count behind FLOPs and fully-masked-block skipping; -1 past 2^63 - 1. */
 int64_t bs_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window);
+/* The same under a workload's whole mask: causal, window and its packed documents. */
+int64_t bs_workload_pairs(const bs_workload *w, int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride);
+/* Attention work's imbalance over `parts` ranks that split the sequence by layout l: the largest
+ * rank's visible (query, key) pairs (its queries against every key) over the mean; 1: balanced
+ * (also when the parts do not divide the sequence); 0 when a balance layout cannot split it. */
+double bs_attn_imbalance(const bs_workload *w, bs_layout l, int parts);
 
 /* Non-zero when the iterator stopped on a broken internal invariant (a plan
  * bug: op queue or id space exhausted) rather than at the program's end. */

@@ -48,6 +48,7 @@ struct bs_plan {
   int bwd; /* phase train */
   int decode;
   struct bs_plan *attn;           /* layer / model scope: the attention plan every layer runs (workload.c) */
+  bs_runs *runs;                  /* layout doc-zigzag or greedy: the runs of each ring position */
   const struct plan_scope *scope; /* layer / model scope: its row, which the iterator runs; NULL otherwise */
   int in_layer;                   /* this attention plan runs inside a layer: tp leaves its block
                                      collectives to the layer's projections */
@@ -61,6 +62,9 @@ struct bs_plan {
  * from head_q0, key/value heads from head_kv0 and sequences from b0 of the
  * global tensors.
  */
+/* The most runs of tokens a shard of the balance layouts holds (plans/balance.c). */
+#define PLAN_MAX_RUNS 64
+
 typedef struct {
   int32_t base, stride;
   int32_t local; /* this rank's index in the attention plan */
@@ -94,7 +98,7 @@ typedef struct {
   int32_t okb[2], ovb[2];  /* outer receive buffers */
   int32_t scores;          /* lao off: score workspace, -1 otherwise */
   int64_t kv_bytes;        /* bytes of one K (= one V) block */
-  int init[2];             /* query chunk has received its first block */
+  int init[PLAN_MAX_RUNS]; /* query chunk has received its first block */
   int cur_outer;           /* index of the outer buffer holding this outer step's block (-1: local) */
   int h_outer[4], n_outer; /* outstanding outer handles */
 } ring_fwd;
@@ -268,7 +272,13 @@ bs_shard plan_shard(bs_layout l, int part, int parts, int64_t n_total, int32_t h
 attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t nq, int64_t nk);
 /* Visible (query, key) pairs of two blocks of positions with the same stride;
  * -1 when the count passes 2^63 - 1 (blocks of billions of tokens). */
-int64_t plan_visible_pairs(int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride, int causal, int64_t window);
+int64_t plan_visible_pairs(const bs_workload *w, int64_t q0, int64_t nq, int64_t k0, int64_t nk, int64_t stride);
+/* The balance layouts (balance.c): the runs of each of `parts` parts (0, or -1 with
+ * "parallel.layout: ..." in err), their release, and the imbalance of attention work they give. */
+int plan_runs_make(const bs_workload *w, bs_layout l, int parts, bs_runs **out, char *err, size_t errlen);
+void plan_runs_free(bs_runs *u);
+double plan_runs_imbalance(const bs_workload *w, const bs_runs *u);
+
 /* Stops the iterator with a message (printf-style) that bs_plan_iter_errmsg returns. */
 void plan_iter_fail(bs_plan_iter *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -108,6 +108,7 @@ typedef struct {
   int64_t micro_batch;        /* sequences per microbatch */
   int64_t microbatches;       /* microbatches per step and replica */
   char order[16];             /* the dimensions fastest first over the ranks ("tp-cp-dp-pp") */
+  double attn_imbalance;      /* max / mean attention work (visible pairs) over the ranks splitting the sequence */
 } bs_decision;
 
 typedef struct {
@@ -127,6 +128,8 @@ typedef struct {
   bs_decision decision;  /* what the plan decided (double ring, ring sizes, all-to-all groups) */
   int refused;           /* with error: the method or platform cannot run the point (not a failure) */
   bs_explain explain;    /* sim: where the step goes */
+  char trace_error[256]; /* sim --trace: why the simulated point's trace was not written ("" = written or
+                            not asked); its figures stand, the command exits 1 */
 } bs_result;
 
 void bs_result_free(bs_result *r);

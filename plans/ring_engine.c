@@ -43,7 +43,7 @@ void ring_fwd_begin(bs_plan_iter *it, ring_fwd *r) {
       r->ovb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
     }
   }
-  r->init[0] = r->init[1] = 0;
+  memset(r->init, 0, sizeof r->init);
   r->n_outer = 0;
   r->active = 1;
 }
@@ -442,14 +442,21 @@ void ring_bwd_end(bs_plan_iter *it, ring_bwd *r) {
 
 /* ---------------- the sequence-sharded ring methods ---------------- */
 
+/* A shard of the sequence split by the plan's layout: the balance layouts' runs attached. */
+static bs_shard seq_shard(const bs_plan *p, int part, int64_t n_total, int64_t heads) {
+  bs_shard s = plan_shard(p->cfg.par.layout, part, p->G, n_total, 0, (int32_t)heads);
+  if (p->runs && s.parts > 1) s.runs = p->runs;
+  return s;
+}
+
 static bs_shard q_shard(const bs_plan *p, int rank) {
   if (p->decode) return plan_shard(BS_CONTIGUOUS, 0, 1, p->nq_dec, 0, (int32_t)p->Zq);
-  return plan_shard(p->cfg.par.layout, rank, p->G, p->N - p->Nc, 0, (int32_t)p->Zq);
+  return seq_shard(p, rank, p->N - p->Nc, p->Zq);
 }
 
 /* The K,V shard of ring position `part`: with a KV cache, its part of the cache and of the new tokens. */
 static bs_shard kv_shard(const bs_plan *p, int part) {
-  bs_shard s = plan_shard(p->cfg.par.layout, part, p->G, p->N, 0, (int32_t)p->Zkv);
+  bs_shard s = seq_shard(p, part, p->N, p->Zkv);
   s.n_cache = p->Nc;
   return s;
 }
@@ -496,6 +503,7 @@ static void seq_fwd_begin(bs_plan_iter *it, ring_seq *s, int unfused) {
   s->scores = -1;
   if (unfused) {
     int64_t qlen = qs.layout == BS_ZIGZAG ? nq / 2 : nq, klen = ks.layout == BS_ZIGZAG ? n / 2 : n;
+    if (qs.runs) qlen = klen = qs.runs->max_len; /* the longest run of the balance layouts */
     s->scores = plan_alloc(it, p->B * p->Zq * qlen * klen * 4, BS_MEM_SCORES, BS_ROLE_TMP, NULL, BS_ELEM_F32);
   }
   seq_fwd_ring(it, s, &qs);
@@ -506,7 +514,7 @@ static void seq_bwd_roles(bs_plan_iter *it, ring_seq *s) {
   const bs_plan *p = it->p;
   int64_t n = p->N / p->G;
   bs_shard qs = q_shard(p, it->rank);
-  bs_shard ks = plan_shard(p->cfg.par.layout, it->rank, p->G, p->N, 0, (int32_t)p->Zkv);
+  bs_shard ks = seq_shard(p, it->rank, p->N, p->Zkv);
   s->dout = plan_alloc(it, p->B * p->Zq * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, &qs, p->elem);
   s->dq = plan_alloc(it, p->B * p->Zq * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &qs, BS_ELEM_F32);
   s->dk = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &ks, BS_ELEM_F32);
@@ -556,8 +564,8 @@ static void seq_bwd_ring(bs_plan_iter *it, ring_seq *s, int kind, int plain, int
   rb->kind = kind;
   rb->plain = plain;
   rb->unfused = unfused;
-  bs_shard qs = plan_shard(p->cfg.par.layout, r, p->G, p->N, 0, (int32_t)p->Zq);
-  bs_shard ks = plan_shard(p->cfg.par.layout, r, p->G, p->N, 0, (int32_t)p->Zkv);
+  bs_shard qs = seq_shard(p, r, p->N, p->Zq);
+  bs_shard ks = seq_shard(p, r, p->N, p->Zkv);
   rb->q = s->q;
   rb->k = s->k;
   rb->v = s->v;

@@ -238,8 +238,8 @@ static void stage_init(bs_wl *w) {
   int z = w->zero;
   w->w_all = w_alloc(w, z >= 3 && dp > 1 ? sh * w->es : weight_bytes(w, psi), BS_MEM_WEIGHTS);
   if (w->train) {
-    w->g_all = w_alloc(w, (z >= 2 && dp > 1 ? sh : psi) * w->es, BS_MEM_GRADS);
-    for (int j = 0; j < 3; j++) w->opt[j] = w_alloc(w, (z >= 1 && dp > 1 ? sh : psi) * 4, BS_MEM_OPTIMIZER);
+    w->g_all = w_alloc(w, (z >= 2 && dp > 1 ? sh : psi) * w->gb, BS_MEM_GRADS);
+    for (int j = 0; j < w->nopt; j++) w->opt[j] = w_alloc(w, (z >= 1 && dp > 1 ? sh : psi) * 4, BS_MEM_OPTIMIZER);
   }
 }
 
@@ -487,6 +487,8 @@ static void *plan_wl_new(bs_plan_iter *it) {
   plan_map_of(p, it->rank, &w->map);
   w->mbs = p->mesh.micro_batch;
   w->es = p->es;
+  w->gb = c->model.main_grads == BS_GRADS_FP32 ? 4 : 2;
+  w->nopt = c->model.master_weights == BS_MASTER_FP32 ? 3 : 2;
   w->H = c->model.hidden;
   w->F = c->model.ffn;
   w->V = c->model.vocab;

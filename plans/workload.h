@@ -21,10 +21,6 @@
 #define BS_WL_MAX_BUFS 2048
 #define BS_WL_MAX_HANDLES 256
 
-/* Bytes Adam moves per parameter: fp32 master, m, v read and written (24),
- * the bf16/fp16 gradient read (2) and the bf16/fp16 weight written (2). */
-#define BS_ADAM_BYTES_PER_PARAM 28
-
 typedef struct {
   int64_t tp;                           /* tensor-parallel degree: gpus for method tp, else 1 */
   int64_t dp;                           /* data-parallel group: ranks holding the same weights (ZeRO shards over it) */

@@ -64,13 +64,13 @@ void wl_grad_reduce(bs_wl *w, int64_t set, int32_t *bucket) {
    * and 3 keep no full gradient, so they reduce every microbatch's */
   if (w->pc.dp <= 1 || (w->zero < 2 && w->mb + 1 < w->nmb)) return;
   int64_t sh = bs_zero_shard(set, w->pc.dp);
-  if (w->zero == 0) w->gh = w_coll(w, BS_COLL_ALLREDUCE, w->dpg, sh * w->pc.dp * w->es);
-  else w->gh = w_coll(w, BS_COLL_REDUCE_SCATTER, w->dpg, sh * w->pc.dp * w->es);
+  if (w->zero == 0) w->gh = w_coll(w, BS_COLL_ALLREDUCE, w->dpg, sh * w->pc.dp * w->gb);
+  else w->gh = w_coll(w, BS_COLL_REDUCE_SCATTER, w->dpg, sh * w->pc.dp * w->gb);
 }
 
 /* Stage 2 and 3 keep only the shard: each set's gradients live in a bucket until reduced. */
 void wl_grad_bucket(bs_wl *w, int64_t set, int32_t *bucket) {
-  if (w->zero >= 2 && w->pc.dp > 1) *bucket = w_alloc(w, bs_zero_shard(set, w->pc.dp) * w->pc.dp * w->es, BS_MEM_GRADS);
+  if (w->zero >= 2 && w->pc.dp > 1) *bucket = w_alloc(w, bs_zero_shard(set, w->pc.dp) * w->pc.dp * w->gb, BS_MEM_GRADS);
 }
 
 /* ---------- the optimizer step ---------- */
@@ -82,7 +82,9 @@ void wl_stage_opt(bs_wl *w) {
   bs_compute *c = plan_compute(w->it, BS_K_ELEMWISE);
   c->label = "Adam step";
   c->ew = BS_EW_GENERIC;
-  c->elems = n * BS_ADAM_BYTES_PER_PARAM / (2 * w->es); /* the roofline reads + writes 2 x elems x es */
+  /* fp32 states read and written, the main gradient read, the weight written; the roofline moves
+   * 2 x elems x es */
+  c->elems = n * (8 * w->nopt + w->gb + w->es) / (2 * w->es);
   c->flops = 12.0 * (double)n;
   if ((w->zero == 1 || w->zero == 2) && w->pc.dp > 1) {
     if (w->model) {

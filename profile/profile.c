@@ -280,7 +280,26 @@ static int parse_tiled(const cJSON *kj, bs_kernel_model *m, const char *path, co
     snprintf(err, errlen, "%s: %s.k_overhead: must be in [0, 2^40]", path, where);
     return -1;
   }
+  if (cJSON_GetObjectItemCaseSensitive(kj, "min_tile") &&
+      get_count(kj, "min_tile", 1, 65536, &m->min_tile, path, where, err, errlen))
+    return -1;
   return 0;
+}
+
+/* The optional split-KV decode bound of attn_fwd (format in profile.h): both keys or neither. */
+static int parse_decode_bound(const cJSON *kj, bs_kernel_model *m, const char *path, const char *where, char *err,
+                              size_t errlen) {
+  int has_eff = cJSON_GetObjectItemCaseSensitive(kj, "decode_bw_efficiency") != NULL;
+  int has_n = cJSON_GetObjectItemCaseSensitive(kj, "decode_launches") != NULL;
+  if (!has_eff && !has_n) return 0;
+  if (has_eff != has_n) {
+    snprintf(err, errlen, "%s: %s: decode_bw_efficiency and decode_launches go together", path, where);
+    return -1;
+  }
+  return get_fraction(kj, "decode_bw_efficiency", &m->decode_bw_efficiency, path, where, err, errlen) ||
+             get_count(kj, "decode_launches", 1, 64, &m->decode_launches, path, where, err, errlen)
+           ? -1
+           : 0;
 }
 
 int bs_profile_parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model *m, const char *path, char *err,
@@ -313,6 +332,7 @@ int bs_profile_parse_kernel(const cJSON *kj, const char *kname, bs_kernel_model 
   }
   if (m->kind == BS_KM_TILED) return parse_tiled(kj, m, path, where, err, errlen);
   if (m->kind != BS_KM_TABLE) return 0;
+  if (parse_decode_bound(kj, m, path, where, err, errlen)) return -1;
   const cJSON *tables = cJSON_GetObjectItemCaseSensitive(kj, "tables");
   if (!cJSON_IsArray(tables) || cJSON_GetArraySize(tables) < 1 || cJSON_GetArraySize(tables) > BS_PROF_MAX_TABLES) {
     snprintf(err, errlen, "%s: %s.tables: 1 to %d tables needed", path, where, BS_PROF_MAX_TABLES);
@@ -717,8 +737,13 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
       cJSON_AddItemToObject(kj, "tile_n", val(m->tile_n, source));
       cJSON_AddItemToObject(kj, "sms", val(m->sms, source));
       cJSON_AddItemToObject(kj, "k_overhead", val(m->k_overhead, source));
+      if (m->min_tile) cJSON_AddItemToObject(kj, "min_tile", val(m->min_tile, source));
     }
     if (m->kind != BS_KM_TABLE) continue;
+    if (m->decode_launches) {
+      cJSON_AddItemToObject(kj, "decode_bw_efficiency", val(m->decode_bw_efficiency, source));
+      cJSON_AddItemToObject(kj, "decode_launches", val(m->decode_launches, source));
+    }
     cJSON *ts = cJSON_AddArrayToObject(kj, "tables");
     for (int t = 0; t < m->ntables; t++) {
       const bs_prof_table *pt = &m->tables[t];
@@ -859,6 +884,13 @@ static double tiled_quant(const bs_kernel_model *km, double m, double n, double 
     double q = m * n * batch / (waves * km->sms * tm * tn);
     if (q > best) best = q;
   }
+  double tmin = km->tile_m < km->tile_n ? km->tile_m : km->tile_n, small = m < n ? m : n, big = m < n ? n : m;
+  if (km->min_tile > 0 && small < tmin) { /* few rows (decode): the MMA's narrow tile along them */
+    double ts = ceil(small / km->min_tile) * km->min_tile, tb = km->tile_m + km->tile_n - tmin;
+    double tiles = batch * ceil(big / tb), waves = ceil(tiles / km->sms);
+    double q = m * n * batch / (waves * km->sms * ts * tb);
+    if (q > best) best = q;
+  }
   return best;
 }
 
@@ -877,6 +909,11 @@ static double tiled_time(const bs_profile *p, const bs_kernel_model *km, const b
   double tf = flops / (peak * km->peak_fraction * q);
   return km->launch_s + (tb > tf ? tb : tf);
 }
+
+/* Query rows of one tile of FlashAttention-2's split-KV forward (flash_fwd_launch_template.h,
+ * run_mha_fwd_splitkv_dispatch: kBlockM = 64 for every head dimension): a call of at most this many
+ * rows is one tile per head, so it splits the keys and combines the splits in a second kernel. */
+#define SPLITKV_MAX_ROWS 64
 
 /* FLOPs of an attention block with every key visible. */
 static double attn_full_flops(const bs_compute *c) {
@@ -906,7 +943,13 @@ double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype
     int partial = full > 0 && flops < full * (1 - 1e-9);
     const bs_prof_table *t = pick_table(m, c->a.d, partial, c->a.Nq == 1);
     double x = sqrt((double)(c->a.Nq > 0 ? c->a.Nq : 1) * (double)(c->a.Nk > 0 ? c->a.Nk : 1));
-    return m->launch_s + flops / (table_rate(t, x) * 1e12);
+    double tt = m->launch_s + flops / (table_rate(t, x) * 1e12);
+    if (!(m->decode_bw_efficiency > 0)) return tt;
+    const attn_params *a = &c->a; /* a call reads K and V once (and Q, O): the memory bound */
+    double bytes = (double)a->B * (2.0 * a->Zkv * (double)a->Nk + 2.0 * a->Zq * (double)a->Nq) * a->d * eb;
+    int launches = a->Nq <= SPLITKV_MAX_ROWS ? m->decode_launches : 1;
+    double tm = launches * m->launch_s + bytes / (p->mem_bw_Bps * m->decode_bw_efficiency);
+    return tm > tt ? tm : tt;
   }
   case BS_KM_ROOFLINE: {
     double tb = kernel_bytes(c, eb) / (p->mem_bw_Bps * m->efficiency);

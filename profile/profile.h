@@ -43,6 +43,13 @@
  *       key visible, "causal" for partly masked ones; "decode" (optional) only
  *       for calls of one query row, which take it first; linear in log2(x)
  *       between points, the end values beyond them.
+ *       "decode_bw_efficiency": {...}  optional (absent: no memory bound): a call reads K
+ *       "decode_launches": {...}       and V once, so it takes at least launches * launch_s +
+ *                                      bytes / (mem_bw * decode_bw_efficiency), bytes = B (2 Zkv
+ *                                      Nk + 2 Zq Nq) d (element size), launches = decode_launches
+ *                                      for calls of at most 64 query rows (split-KV: the split
+ *                                      pass and the combine), else 1; the longer of this and the
+ *                                      table's time (few query rows: the memory bound)
  *     },
  *     "attn_merge": {
  *       "model": "roofline",     time = launch_s + max(flops / peak, bytes / mem_bw)
@@ -61,6 +68,10 @@
  *       "tile_m", "tile_n": {...}    output tile of one thread block (integers)
  *       "sms": {...}                 tiles that run at once (one per SM)
  *       "k_overhead": {...}          fixed per-tile cost in K elements (>= 0)
+ *       "min_tile": {...}            optional (absent: none): the MMA's smallest tile side; a
+ *                                    GEMM side below min(tile_m, tile_n) (a decode step's few
+ *                                    token rows) is tiled at that side rounded up to it, against
+ *                                    max(tile_m, tile_n), when that quantizes better
  *       q_tw = m n batch / (waves * sms * tile_m * tile_n), waves =
  *       ceil(tiles / sms), tiles = batch ceil(m / tile_m) ceil(n / tile_n):
  *       tile padding and the last partial wave, the better of the two tile
@@ -142,6 +153,10 @@ typedef struct {
   int tile_m, tile_n;   /* output tile of one thread block */
   int sms;              /* tiles running at once (one per SM) */
   double k_overhead;    /* fixed per-tile cost, in K elements */
+  int min_tile;         /* tiled: the MMA's smallest tile side (0 = none) */
+  /* table (attn_fwd): split-KV decode's memory bound (0 = none) */
+  double decode_bw_efficiency; /* fraction of mem_bw_Bps a call reading K and V reaches */
+  int decode_launches;         /* kernels of a split-KV call (the split pass and the combine) */
   int ntables;
   bs_prof_table tables[BS_PROF_MAX_TABLES];
 } bs_kernel_model;

@@ -31,6 +31,7 @@
 #include <cblas.h>
 #include "runtime_impl.h"
 #include "watchdog.h"
+#include "hostmem.h"
 #include "comm/comm_mpi.h"
 #include "base/clock.h"
 
@@ -275,6 +276,37 @@ static int make_comm(rt *t, char *err, size_t errlen) {
   return rc;
 }
 
+/*
+ * Before any plan buffer is allocated (collective over world): the ranks sharing each host sum their
+ * plan peaks against that host's available memory, and each rank's peak meets its address-space
+ * limit (hostmem.h). 0 when every host fits; else -1 on every rank with the first failing rank's
+ * message in err (an OOM kill a minute in, before this check, told the user nothing).
+ */
+static int host_fits(const bs_plan *plan, MPI_Comm world, int rank, char *err, size_t errlen) {
+  bs_dev_bytes b;
+  char msg[512] = "";
+  int bad = bs_dev_bytes_of(plan, rank, &b, msg, sizeof msg) != 0;
+  MPI_Comm local;
+  int64_t sum = b.peak;
+  int nlocal = 1;
+  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+    int64_t mine = bad ? 0 : b.peak;
+    MPI_Allreduce(&mine, &sum, 1, MPI_INT64_T, MPI_SUM, local); /* wraps only past 8 EiB: refused below */
+    MPI_Comm_size(local, &nlocal);
+    MPI_Comm_free(&local);
+  }
+  if (!bad && bs_host_fits(sum < 0 ? INT64_MAX : sum, b.peak, nlocal, msg, sizeof msg)) bad = 1;
+  int first = bad ? rank : INT32_MAX, G;
+  MPI_Comm_size(world, &G);
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world);
+  if (first == INT32_MAX) return 0;
+  MPI_Bcast(msg, (int)sizeof msg, MPI_CHAR, first, world);
+  msg[sizeof msg - 1] = '\0';
+  if (G > 1) snprintf(err, errlen, "rank %d: %s", first, msg);
+  else snprintf(err, errlen, "%s", msg);
+  return -1;
+}
+
 int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *opts, bs_run_report *out, char *err,
                    size_t errlen) {
   memset(out, 0, sizeof *out);
@@ -303,6 +335,10 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   int rpn = opts->ranks_per_node > 0 ? opts->ranks_per_node : cfg->par.ranks_per_node;
   bs_plan *plan = NULL;
   if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return BS_RUN_EINPUT;
+  if (!opts->device && host_fits(plan, world, rank, err, errlen)) {
+    bs_plan_free(plan);
+    return BS_RUN_EINPUT;
+  }
   rt *t = calloc(1, sizeof *t);
   if (!t) {
     bs_plan_free(plan);

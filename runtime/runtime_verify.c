@@ -80,7 +80,7 @@ static int reference(const bs_plan *p, uint64_t seed, int bf16, int threads, flo
   const bs_role inputs[] = {BS_ROLE_Q, BS_ROLE_K, BS_ROLE_V, BS_ROLE_DOUT};
   for (int j = 0; j < 4; j++) {
     gshape g = role_shape(p, inputs[j]);
-    bs_shard s = {BS_CONTIGUOUS, 0, 1, g.tokens, 0, (int32_t)g.heads, 0, 0};
+    bs_shard s = {BS_CONTIGUOUS, 0, 1, g.tokens, 0, (int32_t)g.heads, 0, 0, NULL};
     in[inputs[j]] = malloc((size_t)(g.B * g.heads * g.tokens * g.width) * (bf16 ? 2 : 4));
     if (!in[inputs[j]]) {
       snprintf(err, errlen, "reference: out of memory");
@@ -204,6 +204,7 @@ static int verify_gather(rt *t, bs_run_report *out, char *err, size_t errlen) {
       } else {
         bs_watchdog_waiting("rank %d's outputs", src);
         MPI_Recv(&m, (int)sizeof m, MPI_BYTE, src, 900, t->world, MPI_STATUS_IGNORE);
+        if (m.shard.runs) m.shard.runs = bs_plan_runs(p); /* the sender's pointer: this process's copy */
         data = malloc((size_t)m.bytes);
         MPI_Recv(data, m.role < 0 ? 0 : (int)m.bytes, MPI_BYTE, src, 901, t->world, MPI_STATUS_IGNORE);
       }

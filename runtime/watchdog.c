@@ -89,6 +89,12 @@ void bs_watchdog_waiting(const char *fmt, ...) {
   pthread_mutex_unlock(&mu);
 }
 
+void bs_watchdog_feed(void) {
+  pthread_mutex_lock(&mu);
+  if (armed) deadline = mono_s() + wd_timeout;
+  pthread_mutex_unlock(&mu);
+}
+
 void bs_watchdog_disarm(void) {
   pthread_mutex_lock(&mu);
   armed = 0;

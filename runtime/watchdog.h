@@ -27,6 +27,9 @@
 int bs_watchdog_arm(const char *who, int rank, const char *phase, double timeout_s);
 /* What the armed phase is waiting for now ("rank 2's outputs"), for the message. */
 void bs_watchdog_waiting(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Progress in the armed phase: its deadline starts again from now (a phase of many steps, such as
+ * calib's measurements, is bounded step by step). Does nothing when disarmed. */
+void bs_watchdog_feed(void);
 void bs_watchdog_disarm(void);
 
 /* The rank mpirun gave this process (OMPI_COMM_WORLD_RANK, PMIX_RANK or PMI_RANK), or 0. */
@@ -37,8 +40,8 @@ int bs_launcher_rank(void);
  * RANK stops for good on reaching PHASE, as a rank stopped by SIGSTOP would:
  * init (before MPI_Init), start (an execution's first barrier), verify
  * (before the verify gather), gather (before the result gather), gathering
- * (inside it, once every rank has arrived), finalize (before MPI_Finalize).
- * Does nothing otherwise.
+ * (inside it, once every rank has arrived), finalize (before MPI_Finalize),
+ * measure (calib: before a measurement's warm-up). Does nothing otherwise.
  */
 void bs_test_stall(int rank, const char *phase);
 

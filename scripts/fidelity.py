@@ -3,7 +3,7 @@
 
 For every figure a GPU profile is built from (an attention kernel at a benchmark shape, a message size
 on a link class, a collective's per-call cost) this runs the simulator on that microbenchmark and prints
-predicted, published and the error, as a Markdown table (the README's "Public-spec fidelity" section
+predicted, published and the error, as a Markdown table (docs/fidelity.md's "Public-spec fidelity" section
 quotes it). Kernels run as a one-GPU `burstsim sim` point (one attention kernel per pass) on a
 one-host platform; messages and collectives run through build/tests/sim/fidelity_point, the same engine
 with a hand-written program, on the shipped topologies. Rows marked "check" are public figures the
@@ -57,6 +57,24 @@ KERNEL_CHECKS = [
 KERNEL_POINTS = [
     ("b200", "fwd", "full", 128, 16384, 1613, "FA4 fwd, full, d=128, best", "arXiv 2603.05451 abstract (up to 1613)",
      "built"),
+]
+
+# Decode attention (one query row per head against a KV cache): (profile, keys, batch, query heads, KV heads,
+# head_dim, published us, label, source, kind); one GPU's Flash-Decoding op at Llama 3 405B shapes under TP8.
+META8 = "arXiv 2411.01783 Table 8"
+DECODES = [
+    ("h100-sxm-96gb", 131072, 1, 16, 1, 128, 38.9, "decode attention, 128K keys, batch 1", META8 + " (1 host)",
+     "built"),
+    ("h100-sxm-96gb", 65536, 1, 16, 1, 128, 22.0, "decode attention, 64K keys, batch 1", META8 + " (2 hosts)",
+     "built"),
+    ("h100-sxm-96gb", 32768, 1, 16, 1, 128, 14.7, "decode attention, 32K keys, batch 1", META8 + " (4 hosts)",
+     "built"),
+    # the batch-4 rows disagree with each other (32K keys x 4 in 60.1 us, 16K x 4 in 13.9 us: 4.3x for twice the
+    # bytes) and with the batch-1 rows at equal bytes: kept as checks
+    ("h100-sxm-96gb", 32768, 4, 16, 1, 128, 60.1, "decode attention, 32K keys, batch 4", META8 + " (1 host)",
+     "check"),
+    ("h100-sxm-96gb", 16384, 4, 16, 1, 128, 13.9, "decode attention, 16K keys, batch 4", META8 + " (2 hosts)",
+     "check"),
 ]
 
 GiB = 1 << 30
@@ -166,6 +184,17 @@ def predicted_rate(build, xml, ini, profile, pas, mask, d, x, kernel="default"):
     return 3.5 * f / (fwd + bwd) / 1e12
 
 
+def decode_us(build, xml, ini, profile, keys, batch, heads, kv_heads, d):
+    """Microseconds of one GPU's decode step at scope attention: one attention call against `keys` keys."""
+    sets = ["cluster.profile=" + profile, "cluster.topology=" + xml, "workload.phase=decode",
+            "workload.seq_len=%d" % keys, "workload.batch=%d" % batch, "model.heads=%d" % heads,
+            "model.kv_heads=%d" % kv_heads, "model.head_dim=%d" % d]
+    args = [os.path.join(build, "burstsim"), "sim", ini]
+    for s in sets:
+        args += ["--set", s]
+    return run_json(args)["step"] * 1e6
+
+
 def comm_value(build, row):
     profile, _, topo, gpus, op, size, arg, nics, _, unit = row[:10]
     n = arg if op != "sendrecv" else 2
@@ -213,6 +242,9 @@ def main():
         for profile, pas, mask, d, x, p, label, src, kind in KERNEL_POINTS:
             got = predicted_rate(a.build, xml, ini, profile, pas, mask, d, x)
             rows.append((profile, "%s, seqlen %d" % (label, x), src, got, p, "TFLOP/s", kind))
+        for profile, keys, batch, heads, kv_heads, d, p, label, src, kind in DECODES:
+            got = decode_us(a.build, xml, ini, profile, keys, batch, heads, kv_heads, d)
+            rows.append((profile, label, src, got, p, "us", kind))
     for row in COMMS:
         rows.append((row[0], row[1], row[10], comm_value(a.build, row), row[8], row[9], row[11]))
     print("| profile | microbenchmark | source | predicted | published | error | |")

@@ -34,7 +34,7 @@ build_target() { # name, extra pkg-config modules, sources... (C, or C++ for .cp
 
 targets=(scenario)
 build_target scenario "" tests/fuzz/fuzz_scenario.c src/scenario.c src/scenario_read.c src/scenario_keys.c \
-  src/scenario_values.c plans/config.c plans/mesh.c topologies/topo.c base/fileio.c \
+  src/scenario_values.c plans/config.c plans/mesh.c plans/sizes.c topologies/topo.c base/fileio.c \
   base/vec.c
 # Further targets: tests/fuzz/fuzz_NAME.c with tests/fuzz/fuzz_NAME.sources listing the sources it
 # needs and, optionally, tests/fuzz/fuzz_NAME.libs naming extra pkg-config modules.

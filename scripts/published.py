@@ -4,7 +4,7 @@
 Every case of experiments/published/figures.json (BurstAttention's first-token latencies, BurstEngine's
 attention benchmarks, Meta's Llama 3.1 405B context-parallel inference; each group cites its public
 source) runs as one `burstsim sim` point of the group's setup, and this prints predicted, published and
-the error, as a Markdown table (the README's "Against published measurements" section quotes it).
+the error, as a Markdown table (docs/fidelity.md's "Against published measurements" section quotes it).
 A group whose setup names the attention kernel the job ran (model.attention_kernel) also says, in the
 note, what the profile's default kernel predicts. No
 profile parameter is fitted to these figures: they are the test, not an input. A case the simulator
@@ -15,7 +15,7 @@ Python 3 standard library only.
                          [--figures FILE]
 
 --quick runs the first case of each group (ctest); --set applies to every case after the group's own
-settings (e.g. --set model.attention_kernel=fa3 for the FlashAttention-3 column of the README).
+settings (e.g. --set model.attention_kernel=fa3 for the FlashAttention-3 column of docs/fidelity.md).
 Exit 0 when every case ran or was refused with a reason; 1 when a run failed otherwise; 2 when the
 figures file is malformed.
 """

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """readme-refresh.py BURSTSIM — rewrites the README's simulated outputs after a change that moves
 predictions: the quickstart table (after "Part of its output here") and the output under every
-"    $ burstsim ..." command. tests/cli/readme_tables.sh checks the same blocks; the model-scope
+"    $ burstsim ..." command, in the README and every docs/ page of the guide.
+tests/cli/readme_tables.sh checks the same blocks; the model-scope
 throughput example's figures are quoted in prose and checked there by value, so they are updated
 by hand. Run from the repository root."""
+import glob
 import subprocess
 import sys
 
@@ -15,7 +17,12 @@ def run(bs, args):
 
 def main():
     bs = sys.argv[1]
-    lines = open("README.md").read().split("\n")
+    for page in ["README.md"] + sorted(glob.glob("docs/*.md")):
+        refresh(bs, page)
+
+
+def refresh(bs, page):
+    lines = open(page).read().split("\n")
     out, i = [], 0
     while i < len(lines):
         line = lines[i]
@@ -48,7 +55,7 @@ def main():
             continue
         out.append(line)
         i += 1
-    open("README.md", "w").write("\n".join(out))
+    open(page, "w").write("\n".join(out))
 
 
 if __name__ == "__main__":

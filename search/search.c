@@ -34,6 +34,15 @@
  * so the bound used is the walk's bound x (1 - LAYERS_SLACK). Every simulated step is
  * checked against its bound (bound_violations), so a broken proof shows.
  *
+ * Two passes. Every candidate is first walked over one rank per pipeline stage
+ * (BS_WALK_STAGES, walk.h): a subset of the corners, so its peak is at most the
+ * corners' (at most the simulated peak) and its latest end at most theirs (a
+ * rank outside the replay is always ready): both stay lower bounds, so a
+ * candidate past the capacity on that pass is out of memory, and the skip below
+ * holds with them. A candidate the branch and bound reaches with its first-pass
+ * figures is walked over the corners (refine), its bound raised to the larger
+ * of the two, and put back in the heap: only those are ever walked twice.
+ *
  * Exactness of the skip: a candidate c is skipped only when K candidates are
  * simulated with steps at most the K-th best, and the K-th best < bound(c) <=
  * step(c) (so c is not in the top K), and a simulated candidate s has step(s)
@@ -188,8 +197,9 @@ static void set_ulysses(bs_config *c, kval v) { c->par.ulysses_degree = v.v; }
 static int values_layout(const space *sp, const bs_config *c, kval *v) {
   if (!sp->a->layout) return one(v, sp->base->par.layout);
   if (!takes_layouts(c->par.method) || cp_of(c) == 1) return one(v, BS_CONTIGUOUS);
-  for (int l = 0; l < 3; l++) v[l] = (kval){l, 0};
-  return 3;
+  int nl = c->work.docs > 0 && c->par.method != BS_USP ? 5 : 3; /* the balance strategies: packed documents */
+  for (int l = 0; l < nl; l++) v[l] = (kval){l, 0};
+  return nl;
 }
 static void set_layout(bs_config *c, kval v) { c->par.layout = (bs_layout)v.v; }
 
@@ -497,10 +507,23 @@ static int same_as_twin(const bs_search *s, int i, char *why, size_t n) {
   return 0;
 }
 
+/* The first walk of every candidate: the corners where every candidate's walk is shown (--dry-run) or
+ * all must be as today (brute force, all ranks), else one rank per stage, refined to the corners
+ * when the candidate is reached (bs_search_run). */
+static int first_walk(const bs_search_opts *o) {
+  if (o->all_ranks) return BS_WALK_ALL;
+  return o->dry_run || o->brute_force ? BS_WALK_CORNERS : BS_WALK_STAGES;
+}
+
+static double bound_of(const bs_cand *c, const bs_search_opts *o) {
+  double slack = bs_sim_layers_apply(&c->cfg, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
+  return (c->walk.replay_s > c->walk.compute_s ? c->walk.replay_s : c->walk.compute_s) * (1 - slack);
+}
+
 /* Legality and memory of every candidate; the bounds of those that fit. 0 or -1. */
-static int walk_all(bs_search *s, const bs_search_opts *o, double t0, char *err, size_t errlen) {
-  prof_slot profs[MAX_PROFILES];
-  int np = 0, rc = 0;
+static int walk_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int *np, double t0, char *err,
+                    size_t errlen) {
+  int rc = 0;
   for (int i = 0; i < s->n && !rc; i++) {
     bs_cand *c = &s->c[i];
     if (o->stop && *o->stop) {
@@ -509,13 +532,16 @@ static int walk_all(bs_search *s, const bs_search_opts *o, double t0, char *err,
       s->interrupted = 1;
       continue;
     }
-    const bs_profile *prof = profile_for(profs, &np, &c->cfg, o->opts, err, errlen);
+    if (o->progress && i && i % 64 == 0) o->progress(o->progress_ctx, s, i, s->n, NAN, bs_now_s() - t0);
+    const bs_profile *prof = profile_for(profs, np, &c->cfg, o->opts, err, errlen);
     if (!prof) {
       rc = -1;
       break;
     }
     char why[256];
-    int w = bs_sim_walk(&c->cfg, o->opts, prof, !o->all_ranks, &c->walk, why, sizeof why);
+    int w = bs_sim_walk(&c->cfg, o->opts, prof, first_walk(o), &c->walk, why, sizeof why);
+    c->refined = first_walk(o) != BS_WALK_STAGES;
+    s->walked++;
     if (w == -2 || w == -1) { /* -1: a plan that breaks its own invariants is not a candidate either */
       c->status = BS_CAND_ILLEGAL;
       snprintf(c->why, sizeof c->why, "%s", why);
@@ -534,11 +560,8 @@ static int walk_all(bs_search *s, const bs_search_opts *o, double t0, char *err,
       s->memory++;
       continue;
     }
-    double slack = bs_sim_layers_apply(&c->cfg, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
-    c->bound = (c->walk.replay_s > c->walk.compute_s ? c->walk.replay_s : c->walk.compute_s) * (1 - slack);
-    if (o->progress && (i + 1) % 64 == 0) o->progress(o->progress_ctx, s, i + 1, s->n, NAN, bs_now_s() - t0);
+    c->bound = bound_of(c, o);
   }
-  for (int i = 0; i < np; i++) free(profs[i].prof);
   return rc;
 }
 
@@ -578,84 +601,166 @@ static int dominated(const bs_search *s, const int *sim, int nsim, double bound,
   return 0;
 }
 
+/* A binary heap of candidate indices, least bound first (ties: enumeration order). */
+static int heap_less(const bs_search *s, int a, int b) {
+  if (s->c[a].bound != s->c[b].bound) return s->c[a].bound < s->c[b].bound;
+  return a < b;
+}
+static void heap_push(const bs_search *s, int *h, int *n, int x) {
+  int i = (*n)++;
+  h[i] = x;
+  while (i > 0 && heap_less(s, h[i], h[(i - 1) / 2])) {
+    int p = (i - 1) / 2, t = h[p];
+    h[p] = h[i];
+    h[i] = t;
+    i = p;
+  }
+}
+static int heap_pop(const bs_search *s, int *h, int *n) {
+  int top = h[0], i = 0;
+  h[0] = h[--(*n)];
+  for (;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    if (l < *n && heap_less(s, h[l], h[m])) m = l;
+    if (r < *n && heap_less(s, h[r], h[m])) m = r;
+    if (m == i) break;
+    int t = h[m];
+    h[m] = h[i];
+    h[i] = t;
+    i = m;
+  }
+  return top;
+}
+
+/* A candidate reached with its first walk of one rank per stage: walked over the grid's corners.
+ * 1 when it stays in the race (its bound raised to the corners' where higher: both are lower
+ * bounds), 0 when it is now settled (past memory, or the walk failed). */
+static int refine(bs_search *s, bs_cand *c, const bs_search_opts *o, const bs_profile *prof) {
+  char why[256];
+  bs_walk w;
+  s->refined++;
+  c->refined = 1;
+  if (bs_sim_walk(&c->cfg, o->opts, prof, BS_WALK_CORNERS, &w, why, sizeof why)) {
+    c->status = BS_CAND_FAILED;
+    snprintf(c->why, sizeof c->why, "%s", why);
+    s->failed++;
+    return 0;
+  }
+  c->walk = w;
+  if (w.oom) {
+    c->status = BS_CAND_MEMORY;
+    s->memory++;
+    return 0;
+  }
+  double b = bound_of(c, o);
+  if (b > c->bound) c->bound = b;
+  return 1;
+}
+
+/* Simulates c; 1 when it joins the simulated, 0 when not (failed, out of memory, interrupted). */
+static int simulate(bs_search *s, bs_cand *c, const bs_search_opts *o) {
+  char why[512] = "";
+  int rc = bs_sim_run(&c->cfg, o->opts, &c->res, why, sizeof why);
+  if (o->stop && *o->stop) { /* the signal killed this simulation: not a failure */
+    bs_result_free(&c->res);
+    memset(&c->res, 0, sizeof c->res);
+    s->interrupted = 1;
+    c->status = BS_CAND_SKIPPED;
+    s->skipped++;
+    return 0;
+  }
+  if (rc) {
+    c->status = BS_CAND_FAILED;
+    const char *reason = why[0] ? why : c->res.error;
+    size_t len = strnlen(reason, sizeof c->why - 1); /* kept to the first 255 characters */
+    memcpy(c->why, reason, len);
+    c->why[len] = '\0';
+    s->failed++;
+    return 0;
+  }
+  s->simulated++;
+  if (c->res.mem.oom) { /* past the capacity on a rank the corner walk did not see */
+    c->status = BS_CAND_MEMORY;
+    c->sim_oom = 1;
+    s->memory++;
+    s->memory_by_sim++;
+    return 0;
+  }
+  c->status = BS_CAND_SIMULATED;
+  if (c->res.time.step < c->bound) s->bound_violations++;
+  return 1;
+}
+
 int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errlen) {
   double t0 = bs_now_s();
   int K = o->top_k > 0 ? o->top_k : 10;
-  if (walk_all(s, o, t0, err, errlen)) return -1;
-  s->walk_s = bs_now_s() - t0;
-  int *order = malloc(sizeof *order * (size_t)(s->n + 1)), *sim = malloc(sizeof *sim * (size_t)(s->n + 1));
-  double *top = malloc(sizeof *top * (size_t)K);
-  if (!order || !sim || !top) {
-    free(order);
-    free(sim);
-    free(top);
-    snprintf(err, errlen, "out of memory");
+  prof_slot profs[MAX_PROFILES];
+  int np = 0;
+  if (walk_all(s, o, profs, &np, t0, err, errlen)) {
+    for (int i = 0; i < np; i++) free(profs[i].prof);
     return -1;
   }
-  int n = 0, nsim = 0, nt = 0;
-  for (int i = 0; i < s->n; i++)
+  s->walk_s = bs_now_s() - t0;
+  int *order = malloc(sizeof *order * (size_t)(s->n + 1)), *sim = malloc(sizeof *sim * (size_t)(s->n + 1));
+  int *heap = malloc(sizeof *heap * (size_t)(s->n + 1));
+  double *top = malloc(sizeof *top * (size_t)K);
+  int rc = 0;
+  if (!order || !sim || !heap || !top) {
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  }
+  int n = 0, nsim = 0, nt = 0, nh = 0, done = 0;
+  for (int i = 0; !rc && i < s->n; i++)
     if (s->c[i].status == BS_CAND_PENDING) order[n++] = i;
   sort_s = s;
-  qsort(order, (size_t)n, sizeof *order, by_bound);
+  if (!rc) qsort(order, (size_t)n, sizeof *order, by_bound);
+  /* under mpirun each rank takes the j-th cheapest first bound when j % parts == part */
+  for (int j = 0; !rc && j < n; j++) {
+    if (o->parts > 1 && j % o->parts != o->part) s->c[order[j]].status = BS_CAND_REMOTE;
+    else if (!o->dry_run) heap_push(s, heap, &nh, order[j]);
+  }
+  int todo = nh;
   double best = NAN;
-  for (int j = 0; j < n; j++) {
-    bs_cand *c = &s->c[order[j]];
+  while (nh > 0) {
+    int i = heap_pop(s, heap, &nh);
+    bs_cand *c = &s->c[i];
     if (o->stop && *o->stop) {
       s->interrupted = 1;
       c->status = BS_CAND_SKIPPED;
       s->skipped++;
       continue;
     }
-    if (o->dry_run) continue;
-    if (o->parts > 1 && j % o->parts != o->part) {
-      c->status = BS_CAND_REMOTE;
-      continue;
-    }
     if (!o->brute_force && nt == K && c->bound > top[K - 1] &&
         (o->top_only || dominated(s, sim, nsim, c->bound, c->walk.peak_bytes))) {
-      c->status = BS_CAND_BOUND;
+      c->status = BS_CAND_BOUND; /* the first walk's bound and peak are lower bounds too */
       s->bound++;
+      done++;
       continue;
     }
-    char why[512] = "";
-    int rc = bs_sim_run(&c->cfg, o->opts, &c->res, why, sizeof why);
-    if (o->stop && *o->stop) { /* the signal killed this simulation: not a failure */
-      bs_result_free(&c->res);
-      memset(&c->res, 0, sizeof c->res);
-      s->interrupted = 1;
-      c->status = BS_CAND_SKIPPED;
-      s->skipped++;
+    if (!c->refined) {
+      const bs_profile *prof = profile_for(profs, &np, &c->cfg, o->opts, err, errlen);
+      if (!prof) {
+        rc = -1;
+        break;
+      }
+      if (refine(s, c, o, prof)) heap_push(s, heap, &nh, i);
+      else done++;
       continue;
     }
-    if (rc) {
-      c->status = BS_CAND_FAILED;
-      const char *reason = why[0] ? why : c->res.error;
-      size_t len = strnlen(reason, sizeof c->why - 1); /* kept to the first 255 characters */
-      memcpy(c->why, reason, len);
-      c->why[len] = '\0';
-      s->failed++;
-      continue;
-    }
-    s->simulated++;
-    if (c->res.mem.oom) { /* past the capacity on a rank the corner walk did not see */
-      c->status = BS_CAND_MEMORY;
-      c->sim_oom = 1;
-      s->memory++;
-      s->memory_by_sim++;
-      continue;
-    }
-    c->status = BS_CAND_SIMULATED;
-    sim[nsim++] = order[j];
-    if (c->res.time.step < c->bound) s->bound_violations++;
+    done++;
+    if (!simulate(s, c, o)) continue;
+    sim[nsim++] = i;
     top_insert(top, &nt, K, c->res.time.step);
     best = top[0];
-    if (o->progress) o->progress(o->progress_ctx, s, j + 1, n, best, bs_now_s() - t0);
+    if (o->progress) o->progress(o->progress_ctx, s, done, todo, best, bs_now_s() - t0);
   }
+  for (int i = 0; i < np; i++) free(profs[i].prof);
   free(order);
   free(sim);
+  free(heap);
   free(top);
   s->wall_s = bs_now_s() - t0;
-  return 0;
+  return rc;
 }
 
 int *bs_search_ranking(const bs_search *s, int *n) {

@@ -56,6 +56,7 @@ typedef struct {
   char why[256];
   bs_walk walk;
   double bound; /* seconds: the step is at least this */
+  int refined;  /* walk holds the grid's corners (else one rank per stage: search.c) */
   int sim_oom;  /* simulated, and found past the capacity by the simulation */
   int spread;   /* BS_SPREAD_*: the keys spread over more than one value for this candidate */
   bs_result res;
@@ -73,11 +74,13 @@ typedef struct {
   bs_cand *c;
   int n;
   int legal, memory, bound, simulated, failed, skipped;
+  int refined;          /* candidates walked a second time, over the grid's corners */
   int memory_by_sim;    /* of memory: found out of memory by their simulation (counted in simulated too) */
   int bound_violations; /* simulated steps below their bound (must stay 0: the bound's proof) */
   bs_search_reason reasons[BS_SEARCH_MAX_REASONS];
   int nreasons, other_reasons;
   int interrupted;
+  int walked; /* candidates whose walk was done (all but those an interruption left) */
   double wall_s;
   double walk_s; /* of wall_s: the walks (legality, memory, bounds); the rest simulates */
 } bs_search;
@@ -117,6 +120,25 @@ int *bs_search_front(const bs_search *s, int *n);
 
 /* The counts recomputed from the candidates' statuses (after merging the parts of mpirun ranks). */
 void bs_search_recount(bs_search *s);
+
+/* One searched key's share of the space (space.c): how many values it takes over the candidates,
+ * its most common value, and by how much fixing it there would cut the space. */
+typedef struct {
+  const char *key; /* "parallel.tp" */
+  int values;
+  char common[48]; /* as a scenario writes it: "8", "zigzag" */
+  double cut;      /* candidates / those with the common value */
+} bs_search_key_spread;
+
+/* The keys that take more than one value, largest cut first; n (<= max). */
+int bs_search_spread(const bs_search *s, bs_search_key_spread *out, int max);
+
+/* The CPU seconds one candidate's first walk takes (walk_mode: BS_WALK_*, as bs_search_run walks
+ * first: BS_WALK_STAGES, or BS_WALK_CORNERS for --dry-run), from up to `sample` walks spread evenly
+ * over the candidates, fewer (*sampled, one at least) when they pass 5 CPU seconds (thrown away: the
+ * search walks every candidate itself). 0, or -1 with a message. */
+int bs_search_estimate(const bs_search *s, const bs_sim_opts *opts, int sample, int walk_mode, double *walk_each_s,
+                       int *sampled, char *err, size_t errlen);
 
 void bs_search_free(bs_search *s);
 

@@ -36,7 +36,7 @@ typedef struct {
   bs_sim_source src;
   bs_platform_spec ps;
   char why[160];      /* the fold, as a sentence for the result */
-  int Mf, Pf, wrap;   /* the fold (nodes, ranks per node, leaf wrap) */
+  sim_fold fold;      /* the fold (nodes per block, ranks per node, leaf wrap, block) */
   int A;              /* actors */
   char *xml;          /* a generated platform */
   char xml_path[600]; /* ... in its temporary file */
@@ -111,17 +111,18 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     snprintf(err, errlen, "internal: the plan has %d ranks for parallel.gpus = %d", G, cfg->par.gpus);
     return -1;
   }
-  if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, &pt->Mf, &pt->Pf, &pt->wrap, pt->why, sizeof pt->why, err,
-                      errlen))
+  if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, &pt->fold, pt->why, sizeof pt->why, err, errlen))
     return -1;
-  pt->A = pt->ps.shared_host || !pt->ps.generated ? G : pt->Mf * pt->Pf;
+  const sim_fold *f = &pt->fold;
+  int nodes = f->Ki > 0 ? G / pt->ps.ranks_per_node / f->Ki * f->M : 0; /* folded nodes in all */
+  pt->A = pt->ps.shared_host || !pt->ps.generated ? G : nodes * f->Pf;
   if (opts->fold == BS_ON && pt->A == G) {
     snprintf(err, errlen, "fold requested but not possible: %s", pt->why);
     return -1;
   }
   if (pt->ps.generated) {
     int shared = pt->ps.shared_host;
-    pt->xml = bs_platform_xml(&pt->ps, shared ? 1 : pt->Mf, shared ? G : pt->Pf, pt->wrap, err, errlen);
+    pt->xml = bs_platform_xml(&pt->ps, shared ? 1 : nodes, shared ? G : f->Pf, f->wrap, err, errlen);
     if (!pt->xml || write_temp(pt->xml, pt->xml_path, sizeof pt->xml_path, err, errlen)) return -1;
   }
   return 0;
@@ -242,8 +243,9 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   c->G = pt->src.ranks;
   c->A = pt->A;
   c->rpn = ps->ranks_per_node;
-  c->M = pt->Mf;
-  c->Pf = pt->Pf;
+  c->M = pt->fold.M;
+  c->Pf = pt->fold.Pf;
+  c->Ki = pt->fold.Ki;
   c->shared_host = ps->shared_host;
   c->rails = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->topo.name);
   c->ps = c->rails ? ps : NULL;
@@ -332,7 +334,7 @@ static int run_ranks(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   }
   if (sim_fill_result(c, out, err, errlen) || sim_check_times(out, err, errlen)) return -1;
   /* complete and the point valid: only now does the trace replace the file */
-  if (sim_trace_commit(c, err, errlen)) return -1;
+  sim_trace_commit(c, out->trace_error, sizeof out->trace_error); /* a failed write loses the trace only */
   if (!out->ranks) {
     snprintf(err, errlen, "out of memory for the per-rank results");
     return -1;

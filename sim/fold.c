@@ -38,11 +38,55 @@ typedef struct {
   int cross_rail;   /* an inter-node message between different local indices */
   int has_coll;
   int coll_general; /* a collective that talks beyond its ring neighbours */
+  /* The stage fold (see stage_fold): the same stream with node offsets written (stage offset,
+   * node offset within the stage's block of Ki nodes, circular), and the largest of the latter. */
+  uint64_t sig2;
+  int max_in_off;
 } rank_info;
 
-static int circ(int d, int n) {
-  d = ((d % n) + n) % n;
-  return d > n - d ? n - d : d;
+/*
+ * A signature being hashed, as three streams: h, the ops but for their peers (with how many
+ * peers each names); hp, the peers as (node offset mod K, index offset); hq, the same peers as
+ * (stage offset, node offset in the stage's block mod Ki, index offset) for the stage fold.
+ * sig = (h, hp) and sig2 = (h, hq) hashed: equal streams read the same as equal op streams with
+ * their peers in place, at one mix per field.
+ */
+typedef struct {
+  uint64_t h, hp, hq;
+  int K, rpn, Ki, mynode, myidx;
+  rank_info *ri;
+} sig_acc;
+
+static inline void put(sig_acc *s, uint64_t v) { s->h = mix(s->h, v); }
+
+/* d mod n for d in (-n, 2n), the common case, without a division. */
+static inline int wrap(int d, int n) {
+  if (d < 0) d += n;
+  if (d >= n) d -= n;
+  return d;
+}
+
+/* The shortest way round to offset d in [0, n). */
+static inline int circ0(int d, int n) { return d > n - d ? n - d : d; }
+
+static int circ(int d, int n) { return circ0(((d % n) + n) % n, n); }
+
+/* A peer (a rank of the plan, 0 <= peer < G) into the peer streams, and the largest offsets seen. */
+static inline void put_peer(sig_acc *s, int peer) {
+  rank_info *ri = s->ri;
+  int K = s->K, rpn = s->rpn, pn = peer / rpn;
+  int dn = wrap(pn - s->mynode, K), di = wrap(peer - pn * rpn - s->myidx, rpn);
+  s->hp = mix(s->hp, (uint64_t)dn * (uint64_t)rpn + (uint64_t)di);
+  int cn = circ0(dn, K);
+  if (cn > ri->max_node_off) ri->max_node_off = cn;
+  if (dn && di) ri->cross_rail = 1;
+  if (!dn && circ0(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ0(di, rpn);
+  if (s->Ki) {
+    int Ki = s->Ki, Ko = K / Ki, po = pn / Ki, mo = s->mynode / Ki;
+    int dout = wrap(po - mo, Ko), din = wrap((pn - po * Ki) - (s->mynode - mo * Ki), Ki);
+    s->hq = mix(s->hq, ((uint64_t)dout * (uint64_t)Ki + (uint64_t)din) * (uint64_t)rpn + (uint64_t)di);
+    if (circ0(din, Ki) > ri->max_in_off) ri->max_in_off = circ0(din, Ki);
+  }
 }
 
 /*
@@ -55,13 +99,39 @@ typedef struct {
   int64_t bytes;
   bs_coll_algo algo;
 } algo_memo;
+/* A COMPUTE's modelled duration by the fields bs_profile_kernel_time reads (profile/profile.c:
+ * the kernel, FP8, the attention shape B, Zq, Nq, Nk, d, the GEMM's m, n, k, elems and flops;
+ * the dtype is the point's): a pure function of them, so a hit is the same double. */
+typedef struct {
+  int64_t f[11];
+  double flops;
+  double d;
+} kt_memo;
+#define KT_SLOTS 256
+
 typedef struct {
   int rails;
   const bs_platform_spec *ps;
   bs_coll_model model;
   int n;
   algo_memo memo[64];
+  kt_memo kt[KT_SLOTS];
 } fold_env;
+
+/* The modelled duration of c (bs_profile_kernel_time), remembered per thread; < 0 on error. */
+static double kernel_time(fold_env *env, const bs_profile *prof, const bs_compute *c, bs_dtype dt, char *err,
+                          size_t errlen) {
+  const attn_params *a = &c->a;
+  kt_memo k = {{c->kernel, c->fp8, a->B, a->Zq, a->Nq, a->Nk, a->d, c->m, c->n, c->k, c->elems}, c->flops, 0};
+  /* the slot from the fields that vary most (a miss costs one model evaluation, never a wrong d) */
+  uint64_t h = (dbits(k.flops) ^ (uint64_t)a->Nk * 0x9e3779b97f4a7c15ull ^ (uint64_t)c->m ^ (uint64_t)c->kernel << 7) *
+               0x100000001b3ull;
+  kt_memo *slot = &env->kt[(h >> 24) % KT_SLOTS];
+  if (slot->d > 0 && !memcmp(slot->f, k.f, sizeof k.f) && dbits(slot->flops) == dbits(k.flops)) return slot->d;
+  k.d = bs_profile_kernel_time(prof, c, dt, err, errlen);
+  if (k.d > 0) *slot = k;
+  return k.d;
+}
 
 /* The algorithm coll.c will run an allreduce with, or -1 when only SimGrid's routes can say. */
 static int prepass_algo(fold_env *env, bs_coll_algo algo, const bs_group *g, int64_t bytes, int rpn) {
@@ -99,9 +169,9 @@ static int prepass_algo(fold_env *env, bs_coll_algo algo, const bs_group *g, int
  * rule. Returns 1 when it applied.
  */
 static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, const bs_group *g, int64_t bytes,
-                          int rank, int rpn, int G, uint64_t *h, rank_info *ri) {
+                          int rank, int rpn, int G, sig_acc *s) {
   if (kind == BS_COLL_ALLTOALL || g->stride < 1 || g->size < 2 || (rank - g->first) % g->stride != 0) return 0;
-  int me = (rank - g->first) / g->stride, K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
+  int me = (rank - g->first) / g->stride, K = G / rpn;
   if (kind == BS_COLL_ALLREDUCE) {
     int a = prepass_algo(env, algo, g, bytes, rpn);
     /* A tree over every rank (of one residue, its first member on node 0, which a fold keeps)
@@ -114,17 +184,13 @@ static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, c
   }
   if (me < 0 || me >= g->size) return 0;
   int C = sim_ring_channels(env->rails, rpn, g);
+  put(s, (uint64_t)C); /* 2 C peers follow */
   for (int ch = 0; ch < C; ch++) {
     int nb[2] = {sim_member(g, sim_ring_peer(C, rpn, g->size, ch, me, +1)),
                  sim_member(g, sim_ring_peer(C, rpn, g->size, ch, me, -1))};
-    for (int j = 0; j < 2; j++) {
-      int dn = (((nb[j] / rpn) - mynode) % K + K) % K, di = (((nb[j] % rpn) - myidx) % rpn + rpn) % rpn;
-      *h = mix(*h, (uint64_t)dn);
-      *h = mix(*h, (uint64_t)di);
-      if (circ(dn, K) > ri->max_node_off) ri->max_node_off = circ(dn, K);
-      if (dn && di) ri->cross_rail = 1;
-      if (!dn && circ(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ(di, rpn);
-    }
+    for (int j = 0; j < 2; j++)
+      if (nb[j] >= 0 && nb[j] < G) put_peer(s, nb[j]);
+      else put(s, (uint64_t)(uint32_t)nb[j] | (uint64_t)1 << 40); /* the simulation proper reports it */
   }
   return 1;
 }
@@ -134,7 +200,7 @@ static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, c
  * modelled duration, hashed; and the offsets it talks over.
  */
 static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const bs_profile *prof, bs_coll_algo algo,
-                          fold_env *env, int rank, int G, int rpn, rank_info *ri, char *err, size_t errlen) {
+                          fold_env *env, int rank, int G, int rpn, int Ki, rank_info *ri, char *err, size_t errlen) {
   bs_dtype dt = cfg->model.dtype;
   double slow = sim_compute_factor(cfg, rank); /* a straggler's program differs from its image's */
   void *it = src->iter_new(src->ctx, rank);
@@ -143,56 +209,51 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
     return -1;
   }
   memset(ri, 0, sizeof *ri);
-  int K = G / rpn, mynode = rank / rpn, myidx = rank % rpn;
-  uint64_t h = 0xcbf29ce484222325ull;
+  int K = G / rpn, mynode = rank / rpn;
+  sig_acc s = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x84222325cbf29ce4ull, K, rpn, Ki, mynode, rank % rpn, ri};
   bs_op op;
   while (src->next(it, &op)) {
-    h = mix(h, (uint64_t)op.kind);
-    h = mix(h, (uint64_t)(uint32_t)op.handle);
+    put(&s, (uint64_t)op.kind);
+    put(&s, (uint64_t)(uint32_t)op.handle);
     switch (op.kind) {
     case BS_OP_ALLOC:
-      h = mix(h, (uint64_t)op.u.alloc.buf);
-      h = mix(h, (uint64_t)op.u.alloc.bytes);
-      h = mix(h, (uint64_t)op.u.alloc.cls);
+      put(&s, (uint64_t)op.u.alloc.buf);
+      put(&s, (uint64_t)op.u.alloc.bytes);
+      put(&s, (uint64_t)op.u.alloc.cls);
       break;
-    case BS_OP_FREE: h = mix(h, (uint64_t)op.u.free.buf); break;
+    case BS_OP_FREE: put(&s, (uint64_t)op.u.free.buf); break;
     case BS_OP_COMPUTE: {
-      double d = bs_profile_kernel_time(prof, &op.u.compute, dt, err, errlen);
+      double d = kernel_time(env, prof, &op.u.compute, dt, err, errlen);
       if (d < 0) {
         src->iter_free(it);
         return -1;
       }
-      h = mix(h, (uint64_t)op.u.compute.kernel);
-      h = mix(h, dbits(d * slow));
+      put(&s, (uint64_t)op.u.compute.kernel);
+      put(&s, dbits(d * slow));
       break;
     }
     case BS_OP_SEND:
     case BS_OP_RECV: {
       int p = op.u.p2p.peer;
       if (p < 0 || p >= G) { /* the simulation proper reports it */
-        h = mix(h, (uint64_t)(uint32_t)p);
+        put(&s, (uint64_t)(uint32_t)p | (uint64_t)1 << 40);
         break;
       }
-      int dn = (((p / rpn) - mynode) % K + K) % K, di = (((p % rpn) - myidx) % rpn + rpn) % rpn;
-      h = mix(h, (uint64_t)dn);
-      h = mix(h, (uint64_t)di);
-      h = mix(h, (uint64_t)(uint32_t)op.u.p2p.tag);
-      h = mix(h, (uint64_t)op.u.p2p.bytes);
-      if (circ(dn, K) > ri->max_node_off) ri->max_node_off = circ(dn, K);
-      if (dn && di) ri->cross_rail = 1;
-      if (!dn && circ(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ(di, rpn);
+      put_peer(&s, p);
+      put(&s, (uint64_t)(uint32_t)op.u.p2p.tag);
+      put(&s, (uint64_t)op.u.p2p.bytes);
       break;
     }
     case BS_OP_COLL: {
       const bs_group *g = &op.u.coll.group;
       ri->has_coll = 1;
-      h = mix(h, (uint64_t)g->stride);
-      h = mix(h, (uint64_t)g->size);
-      h = mix(h, (uint64_t)op.u.coll.kind);
-      h = mix(h, (uint64_t)op.u.coll.bytes);
-      if (coll_ring_only(env, op.u.coll.kind, algo, g, op.u.coll.bytes, rank, rpn, G, &h, ri)) break;
+      put(&s, (uint64_t)g->stride);
+      put(&s, (uint64_t)g->size);
+      put(&s, (uint64_t)op.u.coll.kind);
+      put(&s, (uint64_t)op.u.coll.bytes);
+      if (coll_ring_only(env, op.u.coll.kind, algo, g, op.u.coll.bytes, rank, rpn, G, &s)) break;
       ri->coll_general = 1;
-      h = mix(h, (uint64_t)(uint32_t)(g->first - rank));
+      put(&s, (uint64_t)(uint32_t)(g->first - rank));
       for (int i = 0; i < g->size; i++) {
         int m = g->first + g->stride * i;
         int dn = circ(m / rpn - mynode, K);
@@ -201,10 +262,10 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
       break;
     }
     case BS_OP_WAIT:
-      h = mix(h, (uint64_t)op.u.wait.n);
-      for (int i = 0; i < op.u.wait.n && i < BS_MAX_WAIT; i++) h = mix(h, (uint64_t)(uint32_t)op.u.wait.handles[i]);
+      put(&s, (uint64_t)op.u.wait.n);
+      for (int i = 0; i < op.u.wait.n && i < BS_MAX_WAIT; i++) put(&s, (uint64_t)(uint32_t)op.u.wait.handles[i]);
       break;
-    case BS_OP_PHASE: h = mix(h, (uint64_t)op.u.phase.fwd_bwd * 2 + (uint64_t)op.u.phase.begin); break;
+    case BS_OP_PHASE: put(&s, (uint64_t)op.u.phase.fwd_bwd * 2 + (uint64_t)op.u.phase.begin); break;
     }
   }
   const char *why = src->iter_error ? src->iter_error(it) : NULL;
@@ -214,50 +275,52 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
     return -1;
   }
   src->iter_free(it);
-  ri->sig = h;
+  ri->sig = mix(s.h, s.hp);
+  ri->sig2 = mix(s.h, s.hq);
   return 0;
 }
 
-/* A degrade of a network class (NIC or fabric) on every node: the leaves-merged fold assumes
- * uplinks that carry their leaf's NICs in full, which a degraded fabric (or, by the same
- * rule, a degraded NIC class) no longer proves; the other folds compare routes and keep it. */
+/* A degrade of a network class (NIC or fabric) on every node, or NICs of another line rate: the
+ * leaves-merged fold assumes uplinks that carry their leaf's NICs in full, which a degraded fabric
+ * (or, by the same rule, a changed NIC class) no longer proves; the other folds compare routes and
+ * keep it. */
 static int whatif_network(const bs_config *cfg) {
   const bs_cluster *k = &cfg->cluster;
-  return k->degrade_factor > 0 && (k->degrade_class == BS_LINK_FABRIC || k->degrade_class == BS_LINK_NIC);
+  return k->nic_gbps > 0 ||
+         (k->degrade_factor > 0 && (k->degrade_class == BS_LINK_FABRIC || k->degrade_class == BS_LINK_NIC));
 }
 
-/* Signatures of ranks t, t + nt, t + 2 nt, ... (one pre-pass thread). */
+/* Signatures of ranks lo + t, lo + t + nt, ... below hi (one pre-pass thread). */
 typedef struct {
   const bs_config *cfg;
   const bs_profile *prof;
   const bs_sim_source *src;
   fold_env env; /* each thread its own memo */
-  int G, P, t, nt, rc;
+  int G, P, Ki, t, nt, lo, hi, rc;
   rank_info *ri;
   char err[400];
 } sig_job;
 
 static void *sig_worker(void *arg) {
   sig_job *j = arg;
-  for (int r = j->t; r < j->G && !j->rc; r += j->nt)
-    j->rc = rank_signature(j->cfg, j->src, j->prof, j->cfg->cluster.coll_algo, &j->env, r, j->G, j->P, &j->ri[r],
+  for (int r = j->lo + j->t; r < j->hi && !j->rc; r += j->nt)
+    j->rc = rank_signature(j->cfg, j->src, j->prof, j->cfg->cluster.coll_algo, &j->env, r, j->G, j->P, j->Ki, &j->ri[r],
                            j->err, sizeof j->err);
   return NULL;
 }
 
 /*
- * Every rank's signature. Generating G programs is most of a large fold's
- * cost, and each is independent of the others (plans and profiles are read
- * only), so the ranks are shared among the host's cores.
+ * The signatures of ranks [lo, hi). Generating G programs is most of a large
+ * fold's cost, and each is independent of the others (plans and profiles are
+ * read only), so the ranks are shared among the host's cores.
  */
-static int signatures(const bs_config *cfg, const bs_profile *prof, const bs_sim_source *src, const fold_env *env,
-                      int G, int P, rank_info *ri, char *err, size_t errlen) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int nt = G >= 256 && cores > 1 ? (int)(cores < 8 ? cores : 8) : 1;
-  sig_job job[8];
+static int signatures(sig_job *job, int nt, int lo, int hi, char *err, size_t errlen) {
   pthread_t th[8];
   int started = 0;
-  for (int t = 0; t < nt; t++) job[t] = (sig_job){cfg, prof, src, *env, G, P, t, nt, 0, ri, ""};
+  for (int t = 0; t < nt; t++) {
+    job[t].lo = lo;
+    job[t].hi = hi;
+  }
   for (int t = 1; t < nt; t++) {
     if (pthread_create(&th[t], NULL, sig_worker, &job[t])) break;
     started = t + 1;
@@ -275,22 +338,185 @@ static int signatures(const bs_config *cfg, const bs_profile *prof, const bs_sim
   return 0;
 }
 
+/* What the signatures of the ranks seen so far say about the offsets a fold must keep. Each
+ * field only grows as more ranks are seen, and each growth only removes fold candidates. */
+typedef struct {
+  int D, Din, cross, coll, coll_general;
+  int Dst; /* the stage fold's: largest node offset within a stage's block */
+} fold_need;
+
+static void need_add(fold_need *n, const rank_info *ri, int lo, int hi) {
+  for (int r = lo; r < hi; r++) {
+    if (ri[r].max_node_off > n->D) n->D = ri[r].max_node_off;
+    if (ri[r].max_idx_off > n->Din) n->Din = ri[r].max_idx_off;
+    n->cross |= ri[r].cross_rail;
+    n->coll |= ri[r].has_coll;
+    n->coll_general |= ri[r].coll_general;
+    if (ri[r].max_in_off > n->Dst) n->Dst = ri[r].max_in_off;
+  }
+}
+
+/*
+ * The stage fold. A pipeline's stages (parallel.pp, outermost in parallel.order) lie whole
+ * blocks of Ki nodes apart, so the node fold (a shift of the nodes, which must keep the stage
+ * offset) finds nothing; but inside a block, data-parallel replicas run the same programs,
+ * peers relative. Written as (stage offset, node offset in the block mod Ki, index offset),
+ * when every rank's stream equals that of its image (stage, node in the block mod m, index)
+ * with m > twice the largest offset in the block (+d and -d stay distinct peers), m of every
+ * Ki nodes stand for all. The fabric must look the same from the images: one leaf or leaves
+ * merged (uplinks that cannot limit a flow: see fold_candidates; same-rail messages only), or
+ * m and Ki whole leaves, as the node fold shifts them. Ring collectives only. stage_block: Ki,
+ * the stage's nodes when the mesh allows it (else 0); stage_fold: the smallest m, 0 for none,
+ * monotone in *n as fold_candidates' rules are.
+ */
+static int stage_block(const bs_config *cfg, const bs_platform_spec *ps) {
+  bs_mesh mesh;
+  int P = ps->ranks_per_node, G = cfg->par.gpus;
+  if (bs_mesh_of(cfg, &mesh, NULL, 0)) return 0;
+  int64_t st = mesh.stride[BS_DIM_PP], pp = mesh.size[BS_DIM_PP];
+  if (pp < 2 || st * pp != G || st % P || st / P < 3) return 0;
+  return (int)(st / P);
+}
+
+static int stage_fold(const bs_config *cfg, const bs_platform_spec *ps, const fold_need *n, int Ki) {
+  int K = cfg->par.gpus / ps->ranks_per_node;
+  const bs_topo_params *t = &ps->topo;
+  if (!Ki || n->coll_general || !bs_topo_has_rails(t->name)) return 0;
+  int leafy = t->nodes_per_leaf < K, L = t->nodes_per_leaf;
+  /* one leaf, or leaves merged: any block size (same-rail messages only, as fold_candidates) */
+  int any = !n->cross && !whatif_network(cfg) && (!leafy || (t->oversub <= 1 && t->link[BS_LINK_FABRIC].lat_s == 0));
+  for (int m = 2; m < Ki; m++) {
+    if (Ki % m || m <= 2 * n->Dst) continue;
+    /* else whole leaves, as bs_topo_fold_nodes shifts them: a flow crosses at most Dst/L+1 */
+    if (any || (leafy && Ki % L == 0 && m % L == 0 && m / L >= n->Dst / L + 2)) return m;
+  }
+  return 0;
+}
+
+/*
+ * The folds worth trying, largest reduction first, as (nodes, ranks per node, wrap): node
+ * shifts by bs_topo_fold_nodes, index shifts on dgx nodes (every GPU its own NVSwitch port and
+ * its own NIC rail) when all inter-node messages stay on their rail and there are no
+ * collectives. Every rule is monotone in `n`: a larger offset or a flag set only removes
+ * candidates, which is what lets the pre-pass stop once none is left (sim_choose_fold).
+ * Returns their count; *M_out: the plain node fold (K: none), *Ml_out: leaves merged (0: none).
+ */
+static int fold_candidates(const bs_config *cfg, const bs_platform_spec *ps, const fold_need *n, int cand[64][3],
+                           int *M_out, int *Ml_out) {
+  int P = ps->ranks_per_node, K = cfg->par.gpus / P, D = n->D;
+  int M = K >= 2 ? bs_topo_fold_nodes(&ps->topo, D) : 0;
+  if (!M) M = K;
+  int Pf = P;
+  if (bs_topo_has_rails(ps->topo.name) && !n->cross && !n->coll)
+    for (int p = 2; p < P; p++)
+      if (P % p == 0 && p > 2 * n->Din && p % (P / bs_topo_nics(&ps->topo)) == 0) { /* whole NICs */
+        Pf = p;
+        break;
+      }
+  /* The quotient reproduces same-rail routes only; ring collectives whose hops all stay
+   * on their rail (coll_ring_only) fold like point-to-point. */
+  int Mq = !n->cross && !n->coll_general ? bs_topo_fold_quotient(&ps->topo, D) : 0;
+  /*
+   * Leaves merged: on a dgx fabric whose leaf uplinks carry the full bandwidth of their
+   * leaf's NICs (oversubscription 1) and add no latency, an uplink can never be what limits
+   * a flow (everything it carries came through one of those NICs), so a route across leaves
+   * times as one inside a leaf and the fabric folds as a single leaf would. Same-rail
+   * messages only (routes across rails are not compared).
+   */
+  int Ml = 0;
+  if (bs_topo_has_rails(ps->topo.name) && ps->topo.nodes_per_leaf < K && ps->topo.oversub <= 1 &&
+      ps->topo.link[BS_LINK_FABRIC].lat_s == 0 && !n->cross && !n->coll_general && !whatif_network(cfg)) {
+    bs_topo_params one = ps->topo;
+    one.nodes_per_leaf = K;
+    Ml = bs_topo_fold_nodes(&one, D);
+  }
+  /* Largest reduction first, then less; then larger node counts, for plans whose programs repeat
+   * only every few nodes (composed parallelism: a context-parallel ring per replica). */
+  int first[7][3] = {{Ml, Pf, 0}, {Ml, P, 0}, {Mq, Pf, D}, {Mq, P, D}, {M, Pf, 0}, {M, P, 0}, {K, Pf, 0}};
+  memcpy(cand, first, sizeof first);
+  int nc = 7;
+  if (M < K) {
+    int leaves_merged = Ml > 0;
+    bs_topo_params one = ps->topo;
+    if (leaves_merged) one.nodes_per_leaf = K;
+    for (int m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->topo, D, (leaves_merged ? Ml : M) + 1);
+         m > 0 && m < K && nc < 64; m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->topo, D, m + 1)) {
+      cand[nc][0] = m;
+      cand[nc][1] = P;
+      cand[nc++][2] = 0;
+    }
+  }
+  *M_out = M;
+  *Ml_out = Ml;
+  return nc;
+}
+
+/* Whether a candidate list holds a fold at all (one that simulates fewer ranks). */
+static int any_fold(int cand[64][3], int nc, int K, int P) {
+  for (int c = 0; c < nc; c++)
+    if (cand[c][0] && !(cand[c][0] == K && cand[c][1] == P)) return 1;
+  return 0;
+}
+
+/* Whether every rank's stream (sig2) equals that of its image under the stage fold. */
+static int stage_images(const rank_info *ri, int G, int P, int Ki, int m) {
+  for (int r = 0; r < G; r++) {
+    int node = r / P, img = ((node / Ki) * Ki + (node % Ki) % m) * P + r % P;
+    if (ri[r].sig2 != ri[img].sig2) return 0;
+  }
+  return 1;
+}
+
+/*
+ * The pre-pass: every rank's signature, into ri, and what they need (*need). Up to 256 ranks,
+ * in one go. Above, in rounds (one node's ranks, then twice as many each time) after each of
+ * which the folds still possible are listed: every rule of fold_candidates only removes
+ * candidates as the offsets grow and flags are set (the quotient's from an offset of 1 on,
+ * hence the second look at D = 1), so once none is left no later rank can bring one back and
+ * the pre-pass stops, the fold refused as the whole pass would refuse it. On a pipeline whose
+ * stages lie whole nodes apart this is the first round (a 2048-GPU model step: 8 of 2048
+ * programs read instead of all). *seen: the ranks read (G when not stopped).
+ */
+static int prepass(const bs_config *cfg, const bs_profile *prof, const bs_platform_spec *ps, const bs_sim_source *src,
+                   const fold_env *env, int Ki, rank_info *ri, fold_need *need, int *seen, char *err, size_t errlen) {
+  int G = cfg->par.gpus, P = ps->ranks_per_node, K = G / P;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = G >= 256 && cores > 1 ? (int)(cores < 8 ? cores : 8) : 1;
+  sig_job job[8];
+  for (int t = 0; t < nt; t++) job[t] = (sig_job){cfg, prof, src, *env, G, P, Ki, t, nt, 0, 0, 0, ri, ""};
+  int lo = 0, round = G >= 256 ? P : G;
+  while (lo < G) {
+    int hi = G - lo < round ? G : lo + round;
+    if (signatures(job, nt, lo, hi, err, errlen)) return -1;
+    need_add(need, ri, lo, hi);
+    lo = hi;
+    round *= 2;
+    int cand[64][3], M, Ml;
+    fold_need one = *need;
+    one.D = one.D > 1 ? one.D : 1;
+    if (lo < G && !stage_fold(cfg, ps, need, Ki) &&
+        !any_fold(cand, fold_candidates(cfg, ps, need, cand, &M, &Ml), K, P) &&
+        !any_fold(cand, fold_candidates(cfg, ps, &one, cand, &M, &Ml), K, P))
+      break;
+  }
+  *seen = lo;
+  return 0;
+}
+
 /*
  * The fold: M of K nodes and Pf of P ranks per node, such that every rank's
  * program equals that of its image ((node mod M), (index mod Pf)) with peers
  * relative, and the generated platform folds the same way: node shifts by
  * bs_topo_fold_nodes, index shifts on dgx nodes (every GPU its own NVSwitch
  * port and its own NIC rail) when all inter-node messages stay on their rail
- * and there are no collectives. Returns 0 (maybe M = K and Pf = P: no fold)
- * or -1 on error. why: a sentence for the result.
+ * and there are no collectives; failing those, the stage fold (stage_fold).
+ * Returns 0 (maybe no fold: M = Ki = K, Pf = P) or -1 on error. why: a
+ * sentence for the result.
  */
 int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, const bs_platform_spec *ps,
-                    const bs_sim_source *src, int *M_out, int *Pf_out, int *wrap_out, char *why, size_t whylen,
-                    char *err, size_t errlen) {
+                    const bs_sim_source *src, sim_fold *f, char *why, size_t whylen, char *err, size_t errlen) {
   int G = cfg->par.gpus, P = ps->ranks_per_node, K = G / P;
-  *M_out = K;
-  *Pf_out = P;
-  *wrap_out = 0;
+  *f = (sim_fold){K, P, 0, K};
   snprintf(why, whylen, "off");
   if (opts->fold == BS_OFF) return 0;
   if (!ps->generated || ps->shared_host) {
@@ -318,65 +544,31 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
   env.rails = bs_topo_has_rails(ps->topo.name);
   env.ps = env.rails ? ps : NULL;
   env.model = opts->coll_model;
-  if (signatures(cfg, prof, src, &env, G, P, ri, err, errlen)) {
+  fold_need need = {0};
+  int cand[64][3], M, Ml, nc, seen;
+  int Ki = stage_block(cfg, ps);
+  if (prepass(cfg, prof, ps, src, &env, Ki, ri, &need, &seen, err, errlen)) {
     free(ri);
     return -1;
   }
-  int D = 0, Din = 0, cross = 0, coll = 0, coll_general = 0;
-  for (int r = 0; r < G; r++) {
-    if (ri[r].max_node_off > D) D = ri[r].max_node_off;
-    if (ri[r].max_idx_off > Din) Din = ri[r].max_idx_off;
-    cross |= ri[r].cross_rail;
-    coll |= ri[r].has_coll;
-    coll_general |= ri[r].coll_general;
+  if (seen < G) { /* stopped early: no fold was left to prove */
+    free(ri);
+    if (need.coll && prof && prof->allreduce_lib == BS_ALLREDUCE_OMPI_LIBNBC)
+      snprintf(why, whylen, "no: the profile's allreduce (open-mpi-libnbc) is rooted at one rank");
+    else
+      snprintf(why, whylen, "no: no fold keeps node offsets of %d or more (pre-pass stopped at %d of %d ranks)", need.D,
+               seen, G);
+    return 0;
   }
+  int D = need.D, Din = need.Din;
   /* Open MPI libnbc's small allreduce is rooted at a group's first member: no shift maps it onto itself. */
-  if (coll && prof && prof->allreduce_lib == BS_ALLREDUCE_OMPI_LIBNBC) {
+  if (need.coll && prof && prof->allreduce_lib == BS_ALLREDUCE_OMPI_LIBNBC) {
     free(ri);
     snprintf(why, whylen, "no: the profile's allreduce (open-mpi-libnbc) is rooted at one rank");
     return 0;
   }
-  int M = K >= 2 ? bs_topo_fold_nodes(&ps->topo, D) : 0;
-  if (!M) M = K;
-  int Pf = P;
-  if (bs_topo_has_rails(ps->topo.name) && !cross && !coll)
-    for (int p = 2; p < P; p++)
-      if (P % p == 0 && p > 2 * Din && p % (P / bs_topo_nics(&ps->topo)) == 0) { /* whole NICs */
-        Pf = p;
-        break;
-      }
-  /* The quotient reproduces same-rail routes only; ring collectives whose hops all stay
-   * on their rail (coll_ring_only) fold like point-to-point. */
-  int Mq = !cross && !coll_general ? bs_topo_fold_quotient(&ps->topo, D) : 0;
-  /*
-   * Leaves merged: on a dgx fabric whose leaf uplinks carry the full bandwidth of their
-   * leaf's NICs (oversubscription 1) and add no latency, an uplink can never be what limits
-   * a flow (everything it carries came through one of those NICs), so a route across leaves
-   * times as one inside a leaf and the fabric folds as a single leaf would. Same-rail
-   * messages only (routes across rails are not compared).
-   */
-  int Ml = 0;
-  if (bs_topo_has_rails(ps->topo.name) && ps->topo.nodes_per_leaf < K && ps->topo.oversub <= 1 &&
-      ps->topo.link[BS_LINK_FABRIC].lat_s == 0 && !cross && !coll_general && !whatif_network(cfg)) {
-    bs_topo_params one = ps->topo;
-    one.nodes_per_leaf = K;
-    Ml = bs_topo_fold_nodes(&one, D);
-  }
-  /* Largest reduction first, then less; then larger node counts, for plans whose programs repeat
-   * only every few nodes (composed parallelism: a context-parallel ring per replica). */
-  int cand[64][3] = {{Ml, Pf, 0}, {Ml, P, 0}, {Mq, Pf, D}, {Mq, P, D}, {M, Pf, 0}, {M, P, 0}, {K, Pf, 0}};
-  int nc = 7;
-  if (M < K) {
-    int leaves_merged = Ml > 0;
-    bs_topo_params one = ps->topo;
-    if (leaves_merged) one.nodes_per_leaf = K;
-    for (int m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->topo, D, (leaves_merged ? Ml : M) + 1);
-         m > 0 && m < K && nc < 64; m = bs_topo_fold_nodes_from(leaves_merged ? &one : &ps->topo, D, m + 1)) {
-      cand[nc][0] = m;
-      cand[nc][1] = P;
-      cand[nc++][2] = 0;
-    }
-  }
+  nc = fold_candidates(cfg, ps, &need, cand, &M, &Ml);
+  int Pf = cand[0][1];
   for (int c = 0; c < nc; c++) {
     int m = cand[c][0], pf = cand[c][1];
     if (!m || (m == K && pf == P)) continue;
@@ -389,9 +581,7 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
       }
     }
     if (ok) {
-      *M_out = m;
-      *Pf_out = pf;
-      *wrap_out = cand[c][2];
+      *f = (sim_fold){m, pf, cand[c][2], K};
       snprintf(why, whylen,
                "%d of %d ranks simulated (%d of %d nodes%s, %d of %d per node; offsets %d node(s), %d in node)", m * pf,
                G, m, K,
@@ -406,7 +596,12 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
       snprintf(why, whylen, "no: rank %d's program differs from its image's%s", bad,
                cfg->cluster.straggler_factor > 0 && cfg->cluster.straggler_factor != 1 ? " (cluster.straggler)" : "");
   }
-  if (M == K && Pf == P) snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
+  int m = stage_fold(cfg, ps, &need, Ki);
+  if (m && stage_images(ri, G, P, Ki, m)) {
+    *f = (sim_fold){m, P, 0, Ki};
+    snprintf(why, whylen, "%d of %d ranks simulated (stage fold: %d of %d nodes x %d stages; offsets %d node(s))",
+             K / Ki * m * P, G, m, Ki, K / Ki, need.Dst);
+  } else if (M == K && Pf == P) snprintf(why, whylen, "no: the platform has no fold for node offsets up to %d", D);
   free(ri);
   return 0;
 }

@@ -333,11 +333,16 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts_in, const bs
   FILE *cap = tmpfile(); /* the child's stderr (NULL: not captured) */
   sim_child ch;
   int started = sim_child_start(&ch, err, errlen);
-  if (started < 0) {
+  if (started < 0) { /* the result names its point, as a child lost later does */
     if (cap) fclose(cap);
     int e = ch.fork_errno;
     if (e == ENOMEM || e == EAGAIN)
       snprintf(err, errlen, "out of memory: cannot fork the simulation process: %s%s", strerror(e), as_limit_note());
+    memset(out, 0, sizeof *out);
+    out->cfg = *cfg;
+    out->mode = "sim";
+    snprintf(out->error, sizeof out->error, "%s", err);
+    sim_record_profile(out, &opts);
     return -1;
   }
   if (started == 1) child_simulate(cfg, &opts, source, links_out != NULL, cap, ch.fd);

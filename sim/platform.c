@@ -82,9 +82,22 @@ static int profile_has_links(const bs_profile *prof, const bs_platform_spec *ps,
  * node scales the class's bandwidth (the fold keeps it, as every node has it); one of a single
  * node and failed NICs go to the generator (topo.h). 0 or -1 with a message naming the key.
  */
+/* The share of a NIC's line rate NCCL carries: 48 of 50 GB/s on a 400 Gb/s NDR NIC (nccl-tests #267),
+ * 24 of 25 on 200 Gb/s HDR (nccl #412, #812), 96 of 100 on 800 Gb/s (the gb300 profile): the shipped
+ * profiles' NIC figures, which cluster.nic_gbps at their own line rate gives back. */
+#define NIC_LINE_SHARE 0.96
+
 static int resolve_whatifs(const bs_config *cfg, bs_platform_spec *ps, char *err, size_t errlen) {
   const bs_cluster *k = &cfg->cluster;
   int G = cfg->par.gpus, K = ps->generated ? ps->topo.nodes : 0;
+  if (k->nic_gbps > 0) { /* before a degrade, which scales what it sets */
+    if (!ps->generated || !topo_has_class(ps, BS_LINK_NIC)) {
+      snprintf(err, errlen, "cluster.nic_gbps: %g: only a generated topology with NICs takes it (%s)", k->nic_gbps,
+               ps->generated ? ps->topo.name : ps->file);
+      return -1;
+    }
+    ps->topo.link[BS_LINK_NIC].bw_Bps = k->nic_gbps * 1e9 / 8 * NIC_LINE_SHARE;
+  }
   if (k->straggler_factor > 0 && (k->straggler_rank < 0 || k->straggler_rank >= G)) {
     snprintf(err, errlen, "cluster.straggler: rank %d is not a rank of parallel.gpus = %d (0 .. %d)", k->straggler_rank,
              G, G - 1);
@@ -364,7 +377,7 @@ int bs_platform_check_file(const char *file, char *err, size_t errlen) {
     snprintf(err, errlen, "cluster.topology: %s: not a regular file (a platform XML file is needed)", file);
     return -1;
   }
-  return 0;
+  return bs_platform_check_attrs(file, err, errlen);
 }
 
 /* Link speeds SimGrid can time: below 1 kB/s a transfer's end overflows its clock. */

@@ -77,6 +77,14 @@ int bs_platform_check_name(const char *topo, char *err, size_t errlen);
 int bs_platform_check_file(const char *file, char *err, size_t errlen);
 
 /*
+ * A user platform file's attributes that SimGrid aborts on instead of reporting
+ * (platform_attrs.c): a zone's routing, a route in a None zone, a link latency in
+ * a Wifi zone, a host's core and pstate. 0, or -1 with "cluster.topology:
+ * FILE:LINE: zone 'z': routing='Fulll' is not a routing SimGrid knows (...)".
+ */
+int bs_platform_check_attrs(const char *file, char *err, size_t errlen);
+
+/*
  * After loading a user platform file: every link's bandwidth at least 1 kB/s and
  * latency in [0, 1] s (finite), each of the n hosts at least 1e6 flop/s, and a
  * route between every two of them (distinct ones; beyond 1024 hosts, each to and

@@ -144,7 +144,8 @@ typedef struct sim_ctx {
   int G;     /* real ranks */
   int A;     /* actors (= G, or M * Pf when folded) */
   int rpn;   /* real ranks per node (P) */
-  int M, Pf; /* folded: nodes and ranks per node simulated */
+  int M, Pf; /* folded: nodes (of every block of Ki) and ranks per node simulated */
+  int Ki;    /* folded: real nodes per block (K, or a pipeline stage's nodes: the stage fold) */
   int shared_host;
   int rails;                  /* a generated dgx fabric: ring collectives run a channel per rail */
   const bs_platform_spec *ps; /* generated dgx platform: its route model (fold pre-pass, auto) */
@@ -171,12 +172,13 @@ typedef struct sim_ctx {
 static inline int slot_of(const sim_ctx *c, int rank) {
   if (c->A == c->G) return rank;
   int node = rank / c->rpn, idx = rank % c->rpn;
-  return (node % c->M) * c->Pf + idx % c->Pf;
+  return ((node / c->Ki) * c->M + (node % c->Ki) % c->M) * c->Pf + idx % c->Pf;
 }
 /* The real rank an actor executes. */
 static inline int real_of(const sim_ctx *c, int slot) {
   if (c->A == c->G) return slot;
-  return (slot / c->Pf) * c->rpn + slot % c->Pf;
+  int snode = slot / c->Pf;
+  return ((snode / c->M) * c->Ki + snode % c->M) * c->rpn + slot % c->Pf;
 }
 /* Node of a real rank (folding preserves node offsets, see bs_topo_fold_nodes). */
 static inline int node_of_rank(const sim_ctx *c, int rank) {
@@ -277,14 +279,19 @@ void sim_deadlock_error(sim_ctx *c);
 /* fold.c                                                              */
 /* ------------------------------------------------------------------ */
 
+/* A fold: of every block of Ki real nodes (Ki = K but for the stage fold, where a block is a
+ * pipeline stage's nodes), its first M nodes, and of every node its first Pf ranks, are simulated
+ * (wrap > 0: the leaf-wrapped quotient); (K / Ki) x M nodes in all. */
+typedef struct {
+  int M, Pf, wrap, Ki;
+} sim_fold;
+
 /*
- * The fold: M of K nodes and Pf of P ranks per node whose actors stand for all
- * (*wrap_out > 0: the leaf-wrapped quotient). Returns 0 (maybe M = K and Pf = P:
- * no fold) or -1 on error. why: a sentence for the result.
+ * The fold whose actors stand for all ranks. Returns 0 (maybe M = Ki = K and Pf = P: no fold)
+ * or -1 on error. why: a sentence for the result.
  */
 int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, const bs_platform_spec *ps,
-                    const bs_sim_source *src, int *M_out, int *Pf_out, int *wrap_out, char *why, size_t whylen,
-                    char *err, size_t errlen);
+                    const bs_sim_source *src, sim_fold *f, char *why, size_t whylen, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* result.c                                                            */

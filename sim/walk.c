@@ -204,15 +204,18 @@ static int replay_rank(replay *R, rank_state *rs) {
 
 /*
  * The ranks to replay: all, or every combination of the first and the last coordinate of tp, cp
- * and dp with every pipeline stage (a 1F1B step's bubble runs through every stage). Rank order.
+ * and dp with every pipeline stage (a 1F1B step's bubble runs through every stage), or the cp-last
+ * of those alone with every stage (BS_WALK_STAGES). Rank order.
  */
 static int replay_ranks(const bs_mesh *mesh, int corners, int G, int *ranks) {
-  if (!corners) {
+  if (corners == BS_WALK_ALL) {
     for (int r = 0; r < G; r++) ranks[r] = r;
     return G;
   }
-  int n = 0;
+  int n = 0, att = mesh->att_dim; /* the last rank of the ring attention runs over */
+  int stages_mask = att >= 0 && att < 3 && mesh->size[att] > 1 ? 1 << att : 0;
   for (int mask = 0; mask < 1 << 3; mask++) {
+    if (corners == BS_WALK_STAGES && mask != stages_mask) continue;
     int r = 0, dup = 0;
     for (int d = 0; d < 3; d++) { /* tp, cp, dp */
       int last = mask >> d & 1;
@@ -360,12 +363,52 @@ static int exti(int64_t a, int64_t b, int64_t k, int64_t *x) {
                                                                                                                    : 0;
 }
 
+/*
+ * The microbatch shortcut of the first pass (BS_WALK_STAGES, one pipeline stage: one rank replayed,
+ * its peers always ready): the rank's program is its microbatches one after another, then the
+ * step's end (gradient reduction, optimizer), and with every peer ready each op takes the same time
+ * wherever it falls, so every middle microbatch adds the same COMPUTE and the same replayed time.
+ * Walked with 2 and 3 microbatches, M of them extend as 2 + (M - 2) x (3 - 2), exact for that rank;
+ * the peak is the 3-microbatch walk's (each middle microbatch frees what it takes, so more of them
+ * repeat the same peak): a lower bound of the corners' (tests/search: search.stages_shortcut checks
+ * both against the walk of every microbatch). 1 when it applied (out set, or rc in *rc), 0 when not.
+ */
+static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, bs_walk *out,
+                               int *rc, char *err, size_t errlen) {
+  bs_mesh m;
+  if (bs_mesh_of(cfg, &m, err, errlen) || m.size[BS_DIM_PP] > 1 || m.microbatches < 4) return 0;
+  bs_plan *plan = NULL; /* legality is the point's own, not the shorter steps' */
+  bs_platform_spec ps;
+  if (bs_platform_resolve(cfg, opts, prof, &ps, err, errlen) ||
+      bs_plan_create(cfg, ps.ranks_per_node, &plan, err, errlen)) {
+    *rc = -2;
+    return 1;
+  }
+  bs_plan_free(plan);
+  bs_config c2 = *cfg, c3 = *cfg;
+  c2.par.micro_batch = c3.par.micro_batch = (int)m.micro_batch;
+  c2.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * 2;
+  c3.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * 3;
+  bs_walk a, b;
+  if ((*rc = bs_sim_walk(&c2, opts, prof, BS_WALK_STAGES, &a, err, errlen)) ||
+      (*rc = bs_sim_walk(&c3, opts, prof, BS_WALK_STAGES, &b, err, errlen)))
+    return 1;
+  double k = (double)(m.microbatches - 2);
+  *out = b;
+  out->compute_s = a.compute_s + k * (b.compute_s - a.compute_s);
+  out->replay_s = a.replay_s + k * (b.replay_s - a.replay_s);
+  return 1;
+}
+
 int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int corners, bs_walk *out,
                 char *err, size_t errlen) {
   bs_sim_opts opts;
   if (opts_in) opts = *opts_in;
   else bs_sim_opts_default(&opts);
   memset(out, 0, sizeof *out);
+  int mrc = 0;
+  if (corners == BS_WALK_STAGES && microbatch_shortcut(cfg, &opts, prof, out, &mrc, err, errlen)) return mrc;
+  if (corners == BS_WALK_STAGES_EVERY) corners = BS_WALK_STAGES;
   bs_platform_spec ps;
   if (bs_platform_resolve(cfg, &opts, prof, &ps, err, errlen)) return -2;
   out->ranks_per_node = ps.ranks_per_node;

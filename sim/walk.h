@@ -43,9 +43,17 @@ typedef struct {
  * the peak, or the busiest, is a corner: the last rank of a contiguous causal ring, the first
  * pipeline stage); still a lower bound of the step, and a peak past the capacity is still an
  * out-of-memory point. Search walks the corners (a 256-rank ring walked whole costs seconds).
+ * corners = BS_WALK_STAGES replays one rank per pipeline stage, the last of the attention's ring
+ * (cp, or tp for method tp; first of the others), which holds the causal peak of a contiguous ring:
+ * fewer ranks again, so a lower bound of the corners' peak and step, several times cheaper; search
+ * walks every candidate so first and walks the corners of those it reaches (search.c). Without
+ * pipeline stages and with 4 microbatches or more it walks 2 and 3 of them and extends (walk.c,
+ * microbatch_shortcut); BS_WALK_STAGES_EVERY walks every microbatch (the tests' reference).
  * Returns 0; -2 when the point is not valid (bs_plan_create's
  * error, or the platform's: the message names the key); -1 on a broken plan.
  */
+enum { BS_WALK_ALL = 0, BS_WALK_CORNERS = 1, BS_WALK_STAGES = 2, BS_WALK_STAGES_EVERY = 3 };
+
 int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int corners, bs_walk *out,
                 char *err, size_t errlen);
 

@@ -335,11 +335,12 @@ int bs_search_args_parse(int argc, char **argv, bs_search_args *o, char *err, si
     if (FLAG("--quiet", sw)) on = &o->quiet;
     else if (FLAG("--dry-run", sw)) on = &o->dry_run;
     else if (FLAG("--top-only", sw)) on = &o->top_only;
+    else if (FLAG("--force", sw)) on = &o->force;
     else if (FLAG("--out", val)) path = &o->out;
     else if (FLAG("--csv", val)) path = &o->csv;
     else if (FLAG("--report", val)) path = &o->report;
     else if (FLAG("--profile", val)) path = &o->profile;
-    else if (FLAG("--top", val) || FLAG("--set", val)) {
+    else if (FLAG("--top", val) || FLAG("--set", val) || FLAG("--timeout", val)) {
     } else if (bs_args_positional(&a)) {
       if (one_positional(&a, &o->scenario, "scenario")) return -1;
       continue;
@@ -350,6 +351,8 @@ int bs_search_args_parse(int argc, char **argv, bs_search_args *o, char *err, si
     else if (!strcmp(a.flag, "--top")) {
       if (bs_args_int(&a, 1, BS_ARGS_SEARCH_MAX_TOP, &o->top))
         return bs_args_fail(&a, "--top: '%s' is not a count from 1 to %d", a.val, BS_ARGS_SEARCH_MAX_TOP);
+    } else if (!strcmp(a.flag, "--timeout")) {
+      if (bs_args_double(&a, 0.001, BS_ARGS_MAX_TIMEOUT, &o->timeout)) return -1;
     } else {
       if (o->nsets == BS_ARGS_SEARCH_MAX_SETS) return bs_args_fail(&a, "--set: more than %d", BS_ARGS_SEARCH_MAX_SETS);
       o->sets[o->nsets++] = (char *)a.val;

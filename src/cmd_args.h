@@ -91,6 +91,8 @@ typedef struct {
   int nsets;
   int top; /* K (default 10) */
   int quiet, dry_run, top_only;
+  int force;      /* search a space whose walk is estimated past BS_SEARCH_REFUSE_S */
+  double timeout; /* under mpirun: 0 = 120 s on start-up and the gather, no bound on other ranks' parts */
 } bs_search_args;
 
 /* diff A.json B.json [--out F.json] */

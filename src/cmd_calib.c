@@ -17,6 +17,7 @@
 #include "output.h"
 #include "runtime/digest.h"
 #include "runtime/watchdog.h"
+#include "runtime/hostmem.h"
 #include "runtime/devplan.h"
 #include "cuda_module.h"
 
@@ -50,7 +51,8 @@ static void calib_usage(FILE *f) {
           "                   shm link class, to another node the nic class\n"
           "  --plots DIR      gnuplot data, script and PNGs of measured against fitted\n"
           "  --no-links, --no-kernels   skip a part\n"
-          "  --timeout S      seconds MPI start-up and the start-up check may block (default 120)\n"
+          "  --timeout S      seconds MPI start-up, the start-up check and each step of a measurement (a\n"
+          "                   repetition with its barrier and reduction) may block (default 120)\n"
           "\n"
           "Run it with the same mpirun options as the runs it should predict (as root:\n"
           "--allow-run-as-root; more ranks than cores: --oversubscribe; --bind-to none lets\n"
@@ -86,6 +88,11 @@ int cmd_calib(int argc, char **argv) {
   if (A.ranks_per_node) o.ranks_per_node = A.ranks_per_node;
   /* Fail on an unwritable output before minutes of measuring. */
   int rank = 0;
+  char lerr[512];
+  if (bs_host_mpi_limit_ok(lerr, sizeof lerr)) { /* before MPI_Init, which would crash on it */
+    if (bs_launcher_rank() == 0) fprintf(stderr, "burstsim calib: %s\n", lerr);
+    return 2;
+  }
   bs_watchdog_arm("burstsim calib", -1, "MPI start-up (MPI_Init)", A.timeout);
   bs_test_stall(bs_launcher_rank(), "init");
   if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
@@ -148,7 +155,10 @@ int cmd_calib(int argc, char **argv) {
   o.log = rank == 0 ? logf : NULL;
   bs_calib_data d;
   char err[512];
+  /* Every measurement's collective steps: a rank that dies or stalls must not hang the others. */
+  bs_watchdog_arm("burstsim calib", rank, "a measurement step (repetition, barrier or reduction)", A.timeout);
   int rc = bs_calib_measure(MPI_COMM_WORLD, &o, &d, err, sizeof err);
+  bs_watchdog_disarm();
   if (rc) {
     if (rank == 0) fprintf(stderr, "burstsim calib: %s\n", err);
     bs_calib_data_free(&d);

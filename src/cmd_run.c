@@ -19,6 +19,7 @@
 #include "scenario.h"
 #include "calib/blas_core.h"
 #include "runtime/digest.h"
+#include "runtime/hostmem.h"
 #include "runtime/runtime.h"
 #include "runtime/watchdog.h"
 #include "runtime/devplan.h"
@@ -297,6 +298,40 @@ static int open_device(const bs_run_args *A, int rank, bs_cuda_module *mod, bs_r
   return worst;
 }
 
+/*
+ * Every rank must run with the same flags that shape its communication (--verify, --warmup,
+ * --overlap-bench, --reps, --tile, --timeout, --backend, --comm, the fault hook): ranks given
+ * different ones (an MPMD line) would meet different collectives, and a watchdog abort racing
+ * MPI_Finalize could hang mpirun. Collective; 0, or -1 on every rank with the message in err.
+ */
+static int flags_same(const bs_run_args *A, char *err, size_t errlen) {
+  struct {
+    int64_t tile;
+    double timeout;
+    int verify, overlap, reps, warmup, fault, fault_rank, fault_step, backend, comm;
+  } f;
+  memset(&f, 0, sizeof f); /* padding included: the bytes are hashed */
+  f.tile = A->tile;
+  f.timeout = A->timeout;
+  f.verify = A->verify;
+  f.overlap = A->overlap;
+  f.reps = A->reps;
+  f.warmup = A->warmup;
+  f.fault = A->fault;
+  f.fault_rank = A->fault_rank;
+  f.fault_step = A->fault_step;
+  f.backend = A->backend;
+  f.comm = A->comm;
+  char derr[512];
+  if (!bs_bytes_same(
+        MPI_COMM_WORLD, &f, sizeof f,
+        "set of run flags (--verify, --warmup, --overlap-bench, --reps, --tile, --timeout, --backend, --comm)", derr,
+        sizeof derr))
+    return 0;
+  snprintf(err, errlen, "%s; every rank must be given the same flags", derr);
+  return -1;
+}
+
 /* MPI_Finalize, bounded: a rank that never reaches it must not hang the others. */
 static void finalize(int rank, double timeout) {
   bs_test_stall(rank, "finalize");
@@ -332,6 +367,11 @@ int cmd_run(int argc, char **argv) {
   o.fault_rank = A.fault_rank;
   o.fault_step = A.fault_step;
   o.trace = trace != NULL;
+  char lerr[512];
+  if (bs_host_mpi_limit_ok(lerr, sizeof lerr)) { /* before MPI_Init, which would crash on it */
+    if (bs_launcher_rank() == 0) fprintf(stderr, "burstsim run: %s\n", lerr);
+    return 2;
+  }
   int provided;
   /* A rank that never starts (stopped, or launched wrong) must not hang the others in MPI_Init. */
   bs_watchdog_arm("burstsim run", -1, "MPI start-up (MPI_Init)", A.timeout);
@@ -352,7 +392,7 @@ int cmd_run(int argc, char **argv) {
     finalize(rank, A.timeout);
     return 2;
   }
-  if (bs_points_same(MPI_COMM_WORLD, sc.points, sc.npoints, err, sizeof err)) {
+  if (flags_same(&A, err, sizeof err) || bs_points_same(MPI_COMM_WORLD, sc.points, sc.npoints, err, sizeof err)) {
     if (rank == 0) fprintf(stderr, "burstsim run: %s: %s\n", scen, err);
     bs_scenario_free(&sc);
     finalize(rank, A.timeout);

@@ -21,18 +21,24 @@
 #include <cjson/cJSON.h>
 #include <mpi.h>
 
+#include "base/clock.h"
 #include "cmd_args.h"
 #include "commands.h"
 #include "output.h"
 #include "scenario.h"
+#include "runtime/digest.h"
+#include "runtime/watchdog.h"
 #include "search/search.h"
 
 #define LOSERS 5
+#define REFUSE_S 3600.0 /* a walk estimated past this is refused unless --force */
+#define PROGRESS_EVERY_S 5.0
 
 static void search_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim search SCENARIO.ini [--set section.key=value]... [--top K] [--out F.json]\n"
-          "                       [--csv F.csv] [--report DIR] [--profile P] [--quiet]\n"
+          "                       [--csv F.csv] [--report DIR] [--profile P] [--quiet] [--dry-run]\n"
+          "                       [--top-only] [--force] [--timeout S]\n"
           "\n"
           "Finds the fastest parallel configuration for the model, workload, cluster and gpus the\n"
           "scenario fixes. Parallel keys left out or set to auto are searched over every legal value\n"
@@ -50,32 +56,73 @@ static void search_usage(FILE *f) {
           "  --csv F.csv    the top K, one row each\n"
           "  --report DIR   DIR/report.md with DIR/front.png (gnuplot) of the Pareto front\n"
           "  --profile P    profile name or JSON file (overrides cluster.profile)\n"
-          "  --quiet        no progress line\n"
+          "  --quiet        no estimate before the search, no progress lines\n"
           "  --dry-run      walk only: the counts, each fitting point's lower bound and peak, no simulation\n"
           "  --top-only     skip by the top K alone (fewer simulations; the front is then the simulated\n"
           "                 points' front, not necessarily the whole space's)\n"
+          "  --force        search a space whose walk alone is estimated past an hour (refused\n"
+          "                 otherwise, exit 2, with the estimate and the keys that multiply it)\n"
+          "  --timeout S    under mpirun -np P: seconds MPI start-up, the check that every rank has the\n"
+          "                 same inputs, and the gather may block (default 120), and the most rank 0\n"
+          "                 waits for another rank to end its part (default: no bound)\n"
           "\n"
+          "Before it starts, the search says (on stderr) how many candidates it holds, which keys\n"
+          "multiply them, how much fixing each would cut, and how long walking them should take; a\n"
+          "progress line follows (redrawn on a terminal, a line every 5 s otherwise).\n"
           "Under mpirun -np P the candidates are dealt to the ranks (cheapest bound first, round-robin);\n"
-          "each prunes with its own results and rank 0 gathers and prints.\n"
-          "Ctrl-C ends the search and prints the best found so far. Exit status: 0 a configuration\n"
-          "fits; 1 none fits or an output could not be written; 2 bad input or an empty space.\n");
+          "each prunes with its own results and rank 0 gathers and prints; ranks given different\n"
+          "inputs (--set, --profile, flags) are refused (exit 2).\n"
+          "Ctrl-C, SIGTERM or SIGHUP end the search: the best found so far is printed and written\n"
+          "(--out, --report marked partial) with what was examined and what was not. Exit status: 0 a\n"
+          "configuration fits; 1 none fits (or none found before the interruption) or an output could\n"
+          "not be written; 2 bad input, an empty space or a space refused as too large; 3 a rank of\n"
+          "mpirun did not come within --timeout.\n");
 }
 
-static volatile sig_atomic_t stop_flag;
-static void on_sigint(int sig) {
-  (void)sig;
+static volatile sig_atomic_t stop_flag, stop_signal;
+static void on_stop(int sig) {
+  stop_signal = sig;
   stop_flag = 1;
 }
 
-/* ---- the progress line (a terminal only) --------------------------------- */
+/* SIGINT, SIGTERM and SIGHUP end the search with what it has (on = 1, the old actions kept in old),
+ * or get their old actions back (on = 0). */
+static void stop_signals(struct sigaction old[3], int on) {
+  static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 3; i++) sigaction(sigs[i], on ? &sa : &old[i], on ? &old[i] : NULL);
+}
+
+/* ---- the progress line: redrawn on a terminal, a line every few seconds otherwise ---- */
+
+typedef struct {
+  int tty;
+  double every, next; /* off a terminal: the seconds between lines, when the next one is due */
+} progress_ctx;
+
+/* Off a terminal, a line every PROGRESS_EVERY_S seconds (BURSTSIM_PROGRESS_S: tests set it lower). */
+static double progress_every(void) {
+  const char *v = getenv("BURSTSIM_PROGRESS_S");
+  double x = v && *v ? strtod(v, NULL) : PROGRESS_EVERY_S;
+  return x >= 0 && x <= 86400 ? x : PROGRESS_EVERY_S;
+}
 
 static void progress(void *ctx, const bs_search *s, int done, int todo, double best, double el) {
-  (void)ctx;
-  (void)s;
-  if (isnan(best)) fprintf(stderr, "\r\033[Kwalked %d of %d candidates, %.1f s", done, todo, el);
+  progress_ctx *p = ctx;
+  if (!p->tty) {
+    if (el < p->next) return;
+    p->next = el + p->every;
+  }
+  const char *pre = p->tty ? "\r\033[K" : "burstsim search: ", *post = p->tty ? "" : "\n";
+  if (isnan(best))
+    fprintf(stderr, "%swalked %d of %d candidates (%.0f %%), %.1f s elapsed%s", pre, done, todo,
+            100.0 * done / (todo ? todo : 1), el, post);
   else
-    fprintf(stderr, "\r\033[K[%d/%d] simulated %d, best step %.4g s, %.1f s elapsed", done, todo, s->simulated, best,
-            el);
+    fprintf(stderr, "%s[%d/%d] simulated %d, pruned by bound %d, best step %.4g s, %.1f s elapsed%s", pre, done, todo,
+            s->simulated, s->bound, best, el, post);
   fflush(stderr);
 }
 
@@ -132,6 +179,59 @@ static int illegal_count(const bs_search *s) {
   return n;
 }
 
+static const char *signal_name(int sig) {
+  return sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : sig == SIGINT ? "SIGINT (Ctrl-C)" : "a signal";
+}
+
+/* What an interrupted search examined and what it did not. */
+static void interrupted_line(FILE *f, const bs_search *s) {
+  fprintf(f,
+          "interrupted by %s: %d of %d candidates walked (%d illegal, %d past memory), %d simulated, %d pruned by "
+          "bound; %d never examined: what is shown is the best of those examined, not of the space\n",
+          signal_name(stop_signal), s->walked, s->n, illegal_count(s), s->memory, s->simulated, s->bound, s->skipped);
+}
+
+static void human_s(double t, char *b, size_t n) {
+  if (t < 120) snprintf(b, n, "%.0f s", t);
+  else if (t < 7200) snprintf(b, n, "%.0f min", t / 60);
+  else snprintf(b, n, "%.1f h", t / 3600);
+}
+
+/* Before the search (rank 0): the size of the space, the keys that multiply it and what fixing each
+ * would cut, and the walk's time estimated from a sample of walks. Returns 1 when the walk alone is
+ * estimated past REFUSE_S and --force is not given (said, with the estimate), 0 to go on, -1 on a
+ * profile that does not load (said). */
+static int announce(const bs_search *s, const bs_sim_opts *opts, const bs_search_args *A) {
+  bs_search_key_spread sp[16];
+  int nk = bs_search_spread(s, sp, 16), sample = 16;
+  double each = 0;
+  char err[1024], t[32];
+  if (bs_search_estimate(s, opts, sample, A->dry_run ? BS_WALK_CORNERS : BS_WALK_STAGES, &each, &sample, err,
+                         sizeof err)) {
+    fprintf(stderr, "burstsim search: %s\n", err);
+    return -1;
+  }
+  double walk = each * s->n;
+  int refuse = walk > REFUSE_S && !A->force;
+  if (A->quiet && !refuse) return 0;
+  human_s(walk, t, sizeof t);
+  fprintf(stderr, "burstsim search: %d candidates", s->n);
+  for (int i = 0; i < nk; i++) {
+    const char *k = strchr(sp[i].key, '.') + 1;
+    fprintf(stderr, "%s%s x%d", i ? ", " : " (", k, sp[i].values);
+  }
+  fprintf(stderr, "%s; walking them (legality, memory, bound) takes about %s of CPU (%.3g ms each over %d sampled)%s\n",
+          nk ? ")" : "", t, each * 1e3, sample, A->dry_run ? "" : ", then the simulations");
+  for (int i = 0; i < nk && i < 3; i++)
+    if (sp[i].cut >= 1.5) fprintf(stderr, "  fix %s = %s to cut it %.3gx\n", sp[i].key, sp[i].common, sp[i].cut);
+  if (refuse)
+    fprintf(stderr,
+            "burstsim search: refused: walking the space alone would take about %s (more than %.0f min); fix keys "
+            "as above, or give --force to search it anyway\n",
+            t, REFUSE_S / 60);
+  return refuse;
+}
+
 static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, const int *front, int nf, int K) {
   int k = nr < K ? nr : K;
   for (int i = 0; i < k; i++) {
@@ -163,7 +263,7 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   if (s->memory_by_sim)
     fprintf(f, "%d of the simulated passed the capacity on a rank the walk of the grid's corners did not see\n",
             s->memory_by_sim);
-  if (s->skipped) fprintf(f, "interrupted: %d candidates not examined; the best found so far is above\n", s->skipped);
+  if (s->interrupted) interrupted_line(f, s);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "  illegal x%d: %s\n", s->reasons[i].count, s->reasons[i].example);
   if (s->other_reasons) fprintf(f, "  illegal x%d: other reasons\n", s->other_reasons);
   for (int i = 0, shown = 0; i < s->n && shown < 5; i++)
@@ -226,6 +326,9 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
   cJSON_AddNumberToObject(o, "failed", s->failed);
   cJSON_AddNumberToObject(o, "not_examined", s->skipped);
   cJSON_AddBoolToObject(o, "interrupted", s->interrupted);
+  cJSON_AddBoolToObject(o, "partial", s->interrupted); /* the best of those examined, not of the space */
+  cJSON_AddNumberToObject(o, "walked", s->walked);
+  cJSON_AddNumberToObject(o, "refined", s->refined); /* walked a second time, over the grid's corners */
   cJSON_AddNumberToObject(o, "brute_force_simulations", s->legal - s->memory + s->memory_by_sim);
   cJSON_AddNumberToObject(o, "wall_s", s->wall_s);
   cJSON_AddNumberToObject(o, "walk_s", s->walk_s);
@@ -362,8 +465,10 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
           bs_phase_name(c0->work.phase), (long long)c0->work.seq_len, (long long)c0->work.batch,
           bs_scope_name(c0->work.scope), c0->par.gpus, c0->cluster.topology, c0->cluster.profile);
   if (s->interrupted)
-    fprintf(f, "**Interrupted**: %d candidates were not examined; what follows is the best of those that were.\n\n",
-            s->skipped);
+    fprintf(f,
+            "**Partial: interrupted by %s.** %d of %d candidates walked, %d simulated, %d pruned by bound; %d "
+            "were never examined: what follows is the best of those that were, not of the space.\n\n",
+            signal_name(stop_signal), s->walked, s->n, s->simulated, s->bound, s->skipped);
   fprintf(f, "## Top %d\n\n| # | configuration | step (s) | compute (s) | exposed comm (s) | peak (GiB) |\n", K);
   fprintf(f, "|---|---|---|---|---|---|\n");
   for (int i = 0; i < nr && i < K; i++) {
@@ -480,6 +585,70 @@ static int merge_parts(bs_search *s, int rank, int size) {
   bs_search_recount(s);
   if (s->skipped) s->interrupted = 1;
   return 0;
+}
+
+/* MPI_Finalize, bounded: a rank that never reaches it must not hang the others. */
+static void search_finalize(int rank, double timeout) {
+  bs_test_stall(rank, "finalize");
+  bs_watchdog_arm("burstsim search", rank, "MPI shutdown (MPI_Finalize)", timeout);
+  MPI_Finalize();
+  bs_watchdog_disarm();
+}
+
+/* Under mpirun: MPI started (bounded by the watchdog) and every rank holding the same inputs: the
+ * resolved points and every option that changes what a rank computes. 0, or the exit code. */
+static int mpi_start(const bs_search_args *A, const bs_scenario *sc, const bs_search_autos *au, int *rank, int *size) {
+  char err[1024];
+  setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0); /* the forked simulations never touch MPI */
+  bs_watchdog_arm("burstsim search", -1, "MPI start-up (MPI_Init)", A->timeout);
+  bs_test_stall(bs_launcher_rank(), "init");
+  if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+    fprintf(stderr, "burstsim search: MPI_Init failed\n");
+    return 1;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, size);
+  bs_watchdog_arm("burstsim search", *rank, "start-up (comparing the inputs of the ranks)", A->timeout);
+  struct {
+    char profile[512];
+    int top, dry_run, top_only, force;
+    bs_search_autos au;
+  } same;
+  memset(&same, 0, sizeof same);
+  snprintf(same.profile, sizeof same.profile, "%s", A->profile ? A->profile : "");
+  same.top = A->top, same.dry_run = A->dry_run, same.top_only = A->top_only, same.force = A->force;
+  same.au = *au;
+  if (bs_points_same(MPI_COMM_WORLD, sc->points, sc->npoints, err, sizeof err) ||
+      bs_bytes_same(MPI_COMM_WORLD, &same, sizeof same,
+                    "set of search options (--profile, --top, --top-only, "
+                    "--dry-run, --force, or the keys searched)",
+                    err, sizeof err)) {
+    if (*rank == 0) fprintf(stderr, "burstsim search: %s: %s\n", A->scenario, err);
+    search_finalize(*rank, A->timeout);
+    return 2;
+  }
+  bs_watchdog_disarm();
+  return 0;
+}
+
+/* Under mpirun: every rank reports (rank 0 names one that does not come within --timeout, and the
+ * job ends with exit 3), then rank 0 takes in the others' parts, bounded by the watchdog. */
+static void gather_parts(bs_search *s, const bs_search_args *A, int rank, int size) {
+  char err[1024];
+  bs_test_stall(rank, "gather");
+  if (bs_arrive(MPI_COMM_WORLD, "the gather of the candidates", A->timeout, A->timeout <= 0, err, sizeof err)) {
+    fprintf(stderr, "burstsim search: rank %d: %s\n", rank, err);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, BS_WATCHDOG_EXIT);
+  }
+  bs_test_stall(rank, "gathering");
+  bs_watchdog_arm("burstsim search", rank, "the gather of the candidates", A->timeout);
+  if (rank != 0) bs_watchdog_waiting("rank 0");
+  if (merge_parts(s, rank, size)) {
+    fprintf(stderr, "burstsim search: rank %d: gathering the candidates failed\n", rank);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  bs_watchdog_disarm();
 }
 
 /* The keys search spreads: over every legal value when left out or set to auto, or only when set
@@ -627,37 +796,39 @@ int cmd_search(int argc, char **argv) {
   }
   int mpi_rank = 0, mpi_size = 1;
   if (launched_by_mpirun()) {
-    setenv("OMPI_MCA_mpi_warn_on_fork", "0", 0); /* the forked simulations never touch MPI */
-    if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
-      fprintf(stderr, "burstsim search: MPI_Init failed\n");
+    int code = mpi_start(&A, &sc, &au, &mpi_rank, &mpi_size);
+    if (code) {
       bs_search_free(&s);
       bs_scenario_free(&sc);
-      return 1;
+      return code;
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
   }
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old);
-  int tty = isatty(2) && !A.quiet && mpi_rank == 0;
-  bs_search_opts so = {A.top, mpi_rank, mpi_size,  &opts,      &stop_flag, tty ? progress : NULL,
-                       NULL,  0,        A.dry_run, A.top_only, 0};
+  struct sigaction old[3]; /* a stop signal from here on (the estimate included) ends the search */
+  stop_signals(old, 1);
+  int refuse = mpi_rank == 0 ? announce(&s, &opts, &A) : 0;
+  if (mpi_size > 1) MPI_Bcast(&refuse, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (refuse) {
+    stop_signals(old, 0);
+    if (mpi_size > 1) search_finalize(mpi_rank, A.timeout);
+    bs_search_free(&s);
+    bs_scenario_free(&sc);
+    return 2;
+  }
+  double every = progress_every();
+  progress_ctx pc = {isatty(2), every, every};
+  int show = !A.quiet && mpi_rank == 0;
+  bs_search_opts so = {A.top, mpi_rank, mpi_size,  &opts,      &stop_flag, show ? progress : NULL,
+                       &pc,   0,        A.dry_run, A.top_only, 0};
   int rc = bs_search_run(&s, &so, err, sizeof err);
-  if (!rc && mpi_size > 1 && merge_parts(&s, mpi_rank, mpi_size)) {
-    fprintf(stderr, "burstsim search: rank %d: gathering the candidates failed\n", mpi_rank);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  if (mpi_size > 1) MPI_Finalize();
+  if (!rc && mpi_size > 1) gather_parts(&s, &A, mpi_rank, mpi_size);
+  if (mpi_size > 1) search_finalize(mpi_rank, A.timeout);
   if (mpi_rank != 0) {
     bs_search_free(&s);
     bs_scenario_free(&sc);
     return rc ? 2 : 0;
   }
-  sigaction(SIGINT, &old, NULL);
-  if (tty) fprintf(stderr, "\r\033[K");
+  stop_signals(old, 0);
+  if (show && pc.tty) fprintf(stderr, "\r\033[K");
   if (rc) {
     fprintf(stderr, "burstsim search: %s\n", err);
     bs_search_free(&s);
@@ -686,12 +857,11 @@ int cmd_search(int argc, char **argv) {
   if (top && k) bs_output_table(tf, top, k);
   print_summary(tf, &s, rank, nr, front, nf, A.top);
   rc = nr ? 0 : 1;
-  if (!nr && s.interrupted)
-    fprintf(stderr,
-            "burstsim search: interrupted before any configuration was found: %d of %d legal candidates not "
-            "examined (%d simulated, %d past memory, %d pruned by bound)\n",
-            s.skipped, s.legal, s.simulated, s.memory, s.bound);
-  else if (!nr)
+  if (!nr && s.interrupted) {
+    fprintf(stderr, "burstsim search: no configuration found before the interruption (not: none fits)\n");
+    fprintf(stderr, "burstsim search: ");
+    interrupted_line(stderr, &s);
+  } else if (!nr)
     fprintf(stderr, "burstsim search: no configuration fits (%d legal, %d past memory)\n", s.legal, s.memory);
   if (A.out && write_json(A.out, &s, top, k, rank, nr, front, nf, A.top, err, sizeof err)) {
     fprintf(stderr, "burstsim search: --out %s\n", err);

@@ -287,17 +287,23 @@ static int remove_stale_trace(const char *path) {
   return unlink(p) == 0;
 }
 
-/* What became of the trace: written (and of what), or why not. Never silence. */
-static void trace_said(const sweep *w) {
-  if (!w->A.trace || w->mpi_rank != 0 || w->sc.npoints < 1) return;
+/* What became of the trace: written (and of what), or why not. Never silence. 1 when the point was
+ * simulated but its trace could not be written (a full disk): the command then exits 1. */
+static int trace_said(const sweep *w) {
+  if (!w->A.trace || w->mpi_rank != 0 || w->sc.npoints < 1) return 0;
   const bs_result *r = &w->res[0];
   if (!bs_result_has_figures(r))
     fprintf(stderr, "burstsim sim: --trace %s: not written: point 1 %s%s\n", w->A.trace, bs_result_status(r),
             remove_stale_trace(w->A.trace) ? " (the earlier file of that name was removed)" : "");
-  else if (!w->A.quiet)
+  else if (r->trace_error[0]) {
+    fprintf(stderr, "burstsim sim: --trace: not written (point 1 was simulated, its figures stand): %s\n",
+            r->trace_error);
+    return 1;
+  } else if (!w->A.quiet)
     fprintf(
       stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,
       bs_sim_layers_apply(&w->sc.points[0], &w->opts) ? " (the layer shortcut's simulated layers, labelled so)" : "");
+  return 0;
 }
 
 /* Under mpirun: MPI started and every rank holding the same points. 0, or the exit code. */
@@ -314,7 +320,20 @@ static int mpi_start(sweep *w) {
   MPI_Comm_rank(MPI_COMM_WORLD, &w->mpi_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w->mpi_size);
   bs_watchdog_arm("burstsim sim", w->mpi_rank, "start-up (comparing the scenarios of the ranks)", w->A.timeout);
-  if (bs_points_same(MPI_COMM_WORLD, w->sc.points, w->sc.npoints, err, sizeof err)) {
+  /* the options that change a point's figures: ranks given different ones would mix results */
+  struct {
+    char profile[512];
+    int fold, layers, coll, nodes_per_leaf, engine;
+    double oversub;
+  } same;
+  memset(&same, 0, sizeof same);
+  snprintf(same.profile, sizeof same.profile, "%s", w->A.profile ? w->A.profile : "");
+  same.fold = w->A.fold, same.layers = w->A.layers, same.coll = w->A.coll;
+  same.nodes_per_leaf = w->A.nodes_per_leaf, same.engine = w->A.engine, same.oversub = w->A.oversub;
+  if (bs_points_same(MPI_COMM_WORLD, w->sc.points, w->sc.npoints, err, sizeof err) ||
+      bs_bytes_same(MPI_COMM_WORLD, &same, sizeof same,
+                    "set of sim options (--profile, --fold, --layers, --coll, --nodes-per-leaf, --oversub, --engine)",
+                    err, sizeof err)) {
     if (w->mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", w->A.scenario, err);
     sim_finalize(w->mpi_rank, w->A.timeout);
     return 2;
@@ -364,12 +383,18 @@ static void run_points(sweep *w) {
     }
     int prc = bs_sim_run(c, &o, &w->res[i], perr, sizeof perr);
     w->res[i].refused = prc == -2;
+    if (prc) { /* the row names the point and says failed, whatever step failed (a pipe, a fork) */
+      if (!w->res[i].mode) {
+        w->res[i].cfg = *c;
+        w->res[i].mode = "sim";
+      }
+      if (!w->res[i].error[0]) snprintf(w->res[i].error, sizeof w->res[i].error, "%.255s", perr);
+    }
     done++;
     if (!w->A.quiet) progress(w, i, done, mine, t0, tp);
     if (prc) {
       if (prc == -2) w->invalid++; /* a point the method or platform cannot run: reported, not fatal */
       else w->failed++;
-      if (!w->res[i].error[0]) snprintf(w->res[i].error, sizeof w->res[i].error, "%.255s", perr);
       if (tty) fprintf(stderr, "\r\033[K");
       fprintf(stderr, "burstsim sim: point %d (%s, %d GPUs, %lld tokens): %s%s%s\n", i + 1,
               bs_method_name(c->par.method), c->par.gpus, (long long)c->work.seq_len, key_where(sc, perr),
@@ -413,7 +438,7 @@ static void gather_points(sweep *w) {
 
 /* The table, the JSON and the CSV of every point; the exit code: 1 when a simulation failed or an
  * output could not be written, 2 when no point was valid, 0 otherwise: a point its method or
- * platform refuses is an answer (its row says why), not a failure (README, "Exit status"). */
+ * platform refuses is an answer (its row says why), not a failure (docs/results.md, "Exit status"). */
 static int write_outputs(const sweep *w) {
   char err[1024];
   int n = w->sc.npoints;
@@ -520,7 +545,7 @@ int cmd_sim(int argc, char **argv) {
   } else {
     if (w.warn) result_sanity(&w);
     rc = write_outputs(&w);
-    trace_said(&w);
+    if (trace_said(&w) && rc == 0) rc = 1;
   }
   sweep_end(&w);
   return rc;

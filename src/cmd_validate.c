@@ -26,6 +26,7 @@
 #include "scenario.h"
 #include "sim/sim.h"
 #include "runtime/devplan.h"
+#include "runtime/hostmem.h"
 #include "cuda_module.h"
 #include "calib/host_load.h"
 
@@ -697,6 +698,38 @@ static int write_entries(const vstate *st, const vsummary *sm) {
   return 0;
 }
 
+/*
+ * Before any job (issue 29 finding 4: --np 32 on the quick start asked this host for about 160 GiB
+ * and a rank was OOM-killed a minute in): every rank of `mpirun -np G` runs here, so each point's
+ * plan buffers summed over its G ranks must fit the memory available now, and a rank's the
+ * process limits (which the jobs inherit). CPU backend only. Returns 0, or 2 with a message.
+ */
+static int host_check(const vstate *st) {
+  char err[768];
+  if (bs_host_mpi_limit_ok(err, sizeof err)) {
+    fprintf(stderr, "burstsim validate: %s\n", err);
+    return 2;
+  }
+  if (st->A->backend) return 0;
+  for (int g = 0; g < st->ngrids; g++)
+    for (int i = 0; i < st->scs[g].npoints; i++) {
+      const bs_config *c = &st->scs[g].points[i];
+      int wanted = 0;
+      for (int j = 0; j < st->ng; j++) wanted |= st->gs[j] == c->par.gpus;
+      int64_t per, sum;
+      /* a plan that cannot be made is the run's error to report, with its key's line */
+      if (!wanted || bs_host_plan_bytes(c, c->par.ranks_per_node, c->par.gpus, &per, &sum, err, sizeof err)) continue;
+      if (bs_host_fits(sum, per, c->par.gpus, err, sizeof err)) {
+        int grid = strcmp(st->gpaths[g], st->A->scenario) != 0;
+        fprintf(stderr, "burstsim validate: %s%s%s: point %d (%s, %d ranks): %s; nothing was run\n", st->A->scenario,
+                grid ? ": grid " : "", grid ? st->gnames[g] : "", i + 1, bs_method_name(c->par.method), c->par.gpus,
+                err);
+        return 2;
+      }
+    }
+  return 0;
+}
+
 /* Measures every point: per rank count, a profile, then each grid's run. Returns 0, or 1 with a message. */
 static int measure_all(vstate *st) {
   for (int gi = 0; gi < st->ng; gi++) {
@@ -755,6 +788,8 @@ static int validate_in(const bs_validate_args *A, const char *wd) {
     fprintf(stderr, "burstsim validate: out of memory\n");
     goto out;
   }
+  if ((rc = host_check(st)) != 0) goto out;
+  rc = 1;
   if (measure_all(st)) {
     if (bs_validate_stopped()) rc = 128 + bs_validate_stopped(); /* as the signal itself would have */
     goto out;

@@ -44,7 +44,7 @@ static double visible_pairs(const bs_config *c) {
     p = bs_visible_pairs(N, c->work.decode_tokens, 0, N, 1, c->work.causal, c->work.window);
   else if (c->work.phase == BS_PREFILL && c->work.cached_tokens > 0) /* new tokens after the cache */
     p = bs_visible_pairs(c->work.cached_tokens, N - c->work.cached_tokens, 0, N, 1, c->work.causal, c->work.window);
-  else p = bs_visible_pairs(0, N, 0, N, 1, c->work.causal, c->work.window);
+  else p = bs_workload_pairs(&c->work, 0, N, 0, N, 1); /* packed documents: pairs inside one */
   return p < 0 ? NAN : (double)p;
 }
 

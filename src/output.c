@@ -276,7 +276,7 @@ static int varies(const bs_field *f, const bs_result *r, int n) {
   char a[64], b[64];
   int seen = 0, news = !f->news;
   for (int i = 0; i < n && !news; i++) news = f->news(&r[i]);
-  if (!news) return 0;
+  if (!news || f->vary == 2) return news;
   for (int i = 0; i < n; i++) {
     if (f->present && !f->present(&r[i])) continue;
     table_cell(f, &r[i], seen ? b : a, 64);

@@ -44,6 +44,7 @@ static const char *whatif(const bs_result *r) {
     WI("%sdegrade=%s:%g", n ? " " : "", bs_link_class_name((bs_link_class)k->degrade_class), k->degrade_factor);
   if (k->failed_nics > 0 && k->failed_node < 0) WI("%sfailed_nics=all:%d", n ? " " : "", k->failed_nics);
   else if (k->failed_nics > 0) WI("%sfailed_nics=%d:%d", n ? " " : "", k->failed_node, k->failed_nics);
+  if (k->nic_gbps > 0) WI("%snic_gbps=%g", n ? " " : "", k->nic_gbps);
   if (k->oversub > 0) WI("%soversub=%g", n ? " " : "", k->oversub);
   if (k->nodes_per_leaf > 0) WI("%snodes_per_leaf=%d", n ? " " : "", k->nodes_per_leaf);
 #undef WI
@@ -67,6 +68,13 @@ static const char *pp_schedule(const bs_result *r) {
   return has_plan(r) ? bs_pp_schedule_name(r->cfg.par.pp_schedule) : "";
 }
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
+/* Packed documents (workload.documents): the value given, and the imbalance they make. */
+static int has_docs(const bs_result *r) { return r->cfg.work.docs > 0; }
+static int has_docs_plan(const bs_result *r) { return has_docs(r) && has_plan(r); }
+static void cell_ratio(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  snprintf(dst, n, "%.3fx", v.d);
+}
 static const char *placement(const bs_result *r) { return bs_placement_name(r->cfg.par.ulysses_placement); }
 
 int bs_result_has_figures(const bs_result *r) { return r->error[0] == '\0'; }
@@ -275,6 +283,8 @@ static const bs_field result_rows[] = {
   {AT("causal", "", BS_FIELD_BOOL, cfg.work.causal), CSV(7, "causal"), VARY("causal", cell_onoff)},
   {AT("window", "tokens", BS_FIELD_I64, cfg.work.window), CSV(42, "window"), VARY("window", cell_int)},
   {NAMED("recompute", recompute), CSV(43, "recompute"), VARY("recompute", cell_text)},
+  {AT("documents", "", BS_FIELD_CHARS, cfg.work.documents), .present = has_docs, VARY("documents", cell_text)},
+  {AT("documents_count", "documents", BS_FIELD_INT, cfg.work.docs), .present = has_docs},
   {NAMED("layout", layout), CSV(8, "layout"), VARY("layout", cell_text)},
   {NAMED("double_ring", double_ring), CSV(9, "double_ring"), VARY("double_ring", cell_text)},
   {AT("lao", "", BS_FIELD_BOOL, cfg.par.lao), CSV(10, "lao"), VARY("lao", cell_onoff)},
@@ -340,6 +350,10 @@ static const bs_field result_rows[] = {
    CSV(21, "step_s"),
    .digits = 9,
    TABLE("step", 11, cell_time)},
+  /* packed documents: the largest rank's attention work (visible pairs) over the mean; its
+   * column is shown when some point packs documents */
+  {AT("attn_imbalance", "", BS_FIELD_REAL, decision.attn_imbalance), .present = has_docs_plan, .digits = 6,
+   TABLE("imbal", 7, cell_ratio), .vary = 2, .news = has_docs},
   {.figure = 1,
    AT("time_s.fwd", "s", BS_FIELD_REAL, time.fwd),
    CSV(22, "fwd_s"),

@@ -57,7 +57,8 @@ typedef struct bs_field {
   double (*calc)(const bs_result *r); /* BS_FIELD_CALC: the value */
   int figure; /* a figure of the simulation: a point without figures (refused or failed, bs_result_has_figures)
                  writes null in JSON, an empty CSV cell and "-" in the table */
-  int vary;   /* a setting: its table column is shown only when the points of the sweep differ in it */
+  int vary;   /* a setting: its table column is shown only when the points of the sweep differ in it;
+                 2: shown when news holds for some point, whatever the values */
   /* vary: NULL, or the column is shown only when this holds for some point too (a value that follows
    * another column is not news unless it stops following it) */
   int (*news)(const bs_result *r);

@@ -17,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The model shape keys a preset sets (all model keys but preset, dtype, fp8 and attention_kernel). */
+/* The model shape keys a preset sets (all model keys but preset, dtype, fp8, attention_kernel and the
+ * precisions training holds: main_grads, master_weights). */
 static int from_preset(int k) {
   return !strcmp(scn_keys[k].section, "model") && strcmp(scn_keys[k].key, "preset") &&
          strcmp(scn_keys[k].key, "dtype") && strcmp(scn_keys[k].key, "fp8") &&
-         strcmp(scn_keys[k].key, "attention_kernel");
+         strcmp(scn_keys[k].key, "attention_kernel") && strcmp(scn_keys[k].key, "main_grads") &&
+         strcmp(scn_keys[k].key, "master_weights");
 }
 
 /*
@@ -54,6 +56,19 @@ static int check_point(const parse_state *st, const bs_config *c, char *err, siz
       snprintf(err, errlen, "%s: model.heads: %lld is not a multiple of kv_heads %lld (%s; set model.kv_heads)",
                st->entries[h].where, (long long)m->heads, (long long)m->kv_heads, o);
     }
+    return -1;
+  }
+  char msg[512];
+  if (bs_config_sizes_check(c, msg, sizeof msg)) { /* named at the first of its keys the user gave */
+    static const char *const keys[][2] = {{"workload", "seq_len"}, {"workload", "batch"},
+                                          {"model", "heads"},      {"model", "head_dim"},
+                                          {"model", "preset"},     {"workload", "decode_tokens"}};
+    const char *where = st->path;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] && where == st->path; i++) {
+      int k = scn_find_key(keys[i][0], keys[i][1]);
+      if (k >= 0 && st->have[k]) where = st->entries[k].where;
+    }
+    snprintf(err, errlen, "%s: %s", where, msg);
     return -1;
   }
   return 0;
@@ -173,6 +188,15 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
       }
     }
     topology_profile(st, c);
+    char dw[512];
+    if (scn_docs_resolve(c, st->path, st->regular, dw, sizeof dw)) {
+      int k = scn_find_key("workload", "documents");
+      snprintf(err, errlen, "%s: workload.documents: %s", st->have[k] ? st->entries[k].where : st->path, dw);
+      free(pts);
+      scn_state_free(st);
+      free(st);
+      return -1;
+    }
     if (check_point(st, c, err, errlen)) {
       free(pts);
       scn_state_free(st);

@@ -33,7 +33,7 @@ typedef struct {
 } entry;
 
 /* The keys of the table (scenario_keys.c checks the count). */
-#define SCN_NKEYS 52
+#define SCN_NKEYS 56
 extern const key_def scn_keys[SCN_NKEYS];
 
 /* ---- parsing state ---------------------------------------------------- */
@@ -81,6 +81,11 @@ int scn_find_key(const char *section, const char *key);
 int scn_known_section(const char *s);
 void scn_suggest_key(const char *section, const char *key, char *msg, size_t n);
 void scn_suggest_section(const char *s, char *msg, size_t n);
+
+/* scenario_docs.c: workload.documents' syntax (at the key), then its documents (at the point,
+ * with seq_len and seed known; a relative histogram file is next to a regular scenario file). */
+int scn_docs_check(const char *v, char *why, size_t n);
+int scn_docs_resolve(bs_config *c, const char *scenario_path, int regular, char *why, size_t n);
 
 /* scenario_read.c */
 char *scn_read_scenario(const char *path, size_t *longest, int *regular, char *err, size_t errlen);

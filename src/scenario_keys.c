@@ -64,6 +64,8 @@ INT_SETTER(set_vocab, model.vocab, 1, 1 << 24, 0)
 ENUM_SETTER(set_dtype, model.dtype, bs_dtype, "bf16", "fp16", "fp32")
 ENUM_SETTER(set_fp8, model.fp8, bs_fp8, "off", "ffn", "all")
 ENUM_SETTER(set_attention_kernel, model.attention_kernel, bs_attn_kernel, "default", "fa2", "fa3", "cudnn")
+ENUM_SETTER(set_main_grads, model.main_grads, bs_main_grads, "fp32", "bf16")
+ENUM_SETTER(set_master_weights, model.master_weights, bs_master_weights, "fp32", "none")
 
 ENUM_SETTER(set_phase, work.phase, bs_phase, "train", "prefill", "decode")
 INT_SETTER(set_seq_len, work.seq_len, 1, BIG, 1)
@@ -85,6 +87,15 @@ static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
+static int set_documents(bs_config *c, const char *v, char *why, size_t n) {
+  if (scn_docs_check(v, why, n)) return -1;
+  if (strlen(v) >= sizeof c->work.documents) {
+    snprintf(why, n, "longer than %zu characters (a histogram file holds a long mix)", sizeof c->work.documents - 1);
+    return -1;
+  }
+  snprintf(c->work.documents, sizeof c->work.documents, "%s", strcmp(v, "none") ? v : "");
+  return 0;
+}
 static int set_seed(bs_config *c, const char *v, char *why, size_t n) {
   int64_t x;
   if (scn_parse_int64(v, 0, INT64_MAX, 0, &x, why, n)) return -1;
@@ -102,7 +113,7 @@ static int set_method(bs_config *c, const char *v, char *why, size_t n) {
   return 0;
 }
 INT_SETTER(set_gpus, par.gpus, 1, 1 << 20, 0)
-ENUM_SETTER(set_layout, par.layout, bs_layout, "contiguous", "zigzag", "striped")
+ENUM_SETTER(set_layout, par.layout, bs_layout, "contiguous", "zigzag", "striped", "doc-zigzag", "greedy")
 static int set_double_ring(bs_config *c, const char *v, char *why, size_t n) {
   static const char *const names[] = {"auto", "off", "on", NULL};
   int i = scn_parse_enum(v, names, why, n);
@@ -275,6 +286,18 @@ static int set_oversub(bs_config *c, const char *v, char *why, size_t n) {
   return 0;
 }
 
+static int set_nic_gbps(bs_config *c, const char *v, char *why, size_t n) {
+  char cb[SHOWN + 4], *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 1 || x > 1e5) {
+    snprintf(why, n, "'%s' is not a line rate in Gb/s in [1, 1e5]", scn_clip(v, cb));
+    return -1;
+  }
+  c->cluster.nic_gbps = x;
+  return 0;
+}
+
 /* Table order is application order: model.preset must come before the model keys. */
 const key_def scn_keys[] = {
   {"model", "preset", set_preset, "a name of bs_model_preset_name"},
@@ -289,6 +312,8 @@ const key_def scn_keys[] = {
   {"model", "fp8", set_fp8, "off | ffn | all (layer and model scope: which GEMMs run in FP8)"},
   {"model", "attention_kernel", set_attention_kernel,
    "default | fa2 | fa3 | cudnn (the fused attention kernel's rates)"},
+  {"model", "main_grads", set_main_grads, "fp32 | bf16 (training: gradient buffer and its reduction)"},
+  {"model", "master_weights", set_master_weights, "fp32 | none (training: the optimizer's master copy)"},
   {"workload", "phase", set_phase, "train | prefill | decode"},
   {"workload", "seq_len", set_seq_len, "tokens (K, M suffixes)"},
   {"workload", "batch", set_batch, "sequences"},
@@ -300,10 +325,12 @@ const key_def scn_keys[] = {
   {"workload", "kv_cache", set_kv_cache, "keep | drop (prefill: each layer's K, V stay or go after attention)"},
   {"workload", "cached_tokens", set_cached_tokens,
    "prefill: tokens of seq_len already in the KV cache, 0 = none (K, M suffixes)"},
+  {"workload", "documents", set_documents,
+   "packed documents: none | fixed:L1/L2/... | uniform:MIN/MAX | hist:FILE (seeded by workload.seed)"},
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
-  {"parallel", "layout", set_layout, "contiguous | zigzag | striped"},
+  {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},
   {"parallel", "double_ring", set_double_ring, "auto | on | off"},
   {"parallel", "lao", set_lao, "on | off"},
   {"parallel", "bwd_comm", set_bwd_comm, "optimized | plain"},
@@ -329,6 +356,7 @@ const key_def scn_keys[] = {
   {"cluster", "coll_algo", set_coll_algo, "ring | tree | auto (sim: how an allreduce is shaped)"},
   {"cluster", "nodes_per_leaf", set_nodes_per_leaf,
    "dgx, nvl72: nodes under one leaf switch (default 16, nvl72 8; --nodes-per-leaf wins)"},
+  {"cluster", "nic_gbps", set_nic_gbps, "line rate of every NIC in Gb/s (sim: 0.96 of it carried, as NCCL measures)"},
   {"cluster", "oversub", set_oversub, "dgx, nvl72: leaf oversubscription, 1 .. 1e6 (default 1; --oversub wins)"},
   {"cluster", "straggler", set_straggler,
    "none | RANK:F, F in [0.001, 1000] (sim: that rank's COMPUTE takes F times longer)"},

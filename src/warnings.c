@@ -54,6 +54,14 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
              bs_fp8_name(m->fp8));
     say(t, ctx);
   }
+  if ((m->main_grads != BS_GRADS_FP32 || m->master_weights != BS_MASTER_FP32) && (attn || !train)) {
+    snprintf(
+      t, sizeof t, "model.%s: %s has no effect %s (no gradients or optimizer state)",
+      m->main_grads != BS_GRADS_FP32 ? "main_grads" : "master_weights",
+      m->main_grads != BS_GRADS_FP32 ? bs_main_grads_name(m->main_grads) : bs_master_weights_name(m->master_weights),
+      attn ? "at attention scope" : "outside training");
+    say(t, ctx);
+  }
   if (c->par.zero > 0) {
     if (attn) {
       snprintf(t, sizeof t,

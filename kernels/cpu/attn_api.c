@@ -69,6 +69,9 @@ int attn_check_msg(const attn_params *p, char *msg, size_t len) {
   } else if (p->mask.window < 0) {
     why = "mask window must be >= 0";
     err = ATTN_EINVAL;
+  } else if (p->mask.docs < 0 || (p->mask.docs > 0 && !p->mask.doc_end)) {
+    why = "mask documents: docs must be >= 0 with a doc_end table";
+    err = ATTN_EINVAL;
   } else if (p->tile_q < 0 || p->tile_k < 0 || p->threads < 0) {
     why = "tile sizes and threads must be >= 0";
     err = ATTN_EINVAL;

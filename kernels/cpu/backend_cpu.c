@@ -41,10 +41,7 @@ static int cpu_softmax(const attn_params *a, int64_t ld, float *S, float *lse) {
     int64_t qp = a->mask.q_pos0 + (r % a->Nq) * a->mask.q_stride;
     float m = -INFINITY;
     for (int64_t j = 0; j < ld; j++) {
-      int64_t kp = a->mask.k_pos0 + j * a->mask.k_stride, dlt = qp - kp;
-      int ok = a->mask.causal ? dlt >= 0 : 1;
-      if (a->mask.window > 0) ok = ok && (a->mask.causal ? dlt < a->mask.window : llabs(dlt) < a->mask.window);
-      if (!ok) s[j] = -INFINITY;
+      if (!attn_mask_visible(&a->mask, qp, a->mask.k_pos0 + j * a->mask.k_stride)) s[j] = -INFINITY;
       if (s[j] > m) m = s[j];
     }
     double sum = 0;

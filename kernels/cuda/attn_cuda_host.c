@@ -29,6 +29,8 @@ attn_mask attn_cuda_mask_of(const attn_params *p) {
   m.k_stride = p->mask.k_stride;
   m.window = p->mask.window;
   m.causal = p->mask.causal ? 1 : 0;
+  m.docs = 0; /* refused by attn_cuda_check_msg: the table is host memory */
+  m.doc_end = NULL;
   return m;
 }
 
@@ -77,6 +79,9 @@ int attn_cuda_check_msg(const attn_params *p, char *msg, size_t len) {
     err = ATTN_EINVAL;
   } else if (p->mask.window < 0) {
     why = "mask window must be >= 0";
+    err = ATTN_EINVAL;
+  } else if (p->mask.docs != 0) {
+    why = "document masks (packed documents) are not in the CUDA kernels yet: their table is host memory";
     err = ATTN_EINVAL;
   } else if (p->mask.window >= ATTN_CUDA_POS_LIMIT || !positions_ok(p->mask.q_pos0, p->mask.q_stride, p->Nq) ||
              !positions_ok(p->mask.k_pos0, p->mask.k_stride, p->Nk)) {

@@ -34,6 +34,12 @@ case "$case" in
     key 'phase = train'; key 'scope = model'; key 'causal = true'
     said '^mapped   --num-layers 8 -> model.layers = 8$'; said '^mapped   --kv-channels 64 -> model.head_dim = 64$'
     said '^mapped   --swiglu --ffn-hidden-size 2816 -> model.ffn = 2816$'; sim ;;
+  main_grads)
+    imp --bf16 --accumulate-allreduce-grads-in-fp32; ok
+    grep -q 'main_grads' "$tmp/s.ini" && fail "fp32 main gradients (the default) written as a key"
+    said '^ignored  --accumulate-allreduce-grads-in-fp32: --bf16 sets it already'
+    imp --bf16 --grad-reduce-in-bf16; ok; key 'main_grads = bf16'
+    said '^mapped   --grad-reduce-in-bf16 -> model.main_grads = bf16$'; sim ;;
   gqa)
     imp --group-query-attention --num-query-groups 4; ok; key 'kv_heads = 4'; key 'head_dim = 64'
     said 'mapped   --group-query-attention --num-query-groups 4 -> model.kv_heads = 4'; sim

@@ -3,10 +3,11 @@
 # quickstart table at the top is simulated again (its method and GPUs on the quickstart scenario)
 # and must print exactly as the README shows it, header included; and the model-scope example of
 # "Reading the results" must give the step, tokens/s per GPU, MFU and peak the README quotes; and
-# every "    $ burstsim ..." command of the README (Questions burstsim answers) prints exactly the
-# lines the README shows under it.
+# every "    $ burstsim ..." command of the README and of the guide's docs/ pages prints exactly the
+# lines shown under it.
 bs=$1; src=$2
 readme="$src/README.md"; q="$src/experiments/quickstart.ini"
+guide=$(ls "$src"/README.md "$src"/docs/*.md)
 fail() { echo "readme_tables: $*"; exit 1; }
 # the indented block after "Part of its output here"
 block=$(awk '/Part of its output here/ { on = 1; next } on && /^    / { print substr($0, 5); seen = 1; next }
@@ -28,15 +29,18 @@ done < "${TMPDIR:-/tmp}/readme_rows.$$"
 out=$(timeout 300 "$bs" sim "$q" --quiet --set model.preset=llama3-8b --set workload.scope=model \
   --set workload.seq_len=32K --set parallel.gpus=8 --set parallel.method=ring --set parallel.zero=1 2>/dev/null)
 row=$(printf '%s\n' "$out" | sed -n 2p)
-for want in "2.067 s" " 1982 " "61.3%" " 61.14 " " 74.08 "; do
+for want in "2.074 s" " 1975 " "61.1%" " 76.09 " " 74.08 "; do
   case "$row" in *"$want"*) ;; *) fail "the model-scope example no longer shows '$want': $row" ;; esac
-  grep -q "$(printf '%s' "$want" | sed 's/^ //; s/ $//; s/%/ %/')" "$readme" || fail "the README does not quote '$want'"
+  # shellcheck disable=SC2086
+  cat $guide | grep -q "$(printf '%s' "$want" | sed 's/^ //; s/ $//; s/%/ %/')" || fail "the guide does not quote '$want'"
 done
 # every "    $ burstsim ..." command of the README with the output below it (up to a blank line)
-awk '/^    \$ burstsim / { if (cmd != "") print "."; cmd = substr($0, 7); print "$" cmd; next }
+# shellcheck disable=SC2086
+awk 'FNR == 1 && cmd != "" { print "."; cmd = "" }
+     /^    \$ burstsim / { if (cmd != "") print "."; cmd = substr($0, 7); print "$" cmd; next }
      cmd != "" && /^    / { print substr($0, 5); next }
      cmd != "" { print "."; cmd = "" }
-     END { if (cmd != "") print "." }' "$readme" > "${TMPDIR:-/tmp}/readme_cmds.$$"
+     END { if (cmd != "") print "." }' $guide > "${TMPDIR:-/tmp}/readme_cmds.$$"
 trap 'rm -f "${TMPDIR:-/tmp}/readme_rows.$$" "${TMPDIR:-/tmp}/readme_cmds.$$" "${TMPDIR:-/tmp}/readme_want.$$"' EXIT
 ncmd=0
 while IFS= read -r line; do

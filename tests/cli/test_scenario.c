@@ -191,6 +191,8 @@ static const key_case key_cases[] = {
   {"model.dtype", "16", "fp8"},
   {"model.fp8", "1", "mlp"},
   {"model.attention_kernel", "2", "flash"},
+  {"model.main_grads", "4", "fp16"},
+  {"model.master_weights", "0", "bf16"},
   {"workload.phase", "1", "finetune"},
   {"workload.seq_len", "long", "2097152M"},
   {"workload.batch", "1.5", "1048577"},
@@ -201,6 +203,7 @@ static const key_case key_cases[] = {
   {"workload.recompute", "3", "partial"},
   {"workload.kv_cache", "1", "discard"},
   {"workload.cached_tokens", "some", "-1"},
+  {"workload.documents", "fixed:1K/x", "uniform:9/2"},
   {"workload.seed", "0x10", "-1"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
@@ -227,6 +230,7 @@ static const key_case key_cases[] = {
   {"cluster.nics_per_node", "two", "0"},
   {"cluster.coll_algo", "1", "star"},
   {"cluster.nodes_per_leaf", "two", "0"},
+  {"cluster.nic_gbps", "fast", "0.5"},
   {"cluster.oversub", "0.5", "fast"},
   {"cluster.straggler", "17:0", "17"},
   {"cluster.degrade", "nic:1.5", "nvme:0.5"},
@@ -260,6 +264,8 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "model.dtype")                ? "fp16"
                      : !strcmp(c->key, "model.fp8")                  ? "ffn"
                      : !strcmp(c->key, "model.attention_kernel")     ? "fa3"
+                     : !strcmp(c->key, "model.main_grads")           ? "bf16"
+                     : !strcmp(c->key, "model.master_weights")       ? "none"
                      : !strcmp(c->key, "workload.phase")             ? "train"
                      : !strcmp(c->key, "workload.scope")             ? "layer"
                      : !strcmp(c->key, "parallel.method")            ? "ring"
@@ -278,6 +284,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
                      : !strcmp(c->key, "parallel.cp_pass")           ? "q"
                      : !strcmp(c->key, "parallel.pp_schedule")       ? "interleaved"
+                     : !strcmp(c->key, "workload.documents")         ? "none"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
                         !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
                        ? "on"

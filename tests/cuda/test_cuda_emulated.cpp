@@ -180,6 +180,8 @@ attn_mask mask_of(const attn_params &p) {
   m.k_stride = p.mask.k_stride;
   m.window = p.mask.window;
   m.causal = p.mask.causal ? 1 : 0;
+  m.docs = 0;
+  m.doc_end = nullptr;
   return m;
 }
 

@@ -216,6 +216,8 @@ static void random_mask(uint64_t *s, attn_mask *m) {
   m->k_stride = (int64_t)(rnd(s) % 4) + 1;
   m->q_pos0 = (int64_t)(rnd(s) % 300) - 100;
   m->k_pos0 = (int64_t)(rnd(s) % 300) - 100;
+  m->docs = 0;
+  m->doc_end = NULL;
 }
 
 static void test_mask_ranges_brute_force(void **state) {
@@ -282,7 +284,7 @@ static void test_mask_ranges_brute_force(void **state) {
     }
   }
   /* A full mask is recognised as such. */
-  attn_mask full = {0, 1, 0, 1, 0, 0};
+  attn_mask full = {0, 1, 0, 1, 0, 0, 0, NULL};
   assert_true(attn_mask_tile_full(&full, 0, 64, 0, 64));
 }
 

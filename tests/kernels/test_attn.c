@@ -123,8 +123,26 @@ static const void *Gs(const tcase *c) { return c->gb ? (const void *)c->gb : c->
 
 /* ------------------------------------------------------------- reference */
 
+/* The document of position x by a walk over the ends (not mask.h's search). */
+static int64_t ref_doc(const attn_mask *m, int64_t x) {
+  int64_t d = 0;
+  while (d < m->docs && m->doc_end[d] <= x) d++;
+  return d;
+}
+
+static int ref_pos_visible(const attn_mask *m, int64_t qp, int64_t kp) {
+  if (ref_doc(m, qp) != ref_doc(m, kp)) return 0;
+  if (m->causal && kp > qp) return 0;
+  if (m->window > 0) {
+    int64_t dist = m->causal ? qp - kp : llabs((long long)(qp - kp));
+    if (dist >= m->window) return 0;
+  }
+  return 1;
+}
+
 static int ref_visible(const attn_mask *m, int64_t i, int64_t j) {
   int64_t qp = m->q_pos0 + i * m->q_stride, kp = m->k_pos0 + j * m->k_stride;
+  if (ref_doc(m, qp) != ref_doc(m, kp)) return 0;
   if (m->causal && kp > qp) return 0;
   if (m->window > 0) {
     int64_t dist = m->causal ? qp - kp : llabs((long long)(qp - kp));
@@ -351,6 +369,51 @@ static void run_fwd_bwd(const char *test, attn_params p, const char *label, int 
 }
 
 /* ----------------------------------------------------------------- tests */
+
+/* Packed documents: the kernels against the float64 reference (which walks the document ends),
+ * forward and backward, causal and not, odd sizes, offsets, GQA, strided and with a window. */
+static void test_documents(void **state) {
+  (void)state;
+  static const int64_t ends_a[] = {7, 40, 41, 90}, ends_b[] = {-3, 25, 130};
+  char label[120];
+  for (int causal = 0; causal < 2; causal++) {
+    attn_params p = mk(2, 4, 2, 77, 101, 64);
+    p.mask.causal = causal;
+    p.mask.q_pos0 = 20;
+    p.mask.docs = 4;
+    p.mask.doc_end = ends_a;
+    snprintf(label, sizeof label, "docs 7/40/41/90 causal %d Nq77 Nk101 q_pos0 20", causal);
+    run_fwd_bwd("docs", p, label, 1);
+    attn_params s = mk(1, 2, 1, 33, 45, 80);
+    s.mask.causal = causal;
+    s.mask.q_stride = s.mask.k_stride = 3;
+    s.mask.q_pos0 = 1;
+    s.mask.k_pos0 = 2;
+    s.mask.window = causal ? 50 : 0;
+    s.mask.docs = 3;
+    s.mask.doc_end = ends_b;
+    snprintf(label, sizeof label, "docs -3/25/130 striped 3 causal %d window %lld", causal, (long long)s.mask.window);
+    run_fwd_bwd("docs", s, label, 1);
+  }
+  attn_params t = mk(1, 2, 2, 600, 260, 64); /* several tiles, one document boundary inside a tile */
+  static const int64_t ends_c[] = {130, 333};
+  t.mask.causal = 1;
+  t.mask.q_pos0 = 100;
+  t.mask.docs = 2;
+  t.mask.doc_end = ends_c;
+  run_fwd_bwd("docs", t, "docs 130/333 Nq600 Nk260 causal", 1);
+}
+
+/* Random document ends in [-60, 200) for the mask tests, or none (half the time). */
+static void random_docs(rng *r, attn_mask *m, int64_t ends[6]) {
+  m->docs = (int64_t)(bs_splitmix64(&r->s) % 2 ? 0 : 1 + bs_splitmix64(&r->s) % 5);
+  int64_t x = -60;
+  for (int64_t d = 0; d < m->docs; d++) {
+    x += 1 + (int64_t)(bs_splitmix64(&r->s) % 50);
+    ends[d] = x;
+  }
+  m->doc_end = ends;
+}
 
 static void test_full_mask(void **state) {
   (void)state;
@@ -858,8 +921,10 @@ static void test_bad_input(void **state) {
 static void test_mask_runs(void **state) {
   (void)state;
   rng r = rng_for("maskruns");
+  int64_t ends[6];
   for (int t = 0; t < 3000; t++) {
     attn_mask m;
+    random_docs(&r, &m, ends);
     m.causal = (int)(bs_splitmix64(&r.s) % 2);
     m.window = (int64_t)(bs_splitmix64(&r.s) % 3 == 0 ? 0 : bs_splitmix64(&r.s) % 25);
     m.q_stride = 1 + (int64_t)(bs_splitmix64(&r.s) % 5);
@@ -874,6 +939,8 @@ static void test_mask_runs(void **state) {
       attn_mask_visible_run(&m, qp, j0, nj, &lo, &hi);
       for (int64_t j = 0; j < nj; j++) {
         int vis = attn_mask_visible(&m, qp, m.k_pos0 + (j0 + j) * m.k_stride);
+        if (vis != ref_pos_visible(&m, qp, m.k_pos0 + (j0 + j) * m.k_stride))
+          failf("visible wrong (case %d, row %lld, key %lld)", t, (long long)i, (long long)j);
         if (vis != (j >= lo && j <= hi))
           failf("visible run wrong (case %d, row %lld, key %lld)", t, (long long)i, (long long)j);
         any |= vis;
@@ -892,8 +959,10 @@ static void test_mask_runs(void **state) {
 static void test_mask_ranges_and_pairs(void **state) {
   (void)state;
   rng r = rng_for("maskpairs");
+  int64_t ends[6];
   for (int t = 0; t < 3000; t++) {
     attn_mask m;
+    random_docs(&r, &m, ends);
     m.causal = (int)(bs_splitmix64(&r.s) % 2);
     m.window = (int64_t)(bs_splitmix64(&r.s) % 3 == 0 ? 0 : bs_splitmix64(&r.s) % 25);
     m.q_stride = 1 + (int64_t)(bs_splitmix64(&r.s) % 5);
@@ -905,7 +974,7 @@ static void test_mask_ranges_and_pairs(void **state) {
       int64_t jlo, jhi;
       attn_mask_key_range(&m, i, 1, nk, &jlo, &jhi);
       for (int64_t j = 0; j < nk; j++) {
-        if (!attn_mask_visible(&m, m.q_pos0 + i * m.q_stride, m.k_pos0 + j * m.k_stride)) continue;
+        if (!ref_visible(&m, i, j)) continue;
         pairs++;
         int64_t ilo, ihi;
         attn_mask_query_range(&m, j, 1, nq, &ilo, &ihi);
@@ -943,6 +1012,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_mask_runs),
     cmocka_unit_test(test_mask_ranges_and_pairs),
     cmocka_unit_test(test_full_mask),
+    cmocka_unit_test(test_documents),
     cmocka_unit_test(test_odd_sizes),
     cmocka_unit_test(test_decode_long_keys),
     cmocka_unit_test(test_causal_offsets),

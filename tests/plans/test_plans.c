@@ -132,6 +132,62 @@ static void test_flops_and_skipping(void **state) {
     }
 }
 
+/* A packed sequence of two documents by hand: N = 16 tokens on 2 ranks, causal, documents of 12
+ * and 4 tokens (positions 0-11 and 12-15). A query at position x of a document starting at s sees
+ * x - s + 1 keys, so document one's queries see 1..12 keys and document two's 1..4.
+ *   contiguous: rank 0 holds 0-7: 1+..+8 = 36; rank 1 holds 8-15: 9+10+11+12 + 1+2+3+4 = 52
+ *   zigzag (4 chunks of 4): rank 0 holds 0-3 and 12-15: 10 + 10 = 20; rank 1 holds 4-11: 26 + 42 = 68
+ *   striped: rank 0 the even positions: 1+3+5+7+9+11 + 1+3 = 40; rank 1 the odd ones: 2+..+12 + 2+4 = 48
+ *   doc-zigzag (each document in 4 pieces: 3 tokens, then 1): rank 0 holds 0-2, 9-11, 12, 15:
+ *     6 + 33 + 1 + 4 = 44; rank 1 holds 3-5, 6-8, 13, 14: 15 + 24 + 2 + 3 = 44
+ *   greedy (16 chunks of 1 token, their work 1..12 then 1..4, heaviest first to the lighter rank,
+ *     the lower on a tie, 8 each): 12 -> 0, 11 -> 1, 10 -> 1, 9 -> 0, 8 -> 0, 7 -> 1, 6 -> 1, 5 -> 0,
+ *     then the 4s, 3s, 2s and 1s one to each, the earlier position to rank 0: rank 0 holds 0-4, 7-8
+ *     and 11 (1+2+3+4+5 + 8+9 + 12 = 44), rank 1 5-6, 9-10 and 12-15 (6+7 + 10+11 + 1+2+3+4 = 44)
+ * 88 pairs in all (mean 44): the imbalances are 52/44, 68/44, 48/44, 1 and 1. Every method that splits
+ * the sequence gives each rank the FLOPs of its pairs (4 B Zq d per pair in the forward), and the
+ * whole sequence's pairs with documents are 88 where the causal mask alone has 136. */
+static void test_documents_toy(void **state) {
+  (void)state;
+  static const double want[5][2] = {{36, 52}, {20, 68}, {40, 48}, {44, 44}, {44, 44}};
+  for (int l = 0; l <= BS_GREEDY; l++) {
+    bs_config c = small_cfg(BS_RING, 2, 16, 1, (bs_layout)l, BS_PREFILL);
+    c.work.docs = 2;
+    c.work.doc_end[0] = 12;
+    c.work.doc_end[1] = 16;
+    assert_true(bs_workload_pairs(&c.work, 0, 16, 0, 16, 1) == 88);
+    assert_true(bs_visible_pairs(0, 16, 0, 16, 1, 1, 0) == 136);
+    double imb = bs_attn_imbalance(&c.work, (bs_layout)l, 2);
+    assert_true(fabs(imb - (want[l][1] / 44.0)) < 1e-12);
+    bs_decision d;
+    assert_int_equal(bs_plan_decide(&c, 2, &d), 0);
+    assert_true(fabs(d.attn_imbalance - imb) < 1e-12);
+    for (int m = 0; m < 3; m++) {
+      bs_method ms[] = {BS_RING, BS_BURST, BS_RING_LI2021};
+      if (ms[m] == BS_RING_LI2021 && l != BS_CONTIGUOUS) continue;
+      c.par.method = ms[m];
+      walk_result w;
+      walk_ok(&c, 2, &w);
+      double per_pair = 4.0 * c.work.batch * c.model.heads * c.model.head_dim;
+      for (int r = 0; r < 2; r++) {
+        if (ms[m] == BS_RING_LI2021) continue;          /* its explicit GEMMs count the whole score block */
+        assert_int_equal(w.sent[r], kv_ring_bytes(&c)); /* documents and layouts move no byte */
+        if (fabs(w.flops[r] - per_pair * want[l][r]) > 1e-9 * per_pair)
+          fail_msg("%s %s rank %d: %g FLOPs, %g by hand", bs_method_name(ms[m]), bs_layout_name((bs_layout)l), r,
+                   w.flops[r], per_pair * want[l][r]);
+      }
+    }
+  }
+  /* documents that do not end at seq_len are refused, naming the key */
+  bs_config c = small_cfg(BS_RING, 2, 16, 1, BS_CONTIGUOUS, BS_PREFILL);
+  c.work.docs = 1;
+  c.work.doc_end[0] = 12;
+  bs_plan *p = NULL;
+  char err[256];
+  assert_int_equal(bs_plan_create(&c, 2, &p, err, sizeof err), -1);
+  assert_non_null(strstr(err, "workload.documents"));
+}
+
 /* Double ring: same bytes as the ring; only M−1 of the G−1 K,V blocks cross nodes; the outer
  * transfer is in flight across the P computes of an inner round. */
 static void test_double_ring(void **state) {
@@ -436,15 +492,11 @@ static void test_decision(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_method_table),
-    cmocka_unit_test(test_decision),
-    cmocka_unit_test(test_burst_ring_bytes),
-    cmocka_unit_test(test_flops_and_skipping),
-    cmocka_unit_test(test_double_ring),
-    cmocka_unit_test(test_visible_pairs),
-    cmocka_unit_test(test_collective_methods_bytes),
-    cmocka_unit_test(test_bad_input),
-    cmocka_unit_test(test_lazy_large),
+    cmocka_unit_test(test_method_table),     cmocka_unit_test(test_decision),
+    cmocka_unit_test(test_burst_ring_bytes), cmocka_unit_test(test_flops_and_skipping),
+    cmocka_unit_test(test_double_ring),      cmocka_unit_test(test_visible_pairs),
+    cmocka_unit_test(test_documents_toy),    cmocka_unit_test(test_collective_methods_bytes),
+    cmocka_unit_test(test_bad_input),        cmocka_unit_test(test_lazy_large),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -314,43 +314,50 @@ static void test_tp_v1_v3(void **st) {
   }
 }
 
-/* ZeRO stages over the data-parallel group D (here all 4 ranks, sequence parallel):
- * collective bytes per rank 2(D-1)/D x 2Ψ for stages 0-2 and 3(D-1)/D x 2Ψ for stage 3;
- * weights, gradients, Adam states 2Ψ, 2Ψ, 12Ψ unsharded, divided by D from stage 3, 2, 1. */
+/* ZeRO stages over the data-parallel group D (here all 4 ranks, sequence parallel), with main
+ * gradients of g bytes (4: fp32, Megatron's default; 2: model.main_grads = bf16) reduced in their
+ * precision: collective bytes per rank (D-1)/D x (2 gΨ) for stage 0 (all-reduce), (D-1)/D x (gΨ +
+ * 2Ψ) for stages 1-2 (reduce-scatter, all-gather of the bf16 weights), (D-1)/D x (gΨ + 2 x 2Ψ) for
+ * stage 3 (two weight gathers); weights, gradients, Adam states 2Ψ, gΨ, 12Ψ unsharded (8Ψ without
+ * master weights), divided by D from stage 3, 2, 1. */
 static void test_zero(void **st) {
   (void)st;
   int64_t D = 4;
-  for (int scope = BS_SCOPE_LAYER; scope <= BS_SCOPE_MODEL; scope++)
-    for (int z = 0; z <= 3; z++) {
-      bs_config c = cfg_of(BS_BURST, (int)D, (bs_scope)scope, BS_TRAIN);
-      c.par.zero = z;
-      bs_plan *p = make(&c);
-      bs_param_count pc;
-      bs_param_count_of(&c, &pc);
-      int64_t H = 64, psi_layer = H * 12 * 16 + 64 * 64 + 2 * H * 128 + 128 * H + 2 * H;
-      int64_t psi = scope == BS_SCOPE_MODEL ? 2 * psi_layer + 2 * 256 * H + H : psi_layer;
-      assert_int_equal(pc.total, psi);
-      assert_int_equal(pc.shard_total * D, psi);
-      rank_walk w;
-      walk_rank(p, 3, &w);
-      int64_t tot = 0;
-      for (int k = 0; k < BS_COLL_COUNT; k++) tot += w.coll_sent[k];
-      int64_t vol = (z == 3 ? 3 : 2) * (D - 1) * (2 * psi / D);
-      assert_int_equal(tot, vol);
-      assert_int_equal(w.ncoll[BS_COLL_ALLREDUCE] > 0, z == 0);
-      assert_int_equal(w.first_cls[0], BS_MEM_WEIGHTS);
-      assert_int_equal(w.first_allocs[0], z >= 3 ? 2 * psi / D : 2 * psi);
-      if (w.first_allocs[1] != (z >= 2 ? 2 * psi / D : 2 * psi))
-        print_error("scope %d zero %d grads %lld psi %lld\n", scope, z, (long long)w.first_allocs[1], (long long)psi);
-      assert_int_equal(w.first_cls[1], BS_MEM_GRADS);
-      assert_int_equal(w.first_allocs[1], z >= 2 ? 2 * psi / D : 2 * psi);
-      for (int j = 2; j < 5; j++) {
-        assert_int_equal(w.first_cls[j], BS_MEM_OPTIMIZER);
-        assert_int_equal(w.first_allocs[j], z >= 1 ? 4 * psi / D : 4 * psi);
+  for (int mg = 0; mg < 3; mg++)
+    for (int scope = BS_SCOPE_LAYER; scope <= BS_SCOPE_MODEL; scope++)
+      for (int z = 0; z <= 3; z++) {
+        bs_config c = cfg_of(BS_BURST, (int)D, (bs_scope)scope, BS_TRAIN);
+        c.par.zero = z;
+        c.model.main_grads = mg == 1 ? BS_GRADS_BF16 : BS_GRADS_FP32;
+        c.model.master_weights = mg == 2 ? BS_MASTER_NONE : BS_MASTER_FP32;
+        int64_t g = mg == 1 ? 2 : 4, nopt = mg == 2 ? 2 : 3;
+        bs_plan *p = make(&c);
+        bs_param_count pc;
+        bs_param_count_of(&c, &pc);
+        int64_t H = 64, psi_layer = H * 12 * 16 + 64 * 64 + 2 * H * 128 + 128 * H + 2 * H;
+        int64_t psi = scope == BS_SCOPE_MODEL ? 2 * psi_layer + 2 * 256 * H + H : psi_layer;
+        assert_int_equal(pc.total, psi);
+        assert_int_equal(pc.shard_total * D, psi);
+        rank_walk w;
+        walk_rank(p, 3, &w);
+        int64_t tot = 0;
+        for (int k = 0; k < BS_COLL_COUNT; k++) tot += w.coll_sent[k];
+        int64_t vol = (D - 1) * (z == 0 ? 2 * g * psi / D : z < 3 ? (g + 2) * psi / D : (g + 4) * psi / D);
+        assert_int_equal(tot, vol);
+        assert_int_equal(w.ncoll[BS_COLL_ALLREDUCE] > 0, z == 0);
+        assert_int_equal(w.first_cls[0], BS_MEM_WEIGHTS);
+        assert_int_equal(w.first_allocs[0], z >= 3 ? 2 * psi / D : 2 * psi);
+        if (w.first_allocs[1] != (z >= 2 ? g * psi / D : g * psi))
+          print_error("scope %d zero %d grads %lld psi %lld\n", scope, z, (long long)w.first_allocs[1], (long long)psi);
+        assert_int_equal(w.first_cls[1], BS_MEM_GRADS);
+        assert_int_equal(w.first_allocs[1], z >= 2 ? g * psi / D : g * psi);
+        for (int j = 2; j < 2 + nopt; j++) {
+          assert_int_equal(w.first_cls[j], BS_MEM_OPTIMIZER);
+          assert_int_equal(w.first_allocs[j], z >= 1 ? 4 * psi / D : 4 * psi);
+        }
+        assert_int_equal(w.cls_allocated[BS_MEM_OPTIMIZER], (z >= 1 ? 4 * nopt * psi / D : 4 * nopt * psi));
+        bs_plan_free(p);
       }
-      assert_int_equal(w.cls_allocated[BS_MEM_OPTIMIZER], (z >= 1 ? 12 * psi / D : 12 * psi));
-      bs_plan_free(p);
-    }
 }
 
 /* Parameters a rank holds of one layer (tensor-parallel degree g: norms are not sharded). */
@@ -387,7 +394,8 @@ static void test_composed_groups(void **st) {
     assert_int_equal(w.coll_by_size[2], (4 * L + 2) * (2 * (tp - 1) * (ar / tp)));
     int64_t shards =
       L * bs_zero_shard(layer_params(&c, tp), D) + bs_zero_shard(V * H / tp, D) + bs_zero_shard(V * H / tp + H, D);
-    assert_int_equal(w.coll_by_size[4], 2 * (D - 1) * shards * es);
+    /* ZeRO-1 over the 4: the fp32 main gradients reduce-scattered (4 bytes), the bf16 weights gathered */
+    assert_int_equal(w.coll_by_size[4], (D - 1) * shards * (4 + es));
   }
   bs_plan_free(p);
 }

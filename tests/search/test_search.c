@@ -18,7 +18,10 @@
  *   fp8_pruned            FP8 is searched only when asked and where GEMMs run;
  *                         a profile without FP8 refuses those points, counted;
  *   many_tree_groups      a point with many strided all-rank tree allreduces
- *                         simulates, their bytes those of the step-by-step tree.
+ *                         simulates, their bytes those of the step-by-step tree;
+ *   stages_shortcut       the first pass's microbatch shortcut equals the walk of
+ *                         every microbatch, below the corners' walk;
+ *   brute_force_microbatches  search and brute force agree where it applies.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -224,6 +227,66 @@ static void test_brute_force(void **st) {
                        .pp_schedule = 1};
   c.par.pp = 1;
   c.model.layers = 8; /* pipelines of 2 and 4 stages also run interleaved over 2 or 4 chunks */
+  brute_agrees(&c, &a);
+}
+
+/* The first pass's microbatch shortcut (walk.c: one rank, 2 and 3 microbatches extended) equals the
+ * walk of every microbatch of that rank, and stays below the corners' walk (a lower bound). */
+static void test_stages_shortcut(void **st) {
+  (void)st;
+  const struct {
+    bs_method m;
+    int tp, dp, zero, recompute, micro;
+  } pts[] = {
+    {BS_BURST, 1, 1, 0, 0, 1}, {BS_RING, 2, 1, 0, 1, 1},  {BS_BURST, 1, 2, 1, 0, 1},
+    {BS_USP, 1, 1, 0, 2, 2},   {BS_BURST, 2, 2, 3, 1, 1}, {BS_TP, 1, 2, 2, 0, 1},
+  };
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_profile *prof = calloc(1, sizeof *prof);
+  char err[512] = "";
+  assert_non_null(prof);
+  assert_int_equal(bs_profile_load("a100-sxm4-80gb", prof, err, sizeof err), 0);
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
+    c.work.seq_len = 16 * 1024;
+    c.work.batch = 12; /* 6 to 12 microbatches per replica */
+    c.par.method = pts[i].m;
+    c.par.tp = pts[i].tp;
+    c.par.dp = pts[i].dp;
+    c.par.zero = pts[i].zero;
+    c.par.micro_batch = pts[i].micro;
+    c.par.layout = pts[i].m == BS_TP ? BS_CONTIGUOUS : BS_ZIGZAG;
+    c.par.ulysses_degree = 2;
+    c.work.recompute = pts[i].recompute;
+    bs_walk s, e, k;
+    assert_int_equal(bs_sim_walk(&c, &o, prof, BS_WALK_STAGES, &s, err, sizeof err), 0);
+    assert_int_equal(bs_sim_walk(&c, &o, prof, BS_WALK_STAGES_EVERY, &e, err, sizeof err), 0);
+    assert_int_equal(bs_sim_walk(&c, &o, prof, BS_WALK_CORNERS, &k, err, sizeof err), 0);
+    print_message(
+      "point %zu: shortcut %lld B %.9g s %.9g s, every microbatch %lld B %.9g s %.9g s, corners %lld B "
+      "%.9g s\n",
+      i, (long long)s.peak_bytes, s.compute_s, s.replay_s, (long long)e.peak_bytes, e.compute_s, e.replay_s,
+      (long long)k.peak_bytes, k.replay_s);
+    assert_int_equal(s.peak_bytes, e.peak_bytes);
+    for (int j = 0; j < BS_MEM_CLASS_COUNT; j++) assert_int_equal(s.breakdown[j], e.breakdown[j]);
+    assert_true(fabs(s.compute_s - e.compute_s) <= 1e-9 * e.compute_s);
+    assert_true(fabs(s.replay_s - e.replay_s) <= 1e-9 * e.replay_s);
+    assert_true(s.peak_bytes <= k.peak_bytes);
+    assert_true(s.replay_s <= k.replay_s * (1 + 1e-12) && s.compute_s <= k.compute_s * (1 + 1e-12));
+  }
+  free(prof);
+}
+
+/* Search and brute force agree where the first pass's microbatch shortcut applies: 8 microbatches. */
+static void test_brute_force_microbatches(void **st) {
+  (void)st;
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
+  c.work.seq_len = 16 * 1024;
+  c.work.batch = 8;
+  c.par.pp = 1;
+  bs_search_autos a = {.method = 1, .tp = 1, .dp = 1, .zero = 1, .recompute = 1, .micro_batch = 1, .ulysses_degree = 1};
+  c.par.layout = BS_ZIGZAG;
   brute_agrees(&c, &a);
 }
 
@@ -529,12 +592,13 @@ static void test_many_tree_groups(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
-    cmocka_unit_test(test_brute_force_prefill),  cmocka_unit_test(test_brute_force_nodes),
-    cmocka_unit_test(test_brute_force_fp8),      cmocka_unit_test(test_fp8_pruned),
-    cmocka_unit_test(test_many_tree_groups),     cmocka_unit_test(test_brute_force_variants),
-    cmocka_unit_test(test_variants_spread),      cmocka_unit_test(test_same_plan_twins),
-    cmocka_unit_test(test_method_list_twins),
+    cmocka_unit_test(test_walk_peak_equals_sim),     cmocka_unit_test(test_brute_force),
+    cmocka_unit_test(test_brute_force_prefill),      cmocka_unit_test(test_brute_force_nodes),
+    cmocka_unit_test(test_brute_force_fp8),          cmocka_unit_test(test_fp8_pruned),
+    cmocka_unit_test(test_many_tree_groups),         cmocka_unit_test(test_brute_force_variants),
+    cmocka_unit_test(test_variants_spread),          cmocka_unit_test(test_same_plan_twins),
+    cmocka_unit_test(test_method_list_twins),        cmocka_unit_test(test_stages_shortcut),
+    cmocka_unit_test(test_brute_force_microbatches),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }

@@ -226,6 +226,26 @@ static void test_degrade_halves_nic(void **state) {
   fprintf(stderr, "NIC transfer of %lld B: %.9f s, at half rate %.9f s\n", (long long)B, full, half);
 }
 
+/* cluster.nic_gbps: the same transfer on NICs of G Gb/s moves at G / 8 x 0.96 GB/s: 100 Gb/s gives 12 GB/s;
+ * the line rate of the platform's own NIC gives its time back (24 GB/s: 200 Gb/s HDR); a degrade of the NIC
+ * class scales the set rate. */
+static void test_nic_gbps(void **state) {
+  (void)state;
+  bs_link_val nic = dgx_link(BS_LINK_NIC);
+  const int64_t B = 1 << 28;
+  int from[] = {0}, to[] = {8};
+  bs_config c;
+  bs_config_default(&c);
+  double full = dgx_time(&c, from, to, 1, B);
+  c.cluster.nic_gbps = nic.bw_Bps * 8 / 1e9 / 0.96;
+  assert_close(dgx_time(&c, from, to, 1, B), full, 1e-9);
+  c.cluster.nic_gbps = 100;
+  assert_close(dgx_time(&c, from, to, 1, B), 2 * nic.lat_s + (double)B / 12e9, 1e-9);
+  c.cluster.degrade_class = BS_LINK_NIC;
+  c.cluster.degrade_factor = 0.5;
+  assert_close(dgx_time(&c, from, to, 1, B), 2 * nic.lat_s + (double)B / 6e9, 1e-9);
+}
+
 /* The generator's wiring of one node's degrade: node 2's NVLink and NICs, and (fabric@2) the
  * uplinks of its leaf on every rail, at the factor; the other nodes and leaves as they were. */
 static double xml_bw(const char *xml, const char *link) {
@@ -573,15 +593,11 @@ static void test_leaf_keys(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_straggler_ring_exact),
-    cmocka_unit_test(test_straggler_coll_wait),
-    cmocka_unit_test(test_degrade_halves_nic),
-    cmocka_unit_test(test_degrade_xml),
-    cmocka_unit_test(test_degrade_user_file),
-    cmocka_unit_test(test_failed_nic_reroutes),
-    cmocka_unit_test(test_whatif_fold_exact),
-    cmocka_unit_test(test_whatif_bad_values),
-    cmocka_unit_test(test_leaf_keys),
+    cmocka_unit_test(test_straggler_ring_exact), cmocka_unit_test(test_straggler_coll_wait),
+    cmocka_unit_test(test_degrade_halves_nic),   cmocka_unit_test(test_nic_gbps),
+    cmocka_unit_test(test_degrade_xml),          cmocka_unit_test(test_degrade_user_file),
+    cmocka_unit_test(test_failed_nic_reroutes),  cmocka_unit_test(test_whatif_fold_exact),
+    cmocka_unit_test(test_whatif_bad_values),    cmocka_unit_test(test_leaf_keys),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
