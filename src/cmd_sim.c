@@ -447,6 +447,7 @@ static int write_outputs(const sweep *w) {
   bs_output_table(tf, w->res, n);
   if (w->A.explain) bs_output_explain_table(tf, w->res, n);
   int rc = w->failed ? 1 : w->invalid == n ? 2 : 0;
+  fflush(tf); /* the whole table before the line below, on one terminal or in one pipe */
   if (w->invalid && !w->failed)
     fprintf(stderr, "burstsim sim: %d of %d points refused by their method or platform (see the table)\n", w->invalid,
             n);
