@@ -4,14 +4,14 @@
 A link [text](path), [text](path#anchor) or [text](#anchor) in README.md, CONTRIBUTING.md or a
 docs/ page must name a file of the repository, and its anchor a heading of that file, as GitHub
 makes them (lowercase; punctuation other than '-' and '_' dropped; spaces to '-'; a repeated
-heading gets -1, -2, ...). Web links are not fetched (CI has no network)."""
+heading gets -1, -2, ...). An image ![alt](path) must name a file too. Web links are not fetched (CI has no network)."""
 import glob
 import os
 import re
 import sys
 
 src = sys.argv[1]
-LINK = re.compile(r"(?<!\!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^(```|~~~)")
 
 
