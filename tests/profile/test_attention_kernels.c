@@ -107,10 +107,12 @@ static const char *toy_masks =
   "            \"peak_flops\": {\"value\": 1e15, \"source\": \"s\"},\n"
   "            \"mem_bw_Bps\": {\"value\": 3e12, \"source\": \"s\"}},\n"
   " \"kernels\": {\n"
-  "  \"attn_fwd\": {\"model\": \"table\", " LAUNCH ", \"tables\": ["
+  "  \"attn_fwd\": {\"model\": \"table\", " LAUNCH
+  ", \"tables\": ["
   "{\"head_dim\": 128, \"mask\": \"full\", \"x\": [512, 65536], \"tflops\": [100, 100], \"source\": \"s\"},"
   "{\"head_dim\": 128, \"mask\": \"causal\", \"x\": [512, 65536], \"tflops\": [10, 10], \"source\": \"s\"}]},\n"
-  "  \"attn_bwd\": {\"model\": \"table\", " LAUNCH ", \"tables\": ["
+  "  \"attn_bwd\": {\"model\": \"table\", " LAUNCH
+  ", \"tables\": ["
   "{\"head_dim\": 128, \"mask\": \"full\", \"x\": [512, 65536], \"tflops\": [50, 50], \"source\": \"s\"},"
   "{\"head_dim\": 128, \"mask\": \"causal\", \"x\": [512, 65536], \"tflops\": [10, 10], \"source\": \"s\"}]}},\n"
   " \"links\": {\"nvlink\": {\"bandwidth_Bps\": {\"value\": 2e11, \"source\": \"s\"},\n"
