@@ -57,7 +57,7 @@ static void walk(const bs_config *c, walk_result *w) {
  *    3 steps (G - 1): 3 x 20,971,520 = 62,914,560
  *  mla-latent, one step: K (the latent and its RoPE key, one head) 256 x 576 x 2 = 294,912
  *                        V (the latent again) 256 x 512 x 2 = 262,144
- *    3 steps: 3 x 557,056 = 1,671,168 (37.7 times fewer)
+ *    3 steps: 3 x 557,056 = 1,671,168 (37.6 times fewer)
  *  ring, training: the forward, then K, V again 3 times and dK, dV (fp32) 4 times (back to the owner):
  *    62,914,560 + 4 x (128 x 256 x 192 x 4 + 128 x 256 x 128 x 4) = 62,914,560 + 4 x 41,943,040
  *    = 230,686,720, and 293,601,280 with the forward
