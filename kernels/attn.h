@@ -3,10 +3,13 @@
  * kernels/cuda later). Plans name these kernels; the runtime calls them; the
  * calibration times them. Nothing here knows about ranks, rings or SimGrid.
  *
- * Layout: Q is [B, Zq, Nq, d], K and V are [B, Zkv, Nk, d], row-major, densely
- * packed. O is [B, Zq, Nq, d] and lse is [B, Zq, Nq], both fp32. Gradients dq,
- * dk, dv are fp32 and are ACCUMULATED into (a ring step adds into a visiting
- * dQ and into the local dK, dV). Query head h reads key/value head h / (Zq/Zkv).
+ * Layout: Q is [B, Zq, Nq, d], K is [B, Zkv, Nk, d] and V is [B, Zkv, Nk, dv],
+ * row-major, densely packed. O and dout are [B, Zq, Nq, dv] and lse is
+ * [B, Zq, Nq], O and lse fp32. Gradients dq, dk, dv are fp32 and are
+ * ACCUMULATED into (a ring step adds into a visiting dQ and into the local dK,
+ * dV). Query head h reads key/value head h / (Zq/Zkv). dv differs from d in
+ * multi-head latent attention (DeepSeek-V2, arXiv 2405.04434: QK over 192
+ * dimensions, V over 128); dv = 0 means dv = d.
  */
 #ifndef BURSTSIM_ATTN_H
 #define BURSTSIM_ATTN_H
@@ -32,7 +35,8 @@ enum {
 typedef struct {
   int B, Zq, Zkv; /* batch, query heads, key/value heads */
   int64_t Nq, Nk; /* rows of the query block and of the key block */
-  int d;          /* head dimension */
+  int d;          /* head dimension of q and k */
+  int dv;         /* head dimension of v, o and dout; 0 = d */
   float scale;    /* softmax scale, usually 1/sqrt(d) */
   attn_mask mask;
   attn_dtype dtype;   /* storage of q, k, v and dout */
@@ -40,7 +44,10 @@ typedef struct {
   int threads;        /* 0 = all cores */
 } attn_params;
 
-/* A full (unmasked) mask over contiguous blocks, and a default-filled params. */
+/* The head dimension of v, o and dout. */
+static inline int attn_dv(const attn_params *p) { return p->dv > 0 ? p->dv : p->d; }
+
+/* A full (unmasked) mask over contiguous blocks, and a default-filled params (dv = d). */
 attn_params attn_params_make(int B, int Zq, int Zkv, int64_t Nq, int64_t Nk, int d);
 
 /* Validates p (and the non-NULL-ness of buffers is checked by each call). */

@@ -3,6 +3,7 @@
  * of method names and the one of presets (scenario keys and messages read
  * them from here). Pure data.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "config.h"
@@ -79,6 +80,13 @@ typedef struct {
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
 } preset;
 
+/* The presets with multi-head latent attention: q_lora_rank, kv_lora_rank, qk_nope_head_dim,
+ * qk_rope_head_dim, v_head_dim (sources at their rows of presets[]). */
+typedef struct {
+  const char *name;
+  int64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+} mla_preset;
+
 /* Shapes from the models' published configs (Llama 2 paper Table 1 and the
  * released config.json files; Llama 3.1 model card). Each row: hidden, heads,
  * kv_heads, head_dim, layers, ffn, vocab. */
@@ -99,7 +107,46 @@ static const preset presets[] = {
   {"mistral-7b", 4096, 32, 8, 128, 32, 14336, 32000},
   /* Qwen/Qwen2.5-72B config.json (Qwen2.5 model card). */
   {"qwen2.5-72b", 8192, 64, 8, 128, 80, 29568, 152064},
+  /* deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 Technical Report (arXiv 2412.19437) §4.2: MLA
+   * with 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128 (head_dim is
+   * qk_nope + qk_rope = 192). ffn is the dense layers' intermediate_size (the first 3 of 61; the
+   * others are MoE, not modelled). */
+  {"deepseek-v3", 7168, 128, 128, 192, 61, 18432, 129280},
+  /* deepseek-ai/DeepSeek-V2-Lite config.json; DeepSeek-V2 (arXiv 2405.04434) Appendix B: 16 heads,
+   * no query compression (q_lora_rank null), kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128. */
+  {"deepseek-v2-lite", 2048, 16, 16, 192, 27, 10944, 102400},
 };
+
+static const mla_preset mla_presets[] = {
+  {"deepseek-v3", 1536, 512, 128, 64, 128},
+  {"deepseek-v2-lite", 0, 512, 128, 64, 128},
+};
+
+const char *bs_attention_name(bs_attention a) {
+  static const char *n[] = {"mha", "mla", "mla-latent"};
+  return (a >= BS_ATTENTION_MHA && a <= BS_ATTENTION_MLA_LATENT) ? n[a] : "?";
+}
+
+int bs_model_resolve_attention(bs_model *m, char *err, size_t errlen) {
+  if (m->attention == BS_ATTENTION_MHA) return 0;
+  if (m->kv_lora_rank < 1 || m->qk_nope_head_dim < 0 || m->qk_rope_head_dim < 0 || m->v_head_dim < 1 ||
+      m->qk_nope_head_dim + m->qk_rope_head_dim < 1) {
+    snprintf(err, errlen,
+             "model.attention: %s needs model.kv_lora_rank, model.v_head_dim and model.qk_nope_head_dim + "
+             "qk_rope_head_dim of at least 1 (set them, or model.preset = deepseek-v3)",
+             bs_attention_name(m->attention));
+    return -1;
+  }
+  if (m->attention == BS_ATTENTION_MLA) {
+    m->kv_heads = m->heads;
+    m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
+  } else {
+    m->kv_heads = 1;
+    m->head_dim = m->kv_lora_rank + m->qk_rope_head_dim;
+    m->v_head_dim = m->kv_lora_rank;
+  }
+  return 0;
+}
 
 int bs_model_preset(const char *name, bs_model *m) {
   for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
@@ -119,6 +166,16 @@ int bs_model_preset(const char *name, bs_model *m) {
     m->layers = p->layers;
     m->ffn = p->ffn;
     m->vocab = p->vocab;
+    for (size_t j = 0; j < sizeof mla_presets / sizeof mla_presets[0]; j++) {
+      const mla_preset *q = &mla_presets[j];
+      if (strcmp(q->name, p->name) != 0) continue;
+      m->attention = BS_ATTENTION_MLA;
+      m->q_lora_rank = q->q_lora_rank;
+      m->kv_lora_rank = q->kv_lora_rank;
+      m->qk_nope_head_dim = q->qk_nope_head_dim;
+      m->qk_rope_head_dim = q->qk_rope_head_dim;
+      m->v_head_dim = q->v_head_dim;
+    }
     m->dtype = dt;
     m->fp8 = f8;
     m->attention_kernel = ak;

@@ -61,6 +61,15 @@ typedef enum { BS_GRADS_FP32 = 0, BS_GRADS_BF16 } bs_main_grads;
  * beside Adam's two moments), or none (the moments only). */
 typedef enum { BS_MASTER_FP32 = 0, BS_MASTER_NONE } bs_master_weights;
 
+/* The attention of a layer (model.attention): multi-head (MHA, GQA, MQA by kv_heads), or multi-head
+ * latent attention (DeepSeek-V2, arXiv 2405.04434 §2.1): K and V up-projected per head from a
+ * latent of kv_lora_rank per token plus a RoPE key of qk_rope_head_dim shared by the heads, so
+ * q, k have qk_nope_head_dim + qk_rope_head_dim columns and v has v_head_dim. mla: the up-projected
+ * per-head K, V are what attention reads and a ring passes; mla-latent: the up-projections absorbed
+ * into q and the output (the paper's §2.1.2 inference form, FlashMLA's kernel): one K of
+ * kv_lora_rank + qk_rope_head_dim shared by every head, V its first kv_lora_rank columns. */
+typedef enum { BS_ATTENTION_MHA = 0, BS_ATTENTION_MLA, BS_ATTENTION_MLA_LATENT } bs_attention;
+
 typedef struct {
   char preset[32]; /* "" when given explicitly */
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
@@ -69,6 +78,12 @@ typedef struct {
   bs_attn_kernel attention_kernel;
   bs_main_grads main_grads;         /* training: fp32 (Megatron's default) or bf16 */
   bs_master_weights master_weights; /* training: fp32 master weights in the optimizer, or none */
+  bs_attention attention;           /* mha, mla or mla-latent */
+  int64_t v_head_dim;               /* columns of v, o and dout; 0 = head_dim */
+  /* MLA's shapes (DeepSeek's config.json names); bs_model_resolve_attention makes heads, kv_heads,
+   * head_dim and v_head_dim from them. q_lora_rank sizes the query's down-projection, which the
+   * attention scope does not run (0: none, as DeepSeek-V2-Lite). */
+  int64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim;
 } bs_model;
 
 #define BS_MAX_DOCS 512 /* packed documents per sequence */
@@ -211,6 +226,12 @@ int bs_config_sizes_check(const bs_config *c, char *err, size_t errlen);
 
 /* A default config: llama2-7b shapes, train, 32K, burst on 8 GPUs. */
 void bs_config_default(bs_config *c);
+
+/* MLA: sets kv_heads, head_dim and v_head_dim from the latent shapes (mla: kv_heads = heads,
+ * head_dim = qk_nope_head_dim + qk_rope_head_dim; mla-latent: kv_heads = 1, head_dim = kv_lora_rank
+ * + qk_rope_head_dim, v_head_dim = kv_lora_rank); MHA: nothing. 0, or -1 with the key in err. */
+int bs_model_resolve_attention(bs_model *m, char *err, size_t errlen);
+const char *bs_attention_name(bs_attention a);
 
 /* Model presets; returns 0 on success, -1 for an unknown name. */
 int bs_model_preset(const char *name, bs_model *m);

@@ -54,6 +54,50 @@ static int check_pass(const bs_config *c, char *err, size_t errlen) {
   return 0;
 }
 
+/*
+ * Multi-head latent attention and a v head dimension other than head_dim: what runs them. burst and
+ * ring pass K (head_dim) and V (v_head_dim) blocks around their rings, mla's per-head K, V or
+ * mla-latent's one shared latent; the other methods are refused, with the reason. Layer and model
+ * scope are refused for MLA: DeepSeek's layers are mixture-of-experts, and neither the MoE FFN nor
+ * MLA's down- and up-projections are modelled.
+ */
+static int check_head_dims(const bs_config *c, char *err, size_t errlen) {
+  const bs_model *md = &c->model;
+  char m[400];
+  if (md->v_head_dim < 0) return fail(err, errlen, "model.v_head_dim: must not be negative (0 = head_dim)");
+  int mla = md->attention != BS_ATTENTION_MHA;
+  if (mla && c->work.scope != BS_SCOPE_ATTENTION) {
+    snprintf(m, sizeof m,
+             "workload.scope: model.attention = %s runs at scope attention only (DeepSeek's layers are "
+             "mixture-of-experts, and neither the MoE FFN nor MLA's down- and up-projections are modelled)",
+             bs_attention_name(md->attention));
+    return fail(err, errlen, m);
+  }
+  int64_t dv = md->v_head_dim > 0 ? md->v_head_dim : md->head_dim;
+  if (!mla && dv == md->head_dim) return 0;
+  const char *why = NULL;
+  switch (c->par.method) {
+  case BS_BURST:
+  case BS_RING: return 0;
+  case BS_ULYSSES:
+  case BS_USP:
+  case BS_TP:
+    why =
+      "it splits the heads over its ranks, so each rank would need the whole latent (shared by every head) "
+      "and its own up-projection; its all-to-all of per-head K, V with two head dimensions is not built";
+    break;
+  case BS_RING_LI2021: why = "its explicit score matrix (QK and PV GEMMs) takes one head dimension"; break;
+  case BS_TREE: why = "its allreduce of the partial outputs takes one head dimension"; break;
+  default: why = "it takes one head dimension"; break;
+  }
+  snprintf(m, sizeof m,
+           "parallel.method: %s does not run %s (v_head_dim %lld, head_dim %lld): %s; use burst or ring, which pass "
+           "K and V blocks of their own widths",
+           bs_method_name(c->par.method), mla ? bs_attention_name(md->attention) : "a v_head_dim other than head_dim",
+           (long long)dv, (long long)md->head_dim, why);
+  return fail(err, errlen, m);
+}
+
 static int check_common(const bs_config *c, char *err, size_t errlen) {
   char m[256];
   if (c->par.method < 0 || c->par.method >= BS_METHOD_COUNT)
@@ -92,6 +136,7 @@ static int check_common(const bs_config *c, char *err, size_t errlen) {
     return fail(err, errlen, "parallel.method: tree is a decode method (set workload.phase = decode)");
   }
   if (bs_config_sizes_check(c, err, errlen)) return -1;
+  if (check_head_dims(c, err, errlen)) return -1;
   return check_pass(c, err, errlen);
 }
 
@@ -255,6 +300,7 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
   p->Zq = cfg->model.heads;
   p->Zkv = cfg->model.kv_heads;
   p->d = cfg->model.head_dim;
+  p->dv = cfg->model.v_head_dim > 0 ? cfg->model.v_head_dim : cfg->model.head_dim;
   p->N = cfg->work.seq_len;
   p->decode = cfg->work.phase == BS_DECODE;
   p->bwd = cfg->work.phase == BS_TRAIN;

@@ -212,6 +212,8 @@ static int emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t
       a.mask.k_stride = kb[y].stride;
       int64_t qoff = qb[x].before * p->B * hq * p->d; /* elements */
       int64_t koff = kb[y].before * p->B * hkv * p->d;
+      int64_t ooff = qb[x].before * p->B * hq * p->dv; /* o, dout: v's head dimension */
+      int64_t voff = kb[y].before * p->B * hkv * p->dv;
       int64_t loff = qb[x].before * p->B * hq;
       bs_compute *c;
       if (!bwd) {
@@ -219,28 +221,30 @@ static int emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t
         c->a = a;
         c->accumulate = init[qb[x].idx] ? 1 : 0;
         init[qb[x].idx] = 1;
-        c->flops = 4.0 * (double)p->B * (double)hq * (double)p->d * (double)pairs;
+        /* S = Q K^T over d and O = P V over dv: 2 FLOPs per multiply-add */
+        c->flops = 2.0 * (double)p->B * (double)hq * (double)(p->d + p->dv) * (double)pairs;
         c->in[0] = R(b->q, qoff * p->es);
         c->in[1] = R(b->k, koff * p->es);
-        c->in[2] = R(b->v, koff * p->es);
+        c->in[2] = R(b->v, voff * p->es);
         if (unfused) c->in[3] = R(b->scores, 0);
-        c->out[0] = R(b->o, o_at + qoff * 4);
+        c->out[0] = R(b->o, o_at + ooff * 4);
         c->out[1] = R(b->lse, lse_at + loff * 4);
       } else {
         c = plan_compute(it, unfused ? BS_K_ATTN_BWD_UNFUSED : BS_K_ATTN_BWD);
         c->a = a;
-        c->flops = 10.0 * (double)p->B * (double)hq * (double)p->d * (double)pairs;
+        /* S = Q K^T, dQ = dS K and dK = dS^T Q over d; dP = dO V^T and dV = P^T dO over dv */
+        c->flops = 2.0 * (double)p->B * (double)hq * (double)(3 * p->d + 2 * p->dv) * (double)pairs;
         c->in[0] = R(b->q, qoff * p->es);
         c->in[1] = R(b->k, koff * p->es);
-        c->in[2] = R(b->v, koff * p->es);
-        c->in[3] = b->o >= 0 ? R(b->o, qoff * 4) : BS_NOREF;
-        c->in[4] = R(b->dout, qoff * p->es);
+        c->in[2] = R(b->v, voff * p->es);
+        c->in[3] = b->o >= 0 ? R(b->o, ooff * 4) : BS_NOREF;
+        c->in[4] = R(b->dout, ooff * p->es);
         c->in[5] = R(b->lse, loff * 4);
         c->in[6] = b->delta >= 0 ? R(b->delta, loff * 4) : BS_NOREF;
         if (unfused) c->in[7] = R(b->scores, 0);
         c->out[0] = R(b->dq, qoff * 4);
         c->out[1] = R(b->dk, koff * 4);
-        c->out[2] = R(b->dv, koff * 4);
+        c->out[2] = R(b->dv, voff * 4);
       }
       emitted++;
     }

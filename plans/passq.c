@@ -38,12 +38,12 @@ static void pq_begin(bs_plan_iter *it, passq *s, int unfused) {
   s->qpos_off = p->decode ? p->N : p->Nc;
   const int64_t nq = bs_shard_tokens(&s->qs), nk = bs_shard_tokens(&s->ks);
   s->q_bytes = p->B * p->Zq * nq * p->d * p->es;
-  s->o_blk = p->B * p->Zq * nq * p->d * 4;
+  s->o_blk = p->B * p->Zq * nq * p->dv * 4;
   s->l_blk = p->B * p->Zq * nq * 4;
   plan_phase(it, 0, 1);
   s->q = plan_alloc(it, s->q_bytes, BS_MEM_INPUT, BS_ROLE_Q, &s->qs, p->elem);
   s->k = plan_alloc(it, p->B * p->Zkv * nk * p->d * p->es, BS_MEM_INPUT, BS_ROLE_K, &s->ks, p->elem);
-  s->v = plan_alloc(it, p->B * p->Zkv * nk * p->d * p->es, BS_MEM_INPUT, BS_ROLE_V, &s->ks, p->elem);
+  s->v = plan_alloc(it, p->B * p->Zkv * nk * p->dv * p->es, BS_MEM_INPUT, BS_ROLE_V, &s->ks, p->elem);
   s->o = plan_alloc(it, s->o_blk, BS_MEM_OUTPUT, BS_ROLE_O, &s->qs, BS_ELEM_F32);
   s->lse = plan_alloc(it, s->l_blk, BS_MEM_OUTPUT, BS_ROLE_LSE, &s->qs, BS_ELEM_F32);
   s->scores = -1;
@@ -112,10 +112,10 @@ static void pq_end(bs_plan_iter *it, passq *s) {
         int64_t rows = p->B * p->Zq * len, row0 = ch * rows;
         bs_compute *c = plan_compute(it, BS_K_ATTN_MERGE);
         c->a = plan_attn_params(p, p->Zq, p->Zkv, len, len);
-        c->elems = rows * p->d;
-        c->in[0] = R(s->ro, src * s->o_blk + row0 * p->d * 4);
+        c->elems = rows * p->dv;
+        c->in[0] = R(s->ro, src * s->o_blk + row0 * p->dv * 4);
         c->in[1] = R(s->rl, src * s->l_blk + row0 * 4);
-        c->out[0] = R(s->o, row0 * p->d * 4);
+        c->out[0] = R(s->o, row0 * p->dv * 4);
         c->out[1] = R(s->lse, row0 * 4);
       }
     }

@@ -179,6 +179,7 @@ attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t 
   a.Nq = nq;
   a.Nk = nk;
   a.d = (int)p->d;
+  a.dv = (int)p->dv;
   a.scale = (float)(1.0 / sqrt((double)p->d));
   a.mask.q_stride = 1;
   a.mask.k_stride = 1;

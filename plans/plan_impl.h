@@ -40,6 +40,7 @@ struct bs_plan {
   int P, M;                 /* double ring: inner size P, outer size M (P = G, M = 1 without) */
   int rpn;                  /* ranks per node the plan was made for (<= 0: one node) */
   int64_t B, Zq, Zkv, d, N; /* global shapes */
+  int64_t dv;               /* head dimension of v, o, dout (multi-head latent attention: below d) */
   int64_t nq_dec;           /* decode: query tokens */
   int64_t Nc;               /* prefill: tokens of N already in the KV cache (queries are the N - Nc others) */
   int es;                   /* bytes per stored element (q, k, v, dout) */
@@ -97,7 +98,8 @@ typedef struct {
   int32_t kb[2], vb[2];    /* inner receive buffers */
   int32_t okb[2], ovb[2];  /* outer receive buffers */
   int32_t scores;          /* lao off: score workspace, -1 otherwise */
-  int64_t kv_bytes;        /* bytes of one K (= one V) block */
+  int64_t kv_bytes;        /* bytes of one K block */
+  int64_t v_bytes;         /* bytes of one V block (kv_bytes unless v's head dimension differs) */
   int init[PLAN_MAX_RUNS]; /* query chunk has received its first block */
   int cur_outer;           /* index of the outer buffer holding this outer step's block (-1: local) */
   int h_outer[4], n_outer; /* outstanding outer handles */

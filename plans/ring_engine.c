@@ -36,11 +36,11 @@ void ring_fwd_begin(bs_plan_iter *it, ring_fwd *r) {
     r->kb[j] = r->vb[j] = r->okb[j] = r->ovb[j] = -1;
     if (S > 1 && r->P > 1) {
       r->kb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
-      r->vb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
+      r->vb[j] = plan_alloc(it, r->v_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
     }
     if (r->M > 1) {
       r->okb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
-      r->ovb[j] = plan_alloc(it, r->kv_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
+      r->ovb[j] = plan_alloc(it, r->v_bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, it->p->elem);
     }
   }
   memset(r->init, 0, sizeof r->init);
@@ -65,9 +65,9 @@ int ring_fwd_step(bs_plan_iter *it, ring_fwd *r, int s) {
     int prev = ring_rank(r->first, r->stride, r->P, r->M, r->a - 1, r->i);
     int next = ring_rank(r->first, r->stride, r->P, r->M, r->a + 1, r->i);
     r->h_outer[0] = plan_recv(it, prev, MSG_OK, R(r->okb[o % 2], 0), r->kv_bytes);
-    r->h_outer[1] = plan_recv(it, prev, MSG_OV, R(r->ovb[o % 2], 0), r->kv_bytes);
+    r->h_outer[1] = plan_recv(it, prev, MSG_OV, R(r->ovb[o % 2], 0), r->v_bytes);
     r->h_outer[2] = plan_send(it, next, MSG_OK, R(ck, 0), r->kv_bytes);
-    r->h_outer[3] = plan_send(it, next, MSG_OV, R(cv, 0), r->kv_bytes);
+    r->h_outer[3] = plan_send(it, next, MSG_OV, R(cv, 0), r->v_bytes);
     r->n_outer = 4;
   }
   int32_t hs[4];
@@ -76,9 +76,9 @@ int ring_fwd_step(bs_plan_iter *it, ring_fwd *r, int s) {
     int prev = ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i - 1);
     int next = ring_rank(r->first, r->stride, r->P, r->M, r->a, r->i + 1);
     hs[nh++] = plan_recv(it, prev, MSG_K, R(r->kb[t % 2], 0), r->kv_bytes);
-    hs[nh++] = plan_recv(it, prev, MSG_V, R(r->vb[t % 2], 0), r->kv_bytes);
+    hs[nh++] = plan_recv(it, prev, MSG_V, R(r->vb[t % 2], 0), r->v_bytes);
     hs[nh++] = plan_send(it, next, MSG_K, R(ck, 0), r->kv_bytes);
-    hs[nh++] = plan_send(it, next, MSG_V, R(cv, 0), r->kv_bytes);
+    hs[nh++] = plan_send(it, next, MSG_V, R(cv, 0), r->v_bytes);
   }
   bs_shard ks = r->ks;
   ks.part = md(r->a - o, r->M) * r->P + md(r->i - t, r->P);
@@ -169,7 +169,7 @@ static void packet_compute(bs_plan_iter *it, ring_bwd *r, int s, int origin) {
       int32_t ob = find_part(r, MSG_O, s);
       bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
       c->a = plan_attn_params(p, r->hq, r->hkv, bs_shard_tokens(&ts), bs_shard_tokens(&ts));
-      c->elems = p->B * r->hq * bs_shard_tokens(&ts) * p->d;
+      c->elems = p->B * r->hq * bs_shard_tokens(&ts) * p->dv;
       c->flops = 2.0 * (double)c->elems;
       c->in[0] = R(ob, 0);
       c->in[1] = R(b.dout, 0);
@@ -483,6 +483,7 @@ static void seq_fwd_ring(bs_plan_iter *it, ring_seq *s, const bs_shard *qs) {
   rf->v0 = s->v;
   rf->scores = s->scores;
   rf->kv_bytes = p->B * p->Zkv * (p->N / p->G) * p->d * p->es;
+  rf->v_bytes = p->B * p->Zkv * (p->N / p->G) * p->dv * p->es;
   ring_fwd_begin(it, rf);
 }
 
@@ -497,8 +498,8 @@ static void seq_fwd_begin(bs_plan_iter *it, ring_seq *s, int unfused) {
   plan_phase(it, 0, 1);
   s->q = plan_alloc(it, p->B * p->Zq * nq * p->d * p->es, BS_MEM_INPUT, BS_ROLE_Q, &qs, p->elem);
   s->k = plan_alloc(it, p->B * p->Zkv * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_K, &ks, p->elem);
-  s->v = plan_alloc(it, p->B * p->Zkv * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_V, &ks, p->elem);
-  s->o = plan_alloc(it, p->B * p->Zq * nq * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_O, &qs, BS_ELEM_F32);
+  s->v = plan_alloc(it, p->B * p->Zkv * n * p->dv * p->es, BS_MEM_INPUT, BS_ROLE_V, &ks, p->elem);
+  s->o = plan_alloc(it, p->B * p->Zq * nq * p->dv * 4, BS_MEM_OUTPUT, BS_ROLE_O, &qs, BS_ELEM_F32);
   s->lse = plan_alloc(it, p->B * p->Zq * nq * 4, BS_MEM_OUTPUT, BS_ROLE_LSE, &qs, BS_ELEM_F32);
   s->scores = -1;
   if (unfused) {
@@ -515,10 +516,10 @@ static void seq_bwd_roles(bs_plan_iter *it, ring_seq *s) {
   int64_t n = p->N / p->G;
   bs_shard qs = q_shard(p, it->rank);
   bs_shard ks = seq_shard(p, it->rank, p->N, p->Zkv);
-  s->dout = plan_alloc(it, p->B * p->Zq * n * p->d * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, &qs, p->elem);
+  s->dout = plan_alloc(it, p->B * p->Zq * n * p->dv * p->es, BS_MEM_INPUT, BS_ROLE_DOUT, &qs, p->elem);
   s->dq = plan_alloc(it, p->B * p->Zq * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &qs, BS_ELEM_F32);
   s->dk = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &ks, BS_ELEM_F32);
-  s->dv = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &ks, BS_ELEM_F32);
+  s->dv = plan_alloc(it, p->B * p->Zkv * n * p->dv * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &ks, BS_ELEM_F32);
 }
 
 /* delta = rowsum(dO * O) of this rank's queries, into a new WORKSPACE buffer. */
@@ -528,7 +529,7 @@ static void seq_local_delta(bs_plan_iter *it, ring_seq *s) {
   s->delta = plan_alloc(it, p->B * p->Zq * n * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
   bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
   c->a = plan_attn_params(p, p->Zq, p->Zkv, n, n);
-  c->elems = p->B * p->Zq * n * p->d;
+  c->elems = p->B * p->Zq * n * p->dv;
   c->flops = 2.0 * (double)c->elems;
   c->in[0] = R(s->o, 0);
   c->in[1] = R(s->dout, 0);
@@ -579,12 +580,13 @@ static void seq_bwd_ring(bs_plan_iter *it, ring_seq *s, int kind, int plain, int
   rb->tmp_delta = s->tdelta;
   rb->scores = s->scores;
   int64_t qb = p->B * p->Zq * n * p->d, kb = p->B * p->Zkv * n * p->d, rows = p->B * p->Zq * n;
+  int64_t ob = p->B * p->Zq * n * p->dv, vb = p->B * p->Zkv * n * p->dv; /* o, dout; v, dv */
   if (kind == 0) {
     rb->my = ks;
     rb->tmpl = qs;
     add_part(rb, MSG_Q, s->q, qb * p->es, 0, -1, 0);
-    add_part(rb, MSG_DO, s->dout, qb * p->es, 0, -1, 0);
-    if (plain) add_part(rb, MSG_O, s->o, qb * 4, 0, -1, 0);
+    add_part(rb, MSG_DO, s->dout, ob * p->es, 0, -1, 0);
+    if (plain) add_part(rb, MSG_O, s->o, ob * 4, 0, -1, 0);
     else add_part(rb, MSG_D, s->delta, rows * 4, 0, -1, 0);
     add_part(rb, MSG_LSE, s->lse, rows * 4, 0, -1, 0);
     add_part(rb, MSG_DQ, -1, qb * 4, 1, s->dq, MSG_RET_DQ);
@@ -592,9 +594,9 @@ static void seq_bwd_ring(bs_plan_iter *it, ring_seq *s, int kind, int plain, int
     rb->my = qs;
     rb->tmpl = ks;
     add_part(rb, MSG_K, s->k, kb * p->es, 0, -1, 0);
-    add_part(rb, MSG_V, s->v, kb * p->es, 0, -1, 0);
+    add_part(rb, MSG_V, s->v, vb * p->es, 0, -1, 0);
     add_part(rb, MSG_DK, -1, kb * 4, 1, s->dk, MSG_RET_DK);
-    add_part(rb, MSG_DV, -1, kb * 4, 1, s->dv, MSG_RET_DV);
+    add_part(rb, MSG_DV, -1, vb * 4, 1, s->dv, MSG_RET_DV);
   }
   ring_bwd_begin(it, rb);
 }

@@ -290,6 +290,7 @@ static void fwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   rf->v0 = s->qkvh[2];
   rf->scores = -1;
   rf->kv_bytes = p->B * g->hkv * g->Ng * p->d * p->es;
+  rf->v_bytes = rf->kv_bytes; /* usp runs with v's head dimension equal to d (create.c) */
   ring_fwd_begin(it, rf);
 }
 

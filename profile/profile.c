@@ -853,7 +853,7 @@ static const bs_prof_table *pick_table(const bs_kernel_model *m, int d, int caus
 /* Bytes a memory-bound kernel moves, from its shape. */
 static double kernel_bytes(const bs_compute *c, int eb) {
   const attn_params *a = &c->a;
-  double rows = (double)a->B * a->Zq * a->Nq, d = a->d;
+  double rows = (double)a->B * a->Zq * a->Nq, d = attn_dv(a); /* o and dout: v's columns */
   switch (c->kernel) {
   case BS_K_ATTN_MERGE: /* read o2, lse2, o, lse; write o, lse (fp32) */ return rows * (3 * d + 3) * 4;
   case BS_K_ATTN_DELTA: /* read o (fp32) and dout; write delta (fp32) */ return rows * (d * 4 + d * eb + 4);
@@ -915,11 +915,13 @@ static double tiled_time(const bs_profile *p, const bs_kernel_model *km, const b
  * rows is one tile per head, so it splits the keys and combines the splits in a second kernel. */
 #define SPLITKV_MAX_ROWS 64
 
-/* FLOPs of an attention block with every key visible. */
+/* FLOPs of an attention block with every key visible: 2 (d + dv) per pair forward (QK^T over d, PV
+ * over v's dv columns), 2 (3 d + 2 dv) backward (4 d and 10 d when dv = d). */
 static double attn_full_flops(const bs_compute *c) {
   const attn_params *a = &c->a;
-  double f = 4.0 * a->B * a->Zq * (double)a->Nq * (double)a->Nk * a->d;
-  return (c->kernel == BS_K_ATTN_BWD || c->kernel == BS_K_ATTN_BWD_UNFUSED) ? 2.5 * f : f;
+  double pairs = (double)a->B * a->Zq * (double)a->Nq * (double)a->Nk, d = a->d, dv = attn_dv(a);
+  return (c->kernel == BS_K_ATTN_BWD || c->kernel == BS_K_ATTN_BWD_UNFUSED) ? 2.0 * (3.0 * d + 2.0 * dv) * pairs
+                                                                            : 2.0 * (d + dv) * pairs;
 }
 
 double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype dt, char *err, size_t errlen) {
@@ -946,7 +948,7 @@ double bs_profile_kernel_time(const bs_profile *p, const bs_compute *c, bs_dtype
     double tt = m->launch_s + flops / (table_rate(t, x) * 1e12);
     if (!(m->decode_bw_efficiency > 0)) return tt;
     const attn_params *a = &c->a; /* a call reads K and V once (and Q, O): the memory bound */
-    double bytes = (double)a->B * (2.0 * a->Zkv * (double)a->Nk + 2.0 * a->Zq * (double)a->Nq) * a->d * eb;
+    double bytes = (double)a->B * (a->Zkv * (double)a->Nk + a->Zq * (double)a->Nq) * (a->d + attn_dv(a)) * eb;
     int launches = a->Nq <= SPLITKV_MAX_ROWS ? m->decode_launches : 1;
     double tm = launches * m->launch_s + bytes / (p->mem_bw_Bps * m->decode_bw_efficiency);
     return tm > tt ? tm : tt;

@@ -24,26 +24,32 @@ static int unsupported(const bs_compute_ctx *x, const bs_compute *c, char *err, 
   return -1;
 }
 
-/* One (batch, head, row tile) call of attention forward or backward; offsets in elements. */
+/* Where one call's rows start, in elements: q and dq (width d), o and dout (width dv), k and dk
+ * (width d), v and dv (width dv), lse and delta (width 1). */
+typedef struct {
+  int64_t q, o, k, v, l;
+} tile_offs;
+
+/* One (batch, head, row tile) call of attention forward or backward. */
 static int attn_tile(const bs_compute_ctx *x, const bs_compute *c, const bs_compute_bufs *b, const attn_params *s,
-                     int64_t qoff, int64_t koff, int64_t loff, float *ws) {
+                     tile_offs f, float *ws) {
   const bs_kernel_backend *be = x->be;
   size_t es = s->dtype == ATTN_BF16 ? 2 : 4;
-  const char *q = (const char *)b->in[0] + qoff * es, *k = (const char *)b->in[1] + koff * es;
-  const char *v = (const char *)b->in[2] + koff * es;
+  const char *q = (const char *)b->in[0] + f.q * es, *k = (const char *)b->in[1] + f.k * es;
+  const char *v = (const char *)b->in[2] + f.v * es;
   switch (c->kernel) {
   case BS_K_ATTN_FWD:
   case BS_K_ATTN_FWD_UNFUSED: {
-    float *o = (float *)b->out[0] + qoff, *lse = (float *)b->out[1] + loff;
+    float *o = (float *)b->out[0] + f.o, *lse = (float *)b->out[1] + f.l;
     return c->kernel == BS_K_ATTN_FWD_UNFUSED ? be->fwd_unfused(s, q, k, v, o, lse, c->accumulate, ws)
                                               : be->fwd(s, q, k, v, o, lse, c->accumulate);
   }
   default: {
-    const float *o = b->in[3] ? (const float *)b->in[3] + qoff : NULL;
-    const float *lse = (const float *)b->in[5] + loff;
-    const float *delta = b->in[6] ? (const float *)b->in[6] + loff : NULL;
-    float *dq = (float *)b->out[0] + qoff, *dk = (float *)b->out[1] + koff, *dv = (float *)b->out[2] + koff;
-    const char *dout = (const char *)b->in[4] + qoff * es;
+    const float *o = b->in[3] ? (const float *)b->in[3] + f.o : NULL;
+    const float *lse = (const float *)b->in[5] + f.l;
+    const float *delta = b->in[6] ? (const float *)b->in[6] + f.l : NULL;
+    float *dq = (float *)b->out[0] + f.q, *dk = (float *)b->out[1] + f.k, *dv = (float *)b->out[2] + f.v;
+    const char *dout = (const char *)b->in[4] + f.o * es;
     return c->kernel == BS_K_ATTN_BWD_UNFUSED ? be->bwd_unfused(s, q, k, v, o, dout, lse, delta, dq, dk, dv, ws)
                                               : be->bwd(s, q, k, v, o, dout, lse, delta, dq, dk, dv);
   }
@@ -64,7 +70,7 @@ static int run_attn(const bs_compute_ctx *x, const bs_compute *c, const bs_compu
   if (!have) return unsupported(x, c, err, errlen);
   float *ws = unfused ? (float *)b->in[bwd ? 7 : 3] : NULL;
   if (x->be->whole_heads && !unfused && x->tile_rows >= a.Nq) { /* one launch for every (batch, head) */
-    rc = attn_tile(x, c, b, &a, 0, 0, 0, NULL);
+    rc = attn_tile(x, c, b, &a, (tile_offs){0, 0, 0, 0, 0}, NULL);
     if (rc) return kerr(x, bs_kernel_name(c->kernel), rc, err, errlen);
     poll(x);
     return 0;
@@ -78,10 +84,10 @@ static int run_attn(const bs_compute_ctx *x, const bs_compute *c, const bs_compu
         s.Zkv = 1;
         s.Nq = a.Nq - r0 < x->tile_rows ? a.Nq - r0 : x->tile_rows;
         s.mask.q_pos0 = a.mask.q_pos0 + r0 * a.mask.q_stride;
-        int64_t qoff = ((bb * a.Zq + h) * a.Nq + r0) * a.d, koff = (bb * a.Zkv + h / grp) * a.Nk * a.d;
-        int64_t loff = (bb * a.Zq + h) * a.Nq + r0;
+        int64_t row = (bb * a.Zq + h) * a.Nq + r0, kvrow = (bb * a.Zkv + h / grp) * a.Nk;
+        tile_offs f = {row * a.d, row * attn_dv(&a), kvrow * a.d, kvrow * attn_dv(&a), row};
         float *w = unfused && ws && (int64_t)x->be->fwd_unfused_workspace(&s) <= b->ws_bytes ? ws : NULL;
-        rc = attn_tile(x, c, b, &s, qoff, koff, loff, w);
+        rc = attn_tile(x, c, b, &s, f, w);
         if (rc) return kerr(x, bs_kernel_name(c->kernel), rc, err, errlen);
         poll(x);
       }
@@ -190,7 +196,8 @@ int bs_compute_run(const bs_compute_ctx *x, const bs_compute *c, const bs_comput
     return rc ? kerr(x, "attn_delta", rc, err, errlen) : 0;
   }
   case BS_K_ATTN_MERGE: {
-    int rc = x->be->merge(c->elems / c->a.d, c->a.d, b->out[0], b->out[1], b->in[0], b->in[1]);
+    int dv = attn_dv(&c->a);
+    int rc = x->be->merge(c->elems / dv, dv, b->out[0], b->out[1], b->in[0], b->in[1]);
     return rc ? kerr(x, "attn_merge", rc, err, errlen) : 0;
   }
   case BS_K_COPY: {

@@ -29,6 +29,8 @@ static const field fields[] = {
   F("model.vocab", model.vocab, K_I64),
   F("model.dtype", model.dtype, K_INT),
   F("model.fp8", model.fp8, K_INT),
+  F("model.attention", model.attention, K_INT),
+  F("model.v_head_dim", model.v_head_dim, K_I64),
   F("workload.phase", work.phase, K_INT),
   F("workload.seq_len", work.seq_len, K_I64),
   F("workload.batch", work.batch, K_I64),

@@ -34,6 +34,7 @@ static gshape role_shape(const bs_plan *p, bs_role role) {
     g.heads = c->model.kv_heads;
     g.tokens = ref.Nk;
   }
+  if (role == BS_ROLE_V || role == BS_ROLE_DV || role == BS_ROLE_O || role == BS_ROLE_DOUT) g.width = attn_dv(&ref);
   if (role == BS_ROLE_LSE) g.width = 1;
   return g;
 }

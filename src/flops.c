@@ -52,7 +52,8 @@ double bs_step_model_flops(const bs_config *c) {
   const bs_model *m = &c->model;
   double B = (double)c->work.batch, T = bs_step_tokens(c);
   double h = (double)m->hidden, zq = (double)m->heads, zkv = (double)m->kv_heads, d = (double)m->head_dim;
-  double attn = 4.0 * zq * d * visible_pairs(c) * B; /* the whole batch */
+  double dv = m->v_head_dim > 0 ? (double)m->v_head_dim : d; /* MLA: PV over v_head_dim */
+  double attn = 2.0 * zq * (d + dv) * visible_pairs(c) * B;  /* QK^T and PV, the whole batch */
   double fwd;
   if (c->work.scope == BS_SCOPE_ATTENTION) fwd = attn;
   else {

@@ -26,6 +26,7 @@ static const char *layout(const bs_result *r) { return bs_layout_name(r->cfg.par
 static const char *dtype(const bs_result *r) { return bs_dtype_name(r->cfg.model.dtype); }
 static const char *fp8(const bs_result *r) { return bs_fp8_name(r->cfg.model.fp8); }
 static const char *attention_kernel(const bs_result *r) { return bs_attn_kernel_name(r->cfg.model.attention_kernel); }
+static const char *attention(const bs_result *r) { return bs_attention_name(r->cfg.model.attention); }
 static const char *coll_algo(const bs_result *r) { return bs_coll_algo_name(r->cfg.cluster.coll_algo); }
 static const char *bwd_comm(const bs_result *r) { return r->cfg.par.bwd_opt ? "optimized" : "plain"; }
 static const char *tp_variant(const bs_result *r) { return r->cfg.par.tp_variant == 3 ? "v3" : "v1"; }
@@ -63,6 +64,10 @@ static int has_plan(const bs_result *r) { return r->decision.valid; }
 /* The context-parallel degree follows the GPU count unless the point composes (tp, dp or pp). */
 static int composed(const bs_result *r) { return r->decision.valid && r->decision.cp != r->cfg.par.gpus; }
 static int has_error(const bs_result *r) { return r->error[0] != '\0'; }
+/* Multi-head latent attention, or a v head dimension of its own: the fields that say so. */
+static int has_v_dims(const bs_result *r) {
+  return r->cfg.model.attention != BS_ATTENTION_MHA || r->cfg.model.v_head_dim > 0;
+}
 /* With the rank grid: "" for a point refused before a plan was made (as its order). */
 static const char *pp_schedule(const bs_result *r) {
   return has_plan(r) ? bs_pp_schedule_name(r->cfg.par.pp_schedule) : "";
@@ -306,6 +311,10 @@ static const bs_field result_rows[] = {
   {AT("model.heads", "heads", BS_FIELD_I64, cfg.model.heads), CSV(16, "heads"), VARY("heads", cell_int)},
   {AT("model.kv_heads", "heads", BS_FIELD_I64, cfg.model.kv_heads), CSV(17, "kv_heads"), VARY("kv_heads", cell_int)},
   {AT("model.head_dim", "elements", BS_FIELD_I64, cfg.model.head_dim), CSV(18, "head_dim"), VARY("head_dim", cell_int)},
+  /* multi-head latent attention: mha, mla or mla-latent, and v's columns (0 = head_dim) */
+  {NAMED("model.attention", attention), .present = has_v_dims, VARY("attention", cell_text)},
+  {AT("model.v_head_dim", "elements", BS_FIELD_I64, cfg.model.v_head_dim), .present = has_v_dims,
+   VARY("v_head_dim", cell_int)},
   {AT("model.layers", "layers", BS_FIELD_I64, cfg.model.layers), CSV(39, "layers"), VARY("layers", cell_int)},
   {AT("model.ffn", "elements", BS_FIELD_I64, cfg.model.ffn), CSV(40, "ffn"), VARY("ffn", cell_int)},
   {AT("model.vocab", "tokens", BS_FIELD_I64, cfg.model.vocab), CSV(41, "vocab"), VARY("vocab", cell_int)},

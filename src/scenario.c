@@ -189,6 +189,14 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
     }
     topology_profile(st, c);
     char dw[512];
+    if (bs_model_resolve_attention(&c->model, dw, sizeof dw)) {
+      int k = scn_find_key("model", "attention");
+      snprintf(err, errlen, "%s: %s", st->have[k] ? st->entries[k].where : st->path, dw);
+      free(pts);
+      scn_state_free(st);
+      free(st);
+      return -1;
+    }
     if (scn_docs_resolve(c, st->path, st->regular, dw, sizeof dw)) {
       int k = scn_find_key("workload", "documents");
       snprintf(err, errlen, "%s: workload.documents: %s", st->have[k] ? st->entries[k].where : st->path, dw);

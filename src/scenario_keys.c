@@ -66,6 +66,11 @@ ENUM_SETTER(set_fp8, model.fp8, bs_fp8, "off", "ffn", "all")
 ENUM_SETTER(set_attention_kernel, model.attention_kernel, bs_attn_kernel, "default", "fa2", "fa3", "cudnn")
 ENUM_SETTER(set_main_grads, model.main_grads, bs_main_grads, "fp32", "bf16")
 ENUM_SETTER(set_master_weights, model.master_weights, bs_master_weights, "fp32", "none")
+ENUM_SETTER(set_attention, model.attention, bs_attention, "mha", "mla", "mla-latent")
+INT_SETTER(set_v_head_dim, model.v_head_dim, 0, 1024, 0)
+INT_SETTER(set_kv_lora_rank, model.kv_lora_rank, 1, 1 << 14, 0)
+INT_SETTER(set_qk_nope_head_dim, model.qk_nope_head_dim, 0, 1024, 0)
+INT_SETTER(set_qk_rope_head_dim, model.qk_rope_head_dim, 0, 1024, 0)
 
 ENUM_SETTER(set_phase, work.phase, bs_phase, "train", "prefill", "decode")
 INT_SETTER(set_seq_len, work.seq_len, 1, BIG, 1)
@@ -314,6 +319,11 @@ const key_def scn_keys[] = {
    "default | fa2 | fa3 | cudnn (the fused attention kernel's rates)"},
   {"model", "main_grads", set_main_grads, "fp32 | bf16 (training: gradient buffer and its reduction)"},
   {"model", "master_weights", set_master_weights, "fp32 | none (training: the optimizer's master copy)"},
+  {"model", "attention", set_attention, "mha | mla | mla-latent (multi-head latent attention, DeepSeek-V2/V3)"},
+  {"model", "v_head_dim", set_v_head_dim, "columns of v, o, dout; 0 = head_dim (MLA: 128)"},
+  {"model", "kv_lora_rank", set_kv_lora_rank, "MLA: the K,V latent's width per token"},
+  {"model", "qk_nope_head_dim", set_qk_nope_head_dim, "MLA: q, k columns without RoPE"},
+  {"model", "qk_rope_head_dim", set_qk_rope_head_dim, "MLA: q, k columns with RoPE (the key's shared by the heads)"},
   {"workload", "phase", set_phase, "train | prefill | decode"},
   {"workload", "seq_len", set_seq_len, "tokens (K, M suffixes)"},
   {"workload", "batch", set_batch, "sequences"},

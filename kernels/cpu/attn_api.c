@@ -20,6 +20,7 @@ attn_params attn_params_make(int B, int Zq, int Zkv, int64_t Nq, int64_t Nk, int
   p.Nq = Nq;
   p.Nk = Nk;
   p.d = d;
+  p.dv = d;
   p.scale = d > 0 ? 1.0f / sqrtf((float)d) : 1.0f;
   p.mask.q_pos0 = 0;
   p.mask.q_stride = 1;
@@ -39,7 +40,9 @@ static int sizes_overflow(const attn_params *p) {
   const double lim = 9.0e15;
   double rq = (double)p->B * p->Zq * (double)p->Nq * p->d;
   double rk = (double)p->B * p->Zkv * (double)p->Nk * p->d;
-  return rq > lim || rk > lim;
+  double ro = (double)p->B * p->Zq * (double)p->Nq * attn_dv(p);
+  double rv = (double)p->B * p->Zkv * (double)p->Nk * attn_dv(p);
+  return rq > lim || rk > lim || ro > lim || rv > lim;
 }
 
 int attn_check_msg(const attn_params *p, char *msg, size_t len) {
@@ -56,6 +59,9 @@ int attn_check_msg(const attn_params *p, char *msg, size_t len) {
     err = ATTN_EINVAL;
   } else if (p->d <= 0) {
     why = "head dimension d must be positive";
+    err = ATTN_EINVAL;
+  } else if (p->dv < 0) {
+    why = "head dimension dv must be positive (0: dv = d)";
     err = ATTN_EINVAL;
   } else if (p->Zq % p->Zkv != 0) {
     why = "Zq must be a multiple of Zkv (GQA)";
@@ -150,7 +156,7 @@ int attn_delta(const attn_params *p, const float *o, const void *dout, float *de
   int err = attn_check_bufs(p, 3, bufs);
   if (err) return err;
   int64_t rows = (int64_t)p->B * p->Zq * p->Nq;
-  int d = p->d;
+  int d = attn_dv(p);
   int nt = attn_threads(p);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t r = 0; r < rows; r++) {
@@ -189,6 +195,12 @@ const attn_variant *attn_pick_variant(void) {
   if (avx2) return &attn_variant_avx2;
 #endif
   return &attn_variant_scalar;
+}
+
+/* The vector paths hold one head dimension for q, k and v; a call whose v is narrower or wider
+ * (multi-head latent attention) takes the scalar path. */
+const attn_variant *attn_pick_variant_for(const attn_params *p) {
+  return attn_dv(p) != p->d ? &attn_variant_scalar : attn_pick_variant();
 }
 
 const char *attn_cpu_variant(void) { return attn_pick_variant()->name; }

@@ -21,7 +21,7 @@ int attn_bwd(const attn_params *p, const void *q, const void *k, const void *v, 
   int err = attn_check_bufs(p, 8, bufs);
   if (err) return err;
   if (!delta && !o) return ATTN_ENULL;
-  const attn_variant *var = attn_pick_variant();
+  const attn_variant *var = attn_pick_variant_for(p);
   attn_tiles t = var->bwd;
   if (p->tile_q > 0) t.tq = p->tile_q;
   if (p->tile_k > 0) t.tk = p->tile_k;

@@ -55,9 +55,9 @@ int attn_fwd(const attn_params *p, const void *q, const void *k, const void *v, 
   const void *bufs[] = {q, k, v, o, lse};
   int err = attn_check_bufs(p, 5, bufs);
   if (err) return err;
-  const attn_variant *var = attn_pick_variant();
+  const attn_variant *var = attn_pick_variant_for(p);
   attn_tiles t = effective_tiles(p, var->fwd);
-  const int d = p->d, nt = attn_threads(p);
+  const int d = attn_dv(p), nt = attn_threads(p);
   const int64_t group = p->Zq / p->Zkv;
   fwd_plan fp;
   fp.grouped = var->fwd_group_block && group > 1 && p->Nq * group <= var->group_rows && p->tile_q == 0;

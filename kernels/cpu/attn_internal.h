@@ -129,6 +129,8 @@ typedef struct {
 
 /* The variant chosen from the CPU's features (BURSTSIM_ATTN_VARIANT overrides). */
 const attn_variant *attn_pick_variant(void);
+/* The variant for the call p: the scalar one when v's head dimension differs from q's and k's. */
+const attn_variant *attn_pick_variant_for(const attn_params *p);
 
 extern const attn_variant attn_variant_scalar;
 #if defined(__x86_64__)

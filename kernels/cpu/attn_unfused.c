@@ -18,18 +18,18 @@
 
 /* fp32 copies of q, k, v for one head when the storage is bf16. */
 static size_t conv_floats(const attn_params *p) {
-  return p->dtype == ATTN_BF16 ? (size_t)(p->Nq + 2 * p->Nk) * p->d : 0;
+  return p->dtype == ATTN_BF16 ? (size_t)(p->Nq + p->Nk) * p->d + (size_t)p->Nk * attn_dv(p) : 0;
 }
 
 size_t attn_unfused_workspace_bytes(const attn_params *p) {
   if (attn_check(p)) return 0;
-  size_t f = (size_t)p->Nq * p->Nk + (size_t)p->Nq * p->d + (size_t)p->Nq + conv_floats(p);
+  size_t f = (size_t)p->Nq * p->Nk + (size_t)p->Nq * attn_dv(p) + (size_t)p->Nq + conv_floats(p);
   return f * sizeof(float);
 }
 
 size_t attn_unfused_bwd_workspace_bytes(const attn_params *p) {
   if (attn_check(p)) return 0;
-  size_t f = 2 * (size_t)p->Nq * p->Nk + conv_floats(p) + (size_t)p->Nq * p->d + (size_t)p->B * p->Zq * p->Nq;
+  size_t f = 2 * (size_t)p->Nq * p->Nk + conv_floats(p) + (size_t)p->Nq * attn_dv(p) + (size_t)p->B * p->Zq * p->Nq;
   return f * sizeof(float);
 }
 
@@ -39,16 +39,17 @@ static void head_f32(const attn_params *p, const void *q, const void *k, const v
   int hkv = hq / (p->Zq / p->Zkv);
   size_t qoff = ((size_t)b * p->Zq + hq) * p->Nq * p->d;
   size_t koff = ((size_t)b * p->Zkv + hkv) * p->Nk * p->d;
+  size_t voff = ((size_t)b * p->Zkv + hkv) * p->Nk * attn_dv(p);
   if (p->dtype == ATTN_FP32) {
     *qf = (const float *)q + qoff;
     *kf = (const float *)k + koff;
-    *vf = (const float *)v + koff;
+    *vf = (const float *)v + voff;
     return;
   }
   float *cq = conv, *ck = cq + (size_t)p->Nq * p->d, *cv = ck + (size_t)p->Nk * p->d;
   attn_load_f32(cq, q, p->dtype, qoff, (size_t)p->Nq * p->d);
   attn_load_f32(ck, k, p->dtype, koff, (size_t)p->Nk * p->d);
-  attn_load_f32(cv, v, p->dtype, koff, (size_t)p->Nk * p->d);
+  attn_load_f32(cv, v, p->dtype, voff, (size_t)p->Nk * attn_dv(p));
   *qf = cq;
   *kf = ck;
   *vf = cv;
@@ -71,9 +72,9 @@ int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const v
   float *ws = workspace;
   if (!ws) ws = malloc(attn_unfused_workspace_bytes(p));
   if (!ws) return ATTN_ENOMEM;
-  const int d = p->d, nt = attn_threads(p);
+  const int d = p->d, dv = attn_dv(p), nt = attn_threads(p);
   const int64_t Nq = p->Nq, Nk = p->Nk;
-  float *s = ws, *otmp = s + (size_t)Nq * Nk, *ltmp = otmp + (size_t)Nq * d;
+  float *s = ws, *otmp = s + (size_t)Nq * Nk, *ltmp = otmp + (size_t)Nq * dv;
   float *conv = ltmp + Nq;
   const int64_t slab = (Nq + nt - 1) / nt;
   const float qscale = p->scale * ATTN_LOG2E;
@@ -96,16 +97,16 @@ int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const v
           mask_row(p, i0 + i, sb + (size_t)i * Nk);
           ltmp[i0 + i] = attn_softmax_row_exp2(sb + (size_t)i * Nk, Nk);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ni, d, (int)Nk, 1.0f, sb, (int)Nk, vf, d, 0.0f,
-                    otmp + (size_t)i0 * d, d);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)ni, dv, (int)Nk, 1.0f, sb, (int)Nk, vf, dv, 0.0f,
+                    otmp + (size_t)i0 * dv, dv);
         for (int64_t i = 0; i < ni; i++) {
           size_t r = row0 + i0 + i;
-          float *orow = otmp + (size_t)(i0 + i) * d;
+          float *orow = otmp + (size_t)(i0 + i) * dv;
           float l = ltmp[i0 + i];
           if (accumulate) {
-            attn_merge_row(d, o + r * d, lse + r, orow, l);
+            attn_merge_row(dv, o + r * dv, lse + r, orow, l);
           } else {
-            memcpy(o + r * d, orow, (size_t)d * sizeof(float));
+            memcpy(o + r * dv, orow, (size_t)dv * sizeof(float));
             lse[r] = l;
           }
         }
@@ -118,19 +119,19 @@ int attn_fwd_unfused(const attn_params *p, const void *q, const void *k, const v
 }
 
 int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const void *v, const float *o,
-                     const void *dout, const float *lse, const float *delta, float *dq, float *dk, float *dv,
+                     const void *dout, const float *lse, const float *delta, float *dq, float *dk, float *dv_out,
                      float *workspace) {
-  const void *bufs[] = {q, k, v, dout, lse, dq, dk, dv};
+  const void *bufs[] = {q, k, v, dout, lse, dq, dk, dv_out};
   int err = attn_check_bufs(p, 8, bufs);
   if (err) return err;
   if (!delta && !o) return ATTN_ENULL;
   float *ws = workspace;
   if (!ws) ws = malloc(attn_unfused_bwd_workspace_bytes(p));
   if (!ws) return ATTN_ENOMEM;
-  const int d = p->d, nt = attn_threads(p);
+  const int d = p->d, dv = attn_dv(p), nt = attn_threads(p);
   const int64_t Nq = p->Nq, Nk = p->Nk;
   float *pm = ws, *ds = pm + (size_t)Nq * Nk, *conv = ds + (size_t)Nq * Nk;
-  float *gconv = conv + conv_floats(p), *dl = gconv + (size_t)Nq * d;
+  float *gconv = conv + conv_floats(p), *dl = gconv + (size_t)Nq * dv;
   if (!delta) {
     err = attn_delta(p, o, dout, dl);
     if (err) {
@@ -152,11 +153,11 @@ int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const v
       const float *qf, *kf, *vf, *gf;
       head_f32(p, q, k, v, b, hq, conv, &qf, &kf, &vf);
       size_t row0 = ((size_t)b * p->Zq + hq) * Nq;
-      size_t koff = ((size_t)b * p->Zkv + hkv) * Nk * d;
+      size_t koff = ((size_t)b * p->Zkv + hkv) * Nk * d, voff = ((size_t)b * p->Zkv + hkv) * Nk * dv;
       if (p->dtype == ATTN_FP32) {
-        gf = (const float *)dout + row0 * d;
+        gf = (const float *)dout + row0 * dv;
       } else {
-        attn_load_f32(gconv, dout, p->dtype, row0 * d, (size_t)Nq * d);
+        attn_load_f32(gconv, dout, p->dtype, row0 * dv, (size_t)Nq * dv);
         gf = gconv;
       }
 #pragma omp parallel num_threads(nt)
@@ -168,8 +169,8 @@ int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const v
           float *pm_i = pm + (size_t)i0 * Nk, *ds_i = ds + (size_t)i0 * Nk;
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, d, 1.0f, qf + (size_t)i0 * d, d, kf, d,
                       0.0f, pm_i, (int)Nk);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, d, 1.0f, gf + (size_t)i0 * d, d, vf, d,
-                      0.0f, ds_i, (int)Nk);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)ni, (int)Nk, dv, 1.0f, gf + (size_t)i0 * dv, dv, vf,
+                      dv, 0.0f, ds_i, (int)Nk);
           for (int64_t i = i0; i < i0 + ni; i++) {
             float *prow = pm + (size_t)i * Nk, *drow = ds + (size_t)i * Nk;
             float li = lse[row0 + i], di = delta[row0 + i];
@@ -190,8 +191,8 @@ int attn_bwd_unfused(const attn_params *p, const void *q, const void *k, const v
         /* Rows j0 .. j0+nj of dV = P^T dO and dK = dS^T Q. */
         int64_t j0 = th * kslab, nj = Nk - j0 < kslab ? Nk - j0 : kslab;
         if (nj > 0) {
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nj, d, (int)Nq, 1.0f, pm + j0, (int)Nk, gf, d, 1.0f,
-                      dv + koff + (size_t)j0 * d, d);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nj, dv, (int)Nq, 1.0f, pm + j0, (int)Nk, gf, dv,
+                      1.0f, dv_out + voff + (size_t)j0 * dv, dv);
           cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nj, d, (int)Nq, 1.0f, ds + j0, (int)Nk, qf, d, 1.0f,
                       dk + koff + (size_t)j0 * d, d);
         }

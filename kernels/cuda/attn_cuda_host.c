@@ -68,6 +68,9 @@ int attn_cuda_check_msg(const attn_params *p, char *msg, size_t len) {
   } else if (p->d > ATTN_CUDA_MAX_D) {
     why = "head dimension d must be <= 256 on the CUDA backend";
     err = ATTN_EINVAL;
+  } else if (attn_dv(p) != p->d) {
+    why = "the CUDA backend takes one head dimension for q, k and v (dv = d); a narrower v runs on the CPU backend";
+    err = ATTN_EINVAL;
   } else if (p->Zq % p->Zkv != 0) {
     why = "Zq must be a multiple of Zkv (GQA)";
     err = ATTN_EINVAL;

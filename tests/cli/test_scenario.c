@@ -149,6 +149,8 @@ static void test_bad_inputs(void **st) {
   expect_error("[parallel]\ntp_variant = v2\n", NULL, 0, "parallel.tp_variant", "v3");
   expect_error("[workload]\ncausal = maybe\n", NULL, 0, "bad.ini:2: workload.causal", "boolean");
   expect_error("[workload]\nwindow = -1\n", NULL, 0, "workload.window", "out of range");
+  /* multi-head latent attention without its latent shapes: named at the key that asked for it */
+  expect_error("[model]\nattention = mla\n", NULL, 0, "bad.ini:2: model.attention: mla needs model.kv_lora_rank", NULL);
   expect_error("[model]\npreset = gpt5\n", NULL, 0, "bad.ini:2: model.preset", "unknown preset");
   expect_error("[model]\nheads = 32\nkv_heads = 5\n", NULL, 0, "bad.ini:3: model.kv_heads", "does not divide");
   expect_error("[model]\ndtype = fp8\n", NULL, 0, "model.dtype", "bf16");
@@ -193,6 +195,11 @@ static const key_case key_cases[] = {
   {"model.attention_kernel", "2", "flash"},
   {"model.main_grads", "4", "fp16"},
   {"model.master_weights", "0", "bf16"},
+  {"model.attention", "1", "gqa"},
+  {"model.v_head_dim", "128x", "1025"},
+  {"model.kv_lora_rank", "wide", "0"},
+  {"model.qk_nope_head_dim", "1.5", "1025"},
+  {"model.qk_rope_head_dim", "x", "-1"},
   {"workload.phase", "1", "finetune"},
   {"workload.seq_len", "long", "2097152M"},
   {"workload.batch", "1.5", "1048577"},
@@ -266,6 +273,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "model.attention_kernel")     ? "fa3"
                      : !strcmp(c->key, "model.main_grads")           ? "bf16"
                      : !strcmp(c->key, "model.master_weights")       ? "none"
+                     : !strcmp(c->key, "model.attention")            ? "mla"
                      : !strcmp(c->key, "workload.phase")             ? "train"
                      : !strcmp(c->key, "workload.scope")             ? "layer"
                      : !strcmp(c->key, "parallel.method")            ? "ring"
@@ -591,7 +599,7 @@ static void test_did_you_mean(void **st) {
   expect_error("[parallel]\nlayout = zigzg\n", NULL, 0, "'zigzg' is not one of:", "(did you mean zigzag?)");
   expect_error("[workload]\nphase = pre\n", NULL, 0, "'pre' is not one of:", "(did you mean prefill?)");
   expect_error("[model]\npreset = llama3.1-7b\n", NULL, 0, "unknown preset 'llama3.1-7b' (",
-               "qwen2.5-72b) (did you mean llama3.1-8b?)");
+               "qwen2.5-72b, deepseek-v3, deepseek-v2-lite) (did you mean llama3.1-8b?)");
   expect_error("[model]\npreset = mistral\n", NULL, 0, "(did you mean mistral-7b?)", NULL);
   /* a version given short is the longer name, not a neighbour version (llama2-70b, qwen2-72b) */
   expect_error("[model]\npreset = llama3-70b\n", NULL, 0, "(did you mean llama3.1-70b?)", NULL);
@@ -616,7 +624,7 @@ static void test_name_tables(void **st) {
                "'flash' is not one of: burst ring ring-li2021 ulysses usp tp tree", NULL);
   expect_error("[model]\npreset = gpt5\n", NULL, 0,
                "unknown preset 'gpt5' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3-8b, llama3.1-70b, "
-               "llama3.1-405b, mistral-7b, qwen2.5-72b)",
+               "llama3.1-405b, mistral-7b, qwen2.5-72b, deepseek-v3, deepseek-v2-lite)",
                NULL);
   char text[256], err[512];
   bs_scenario s;

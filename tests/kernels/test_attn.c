@@ -64,7 +64,8 @@ static void *xcalloc(size_t n, size_t sz) {
 
 typedef struct {
   attn_params p;
-  size_t nq, nk;               /* elements of q (and dout, o) and of k (and v) */
+  size_t nq, nk;               /* elements of q and of k */
+  size_t no, nv;               /* elements of o (and dout) and of v: width dv */
   float *q, *k, *v, *dout;     /* values (bf16-rounded when the dtype is bf16) */
   uint16_t *qb, *kb, *vb, *gb; /* bf16 storage */
 } tcase;
@@ -85,24 +86,26 @@ static void case_init(tcase *c, attn_params p, rng *r) {
   c->p = p;
   c->nq = (size_t)p.B * p.Zq * p.Nq * p.d;
   c->nk = (size_t)p.B * p.Zkv * p.Nk * p.d;
+  c->no = (size_t)p.B * p.Zq * p.Nq * attn_dv(&p);
+  c->nv = (size_t)p.B * p.Zkv * p.Nk * attn_dv(&p);
   c->q = xcalloc(c->nq, sizeof(float));
-  c->dout = xcalloc(c->nq, sizeof(float));
+  c->dout = xcalloc(c->no, sizeof(float));
   c->k = xcalloc(c->nk, sizeof(float));
-  c->v = xcalloc(c->nk, sizeof(float));
+  c->v = xcalloc(c->nv, sizeof(float));
   int bf = p.dtype == ATTN_BF16;
   if (bf) {
     c->qb = xcalloc(c->nq, 2);
-    c->gb = xcalloc(c->nq, 2);
+    c->gb = xcalloc(c->no, 2);
     c->kb = xcalloc(c->nk, 2);
-    c->vb = xcalloc(c->nk, 2);
+    c->vb = xcalloc(c->nv, 2);
   }
   /* Unit variance (uniform on +-sqrt 3), as q, k after normalisation: with the
    * 1/sqrt(d) scale the scores have unit spread, neither flat nor one-hot. */
   double amp = sqrt(3.0);
   fill(r, c->q, c->qb, c->nq, amp);
   fill(r, c->k, c->kb, c->nk, amp);
-  fill(r, c->v, c->vb, c->nk, amp);
-  fill(r, c->dout, c->gb, c->nq, amp);
+  fill(r, c->v, c->vb, c->nv, amp);
+  fill(r, c->dout, c->gb, c->no, amp);
 }
 
 static void case_free(tcase *c) {
@@ -183,11 +186,12 @@ static void ref_fwd(const attn_params *p, const float *q, const float *k, const 
       for (int64_t i = 0; i < p->Nq; i++) {
         size_t row = ((size_t)b * p->Zq + hq) * p->Nq + i;
         lse[row] = ref_row_probs(p, q, k, b, hq, i, pr);
-        double *orow = o + row * p->d;
-        for (int c = 0; c < p->d; c++) orow[c] = 0;
+        const int dv = attn_dv(p);
+        double *orow = o + row * dv;
+        for (int c = 0; c < dv; c++) orow[c] = 0;
         for (int64_t j = 0; j < p->Nk; j++) {
-          const float *vj = v + (((size_t)b * p->Zkv + hkv) * p->Nk + j) * p->d;
-          for (int c = 0; c < p->d; c++) orow[c] += pr[j] * vj[c];
+          const float *vj = v + (((size_t)b * p->Zkv + hkv) * p->Nk + j) * dv;
+          for (int c = 0; c < dv; c++) orow[c] += pr[j] * vj[c];
         }
       }
     }
@@ -205,12 +209,13 @@ static void ref_bwd(const attn_params *p, const float *q, const float *k, const 
       for (int64_t i = 0; i < p->Nq; i++) {
         size_t row = ((size_t)b * p->Zq + hq) * p->Nq + i;
         if (ref_row_probs(p, q, k, b, hq, i, pr) == -INFINITY) continue;
-        const float *g = dout + row * p->d, *qi = q + row * p->d;
+        const int dvw = attn_dv(p);
+        const float *g = dout + row * dvw, *qi = q + row * p->d;
         double D = 0;
         for (int64_t j = 0; j < p->Nk; j++) {
-          const float *vj = v + (((size_t)b * p->Zkv + hkv) * p->Nk + j) * p->d;
+          const float *vj = v + (((size_t)b * p->Zkv + hkv) * p->Nk + j) * dvw;
           double s = 0;
-          for (int c = 0; c < p->d; c++) s += (double)g[c] * vj[c];
+          for (int c = 0; c < dvw; c++) s += (double)g[c] * vj[c];
           dp[j] = s;
           D += pr[j] * s;
         }
@@ -218,8 +223,8 @@ static void ref_bwd(const attn_params *p, const float *q, const float *k, const 
           size_t kr = ((size_t)b * p->Zkv + hkv) * p->Nk + j;
           const float *kj = k + kr * p->d;
           double ds = pr[j] * (dp[j] - D) * p->scale;
+          for (int c = 0; c < dvw; c++) dv[kr * dvw + c] += pr[j] * g[c];
           for (int c = 0; c < p->d; c++) {
-            dv[kr * p->d + c] += pr[j] * g[c];
             dk[kr * p->d + c] += ds * qi[c];
             dq[row * p->d + c] += ds * kj[c];
           }
@@ -279,22 +284,22 @@ static void use_variant(const char *v) {
 static void check_fwd_case(const tcase *c, const char *label) {
   const attn_params *p = &c->p;
   size_t rows = (size_t)p->B * p->Zq * p->Nq;
-  double *oref = xcalloc(c->nq, sizeof(double)), *lref = xcalloc(rows, sizeof(double));
+  double *oref = xcalloc(c->no, sizeof(double)), *lref = xcalloc(rows, sizeof(double));
   ref_fwd(p, c->q, c->k, c->v, oref, lref);
-  float *o = xcalloc(c->nq, sizeof(float)), *lse = xcalloc(rows, sizeof(float));
+  float *o = xcalloc(c->no, sizeof(float)), *lse = xcalloc(rows, sizeof(float));
   char ctx[200];
   for (int vi = 0; vi < NVARIANTS; vi++) {
     use_variant(variants[vi]);
     snprintf(ctx, sizeof ctx, "%s, fused, path %s", label, attn_cpu_variant());
     assert_int_equal(attn_fwd(p, Qs(c), Ks(c), Vs(c), o, lse, 0), ATTN_OK);
-    check_rel("O", ctx, o, oref, c->nq, bound_of(p));
+    check_rel("O", ctx, o, oref, c->no, bound_of(p));
     check_lse(ctx, lse, lref, rows, bound_of(p));
   }
   use_variant(NULL);
   snprintf(ctx, sizeof ctx, "%s, unfused", label);
-  memset(o, 0, c->nq * sizeof(float));
+  memset(o, 0, c->no * sizeof(float));
   assert_int_equal(attn_fwd_unfused(p, Qs(c), Ks(c), Vs(c), o, lse, 0, NULL), ATTN_OK);
-  check_rel("O", ctx, o, oref, c->nq, bound_of(p));
+  check_rel("O", ctx, o, oref, c->no, bound_of(p));
   check_lse(ctx, lse, lref, rows, bound_of(p));
   free(oref);
   free(lref);
@@ -307,12 +312,12 @@ static void check_bwd_case(const tcase *c, const char *label) {
   const attn_params *p = &c->p;
   size_t rows = (size_t)p->B * p->Zq * p->Nq;
   double *dqr = xcalloc(c->nq, sizeof(double)), *dkr = xcalloc(c->nk, sizeof(double));
-  double *dvr = xcalloc(c->nk, sizeof(double));
+  double *dvr = xcalloc(c->nv, sizeof(double));
   ref_bwd(p, c->q, c->k, c->v, c->dout, dqr, dkr, dvr);
-  float *o = xcalloc(c->nq, sizeof(float)), *lse = xcalloc(rows, sizeof(float));
+  float *o = xcalloc(c->no, sizeof(float)), *lse = xcalloc(rows, sizeof(float));
   float *delta = xcalloc(rows, sizeof(float));
   float *dq = xcalloc(c->nq, sizeof(float)), *dk = xcalloc(c->nk, sizeof(float));
-  float *dv = xcalloc(c->nk, sizeof(float));
+  float *dv = xcalloc(c->nv, sizeof(float));
   char ctx[200];
   assert_int_equal(attn_fwd(p, Qs(c), Ks(c), Vs(c), o, lse, 0), ATTN_OK);
   assert_int_equal(attn_delta(p, o, Gs(c), delta), ATTN_OK);
@@ -323,24 +328,24 @@ static void check_bwd_case(const tcase *c, const char *label) {
                with_delta ? "delta given" : "delta from O");
       memset(dq, 0, c->nq * sizeof(float));
       memset(dk, 0, c->nk * sizeof(float));
-      memset(dv, 0, c->nk * sizeof(float));
+      memset(dv, 0, c->nv * sizeof(float));
       assert_int_equal(
         attn_bwd(p, Qs(c), Ks(c), Vs(c), with_delta ? NULL : o, Gs(c), lse, with_delta ? delta : NULL, dq, dk, dv),
         ATTN_OK);
       check_rel("dQ", ctx, dq, dqr, c->nq, bound_of(p));
       check_rel("dK", ctx, dk, dkr, c->nk, bound_of(p));
-      check_rel("dV", ctx, dv, dvr, c->nk, bound_of(p));
+      check_rel("dV", ctx, dv, dvr, c->nv, bound_of(p));
     }
   }
   use_variant(NULL);
   snprintf(ctx, sizeof ctx, "%s, unfused", label);
   memset(dq, 0, c->nq * sizeof(float));
   memset(dk, 0, c->nk * sizeof(float));
-  memset(dv, 0, c->nk * sizeof(float));
+  memset(dv, 0, c->nv * sizeof(float));
   assert_int_equal(attn_bwd_unfused(p, Qs(c), Ks(c), Vs(c), o, Gs(c), lse, NULL, dq, dk, dv, NULL), ATTN_OK);
   check_rel("dQ", ctx, dq, dqr, c->nq, bound_of(p));
   check_rel("dK", ctx, dk, dkr, c->nk, bound_of(p));
-  check_rel("dV", ctx, dv, dvr, c->nk, bound_of(p));
+  check_rel("dV", ctx, dv, dvr, c->nv, bound_of(p));
   free(dqr);
   free(dkr);
   free(dvr);
@@ -1001,6 +1006,52 @@ static void test_bf16_rounding(void **state) {
   assert_true(!strcmp(v, "scalar") || !strcmp(v, "avx2") || !strcmp(v, "avx512"));
 }
 
+/* Multi-head latent attention's shapes (DeepSeek-V2, arXiv 2405.04434): q and k of one width,
+ * v, o and dout of another (192 and 128 in DeepSeek-V3), forward and backward on every path,
+ * causal and not, GQA, bf16, a decode split over keys, v wider than k, and with documents. */
+static void test_head_dims(void **state) {
+  (void)state;
+  char label[120];
+  for (int causal = 0; causal < 2; causal++) {
+    attn_params p = mk(1, 2, 2, 70, 90, 192);
+    p.dv = 128;
+    p.scale = 1.0f / sqrtf(192.0f);
+    p.mask.causal = causal;
+    p.mask.q_pos0 = 20;
+    snprintf(label, sizeof label, "d192 dv128 causal %d Nq70 Nk90", causal);
+    run_fwd_bwd("head_dims", p, label, 1);
+  }
+  attn_params g = mk(2, 4, 1, 33, 47, 24); /* one latent kv head shared by every query head */
+  g.dv = 16;
+  g.mask.causal = 1;
+  g.mask.q_pos0 = 14;
+  run_fwd_bwd("head_dims", g, "d24 dv16 GQA 4:1 causal", 1);
+  attn_params w = mk(1, 3, 3, 41, 29, 16); /* v wider than k */
+  w.dv = 40;
+  run_fwd_bwd("head_dims", w, "d16 dv40", 1);
+  attn_params b = mk(1, 2, 1, 37, 65, 48);
+  b.dv = 32;
+  b.dtype = ATTN_BF16;
+  b.mask.causal = 1;
+  b.mask.q_pos0 = 28;
+  run_fwd_bwd("head_dims", b, "d48 dv32 bf16 causal", 1);
+  attn_params dec = mk(1, 2, 2, 1, 2000, 40); /* few rows, many keys: the key split and its merge */
+  dec.dv = 24;
+  dec.mask.causal = 1;
+  dec.mask.q_pos0 = 1999;
+  run_fwd_bwd("head_dims", dec, "d40 dv24 decode Nk2000", 0);
+  static const int64_t ends[] = {30, 61};
+  attn_params doc = mk(1, 2, 2, 80, 80, 24);
+  doc.dv = 8;
+  doc.mask.causal = 1;
+  doc.mask.docs = 2;
+  doc.mask.doc_end = ends;
+  run_fwd_bwd("head_dims", doc, "d24 dv8 documents 30/61 causal", 1);
+  attn_params bad = mk(1, 1, 1, 4, 4, 8);
+  bad.dv = -1;
+  assert_int_equal(attn_check(&bad), ATTN_EINVAL);
+}
+
 /* Arguments, if any, name the tests to run; a name no test has fails (tests/run_named.h). */
 int main(int argc, char **argv) {
   const char *env = getenv("BURSTSIM_SEED");
@@ -1013,6 +1064,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_mask_ranges_and_pairs),
     cmocka_unit_test(test_full_mask),
     cmocka_unit_test(test_documents),
+    cmocka_unit_test(test_head_dims),
     cmocka_unit_test(test_odd_sizes),
     cmocka_unit_test(test_decode_long_keys),
     cmocka_unit_test(test_causal_offsets),

@@ -2,7 +2,8 @@
  * test_attention_kernels.c — model.attention_kernel on a toy profile computed by hand: the
  * default kernel's rates are kernels.attn_fwd / attn_bwd, another kernel's come from
  * "attention_kernels", a kernel the profile holds no rates for is refused naming what it holds,
- * and the shipped Hopper profiles hold FA2 (default), FA3 and cuDNN while the others refuse FA3.
+ * and the shipped Hopper profiles hold FA2 (default), FA3 and cuDNN while the others refuse FA3;
+ * an unmasked block of multi-head latent attention (v narrower than q, k) takes the full-mask rates.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +97,46 @@ static void test_by_hand(void **state) {
   unlink(path);
 }
 
+/* Full-mask tables at 100 (forward) and 50 (backward) TFLOP/s, causal ones at 10: an MLA block (q, k
+ * of 192 columns, v of 128) with every key visible does 2 (192 + 128) FLOPs per pair and head
+ * forward, 2 (3 x 192 + 2 x 128) backward, and is timed at the full-mask rate (a block counted as
+ * 4 x 192 per pair would look masked, and take the causal rate). */
+static const char *toy_masks =
+  "{\"format\": 1, \"name\": \"toy\",\n"
+  " \"device\": {\"memory_bytes\": {\"value\": 8e10, \"source\": \"s\"},\n"
+  "            \"peak_flops\": {\"value\": 1e15, \"source\": \"s\"},\n"
+  "            \"mem_bw_Bps\": {\"value\": 3e12, \"source\": \"s\"}},\n"
+  " \"kernels\": {\n"
+  "  \"attn_fwd\": {\"model\": \"table\", " LAUNCH
+  ", \"tables\": ["
+  "{\"head_dim\": 128, \"mask\": \"full\", \"x\": [512, 65536], \"tflops\": [100, 100], \"source\": \"s\"},"
+  "{\"head_dim\": 128, \"mask\": \"causal\", \"x\": [512, 65536], \"tflops\": [10, 10], \"source\": \"s\"}]},\n"
+  "  \"attn_bwd\": {\"model\": \"table\", " LAUNCH
+  ", \"tables\": ["
+  "{\"head_dim\": 128, \"mask\": \"full\", \"x\": [512, 65536], \"tflops\": [50, 50], \"source\": \"s\"},"
+  "{\"head_dim\": 128, \"mask\": \"causal\", \"x\": [512, 65536], \"tflops\": [10, 10], \"source\": \"s\"}]}},\n"
+  " \"links\": {\"nvlink\": {\"bandwidth_Bps\": {\"value\": 2e11, \"source\": \"s\"},\n"
+  "   \"latency_s\": {\"value\": 1e-6, \"source\": \"s\"}, \"source\": \"s\"}}}\n";
+
+static void test_mla_full_block(void **state) {
+  (void)state;
+  assert_int_equal(write_toy(toy_masks), 0);
+  bs_profile *p = calloc(1, sizeof *p);
+  char err[512];
+  assert_int_equal(bs_profile_load(path, p, err, sizeof err), 0);
+  bs_compute c = block(BS_K_ATTN_FWD);
+  c.a.d = 192;
+  c.a.dv = 128;
+  const double pairs = 8 * 4096.0 * 4096.0; /* 134,217,728 */
+  c.flops = 2.0 * (192 + 128) * pairs;      /* 85.9 GFLOP */
+  assert_true(fabs(bs_profile_kernel_time(p, &c, BS_BF16, err, sizeof err) - (1e-5 + c.flops / 100e12)) < 1e-12);
+  c.kernel = BS_K_ATTN_BWD;
+  c.flops = 2.0 * (3 * 192 + 2 * 128) * pairs; /* 223.3 GFLOP */
+  assert_true(fabs(bs_profile_kernel_time(p, &c, BS_BF16, err, sizeof err) - (1e-5 + c.flops / 50e12)) < 1e-12);
+  free(p);
+  unlink(path);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   static const struct {
@@ -155,6 +196,7 @@ static void test_shipped(void **state) {
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_by_hand),
+    cmocka_unit_test(test_mla_full_block),
     cmocka_unit_test(test_bad_input),
     cmocka_unit_test(test_shipped),
   };

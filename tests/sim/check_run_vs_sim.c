@@ -30,6 +30,7 @@
 typedef struct {
   char method[32], phase[16], bwd_comm[16], tp_variant[8], dtype[8], coll_algo[8], scope[16], cp_pass[8];
   int64_t G, N, B, Z, Zk, d, hidden, U, tq, es;
+  int64_t dv;     /* columns of v, o and dO (multi-head latent attention: fewer than d) */
   int64_t cached; /* prefill: tokens already in the KV cache */
   int64_t ranks;  /* every rank of the point (G: the attention group's) */
 } point;
@@ -102,6 +103,7 @@ static int read_point(cJSON *r, point *p) {
   if (!strcmp(p->phase, "decode") && get_int(r, "decode_tokens", &p->tq)) return -1;
   if (get_str(r, "cp_pass", p->cp_pass, sizeof p->cp_pass)) strcpy(p->cp_pass, "kv");
   if (get_int(r, "cached_tokens", &p->cached)) p->cached = 0;
+  if (get_int(m, "v_head_dim", &p->dv) || p->dv <= 0) p->dv = p->d; /* MLA: v, o, dO of their own width */
   p->es = strcmp(p->dtype, "fp32") ? 2 : 4;
   p->ranks = p->G;
   cJSON *par = cJSON_GetObjectItem(r, "parallel");
@@ -121,12 +123,15 @@ static int read_point(cJSON *r, point *p) {
 }
 
 /* BurstAttention (arXiv 2403.09347), forward: "K,V ring: 2·B·Z·(N/G)·d elements per step, G−1 steps"
- * (Z the key/value heads); RingAttention forward the same. */
-static int64_t kv_ring(const point *p, int64_t G, int64_t n) { return (G - 1) * 2 * p->B * p->Zk * n * p->d * p->es; }
+ * (Z the key/value heads); RingAttention forward the same. With MLA's head dimensions (DeepSeek-V2,
+ * arXiv 2405.04434) K has d columns and V dv: B·Z·(N/G)·(d + dv) per step. */
+static int64_t kv_ring(const point *p, int64_t G, int64_t n) {
+  return (G - 1) * p->B * p->Zk * n * (p->d + p->dv) * p->es;
+}
 
 /* Bytes a rank sends for the point per the published volumes; -1 when this checker has no formula. */
 static int64_t anchors_bytes(const point *p) {
-  int64_t G = p->G, n = p->N / G, B = p->B, Z = p->Z, Zk = p->Zk, d = p->d, es = p->es;
+  int64_t G = p->G, n = p->N / G, B = p->B, Z = p->Z, Zk = p->Zk, d = p->d, dv = p->dv, es = p->es;
   int train = !strcmp(p->phase, "train"), decode = !strcmp(p->phase, "decode");
   if (G == 1) return 0;
   if (!strcmp(p->cp_pass, "q") && (!strcmp(p->method, "burst") || !strcmp(p->method, "ring")) && !train) {
@@ -135,22 +140,23 @@ static int64_t anchors_bytes(const point *p) {
      * exchanges the partial attention outputs and softmax statistics": the G−1 partial O (fp32 here) and lse
      * blocks that belong to the other ranks. T: the tokens that are not in the KV cache (decode: its queries). */
     int64_t T = decode ? p->tq : p->N - p->cached, nq = T / G;
-    return (G - 1) * (B * Z * nq * d * es + B * Z * nq * d * 4 + B * Z * nq * 4);
+    return (G - 1) * (B * Z * nq * d * es + B * Z * nq * dv * 4 + B * Z * nq * 4);
   }
   if (!strcmp(p->method, "burst") && !decode) {
     /* Backward: "Q, dQ, dO ring plus D and lse (fp32, B·Z·N/G each) per step; ... dQ returns to its owner":
      * Q, dO, D (or O in fp32, plain backward: "rings O instead of D"), lse move G−1 times, dQ (fp32) G times. */
-    int64_t q = B * Z * n * d * es, rows = B * Z * n * 4, o = B * Z * n * d * 4, dq = B * Z * n * d * 4;
+    int64_t q = B * Z * n * d * es, rows = B * Z * n * 4, o = B * Z * n * dv * 4, dq = B * Z * n * d * 4;
+    int64_t dout = B * Z * n * dv * es; /* dO and O have v's columns */
     int plain = !strcmp(p->bwd_comm, "plain");
-    return kv_ring(p, G, n) + (train ? (G - 1) * (2 * q + (plain ? o : rows) + rows) + G * dq : 0);
+    return kv_ring(p, G, n) + (train ? (G - 1) * (q + dout + (plain ? o : rows) + rows) + G * dq : 0);
   }
   if (!strcmp(p->method, "ring")) {
     /* Decode: "the KV shards travel the ring: 2·B·(N/p)·d per step", one transfer fewer than steps. */
     if (decode) return kv_ring(p, G, n);
     /* Backward: "K,V ring again plus dK,dV ring (ring-flash-attention sends dK,dV in fp32)";
      * dK, dV return to their owner (G hops). */
-    int64_t kv = B * Zk * n * d * es, dkv = B * Zk * n * d * 4;
-    return kv_ring(p, G, n) + (train ? (G - 1) * 2 * kv + G * 2 * dkv : 0);
+    int64_t kv = B * Zk * n * (d + dv) * es, dkv = B * Zk * n * (d + dv) * 4; /* K and V, dK and dV */
+    return kv_ring(p, G, n) + (train ? (G - 1) * kv + G * dkv : 0);
   }
   if (!strcmp(p->method, "ulysses") || !strcmp(p->method, "usp")) {
     /* DeepSpeed-Ulysses: "all-to-all Q,K,V (scatter heads, gather sequence), local attention, all-to-all O",
