@@ -25,7 +25,8 @@ typedef struct {
 /* One line of the log: what ("mapped", "ignored", "refused", "note") then the text. "refused"
  * counts in out->refused. */
 void bs_import_say(bs_import_out *out, const char *what, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void bs_import_vsay(bs_import_out *out, const char *what, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+void bs_import_vsay(bs_import_out *out, const char *what, const char *fmt, va_list ap)
+  __attribute__((format(printf, 3, 0)));
 /* Sets "section.key" to the formatted value. */
 void bs_import_put(bs_import_out *out, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The value of a key set earlier, or NULL. */
