@@ -126,8 +126,9 @@ static void test_uniform_rings(void **state) {
             assert_int_equal(P * M, G);
             if (dbl) assert_int_equal(M, G / rpn); /* the double ring's torus, not a plain ring */
             int r = first_different(p, P, M);
-            if (r >= 0) fail_msg("method %d layout %d causal %d phase %d double %d variant %d: rank %d differs", m,
-                                 (int)masks[k].l, masks[k].causal, ph, dbl, v, r);
+            if (r >= 0)
+              fail_msg("method %d layout %d causal %d phase %d double %d variant %d: rank %d differs", m,
+                       (int)masks[k].l, masks[k].causal, ph, dbl, v, r);
             bs_plan_free(p);
             checked++;
           }
