@@ -262,6 +262,10 @@ typedef enum {
  * buffer of shard s with B batches and `width` columns. */
 int64_t bs_shard_index(const bs_shard *s, int64_t B, int64_t b, int64_t h, int64_t i, int64_t width);
 
+/* 1 when every rank's program is rank 0's with its peers shifted on the ring's torus of positions
+ * (rank = a x *P + i, 0 <= a < *M, 0 <= i < *P) and its COMPUTEs equal but for mask positions,
+ * buffer offsets and accumulate (plans/uniform.c says where and why); 0 when not proven. */
+int bs_plan_ring_uniform(const bs_plan *p, int *P, int *M);
 /* Ranks of the double ring's inner group (1 = no double ring), for reports. */
 int bs_plan_inner_ranks(const bs_plan *p);
 /* What a plan for cfg on nodes of ranks_per_node ranks (<= 0: one node)

@@ -1,23 +1,29 @@
 #!/bin/sh
-# bench-scale.sh BUILD_DIR [--quick] [--timeout S] — the simulator's own cost at the scale users plan
+# bench-scale.sh BUILD_DIR [--quick] [--only TEXT] [--timeout S] — the simulator's own cost at the scale users plan
 # at (issue 27): one row per point with the CPU seconds (user + sys of the command and its forked
 # point, from /usr/bin/time), wall seconds, peak RSS, the engine that ran, the shortcuts it used
 # (sim.network: the fold and its kind, the layer shortcut) and the target. Every point runs under a
 # timeout (default 900 s, --timeout S), so the script always ends: a row that does not finish says
-# "timeout". --quick runs only the small rows (a 64-GPU model step, a 1024-GPU attention layer).
+# "timeout". --quick runs only the small rows (a 64-GPU model step, a 1024-GPU attention layer);
+# --only TEXT the rows whose label contains TEXT (e.g. --only "attention layer").
 # Scenarios: scripts/bench-scale/*.ini. Not a test: speed is measured here, not asserted in ctest.
 set -u
 if [ $# -lt 1 ]; then
-  echo "usage: scripts/bench-scale.sh BUILD_DIR [--quick] [--timeout S]" >&2
+  echo "usage: scripts/bench-scale.sh BUILD_DIR [--quick] [--only TEXT] [--timeout S]" >&2
   exit 2
 fi
 bs=$(cd "$1" && pwd)/burstsim
 shift
 quick=0
+only=
 limit=900
 while [ $# -gt 0 ]; do
   case $1 in
   --quick) quick=1 ;;
+  --only)
+    shift
+    only=${1:?--only needs text}
+    ;;
   --timeout)
     shift
     limit=${1:?--timeout needs seconds}
@@ -43,6 +49,7 @@ printf '|%s|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' $(seq 46))" ---------- --
 row() {
   label=$1 target=$2 ini=$3
   shift 3
+  case $label in *"$only"*) ;; *) return ;; esac
   /usr/bin/time -f '%U %S %e %M' -o "$tmp/time" timeout "$limit" "$bs" sim "$here/$ini" "$@" --quiet \
     --out "$tmp/r.json" >"$tmp/out" 2>"$tmp/err"
   rc=$?

@@ -111,7 +111,8 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     snprintf(err, errlen, "internal: the plan has %d ranks for parallel.gpus = %d", G, cfg->par.gpus);
     return -1;
   }
-  if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, &pt->fold, pt->why, sizeof pt->why, err, errlen))
+  if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, given ? NULL : pt->plan, &pt->fold, pt->why,
+                      sizeof pt->why, err, errlen))
     return -1;
   const sim_fold *f = &pt->fold;
   int nodes = f->Ki > 0 ? G / pt->ps.ranks_per_node / f->Ki * f->M : 0; /* folded nodes in all */

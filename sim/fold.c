@@ -468,6 +468,111 @@ static int stage_images(const rank_info *ri, int G, int P, int Ki, int m) {
 }
 
 /*
+ * The pre-pass's shortcut for rings whose ranks all run one program shifted on a torus of ring
+ * positions (bs_plan_ring_uniform, plans/uniform.c): a 16,384-GPU layer is 16,384 programs of
+ * 16,384 steps, and reading them all was the whole cost of the point. Such a rank's signature
+ * depends on it only through what put_peer makes of its peers (their node and index offsets from
+ * it, in both streams) and its compute factor (a straggler): rank 0's program names its peers as
+ * torus offsets (da, di), which every rank shifts to its own position. Ranks with the same offsets
+ * written the same way and the same factor form a class and share one signature, read from the
+ * program of the class's first rank; the middle and last ranks' programs are read too, and any
+ * difference (a plan the rule was wrong about) falls back to reading every program. Returns 1
+ * when ri holds every rank's signature, 0 when the shortcut does not apply, -1 on error.
+ */
+#define UNI_DELTAS 16
+#define UNI_CLASSES 64
+#define UNI_KEY (4 * UNI_DELTAS + 1)
+
+static int uniform_peers(const bs_sim_source *src, int G, int *peers) {
+  void *it = src->iter_new(src->ctx, 0);
+  if (!it) return -1;
+  int n = 0, ok = 1;
+  bs_op op;
+  while (ok && src->next(it, &op)) {
+    if (op.kind == BS_OP_COLL) ok = 0;
+    if (op.kind != BS_OP_SEND && op.kind != BS_OP_RECV) continue;
+    int p = op.u.p2p.peer, j = 0;
+    if (p < 0 || p >= G) ok = 0;
+    while (j < n && peers[j] != p) j++;
+    if (j == n && ok) {
+      if (n == UNI_DELTAS) ok = 0;
+      else peers[n++] = p;
+    }
+  }
+  if (src->iter_error && src->iter_error(it)) ok = 0; /* the full pass reports it */
+  src->iter_free(it);
+  return ok ? n : -1;
+}
+
+static int same_info(const rank_info *a, const rank_info *b) {
+  return a->sig == b->sig && a->sig2 == b->sig2 && a->max_node_off == b->max_node_off &&
+         a->max_idx_off == b->max_idx_off && a->cross_rail == b->cross_rail && a->has_coll == b->has_coll &&
+         a->coll_general == b->coll_general && a->max_in_off == b->max_in_off;
+}
+
+static int uniform_signatures(const bs_plan *plan, sig_job *job, int Ki, rank_info *ri, char *err, size_t errlen) {
+  int TP, TM, peers[UNI_DELTAS], G = job->G, rpn = job->P, K = G / rpn;
+  if (!plan || !bs_plan_ring_uniform(plan, &TP, &TM) || (int64_t)TP * TM != G) return 0;
+  int np = uniform_peers(job->src, G, peers);
+  if (np < 0) return 0;
+  int64_t(*key)[UNI_KEY] = malloc(sizeof *key * UNI_CLASSES);
+  int *cls = malloc(sizeof *cls * (size_t)G);
+  int first[UNI_CLASSES], last[UNI_CLASSES], count[UNI_CLASSES], nc = 0, ok = key && cls;
+  for (int r = 0; r < G && ok; r++) {
+    int64_t k[UNI_KEY] = {0};
+    int a = r / TP, i = r % TP, mynode = r / rpn, myidx = r % rpn;
+    for (int j = 0; j < np; j++) { /* rank 0 sits at (0, 0): its peer's position is the offset */
+      int q = ((a + peers[j] / TP) % TM) * TP + (i + peers[j] % TP) % TP, pn = q / rpn;
+      k[4 * j] = wrap(pn - mynode, K);
+      k[4 * j + 1] = wrap(q - pn * rpn - myidx, rpn);
+      if (Ki) {
+        int mo = mynode / Ki, po = pn / Ki;
+        k[4 * j + 2] = wrap(po - mo, K / Ki);
+        k[4 * j + 3] = wrap((pn - po * Ki) - (mynode - mo * Ki), Ki);
+      }
+    }
+    k[UNI_KEY - 1] = (int64_t)dbits(sim_compute_factor(job->cfg, r));
+    int c = 0;
+    while (c < nc && memcmp(key[c], k, sizeof k)) c++;
+    if (c == nc) {
+      if (nc == UNI_CLASSES) {
+        ok = 0;
+        break;
+      }
+      memcpy(key[nc], k, sizeof k);
+      first[nc] = r;
+      count[nc++] = 0;
+    }
+    cls[r] = c;
+    last[c] = r;
+    count[c]++;
+  }
+  free(key);
+  int rc = ok ? 1 : 0;
+  for (int c = 0; c < nc && rc == 1; c++) {
+    int f = first[c], mid = -1;
+    if (rank_signature(job->cfg, job->src, job->prof, job->cfg->cluster.coll_algo, &job->env, f, G, rpn, Ki, &ri[f],
+                       err, errlen))
+      rc = -1;
+    for (int r = f, seen = 0; r < G && rc == 1 && mid < 0; r++)
+      if (cls[r] == c && seen++ == count[c] / 2) mid = r;
+    int check[2] = {mid, last[c]};
+    for (int j = 0; j < 2 && rc == 1; j++) {
+      rank_info x;
+      if (check[j] == f) continue;
+      if (rank_signature(job->cfg, job->src, job->prof, job->cfg->cluster.coll_algo, &job->env, check[j], G, rpn, Ki,
+                         &x, err, errlen))
+        rc = -1;
+      else if (!same_info(&x, &ri[f])) rc = 0; /* not what the rule says: read every program */
+    }
+  }
+  if (rc == 1)
+    for (int r = 0; r < G; r++) ri[r] = ri[first[cls[r]]];
+  free(cls);
+  return rc;
+}
+
+/*
  * The pre-pass: every rank's signature, into ri, and what they need (*need). Up to 256 ranks,
  * in one go. Above, in rounds (one node's ranks, then twice as many each time) after each of
  * which the folds still possible are listed: every rule of fold_candidates only removes
@@ -478,16 +583,21 @@ static int stage_images(const rank_info *ri, int G, int P, int Ki, int m) {
  * programs read instead of all). *seen: the ranks read (G when not stopped).
  */
 static int prepass(const bs_config *cfg, const bs_profile *prof, const bs_platform_spec *ps, const bs_sim_source *src,
-                   const fold_env *env, int Ki, rank_info *ri, fold_need *need, int *seen, char *err, size_t errlen) {
+                   const bs_plan *plan, const fold_env *env, int Ki, rank_info *ri, fold_need *need, int *seen,
+                   char *err, size_t errlen) {
   int G = cfg->par.gpus, P = ps->ranks_per_node, K = G / P;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int nt = G >= 256 && cores > 1 ? (int)(cores < 8 ? cores : 8) : 1;
   sig_job job[8];
   for (int t = 0; t < nt; t++) job[t] = (sig_job){cfg, prof, src, *env, G, P, Ki, t, nt, 0, 0, 0, ri, ""};
+  /* every signature at once when the plan proves its ranks alike; the rounds below then only
+   * decide, as they would have, where a pass that reads the programs stops */
+  int have = uniform_signatures(plan, &job[0], Ki, ri, err, errlen);
+  if (have < 0) return -1;
   int lo = 0, round = G >= 256 ? P : G;
   while (lo < G) {
     int hi = G - lo < round ? G : lo + round;
-    if (signatures(job, nt, lo, hi, err, errlen)) return -1;
+    if (!have && signatures(job, nt, lo, hi, err, errlen)) return -1;
     need_add(need, ri, lo, hi);
     lo = hi;
     round *= 2;
@@ -514,7 +624,8 @@ static int prepass(const bs_config *cfg, const bs_profile *prof, const bs_platfo
  * sentence for the result.
  */
 int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, const bs_platform_spec *ps,
-                    const bs_sim_source *src, sim_fold *f, char *why, size_t whylen, char *err, size_t errlen) {
+                    const bs_sim_source *src, const bs_plan *plan, sim_fold *f, char *why, size_t whylen, char *err,
+                    size_t errlen) {
   int G = cfg->par.gpus, P = ps->ranks_per_node, K = G / P;
   *f = (sim_fold){K, P, 0, K};
   snprintf(why, whylen, "off");
@@ -547,7 +658,7 @@ int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_prof
   fold_need need = {0};
   int cand[64][3], M, Ml, nc, seen;
   int Ki = stage_block(cfg, ps);
-  if (prepass(cfg, prof, ps, src, &env, Ki, ri, &need, &seen, err, errlen)) {
+  if (prepass(cfg, prof, ps, src, opts->prepass_full ? NULL : plan, &env, Ki, ri, &need, &seen, err, errlen)) {
     free(ri);
     return -1;
   }

@@ -287,11 +287,13 @@ typedef struct {
 } sim_fold;
 
 /*
- * The fold whose actors stand for all ranks. Returns 0 (maybe M = Ki = K and Pf = P: no fold)
+ * The fold whose actors stand for all ranks (plan: the plan behind src, NULL for another source;
+ * it may prove the ranks alike, bs_plan_ring_uniform). Returns 0 (maybe M = Ki = K and Pf = P: no fold)
  * or -1 on error. why: a sentence for the result.
  */
 int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, const bs_platform_spec *ps,
-                    const bs_sim_source *src, sim_fold *f, char *why, size_t whylen, char *err, size_t errlen);
+                    const bs_sim_source *src, const bs_plan *plan, sim_fold *f, char *why, size_t whylen, char *err,
+                    size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* result.c                                                            */

@@ -72,6 +72,9 @@ typedef struct {
    * direct engine's reference in tests. Both are meant to be the same model, but SimGrid 3.32's lazy
    * update lets some transfers that start as others end on the same links finish early. */
   int sg_full_update;
+  /* The fold's pre-pass reads every rank's program even where the plan proves its ranks alike
+   * (bs_plan_ring_uniform; sim/fold.c): the reference tests compare the shortcut with. */
+  int prepass_full;
 } bs_sim_opts;
 
 void bs_sim_opts_default(bs_sim_opts *o);
