@@ -111,6 +111,8 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     snprintf(err, errlen, "internal: the plan has %d ranks for parallel.gpus = %d", G, cfg->par.gpus);
     return -1;
   }
+  /* the fold's pre-pass reads every rank's program: the bound comes before it */
+  if (sim_work_check(&pt->src, opts->max_events, err, errlen)) return -1;
   if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, &pt->fold, pt->why, sizeof pt->why, err, errlen))
     return -1;
   const sim_fold *f = &pt->fold;

@@ -72,7 +72,18 @@ typedef struct {
    * direct engine's reference in tests. Both are meant to be the same model, but SimGrid 3.32's lazy
    * update lets some transfers that start as others end on the same links finish early. */
   int sg_full_update;
+  /* Refuse (bs_sim_run returns -2) a point whose ranks' programs hold more events (sim.events:
+   * COMPUTEs, SENDs, collective steps) than this, estimated before the fold from a few ranks
+   * (estimate.c); 0: no bound (the default; burstsim sim sets BS_SIM_MAX_EVENTS). */
+  double max_events;
 } bs_sim_opts;
+
+/* The bound burstsim sim puts on a point's events unless --max-events says otherwise: about an hour of
+ * CPU at BS_SIM_EVENTS_PER_S. */
+#define BS_SIM_MAX_EVENTS 4e9
+/* Events the simulator runs per CPU second, for the refusal's time: a 1024-GPU ring (the direct
+ * engine, no fold) ran 11,788,288 events in 10.7 s of CPU (docs/reliability.md). */
+#define BS_SIM_EVENTS_PER_S 1e6
 
 void bs_sim_opts_default(bs_sim_opts *o);
 
