@@ -50,7 +50,8 @@ int sim_work_estimate(const bs_sim_source *src, double max_events, sim_work *w) 
   }
   *w = (sim_work){0};
   /* the sum over the sampled ranks past which the bound is passed, and where reading stops */
-  double need = max_events > 0 ? max_events * n / G : 0, stop = need + (15 * need < EXTRA_READ ? 15 * need : EXTRA_READ);
+  double need = max_events > 0 ? max_events * n / G : 0,
+         stop = need + (15 * need < EXTRA_READ ? 15 * need : EXTRA_READ);
   double sum = 0, iter_bytes = 0;
   int started = 0;
   for (int i = 0; i < n && !w->at_least; i++) {
