@@ -6,6 +6,7 @@
  * gathers the results in order and writes everything.
  */
 #include <mpi.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,12 +194,13 @@ typedef struct {
 } sweep;
 
 /* Point i was refused for `why`: 1 when an earlier point was refused for the same reason (numbers
- * aside; then counted, not said again), 0 when it is the first (remembered while there is room). */
+ * aside, those that are not part of a name; then counted, not said again), 0 when it is the first (remembered while there is room). */
 static int refusal_seen(sweep *w, int i, const char *why) {
   char cls[160];
   size_t k = 0;
   for (const char *p = why; *p && k + 2 < sizeof cls; p++) {
-    if (*p >= '0' && *p <= '9') {
+    int in_word = p > why && (isalnum((unsigned char)p[-1]) || p[-1] == '_'); /* ring-li2021, v3: a name */
+    if (*p >= '0' && *p <= '9' && !in_word) {
       while (p[1] >= '0' && p[1] <= '9') p++;
       cls[k++] = 'N';
     } else cls[k++] = *p;
