@@ -194,7 +194,8 @@ typedef struct {
 } sweep;
 
 /* Point i was refused for `why`: 1 when an earlier point was refused for the same reason (numbers
- * aside, those that are not part of a name; then counted, not said again), 0 when it is the first (remembered while there is room). */
+ * aside, those that are not part of a name; then counted, not said again), 0 when it is the first
+ * (remembered while there is room). */
 static int refusal_seen(sweep *w, int i, const char *why) {
   char cls[160];
   size_t k = 0;
