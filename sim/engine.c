@@ -111,8 +111,13 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     snprintf(err, errlen, "internal: the plan has %d ranks for parallel.gpus = %d", G, cfg->par.gpus);
     return -1;
   }
-  if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, given ? NULL : pt->plan, &pt->fold, pt->why,
-                      sizeof pt->why, err, errlen))
+  /* The fold's pre-pass reads every rank's program, so the bound on the point's work comes before
+   * it; unless the plan proves its ranks alike (bs_plan_ring_uniform): then the pre-pass reads one
+   * program per group, and the work is that of the ranks simulated after the fold. */
+  const bs_plan *plan = given ? NULL : pt->plan;
+  int up, um, alike = plan && bs_plan_ring_uniform(plan, &up, &um) && (int64_t)up * um == G;
+  if (!alike && sim_work_check(&pt->src, G, opts->max_events, err, errlen)) return -1;
+  if (sim_choose_fold(cfg, opts, pt->prof, &pt->ps, &pt->src, plan, &pt->fold, pt->why, sizeof pt->why, err, errlen))
     return -1;
   const sim_fold *f = &pt->fold;
   int nodes = f->Ki > 0 ? G / pt->ps.ranks_per_node / f->Ki * f->M : 0; /* folded nodes in all */
@@ -121,6 +126,7 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     snprintf(err, errlen, "fold requested but not possible: %s", pt->why);
     return -1;
   }
+  if (alike && sim_work_check(&pt->src, pt->A, opts->max_events, err, errlen)) return -1;
   if (pt->ps.generated) {
     int shared = pt->ps.shared_host;
     pt->xml = bs_platform_xml(&pt->ps, shared ? 1 : nodes, shared ? G : f->Pf, f->wrap, err, errlen);

@@ -8,6 +8,7 @@
  *   isolate.c  the forked child a point runs in, its pipe, signals and failures
  *   check.c    the profile and topology names, checked before any point runs
  *   engine.c   one point: profile, platform, fold, SimGrid, actors, result
+ *   estimate.c a point's events before it runs, so that one too large is refused (sim_work)
  *   fold.c     the pre-pass that proves which ranks share a timeline
  *   direct.c   the direct engine's transport: one event loop (direct.h); direct_coll.c runs its
  *              COLLs, direct_net.c its network (CM02, max-min sharing)
@@ -294,6 +295,27 @@ typedef struct {
 int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, const bs_platform_spec *ps,
                     const bs_sim_source *src, const bs_plan *plan, sim_fold *f, char *why, size_t whylen, char *err,
                     size_t errlen);
+
+/* ------------------------------------------------------------------ */
+/* estimate.c                                                          */
+/* ------------------------------------------------------------------ */
+
+/* A point's work before it is simulated: the events of every rank's program, from a few ranks read. */
+typedef struct {
+  double events;      /* every rank's: per_rank x ranks */
+  double per_rank;    /* the mean of the ranks read */
+  int sampled;        /* ranks read (the first, the middle, the last) */
+  int at_least;       /* reading stopped past the bound: events is a lower bound */
+  double state_bytes; /* the simulator's per-rank state for every rank, unfolded (address space) */
+} sim_work;
+
+/* The estimate for nsim ranks (the mean of the sampled ranks times nsim); reading stops somewhat past max_events (> 0; 0: reads the sampled ranks whole). 0, or
+ * -1 when an iterator cannot be made (out of memory). */
+int sim_work_estimate(const bs_sim_source *src, int nsim, double max_events, sim_work *w);
+/* 0 when the events of nsim ranks (all of src's, or those a fold simulates) stay within
+ * max_events (or max_events <= 0); else -1 with a message naming parallel.gpus, the estimate, its
+ * CPU time at BS_SIM_EVENTS_PER_S and --max-events. */
+int sim_work_check(const bs_sim_source *src, int nsim, double max_events, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ */
 /* result.c                                                            */

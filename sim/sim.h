@@ -75,7 +75,18 @@ typedef struct {
   /* The fold's pre-pass reads every rank's program even where the plan proves its ranks alike
    * (bs_plan_ring_uniform; sim/fold.c): the reference tests compare the shortcut with. */
   int prepass_full;
+  /* Refuse (bs_sim_run returns -2) a point whose ranks' programs hold more events (sim.events:
+   * COMPUTEs, SENDs, collective steps) than this, estimated from a few ranks before the fold, or
+   * after it on the simulated ranks where the plan proves its ranks alike (estimate.c); 0: no bound (the default; burstsim sim sets BS_SIM_MAX_EVENTS). */
+  double max_events;
 } bs_sim_opts;
+
+/* The bound burstsim sim puts on a point's events unless --max-events says otherwise: about an hour of
+ * CPU at BS_SIM_EVENTS_PER_S. */
+#define BS_SIM_MAX_EVENTS 4e9
+/* Events the simulator runs per CPU second, for the refusal's time: a 1024-GPU ring (the direct
+ * engine, no fold) ran 11,788,288 events in 10.7 s of CPU (docs/reliability.md). */
+#define BS_SIM_EVENTS_PER_S 1e6
 
 void bs_sim_opts_default(bs_sim_opts *o);
 

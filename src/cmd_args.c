@@ -118,6 +118,7 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
                            *const coll[] = {"auto", "steps", "flow", "analytic", NULL},
                            *const engine[] = {"auto", "simgrid", "direct", NULL};
   memset(o, 0, sizeof *o);
+  o->max_events = -1;
   bs_args a;
   int m;
   bs_args_init(&a, argc, argv, 1, err, errlen);
@@ -138,6 +139,7 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
     else if (FLAG("--nodes-per-leaf", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->nodes_per_leaf));
     else if (FLAG("--oversub", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 1, 1e6, &o->oversub));
     else if (FLAG("--timeout", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 0.001, BS_ARGS_MAX_TIMEOUT, &o->timeout));
+    else if (FLAG("--max-events", BS_ARG_VALUE)) CHECK(bs_args_double(&a, 0, 1e18, &o->max_events));
     else if (FLAG("--quiet", BS_ARG_SWITCH)) {
       CHECK(0);
       o->quiet = 1;

@@ -44,6 +44,7 @@ typedef struct {
   int quiet;          /* no progress lines on stderr */
   int explain;        /* a second table: where each point's step goes */
   int engine;         /* 0 auto, 1 simgrid, 2 direct */
+  double max_events;  /* --max-events: a point's events bound (0: none; -1: not given, the default) */
 } bs_sim_args;
 
 typedef struct {

@@ -53,37 +53,15 @@ static void usage(FILE *f) {
           BS_EXIT_NO_DEVICE, BS_ARGS_MAX_THREADS);
 }
 
-/* "section.key: ..." -> the line of `key` inside [section] of the INI file (0 = not found). */
-static int key_line(const char *path, const char *msg) {
-  char sec[64], key[64];
-  const char *dot = strchr(msg, '.'), *colon = strchr(msg, ':');
-  if (!dot || !colon || dot > colon || dot - msg >= 64 || colon - dot - 1 >= 64) return 0;
-  memcpy(sec, msg, (size_t)(dot - msg));
-  sec[dot - msg] = 0;
-  memcpy(key, dot + 1, (size_t)(colon - dot - 1));
-  key[colon - dot - 1] = 0;
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  char line[1024], cur[64] = "";
-  int n = 0, found = 0;
-  while (!found && fgets(line, sizeof line, f)) {
-    n++;
-    char *s = line;
-    while (*s == ' ' || *s == '\t') s++;
-    if (*s == '[') {
-      char *e = strchr(s, ']');
-      if (e && e - s - 1 < 64) {
-        memcpy(cur, s + 1, (size_t)(e - s - 1));
-        cur[e - s - 1] = 0;
-      }
-    } else if (!strcmp(cur, sec) && !strncmp(s, key, strlen(key))) {
-      char *r = s + strlen(key);
-      while (*r == ' ' || *r == '\t') r++;
-      if (*r == '=' || *r == ':') found = n;
-    }
-  }
-  fclose(f);
-  return found;
+/* Where the key a message starts with ("parallel.gpus: ...") was given: "FILE:LINE", "--set[i]", a
+ * preset's place (bs_scenario_where), or NULL. */
+static const char *key_where(const bs_scenario *sc, const char *msg) {
+  char key[64];
+  size_t n = strcspn(msg, ": ");
+  if (n == 0 || n >= sizeof key || msg[n] != ':') return NULL;
+  memcpy(key, msg, n);
+  key[n] = '\0';
+  return bs_scenario_where(sc, key);
 }
 
 static void print_table(FILE *f, const bs_run_report *rep) {
@@ -441,8 +419,8 @@ int cmd_run(int argc, char **argv) {
     }
     if (rc == BS_RUN_EINPUT) {
       if (rank == 0) {
-        int line = key_line(scen, err);
-        if (line) fprintf(stderr, "%s:%d: %s\n", scen, line, err);
+        const char *where = key_where(&sc, err); /* --set[i] for a value --set gave, as sim says */
+        if (where && where[0]) fprintf(stderr, "%s: %s\n", where, err);
         else fprintf(stderr, "%s: %s\n", scen, err);
       }
       code = 2;

@@ -6,6 +6,7 @@
  * gathers the results in order and writes everything.
  */
 #include <mpi.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ static void sim_usage(FILE *f) {
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
           "                    [--layers auto|off] [--explain] [--quiet]\n"
           "                    [--coll auto|steps|flow|analytic] [--nodes-per-leaf N] [--oversub X]\n"
-          "                    [--engine auto|simgrid|direct]\n"
+          "                    [--engine auto|simgrid|direct] [--max-events N]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
           "in SimGrid: one actor per GPU runs the method's plan; compute times come from\n"
@@ -58,6 +59,9 @@ static void sim_usage(FILE *f) {
           "                     sim.network ends with the engine that ran and, if SimGrid, why\n"
           "  --nodes-per-leaf N dgx topologies: nodes under one leaf switch per rail, 1 .. 2^20 (16)\n"
           "  --oversub X        dgx topologies: leaf oversubscription, 1 .. 10^6 (1)\n"
+          "  --max-events N     refuse a point whose ranks' programs hold more than N events\n"
+          "                     (COMPUTEs, SENDs, collective steps; estimated from 3 ranks before\n"
+          "                     it runs), 0 .. 1e18, 0 = no bound (4e9: about an hour of CPU)\n"
           "  --timeout S        under mpirun -np K: seconds MPI start-up and the result gather may\n"
           "                     block (default 120), and the most rank 0 waits for another rank to\n"
           "                     finish its points (default: no bound, a point may take hours)\n"
@@ -166,6 +170,14 @@ static int check_names(const bs_scenario *sc, const bs_sim_opts *opts) {
   return 0;
 }
 
+/* Refusals said once per reason: the reason with its numbers written N, the first point given it, and
+ * how many more were given it (said at the end of the sweep, as one line). */
+#define MAX_REFUSALS 64
+typedef struct {
+  char cls[160];
+  int first, more;
+} refusal;
+
 /* One `burstsim sim` invocation across its steps. */
 typedef struct {
   bs_sim_args A;
@@ -177,7 +189,45 @@ typedef struct {
   char (*warn)[BS_WARNING_LEN]; /* the distinct warnings of the points, said once */
   char trace_path[1024];        /* output.trace = on without --trace: SCENARIO.trace.json here */
   int nwarn;
+  refusal refusals[MAX_REFUSALS];
+  int nrefusals;
 } sweep;
+
+/* Point i was refused for `why`: 1 when an earlier point was refused for the same reason (numbers
+ * aside, those that are not part of a name; then counted, not said again), 0 when it is the first
+ * (remembered while there is room). */
+static int refusal_seen(sweep *w, int i, const char *why) {
+  char cls[160];
+  size_t k = 0;
+  for (const char *p = why; *p && k + 2 < sizeof cls; p++) {
+    int in_word = p > why && (isalnum((unsigned char)p[-1]) || p[-1] == '_'); /* ring-li2021, v3: a name */
+    if (*p >= '0' && *p <= '9' && !in_word) {
+      while (p[1] >= '0' && p[1] <= '9') p++;
+      cls[k++] = 'N';
+    } else cls[k++] = *p;
+  }
+  cls[k] = '\0';
+  for (int j = 0; j < w->nrefusals; j++)
+    if (!strcmp(w->refusals[j].cls, cls)) {
+      w->refusals[j].more++;
+      return 1;
+    }
+  if (w->nrefusals < MAX_REFUSALS) {
+    refusal *r = &w->refusals[w->nrefusals++];
+    snprintf(r->cls, sizeof r->cls, "%s", cls);
+    r->first = i;
+    r->more = 0;
+  }
+  return 0;
+}
+
+/* After the points: one line per reason that refused more than one point. */
+static void refusals_said(const sweep *w) {
+  for (int j = 0; j < w->nrefusals; j++)
+    if (w->refusals[j].more)
+      fprintf(stderr, "burstsim sim: %d more point(s) refused as point %d was (%s)\n", w->refusals[j].more,
+              w->refusals[j].first + 1, w->refusals[j].cls);
+}
 
 #define MAX_WARNINGS 64
 
@@ -263,6 +313,7 @@ static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
   if (A->nodes_per_leaf) opts->nodes_per_leaf = A->nodes_per_leaf;
   if (A->oversub) opts->oversub = A->oversub;
   opts->profile = A->profile;
+  opts->max_events = A->max_events < 0 ? BS_SIM_MAX_EVENTS : A->max_events;
 }
 
 /* output.trace = on in the scenario and no --trace: the first point's trace goes to the scenario's
@@ -324,15 +375,17 @@ static int mpi_start(sweep *w) {
   struct {
     char profile[512];
     int fold, layers, coll, nodes_per_leaf, engine;
-    double oversub;
+    double oversub, max_events;
   } same;
   memset(&same, 0, sizeof same);
   snprintf(same.profile, sizeof same.profile, "%s", w->A.profile ? w->A.profile : "");
   same.fold = w->A.fold, same.layers = w->A.layers, same.coll = w->A.coll;
   same.nodes_per_leaf = w->A.nodes_per_leaf, same.engine = w->A.engine, same.oversub = w->A.oversub;
+  same.max_events = w->A.max_events;
   if (bs_points_same(MPI_COMM_WORLD, w->sc.points, w->sc.npoints, err, sizeof err) ||
       bs_bytes_same(MPI_COMM_WORLD, &same, sizeof same,
-                    "set of sim options (--profile, --fold, --layers, --coll, --nodes-per-leaf, --oversub, --engine)",
+                    "set of sim options (--profile, --fold, --layers, --coll, --nodes-per-leaf, --oversub, --engine, "
+                    "--max-events)",
                     err, sizeof err)) {
     if (w->mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", w->A.scenario, err);
     sim_finalize(w->mpi_rank, w->A.timeout);
@@ -391,6 +444,12 @@ static void run_points(sweep *w) {
       if (!w->res[i].error[0]) snprintf(w->res[i].error, sizeof w->res[i].error, "%.255s", perr);
     }
     done++;
+    /* a refusal for a reason already said is counted, not said again (the table has its row) */
+    if (prc == -2 && refusal_seen(w, i, perr)) {
+      if (tty) progress(w, i, done, mine, t0, tp);
+      w->invalid++;
+      continue;
+    }
     if (!w->A.quiet) progress(w, i, done, mine, t0, tp);
     if (prc) {
       if (prc == -2) w->invalid++; /* a point the method or platform cannot run: reported, not fatal */
@@ -402,6 +461,7 @@ static void run_points(sweep *w) {
     }
   }
   if (tty) fprintf(stderr, "\r\033[K");
+  refusals_said(w);
 }
 
 /* The result JSON, with the sweep's warnings. */

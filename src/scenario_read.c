@@ -15,6 +15,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,14 +219,21 @@ static int is_path_key(const key_def *def, const char **suffix) {
  * A file's cluster.topology = X.xml or cluster.profile = X.json with a
  * relative path names a file next to the scenario: prefix the scenario's
  * directory (nothing when the scenario is in the current directory, or is a
- * pipe such as /dev/fd/N from a shell's process substitution).
+ * pipe such as /dev/fd/N from a shell's process substitution). A scenario
+ * reached through a symbolic link is next to its target, not to the link: the
+ * directory is then the target's (realpath).
  */
 static int resolve_paths(parse_state *st, entry *e, const char *where) {
   const char *suffix;
   if (!is_path_key(e->def, &suffix)) return 0;
-  const char *slash = strrchr(st->path, '/');
-  if (!slash || !st->regular) return 0;
-  int dirlen = (int)(slash - st->path) + 1;
+  if (!st->regular) return 0;
+  const char *path = st->path;
+  char real[PATH_MAX];
+  struct stat ls;
+  if (!lstat(path, &ls) && S_ISLNK(ls.st_mode) && realpath(path, real)) path = real;
+  const char *slash = strrchr(path, '/');
+  if (!slash) return 0;
+  int dirlen = (int)(slash - path) + 1;
   for (int i = 0; i < e->nvalues; i++) {
     const char *v = e->values[i];
     size_t n = strlen(v), sl = strlen(suffix);
@@ -236,7 +244,7 @@ static int resolve_paths(parse_state *st, entry *e, const char *where) {
       snprintf(st->err, st->errlen, "%s: out of memory", where);
       return -1;
     }
-    snprintf(r, total, "%.*s%s", dirlen, st->path, v);
+    snprintf(r, total, "%.*s%s", dirlen, path, v);
     bs_config scratch;
     bs_config_default(&scratch);
     char why[256];

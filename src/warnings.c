@@ -95,6 +95,14 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
              (long long)w->window, (long long)keys);
     say(t, ctx);
   }
+  if (w->phase == BS_DECODE && w->decode_tokens > w->seq_len) { /* a slip: more new tokens than cached ones */
+    snprintf(t, sizeof t,
+             "workload.decode_tokens: %lld query tokens per step against a cache of %lld (workload.seq_len): more "
+             "new tokens than cached ones is a prefill (phase = prefill with workload.cached_tokens), not a decode "
+             "step",
+             (long long)w->decode_tokens, (long long)w->seq_len);
+    say(t, ctx);
+  }
   if (w->decode_tokens != 1 && w->phase != BS_DECODE) {
     snprintf(t, sizeof t, "workload.decode_tokens: %lld has no effect outside phase decode",
              (long long)w->decode_tokens);

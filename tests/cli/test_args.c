@@ -140,6 +140,7 @@ static void test_sim(void **state) {
   assert_int_equal(opts.sim.quiet, 0);
   expect_ok("sim s.ini --quiet");
   assert_int_equal(opts.sim.quiet, 1);
+  assert_true(opts.sim.max_events == -1); /* not given: the default bound */
   expect_bad("sim s.ini --quiet --quiet", "--quiet", "given twice");
   assert_int_equal(opts.sim.explain, 0);
   expect_ok("sim s.ini --explain");
@@ -154,6 +155,13 @@ static void test_sim(void **state) {
   expect_bad("sim s.ini --profile", "--profile", "needs a value");
   expect_bad("sim s.ini --out a --out b", "--out", "given twice");
   expect_bad("sim s.ini --timeout -3", "--timeout", "'-3'");
+  expect_ok("sim s.ini --max-events 1e10");
+  assert_true(opts.sim.max_events == 1e10);
+  expect_ok("sim s.ini --max-events 0");
+  assert_true(opts.sim.max_events == 0);
+  expect_bad("sim s.ini --max-events -1", "--max-events", "'-1'");
+  expect_bad("sim s.ini --max-events nan", "--max-events", "'nan'");
+  expect_bad("sim s.ini --max-events 1e19", "--max-events", "'1e19'");
   expect_bad("sim", "no scenario file", NULL);
 }
 
