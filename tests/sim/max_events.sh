@@ -44,4 +44,15 @@ grep -q "^burstsim sim: 5 more point(s) refused as point 1 was (parallel.gpus: u
 [ "$(grep -c "^burstsim sim: point [0-9]*/7 refused" "$work/err")" -eq 2 ] ||
   { cat "$work/err"; fail "not one progress line per reason"; }
 [ "$(grep -c "refused: " "$work/table")" -eq 7 ] || { cat "$work/table"; fail "the table has not 7 refused rows"; }
-echo "max_events: the estimate equals sim.events, the bound refuses with it and --max-events overrides; refusals said once per reason"
+# Where the plan proves its ranks alike (a zigzag causal burst layer, bs_plan_ring_uniform), the bound
+# applies to the ranks the fold simulates: 1024 GPUs hold about 1.1e7 events unfolded, the folded ones
+# fewer than 1e6, so --max-events 1e6 runs the zigzag layer and refuses the contiguous one (not alike).
+lay=$src/scripts/bench-scale/attn-layer.ini
+big="--set parallel.gpus=1024 --set workload.seq_len=64K --max-events 1e6 --quiet"
+# shellcheck disable=SC2086
+timeout 120 "$bs" sim "$lay" $big >"$work/table" 2>"$work/err" || { cat "$work/err"; fail "the alike 1024-GPU layer was refused"; }
+# shellcheck disable=SC2086
+timeout 120 "$bs" sim "$lay" $big --set parallel.layout=contiguous >"$work/table" 2>"$work/err"
+grep -q "refused: parallel.gpus: 1024 ranks' programs hold about 1.1e+07 events" "$work/table" ||
+  { cat "$work/table" "$work/err"; fail "the contiguous 1024-GPU layer was not refused on its unfolded work"; }
+echo "max_events: the estimate equals sim.events, the bound refuses with it and --max-events overrides; refusals said once per reason; alike ranks bounded after the fold"
