@@ -86,6 +86,18 @@ static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
 }
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
+ENUM_SETTER(set_cross_entropy, work.cross_entropy, bs_cross_entropy, "fp32", "fused")
+static int set_fragmentation(bs_config *c, const char *v, char *why, size_t n) {
+  char cb[SHOWN + 4], *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 0 || x > 0.9) {
+    snprintf(why, n, "'%s' is not a share of reserved memory in [0, 0.9]", scn_clip(v, cb));
+    return -1;
+  }
+  c->work.fragmentation = x;
+  return 0;
+}
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
 static int set_documents(bs_config *c, const char *v, char *why, size_t n) {
   if (scn_docs_check(v, why, n)) return -1;
@@ -328,6 +340,9 @@ const key_def scn_keys[] = {
   {"workload", "documents", set_documents,
    "packed documents: none | fixed:L1/L2/... | uniform:MIN/MAX | hist:FILE (seeded by workload.seed)"},
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
+  {"workload", "cross_entropy", set_cross_entropy, "fp32 | fused (model scope, training: the loss's logits)"},
+  {"workload", "fragmentation", set_fragmentation,
+   "layer / model scope: the allocator's reserve as a share of reserved memory, 0 .. 0.9 (default 0.15)"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
   {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},

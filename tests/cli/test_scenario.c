@@ -205,6 +205,8 @@ static const key_case key_cases[] = {
   {"workload.cached_tokens", "some", "-1"},
   {"workload.documents", "fixed:1K/x", "uniform:9/2"},
   {"workload.seed", "0x10", "-1"},
+  {"workload.cross_entropy", "1", "bf16"},
+  {"workload.fragmentation", "much", "0.95"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
   {"parallel.layout", "2", "spiral"},
@@ -279,6 +281,8 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.profile")            ? "host"
                      : !strcmp(c->key, "cluster.coll_algo")          ? "tree"
                      : !strcmp(c->key, "workload.kv_cache")          ? "drop"
+                     : !strcmp(c->key, "workload.cross_entropy")     ? "fused"
+                     : !strcmp(c->key, "workload.fragmentation")     ? "0.2"
                      : !strcmp(c->key, "cluster.straggler")          ? "3:1.5"
                      : !strcmp(c->key, "cluster.degrade")            ? "nic:0.5"
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
