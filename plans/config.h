@@ -163,6 +163,8 @@ typedef struct {
   int degrade_class;       /* with degrade_factor > 0: links of this class (topologies/topo.h) ... */
   int degrade_one_node;    /* ... of node degrade_node only (0: of every node) ... */
   int degrade_node;
+  int degrade_one_nic; /* ... and, class nic, its NIC degrade_nic only (a rail; 0: every NIC of it) ... */
+  int degrade_nic;
   double degrade_factor; /* ... at this share of their bandwidth, in (0, 1] (0 = none) */
   int failed_node;       /* with failed_nics > 0: on this node (-1: on every node) ... */
   int failed_nics;       /* ... this many NICs (the last, by rail) are down (0 = none) */

@@ -37,7 +37,10 @@ static const char *whatif(const bs_result *r) {
   b[0] = '\0';
 #define WI(...) n += (size_t)snprintf(b + n, n < sizeof b ? sizeof b - n : 0, __VA_ARGS__)
   if (k->straggler_factor > 0) WI("%sstraggler=%d:%g", n ? " " : "", k->straggler_rank, k->straggler_factor);
-  if (k->degrade_factor > 0 && k->degrade_one_node)
+  if (k->degrade_factor > 0 && k->degrade_one_nic)
+    WI("%sdegrade=%s@%d/%d:%g", n ? " " : "", bs_link_class_name((bs_link_class)k->degrade_class), k->degrade_node,
+       k->degrade_nic, k->degrade_factor);
+  else if (k->degrade_factor > 0 && k->degrade_one_node)
     WI("%sdegrade=%s@%d:%g", n ? " " : "", bs_link_class_name((bs_link_class)k->degrade_class), k->degrade_node,
        k->degrade_factor);
   else if (k->degrade_factor > 0)

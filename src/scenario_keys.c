@@ -243,14 +243,22 @@ static int set_degrade(bs_config *c, const char *v, char *why, size_t n) {
   if (!strcmp(v, "none")) {
     k->degrade_factor = 0;
     k->degrade_one_node = 0;
+    k->degrade_one_nic = 0;
     return 0;
   }
   char a[48];
   const char *f;
   double x;
-  if (split_colon(v, a, sizeof a, &f, "CLASS:FACTOR or CLASS@NODE:FACTOR (nic:0.5, nvlink@3:0.5)", why, n)) return -1;
-  char *at = strchr(a, '@');
-  int64_t node = 0;
+  if (split_colon(v, a, sizeof a, &f,
+                  "CLASS:FACTOR, CLASS@NODE:FACTOR or nic@NODE/NIC:FACTOR (nic:0.5, nvlink@3:0.5, nic@3/1:0.5)", why,
+                  n))
+    return -1;
+  char *at = strchr(a, '@'), *slash = at ? strchr(at, '/') : NULL;
+  int64_t node = 0, nic = 0;
+  if (slash) {
+    *slash = '\0';
+    if (scn_parse_int64(slash + 1, 0, 1 << 16, 0, &nic, why, n)) return -1;
+  }
   if (at) {
     *at = '\0';
     if (scn_parse_int64(at + 1, 0, 1 << 16, 0, &node, why, n)) return -1;
@@ -260,10 +268,17 @@ static int set_degrade(bs_config *c, const char *v, char *why, size_t n) {
   classes[BS_LINK_CLASS_COUNT] = NULL;
   int cls = scn_parse_enum(a, classes, why, n);
   if (cls < 0) return -1;
+  if (slash && cls != BS_LINK_NIC) {
+    snprintf(why, n, "%s@NODE/%lld: only class nic names one of a node's links (nic@NODE/NIC)", classes[cls],
+             (long long)nic);
+    return -1;
+  }
   if (parse_factor(f, 1, &x, why, n)) return -1;
   k->degrade_class = cls;
   k->degrade_one_node = at != NULL;
   k->degrade_node = (int)node;
+  k->degrade_one_nic = slash != NULL;
+  k->degrade_nic = (int)nic;
   k->degrade_factor = x;
   return 0;
 }
@@ -375,7 +390,8 @@ const key_def scn_keys[] = {
   {"cluster", "oversub", set_oversub, "dgx, nvl72: leaf oversubscription, 1 .. 1e6 (default 1; --oversub wins)"},
   {"cluster", "straggler", set_straggler,
    "none | RANK:F, F in [0.001, 1000] (sim: that rank's COMPUTE takes F times longer)"},
-  {"cluster", "degrade", set_degrade, "none | CLASS:F | CLASS@NODE:F (sim: links of a class at F of their bandwidth)"},
+  {"cluster", "degrade", set_degrade,
+   "none | CLASS:F | CLASS@NODE:F | nic@NODE/NIC:F (sim: links of a class, or one NIC, at F of their bandwidth)"},
   {"cluster", "failed_nics", set_failed_nics, "none | NODE:K | all:K (sim: K NICs of a node, or of every node, down)"},
   {"output", "trace", set_trace, "on | off"},
 };
