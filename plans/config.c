@@ -73,7 +73,9 @@ const char *bs_cross_entropy_name(bs_cross_entropy x) {
   return (x >= 0 && x <= BS_XENT_FUSED) ? n[x] : "?";
 }
 int64_t bs_reserve_bytes(const bs_config *c, int64_t peak) {
-  double f = c->work.fragmentation;
+  double f = c->work.fragmentation >= 0 ? c->work.fragmentation
+             : c->work.phase == BS_TRAIN ? BS_FRAGMENTATION_DEFAULT
+                                         : 0;
   if (c->work.scope == BS_SCOPE_ATTENTION || peak <= 0 || !(f > 0) || f >= 1) return 0;
   double x = (double)peak * f / (1 - f);
   if (x >= 0x1p62) return (int64_t)1 << 62; /* past any capacity; no overflow when added to a peak */
@@ -161,7 +163,7 @@ void bs_config_default(bs_config *c) {
   c->work.window = 0;
   c->work.scope = BS_SCOPE_ATTENTION;
   c->work.decode_tokens = 1;
-  c->work.fragmentation = BS_FRAGMENTATION_DEFAULT;
+  c->work.fragmentation = BS_FRAGMENTATION_AUTO;
   c->work.kv_cache = BS_KV_KEEP;
   c->par.method = BS_BURST;
   c->par.gpus = 8;

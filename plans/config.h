@@ -38,12 +38,14 @@ typedef enum { BS_KV_KEEP = 0, BS_KV_DROP } bs_kv_cache;
  * 16-bit logits and writes the gradient into them. */
 typedef enum { BS_XENT_FP32 = 0, BS_XENT_FUSED } bs_cross_entropy;
 
-/* The caching allocator's fragmentation by default (workload.fragmentation): the share of the memory
- * it reserves that no tensor holds, 1 - allocated / reserved. GMLake (Guo et al., ASPLOS 2024,
- * arXiv 2401.08156, abstract and Sec. 6) removes 15 % of fragmentation on average (up to 33 %) against
- * PyTorch's caching allocator over eight LLM training jobs on A100-80GB, its own being near zero:
- * the share PyTorch's allocator leaves unallocated. */
+/* The caching allocator's fragmentation by default in training (workload.fragmentation = auto): the
+ * share of the memory it reserves that no tensor holds, 1 - allocated / reserved. GMLake (Guo et al.,
+ * ASPLOS 2024, arXiv 2401.08156, abstract and Sec. 6) removes 15 % of fragmentation on average (up to
+ * 33 %) against PyTorch's caching allocator over eight LLM training jobs on A100-80GB, its own being
+ * near zero: the share PyTorch's allocator leaves unallocated. Inference has no such published
+ * figure (and serving engines preallocate their KV cache): auto is 0 there. */
 #define BS_FRAGMENTATION_DEFAULT 0.15
+#define BS_FRAGMENTATION_AUTO (-1.0) /* workload.fragmentation = auto: the default above in training, 0 else */
 
 /* What travels a context-parallel ring (Meta's CP inference, arXiv 2411.01783 §3): the K,V shards
  * (pass-KV), or the query shards, whose partial outputs return to their owner by an all-to-all
@@ -102,7 +104,7 @@ typedef struct {
   bs_kv_cache kv_cache;           /* prefill, layer and model scope */
   int64_t cached_tokens;          /* prefill: tokens of seq_len already in the KV cache (0 = none) */
   bs_cross_entropy cross_entropy; /* model scope, training: the loss's logits in fp32 or fused */
-  double fragmentation;           /* layer and model scope: the allocator's share reserved unallocated */
+  double fragmentation;           /* layer and model scope: the allocator's share reserved unallocated (< 0: auto) */
   /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
    * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a
    * document (the per-document mask of kernels/mask.h). 0: one document, no document mask.
@@ -196,7 +198,8 @@ const char *bs_cross_entropy_name(bs_cross_entropy x);
 
 /* What the caching allocator reserves beyond a rank's peak of allocated bytes at layer and model
  * scope (a framework's job; attention scope: 0): peak x f / (1 - f), rounded up, so that the peak is
- * 1 - f of the reserved memory (f = workload.fragmentation, BS_FRAGMENTATION_DEFAULT). */
+ * 1 - f of the reserved memory (f = workload.fragmentation; auto: BS_FRAGMENTATION_DEFAULT in
+ * training, 0 in prefill and decode). */
 int64_t bs_reserve_bytes(const bs_config *c, int64_t peak);
 /* Out of memory: the peak and its reserve past the capacity. */
 int bs_mem_over(const bs_config *c, int64_t peak, int64_t capacity);

@@ -49,9 +49,7 @@ static int check_pass(const bs_config *c, char *err, size_t errlen) {
     snprintf(m, sizeof m, "workload.cached_tokens: needs method burst or ring, not %s", bs_method_name(c->par.method));
     return fail(err, errlen, m);
   }
-  if (c->work.scope != BS_SCOPE_ATTENTION)
-    return fail(err, errlen, "workload.cached_tokens: runs at workload.scope = attention only");
-  return 0;
+  return 0; /* layer and model scope: the projections of the new tokens around the same attention */
 }
 
 static int check_common(const bs_config *c, char *err, size_t errlen) {

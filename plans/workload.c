@@ -160,10 +160,10 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
     return -1;
   }
   if (tp > 1 && c->par.tp_variant == 3 && p->composed && p->mesh.att_dim == BS_DIM_CP &&
-      (p->mesh.micro_batch * (p->N / p->mesh.size[BS_DIM_CP])) % tp != 0) {
+      (p->mesh.micro_batch * ((p->N - p->Nc) / p->mesh.size[BS_DIM_CP])) % tp != 0) {
     snprintf(err, errlen,
              "parallel.tp: sequence parallelism (tp_variant v3) splits a rank's %lld tokens over tp = %d ranks",
-             (long long)(p->mesh.micro_batch * (p->N / p->mesh.size[BS_DIM_CP])), tp);
+             (long long)(p->mesh.micro_batch * ((p->N - p->Nc) / p->mesh.size[BS_DIM_CP])), tp);
     return -1;
   }
   bs_group gg;
@@ -518,7 +518,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   int A = p->mesh.size[p->mesh.att_dim];    /* the attention group's ranks */
   if (p->decode) w->T = w->mbs * p->nq_dec; /* the new tokens, on every rank */
   else if (p->mesh.att_dim == BS_DIM_TP) w->T = w->mbs * p->N;
-  else w->T = w->mbs * (p->N / A);
+  else w->T = w->mbs * ((p->N - p->Nc) / A); /* a cached prefix (prefill): its K, V only, in the attention's */
   w->Tn = w->v3 ? w->T / w->g : w->T;
   w->tpg = plan_mesh_group(p, it->rank, BS_DIM_TP);
   if (plan_grad_group(p, it->rank, &w->dpg)) w->dpg = (bs_group){it->rank, 1, 1}; /* refused at creation (train) */

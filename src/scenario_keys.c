@@ -88,11 +88,15 @@ ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
 ENUM_SETTER(set_cross_entropy, work.cross_entropy, bs_cross_entropy, "fp32", "fused")
 static int set_fragmentation(bs_config *c, const char *v, char *why, size_t n) {
+  if (!strcmp(v, "auto")) {
+    c->work.fragmentation = BS_FRAGMENTATION_AUTO;
+    return 0;
+  }
   char cb[SHOWN + 4], *end = NULL;
   errno = 0;
   double x = strtod(v, &end);
   if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 0 || x > 0.9) {
-    snprintf(why, n, "'%s' is not a share of reserved memory in [0, 0.9]", scn_clip(v, cb));
+    snprintf(why, n, "'%s' is not auto or a share of reserved memory in [0, 0.9]", scn_clip(v, cb));
     return -1;
   }
   c->work.fragmentation = x;
@@ -357,7 +361,7 @@ const key_def scn_keys[] = {
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
   {"workload", "cross_entropy", set_cross_entropy, "fp32 | fused (model scope, training: the loss's logits)"},
   {"workload", "fragmentation", set_fragmentation,
-   "layer / model scope: the allocator's reserve as a share of reserved memory, 0 .. 0.9 (default 0.15)"},
+   "auto | 0 .. 0.9: layer / model scope, the allocator's reserve as a share of reserved memory (auto: 0.15 in training, 0 else)"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
   {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},

@@ -68,7 +68,7 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
              w->scope != BS_SCOPE_MODEL ? "below model scope" : "outside training");
     say(t, ctx);
   }
-  if (w->fragmentation != BS_FRAGMENTATION_DEFAULT && attn) {
+  if (w->fragmentation >= 0 && attn) {
     snprintf(t, sizeof t,
              "workload.fragmentation: %g has no effect at attention scope (no framework's caching allocator; use "
              "workload.scope = layer or model)",

@@ -6,9 +6,12 @@
  *     vocab_parallel_cross_entropy holds them (fp32 copy, 16-bit logits during the cast and the
  *     16-bit gradient after it) or as Transformer Engine's fused loss does (the 16-bit logits only);
  *   - the caching allocator's reserve (workload.fragmentation): peak x f / (1 - f), rounded up,
- *     at layer and model scope only, and the OOM test with it;
+ *     at layer and model scope only (auto: f = 0.15 in training, 0 in inference), and the OOM
+ *     test with it;
  *   - padding (plans/pad.c): 2^20 tokens on 24 ranks, the divisor per layout, the plan made for
- *     the padded sequence, none where no fresh sequence is split.
+ *     the padded sequence, none where no fresh sequence is split;
+ *   - prefix caching (workload.cached_tokens) at layer and model scope: the projections and the LM
+ *     head run over the new tokens only, around the attention plan of the cached prefill.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,8 +141,13 @@ static void test_logits(void **st) {
 static void test_reserve(void **st) {
   (void)st;
   bs_config c = toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
-  assert_true(c.work.fragmentation == BS_FRAGMENTATION_DEFAULT && BS_FRAGMENTATION_DEFAULT == 0.15);
+  assert_true(c.work.fragmentation < 0 && BS_FRAGMENTATION_DEFAULT == 0.15); /* auto: 0.15 in training */
   assert_int_equal(bs_reserve_bytes(&c, 850), 150);
+  c.work.phase = BS_PREFILL; /* auto: 0 in inference (no published figure) */
+  assert_int_equal(bs_reserve_bytes(&c, 850), 0);
+  c.work.fragmentation = 0.15; /* given: any phase */
+  assert_int_equal(bs_reserve_bytes(&c, 850), 150);
+  c.work.phase = BS_TRAIN;
   assert_int_equal(bs_reserve_bytes(&c, 851), 151); /* 150.18 up */
   assert_int_equal(bs_reserve_bytes(&c, 1), 1);     /* 0.18 up */
   assert_int_equal(bs_reserve_bytes(&c, 0), 0);
@@ -219,11 +227,58 @@ static void test_padding(void **st) {
   assert_int_equal(bs_seq_pad(&c), 0);
 }
 
+/* GEMM and attention FLOPs of rank's program. */
+static void flops_of(const bs_plan *p, int rank, double *gemm, double *attn) {
+  *gemm = *attn = 0;
+  bs_plan_iter *it = bs_plan_iter_new(p, rank);
+  assert_non_null(it);
+  bs_op op;
+  while (bs_plan_next(it, &op))
+    if (op.kind == BS_OP_COMPUTE && op.u.compute.kernel == BS_K_GEMM) *gemm += op.u.compute.flops;
+    else if (op.kind == BS_OP_COMPUTE && op.u.compute.kernel <= BS_K_ATTN_BWD_UNFUSED) *attn += op.u.compute.flops;
+  assert_int_equal(bs_plan_iter_error(it), 0);
+  bs_plan_iter_free(it);
+}
+
+/* 256 tokens, 128 of them cached, on 4 ranks (contiguous: 32 cached and 32 new a rank). A layer's
+ * forward GEMMs run over the 32 new tokens: QKV 2 T h (a + 2 a_kv) d, output 2 T a d h, gate/up
+ * 2 T h 2F, down 2 T F h = 2 x 32 x 64 x (192 + 64 + 256 + 128) = 2,621,440 FLOPs; the attention is
+ * the attention-scope plan's with the same cache; the model adds the LM head over the new tokens,
+ * 2 x 32 x 64 x 256 = 1,048,576 per rank and 2 layers. Before: refused at layer and model scope. */
+static void test_cached_layer(void **st) {
+  (void)st;
+  for (int pass = BS_PASS_KV; pass <= BS_PASS_Q; pass++) {
+    bs_config c = toy(BS_RING, 4, BS_SCOPE_LAYER, BS_PREFILL);
+    c.work.cached_tokens = 128;
+    c.par.cp_pass = (bs_cp_pass)pass;
+    bs_plan *p = make(&c);
+    bs_config a = c;
+    a.work.scope = BS_SCOPE_ATTENTION;
+    bs_plan *pa = make(&a);
+    c.work.scope = BS_SCOPE_MODEL;
+    bs_plan *pm = make(&c);
+    for (int r = 0; r < 4; r++) {
+      double g, at, ga, aa, gm, am;
+      flops_of(p, r, &g, &at);
+      flops_of(pa, r, &ga, &aa);
+      flops_of(pm, r, &gm, &am);
+      assert_true(g == 2621440.0);
+      assert_true(at == aa && aa > 0);
+      assert_true(gm == 2 * 2621440.0 + 1048576.0);
+      assert_true(am == 2 * aa);
+    }
+    bs_plan_free(pm);
+    bs_plan_free(pa);
+    bs_plan_free(p);
+  }
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_logits),
     cmocka_unit_test(test_reserve),
     cmocka_unit_test(test_padding),
+    cmocka_unit_test(test_cached_layer),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
