@@ -73,7 +73,7 @@ const char *bs_cross_entropy_name(bs_cross_entropy x) {
   return (x >= 0 && x <= BS_XENT_FUSED) ? n[x] : "?";
 }
 int64_t bs_reserve_bytes(const bs_config *c, int64_t peak) {
-  double f = c->work.fragmentation >= 0 ? c->work.fragmentation
+  double f = c->work.fragmentation >= 0  ? c->work.fragmentation
              : c->work.phase == BS_TRAIN ? BS_FRAGMENTATION_DEFAULT
                                          : 0;
   if (c->work.scope == BS_SCOPE_ATTENTION || peak <= 0 || !(f > 0) || f >= 1) return 0;

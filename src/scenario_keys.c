@@ -361,7 +361,8 @@ const key_def scn_keys[] = {
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
   {"workload", "cross_entropy", set_cross_entropy, "fp32 | fused (model scope, training: the loss's logits)"},
   {"workload", "fragmentation", set_fragmentation,
-   "auto | 0 .. 0.9: layer / model scope, the allocator's reserve as a share of reserved memory (auto: 0.15 in training, 0 else)"},
+   "auto | 0 .. 0.9: layer / model scope, the allocator's reserve as a share of reserved memory (auto: 0.15 in "
+   "training, 0 else)"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
   {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},
