@@ -69,9 +69,28 @@ const char *bs_master_weights_name(bs_master_weights m) {
   static const char *n[] = {"fp32", "none"};
   return (m >= 0 && m <= BS_MASTER_NONE) ? n[m] : "?";
 }
+const char *bs_cross_entropy_name(bs_cross_entropy x) {
+  static const char *n[] = {"fp32", "fused"};
+  return (x >= 0 && x <= BS_XENT_FUSED) ? n[x] : "?";
+}
+int64_t bs_reserve_bytes(const bs_config *c, int64_t peak) {
+  double f = c->work.fragmentation >= 0  ? c->work.fragmentation
+             : c->work.phase == BS_TRAIN ? BS_FRAGMENTATION_DEFAULT
+                                         : 0;
+  if (c->work.scope == BS_SCOPE_ATTENTION || peak <= 0 || !(f > 0) || f >= 1) return 0;
+  double x = (double)peak * f / (1 - f);
+  if (x >= 0x1p62) return (int64_t)1 << 62; /* past any capacity; no overflow when added to a peak */
+  int64_t r = (int64_t)x;
+  return (double)r < x ? r + 1 : r;
+}
+
+int bs_mem_over(const bs_config *c, int64_t peak, int64_t capacity) {
+  return peak > capacity - bs_reserve_bytes(c, peak);
+}
+
 const char *bs_mem_class_name(bs_mem_class c) {
-  static const char *n[] = {"input",   "output", "comm",      "scores",     "workspace",
-                            "weights", "grads",  "optimizer", "activations"};
+  static const char *n[] = {"input",   "output", "comm",      "scores",      "workspace",
+                            "weights", "grads",  "optimizer", "activations", "logits"};
   return (c >= 0 && c < BS_MEM_CLASS_COUNT) ? n[c] : "?";
 }
 
@@ -201,6 +220,7 @@ void bs_config_default(bs_config *c) {
   c->work.window = 0;
   c->work.scope = BS_SCOPE_ATTENTION;
   c->work.decode_tokens = 1;
+  c->work.fragmentation = BS_FRAGMENTATION_AUTO;
   c->work.kv_cache = BS_KV_KEEP;
   c->par.method = BS_BURST;
   c->par.gpus = 8;

@@ -28,6 +28,25 @@ typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_TREE, BS_COLL_ALGO_AUTO } bs_
  * cache a generation goes on with) or are freed after its attention (a
  * first-token-latency benchmark). */
 typedef enum { BS_KV_KEEP = 0, BS_KV_DROP } bs_kv_cache;
+
+/* Training at model scope: how the loss holds the LM head's logits. fp32: Megatron-LM's
+ * vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py; also its
+ * --cross-entropy-loss-fusion with the native impl) casts the 16-bit logits to fp32 and keeps that
+ * copy, turned into the softmax in place, for the backward, whose fp32 gradient autograd casts back
+ * to the logits' type; fused: Transformer Engine's parallel_cross_entropy
+ * (transformer_engine/pytorch/cross_entropy.py, Megatron's --cross-entropy-fusion-impl te) keeps the
+ * 16-bit logits and writes the gradient into them. */
+typedef enum { BS_XENT_FP32 = 0, BS_XENT_FUSED } bs_cross_entropy;
+
+/* The caching allocator's fragmentation by default in training (workload.fragmentation = auto): the
+ * share of the memory it reserves that no tensor holds, 1 - allocated / reserved. GMLake (Guo et al.,
+ * ASPLOS 2024, arXiv 2401.08156, abstract and Sec. 6) removes 15 % of fragmentation on average (up to
+ * 33 %) against PyTorch's caching allocator over eight LLM training jobs on A100-80GB, its own being
+ * near zero: the share PyTorch's allocator leaves unallocated. Inference has no such published
+ * figure (and serving engines preallocate their KV cache): auto is 0 there. */
+#define BS_FRAGMENTATION_DEFAULT 0.15
+#define BS_FRAGMENTATION_AUTO (-1.0) /* workload.fragmentation = auto: the default above in training, 0 else */
+
 /* What travels a context-parallel ring (Meta's CP inference, arXiv 2411.01783 §3): the K,V shards
  * (pass-KV), or the query shards, whose partial outputs return to their owner by an all-to-all
  * and are merged there (pass-Q). */
@@ -95,10 +114,12 @@ typedef struct {
   int causal;
   int64_t window; /* 0 = none */
   bs_scope scope;
-  int64_t decode_tokens; /* decode: query tokens per step */
-  int recompute;         /* model scope: activation recomputation (bs_recompute) */
-  bs_kv_cache kv_cache;  /* prefill, layer and model scope */
-  int64_t cached_tokens; /* prefill: tokens of seq_len already in the KV cache (0 = none) */
+  int64_t decode_tokens;          /* decode: query tokens per step */
+  int recompute;                  /* model scope: activation recomputation (bs_recompute) */
+  bs_kv_cache kv_cache;           /* prefill, layer and model scope */
+  int64_t cached_tokens;          /* prefill: tokens of seq_len already in the KV cache (0 = none) */
+  bs_cross_entropy cross_entropy; /* model scope, training: the loss's logits in fp32 or fused */
+  double fragmentation;           /* layer and model scope: the allocator's share reserved unallocated (< 0: auto) */
   /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
    * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a
    * document (the per-document mask of kernels/mask.h). 0: one document, no document mask.
@@ -159,6 +180,8 @@ typedef struct {
   int degrade_class;       /* with degrade_factor > 0: links of this class (topologies/topo.h) ... */
   int degrade_one_node;    /* ... of node degrade_node only (0: of every node) ... */
   int degrade_node;
+  int degrade_one_nic; /* ... and, class nic, its NIC degrade_nic only (a rail; 0: every NIC of it) ... */
+  int degrade_nic;
   double degrade_factor; /* ... at this share of their bandwidth, in (0, 1] (0 = none) */
   int failed_node;       /* with failed_nics > 0: on this node (-1: on every node) ... */
   int failed_nics;       /* ... this many NICs (the last, by rail) are down (0 = none) */
@@ -186,6 +209,22 @@ const char *bs_scope_name(bs_scope s);
 const char *bs_coll_algo_name(bs_coll_algo a);
 const char *bs_placement_name(bs_placement p);
 const char *bs_kv_cache_name(bs_kv_cache k);
+const char *bs_cross_entropy_name(bs_cross_entropy x);
+
+/* What the caching allocator reserves beyond a rank's peak of allocated bytes at layer and model
+ * scope (a framework's job; attention scope: 0): peak x f / (1 - f), rounded up, so that the peak is
+ * 1 - f of the reserved memory (f = workload.fragmentation; auto: BS_FRAGMENTATION_DEFAULT in
+ * training, 0 in prefill and decode). */
+int64_t bs_reserve_bytes(const bs_config *c, int64_t peak);
+/* Out of memory: the peak and its reserve past the capacity. */
+int bs_mem_over(const bs_config *c, int64_t peak, int64_t capacity);
+
+/* Padding (plans/pad.c): the multiple of tokens a sequence must be to split evenly over the ranks
+ * that share it (1: any), and the tokens a framework appends to workload.seq_len to reach it (0:
+ * none; never in decode, with a cached prefix or packed documents). Plans are made for
+ * seq_len + pad; the result's seq_len and its model FLOPs stay the user's tokens. */
+int64_t bs_seq_divisor(const bs_config *c);
+int64_t bs_seq_pad(const bs_config *c);
 const char *bs_cp_pass_name(bs_cp_pass c);
 const char *bs_recompute_name(int r);
 const char *bs_pp_schedule_name(bs_pp_schedule s);

@@ -49,9 +49,7 @@ static int check_pass(const bs_config *c, char *err, size_t errlen) {
     snprintf(m, sizeof m, "workload.cached_tokens: needs method burst or ring, not %s", bs_method_name(c->par.method));
     return fail(err, errlen, m);
   }
-  if (c->work.scope != BS_SCOPE_ATTENTION)
-    return fail(err, errlen, "workload.cached_tokens: runs at workload.scope = attention only");
-  return 0;
+  return 0; /* layer and model scope: the projections of the new tokens around the same attention */
 }
 
 /*
@@ -289,6 +287,12 @@ static int check_composed(const bs_config *c, const bs_mesh *m, char *err, size_
 
 int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char *err, size_t errlen) {
   *out = NULL;
+  int64_t pad = bs_seq_pad(cfg);
+  if (pad > 0 && cfg->work.seq_len <= INT64_MAX - pad) { /* the plan of the padded sequence (pad.c) */
+    bs_config padded = *cfg;
+    padded.work.seq_len += pad;
+    return bs_plan_create(&padded, ranks_per_node, out, err, errlen);
+  }
   if (check_common(cfg, err, errlen)) return -1;
   bs_mesh mesh;
   if (bs_mesh_of(cfg, &mesh, err, errlen) || check_composed(cfg, &mesh, err, errlen)) return -1;

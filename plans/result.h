@@ -21,6 +21,7 @@ typedef enum {
   BS_MEM_GRADS,
   BS_MEM_OPTIMIZER,
   BS_MEM_ACTIVATIONS,
+  BS_MEM_LOGITS, /* model scope: the LM head's logits and the cross-entropy's copies (workload.cross_entropy) */
   BS_MEM_CLASS_COUNT
 } bs_mem_class;
 

@@ -160,10 +160,10 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
     return -1;
   }
   if (tp > 1 && c->par.tp_variant == 3 && p->composed && p->mesh.att_dim == BS_DIM_CP &&
-      (p->mesh.micro_batch * (p->N / p->mesh.size[BS_DIM_CP])) % tp != 0) {
+      (p->mesh.micro_batch * ((p->N - p->Nc) / p->mesh.size[BS_DIM_CP])) % tp != 0) {
     snprintf(err, errlen,
              "parallel.tp: sequence parallelism (tp_variant v3) splits a rank's %lld tokens over tp = %d ranks",
-             (long long)(p->mesh.micro_batch * (p->N / p->mesh.size[BS_DIM_CP])), tp);
+             (long long)(p->mesh.micro_batch * ((p->N - p->Nc) / p->mesh.size[BS_DIM_CP])), tp);
     return -1;
   }
   bs_group gg;
@@ -250,16 +250,30 @@ static void stage_embed(bs_wl *w) {
   wl_zero3_release(w);
 }
 
+/* The LM head and the loss (workload.cross_entropy, config.h). Training keeps, from the loss to the
+ * head's backward, the fp32 softmax (fp32: the 16-bit logits live until the cast is done) or the
+ * 16-bit logits themselves (fused, or logits already in fp32: .float() returns them unchanged).
+ * Inference holds the logits as fp32 scores for the sampling, freed at once. */
+static int xent_copy(const bs_wl *w) { return w->train && w->xent == BS_XENT_FP32 && w->es != 4; }
+
 static void stage_head(bs_wl *w) {
   wl_zero3_acquire(w);
   int64_t v = w->V / w->g;
   w_ew(w, w->Tn * w->H, 4, "final RMSNorm");
   int32_t gb = wl_tp_gather(w);
-  w->logits[w->mb % w->slots] = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
+  int32_t *lg = &w->logits[w->mb % w->slots];
+  *lg = w_alloc(w, w->T * v * (w->train ? w->es : 4), BS_MEM_LOGITS);
   w_linear(w, w->T, v, w->H, 0, "LM head");
   w_free(w, &gb);
-  w_ew(w, w->T * v, 5, "cross-entropy"); /* softmax cross-entropy (or sampling) */
-  if (!w->train) w_free(w, &w->logits[w->mb % w->slots]);
+  if (xent_copy(w)) { /* vocab_parallel_cross_entropy's .float(): the copy it keeps */
+    int32_t l16 = *lg;
+    *lg = w_alloc(w, w->T * v * 4, BS_MEM_LOGITS);
+    w_ew(w, w->T * v, 5, "cross-entropy"); /* softmax cross-entropy on the fp32 copy */
+    w_free(w, &l16);
+  } else {
+    w_ew(w, w->T * v, 5, "cross-entropy"); /* softmax cross-entropy (or sampling) */
+  }
+  if (!w->train) w_free(w, lg);
   wl_zero3_release(w);
 }
 
@@ -267,11 +281,17 @@ void wl_stage_head_bwd(bs_wl *w) {
   wl_zero3_acquire(w);
   wl_grad_bucket(w, head_set(w), &w->ehb);
   int64_t v = w->V / w->g;
-  w_ew(w, w->T * v, 3, "cross-entropy backward");
+  int32_t *lg = &w->logits[w->mb % w->slots];
+  w_ew(w, w->T * v, 3, "cross-entropy backward"); /* in place in the kept buffer */
+  if (xent_copy(w)) {                             /* autograd casts the fp32 gradient to the logits' 16-bit type */
+    int32_t g16 = w_alloc(w, w->T * v * w->es, BS_MEM_LOGITS);
+    w_free(w, lg);
+    *lg = g16;
+  }
   int32_t gx = wl_tp_gather(w);
   w_linear(w, w->T, v, w->H, 1, "LM head backward");
   w_free(w, &gx);
-  w_free(w, &w->logits[w->mb % w->slots]);
+  w_free(w, lg);
   wl_tp_reduce(w);
   w_ew(w, w->Tn * w->H, 6, "final RMSNorm backward");
   wl_zero3_release(w);
@@ -489,6 +509,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->es = p->es;
   w->gb = c->model.main_grads == BS_GRADS_FP32 ? 4 : 2;
   w->nopt = c->model.master_weights == BS_MASTER_FP32 ? 3 : 2;
+  w->xent = c->work.cross_entropy;
   w->H = c->model.hidden;
   w->F = c->model.ffn;
   w->V = c->model.vocab;
@@ -497,7 +518,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   int A = p->mesh.size[p->mesh.att_dim];    /* the attention group's ranks */
   if (p->decode) w->T = w->mbs * p->nq_dec; /* the new tokens, on every rank */
   else if (p->mesh.att_dim == BS_DIM_TP) w->T = w->mbs * p->N;
-  else w->T = w->mbs * (p->N / A);
+  else w->T = w->mbs * ((p->N - p->Nc) / A); /* a cached prefix (prefill): its K, V only, in the attention's */
   w->Tn = w->v3 ? w->T / w->g : w->T;
   w->tpg = plan_mesh_group(p, it->rank, BS_DIM_TP);
   if (plan_grad_group(p, it->rank, &w->dpg)) w->dpg = (bs_group){it->rank, 1, 1}; /* refused at creation (train) */

@@ -48,8 +48,9 @@ typedef struct bs_wl {
   int model, train, recompute, zero, v3, tp;
   int drop_kv; /* prefill without a KV cache: each layer's K, V freed after its attention */
   int64_t T, Tn, H, F, V, qkvw, es, g;
-  int64_t gb; /* bytes of a main gradient: 4 (model.main_grads = fp32) or 2 */
-  int nopt;   /* fp32 optimizer states per parameter: master weights, Adam's m and v (3), or m, v (2) */
+  int64_t gb;            /* bytes of a main gradient: 4 (model.main_grads = fp32) or 2 */
+  bs_cross_entropy xent; /* workload.cross_entropy: the loss keeps fp32 logits or fused 16-bit ones */
+  int nopt;              /* fp32 optimizer states per parameter: master weights, Adam's m and v (3), or m, v (2) */
   bs_param_count pc;
   bs_group dpg, tpg;
   int32_t w_all, g_all, opt[3]; /* persistent weights, gradients, Adam states */

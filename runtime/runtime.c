@@ -332,6 +332,13 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
              bs_scope_name(cfg->work.scope));
     return BS_RUN_EINPUT;
   }
+  if (bs_seq_pad(cfg) > 0) { /* the simulator pads (plans/pad.c); a real run has no pad tokens to mask */
+    snprintf(err, errlen,
+             "workload.seq_len: %lld tokens do not split evenly over the ranks (a multiple of %lld); real runs take "
+             "a seq_len that does (the simulator pads it with %lld tokens)",
+             (long long)cfg->work.seq_len, (long long)bs_seq_divisor(cfg), (long long)bs_seq_pad(cfg));
+    return BS_RUN_EINPUT;
+  }
   int rpn = opts->ranks_per_node > 0 ? opts->ranks_per_node : cfg->par.ranks_per_node;
   bs_plan *plan = NULL;
   if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return BS_RUN_EINPUT;

@@ -156,7 +156,7 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
     snprintf(out->error, sizeof out->error, "%s", err);
     return -1;
   }
-  out->mem.oom = out->mem.capacity_bytes > 0 && out->mem.peak_bytes_max > out->mem.capacity_bytes;
+  out->mem.oom = out->mem.capacity_bytes > 0 && bs_mem_over(cfg, out->mem.peak_bytes_max, out->mem.capacity_bytes);
   for (int r = 0; r < out->nranks && a.ranks && r < a.nranks; r++) {
     bs_rank_result *x = &out->ranks[r];
     const bs_rank_result *y = &a.ranks[r];

@@ -126,10 +126,21 @@ static int resolve_whatifs(const bs_config *cfg, bs_platform_spec *ps, char *err
                ps->topo.name, K, K - 1);
       return -1;
     }
+    if (k->degrade_one_nic && (!bs_topo_has_rails(ps->topo.name) || k->degrade_nic >= bs_topo_nics(&ps->topo))) {
+      if (!bs_topo_has_rails(ps->topo.name))
+        snprintf(err, errlen, "cluster.degrade: nic@%d/%d: one NIC only on the dgx topologies (%s)", k->degrade_node,
+                 k->degrade_nic, ps->topo.name);
+      else
+        snprintf(err, errlen, "cluster.degrade: NIC %d is not a NIC of a %s node with %d NICs (0 .. %d)",
+                 k->degrade_nic, ps->topo.name, bs_topo_nics(&ps->topo), bs_topo_nics(&ps->topo) - 1);
+      return -1;
+    }
     if (k->degrade_one_node) {
       ps->topo.degrade_node = k->degrade_node;
       ps->topo.degrade_class = k->degrade_class;
       ps->topo.degrade_factor = k->degrade_factor;
+      ps->topo.degrade_one_nic = k->degrade_one_nic;
+      ps->topo.degrade_nic = k->degrade_nic;
     } else {
       ps->topo.link[k->degrade_class].bw_Bps *= k->degrade_factor;
     }

@@ -125,8 +125,8 @@ int sim_fill_result(sim_ctx *c, bs_result *out, char *err, size_t errlen) {
   out->comm.intra_node = intra;
   out->comm.inter_node = inter;
   out->mem.peak_bytes_max = peak;
-  out->mem.capacity_bytes = bs_profile_capacity_bytes(c->prof); /* less the CUDA context and NCCL buffers */
-  out->mem.oom = peak > out->mem.capacity_bytes;
+  out->mem.capacity_bytes = bs_profile_capacity_bytes(c->prof);      /* less the CUDA context and NCCL buffers */
+  out->mem.oom = bs_mem_over(c->cfg, peak, out->mem.capacity_bytes); /* with the allocator's reserve */
   memcpy(out->mem.breakdown, c->rs[peak_slot].cls_at_peak, sizeof out->mem.breakdown);
   if (out->ranks)
     for (int r = 0; r < G; r++) {

@@ -416,7 +416,7 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   int rc;
   if (!bs_sim_layers_apply(cfg, &opts)) {
     rc = walk_plan(cfg, &ps, opts.coll_model, prof, corners, out, err, errlen);
-    out->oom = out->peak_bytes > out->capacity_bytes;
+    out->oom = bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
     return rc;
   }
   /* The layer shortcut: 3 and 4 layers, extended to L as layers.c extends the simulated figures. */
@@ -441,6 +441,6 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
     }
   out->compute_s = a.compute_s + (double)k * (b.compute_s - a.compute_s);
   out->replay_s = a.replay_s + (double)k * (b.replay_s - a.replay_s);
-  out->oom = out->capacity_bytes > 0 && out->peak_bytes > out->capacity_bytes;
+  out->oom = out->capacity_bytes > 0 && bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
   return 0;
 }

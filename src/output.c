@@ -373,7 +373,9 @@ void bs_output_explain_table(FILE *f, const bs_result *r, int n) {
   }
   /* the point's identity as the sim table shows it: the key columns and the settings that vary */
   for (int k = 0; k < nrows; k++)
-    if (rows[k].head && !rows[k].figure && (!rows[k].vary || varies(&rows[k], r, n))) col[ncol++] = -1 - k;
+    if (rows[k].head && !rows[k].figure && (!rows[k].vary || varies(&rows[k], r, n)) &&
+        (!rows[k].shown || rows[k].shown(r, n)))
+      col[ncol++] = -1 - k;
   col[ncol++] = XPARTS + 1;
   col[ncol++] = XPARTS;
   for (int p = 0; p < XPARTS; p++) { /* a part no point has is left out */

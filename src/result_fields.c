@@ -38,7 +38,10 @@ static const char *whatif(const bs_result *r) {
   b[0] = '\0';
 #define WI(...) n += (size_t)snprintf(b + n, n < sizeof b ? sizeof b - n : 0, __VA_ARGS__)
   if (k->straggler_factor > 0) WI("%sstraggler=%d:%g", n ? " " : "", k->straggler_rank, k->straggler_factor);
-  if (k->degrade_factor > 0 && k->degrade_one_node)
+  if (k->degrade_factor > 0 && k->degrade_one_nic)
+    WI("%sdegrade=%s@%d/%d:%g", n ? " " : "", bs_link_class_name((bs_link_class)k->degrade_class), k->degrade_node,
+       k->degrade_nic, k->degrade_factor);
+  else if (k->degrade_factor > 0 && k->degrade_one_node)
     WI("%sdegrade=%s@%d:%g", n ? " " : "", bs_link_class_name((bs_link_class)k->degrade_class), k->degrade_node,
        k->degrade_factor);
   else if (k->degrade_factor > 0)
@@ -116,6 +119,23 @@ static double profile_peak(const bs_result *r) { return profile_peak_of(r, 0); }
 /* Throughput (src/flops.c states the FLOP convention); NaN without a step time. */
 static int gpus_of(const bs_result *r) { return r->cfg.par.gpus > 0 ? r->cfg.par.gpus : 1; }
 static double model_flops(const bs_result *r) { return bs_step_model_flops(&r->cfg); }
+/* Padding (plans/pad.c): the tokens appended to each sequence, and the share of the step's model
+ * FLOPs they take (the step runs them; model_flops, tokens/s and MFU count the user's tokens). */
+static double padded_tokens(const bs_result *r) { return (double)bs_seq_pad(&r->cfg); }
+static double pad_flops_share(const bs_result *r) {
+  bs_config c = r->cfg;
+  int64_t pad = bs_seq_pad(&c);
+  if (pad <= 0) return 0;
+  double real = bs_step_model_flops(&c);
+  c.work.seq_len += pad;
+  double all = bs_step_model_flops(&c);
+  return all > 0 ? 1 - real / all : 0;
+}
+static int some_pad(const bs_result *r, int n) {
+  for (int i = 0; i < n; i++)
+    if (bs_seq_pad(&r[i].cfg) > 0) return 1;
+  return 0;
+}
 static double tokens_per_s(const bs_result *r) {
   return r->time.step > 0 ? bs_step_tokens(&r->cfg) / r->time.step : NAN;
 }
@@ -147,10 +167,15 @@ static void cell_pct_fp8(const bs_result *r, bs_value v, char *dst, size_t n) {
   else cell_pct(r, v, dst, n);
 }
 /* Capacity less the peak (negative: out of memory); NaN when the capacity is not known. */
-static double headroom_bytes(const bs_result *r) {
-  return r->mem.capacity_bytes > 0 ? (double)r->mem.capacity_bytes - (double)r->mem.peak_bytes_max : NAN;
-}
 static int is_sim(const bs_result *r) { return !strcmp(r->mode ? r->mode : "", "sim"); }
+/* sim: the caching allocator's reserve beyond the peak (workload.fragmentation; real runs measure) */
+static double reserve_bytes(const bs_result *r) {
+  return is_sim(r) ? (double)bs_reserve_bytes(&r->cfg, r->mem.peak_bytes_max) : 0;
+}
+static double reserved_bytes(const bs_result *r) { return (double)r->mem.peak_bytes_max + reserve_bytes(r); }
+static double headroom_bytes(const bs_result *r) {
+  return r->mem.capacity_bytes > 0 ? (double)r->mem.capacity_bytes - reserved_bytes(r) : NAN;
+}
 static int has_ranks(const bs_result *r) { return r->ranks && r->nranks > 0; }
 
 /* Table cells. Figures keep their unit at any magnitude: beyond the fixed-point range they switch
@@ -185,6 +210,11 @@ static void cell_tokens(const bs_result *r, bs_value v, char *dst, size_t n) {
   if (v.i % (1024 * 1024) == 0) snprintf(dst, n, "%lldM", (long long)(v.i >> 20));
   else if (v.i % 1024 == 0) snprintf(dst, n, "%lldK", (long long)(v.i >> 10));
   else snprintf(dst, n, "%lld", (long long)v.i);
+}
+static void cell_pad(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  if (v.d > 0) snprintf(dst, n, "%.0f", v.d);
+  else snprintf(dst, n, "-");
 }
 static void cell_time(const bs_result *r, bs_value v, char *dst, size_t n) {
   (void)r;
@@ -306,6 +336,10 @@ static const bs_field result_rows[] = {
   {NAMED("cp_pass", cp_pass), CSV(71, "cp_pass"), VARY("cp_pass", cell_text)},
   {AT("cached_tokens", "tokens", BS_FIELD_I64, cfg.work.cached_tokens), CSV(72, "cached_tokens"),
    VARY("cached", cell_int)},
+  /* padding to a multiple of the ranks' split (plans/pad.c): the table's column when a point pads */
+  {CALC("padded_tokens", "tokens", padded_tokens), CSV(96, "padded_tokens"), .digits = 17, TABLE("pad", 6, cell_pad),
+   .shown = some_pad},
+  {CALC("pad_flops_share", "", pad_flops_share), CSV(97, "pad_flops_share"), .digits = 6},
   {AT("model.preset", "", BS_FIELD_CHARS, cfg.model.preset), CSV(37, "preset"), VARY("preset", cell_text)},
   {AT("model.hidden", "elements", BS_FIELD_I64, cfg.model.hidden), CSV(38, "hidden"), VARY("hidden", cell_int)},
   {AT("model.heads", "heads", BS_FIELD_I64, cfg.model.heads), CSV(16, "heads"), VARY("heads", cell_int)},
@@ -472,6 +506,10 @@ static const bs_field result_rows[] = {
   {.figure = 1, AT("memory.breakdown.grads", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_GRADS])},
   {.figure = 1, AT("memory.breakdown.optimizer", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OPTIMIZER])},
   {.figure = 1, AT("memory.breakdown.activations", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_ACTIVATIONS])},
+  {.figure = 1, AT("memory.breakdown.logits", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_LOGITS])},
+  /* sim: beyond the classes, what the caching allocator reserves on top of the peak */
+  {.figure = 1, CALC("memory.breakdown.reserve", "B", reserve_bytes), .present = is_sim, .digits = 17},
+  {.figure = 1, CALC("memory.reserved_bytes", "B", reserved_bytes), .present = is_sim, .digits = 17},
   /* sim: where the step goes (sim/explain.h): the critical rank's parts (they add up to time_s.step)
    * and the mean over ranks; the CSV has the critical rank's */
   {.figure = 1,
@@ -518,7 +556,7 @@ static const bs_field result_rows[] = {
   /* every rank's figures */
   {.path = "ranks", .unit = "", .kind = BS_FIELD_RANKS, .present = has_ranks},
 };
-_Static_assert(BS_MEM_CLASS_COUNT == 9, "memory.breakdown has one row per memory class");
+_Static_assert(BS_MEM_CLASS_COUNT == 10, "memory.breakdown has one row per memory class");
 _Static_assert(BS_XK_COUNT == 6 && BS_XL_COUNT == 5, "explain has one row per kernel kind and link class");
 
 #define RANK(p, u, k, member) .path = p, .unit = u, .kind = k, .off = offsetof(bs_rank_result, member)

@@ -91,6 +91,22 @@ static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
 }
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
+ENUM_SETTER(set_cross_entropy, work.cross_entropy, bs_cross_entropy, "fp32", "fused")
+static int set_fragmentation(bs_config *c, const char *v, char *why, size_t n) {
+  if (!strcmp(v, "auto")) {
+    c->work.fragmentation = BS_FRAGMENTATION_AUTO;
+    return 0;
+  }
+  char cb[SHOWN + 4], *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 0 || x > 0.9) {
+    snprintf(why, n, "'%s' is not auto or a share of reserved memory in [0, 0.9]", scn_clip(v, cb));
+    return -1;
+  }
+  c->work.fragmentation = x;
+  return 0;
+}
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
 static int set_documents(bs_config *c, const char *v, char *why, size_t n) {
   if (scn_docs_check(v, why, n)) return -1;
@@ -236,14 +252,22 @@ static int set_degrade(bs_config *c, const char *v, char *why, size_t n) {
   if (!strcmp(v, "none")) {
     k->degrade_factor = 0;
     k->degrade_one_node = 0;
+    k->degrade_one_nic = 0;
     return 0;
   }
   char a[48];
   const char *f;
   double x;
-  if (split_colon(v, a, sizeof a, &f, "CLASS:FACTOR or CLASS@NODE:FACTOR (nic:0.5, nvlink@3:0.5)", why, n)) return -1;
-  char *at = strchr(a, '@');
-  int64_t node = 0;
+  if (split_colon(v, a, sizeof a, &f,
+                  "CLASS:FACTOR, CLASS@NODE:FACTOR or nic@NODE/NIC:FACTOR (nic:0.5, nvlink@3:0.5, nic@3/1:0.5)", why,
+                  n))
+    return -1;
+  char *at = strchr(a, '@'), *slash = at ? strchr(at, '/') : NULL;
+  int64_t node = 0, nic = 0;
+  if (slash) {
+    *slash = '\0';
+    if (scn_parse_int64(slash + 1, 0, 1 << 16, 0, &nic, why, n)) return -1;
+  }
   if (at) {
     *at = '\0';
     if (scn_parse_int64(at + 1, 0, 1 << 16, 0, &node, why, n)) return -1;
@@ -253,10 +277,17 @@ static int set_degrade(bs_config *c, const char *v, char *why, size_t n) {
   classes[BS_LINK_CLASS_COUNT] = NULL;
   int cls = scn_parse_enum(a, classes, why, n);
   if (cls < 0) return -1;
+  if (slash && cls != BS_LINK_NIC) {
+    snprintf(why, n, "%s@NODE/%lld: only class nic names one of a node's links (nic@NODE/NIC)", classes[cls],
+             (long long)nic);
+    return -1;
+  }
   if (parse_factor(f, 1, &x, why, n)) return -1;
   k->degrade_class = cls;
   k->degrade_one_node = at != NULL;
   k->degrade_node = (int)node;
+  k->degrade_one_nic = slash != NULL;
+  k->degrade_nic = (int)nic;
   k->degrade_factor = x;
   return 0;
 }
@@ -338,6 +369,10 @@ const key_def scn_keys[] = {
   {"workload", "documents", set_documents,
    "packed documents: none | fixed:L1/L2/... | uniform:MIN/MAX | hist:FILE (seeded by workload.seed)"},
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
+  {"workload", "cross_entropy", set_cross_entropy, "fp32 | fused (model scope, training: the loss's logits)"},
+  {"workload", "fragmentation", set_fragmentation,
+   "auto | 0 .. 0.9: layer / model scope, the allocator's reserve as a share of reserved memory (auto: 0.15 in "
+   "training, 0 else)"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
   {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},
@@ -370,7 +405,8 @@ const key_def scn_keys[] = {
   {"cluster", "oversub", set_oversub, "dgx, nvl72: leaf oversubscription, 1 .. 1e6 (default 1; --oversub wins)"},
   {"cluster", "straggler", set_straggler,
    "none | RANK:F, F in [0.001, 1000] (sim: that rank's COMPUTE takes F times longer)"},
-  {"cluster", "degrade", set_degrade, "none | CLASS:F | CLASS@NODE:F (sim: links of a class at F of their bandwidth)"},
+  {"cluster", "degrade", set_degrade,
+   "none | CLASS:F | CLASS@NODE:F | nic@NODE/NIC:F (sim: links of a class, or one NIC, at F of their bandwidth)"},
   {"cluster", "failed_nics", set_failed_nics, "none | NODE:K | all:K (sim: K NICs of a node, or of every node, down)"},
   {"output", "trace", set_trace, "on | off"},
 };

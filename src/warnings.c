@@ -62,6 +62,19 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
       attn ? "at attention scope" : "outside training");
     say(t, ctx);
   }
+  if (w->cross_entropy != BS_XENT_FP32 && (w->scope != BS_SCOPE_MODEL || !train)) {
+    snprintf(t, sizeof t, "workload.cross_entropy: %s has no effect %s (the loss holds the LM head's logits)",
+             bs_cross_entropy_name(w->cross_entropy),
+             w->scope != BS_SCOPE_MODEL ? "below model scope" : "outside training");
+    say(t, ctx);
+  }
+  if (w->fragmentation >= 0 && attn) {
+    snprintf(t, sizeof t,
+             "workload.fragmentation: %g has no effect at attention scope (no framework's caching allocator; use "
+             "workload.scope = layer or model)",
+             w->fragmentation);
+    say(t, ctx);
+  }
   if (c->par.zero > 0) {
     if (attn) {
       snprintf(t, sizeof t,

@@ -243,10 +243,13 @@ int bs_topo_nic_of_node(const bs_topo_params *p, int n, int i) {
   return j;
 }
 
-/* A link's value on node n: degraded when the what-if names its class and node. */
-static bs_link_val node_link(const bs_topo_params *p, bs_link_class c, int n) {
+/* A link's value on node n (a NIC link: NIC j of it, else -1): degraded when the what-if names its
+ * class and node, and its NIC when it names one. */
+static bs_link_val node_link(const bs_topo_params *p, bs_link_class c, int n, int j) {
   bs_link_val v = p->link[c];
-  if (p->degrade_factor > 0 && (int)c == p->degrade_class && n == p->degrade_node) v.bw_Bps *= p->degrade_factor;
+  if (p->degrade_factor > 0 && (int)c == p->degrade_class && n == p->degrade_node &&
+      (!p->degrade_one_nic || j == p->degrade_nic))
+    v.bw_Bps *= p->degrade_factor;
   return v;
 }
 
@@ -291,7 +294,7 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
   sb_printf(b, "    <router id=\"core\"/>\n");
   for (int n = 0; n < K; n++)
     for (int i = 0; i < g; i++) {
-      bs_link_val nv = node_link(p, BS_LINK_NVLINK, n), nc = node_link(p, BS_LINK_NIC, n);
+      bs_link_val nv = node_link(p, BS_LINK_NVLINK, n, -1), nc = node_link(p, BS_LINK_NIC, n, i);
       snprintf(l, sizeof l, "nvlink-n%d-g%d", n, i);
       sb_link(b, l, &nv);
       if (nics == g) {
@@ -301,7 +304,7 @@ static void gen_dgx(sbuf *b, const bs_topo_params *p) {
     }
   for (int n = 0; nics != g && n < K; n++)
     for (int j = 0; j < nics; j++) {
-      bs_link_val nc = node_link(p, BS_LINK_NIC, n);
+      bs_link_val nc = node_link(p, BS_LINK_NIC, n, j);
       nic_link_name(p, n, j, l, sizeof l);
       sb_link(b, l, &nc);
     }
@@ -378,8 +381,8 @@ static void gen_pcie(sbuf *b, const bs_topo_params *p) {
       sb_printf(b, "    <host id=\"gpu%d\" speed=\"1Gf\"><prop id=\"node\" value=\"%d\"/></host>\n", n * g + i, n);
   }
   for (int n = 0; n < K; n++) {
-    bs_link_val pc = node_link(p, BS_LINK_PCIE, n), hb = node_link(p, BS_LINK_HOSTBRIDGE, n),
-                nc = node_link(p, BS_LINK_NIC, n), so = node_link(p, BS_LINK_SOCKET, n);
+    bs_link_val pc = node_link(p, BS_LINK_PCIE, n, -1), hb = node_link(p, BS_LINK_HOSTBRIDGE, n, -1),
+                nc = node_link(p, BS_LINK_NIC, n, -1), so = node_link(p, BS_LINK_SOCKET, n, -1);
     for (int i = 0; i < g; i++) {
       snprintf(l, sizeof l, "pcie-n%d-g%d", n, i);
       sb_link(b, l, &pc);
@@ -430,7 +433,7 @@ static void gen_host(sbuf *b, const bs_topo_params *p) {
             "      <prop id=\"node\" value=\"0\"/><prop id=\"cores\" value=\"%d\"/>\n"
             "    </host>\n",
             p->host_speed, p->host_cores);
-  bs_link_val shm = node_link(p, BS_LINK_SHM, 0);
+  bs_link_val shm = node_link(p, BS_LINK_SHM, 0, -1);
   sb_link(b, "shm-cpu", &shm);
   sb_printf(b, "    <route src=\"cpu\" dst=\"cpu\"><link_ctn id=\"shm-cpu\" direction=\"UP\"/></route>\n");
 }

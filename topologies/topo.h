@@ -58,10 +58,12 @@ typedef struct {
   bs_link_val link[BS_LINK_CLASS_COUNT];
   int wrap_offset; /* dgx fold quotient (see bs_topo_fold_quotient): 0 = none */
   /* What-ifs of one node (all zero: none). Links of class degrade_class on node degrade_node
-   * (fabric: the uplinks of that node's leaf, every rail) at degrade_factor of their bandwidth;
+   * (fabric: the uplinks of that node's leaf, every rail; nic with degrade_one_nic: its NIC
+   * degrade_nic alone, dgx) at degrade_factor of their bandwidth;
    * the last failed_nics NICs of node failed_node (-1: of every node) down (dgx), their GPUs
    * moved to the others. */
   int degrade_node, degrade_class;
+  int degrade_one_nic, degrade_nic;
   double degrade_factor;
   int failed_node, failed_nics;
 } bs_topo_params;

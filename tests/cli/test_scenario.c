@@ -95,6 +95,15 @@ static void test_preset_then_explicit(void **st) {
   assert_int_equal(s.points[0].model.kv_heads, 4);
   assert_int_equal(s.points[0].model.layers, 80);
   bs_scenario_free(&s);
+  /* cluster.degrade = nic@NODE/NIC:F names one NIC (issue 35); nic@NODE:F every NIC of the node */
+  p = write_file("ok3.ini", "[cluster]\ndegrade = nic@3/1:0.5, nic@3:0.5\n");
+  assert_int_equal(bs_scenario_load(p, NULL, 0, &s, err, sizeof err), 0);
+  assert_int_equal(s.npoints, 2);
+  assert_true(s.points[0].cluster.degrade_one_node && s.points[0].cluster.degrade_node == 3);
+  assert_true(s.points[0].cluster.degrade_one_nic && s.points[0].cluster.degrade_nic == 1);
+  assert_true(s.points[0].cluster.degrade_factor == 0.5);
+  assert_true(s.points[1].cluster.degrade_one_node && !s.points[1].cluster.degrade_one_nic);
+  bs_scenario_free(&s);
 }
 
 static void test_set_overrides(void **st) {
@@ -147,6 +156,9 @@ static void test_bad_inputs(void **st) {
                "'star' is not one of: ring tree auto");
   expect_error("[parallel]\nzero = 4\n", NULL, 0, "bad.ini:2: parallel.zero", "out of range");
   expect_error("[parallel]\ntp_variant = v2\n", NULL, 0, "parallel.tp_variant", "v3");
+  expect_error("[cluster]\ndegrade = nvlink@1/0:0.5\n", NULL, 0, "bad.ini:2: cluster.degrade",
+               "only class nic names one of a node's links");
+  expect_error("[cluster]\ndegrade = nic@1/x:0.5\n", NULL, 0, "bad.ini:2: cluster.degrade", "integer");
   expect_error("[workload]\ncausal = maybe\n", NULL, 0, "bad.ini:2: workload.causal", "boolean");
   expect_error("[workload]\nwindow = -1\n", NULL, 0, "workload.window", "out of range");
   /* multi-head latent attention without its latent shapes: named at the key that asked for it */
@@ -212,6 +224,8 @@ static const key_case key_cases[] = {
   {"workload.cached_tokens", "some", "-1"},
   {"workload.documents", "fixed:1K/x", "uniform:9/2"},
   {"workload.seed", "0x10", "-1"},
+  {"workload.cross_entropy", "1", "bf16"},
+  {"workload.fragmentation", "much", "0.95"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
   {"parallel.layout", "2", "spiral"},
@@ -287,6 +301,8 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.profile")            ? "host"
                      : !strcmp(c->key, "cluster.coll_algo")          ? "tree"
                      : !strcmp(c->key, "workload.kv_cache")          ? "drop"
+                     : !strcmp(c->key, "workload.cross_entropy")     ? "fused"
+                     : !strcmp(c->key, "workload.fragmentation")     ? "0.2"
                      : !strcmp(c->key, "cluster.straggler")          ? "3:1.5"
                      : !strcmp(c->key, "cluster.degrade")            ? "nic:0.5"
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"

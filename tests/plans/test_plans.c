@@ -359,10 +359,18 @@ static void expect_error(bs_config c, const char *key) {
 
 static void test_bad_input(void **state) {
   (void)state;
+  /* a sequence the ranks do not divide is padded as frameworks pad it (plans/pad.c, issue 35), no
+   * longer refused: 1000 tokens on 3 ranks run as 1002, 36 zigzag tokens on 4 ranks as 40 */
   bs_config c = small_cfg(BS_BURST, 3, 1000, 0, BS_CONTIGUOUS, BS_TRAIN);
-  expect_error(c, "parallel.gpus:");
+  bs_plan *pp = NULL;
+  char perr[256] = "";
+  assert_int_equal(bs_plan_create(&c, c.par.ranks_per_node, &pp, perr, sizeof perr), 0);
+  assert_int_equal(pp->N, 1002);
+  bs_plan_free(pp);
   c = small_cfg(BS_BURST, 4, 4 * 9, 1, BS_ZIGZAG, BS_TRAIN); /* 4 | 36 but 8 does not */
-  expect_error(c, "parallel.gpus:");
+  assert_int_equal(bs_plan_create(&c, c.par.ranks_per_node, &pp, perr, sizeof perr), 0);
+  assert_int_equal(pp->N, 40);
+  bs_plan_free(pp);
   c = small_cfg(BS_BURST, 2, 64, 0, BS_CONTIGUOUS, BS_DECODE);
   expect_error(c, "workload.phase:");
   c = small_cfg(BS_BURST, 2, 64, 0, BS_CONTIGUOUS, BS_TRAIN);

@@ -246,6 +246,56 @@ static void test_nic_gbps(void **state) {
   assert_close(dgx_time(&c, from, to, 1, B), 2 * nic.lat_s + (double)B / 6e9, 1e-9);
 }
 
+static double xml_bw(const char *xml, const char *link);
+
+/* One NIC (cluster.degrade = nic@1/0:0.5): GPU 0 of node 0 sends B to GPU 0 of node 1 through NIC 0
+ * of each, which is at half rate on node 1: 2 latencies + 2 B / bw; GPU 1 to GPU 9 goes through NIC 1
+ * and keeps the full rate (2 latencies + B / bw); both at once, each on its own rail, as alone. The
+ * same NIC of node 0 halves the first transfer too, NIC 1 of node 1 only the second. */
+static void test_degrade_one_nic(void **state) {
+  (void)state;
+  bs_link_val nic = dgx_link(BS_LINK_NIC);
+  const int64_t B = 1 << 28;
+  double full = 2 * nic.lat_s + (double)B / nic.bw_Bps, half = 2 * nic.lat_s + 2.0 * (double)B / nic.bw_Bps;
+  int f0[] = {0}, t0[] = {8}, f1[] = {1}, t1[] = {9}, fb[] = {0, 1}, tb[] = {8, 9};
+  bs_config c;
+  bs_config_default(&c);
+  c.cluster.degrade_class = BS_LINK_NIC;
+  c.cluster.degrade_factor = 0.5;
+  c.cluster.degrade_one_node = 1;
+  c.cluster.degrade_node = 1;
+  c.cluster.degrade_one_nic = 1;
+  c.cluster.degrade_nic = 0;
+  assert_close(dgx_time(&c, f0, t0, 1, B), half, 1e-9);
+  assert_close(dgx_time(&c, f1, t1, 1, B), full, 1e-9);
+  assert_close(dgx_time(&c, fb, tb, 2, B), half, 1e-9); /* the slower of the two, each on its own rail */
+  c.cluster.degrade_node = 0;
+  assert_close(dgx_time(&c, f0, t0, 1, B), half, 1e-9);
+  c.cluster.degrade_node = 1;
+  c.cluster.degrade_nic = 1;
+  assert_close(dgx_time(&c, f0, t0, 1, B), full, 1e-9);
+  assert_close(dgx_time(&c, f1, t1, 1, B), half, 1e-9);
+  /* the generated wiring: nic-n1-g1 alone at the factor */
+  bs_topo_params p;
+  char err[256];
+  assert_int_equal(bs_topo_defaults("dgx-a100", 2, &p, err, sizeof err), 0);
+  p.degrade_class = BS_LINK_NIC;
+  p.degrade_factor = 0.25;
+  p.degrade_node = 1;
+  p.degrade_one_nic = 1;
+  p.degrade_nic = 1;
+  char *xml = bs_topo_xml(&p, err, sizeof err);
+  assert_non_null(xml);
+  double bw = p.link[BS_LINK_NIC].bw_Bps;
+  for (int n = 0; n < 2; n++)
+    for (int g = 0; g < 8; g++) {
+      char l[32];
+      snprintf(l, sizeof l, "nic-n%d-g%d", n, g);
+      assert_true(xml_bw(xml, l) == (n == 1 && g == 1 ? 0.25 * bw : bw));
+    }
+  free(xml);
+}
+
 /* The generator's wiring of one node's degrade: node 2's NVLink and NICs, and (fabric@2) the
  * uplinks of its leaf on every rail, at the factor; the other nodes and leaves as they were. */
 static double xml_bw(const char *xml, const char *link) {
@@ -540,12 +590,22 @@ static void shared_nics(bs_config *c) {
   c->cluster.failed_nics = 2;
 }
 
+static void bad_nic(bs_config *c) {
+  set_nic_half(c);
+  c->cluster.degrade_one_node = 1;
+  c->cluster.degrade_node = 1;
+  c->cluster.degrade_one_nic = 1;
+  c->cluster.degrade_nic = 8;
+}
+
 static void test_whatif_bad_values(void **state) {
   (void)state;
   expect_bad(bad_rank, "dgx-a100", "cluster.straggler: rank 16 is not a rank of parallel.gpus = 16 (0 .. 15)");
   expect_bad(bad_class, "dgx-a100", "cluster.degrade: topology dgx-a100 has no pcie links");
   expect_bad(bad_node, "dgx-a100", "cluster.degrade: node 2 is not a node of dgx-a100 with 2 node(s) (0 .. 1)");
   expect_bad(bad_factor, "dgx-a100", "cluster.degrade: factor 1.5 of class nic must be in (0, 1]");
+  expect_bad(bad_nic, "dgx-a100", "cluster.degrade: NIC 8 is not a NIC of a dgx-a100 node with 8 NICs (0 .. 7)");
+  expect_bad(bad_nic, "a100-pcie-node", "cluster.degrade: nic@1/8: one NIC only on the dgx topologies");
   expect_bad(all_nics, "dgx-a100", "cluster.failed_nics: 8 of the 8 NICs of node 1 down leaves none");
   expect_bad(shared_nics, "dgx-a100", "cluster.failed_nics: 2 of the 2 NICs of node 0 down leaves none");
   expect_bad(bad_failed_node, "dgx-a100", "cluster.failed_nics: node 2 is not a node of dgx-a100");
@@ -593,11 +653,17 @@ static void test_leaf_keys(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_straggler_ring_exact), cmocka_unit_test(test_straggler_coll_wait),
-    cmocka_unit_test(test_degrade_halves_nic),   cmocka_unit_test(test_nic_gbps),
-    cmocka_unit_test(test_degrade_xml),          cmocka_unit_test(test_degrade_user_file),
-    cmocka_unit_test(test_failed_nic_reroutes),  cmocka_unit_test(test_whatif_fold_exact),
-    cmocka_unit_test(test_whatif_bad_values),    cmocka_unit_test(test_leaf_keys),
+    cmocka_unit_test(test_straggler_ring_exact),
+    cmocka_unit_test(test_straggler_coll_wait),
+    cmocka_unit_test(test_degrade_halves_nic),
+    cmocka_unit_test(test_nic_gbps),
+    cmocka_unit_test(test_degrade_one_nic),
+    cmocka_unit_test(test_degrade_xml),
+    cmocka_unit_test(test_degrade_user_file),
+    cmocka_unit_test(test_failed_nic_reroutes),
+    cmocka_unit_test(test_whatif_fold_exact),
+    cmocka_unit_test(test_whatif_bad_values),
+    cmocka_unit_test(test_leaf_keys),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
