@@ -69,6 +69,13 @@ typedef struct {
   bs_attn_kernel attention_kernel;
   bs_main_grads main_grads;         /* training: fp32 (Megatron's default) or bf16 */
   bs_master_weights master_weights; /* training: fp32 master weights in the optimizer, or none */
+  /* Mixture-of-experts (layer and model scope; plans/workload_moe.c): experts routed FFNs of
+   * hidden moe_ffn per layer in place of the dense MLP, top_k of them per token, shared_experts
+   * dense FFNs of moe_ffn beside them; capacity_factor: each expert takes at most (and is padded
+   * to) capacity_factor x its uniform share of the routed tokens (0 = dropless); routing_skew:
+   * the most loaded expert's share of the routed tokens (0 = uniform, 1/experts). 0 experts: dense. */
+  int64_t experts, top_k, moe_ffn, shared_experts;
+  double capacity_factor, routing_skew;
 } bs_model;
 
 #define BS_MAX_DOCS 512 /* packed documents per sequence */
@@ -115,6 +122,7 @@ typedef struct {
   int zero;                       /* 0..3 */
   int ranks_per_node;             /* real runs: ranks grouped into a "node"; sim: from topology */
   bs_cp_pass cp_pass;             /* burst, ring: what travels the ring */
+  int ep;                         /* expert parallelism over the cp x dp ranks (0 or 1: none) */
 } bs_parallel;
 
 /*

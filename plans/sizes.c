@@ -75,6 +75,12 @@ int bs_config_sizes_check(const bs_config *c, char *err, size_t errlen) {
                       5,
                       "the model state's bytes (16 per parameter)"};
     if (check(&logits, err, errlen) || check(&params, err, errlen)) return -1;
+    /* the experts' state: 3 matrices of hidden x moe_ffn per expert and layer, 16 bytes per parameter */
+    product experts = {{m->layers, m->experts, m->hidden, m->moe_ffn, 3, 16},
+                       {"model.layers", "model.experts", "model.hidden", "model.moe_ffn", NULL, NULL},
+                       6,
+                       "the experts' state's bytes (16 per parameter)"};
+    if (m->experts > 0 && check(&experts, err, errlen)) return -1;
   }
   return 0;
 }
