@@ -327,7 +327,6 @@ static const bs_field result_rows[] = {
   {AT("model.capacity_factor", "", BS_FIELD_REAL, cfg.model.capacity_factor), .present = has_moe,
    VARY("capacity", cell_real)},
   {AT("model.routing_skew", "", BS_FIELD_REAL, cfg.model.routing_skew), .present = has_moe, VARY("skew", cell_real)},
-  {AT("parallel.ep", "GPUs", BS_FIELD_INT, cfg.par.ep), .present = has_moe, VARY("ep", cell_int)},
   {AT("topology", "", BS_FIELD_CHARS, cfg.cluster.topology), CSV(19, "topology"), VARY("topology", cell_text)},
   {AT("nics_per_node", "NICs", BS_FIELD_INT, cfg.cluster.nics_per_node), CSV(47, "nics_per_node"),
    VARY("nics", cell_int)},
@@ -356,6 +355,8 @@ static const bs_field result_rows[] = {
    CSV(65, "microbatches")},
   {AT("parallel.order", "", BS_FIELD_CHARS, decision.order), .present = has_plan, CSV(66, "order"),
    VARY("order", cell_text)},
+  /* mixture-of-experts: the expert-parallel degree */
+  {AT("parallel.ep", "GPUs", BS_FIELD_INT, cfg.par.ep), .present = has_moe, VARY("ep", cell_int)},
   /* ok, refused (the method or platform cannot run the point) or failed; a point that is not ok
    * has its reason in error and no figures (null in JSON, empty in CSV, "-" in the table) */
   {NAMED("status", status), CSV(36, "status")},
