@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { K_I64, K_INT, K_U64, K_STR, K_ORDER } kind;
+typedef enum { K_I64, K_INT, K_U64, K_STR, K_ORDER, K_F64 } kind;
 typedef struct {
   const char *name;
   size_t off;
@@ -33,6 +33,8 @@ static const field fields[] = {
   F("model.top_k", model.top_k, K_I64),
   F("model.moe_ffn", model.moe_ffn, K_I64),
   F("model.shared_experts", model.shared_experts, K_I64),
+  F("model.capacity_factor", model.capacity_factor, K_F64),
+  F("model.routing_skew", model.routing_skew, K_F64),
   F("workload.phase", work.phase, K_INT),
   F("workload.seq_len", work.seq_len, K_I64),
   F("workload.batch", work.batch, K_I64),
@@ -83,6 +85,12 @@ static void hash_field(uint64_t *h, const bs_config *c, const field *f) {
   switch (f->k) {
   case K_I64: {
     int64_t v;
+    memcpy(&v, p, sizeof v);
+    *h = fnv(*h, &v, sizeof v);
+    break;
+  }
+  case K_F64: {
+    double v;
     memcpy(&v, p, sizeof v);
     *h = fnv(*h, &v, sizeof v);
     break;
