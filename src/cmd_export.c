@@ -233,7 +233,8 @@ static void export_nemo(exporter *x) {
        vocab = num(x, "model.vocab");
   if (!is(x, "scope", "model") || !is(x, "phase", "train"))
     refuse(x, "the point is not one training step of the whole model (phase train, scope model)");
-  if (num(x, "model.experts") > 0) refuse(x, "model.experts: export nemo writes dense models (export megatron has MoE)");
+  if (num(x, "model.experts") > 0)
+    refuse(x, "model.experts: export nemo writes dense models (export megatron has MoE)");
   if (zero == 2 || zero == 3)
     refuse(x, "parallel.zero = %ld: NeMo's Megatron models shard the optimizer (distributed_fused_adam, ZeRO 1)", zero);
   const char *comm = !strcmp(method, "ring") ? "p2p" : !strcmp(method, "ulysses") ? "a2a" : NULL;
