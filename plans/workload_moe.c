@@ -66,8 +66,20 @@ int bs_moe_check(const bs_config *c, const bs_mesh *m, char *err, size_t errlen)
       "parallel.ep: %d does not divide the dp x cp = %d ranks (Megatron lays the expert-parallel group over the "
       "data- and context-parallel ranks, which hold the same dense weights)",
       ep, cpdp);
-  int tp = m->size[BS_DIM_TP];
+  int tp = m->size[BS_DIM_TP], cp = m->size[BS_DIM_CP], dp = m->size[BS_DIM_DP];
+  if (ep > 1 && cp > 1 && dp > 1) { /* the expert-parallel group is carved from the strided group dp x cp */
+    int in = m->stride[BS_DIM_CP] < m->stride[BS_DIM_DP] ? BS_DIM_CP : BS_DIM_DP;
+    int out = in == BS_DIM_CP ? BS_DIM_DP : BS_DIM_CP;
+    if (m->stride[in] * m->size[in] != m->stride[out])
+      FAIL(
+        "parallel.order: cp and dp must be neighbours in the order for parallel.ep (its group is carved from the "
+        "dp x cp ranks)");
+  }
   if (c->work.scope != BS_SCOPE_ATTENTION) {
+    if (ep > 1 && c->work.phase == BS_DECODE)
+      FAIL(
+        "parallel.ep: decode holds the new tokens on every rank of the attention group; expert parallelism over "
+        "them is not modelled (use parallel.ep = 1)");
     if (tp > 1 && m->att_dim == BS_DIM_TP)
       FAIL("parallel.method: tp with model.experts is not modelled (set parallel.tp with a context-parallel method)");
     if (tp > 1 && c->par.tp_variant != 3)

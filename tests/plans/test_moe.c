@@ -284,6 +284,18 @@ static void test_moe_bad_values(void **st) {
   c.par.tp = 2;
   c.work.batch = 1;
   expect_error(&c, "parallel.tp_variant: MoE with tensor parallelism needs sequence parallelism");
+  c = toy(); /* tp between cp and dp: dp x cp is no strided group to carve ep from */
+  c.par.gpus = 8;
+  c.par.tp = 2;
+  c.par.tp_variant = 3;
+  c.par.order[0] = BS_DIM_CP;
+  c.par.order[1] = BS_DIM_TP;
+  c.par.order[2] = BS_DIM_DP;
+  c.par.order[3] = BS_DIM_PP;
+  expect_error(&c, "parallel.order: cp and dp must be neighbours in the order for parallel.ep");
+  c = toy();
+  c.work.phase = BS_DECODE;
+  expect_error(&c, "parallel.ep: decode holds the new tokens on every rank");
 }
 
 /* The public preset: Mixtral-8x7B's config.json. */
