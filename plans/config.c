@@ -134,7 +134,33 @@ static const preset presets[] = {
   /* deepseek-ai/DeepSeek-V2-Lite config.json; DeepSeek-V2 (arXiv 2405.04434) Appendix B: 16 heads,
    * no query compression (q_lora_rank null), kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128. */
   {"deepseek-v2-lite", 2048, 16, 16, 192, 27, 10944, 102400},
+  /* mistralai/Mixtral-8x7B-v0.1 config.json (hidden_size 4096, num_attention_heads 32,
+   * num_key_value_heads 8, num_hidden_layers 32, intermediate_size 14336, vocab_size 32000,
+   * num_local_experts 8, num_experts_per_tok 2); "Mixtral of Experts" (arXiv:2401.04088) Table 1.
+   * Every layer's MLP is the MoE block; ffn is kept at the expert's width. */
+  {"mixtral-8x7b", 4096, 32, 8, 128, 32, 14336, 32000},
 };
+
+/* The mixture-of-experts shapes of the presets that have one (the rest are dense): experts,
+ * top_k, moe_ffn, shared_experts, from the same configs. */
+typedef struct {
+  const char *name;
+  int64_t experts, top_k, moe_ffn, shared_experts;
+} moe_preset;
+static const moe_preset moe_presets[] = {
+  /* Mixtral-8x7B config.json: num_local_experts 8, num_experts_per_tok 2, intermediate_size 14336. */
+  {"mixtral-8x7b", 8, 2, 14336, 0},
+};
+
+static void moe_preset_of(const char *name, bs_model *m) {
+  for (size_t i = 0; i < sizeof moe_presets / sizeof moe_presets[0]; i++)
+    if (!strcmp(moe_presets[i].name, name)) {
+      m->experts = moe_presets[i].experts;
+      m->top_k = moe_presets[i].top_k;
+      m->moe_ffn = moe_presets[i].moe_ffn;
+      m->shared_experts = moe_presets[i].shared_experts;
+    }
+}
 
 static const mla_preset mla_presets[] = {
   {"deepseek-v3", 1536, 512, 128, 64, 128},
@@ -195,6 +221,7 @@ int bs_model_preset(const char *name, bs_model *m) {
       m->qk_rope_head_dim = q->qk_rope_head_dim;
       m->v_head_dim = q->v_head_dim;
     }
+    moe_preset_of(p->name, m);
     m->dtype = dt;
     m->fp8 = f8;
     m->attention_kernel = ak;
@@ -232,6 +259,7 @@ void bs_config_default(bs_config *c) {
   c->par.tp_variant = 1;
   c->par.zero = 0;
   c->par.tp = c->par.dp = c->par.pp = 1;
+  c->par.ep = 1;
   c->par.pp_schedule = BS_PP_1F1B;
   c->par.pp_chunks = 2;
   c->par.micro_batch = 0;

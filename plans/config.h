@@ -103,6 +103,13 @@ typedef struct {
    * head_dim and v_head_dim from them. q_lora_rank sizes the query's down-projection, which the
    * attention scope does not run (0: none, as DeepSeek-V2-Lite). */
   int64_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim;
+  /* Mixture-of-experts (layer and model scope; plans/workload_moe.c): experts routed FFNs of
+   * hidden moe_ffn per layer in place of the dense MLP, top_k of them per token, shared_experts
+   * dense FFNs of moe_ffn beside them; capacity_factor: each expert takes at most (and is padded
+   * to) capacity_factor x its uniform share of the routed tokens (0 = dropless); routing_skew:
+   * the most loaded expert's share of the routed tokens (0 = uniform, 1/experts). 0 experts: dense. */
+  int64_t experts, top_k, moe_ffn, shared_experts;
+  double capacity_factor, routing_skew;
 } bs_model;
 
 #define BS_MAX_DOCS 512 /* packed documents per sequence */
@@ -151,6 +158,7 @@ typedef struct {
   int zero;                       /* 0..3 */
   int ranks_per_node;             /* real runs: ranks grouped into a "node"; sim: from topology */
   bs_cp_pass cp_pass;             /* burst, ring: what travels the ring */
+  int ep;                         /* expert parallelism over the cp x dp ranks (0 or 1: none) */
 } bs_parallel;
 
 /*

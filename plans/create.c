@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "plan_impl.h"
+#include "workload.h"
 
 static int fail(char *err, size_t errlen, const char *msg) {
   if (err && errlen) snprintf(err, errlen, "%s", msg);
@@ -198,6 +199,7 @@ static void inner_config(const bs_config *c, const bs_mesh *m, bs_config *ac) {
   }
   ac->work.batch = m->micro_batch;
   ac->par.tp = ac->par.dp = ac->par.pp = 1;
+  ac->par.ep = 1; /* the experts are the layer's (workload_moe.c), not the attention group's */
   ac->par.micro_batch = 0;
   for (int i = 0; i < BS_DIM_COUNT; i++) ac->par.order[i] = (int8_t)i;
 }
@@ -282,7 +284,7 @@ static int check_composed(const bs_config *c, const bs_mesh *m, char *err, size_
   }
   if (m->size[BS_DIM_PP] > 1 && c->work.scope != BS_SCOPE_MODEL)
     return fail(err, errlen, "parallel.pp: pipeline stages split a model's layers (set workload.scope = model)");
-  return 0;
+  return bs_moe_check(c, m, err, errlen);
 }
 
 int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char *err, size_t errlen) {

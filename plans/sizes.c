@@ -76,6 +76,22 @@ int bs_config_sizes_check(const bs_config *c, char *err, size_t errlen) {
                       5,
                       "the model state's bytes (16 per parameter)"};
     if (check(&logits, err, errlen) || check(&params, err, errlen)) return -1;
+    /* the experts' state: 3 matrices of hidden x moe_ffn per expert and layer, 16 bytes per parameter */
+    product experts = {{m->layers, m->experts, m->hidden, m->moe_ffn, 3, 16},
+                       {"model.layers", "model.experts", "model.hidden", "model.moe_ffn", NULL, NULL},
+                       6,
+                       "the experts' state's bytes (16 per parameter)"};
+    if (m->experts > 0 && check(&experts, err, errlen)) return -1;
+  }
+  if (w->scope != BS_SCOPE_ATTENTION && m->experts > 0) {
+    /* the routed rows a rank's experts hold: at most every token's top_k, times the capacity's padding */
+    int64_t wide = m->hidden > m->moe_ffn ? m->hidden : m->moe_ffn, pad = (int64_t)ceil(m->capacity_factor);
+    product routed = {{w->batch, tokens, m->top_k, wide, es, 4 * (pad > 1 ? pad : 1)},
+                      {"workload.batch", tok_key, "model.top_k",
+                       m->hidden > m->moe_ffn ? "model.hidden" : "model.moe_ffn", es_key, NULL},
+                      6,
+                      "the routed tokens' bytes"};
+    if (check(&routed, err, errlen)) return -1;
   }
   return 0;
 }

@@ -68,20 +68,31 @@ static void param_count(const bs_config *c, const bs_mesh *mesh, int stage, bs_p
   /* the K and V heads of a rank: kv_heads / g, or one replicated head when g > kv_heads */
   pc->qkv = H * (m->heads / g + 2 * plan_kv_heads_per_rank(m->kv_heads, g)) * m->head_dim;
   pc->o = m->heads * m->head_dim * H / g;
-  pc->gate_up = 2 * H * m->ffn / g;
-  pc->down = m->ffn * H / g;
+  /* MoE: the dense MLP's place is the shared experts' (0 without), beside the router and the experts */
+  int64_t F = m->experts > 0 ? m->shared_experts * m->moe_ffn : m->ffn;
+  pc->gate_up = 2 * H * F / g;
+  pc->down = F * H / g;
   pc->norms = 2 * H;
-  pc->layer = pc->qkv + pc->o + pc->gate_up + pc->down + pc->norms;
+  pc->edp = pc->dp;
+  if (m->experts > 0) {
+    int64_t ep = c->par.ep > 0 ? c->par.ep : 1;
+    pc->router = H * m->experts;
+    pc->experts = m->experts / ep * 3 * H * (m->moe_ffn / g);
+    pc->edp = pc->dp / ep;
+  }
+  pc->layer = pc->qkv + pc->o + pc->gate_up + pc->down + pc->norms + pc->router;
+  int64_t lx = pc->layer + pc->experts,
+          lx_shard = bs_zero_shard(pc->layer, pc->dp) + bs_zero_shard(pc->experts, pc->edp);
   if (c->work.scope == BS_SCOPE_MODEL) {
     pc->embed = first ? m->vocab * H / g : 0;
     pc->head = last ? H * m->vocab / g : 0;
     pc->final_norm = last ? H : 0;
-    pc->total = L * pc->layer + pc->embed + pc->head + pc->final_norm;
-    pc->shard_total = L * bs_zero_shard(pc->layer, pc->dp) + bs_zero_shard(pc->embed, pc->dp) +
-                      bs_zero_shard(pc->head + pc->final_norm, pc->dp);
+    pc->total = L * lx + pc->embed + pc->head + pc->final_norm;
+    pc->shard_total =
+      L * lx_shard + bs_zero_shard(pc->embed, pc->dp) + bs_zero_shard(pc->head + pc->final_norm, pc->dp);
   } else {
-    pc->total = pc->layer;
-    pc->shard_total = bs_zero_shard(pc->layer, pc->dp);
+    pc->total = lx;
+    pc->shard_total = lx_shard;
   }
 }
 
@@ -229,7 +240,8 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
  * optimizer as without FP8; the FP8 copies are transient). */
 static int64_t weight_bytes(const bs_wl *w, int64_t params) {
   if (w->train) return params * w->es;
-  int64_t f8 = w->L * ((wl_fp8_proj(w) ? w->pc.qkv + w->pc.o : 0) + (wl_fp8_mlp(w) ? w->pc.gate_up + w->pc.down : 0));
+  int64_t f8 = w->L * ((wl_fp8_proj(w) ? w->pc.qkv + w->pc.o : 0) +
+                       (wl_fp8_mlp(w) ? w->pc.gate_up + w->pc.down + w->pc.experts : 0));
   return (params - f8) * w->es + f8;
 }
 
@@ -305,6 +317,7 @@ static void stage_embed_bwd(bs_wl *w) {
   wl_zero3_release(w);
   wl_grad_reduce(w, w->pc.embed, &w->ehb);
   w_wait(w, &w->gh);
+  w_wait(w, &w->geh);
   w_free(w, &w->gbuck);
 }
 
@@ -389,6 +402,7 @@ static int layer_bwd_step(bs_wl *w) {
     w_free(w, &w->act[l]);
     wl_zero3_release(w);
     wl_grad_reduce(w, w->pc.layer, &w->gnew);
+    wl_moe_grad_reduce(w);
     return 1;
   }
   default: /* recompute: stream the forward again, then on into the backward */
@@ -436,6 +450,7 @@ static void gen_step(bs_wl *w) {
   case S_TASK_END: wl_task_end(w); return;
   case S_OPT:
     w_wait(w, &w->gh);
+    w_wait(w, &w->geh);
     w_free(w, &w->gbuck);
     plan_phase(w->it, 1, 0);
     wl_stage_opt(w); /* layer scope: the step of that layer's parameters */
@@ -522,9 +537,11 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->Tn = w->v3 ? w->T / w->g : w->T;
   w->tpg = plan_mesh_group(p, it->rank, BS_DIM_TP);
   if (plan_grad_group(p, it->rank, &w->dpg)) w->dpg = (bs_group){it->rank, 1, 1}; /* refused at creation (train) */
+  w->moe = c->model.experts > 0;
+  if (w->moe) wl_moe_groups(w, it->rank);
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
   for (int64_t i = 0; i < w->slots; i++) w->logits[i] = -1;
-  w->tmp = w->dx = w->gh = w->gbuck = w->gnew = w->ehb = -1;
+  w->tmp = w->dx = w->gh = w->gbuck = w->gnew = w->ehb = w->geh = -1;
   w->zb[0] = w->zb[1] = w->zh[0] = w->zh[1] = -1;
   w->pp_in = -1;
   for (int i = 0; i < PP_SENDS; i++) w->ps_h[i] = w->ps_b[i] = -1;

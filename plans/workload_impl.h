@@ -53,6 +53,10 @@ typedef struct bs_wl {
   int nopt;              /* fp32 optimizer states per parameter: master weights, Adam's m and v (3), or m, v (2) */
   bs_param_count pc;
   bs_group dpg, tpg;
+  int moe;                      /* model.experts > 0: the MoE block in place of the MLP (workload_moe.c) */
+  bs_group epg, edpg;           /* MoE: the expert-parallel and expert-data-parallel groups */
+  int ep_index;                 /* MoE: this rank's place in epg (it holds experts ep_index x experts / ep ...) */
+  int32_t geh;                  /* MoE: the outstanding expert-gradient collective */
   int32_t w_all, g_all, opt[3]; /* persistent weights, gradients, Adam states */
   int32_t *saved;               /* [L][SAVE_MAX]: attention buffers kept per layer */
   int *saved_seq;               /* [L][SAVE_MAX]: their allocation numbers in the forward */
@@ -111,9 +115,19 @@ int64_t wl_saved_bytes(const bs_wl *w);
 void wl_layer_pre(bs_wl *w);
 void wl_layer_qkv(bs_wl *w);
 void wl_layer_post(bs_wl *w);
+int32_t wl_mlp_fwd(bs_wl *w, int64_t F);
+int32_t wl_mlp_bwd(bs_wl *w, int64_t F);
 void wl_layer_mlp_bwd(bs_wl *w);
 void wl_layer_o_bwd(bs_wl *w);
 void wl_layer_qkv_bwd(bs_wl *w);
+
+/* workload_moe.c: the mixture-of-experts block */
+void wl_moe_groups(bs_wl *w, int rank);
+int64_t wl_moe_saved_bytes(const bs_wl *w);
+void wl_moe_fwd(bs_wl *w);
+void wl_moe_bwd(bs_wl *w);
+void wl_moe_grad_reduce(bs_wl *w);
+void wl_moe_opt_gather(bs_wl *w, int64_t layers);
 
 /* workload_stream.c: the attention stream */
 int wl_stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved_seq, int nsaved);

@@ -9,7 +9,8 @@
  * layer around its attention: RMSNorm, the QKV, output and MLP projections
  * (model.fp8: in FP8), SwiGLU, the residual adds, their backward, and the
  * tensor-parallel collectives after a row-parallel GEMM (v1: all-reduce) or
- * around the GEMM domain (v3: all-gather before, reduce-scatter after).
+ * around the GEMM domain (v3: all-gather before, reduce-scatter after). A MoE
+ * layer's block in place of the MLP is workload_moe.c's.
  */
 #include "workload_impl.h"
 
@@ -133,8 +134,10 @@ int32_t wl_tp_gather(bs_wl *w) {
 /* Bytes of one layer's non-attention activations kept for the backward. */
 int64_t wl_saved_bytes(const bs_wl *w) {
   int64_t Tg = w->v3 ? w->Tn : w->T; /* v3 keeps the sharded norm outputs and gathers again */
-  /* layer input, norm1 output, residual after attention, norm2 output, gate and up, SwiGLU output */
-  return (2 * w->Tn * w->H + 2 * Tg * w->H + w->T * 3 * (w->F / w->g)) * w->es;
+  /* layer input, norm1 output, residual after attention, norm2 output, gate and up, SwiGLU output
+   * (MoE: the block's own, workload_moe.c) */
+  int64_t mlp = w->moe ? wl_moe_saved_bytes(w) : w->T * 3 * (w->F / w->g) * w->es;
+  return (2 * w->Tn * w->H + 2 * Tg * w->H) * w->es + mlp;
 }
 
 /* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */
@@ -146,7 +149,22 @@ void wl_layer_qkv(bs_wl *w) {
   w_free(w, &gb);
 }
 
-/* After attention: output projection, residual, norm, MLP, residual. */
+/* The dense SwiGLU MLP of inner width F from the second norm's output: its output buffer, reduced
+ * over tp (the caller adds the residual and frees it). */
+int32_t wl_mlp_fwd(bs_wl *w, int64_t F) {
+  int32_t gb = wl_tp_gather(w);
+  int32_t gu = w_alloc(w, w->T * 3 * F / w->g * w->es, BS_MEM_WORKSPACE);
+  w_linear8(w, w->T, 2 * F / w->g, w->H, 0, wl_fp8_mlp(w), "MLP gate and up");
+  w_free(w, &gb);
+  w_ew(w, w->T * F / w->g, 5, "SwiGLU"); /* silu(gate) * up */
+  int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
+  w_linear8(w, w->T, w->H, F / w->g, 0, wl_fp8_mlp(w), "MLP down");
+  w_free(w, &gu);
+  wl_tp_reduce(w);
+  return t;
+}
+
+/* After attention: output projection, residual, norm, MLP (or the MoE block), residual. */
 void wl_layer_post(bs_wl *w) {
   int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0, wl_fp8_proj(w), "output projection");
@@ -154,22 +172,20 @@ void wl_layer_post(bs_wl *w) {
   w_ew(w, w->Tn * w->H, 1, "residual add");
   w_free(w, &t);
   w_ew(w, w->Tn * w->H, 4, "RMSNorm");
-  int32_t gb = wl_tp_gather(w);
-  int32_t gu = w_alloc(w, w->T * 3 * w->F / w->g * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, 2 * w->F / w->g, w->H, 0, wl_fp8_mlp(w), "MLP gate and up");
-  w_free(w, &gb);
-  w_ew(w, w->T * w->F / w->g, 5, "SwiGLU"); /* silu(gate) * up */
-  t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, w->H, w->F / w->g, 0, wl_fp8_mlp(w), "MLP down");
-  w_free(w, &gu);
-  wl_tp_reduce(w);
+  if (w->moe) {
+    t = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE);
+    wl_moe_fwd(w);
+  } else {
+    t = wl_mlp_fwd(w, w->F);
+  }
   w_ew(w, w->Tn * w->H, 1, "residual add");
   w_free(w, &t);
 }
 
-/* Backward of the MLP half and the second norm. */
-void wl_layer_mlp_bwd(bs_wl *w) {
-  int64_t f = w->F / w->g;
+/* Backward of the dense SwiGLU MLP of inner width F, reduced over tp: the buffer of its input's
+ * gradient (the caller runs the norm's backward and frees it). */
+int32_t wl_mlp_bwd(bs_wl *w, int64_t F) {
+  int64_t f = F / w->g;
   int32_t gy = wl_tp_gather(w); /* v3: grad of the reduce-scatter */
   int32_t gx = wl_tp_gather(w); /* v3: norm2 output gathered again for dW */
   int32_t da = w_alloc(w, w->T * f * w->es, BS_MEM_WORKSPACE);
@@ -183,6 +199,18 @@ void wl_layer_mlp_bwd(bs_wl *w) {
   w_free(w, &gx);
   w_free(w, &dgu);
   wl_tp_reduce(w);
+  return dn;
+}
+
+/* Backward of the MLP half (or the MoE block) and the second norm. */
+void wl_layer_mlp_bwd(bs_wl *w) {
+  int32_t dn;
+  if (w->moe) {
+    dn = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE);
+    wl_moe_bwd(w);
+  } else {
+    dn = wl_mlp_bwd(w, w->F);
+  }
   w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
   w_ew(w, w->Tn * w->H, 1, "residual gradient add");
   w_free(w, &dn);

@@ -90,10 +90,12 @@ void wl_stage_opt(bs_wl *w) {
     if (w->model) {
       for (int64_t l = 0; l < w->L * w->v; l++)
         w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
+      wl_moe_opt_gather(w, w->L * w->v);
       if (w->has_embed) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.embed, w->pc.dp) * w->es);
       if (w->has_head) w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(head_set(w), w->pc.dp) * w->es);
     } else {
       w_sync_coll(w, BS_COLL_ALLGATHER, w->dpg, bs_zero_shard(w->pc.layer, w->pc.dp) * w->es);
+      wl_moe_opt_gather(w, 1);
     }
   }
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { K_I64, K_INT, K_U64, K_STR, K_ORDER } kind;
+typedef enum { K_I64, K_INT, K_U64, K_STR, K_ORDER, K_F64 } kind;
 typedef struct {
   const char *name;
   size_t off;
@@ -31,6 +31,12 @@ static const field fields[] = {
   F("model.fp8", model.fp8, K_INT),
   F("model.attention", model.attention, K_INT),
   F("model.v_head_dim", model.v_head_dim, K_I64),
+  F("model.experts", model.experts, K_I64),
+  F("model.top_k", model.top_k, K_I64),
+  F("model.moe_ffn", model.moe_ffn, K_I64),
+  F("model.shared_experts", model.shared_experts, K_I64),
+  F("model.capacity_factor", model.capacity_factor, K_F64),
+  F("model.routing_skew", model.routing_skew, K_F64),
   F("workload.phase", work.phase, K_INT),
   F("workload.seq_len", work.seq_len, K_I64),
   F("workload.batch", work.batch, K_I64),
@@ -60,6 +66,7 @@ static const field fields[] = {
   F("parallel.micro_batch", par.micro_batch, K_INT),
   F("parallel.order", par.order, K_ORDER),
   F("parallel.cp_pass", par.cp_pass, K_INT),
+  F("parallel.ep", par.ep, K_INT),
   F("cluster.topology", cluster.topology, K_STR),
   F("cluster.profile", cluster.profile, K_STR),
   F("cluster.nodes", cluster.nodes, K_INT),
@@ -80,6 +87,12 @@ static void hash_field(uint64_t *h, const bs_config *c, const field *f) {
   switch (f->k) {
   case K_I64: {
     int64_t v;
+    memcpy(&v, p, sizeof v);
+    *h = fnv(*h, &v, sizeof v);
+    break;
+  }
+  case K_F64: {
+    double v;
     memcpy(&v, p, sizeof v);
     *h = fnv(*h, &v, sizeof v);
     break;

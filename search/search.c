@@ -306,6 +306,18 @@ static int values_tp_variant(const space *sp, const bs_config *c, kval *v) {
 }
 static void set_tp_variant(bs_config *c, kval v) { c->par.tp_variant = v.v; }
 
+/* Expert parallelism (a MoE model at layer and model scope): every divisor of dp x cp that divides
+ * the experts (plans/workload_moe.c lays the expert-parallel group over those ranks). */
+static int values_ep(const space *sp, const bs_config *c, kval *v) {
+  if (!sp->a->ep || c->model.experts <= 0 || c->work.scope == BS_SCOPE_ATTENTION) return one(v, sp->base->par.ep);
+  kval all[MAXV];
+  int n = 0, nall = list_divisors((int64_t)cp_of(c) * c->par.dp, all);
+  for (int i = 0; i < nall; i++)
+    if (c->model.experts % all[i].v == 0) v[n++] = all[i];
+  return n;
+}
+static void set_ep(bs_config *c, kval v) { c->par.ep = v.v; }
+
 static const struct {
   key_values values;
   key_set set;
@@ -326,6 +338,7 @@ static const struct {
   {values_double_ring, set_double_ring, BS_SPREAD_DOUBLE_RING},
   {values_placement, set_placement, BS_SPREAD_PLACEMENT},
   {values_tp_variant, set_tp_variant, BS_SPREAD_TP_VARIANT},
+  {values_ep, set_ep, 0},
 };
 #define NKEYS ((int)(sizeof searched / sizeof searched[0]))
 

@@ -30,6 +30,7 @@ typedef struct {
   int double_ring; /* burst and ring with a ring (cp > 1) outside decode and pass-Q: off, on */
   int placement;   /* usp: head-first, ring-first */
   int tp_variant;  /* where a tensor-parallel dimension of more than one rank runs: v1, v3 */
+  int ep;          /* model.experts > 0 at layer and model scope: the divisors of dp x cp that divide experts */
 } bs_search_autos;
 
 #define BS_SEARCH_EVERY (-1)

@@ -35,6 +35,7 @@ static int g_fp8(const bs_config *c) { return (int)c->model.fp8; }
 static int g_dring(const bs_config *c) { return (int)c->par.double_ring; }
 static int g_place(const bs_config *c) { return (int)c->par.ulysses_placement; }
 static int g_variant(const bs_config *c) { return c->par.tp_variant; }
+static int g_ep(const bs_config *c) { return c->par.ep; }
 
 static void n_int(int v, char *b, size_t n) { snprintf(b, n, "%d", v); }
 static void n_method(int v, char *b, size_t n) { snprintf(b, n, "%s", bs_method_name((bs_method)v)); }
@@ -68,6 +69,7 @@ static const key_get keys[] = {
   {"parallel.double_ring", g_dring, n_dring},
   {"parallel.ulysses_placement", g_place, n_place},
   {"parallel.tp_variant", g_variant, n_variant},
+  {"parallel.ep", g_ep, n_int},
 };
 #define NGET ((int)(sizeof keys / sizeof keys[0]))
 #define MAXVALS 256

@@ -133,6 +133,22 @@ static void export_rule(exporter *x, const char *flag) {
   } else if (!strcmp(flag, "cp-comm-type")) export_cp(x);
 }
 
+/* Mixture-of-experts (Megatron-Core's MoE flags, the all-to-all dispatcher); the router's skew is
+ * the data's, not the launch's. */
+static void export_moe(exporter *x) {
+  long e = num(x, "model.experts"), f = num(x, "model.moe_ffn"), shared = num(x, "model.shared_experts");
+  double cf = 0;
+  if (e <= 0) return;
+  emit(x, "--num-experts %ld\n--moe-router-topk %ld\n--moe-ffn-hidden-size %ld\n--expert-model-parallel-size %ld\n", e,
+       num(x, "model.top_k"), f, num(x, "parallel.ep"));
+  emit(x, "--moe-token-dispatcher-type alltoall\n");
+  if (shared > 0) emit(x, "--moe-shared-expert-intermediate-size %ld\n", shared * f);
+  if (bs_result_number(x->p, "model.capacity_factor", &cf) && cf > 0)
+    emit(x, "--moe-expert-capacity-factor %g\n--moe-pad-expert-input-to-capacity\n", cf);
+  if (!is(x, "model.routing_skew", "0"))
+    fprintf(stderr, "note: the point's router is skewed (model.routing_skew); Megatron's follows the data\n");
+}
+
 /* The flags of the point, in the table's order. */
 static void export_point(exporter *x) {
   if (!is(x, "scope", "model") || !is(x, "phase", "train"))
@@ -155,6 +171,7 @@ static void export_point(exporter *x) {
       emit(x, "--%s\n", f->flag);
     else if (f->kind == BS_MG_RULE) export_rule(x, f->flag);
   }
+  export_moe(x);
 }
 
 /* torchtitan: the train config's settings that fix the step, as a TOML fragment. */
@@ -168,6 +185,7 @@ static void export_torchtitan(exporter *x) {
        dp = num(x, "parallel.dp"), zero = num(x, "zero"), batch = num(x, "batch"), mb = num(x, "parallel.micro_batch");
   if (!is(x, "scope", "model") || !is(x, "phase", "train"))
     refuse(x, "the point is not one training step of the whole model (phase train, scope model)");
+  if (num(x, "model.experts") > 0) refuse(x, "model.experts: export torchtitan writes dense llama3 models");
   if (!flavor)
     refuse(x,
            "model.preset '%s': torchtitan's llama3 flavors are 8B, 70B and 405B (presets llama3.1-8b, "
@@ -215,6 +233,8 @@ static void export_nemo(exporter *x) {
        vocab = num(x, "model.vocab");
   if (!is(x, "scope", "model") || !is(x, "phase", "train"))
     refuse(x, "the point is not one training step of the whole model (phase train, scope model)");
+  if (num(x, "model.experts") > 0)
+    refuse(x, "model.experts: export nemo writes dense models (export megatron has MoE)");
   if (zero == 2 || zero == 3)
     refuse(x, "parallel.zero = %ld: NeMo's Megatron models shard the optimizer (distributed_fused_adam, ZeRO 1)", zero);
   const char *comm = !strcmp(method, "ring") ? "p2p" : !strcmp(method, "ulysses") ? "a2a" : NULL;

@@ -43,7 +43,7 @@ static void search_usage(FILE *f) {
           "Finds the fastest parallel configuration for the model, workload, cluster and gpus the\n"
           "scenario fixes. Parallel keys left out or set to auto are searched over every legal value\n"
           "(method, tp, dp, pp, layout, ulysses_degree, ulysses_placement, tp_variant, zero,\n"
-          "micro_batch, pp_schedule, cp_pass; workload.recompute at model scope); model.fp8 only when\n"
+          "micro_batch, pp_schedule, cp_pass, ep; workload.recompute at model scope); model.fp8 only when\n"
           "set to auto (FP8 GEMMs change the numerics); parallel.double_ring only when set to search\n"
           "(its auto lets the plan decide); a key given as a list is searched over that list.\n"
           "Illegal points are pruned with the plan's checks, points whose peak memory passes the\n"
@@ -157,7 +157,8 @@ static void cfg_label(const bs_cand *x, char *b, size_t n) {
   if ((x->spread & BS_SPREAD_PLACEMENT) && l > 0 && (size_t)l < n)
     l += snprintf(b + l, n - (size_t)l, " placement=%s", bs_placement_name(c->par.ulysses_placement));
   if ((x->spread & BS_SPREAD_TP_VARIANT) && l > 0 && (size_t)l < n)
-    snprintf(b + l, n - (size_t)l, " tp_variant=v%d", c->par.tp_variant);
+    l += snprintf(b + l, n - (size_t)l, " tp_variant=v%d", c->par.tp_variant);
+  if (c->model.experts > 0 && l > 0 && (size_t)l < n) snprintf(b + l, n - (size_t)l, " ep=%d", c->par.ep);
 }
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
@@ -680,6 +681,7 @@ static const struct {
   {"parallel.double_ring", offsetof(bs_search_autos, double_ring), 1, "search", NULL, BS_SEARCH_EVERY},
   {"parallel.ulysses_placement", offsetof(bs_search_autos, placement), 0, NULL, NULL, BS_SEARCH_EVERY},
   {"parallel.tp_variant", offsetof(bs_search_autos, tp_variant), 0, NULL, NULL, BS_SEARCH_EVERY},
+  {"parallel.ep", offsetof(bs_search_autos, ep), 0, NULL, NULL, 1},
 };
 #define NSEARCHED (sizeof searched / sizeof searched[0])
 

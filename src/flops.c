@@ -9,7 +9,10 @@
  *     + 4 Zq d P / T              scores Q K^T and the weighted sum with V, over the
  *                                 visible query-key pairs P of the T tokens
  *     + 2 Zq d h                  output projection
- *     + 6 h F                     SwiGLU MLP: gate, up and down (3 matrices of h x F)
+ *     + 6 h F                     SwiGLU MLP: gate, up and down (3 matrices of h x F);
+ *                                 MoE: 6 h (top_k + shared_experts) moe_ffn + 2 h experts,
+ *                                 the active experts and the router (capacity padding and
+ *                                 dropped tokens are not model FLOPs)
  *   forward FLOPs of the model = T (L x layer + 2 h V)   (+ the LM head; the embedding
  *                                                          is a lookup)
  *   a step = forward (prefill, decode) or 3 x forward (train: the backward is twice the
@@ -58,7 +61,11 @@ double bs_step_model_flops(const bs_config *c) {
   if (c->work.scope == BS_SCOPE_ATTENTION) fwd = attn;
   else {
     if (m->hidden < 1 || m->ffn < 1) return NAN;
-    double dense = 2.0 * h * (zq + 2.0 * zkv) * d + 2.0 * zq * d * h + 6.0 * h * (double)m->ffn;
+    /* MoE: the active experts' MLPs (top_k routed and the shared ones, of moe_ffn) and the router */
+    double mlp = m->experts > 0 ? 6.0 * h * (double)(m->top_k + m->shared_experts) * (double)m->moe_ffn +
+                                    2.0 * h * (double)m->experts
+                                : 6.0 * h * (double)m->ffn;
+    double dense = 2.0 * h * (zq + 2.0 * zkv) * d + 2.0 * zq * d * h + mlp;
     double layer = T * dense + attn;
     if (c->work.scope == BS_SCOPE_LAYER) fwd = layer;
     else {

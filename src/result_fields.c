@@ -79,6 +79,7 @@ static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
 /* Packed documents (workload.documents): the value given, and the imbalance they make. */
 static int has_docs(const bs_result *r) { return r->cfg.work.docs > 0; }
 static int has_docs_plan(const bs_result *r) { return has_docs(r) && has_plan(r); }
+static int has_moe(const bs_result *r) { return r->cfg.model.experts > 0; }
 static void cell_ratio(const bs_result *r, bs_value v, char *dst, size_t n) {
   (void)r;
   snprintf(dst, n, "%.3fx", v.d);
@@ -199,6 +200,12 @@ static void human_time(char *dst, size_t n, double s) {
 static void cell_text(const bs_result *r, bs_value v, char *dst, size_t n) {
   (void)r;
   snprintf(dst, n, "%s", v.s);
+}
+/* A real as %g (capacity_factor, routing_skew), "-" for 0 (none, uniform). */
+static void cell_real(const bs_result *r, bs_value v, char *dst, size_t n) {
+  (void)r;
+  if (v.d == 0) snprintf(dst, n, "-");
+  else snprintf(dst, n, "%g", v.d);
 }
 static void cell_int(const bs_result *r, bs_value v, char *dst, size_t n) {
   (void)r;
@@ -355,6 +362,14 @@ static const bs_field result_rows[] = {
   {NAMED("model.dtype", dtype), CSV(15, "dtype"), VARY("dtype", cell_text)},
   {NAMED("model.fp8", fp8), CSV(73, "fp8"), VARY("fp8", cell_text)},
   {NAMED("model.attention_kernel", attention_kernel), CSV(92, "attention_kernel"), VARY("attn", cell_text)},
+  /* mixture-of-experts (JSON and the table when some point has experts) */
+  {AT("model.experts", "experts", BS_FIELD_I64, cfg.model.experts), .present = has_moe, VARY("experts", cell_int)},
+  {AT("model.top_k", "experts", BS_FIELD_I64, cfg.model.top_k), .present = has_moe, VARY("top_k", cell_int)},
+  {AT("model.moe_ffn", "elements", BS_FIELD_I64, cfg.model.moe_ffn), .present = has_moe},
+  {AT("model.shared_experts", "experts", BS_FIELD_I64, cfg.model.shared_experts), .present = has_moe},
+  {AT("model.capacity_factor", "", BS_FIELD_REAL, cfg.model.capacity_factor), .present = has_moe,
+   VARY("capacity", cell_real)},
+  {AT("model.routing_skew", "", BS_FIELD_REAL, cfg.model.routing_skew), .present = has_moe, VARY("skew", cell_real)},
   {AT("topology", "", BS_FIELD_CHARS, cfg.cluster.topology), CSV(19, "topology"), VARY("topology", cell_text)},
   {AT("nics_per_node", "NICs", BS_FIELD_INT, cfg.cluster.nics_per_node), CSV(47, "nics_per_node"),
    VARY("nics", cell_int)},
@@ -383,6 +398,8 @@ static const bs_field result_rows[] = {
    CSV(65, "microbatches")},
   {AT("parallel.order", "", BS_FIELD_CHARS, decision.order), .present = has_plan, CSV(66, "order"),
    VARY("order", cell_text)},
+  /* mixture-of-experts: the expert-parallel degree */
+  {AT("parallel.ep", "GPUs", BS_FIELD_INT, cfg.par.ep), .present = has_moe, VARY("ep", cell_int)},
   /* ok, refused (the method or platform cannot run the point) or failed; a point that is not ok
    * has its reason in error and no figures (null in JSON, empty in CSV, "-" in the table) */
   {NAMED("status", status), CSV(36, "status")},

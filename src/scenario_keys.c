@@ -71,6 +71,29 @@ INT_SETTER(set_v_head_dim, model.v_head_dim, 0, 1024, 0)
 INT_SETTER(set_kv_lora_rank, model.kv_lora_rank, 1, 1 << 14, 0)
 INT_SETTER(set_qk_nope_head_dim, model.qk_nope_head_dim, 0, 1024, 0)
 INT_SETTER(set_qk_rope_head_dim, model.qk_rope_head_dim, 0, 1024, 0)
+INT_SETTER(set_experts, model.experts, 0, 1 << 16, 0)
+INT_SETTER(set_top_k, model.top_k, 1, 1 << 16, 0)
+INT_SETTER(set_moe_ffn, model.moe_ffn, 1, 1 << 22, 0)
+INT_SETTER(set_shared_experts, model.shared_experts, 0, 1 << 10, 0)
+/* A real in [lo, hi], or `none_word` for 0. */
+static int parse_real(const char *v, const char *none_word, double lo, double hi, double *out, char *why, size_t n) {
+  char cb[SHOWN + 4], *end = NULL;
+  if (!strcmp(v, none_word)) return *out = 0, 0;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < lo || x > hi) {
+    snprintf(why, n, "'%s' is not %s or a number in [%g, %g]", scn_clip(v, cb), none_word, lo, hi);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+static int set_capacity_factor(bs_config *c, const char *v, char *why, size_t n) {
+  return parse_real(v, "none", 0.01, 1024, &c->model.capacity_factor, why, n);
+}
+static int set_routing_skew(bs_config *c, const char *v, char *why, size_t n) {
+  return parse_real(v, "uniform", 1e-6, 1, &c->model.routing_skew, why, n);
+}
 
 ENUM_SETTER(set_phase, work.phase, bs_phase, "train", "prefill", "decode")
 INT_SETTER(set_seq_len, work.seq_len, 1, BIG, 1)
@@ -164,6 +187,7 @@ INT_SETTER(set_ranks_per_node, par.ranks_per_node, 1, 1 << 16, 0)
 INT_SETTER(set_tp, par.tp, 1, 1 << 20, 0)
 INT_SETTER(set_dp, par.dp, 1, 1 << 20, 0)
 INT_SETTER(set_pp, par.pp, 1, 1 << 12, 0)
+INT_SETTER(set_ep, par.ep, 1, 1 << 20, 0)
 ENUM_SETTER(set_pp_schedule, par.pp_schedule, bs_pp_schedule, "1f1b", "interleaved")
 INT_SETTER(set_pp_chunks, par.pp_chunks, 1, 1 << 12, 0)
 static int set_micro_batch(bs_config *c, const char *v, char *why, size_t n) {
@@ -355,6 +379,13 @@ const key_def scn_keys[] = {
   {"model", "kv_lora_rank", set_kv_lora_rank, "MLA: the K,V latent's width per token"},
   {"model", "qk_nope_head_dim", set_qk_nope_head_dim, "MLA: q, k columns without RoPE"},
   {"model", "qk_rope_head_dim", set_qk_rope_head_dim, "MLA: q, k columns with RoPE (the key's shared by the heads)"},
+  {"model", "experts", set_experts, "routed experts per layer, 0 = dense MLP (mixture-of-experts)"},
+  {"model", "top_k", set_top_k, "experts each token is routed to"},
+  {"model", "moe_ffn", set_moe_ffn, "an expert's FFN inner width"},
+  {"model", "shared_experts", set_shared_experts, "experts every token passes (dense FFNs of moe_ffn)"},
+  {"model", "capacity_factor", set_capacity_factor,
+   "none | C: an expert takes at most, padded to, C x its uniform share of routed tokens"},
+  {"model", "routing_skew", set_routing_skew, "uniform | S: the most loaded expert's share of the routed tokens"},
   {"workload", "phase", set_phase, "train | prefill | decode"},
   {"workload", "seq_len", set_seq_len, "tokens (K, M suffixes)"},
   {"workload", "batch", set_batch, "sequences"},
@@ -393,6 +424,7 @@ const key_def scn_keys[] = {
   {"parallel", "micro_batch", set_micro_batch, "sequences per microbatch | auto (batch / dp)"},
   {"parallel", "cp_pass", set_cp_pass, "kv | q (burst, ring: K,V or the queries travel the ring)"},
   {"parallel", "order", set_order, "dimensions fastest first over the ranks (tp-cp-dp-pp)"},
+  {"parallel", "ep", set_ep, "expert-parallel degree, over the cp x dp ranks (model.experts)"},
   {"cluster", "topology", set_topology, "a generator of bs_topo_generator_names | FILE.xml"},
   {"cluster", "profile", set_profile, "a profile of calib/profiles | FILE.json (default: the topology's)"},
   {"cluster", "nodes", set_nodes, "nodes, 0 = from gpus"},

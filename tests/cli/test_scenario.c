@@ -212,6 +212,12 @@ static const key_case key_cases[] = {
   {"model.kv_lora_rank", "wide", "0"},
   {"model.qk_nope_head_dim", "1.5", "1025"},
   {"model.qk_rope_head_dim", "x", "-1"},
+  {"model.experts", "eight", "65537"},
+  {"model.top_k", "two", "0"},
+  {"model.moe_ffn", "wide", "0"},
+  {"model.shared_experts", "one", "-1"},
+  {"model.capacity_factor", "full", "0"},
+  {"model.routing_skew", "skewed", "1.5"},
   {"workload.phase", "1", "finetune"},
   {"workload.seq_len", "long", "2097152M"},
   {"workload.batch", "1.5", "1048577"},
@@ -245,6 +251,7 @@ static const key_case key_cases[] = {
   {"parallel.micro_batch", "half", "0"},
   {"parallel.order", "tp-tp-dp-pp", "cp-tp-dp"},
   {"parallel.cp_pass", "1", "o"},
+  {"parallel.ep", "all", "0"},
   {"cluster.topology", NULL, NULL}, /* names: only empty and too long; unknown names fail at run */
   {"cluster.profile", NULL, NULL},
   {"cluster.nodes", "many", "-1"},
@@ -309,6 +316,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "parallel.cp_pass")           ? "q"
                      : !strcmp(c->key, "parallel.pp_schedule")       ? "interleaved"
                      : !strcmp(c->key, "workload.documents")         ? "none"
+                     : !strcmp(c->key, "model.routing_skew")         ? "0.5"
                      : (!strcmp(c->key, "workload.causal") || !strcmp(c->key, "workload.recompute") ||
                         !strcmp(c->key, "parallel.lao") || !strcmp(c->key, "output.trace"))
                        ? "on"
@@ -615,7 +623,7 @@ static void test_did_you_mean(void **st) {
   expect_error("[parallel]\nlayout = zigzg\n", NULL, 0, "'zigzg' is not one of:", "(did you mean zigzag?)");
   expect_error("[workload]\nphase = pre\n", NULL, 0, "'pre' is not one of:", "(did you mean prefill?)");
   expect_error("[model]\npreset = llama3.1-7b\n", NULL, 0, "unknown preset 'llama3.1-7b' (",
-               "qwen2.5-72b, deepseek-v3, deepseek-v2-lite) (did you mean llama3.1-8b?)");
+               "qwen2.5-72b, deepseek-v3, deepseek-v2-lite, mixtral-8x7b) (did you mean llama3.1-8b?)");
   expect_error("[model]\npreset = mistral\n", NULL, 0, "(did you mean mistral-7b?)", NULL);
   /* a version given short is the longer name, not a neighbour version (llama2-70b, qwen2-72b) */
   expect_error("[model]\npreset = llama3-70b\n", NULL, 0, "(did you mean llama3.1-70b?)", NULL);
@@ -640,7 +648,7 @@ static void test_name_tables(void **st) {
                "'flash' is not one of: burst ring ring-li2021 ulysses usp tp tree", NULL);
   expect_error("[model]\npreset = gpt5\n", NULL, 0,
                "unknown preset 'gpt5' (llama2-7b, llama2-13b, llama2-70b, llama3.1-8b, llama3-8b, llama3.1-70b, "
-               "llama3.1-405b, mistral-7b, qwen2.5-72b, deepseek-v3, deepseek-v2-lite)",
+               "llama3.1-405b, mistral-7b, qwen2.5-72b, deepseek-v3, deepseek-v2-lite, mixtral-8x7b)",
                NULL);
   char text[256], err[512];
   bs_scenario s;
