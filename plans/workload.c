@@ -253,12 +253,13 @@ static void stage_embed(bs_wl *w) {
 static void stage_head(bs_wl *w) {
   wl_zero3_acquire(w);
   int64_t v = w->V / w->g;
-  w_ew(w, w->Tn * w->H, 4, "final RMSNorm");
+  wk_rmsnorm(w, "final RMSNorm");
   int32_t gb = wl_tp_gather(w);
   w->logits[w->mb % w->slots] = w_alloc(w, w->T * v * 4, w->train ? BS_MEM_ACTIVATIONS : BS_MEM_WORKSPACE);
   w_linear(w, w->T, v, w->H, 0, "LM head");
   w_free(w, &gb);
-  w_ew(w, w->T * v, 5, "cross-entropy"); /* softmax cross-entropy (or sampling) */
+  if (w->train) wk_cross_entropy(w);
+  else w_ew(w, w->T * v, 5, "sampling"); /* the next token from the logits */
   if (!w->train) w_free(w, &w->logits[w->mb % w->slots]);
   wl_zero3_release(w);
 }
@@ -267,13 +268,13 @@ void wl_stage_head_bwd(bs_wl *w) {
   wl_zero3_acquire(w);
   wl_grad_bucket(w, head_set(w), &w->ehb);
   int64_t v = w->V / w->g;
-  w_ew(w, w->T * v, 3, "cross-entropy backward");
+  wk_cross_entropy_bwd(w);
   int32_t gx = wl_tp_gather(w);
   w_linear(w, w->T, v, w->H, 1, "LM head backward");
   w_free(w, &gx);
   w_free(w, &w->logits[w->mb % w->slots]);
   wl_tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6, "final RMSNorm backward");
+  wk_rmsnorm_bwd(w, "final RMSNorm backward");
   wl_zero3_release(w);
   wl_grad_reduce(w, head_set(w), &w->ehb);
 }
@@ -281,7 +282,7 @@ void wl_stage_head_bwd(bs_wl *w) {
 static void stage_embed_bwd(bs_wl *w) {
   wl_zero3_acquire(w);
   wl_grad_bucket(w, w->pc.embed, &w->ehb);
-  w_ew(w, w->T * w->H, 1, "embedding gradient"); /* scatter-add */
+  wk_embedding_bwd(w);
   wl_zero3_release(w);
   wl_grad_reduce(w, w->pc.embed, &w->ehb);
   w_wait(w, &w->gh);

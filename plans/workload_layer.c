@@ -138,12 +138,13 @@ int64_t wl_saved_bytes(const bs_wl *w) {
 }
 
 /* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */
-void wl_layer_pre(bs_wl *w) { w_ew(w, w->Tn * w->H, 4, "RMSNorm"); /* square, sum, scale, weight */ }
+void wl_layer_pre(bs_wl *w) { wk_rmsnorm(w, "RMSNorm"); }
 
 void wl_layer_qkv(bs_wl *w) {
   int32_t gb = wl_tp_gather(w);
   w_linear8(w, w->T, w->qkvw / w->g, w->H, 0, wl_fp8_proj(w), "QKV projection");
   w_free(w, &gb);
+  wk_rope(w, 0);
 }
 
 /* After attention: output projection, residual, norm, MLP, residual. */
@@ -151,19 +152,19 @@ void wl_layer_post(bs_wl *w) {
   int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0, wl_fp8_proj(w), "output projection");
   wl_tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 1, "residual add");
+  wk_residual(w, "residual add");
   w_free(w, &t);
-  w_ew(w, w->Tn * w->H, 4, "RMSNorm");
+  wk_rmsnorm(w, "RMSNorm");
   int32_t gb = wl_tp_gather(w);
   int32_t gu = w_alloc(w, w->T * 3 * w->F / w->g * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, 2 * w->F / w->g, w->H, 0, wl_fp8_mlp(w), "MLP gate and up");
   w_free(w, &gb);
-  w_ew(w, w->T * w->F / w->g, 5, "SwiGLU"); /* silu(gate) * up */
+  wk_swiglu(w, 0);
   t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, w->H, w->F / w->g, 0, wl_fp8_mlp(w), "MLP down");
   w_free(w, &gu);
   wl_tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 1, "residual add");
+  wk_residual(w, "residual add");
   w_free(w, &t);
 }
 
@@ -176,15 +177,15 @@ void wl_layer_mlp_bwd(bs_wl *w) {
   w_linear8(w, w->T, w->H, f, 1, wl_fp8_mlp(w), "MLP down backward");
   w_free(w, &gy);
   int32_t dgu = w_alloc(w, w->T * 2 * f * w->es, BS_MEM_WORKSPACE);
-  w_ew(w, w->T * f, 8, "SwiGLU backward");
+  wk_swiglu(w, 1);
   w_free(w, &da);
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, 2 * f, w->H, 1, wl_fp8_mlp(w), "MLP gate and up backward");
   w_free(w, &gx);
   w_free(w, &dgu);
   wl_tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
-  w_ew(w, w->Tn * w->H, 1, "residual gradient add");
+  wk_rmsnorm_bwd(w, "RMSNorm backward");
+  wk_residual(w, "residual gradient add");
   w_free(w, &dn);
 }
 
@@ -197,12 +198,13 @@ void wl_layer_o_bwd(bs_wl *w) {
 
 /* Backward of the QKV projection and the first norm. */
 void wl_layer_qkv_bwd(bs_wl *w) {
+  wk_rope(w, 1);
   int32_t gx = wl_tp_gather(w); /* v3: norm1 output gathered again for dW */
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, w->qkvw / w->g, w->H, 1, wl_fp8_proj(w), "QKV projection backward");
   w_free(w, &gx);
   wl_tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
-  w_ew(w, w->Tn * w->H, 1, "residual gradient add");
+  wk_rmsnorm_bwd(w, "RMSNorm backward");
+  wk_residual(w, "residual gradient add");
   w_free(w, &dn);
 }
