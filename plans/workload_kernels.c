@@ -11,7 +11,8 @@
  * fp32), the embedding's dense weight gradient and its addition into the main gradient (the
  * embedding is the one weight without gradient-accumulation fusion), the optimizer step (a fused
  * Adam over the rank's shard, the gradient norm, the copy of the fp32 master weights to the
- * model's, the gradient buffer zeroed for the next step).
+ * model's, the gradient buffer zeroed for the next step), and with model.fp8 Transformer Engine's
+ * casts of a GEMM's operands to FP8.
  *
  * How they are costed: the profile's elementwise roofline, launch_s + bytes / (mem_bw x
  * efficiency), which moves 2 x elems x es bytes; a kernel of B bytes is an op of elems = B / (2 es)
@@ -134,4 +135,24 @@ void wk_optimizer(bs_wl *w, int64_t n, int64_t gbuf) {
   w_pass(w, n * (w->gb + 8 * w->nopt + (master ? 0 : 2 * w->es)), 12.0 * (double)n, "Adam step");
   if (master) w_pass(w, n * (4 + w->es), 0, "master weights to the model's");
   w_pass(w, gbuf, 0, "gradient buffer zeroed");
+}
+
+/*
+ * FP8 as Transformer Engine runs a linear layer: before the forward GEMM the input [m x k] is cast to
+ * FP8 and transposed for the weight gradient (read es, write 1 + 1 bytes an element), and once a step
+ * (the first microbatch; TE keeps the FP8 weight for the others) the weight [k x n] likewise; before
+ * the backward GEMMs the output gradient [m x n] is. Inference (weights held in FP8): the input is
+ * quantised, without the transpose (read es, write 1).
+ */
+void wk_fp8_casts(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd) {
+  if (!w->train) {
+    w_pass(w, m * k * (w->es + 1), (double)(m * k), "FP8 quantise");
+    return;
+  }
+  if (bwd) {
+    w_pass(w, m * n * (w->es + 2), (double)(m * n), "FP8 cast-transpose: output gradient");
+    return;
+  }
+  w_pass(w, m * k * (w->es + 2), (double)(m * k), "FP8 cast-transpose: input");
+  if (w->mb == 0) w_pass(w, k * n * (w->es + 2), (double)(k * n), "FP8 cast-transpose: weight");
 }

@@ -635,6 +635,41 @@ static void test_head_kernels(void **st) {
   assert_int_equal(model_ew_bytes(512) - model_ew_bytes(256), want);
 }
 
+/*
+ * FP8 as Transformer Engine runs it, one training layer with model.fp8 = ffn (T = 64, H = 64, F =
+ * 128): the input of gate/up [64 x 64] and of down [64 x 128] cast and transposed (es + 2 bytes an
+ * element), their weights [64 x 256] and [128 x 64] once a step (first microbatch), the output
+ * gradients [64 x 256] and [64 x 64] in the backward: 4 x (4096 + 16384 + 8192 + 8192 + 16384 + 4096)
+ * = 229376 B in 6 launches. Inference quantises the two inputs without the transpose (es + 1):
+ * 3 x (4096 + 8192) = 36864 B in 2. model.fp8 = all adds the QKV and output projections.
+ */
+static void test_fp8_casts(void **st) {
+  (void)st;
+  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  c.model.fp8 = BS_FP8_FFN;
+  bs_plan *p = make(&c);
+  rank_walk w;
+  walk_rank(p, 1, &w);
+  assert_int_equal(w.ew_bytes[2], 229376);
+  assert_int_equal(w.ew_ops[2], 6);
+  bs_plan_free(p);
+  c.work.phase = BS_PREFILL;
+  p = make(&c);
+  walk_rank(p, 1, &w);
+  assert_int_equal(w.ew_bytes[2], 36864);
+  assert_int_equal(w.ew_ops[2], 2);
+  bs_plan_free(p);
+  /* all: + QKV (input 64 x 64, weight 64 x 192, gradient 64 x 192) and output (64 x 64, 64 x 64,
+   * 64 x 64) projections */
+  c.work.phase = BS_TRAIN;
+  c.model.fp8 = BS_FP8_ALL;
+  p = make(&c);
+  walk_rank(p, 1, &w);
+  assert_int_equal(w.ew_bytes[2], 229376 + 4 * (4096 + 12288 + 12288 + 4096 + 4096 + 4096));
+  assert_int_equal(w.ew_ops[2], 12);
+  bs_plan_free(p);
+}
+
 /* Inference: no gradients or optimizer; decode's GEMMs see only the new tokens. */
 static void test_inference(void **st) {
   (void)st;
@@ -722,6 +757,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_pipeline_interleaved_refused),
     cmocka_unit_test(test_layer_kernels),
     cmocka_unit_test(test_head_kernels),
+    cmocka_unit_test(test_fp8_casts),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
