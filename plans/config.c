@@ -40,6 +40,10 @@ const char *bs_kv_cache_name(bs_kv_cache k) {
   static const char *n[] = {"keep", "drop"};
   return (k >= 0 && k <= BS_KV_DROP) ? n[k] : "?";
 }
+const char *bs_cross_entropy_name(bs_cross_entropy c) {
+  static const char *n[] = {"unfused", "fused"};
+  return (c >= 0 && c <= BS_CE_FUSED) ? n[c] : "?";
+}
 const char *bs_cp_pass_name(bs_cp_pass c) {
   static const char *n[] = {"kv", "q"};
   return (c >= 0 && c <= BS_PASS_Q) ? n[c] : "?";
@@ -145,6 +149,7 @@ void bs_config_default(bs_config *c) {
   c->work.scope = BS_SCOPE_ATTENTION;
   c->work.decode_tokens = 1;
   c->work.kv_cache = BS_KV_KEEP;
+  c->work.cross_entropy = BS_CE_UNFUSED;
   c->par.method = BS_BURST;
   c->par.gpus = 8;
   c->par.layout = BS_CONTIGUOUS;

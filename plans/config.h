@@ -28,6 +28,9 @@ typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_TREE, BS_COLL_ALGO_AUTO } bs_
  * cache a generation goes on with) or are freed after its attention (a
  * first-token-latency benchmark). */
 typedef enum { BS_KV_KEEP = 0, BS_KV_DROP } bs_kv_cache;
+/* Megatron-LM's cross-entropy (workload.cross_entropy): the vocabulary-parallel one in separate kernels
+ * (its default) or the jit-fused one (--cross-entropy-loss-fusion). */
+typedef enum { BS_CE_UNFUSED = 0, BS_CE_FUSED } bs_cross_entropy;
 /* What travels a context-parallel ring (Meta's CP inference, arXiv 2411.01783 §3): the K,V shards
  * (pass-KV), or the query shards, whose partial outputs return to their owner by an all-to-all
  * and are merged there (pass-Q). */
@@ -80,10 +83,11 @@ typedef struct {
   int causal;
   int64_t window; /* 0 = none */
   bs_scope scope;
-  int64_t decode_tokens; /* decode: query tokens per step */
-  int recompute;         /* model scope: activation recomputation (bs_recompute) */
-  bs_kv_cache kv_cache;  /* prefill, layer and model scope */
-  int64_t cached_tokens; /* prefill: tokens of seq_len already in the KV cache (0 = none) */
+  int64_t decode_tokens;          /* decode: query tokens per step */
+  int recompute;                  /* model scope: activation recomputation (bs_recompute) */
+  bs_kv_cache kv_cache;           /* prefill, layer and model scope */
+  bs_cross_entropy cross_entropy; /* model scope, train */
+  int64_t cached_tokens;          /* prefill: tokens of seq_len already in the KV cache (0 = none) */
   /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
    * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a
    * document (the per-document mask of kernels/mask.h). 0: one document, no document mask.
@@ -171,6 +175,7 @@ const char *bs_scope_name(bs_scope s);
 const char *bs_coll_algo_name(bs_coll_algo a);
 const char *bs_placement_name(bs_placement p);
 const char *bs_kv_cache_name(bs_kv_cache k);
+const char *bs_cross_entropy_name(bs_cross_entropy c);
 const char *bs_cp_pass_name(bs_cp_pass c);
 const char *bs_recompute_name(int r);
 const char *bs_pp_schedule_name(bs_pp_schedule s);

@@ -77,6 +77,23 @@ static void per_token(bs_wl *w, int n, const char *what) {
 }
 
 /*
+ * Megatron's fused cross-entropy (workload.cross_entropy = fused, megatron/core/fusions/
+ * fused_cross_entropy.py): three jit-fused functions forward, the fp32 cast with the maximum (read es,
+ * write 4), the subtraction, the target's logit, exp and sum (read and write 4), the division that
+ * leaves the softmax (read and write 4): 22 bytes a logit, with 2 kernels of one value per token and
+ * under tp two all-reduces (the maximum; the target's logit and the sum together); one backward, the
+ * softmax scaled in place and cast (read 4, write 4 and es), after the target's one subtracted.
+ */
+static void ce_fused(bs_wl *w, int64_t n) {
+  w_pass(w, n * (w->es + 4), (double)n, "cross-entropy: fp32 and maximum");
+  if (w->tp) w_sync_coll(w, BS_COLL_ALLREDUCE, w->tpg, 4 * w->T);
+  per_token(w, 2, "cross-entropy: target logit");
+  w_pass(w, 8 * n, 2.0 * (double)n, "cross-entropy: exp and sum");
+  if (w->tp) w_sync_coll(w, BS_COLL_ALLREDUCE, w->tpg, 8 * w->T);
+  w_pass(w, 8 * n, (double)n, "cross-entropy: softmax and loss");
+}
+
+/*
  * Megatron's vocabulary-parallel cross-entropy over the rank's T x v logits (v = vocab / tp), forward:
  * the logits cast to fp32 (read es, write 4 bytes an element), their maximum (read 4), the maximum
  * subtracted (read and write 4), exp (read and write 4), the sum (read 4), the division that leaves
@@ -86,6 +103,10 @@ static void per_token(bs_wl *w, int n, const char *what) {
  */
 void wk_cross_entropy(bs_wl *w) {
   int64_t n = w->T * (w->V / w->g);
+  if (w->p->cfg.work.cross_entropy == BS_CE_FUSED) {
+    ce_fused(w, n);
+    return;
+  }
   w_pass(w, n * (w->es + 4), 0, "cross-entropy: logits to fp32");
   w_pass(w, 4 * n, (double)n, "cross-entropy: maximum");
   if (w->tp) w_sync_coll(w, BS_COLL_ALLREDUCE, w->tpg, 4 * w->T);
@@ -105,6 +126,11 @@ void wk_cross_entropy(bs_wl *w) {
  * the loss gradient (read and write 4), the gradient cast back to the logits' type (read 4, write es). */
 void wk_cross_entropy_bwd(bs_wl *w) {
   int64_t n = w->T * (w->V / w->g);
+  if (w->p->cfg.work.cross_entropy == BS_CE_FUSED) {
+    per_token(w, 1, "cross-entropy backward: target");
+    w_pass(w, n * (8 + w->es), (double)n, "cross-entropy backward");
+    return;
+  }
   per_token(w, 5, "cross-entropy backward: target");
   w_pass(w, 8 * n, (double)n, "cross-entropy backward: scale");
   w_pass(w, n * (4 + w->es), 0, "cross-entropy backward: to the logits' type");

@@ -85,6 +85,7 @@ static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
   return -1;
 }
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
+ENUM_SETTER(set_cross_entropy, work.cross_entropy, bs_cross_entropy, "unfused", "fused")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
 static int set_documents(bs_config *c, const char *v, char *why, size_t n) {
@@ -323,6 +324,7 @@ const key_def scn_keys[] = {
   {"workload", "decode_tokens", set_decode_tokens, "query tokens per decode step"},
   {"workload", "recompute", set_recompute, "off | selective | full (true = full)"},
   {"workload", "kv_cache", set_kv_cache, "keep | drop (prefill: each layer's K, V stay or go after attention)"},
+  {"workload", "cross_entropy", set_cross_entropy, "unfused | fused (model scope, train: Megatron's loss kernels)"},
   {"workload", "cached_tokens", set_cached_tokens,
    "prefill: tokens of seq_len already in the KV cache, 0 = none (K, M suffixes)"},
   {"workload", "documents", set_documents,

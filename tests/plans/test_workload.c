@@ -616,9 +616,10 @@ static void test_layer_kernels(void **st) {
  * the head's and embedding's kernels (layer scope twice is not comparable), the difference of two
  * vocabularies isolates them: every vocabulary-sized term scales, the rest cancels.
  */
-static int64_t model_ew_bytes(int64_t vocab) {
+static int64_t model_ew_bytes(int64_t vocab, bs_cross_entropy ce) {
   bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
   c.model.vocab = vocab;
+  c.work.cross_entropy = ce;
   bs_plan *p = make(&c);
   rank_walk w;
   walk_rank(p, 0, &w);
@@ -632,7 +633,10 @@ static void test_head_kernels(void **st) {
   /* per extra vocabulary entry: the cross-entropy's 38 + 14 bytes per token, the embedding's zeroed
    * row (H es) and its main-gradient add (H (4 + 4 + es)) */
   int64_t want = dv * (T * 52 + H * es + H * (8 + es));
-  assert_int_equal(model_ew_bytes(512) - model_ew_bytes(256), want);
+  assert_int_equal(model_ew_bytes(512, BS_CE_UNFUSED) - model_ew_bytes(256, BS_CE_UNFUSED), want);
+  /* workload.cross_entropy = fused: (es + 4) + 8 + 8 = 22 bytes a logit forward, 8 + es = 10 backward */
+  want = dv * (T * 32 + H * es + H * (8 + es));
+  assert_int_equal(model_ew_bytes(512, BS_CE_FUSED) - model_ew_bytes(256, BS_CE_FUSED), want);
 }
 
 /*
