@@ -4,7 +4,8 @@
 Every case of experiments/published/figures.json (BurstAttention's first-token latencies, BurstEngine's
 attention benchmarks, Meta's Llama 3.1 405B context-parallel inference; each group cites its public
 source) runs as one `burstsim sim` point of the group's setup, and this prints predicted, published and
-the error, as a Markdown table (docs/fidelity.md's "Against published measurements" section quotes it).
+the error, as a Markdown table (docs/fidelity.md's "Against published measurements" section quotes it),
+then the median and the worst error of each group.
 A group whose setup names the attention kernel the job ran (model.attention_kernel) also says, in the
 note, what the profile's default kernel predicts. No
 profile parameter is fitted to these figures: they are the test, not an input. A case the simulator
