@@ -202,6 +202,7 @@ static const key_case key_cases[] = {
   {"workload.decode_tokens", "x", "0"},
   {"workload.recompute", "3", "partial"},
   {"workload.kv_cache", "1", "discard"},
+  {"workload.cross_entropy", "1", "fast"},
   {"workload.cached_tokens", "some", "-1"},
   {"workload.documents", "fixed:1K/x", "uniform:9/2"},
   {"workload.seed", "0x10", "-1"},
@@ -279,6 +280,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "cluster.profile")            ? "host"
                      : !strcmp(c->key, "cluster.coll_algo")          ? "tree"
                      : !strcmp(c->key, "workload.kv_cache")          ? "drop"
+                     : !strcmp(c->key, "workload.cross_entropy")     ? "fused"
                      : !strcmp(c->key, "cluster.straggler")          ? "3:1.5"
                      : !strcmp(c->key, "cluster.degrade")            ? "nic:0.5"
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
