@@ -109,6 +109,11 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
   }
   if (w->kv_cache == BS_KV_DROP && w->phase != BS_PREFILL) /* layer and model scope refuse it */
     say_kv_drop(t, sizeof t, w, say, ctx);
+  if (w->cross_entropy != BS_CE_UNFUSED && !(train && w->scope == BS_SCOPE_MODEL)) {
+    snprintf(t, sizeof t, "workload.cross_entropy: %s has no effect outside training at model scope (no loss)",
+             bs_cross_entropy_name(w->cross_entropy));
+    say(t, ctx);
+  }
   if (!attn && m->hidden > 0 && m->heads * m->head_dim != m->hidden) {
     snprintf(t, sizeof t,
              "model.heads * model.head_dim = %lld * %lld = %lld, not model.hidden = %lld: accepted "
