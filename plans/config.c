@@ -41,6 +41,10 @@ const char *bs_kv_cache_name(bs_kv_cache k) {
   static const char *n[] = {"keep", "drop"};
   return (k >= 0 && k <= BS_KV_DROP) ? n[k] : "?";
 }
+const char *bs_cross_entropy_name(bs_cross_entropy c) {
+  static const char *n[] = {"unfused", "fused"};
+  return (c >= 0 && c <= BS_CE_FUSED) ? n[c] : "?";
+}
 const char *bs_cp_pass_name(bs_cp_pass c) {
   static const char *n[] = {"kv", "q"};
   return (c >= 0 && c <= BS_PASS_Q) ? n[c] : "?";
@@ -68,10 +72,6 @@ const char *bs_main_grads_name(bs_main_grads g) {
 const char *bs_master_weights_name(bs_master_weights m) {
   static const char *n[] = {"fp32", "none"};
   return (m >= 0 && m <= BS_MASTER_NONE) ? n[m] : "?";
-}
-const char *bs_cross_entropy_name(bs_cross_entropy x) {
-  static const char *n[] = {"fp32", "fused"};
-  return (x >= 0 && x <= BS_XENT_FUSED) ? n[x] : "?";
 }
 int64_t bs_reserve_bytes(const bs_config *c, int64_t peak) {
   double f = c->work.fragmentation >= 0  ? c->work.fragmentation
@@ -249,6 +249,7 @@ void bs_config_default(bs_config *c) {
   c->work.decode_tokens = 1;
   c->work.fragmentation = BS_FRAGMENTATION_AUTO;
   c->work.kv_cache = BS_KV_KEEP;
+  c->work.cross_entropy = BS_CE_UNFUSED;
   c->par.method = BS_BURST;
   c->par.gpus = 8;
   c->par.layout = BS_CONTIGUOUS;

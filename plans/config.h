@@ -29,14 +29,14 @@ typedef enum { BS_COLL_ALGO_RING = 0, BS_COLL_ALGO_TREE, BS_COLL_ALGO_AUTO } bs_
  * first-token-latency benchmark). */
 typedef enum { BS_KV_KEEP = 0, BS_KV_DROP } bs_kv_cache;
 
-/* Training at model scope: how the loss holds the LM head's logits. fp32: Megatron-LM's
- * vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py; also its
- * --cross-entropy-loss-fusion with the native impl) casts the 16-bit logits to fp32 and keeps that
- * copy, turned into the softmax in place, for the backward, whose fp32 gradient autograd casts back
- * to the logits' type; fused: Transformer Engine's parallel_cross_entropy
- * (transformer_engine/pytorch/cross_entropy.py, Megatron's --cross-entropy-fusion-impl te) keeps the
- * 16-bit logits and writes the gradient into them. */
-typedef enum { BS_XENT_FP32 = 0, BS_XENT_FUSED } bs_cross_entropy;
+/* Training at model scope (workload.cross_entropy): Megatron-LM's loss. unfused (its default):
+ * vocab_parallel_cross_entropy (megatron/core/tensor_parallel/cross_entropy.py) in separate kernels,
+ * which casts the 16-bit logits to fp32 and keeps that copy, turned into the softmax in place, for
+ * the backward, whose fp32 gradient autograd casts back to the logits' type; fused: the fused loss
+ * (--cross-entropy-loss-fusion with --cross-entropy-fusion-impl te: Transformer Engine's
+ * parallel_cross_entropy, transformer_engine/pytorch/cross_entropy.py) in fewer kernels, which keeps
+ * the 16-bit logits and writes the gradient into them. */
+typedef enum { BS_CE_UNFUSED = 0, BS_CE_FUSED } bs_cross_entropy;
 
 /* The caching allocator's fragmentation by default in training (workload.fragmentation = auto): the
  * share of the memory it reserves that no tensor holds, 1 - allocated / reserved. GMLake (Guo et al.,
@@ -125,7 +125,7 @@ typedef struct {
   int recompute;                  /* model scope: activation recomputation (bs_recompute) */
   bs_kv_cache kv_cache;           /* prefill, layer and model scope */
   int64_t cached_tokens;          /* prefill: tokens of seq_len already in the KV cache (0 = none) */
-  bs_cross_entropy cross_entropy; /* model scope, training: the loss's logits in fp32 or fused */
+  bs_cross_entropy cross_entropy; /* model scope, training: Megatron's loss: unfused (fp32 logits) or fused */
   double fragmentation;           /* layer and model scope: the allocator's share reserved unallocated (< 0: auto) */
   /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
    * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a

@@ -266,12 +266,12 @@ static void stage_embed(bs_wl *w) {
  * head's backward, the fp32 softmax (fp32: the 16-bit logits live until the cast is done) or the
  * 16-bit logits themselves (fused, or logits already in fp32: .float() returns them unchanged).
  * Inference holds the logits as fp32 scores for the sampling, freed at once. */
-static int xent_copy(const bs_wl *w) { return w->train && w->xent == BS_XENT_FP32 && w->es != 4; }
+static int xent_copy(const bs_wl *w) { return w->train && w->xent == BS_CE_UNFUSED && w->es != 4; }
 
 static void stage_head(bs_wl *w) {
   wl_zero3_acquire(w);
   int64_t v = w->V / w->g;
-  w_ew(w, w->Tn * w->H, 4, "final RMSNorm");
+  wk_rmsnorm(w, "final RMSNorm");
   int32_t gb = wl_tp_gather(w);
   int32_t *lg = &w->logits[w->mb % w->slots];
   *lg = w_alloc(w, w->T * v * (w->train ? w->es : 4), BS_MEM_LOGITS);
@@ -280,10 +280,12 @@ static void stage_head(bs_wl *w) {
   if (xent_copy(w)) { /* vocab_parallel_cross_entropy's .float(): the copy it keeps */
     int32_t l16 = *lg;
     *lg = w_alloc(w, w->T * v * 4, BS_MEM_LOGITS);
-    w_ew(w, w->T * v, 5, "cross-entropy"); /* softmax cross-entropy on the fp32 copy */
+    wk_cross_entropy(w);
     w_free(w, &l16);
+  } else if (w->train) {
+    wk_cross_entropy(w);
   } else {
-    w_ew(w, w->T * v, 5, "cross-entropy"); /* softmax cross-entropy (or sampling) */
+    w_ew(w, w->T * v, 5, "sampling"); /* the next token from the logits */
   }
   if (!w->train) w_free(w, lg);
   wl_zero3_release(w);
@@ -294,8 +296,8 @@ void wl_stage_head_bwd(bs_wl *w) {
   wl_grad_bucket(w, head_set(w), &w->ehb);
   int64_t v = w->V / w->g;
   int32_t *lg = &w->logits[w->mb % w->slots];
-  w_ew(w, w->T * v, 3, "cross-entropy backward"); /* in place in the kept buffer */
-  if (xent_copy(w)) {                             /* autograd casts the fp32 gradient to the logits' 16-bit type */
+  wk_cross_entropy_bwd(w); /* in place in the kept buffer */
+  if (xent_copy(w)) {      /* autograd casts the fp32 gradient to the logits' 16-bit type */
     int32_t g16 = w_alloc(w, w->T * v * w->es, BS_MEM_LOGITS);
     w_free(w, lg);
     *lg = g16;
@@ -305,7 +307,7 @@ void wl_stage_head_bwd(bs_wl *w) {
   w_free(w, &gx);
   w_free(w, lg);
   wl_tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6, "final RMSNorm backward");
+  wk_rmsnorm_bwd(w, "final RMSNorm backward");
   wl_zero3_release(w);
   wl_grad_reduce(w, head_set(w), &w->ehb);
 }
@@ -313,7 +315,7 @@ void wl_stage_head_bwd(bs_wl *w) {
 static void stage_embed_bwd(bs_wl *w) {
   wl_zero3_acquire(w);
   wl_grad_bucket(w, w->pc.embed, &w->ehb);
-  w_ew(w, w->T * w->H, 1, "embedding gradient"); /* scatter-add */
+  wk_embedding_bwd(w);
   wl_zero3_release(w);
   wl_grad_reduce(w, w->pc.embed, &w->ehb);
   w_wait(w, &w->gh);

@@ -129,6 +129,17 @@ void wl_moe_bwd(bs_wl *w);
 void wl_moe_grad_reduce(bs_wl *w);
 void wl_moe_opt_gather(bs_wl *w, int64_t layers);
 
+/* workload_kernels.c: the memory-bound kernels, one op per launch */
+void wk_rmsnorm(bs_wl *w, const char *what);
+void wk_rmsnorm_bwd(bs_wl *w, const char *what);
+void wk_residual(bs_wl *w, const char *what);
+void wk_rope(bs_wl *w, int bwd);
+void wk_swiglu(bs_wl *w, int64_t F, int bwd);
+void wk_cross_entropy(bs_wl *w);
+void wk_cross_entropy_bwd(bs_wl *w);
+void wk_embedding_bwd(bs_wl *w);
+void wk_optimizer(bs_wl *w, int64_t n, int64_t gbuf);
+void wk_fp8_casts(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd);
 /* workload_stream.c: the attention stream */
 int wl_stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved_seq, int nsaved);
 void wl_stream_stop(bs_wl *w);

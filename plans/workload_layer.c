@@ -60,6 +60,7 @@ static bs_compute *w_gemm(bs_wl *w, int64_t m, int64_t n, int64_t k) {
  * of an FP8 layer in FP8). */
 void w_linear8(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd, int fp8, const char *what) {
   bs_compute *c[2] = {NULL, NULL};
+  if (fp8) wk_fp8_casts(w, m, n, k, bwd);
   if (!bwd) {
     c[0] = w_gemm(w, m, n, k);
   } else {
@@ -141,12 +142,13 @@ int64_t wl_saved_bytes(const bs_wl *w) {
 }
 
 /* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */
-void wl_layer_pre(bs_wl *w) { w_ew(w, w->Tn * w->H, 4, "RMSNorm"); /* square, sum, scale, weight */ }
+void wl_layer_pre(bs_wl *w) { wk_rmsnorm(w, "RMSNorm"); }
 
 void wl_layer_qkv(bs_wl *w) {
   int32_t gb = wl_tp_gather(w);
   w_linear8(w, w->T, w->qkvw / w->g, w->H, 0, wl_fp8_proj(w), "QKV projection");
   w_free(w, &gb);
+  wk_rope(w, 0);
 }
 
 /* The dense SwiGLU MLP of inner width F from the second norm's output: its output buffer, reduced
@@ -156,7 +158,7 @@ int32_t wl_mlp_fwd(bs_wl *w, int64_t F) {
   int32_t gu = w_alloc(w, w->T * 3 * F / w->g * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, 2 * F / w->g, w->H, 0, wl_fp8_mlp(w), "MLP gate and up");
   w_free(w, &gb);
-  w_ew(w, w->T * F / w->g, 5, "SwiGLU"); /* silu(gate) * up */
+  wk_swiglu(w, F, 0); /* silu(gate) * up */
   int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, w->H, F / w->g, 0, wl_fp8_mlp(w), "MLP down");
   w_free(w, &gu);
@@ -169,16 +171,16 @@ void wl_layer_post(bs_wl *w) {
   int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0, wl_fp8_proj(w), "output projection");
   wl_tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 1, "residual add");
+  wk_residual(w, "residual add");
   w_free(w, &t);
-  w_ew(w, w->Tn * w->H, 4, "RMSNorm");
+  wk_rmsnorm(w, "RMSNorm");
   if (w->moe) {
     t = w_alloc(w, w->Tn * w->H * w->es, BS_MEM_WORKSPACE);
     wl_moe_fwd(w);
   } else {
     t = wl_mlp_fwd(w, w->F);
   }
-  w_ew(w, w->Tn * w->H, 1, "residual add");
+  wk_residual(w, "residual add");
   w_free(w, &t);
 }
 
@@ -192,7 +194,7 @@ int32_t wl_mlp_bwd(bs_wl *w, int64_t F) {
   w_linear8(w, w->T, w->H, f, 1, wl_fp8_mlp(w), "MLP down backward");
   w_free(w, &gy);
   int32_t dgu = w_alloc(w, w->T * 2 * f * w->es, BS_MEM_WORKSPACE);
-  w_ew(w, w->T * f, 8, "SwiGLU backward");
+  wk_swiglu(w, F, 1);
   w_free(w, &da);
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, 2 * f, w->H, 1, wl_fp8_mlp(w), "MLP gate and up backward");
@@ -211,8 +213,8 @@ void wl_layer_mlp_bwd(bs_wl *w) {
   } else {
     dn = wl_mlp_bwd(w, w->F);
   }
-  w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
-  w_ew(w, w->Tn * w->H, 1, "residual gradient add");
+  wk_rmsnorm_bwd(w, "RMSNorm backward");
+  wk_residual(w, "residual gradient add");
   w_free(w, &dn);
 }
 
@@ -225,12 +227,13 @@ void wl_layer_o_bwd(bs_wl *w) {
 
 /* Backward of the QKV projection and the first norm. */
 void wl_layer_qkv_bwd(bs_wl *w) {
+  wk_rope(w, 1);
   int32_t gx = wl_tp_gather(w); /* v3: norm1 output gathered again for dW */
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
   w_linear8(w, w->T, w->qkvw / w->g, w->H, 1, wl_fp8_proj(w), "QKV projection backward");
   w_free(w, &gx);
   wl_tp_reduce(w);
-  w_ew(w, w->Tn * w->H, 6, "RMSNorm backward");
-  w_ew(w, w->Tn * w->H, 1, "residual gradient add");
+  wk_rmsnorm_bwd(w, "RMSNorm backward");
+  wk_residual(w, "residual gradient add");
   w_free(w, &dn);
 }

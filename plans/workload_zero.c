@@ -79,13 +79,7 @@ void wl_stage_opt(bs_wl *w) {
   w_wait(w, &w->gh);
   w_free(w, &w->gbuck);
   int64_t n = w->zero >= 1 && w->pc.dp > 1 ? w->pc.shard_total : w->pc.total;
-  bs_compute *c = plan_compute(w->it, BS_K_ELEMWISE);
-  c->label = "Adam step";
-  c->ew = BS_EW_GENERIC;
-  /* fp32 states read and written, the main gradient read, the weight written; the roofline moves
-   * 2 x elems x es */
-  c->elems = n * (8 * w->nopt + w->gb + w->es) / (2 * w->es);
-  c->flops = 12.0 * (double)n;
+  wk_optimizer(w, n, (w->zero >= 2 && w->pc.dp > 1 ? w->pc.shard_total : w->pc.total) * w->gb);
   if ((w->zero == 1 || w->zero == 2) && w->pc.dp > 1) {
     if (w->model) {
       for (int64_t l = 0; l < w->L * w->v; l++)

@@ -283,6 +283,10 @@ static int parse_tiled(const cJSON *kj, bs_kernel_model *m, const char *path, co
   if (cJSON_GetObjectItemCaseSensitive(kj, "min_tile") &&
       get_count(kj, "min_tile", 1, 65536, &m->min_tile, path, where, err, errlen))
     return -1;
+  m->peak_fraction_fp8 = m->peak_fraction; /* absent: FP8 GEMMs reach BF16's fraction of their own peak */
+  if (cJSON_GetObjectItemCaseSensitive(kj, "peak_fraction_fp8") &&
+      get_fraction(kj, "peak_fraction_fp8", &m->peak_fraction_fp8, path, where, err, errlen))
+    return -1;
   return 0;
 }
 
@@ -738,6 +742,8 @@ cJSON *bs_profile_to_json(const bs_profile *p, const char *source) {
       cJSON_AddItemToObject(kj, "sms", val(m->sms, source));
       cJSON_AddItemToObject(kj, "k_overhead", val(m->k_overhead, source));
       if (m->min_tile) cJSON_AddItemToObject(kj, "min_tile", val(m->min_tile, source));
+      if (m->peak_fraction_fp8 > 0 && m->peak_fraction_fp8 != m->peak_fraction)
+        cJSON_AddItemToObject(kj, "peak_fraction_fp8", val(m->peak_fraction_fp8, source));
     }
     if (m->kind != BS_KM_TABLE) continue;
     if (m->decode_launches) {
@@ -897,16 +903,17 @@ static double tiled_quant(const bs_kernel_model *km, double m, double n, double 
 /* The tiled GEMM model (format in profile.h). */
 static double tiled_time(const bs_profile *p, const bs_kernel_model *km, const bs_compute *c, int eb, double flops) {
   double m = c->m > 0 ? (double)c->m : 1, n = c->n > 0 ? (double)c->n : 1, k = c->k > 0 ? (double)c->k : 1;
-  double peak = p->peak_flops;
-  if (c->fp8) { /* FP8 operands: one byte each, the FP8 peak (the output stays in the storage type) */
-    peak = p->peak_flops_fp8;
+  double peak = p->peak_flops * km->peak_fraction;
+  if (c->fp8) { /* FP8 operands: one byte each, the FP8 peak at its own fraction (the output stays in the
+                 * storage type) */
+    peak = p->peak_flops_fp8 * (km->peak_fraction_fp8 > 0 ? km->peak_fraction_fp8 : km->peak_fraction);
     eb = 1;
   }
   double batch = gemm_batch(c, flops);
   double bytes = batch * (m * k + k * n + m * n) * eb;
   double q = tiled_quant(km, m, n, batch) * k / (k + km->k_overhead);
   double tb = bytes / (p->mem_bw_Bps * km->bw_efficiency);
-  double tf = flops / (peak * km->peak_fraction * q);
+  double tf = flops / (peak * q);
   return km->launch_s + (tb > tf ? tb : tf);
 }
 

@@ -72,6 +72,9 @@
  *                                    GEMM side below min(tile_m, tile_n) (a decode step's few
  *                                    token rows) is tiled at that side rounded up to it, against
  *                                    max(tile_m, tile_n), when that quantizes better
+ *       "peak_fraction_fp8": {...}   optional (absent: peak_fraction): the fraction of
+ *                                    device.peak_flops_fp8 FP8 GEMMs (model.fp8) reach in place
+ *                                    of peak_fraction
  *       q_tw = m n batch / (waves * sms * tile_m * tile_n), waves =
  *       ceil(tiles / sms), tiles = batch ceil(m / tile_m) ceil(n / tile_n):
  *       tile padding and the last partial wave, the better of the two tile
@@ -154,6 +157,8 @@ typedef struct {
   int sms;              /* tiles running at once (one per SM) */
   double k_overhead;    /* fixed per-tile cost, in K elements */
   int min_tile;         /* tiled: the MMA's smallest tile side (0 = none) */
+  /* tiled: the fraction of peak_flops_fp8 FP8 GEMMs (model.fp8) reach; absent: peak_fraction */
+  double peak_fraction_fp8;
   /* table (attn_fwd): split-KV decode's memory bound (0 = none) */
   double decode_bw_efficiency; /* fraction of mem_bw_Bps a call reading K and V reaches */
   int decode_launches;         /* kernels of a split-KV call (the split pass and the combine) */

@@ -4,7 +4,8 @@
 Every case of experiments/published/figures.json (BurstAttention's first-token latencies, BurstEngine's
 attention benchmarks, Meta's Llama 3.1 405B context-parallel inference; each group cites its public
 source) runs as one `burstsim sim` point of the group's setup, and this prints predicted, published and
-the error, as a Markdown table (docs/fidelity.md's "Against published measurements" section quotes it).
+the error, as a Markdown table (docs/fidelity.md's "Against published measurements" section quotes it),
+then the median and the worst error of each group.
 A group whose setup names the attention kernel the job ran (model.attention_kernel) also says, in the
 note, what the profile's default kernel predicts. No
 profile parameter is fitted to these figures: they are the test, not an input. A case the simulator
@@ -133,11 +134,13 @@ def main():
         sys.exit(2)
     counts = {"ok": 0, "refused": 0, "oom": 0, "error": 0}
     errors = []
+    by_group = []  # (group name, [signed errors in % of the simulated cases with a published figure])
     print("| case | predicted | published | error | note |")
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for g in groups:
             print("| **%s** (%s) | | | | |" % (g["title"], g["source"]))
+            by_group.append((g["name"], []))
             for c in g["cases"][:1] if a.quick else g["cases"]:
                 row, status, reason = simulate(a.build, tmp, g["base"], c["set"], extra)
                 pub = c["published"]
@@ -151,6 +154,7 @@ def main():
                         counts["ok"] += 1
                     if pub is not None:
                         err = "%+.1f %%" % (100.0 * (got - pub) / pub)
+                        by_group[-1][1].append(100.0 * (got - pub) / pub)
                 elif status == "refused":
                     counts["refused"] += 1
                     note = "refused: %s" % reason
@@ -173,6 +177,12 @@ def main():
     total = sum(counts.values())
     print("\ncases: %d; simulated %d, out of memory %d, refused %d, failed %d" %
           (total, counts["ok"], counts["oom"], counts["refused"], counts["error"]))
+    for name, errs in by_group:
+        if errs:
+            s = sorted(errs)
+            mid = (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2
+            worst = max(errs, key=abs)
+            print("%s: %d compared, median error %+.1f %%, worst %+.1f %%" % (name, len(errs), mid, worst))
     print("not simulated: " + "; ".join(doc.get("not_simulated", [])))
     if errors:
         print("\n".join(errors), file=sys.stderr)

@@ -42,6 +42,7 @@ static const bs_mg_flag table[] = {
   SWITCH("fp16", "model.dtype", "fp16", NULL, NULL),
   RULE("fp8-format", "model.fp8", "model.fp8 = all (Transformer Engine: every linear layer of the blocks)"),
   SWITCH("grad-reduce-in-bf16", "model.main_grads", "bf16", NULL, NULL),
+  SWITCH("cross-entropy-loss-fusion", "workload.cross_entropy", "fused", NULL, "cross_entropy"),
   IGNORE("accumulate-allreduce-grads-in-fp32", "--bf16 sets it already: model.main_grads = fp32, the default"),
   /* the work */
   INT("seq-length", "workload.seq_len", "seq_len"),

@@ -61,6 +61,7 @@ static const char *double_ring(const bs_result *r) {
 
 /* When the JSON carries a row. */
 static const char *kv_cache(const bs_result *r) { return bs_kv_cache_name(r->cfg.work.kv_cache); }
+static const char *cross_entropy(const bs_result *r) { return bs_cross_entropy_name(r->cfg.work.cross_entropy); }
 static const char *cp_pass(const bs_result *r) { return bs_cp_pass_name(r->cfg.par.cp_pass); }
 static const char *recompute(const bs_result *r) { return bs_recompute_name(r->cfg.work.recompute); }
 static int has_plan(const bs_result *r) { return r->decision.valid; }
@@ -339,6 +340,7 @@ static const bs_field result_rows[] = {
   {AT("decode_tokens", "tokens", BS_FIELD_I64, cfg.work.decode_tokens), CSV(44, "decode_tokens"),
    VARY("decode_tokens", cell_int)},
   {NAMED("kv_cache", kv_cache), CSV(45, "kv_cache"), VARY("kv_cache", cell_text)},
+  {NAMED("cross_entropy", cross_entropy), VARY("ce", cell_text)},
   /* pass-KV or pass-Q, prefill against a KV cache (JSON and the table; no CSV column yet) */
   {NAMED("cp_pass", cp_pass), CSV(71, "cp_pass"), VARY("cp_pass", cell_text)},
   {AT("cached_tokens", "tokens", BS_FIELD_I64, cfg.work.cached_tokens), CSV(72, "cached_tokens"),

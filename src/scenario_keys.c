@@ -113,8 +113,8 @@ static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
   return -1;
 }
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
+ENUM_SETTER(set_cross_entropy, work.cross_entropy, bs_cross_entropy, "unfused", "fused")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
-ENUM_SETTER(set_cross_entropy, work.cross_entropy, bs_cross_entropy, "fp32", "fused")
 static int set_fragmentation(bs_config *c, const char *v, char *why, size_t n) {
   if (!strcmp(v, "auto")) {
     c->work.fragmentation = BS_FRAGMENTATION_AUTO;
@@ -395,12 +395,13 @@ const key_def scn_keys[] = {
   {"workload", "decode_tokens", set_decode_tokens, "query tokens per decode step"},
   {"workload", "recompute", set_recompute, "off | selective | full (true = full)"},
   {"workload", "kv_cache", set_kv_cache, "keep | drop (prefill: each layer's K, V stay or go after attention)"},
+  {"workload", "cross_entropy", set_cross_entropy,
+   "unfused | fused (model scope, train: Megatron's loss kernels and the logits they keep)"},
   {"workload", "cached_tokens", set_cached_tokens,
    "prefill: tokens of seq_len already in the KV cache, 0 = none (K, M suffixes)"},
   {"workload", "documents", set_documents,
    "packed documents: none | fixed:L1/L2/... | uniform:MIN/MAX | hist:FILE (seeded by workload.seed)"},
   {"workload", "seed", set_seed, "seed of the inputs of real runs"},
-  {"workload", "cross_entropy", set_cross_entropy, "fp32 | fused (model scope, training: the loss's logits)"},
   {"workload", "fragmentation", set_fragmentation,
    "auto | 0 .. 0.9: layer / model scope, the allocator's reserve as a share of reserved memory (auto: 0.15 in "
    "training, 0 else)"},

@@ -62,7 +62,7 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
       attn ? "at attention scope" : "outside training");
     say(t, ctx);
   }
-  if (w->cross_entropy != BS_XENT_FP32 && (w->scope != BS_SCOPE_MODEL || !train)) {
+  if (w->cross_entropy != BS_CE_UNFUSED && (w->scope != BS_SCOPE_MODEL || !train)) {
     snprintf(t, sizeof t, "workload.cross_entropy: %s has no effect %s (the loss holds the LM head's logits)",
              bs_cross_entropy_name(w->cross_entropy),
              w->scope != BS_SCOPE_MODEL ? "below model scope" : "outside training");

@@ -39,7 +39,9 @@ case "$case" in
     grep -q 'main_grads' "$tmp/s.ini" && fail "fp32 main gradients (the default) written as a key"
     said '^ignored  --accumulate-allreduce-grads-in-fp32: --bf16 sets it already'
     imp --bf16 --grad-reduce-in-bf16; ok; key 'main_grads = bf16'
-    said '^mapped   --grad-reduce-in-bf16 -> model.main_grads = bf16$'; sim ;;
+    said '^mapped   --grad-reduce-in-bf16 -> model.main_grads = bf16$'; sim
+    imp --bf16 --cross-entropy-loss-fusion; ok; key 'cross_entropy = fused'
+    said '^mapped   --cross-entropy-loss-fusion -> workload.cross_entropy = fused$'; sim ;;
   gqa)
     imp --group-query-attention --num-query-groups 4; ok; key 'kv_heads = 4'; key 'head_dim = 64'
     said 'mapped   --group-query-attention --num-query-groups 4 -> model.kv_heads = 4'; sim

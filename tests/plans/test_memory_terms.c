@@ -99,13 +99,13 @@ static void test_logits(void **st) {
     int64_t max_live, at_bwd;
   } cases[] = {
     /* Megatron: bf16 logits (2) + the fp32 copy (4) while the cast runs; the fp32 softmax kept */
-    {BS_XENT_FP32, BS_BF16, BS_TRAIN, T * v * (2 + 4), T * v * 4},
+    {BS_CE_UNFUSED, BS_BF16, BS_TRAIN, T * v * (2 + 4), T * v * 4},
     /* Transformer Engine's fused loss: the bf16 logits only, the gradient written into them */
-    {BS_XENT_FUSED, BS_BF16, BS_TRAIN, T * v * 2, T * v * 2},
+    {BS_CE_FUSED, BS_BF16, BS_TRAIN, T * v * 2, T * v * 2},
     /* fp32 logits: .float() returns them unchanged, no copy */
-    {BS_XENT_FP32, BS_FP32, BS_TRAIN, T * v * 4, T * v * 4},
+    {BS_CE_UNFUSED, BS_FP32, BS_TRAIN, T * v * 4, T * v * 4},
     /* inference: fp32 scores for the sampling, freed at once (nothing kept, no backward) */
-    {BS_XENT_FP32, BS_BF16, BS_PREFILL, T * v * 4, 0},
+    {BS_CE_UNFUSED, BS_BF16, BS_PREFILL, T * v * 4, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     bs_config c = toy(BS_BURST, 4, BS_SCOPE_MODEL, cases[i].phase);

@@ -21,6 +21,8 @@
 
 typedef struct {
   double gemm_flops, attn_flops, ew_elems;
+  int64_t ew_bytes[3];              /* bytes of the ELEMWISE ops (2 elems es, bf16): layer, optimizer, FP8 casts */
+  int ew_ops[3];                    /* their launches (one op each) */
   double gemm_fp8_flops;            /* of GEMMs in FP8 (model.fp8) */
   int64_t coll_sent[BS_COLL_COUNT]; /* bs_coll_bytes_sent per kind */
   int ncoll[BS_COLL_COUNT];
@@ -36,6 +38,12 @@ typedef struct {
   int32_t recv_tag[64], recv_peer[64]; /* the first 64 point-to-point receives, in program order */
   int seen_bwd;
 } rank_walk;
+
+/* The optimizer step's kernels (plans/workload_kernels.c). */
+static int is_optimizer(const char *label) {
+  return !strcmp(label, "gradient norm") || !strcmp(label, "Adam step") ||
+         !strcmp(label, "master weights to the model's") || !strcmp(label, "gradient buffer zeroed");
+}
 
 static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
   memset(w, 0, sizeof *w);
@@ -79,6 +87,12 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
         if (op.u.compute.fp8) w->gemm_fp8_flops += op.u.compute.flops;
       } else if (op.u.compute.kernel == BS_K_ELEMWISE) {
         w->ew_elems += (double)op.u.compute.elems;
+        const char *l = op.u.compute.label ? op.u.compute.label : "";
+        int part = strstr(l, "FP8") ? 2 : is_optimizer(l) ? 1 : 0;
+        if (op.u.compute.ew == BS_EW_GENERIC) { /* not the attention plan's own (merges, zeroed sums) */
+          w->ew_bytes[part] += 4 * op.u.compute.elems;
+          w->ew_ops[part]++;
+        }
       } else if (op.u.compute.kernel <= BS_K_ATTN_BWD_UNFUSED) {
         w->attn_flops += op.u.compute.flops;
       }
@@ -391,7 +405,8 @@ static void test_composed_groups(void **st) {
     walk_rank(p, r, &w);
     assert_int_equal(w.first_allocs[0], 2 * psi);
     int64_t T = 1 * N / cp, ar = T * H * es; /* one microbatch of one sequence, the rank's tokens */
-    assert_int_equal(w.coll_by_size[2], (4 * L + 2) * (2 * (tp - 1) * (ar / tp)));
+    /* and the vocabulary-parallel cross-entropy's three all-reduces of one fp32 value a token */
+    assert_int_equal(w.coll_by_size[2], (4 * L + 2) * (2 * (tp - 1) * (ar / tp)) + 3 * (2 * (tp - 1) * (4 * T / tp)));
     int64_t shards =
       L * bs_zero_shard(layer_params(&c, tp), D) + bs_zero_shard(V * H / tp, D) + bs_zero_shard(V * H / tp + H, D);
     /* ZeRO-1 over the 4: the fp32 main gradients reduce-scattered (4 bytes), the bf16 weights gathered */
@@ -556,6 +571,109 @@ static void test_fp8_gemms(void **st) {
     }
 }
 
+/*
+ * The memory-bound kernels of one training layer, by hand (bf16, es = 2; T = 256 / 4 = 64 tokens a
+ * rank, H = 64, 4 q and 4 kv heads of d = 16, F = 128; bytes read + written):
+ *   forward   RMSNorm 2 T H es + 4 T = 16640 (x2), RoPE q and k 2 T 4 d es + T d 4 = 20480 (x2),
+ *             residual add 3 T H es = 24576 (x2), SwiGLU 3 T F es = 49152: 172544 B in 7 launches;
+ *   backward  SwiGLU 5 T F es = 81920, RMSNorm 3 T H es + 4 T = 24832 and its weight-gradient
+ *             reduction (a launch, 0 B) (x2), residual gradient add 24576 (x2), RoPE 40960:
+ *             221696 B in 9 launches;
+ *   optimizer over the layer's 41088 parameters (fp32 main grads and master weights): norm 4,
+ *             Adam 4 + 3 x 8, master copy 4 + 2, zeroed gradient buffer 4: 42 B each, 4 launches.
+ * With a profile's elementwise roofline (launch_s, mem_bw x efficiency) the layer's elementwise time
+ * is then 16 launch_s + 394240 B / bandwidth, e.g. 16 x 3 us + 394240 / 3.35e12 s = 48.118 us.
+ */
+static void test_layer_kernels(void **st) {
+  (void)st;
+  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  bs_plan *p = make(&c);
+  rank_walk w;
+  walk_rank(p, 1, &w);
+  assert_int_equal(w.ew_bytes[0], 172544 + 221696);
+  assert_int_equal(w.ew_ops[0], 7 + 9);
+  assert_int_equal(layer_params(&c, 1), 41088);
+  assert_int_equal(w.ew_bytes[1], 42 * 41088);
+  assert_int_equal(w.ew_ops[1], 4);
+  assert_int_equal(w.ew_ops[2], 0);
+  bs_plan_free(p);
+  /* inference: the forward's kernels only, no optimizer */
+  c.work.phase = BS_PREFILL;
+  p = make(&c);
+  walk_rank(p, 1, &w);
+  assert_int_equal(w.ew_bytes[0], 172544);
+  assert_int_equal(w.ew_ops[0], 7);
+  assert_int_equal(w.ew_ops[1], 0);
+  bs_plan_free(p);
+}
+
+/*
+ * The head's kernels at model scope (one rank of 4, T = 64 tokens, vocab 256, no tp): Megatron's
+ * cross-entropy moves (es + 4) + 4 + 8 + 8 + 4 + 8 = 38 bytes a logit forward and 8 + (4 + es) = 14
+ * backward, in 6 + 2 launches, plus 12 + 5 kernels of 8 bytes a token; the embedding's gradient
+ * zeroes its 256 x 64 table (es a value), sorts the indices (16 bytes a token), adds the T rows (3 T H
+ * es) and adds the table into the fp32 main gradient (4 + 4 + es). Against the same model without
+ * the head's and embedding's kernels (layer scope twice is not comparable), the difference of two
+ * vocabularies isolates them: every vocabulary-sized term scales, the rest cancels.
+ */
+static int64_t model_ew_bytes(int64_t vocab, bs_cross_entropy ce) {
+  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+  c.model.vocab = vocab;
+  c.work.cross_entropy = ce;
+  bs_plan *p = make(&c);
+  rank_walk w;
+  walk_rank(p, 0, &w);
+  bs_plan_free(p);
+  return w.ew_bytes[0];
+}
+
+static void test_head_kernels(void **st) {
+  (void)st;
+  int64_t T = 64, H = 64, dv = 256, es = 2;
+  /* per extra vocabulary entry: the cross-entropy's 38 + 14 bytes per token, the embedding's zeroed
+   * row (H es) and its main-gradient add (H (4 + 4 + es)) */
+  int64_t want = dv * (T * 52 + H * es + H * (8 + es));
+  assert_int_equal(model_ew_bytes(512, BS_CE_UNFUSED) - model_ew_bytes(256, BS_CE_UNFUSED), want);
+  /* workload.cross_entropy = fused: (es + 4) + 8 + 8 = 22 bytes a logit forward, 8 + es = 10 backward */
+  want = dv * (T * 32 + H * es + H * (8 + es));
+  assert_int_equal(model_ew_bytes(512, BS_CE_FUSED) - model_ew_bytes(256, BS_CE_FUSED), want);
+}
+
+/*
+ * FP8 as Transformer Engine runs it, one training layer with model.fp8 = ffn (T = 64, H = 64, F =
+ * 128): the input of gate/up [64 x 64] and of down [64 x 128] cast and transposed (es + 2 bytes an
+ * element), their weights [64 x 256] and [128 x 64] once a step (first microbatch), the output
+ * gradients [64 x 256] and [64 x 64] in the backward: 4 x (4096 + 16384 + 8192 + 8192 + 16384 + 4096)
+ * = 229376 B in 6 launches. Inference quantises the two inputs without the transpose (es + 1):
+ * 3 x (4096 + 8192) = 36864 B in 2. model.fp8 = all adds the QKV and output projections.
+ */
+static void test_fp8_casts(void **st) {
+  (void)st;
+  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  c.model.fp8 = BS_FP8_FFN;
+  bs_plan *p = make(&c);
+  rank_walk w;
+  walk_rank(p, 1, &w);
+  assert_int_equal(w.ew_bytes[2], 229376);
+  assert_int_equal(w.ew_ops[2], 6);
+  bs_plan_free(p);
+  c.work.phase = BS_PREFILL;
+  p = make(&c);
+  walk_rank(p, 1, &w);
+  assert_int_equal(w.ew_bytes[2], 36864);
+  assert_int_equal(w.ew_ops[2], 2);
+  bs_plan_free(p);
+  /* all: + QKV (input 64 x 64, weight 64 x 192, gradient 64 x 192) and output (64 x 64, 64 x 64,
+   * 64 x 64) projections */
+  c.work.phase = BS_TRAIN;
+  c.model.fp8 = BS_FP8_ALL;
+  p = make(&c);
+  walk_rank(p, 1, &w);
+  assert_int_equal(w.ew_bytes[2], 229376 + 4 * (4096 + 12288 + 12288 + 4096 + 4096 + 4096));
+  assert_int_equal(w.ew_ops[2], 12);
+  bs_plan_free(p);
+}
+
 /* Inference: no gradients or optimizer; decode's GEMMs see only the new tokens. */
 static void test_inference(void **st) {
   (void)st;
@@ -641,6 +759,9 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_recompute_selective),
     cmocka_unit_test(test_pipeline_interleaved),
     cmocka_unit_test(test_pipeline_interleaved_refused),
+    cmocka_unit_test(test_layer_kernels),
+    cmocka_unit_test(test_head_kernels),
+    cmocka_unit_test(test_fp8_casts),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }

@@ -180,8 +180,9 @@ static bs_plan *make(const bs_config *c) {
  * One layer, burst over 2 ranks, T = 128 tokens a rank, H = 64, F = 128, QKV width 192, fp32. The
  * largest operands (forward [m x k] x [k x n], backward dX = [m x n] x [n x k], dW = [k x m] x [m x n]):
  * A is dX of gate/up, T x 2F; B is dW of gate/up, T x 2F; C is gate/up's forward, T x 2F. The largest
- * elementwise pass is Adam's over the layer's P parameters (P * (3 x 8 + 4 + 4) / (2 * 4) elements: the
- * fp32 master, m and v read and written, the fp32 main gradient read, the fp32 weight written); one
+ * elementwise pass is Adam's over the layer's P parameters (P * (3 x 8 + 4) / (2 * 4) elements: the
+ * fp32 master, m and v read and written, the fp32 main gradient read; the copy of the master weights
+ * to the model's is a pass of its own, plans/workload_kernels.c); one
  * collective in flight, the gradient all-reduce of P fp32 over the 2 ranks holding the weights.
  */
 static void test_layer_sizes(void **state) {
@@ -199,7 +200,7 @@ static void test_layer_sizes(void **state) {
     assert_int_equal(s.na, T * 2 * F);
     assert_int_equal(s.nb, T * 2 * F);
     assert_int_equal(s.nc, T * 2 * F);
-    assert_int_equal(s.nx, P * (3 * 8 + 4 + 4) / 8);
+    assert_int_equal(s.nx, P * (3 * 8 + 4) / 8);
     assert_int_equal(s.nrecv, 1);
     assert_int_equal(s.recv_bytes, P * 4);
     assert_int_equal(s.send_bytes, P * 4);
