@@ -128,8 +128,8 @@ static const preset presets[] = {
   {"qwen2.5-72b", 8192, 64, 8, 128, 80, 29568, 152064},
   /* deepseek-ai/DeepSeek-V3 config.json; DeepSeek-V3 Technical Report (arXiv 2412.19437) §4.2: MLA
    * with 128 heads, q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128 (head_dim is
-   * qk_nope + qk_rope = 192). ffn is the dense layers' intermediate_size (the first 3 of 61; the
-   * others are MoE, not modelled). */
+   * qk_nope + qk_rope = 192). ffn is the dense layers' intermediate_size (the first 3 of 61); the MoE
+   * shapes are in moe_presets[], and every layer is modelled as MoE. */
   {"deepseek-v3", 7168, 128, 128, 192, 61, 18432, 129280},
   /* deepseek-ai/DeepSeek-V2-Lite config.json; DeepSeek-V2 (arXiv 2405.04434) Appendix B: 16 heads,
    * no query compression (q_lora_rank null), kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128. */
@@ -150,6 +150,13 @@ typedef struct {
 static const moe_preset moe_presets[] = {
   /* Mixtral-8x7B config.json: num_local_experts 8, num_experts_per_tok 2, intermediate_size 14336. */
   {"mixtral-8x7b", 8, 2, 14336, 0},
+  /* deepseek-ai/DeepSeek-V3 config.json: n_routed_experts 256, num_experts_per_tok 8,
+   * moe_intermediate_size 2048, n_shared_experts 1. Its first 3 layers (first_k_dense_replace) are
+   * dense MLPs of 18432; here every layer is MoE (a stated approximation, docs/models.md). */
+  {"deepseek-v3", 256, 8, 2048, 1},
+  /* deepseek-ai/DeepSeek-V2-Lite config.json: n_routed_experts 64, num_experts_per_tok 6,
+   * moe_intermediate_size 1408, n_shared_experts 2 (first_k_dense_replace 1, modelled as MoE too). */
+  {"deepseek-v2-lite", 64, 6, 1408, 2},
 };
 
 static void moe_preset_of(const char *name, bs_model *m) {

@@ -57,19 +57,21 @@ static int check_pass(const bs_config *c, char *err, size_t errlen) {
  * Multi-head latent attention and a v head dimension other than head_dim: what runs them. burst and
  * ring pass K (head_dim) and V (v_head_dim) blocks around their rings, mla's per-head K, V or
  * mla-latent's one shared latent; the other methods are refused, with the reason. Layer and model
- * scope are refused for MLA: DeepSeek's layers are mixture-of-experts, and neither the MoE FFN nor
- * MLA's down- and up-projections are modelled.
+ * scope run mla (its down- and up-projections are workload_mla.c's) and refuse mla-latent: the
+ * absorbed form folds the K,V up-projection into the query and the output (an inference trick), and
+ * a layer built around it is not.
  */
 static int check_head_dims(const bs_config *c, char *err, size_t errlen) {
   const bs_model *md = &c->model;
   char m[400];
   if (md->v_head_dim < 0) return fail(err, errlen, "model.v_head_dim: must not be negative (0 = head_dim)");
   int mla = md->attention != BS_ATTENTION_MHA;
-  if (mla && c->work.scope != BS_SCOPE_ATTENTION) {
+  if (md->attention == BS_ATTENTION_MLA_LATENT && c->work.scope != BS_SCOPE_ATTENTION) {
     snprintf(m, sizeof m,
-             "workload.scope: model.attention = %s runs at scope attention only (DeepSeek's layers are "
-             "mixture-of-experts, and neither the MoE FFN nor MLA's down- and up-projections are modelled)",
-             bs_attention_name(md->attention));
+             "workload.scope: model.attention = %s runs at scope attention only (the absorbed form folds the "
+             "K,V up-projection into the query and output projections, an inference trick whose layer is not "
+             "modelled); use model.attention = mla at scope %s",
+             bs_attention_name(md->attention), bs_scope_name(c->work.scope));
     return fail(err, errlen, m);
   }
   int64_t dv = md->v_head_dim > 0 ? md->v_head_dim : md->head_dim;

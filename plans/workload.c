@@ -67,12 +67,13 @@ static void param_count(const bs_config *c, const bs_mesh *mesh, int stage, bs_p
   pc->dp = (int64_t)mesh->size[BS_DIM_CP] * mesh->size[BS_DIM_DP]; /* the ranks holding the same weights */
   /* the K and V heads of a rank: kv_heads / g, or one replicated head when g > kv_heads */
   pc->qkv = H * (m->heads / g + 2 * plan_kv_heads_per_rank(m->kv_heads, g)) * m->head_dim;
-  pc->o = m->heads * m->head_dim * H / g;
+  pc->o = m->heads * (m->v_head_dim > 0 ? m->v_head_dim : m->head_dim) * H / g; /* over v's columns */
+  if (m->attention == BS_ATTENTION_MLA) pc->qkv = wl_mla_proj_params(m, g);     /* the latent's projections */
   /* MoE: the dense MLP's place is the shared experts' (0 without), beside the router and the experts */
   int64_t F = m->experts > 0 ? m->shared_experts * m->moe_ffn : m->ffn;
   pc->gate_up = 2 * H * F / g;
   pc->down = F * H / g;
-  pc->norms = 2 * H;
+  pc->norms = 2 * H + (m->attention == BS_ATTENTION_MLA ? wl_mla_norm_params(m) : 0);
   pc->edp = pc->dp;
   if (m->experts > 0) {
     int64_t ep = c->par.ep > 0 ? c->par.ep : 1;
@@ -540,6 +541,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->tpg = plan_mesh_group(p, it->rank, BS_DIM_TP);
   if (plan_grad_group(p, it->rank, &w->dpg)) w->dpg = (bs_group){it->rank, 1, 1}; /* refused at creation (train) */
   w->moe = c->model.experts > 0;
+  w->mla = c->model.attention == BS_ATTENTION_MLA;
   if (w->moe) wl_moe_groups(w, it->rank);
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
   for (int64_t i = 0; i < w->slots; i++) w->logits[i] = -1;

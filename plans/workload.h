@@ -25,7 +25,8 @@ typedef struct {
   int64_t tp;                           /* tensor-parallel degree: gpus for method tp, else 1 */
   int64_t dp;                           /* data-parallel group: ranks holding the same weights (ZeRO shards over it) */
   int64_t qkv, o, gate_up, down, norms; /* one layer's parameters held by a rank (tp-sharded; MoE: gate_up
-                                           and down are the shared experts') */
+                                           and down are the shared experts'; MLA: qkv is the latent's down-
+                                           and up-projections, norms add the latents' norms) */
   int64_t router;                       /* MoE: the router's hidden x experts (replicated over tp) */
   int64_t layer;                        /* their sum: the dense set, reduced over dp */
   int64_t experts;                      /* MoE: one layer's local experts (experts / ep of them, tp-sharded) */
@@ -47,6 +48,8 @@ void bs_param_count_stage(const bs_config *cfg, int stage, bs_param_count *pc);
  * sequence-parallel shard under tp v3) to top_k experts each; the expert-parallel group of ep
  * ranks exchanges them by an all-to-all (dispatch) and back (combine).
  */
+/* The most experts one rank holds at layer and model scope (experts / ep). */
+#define BS_MOE_MAX_LOCAL_EXPERTS 16
 /* The checks of the MoE keys and of parallel.ep against the rank grid m: 0, or -1 with the key in err. */
 int bs_moe_check(const bs_config *c, const bs_mesh *m, char *err, size_t errlen);
 /* Token rows one rank's dispatch all-to-all sends: tokens x top_k (dropless), or experts x

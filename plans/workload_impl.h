@@ -53,6 +53,7 @@ typedef struct bs_wl {
   int nopt;              /* fp32 optimizer states per parameter: master weights, Adam's m and v (3), or m, v (2) */
   bs_param_count pc;
   bs_group dpg, tpg;
+  int mla;                      /* model.attention = mla: the latent projections (workload_mla.c) */
   int moe;                      /* model.experts > 0: the MoE block in place of the MLP (workload_moe.c) */
   bs_group epg, edpg;           /* MoE: the expert-parallel and expert-data-parallel groups */
   int ep_index;                 /* MoE: this rank's place in epg (it holds experts ep_index x experts / ep ...) */
@@ -129,7 +130,15 @@ void wl_moe_bwd(bs_wl *w);
 void wl_moe_grad_reduce(bs_wl *w);
 void wl_moe_opt_gather(bs_wl *w, int64_t layers);
 
+/* workload_mla.c: multi-head latent attention's down- and up-projections (model.attention = mla) */
+int64_t wl_mla_proj_params(const bs_model *m, int64_t g);
+int64_t wl_mla_norm_params(const bs_model *m);
+int64_t wl_mla_saved_bytes(const bs_wl *w);
+void wl_mla_qkv(bs_wl *w);
+void wl_mla_qkv_bwd(bs_wl *w);
+
 /* workload_kernels.c: the memory-bound kernels, one op per launch */
+void wk_pass(bs_wl *w, int64_t bytes, double flops, const char *what);
 void wk_rmsnorm(bs_wl *w, const char *what);
 void wk_rmsnorm_bwd(bs_wl *w, const char *what);
 void wk_residual(bs_wl *w, const char *what);

@@ -31,6 +31,9 @@ static void w_pass(bs_wl *w, int64_t bytes, double flops, const char *what) {
   c->flops = flops;
 }
 
+/* w_pass for the layer's other pieces (workload_mla.c's latent norms and RoPE). */
+void wk_pass(bs_wl *w, int64_t bytes, double flops, const char *what) { w_pass(w, bytes, flops, what); }
+
 /* RMSNorm forward over the rank's Tn tokens: reads x, writes y and the fp32 inverse RMS per token
  * (TE rmsnorm_fwd). */
 void wk_rmsnorm(bs_wl *w, const char *what) {

@@ -6,7 +6,7 @@
  * BS_WL_MAX_HANDLES); running out sets the iterator's error. Ops: ALLOC,
  * FREE, GEMM (a forward [m x k] x [k x n], or its two backward GEMMs),
  * ELEMWISE and COLL, pushed on the outer iterator's queue. The pieces of a
- * layer around its attention: RMSNorm, the QKV, output and MLP projections
+ * layer around its attention: RMSNorm, the QKV (MLA: workload_mla.c's), output and MLP projections
  * (model.fp8: in FP8), SwiGLU, the residual adds, their backward, and the
  * tensor-parallel collectives after a row-parallel GEMM (v1: all-reduce) or
  * around the GEMM domain (v3: all-gather before, reduce-scatter after). A MoE
@@ -138,13 +138,17 @@ int64_t wl_saved_bytes(const bs_wl *w) {
   /* layer input, norm1 output, residual after attention, norm2 output, gate and up, SwiGLU output
    * (MoE: the block's own, workload_moe.c) */
   int64_t mlp = w->moe ? wl_moe_saved_bytes(w) : w->T * 3 * (w->F / w->g) * w->es;
-  return (2 * w->Tn * w->H + 2 * Tg * w->H) * w->es + mlp;
+  return (2 * w->Tn * w->H + 2 * Tg * w->H) * w->es + mlp + (w->mla ? wl_mla_saved_bytes(w) : 0);
 }
 
 /* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */
 void wl_layer_pre(bs_wl *w) { wk_rmsnorm(w, "RMSNorm"); }
 
 void wl_layer_qkv(bs_wl *w) {
+  if (w->mla) {
+    wl_mla_qkv(w);
+    return;
+  }
   int32_t gb = wl_tp_gather(w);
   w_linear8(w, w->T, w->qkvw / w->g, w->H, 0, wl_fp8_proj(w), "QKV projection");
   w_free(w, &gb);
@@ -169,7 +173,7 @@ int32_t wl_mlp_fwd(bs_wl *w, int64_t F) {
 /* After attention: output projection, residual, norm, MLP (or the MoE block), residual. */
 void wl_layer_post(bs_wl *w) {
   int32_t t = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);
-  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 0, wl_fp8_proj(w), "output projection");
+  w_linear8(w, w->T, w->H, w->p->Zq * w->p->dv / w->g, 0, wl_fp8_proj(w), "output projection");
   wl_tp_reduce(w);
   wk_residual(w, "residual add");
   w_free(w, &t);
@@ -221,12 +225,16 @@ void wl_layer_mlp_bwd(bs_wl *w) {
 /* Backward of the output projection (at the attention backward's hook: dO). */
 void wl_layer_o_bwd(bs_wl *w) {
   int32_t gy = wl_tp_gather(w);
-  w_linear8(w, w->T, w->H, w->p->Zq * w->p->d / w->g, 1, wl_fp8_proj(w), "output projection backward");
+  w_linear8(w, w->T, w->H, w->p->Zq * w->p->dv / w->g, 1, wl_fp8_proj(w), "output projection backward");
   w_free(w, &gy);
 }
 
 /* Backward of the QKV projection and the first norm. */
 void wl_layer_qkv_bwd(bs_wl *w) {
+  if (w->mla) {
+    wl_mla_qkv_bwd(w);
+    return;
+  }
   wk_rope(w, 1);
   int32_t gx = wl_tp_gather(w); /* v3: norm1 output gathered again for dW */
   int32_t dn = w_alloc(w, w->T * w->H * w->es, BS_MEM_WORKSPACE);

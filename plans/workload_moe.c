@@ -87,6 +87,13 @@ int bs_moe_check(const bs_config *c, const bs_mesh *m, char *err, size_t errlen)
     if (md->moe_ffn % tp != 0 || (md->shared_experts * md->moe_ffn) % tp != 0)
       FAIL("parallel.tp: %d must divide model.moe_ffn (%lld): the experts are tensor-parallel over tp", tp,
            (long long)md->moe_ffn);
+    /* a layer step's ops go through the iterator's queue at once: about 7 per local expert (fp8) */
+    if (md->experts / ep > BS_MOE_MAX_LOCAL_EXPERTS)
+      FAIL(
+        "parallel.ep: %d leaves %lld experts on a rank; at most %d a rank are modelled (one layer step emits every "
+        "local expert's GEMMs at once): use parallel.ep of at least %lld",
+        ep, (long long)(md->experts / ep), BS_MOE_MAX_LOCAL_EXPERTS,
+        (long long)((md->experts + BS_MOE_MAX_LOCAL_EXPERTS - 1) / BS_MOE_MAX_LOCAL_EXPERTS));
     if (c->par.zero >= 2)
       FAIL(
         "parallel.zero: stage %d with model.experts is not modelled (Megatron's distributed optimizer, stage 1, "

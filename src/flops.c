@@ -65,7 +65,15 @@ double bs_step_model_flops(const bs_config *c) {
     double mlp = m->experts > 0 ? 6.0 * h * (double)(m->top_k + m->shared_experts) * (double)m->moe_ffn +
                                     2.0 * h * (double)m->experts
                                 : 6.0 * h * (double)m->ffn;
-    double dense = 2.0 * h * (zq + 2.0 * zkv) * d + 2.0 * zq * d * h + mlp;
+    /* MLA (DeepSeek-V2 §2.1): the query's and the K,V latent's down- and up-projections */
+    double qkv = 2.0 * h * (zq + 2.0 * zkv) * d;
+    if (m->attention == BS_ATTENTION_MLA) {
+      double qr = (double)m->q_lora_rank, kvr = (double)m->kv_lora_rank, dn = (double)m->qk_nope_head_dim,
+             dr = (double)m->qk_rope_head_dim;
+      qkv = 2.0 * (m->q_lora_rank > 0 ? h * qr + qr * zq * (dn + dr) : h * zq * (dn + dr)) + 2.0 * h * (kvr + dr) +
+            2.0 * kvr * zq * (dn + dv);
+    }
+    double dense = qkv + 2.0 * zq * dv * h + mlp;
     double layer = T * dense + attn;
     if (c->work.scope == BS_SCOPE_LAYER) fwd = layer;
     else {

@@ -2,7 +2,8 @@
  * test_mla.c — multi-head latent attention (DeepSeek-V2, arXiv 2405.04434 §2.1; DeepSeek-V3,
  * arXiv 2412.19437) at plan level: one attention layer of DeepSeek-V3's shapes on a toy ring,
  * its bytes per ring step and its FLOPs worked out by hand below, for the per-head K, V (mla) and
- * for the shared latent (mla-latent), and the refusals (methods, scopes, missing shapes).
+ * for the shared latent (mla-latent), one MLA layer's projection FLOPs and parameters at layer
+ * scope, and the refusals (methods, mla-latent's scopes, missing shapes).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 #include "tests/run_named.h"
 #include "plans/plan.h"
+#include "plans/workload.h"
 #include "plan_walk.h"
 
 /* DeepSeek-V3's attention (128 heads; q, k 128 + 64 = 192 columns; v 128; latent 512 + 64), bf16,
@@ -108,6 +110,99 @@ static void test_toy_flops(void **st) {
   for (int r = 0; r < 4; r++) assert_true(w.flops[r] == 77317799936.0);
 }
 
+/* FLOPs of one rank's GEMMs whose label starts with "MLA" or is the output projection's (the
+ * iterator runs to its end without error). */
+static double proj_flops(const bs_config *c, int rank) {
+  bs_plan *p = NULL;
+  char err[400] = "";
+  int rc = bs_plan_create(c, c->par.gpus, &p, err, sizeof err);
+  if (rc) fprintf(stderr, "plan_create: %s\n", err);
+  assert_int_equal(rc, 0);
+  double f = 0;
+  bs_plan_iter *it = bs_plan_iter_new(p, rank);
+  assert_non_null(it);
+  bs_op op;
+  while (bs_plan_next(it, &op)) {
+    const char *l = op.kind == BS_OP_COMPUTE && op.u.compute.kernel == BS_K_GEMM ? op.u.compute.label : NULL;
+    if (l && (!strncmp(l, "MLA", 3) || !strncmp(l, "output projection", 17))) f += op.u.compute.flops;
+  }
+  assert_int_equal(bs_plan_iter_error(it), 0);
+  bs_plan_iter_free(it);
+  bs_plan_free(p);
+  return f;
+}
+
+/*
+ * One MLA layer's projections (DeepSeek-V2 §2.1) by hand, DeepSeek-V3's shapes (hidden 7168, 128
+ * heads, q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v 128), 2 x m x n x k per GEMM
+ * and token:
+ *   query down 7168 -> 1536:            2 x 7168 x 1536       =  22,020,096
+ *   query up 1536 -> 128 x 192:         2 x 1536 x 24,576     =  75,497,472
+ *   KV down 7168 -> 512 + 64:           2 x 7168 x 576        =   8,257,536
+ *   KV up 512 -> 128 x (128 + 128):     2 x 512 x 32,768      =  33,554,432
+ *   output 128 x 128 -> 7168:           2 x 16,384 x 7168     = 234,881,024
+ *   per token 374,210,560; a ring rank's 256 tokens: 95,797,903,360 forward; training adds the two
+ *   backward GEMMs of each: 3 x 95,797,903,360 = 287,393,710,080
+ * Parameters: qkv 7168 x 1536 + 1536 x 24,576 + 7168 x 576 + 512 x 32,768 = 69,664,768; o 16,384 x
+ * 7168 = 117,440,512 (187.1M attention parameters a layer); norms 2 x 7168 + 1536 + 512 = 16,384.
+ * DeepSeek-V2-Lite (hidden 2048, 16 heads, no query compression) under tp 2, 8 heads a rank:
+ *   qkv 2048 x 8 x 192 + 2048 x 576 (replicated) + 512 x 8 x 256 = 3,145,728 + 1,179,648 + 1,048,576
+ *   = 5,373,952; o 8 x 128 x 2048 = 2,097,152; per token forward 2 x (5,373,952 + 2,097,152)
+ *   = 14,942,208, on the 512 tokens of a rank (1024 tokens over cp 2; tp 2 splits the heads)
+ */
+static void test_layer_toy(void **st) {
+  (void)st;
+  bs_config c = toy(BS_RING, BS_ATTENTION_MLA, BS_PREFILL);
+  c.work.scope = BS_SCOPE_LAYER;
+  c.model.experts = 0; /* the projections alone: a dense MLP (256 experts on 4 ranks are refused) */
+  for (int r = 0; r < 4; r++) assert_true(proj_flops(&c, r) == 95797903360.0);
+  c.work.phase = BS_TRAIN;
+  assert_true(proj_flops(&c, 0) == 287393710080.0);
+  /* with the MoE block, the most local experts a rank may hold (64 / ep 4 = 16), in FP8: the same */
+  c.model.experts = 64;
+  c.par.ep = 4;
+  c.model.fp8 = BS_FP8_ALL;
+  assert_true(proj_flops(&c, 0) == 287393710080.0);
+  c.model.experts = 0;
+  c.par.ep = 1;
+  c.model.fp8 = BS_FP8_OFF;
+  bs_param_count pc;
+  bs_param_count_of(&c, &pc);
+  assert_int_equal(pc.qkv, 69664768);
+  assert_int_equal(pc.o, 117440512);
+  assert_int_equal(pc.norms, 16384);
+  /* V2-Lite, tp 2 x cp 2 (ring of 2): 512 tokens a cp rank */
+  assert_int_equal(bs_model_preset("deepseek-v2-lite", &c.model), 0);
+  c.work.phase = BS_PREFILL;
+  c.par.tp = 2;
+  c.model.experts = 0;
+  bs_param_count_of(&c, &pc);
+  assert_int_equal(pc.qkv, 5373952);
+  assert_int_equal(pc.o, 2097152);
+  for (int r = 0; r < 4; r++) assert_true(proj_flops(&c, r) == 512.0 * 14942208);
+}
+
+/*
+ * DeepSeek-V3 whole (model scope, one rank), every layer MoE (the stated approximation), by hand:
+ *   a layer's dense set: qkv 69,664,768 + o 117,440,512 + the shared expert's gate, up 2 x 7168 x 2048
+ *   = 29,360,128 and down 14,680,064 + norms 16,384 + router 7168 x 256 = 1,835,008 = 232,996,864;
+ *   its experts 256 x 3 x 7168 x 2048 = 11,274,289,152; 61 layers: 701,944,446,976; embedding and
+ *   head 2 x 129,280 x 7168 = 1,853,358,080; final norm 7168: 703,797,812,224.
+ * The released model: 671B (DeepSeek-V3 report §4.2); its 3 dense layers (MLP 3 x 7168 x 18432 =
+ * 396,361,728 each in place of 11,320,164,352) make the 32.8B difference: 703.8 - 32.8 = 671.0B.
+ */
+static void test_model_params(void **st) {
+  (void)st;
+  bs_config c = toy(BS_RING, BS_ATTENTION_MLA, BS_TRAIN);
+  c.work.scope = BS_SCOPE_MODEL;
+  c.par.gpus = 1;
+  bs_param_count pc;
+  bs_param_count_of(&c, &pc);
+  assert_int_equal(pc.layer, 232996864);
+  assert_int_equal(pc.experts, 11274289152);
+  assert_int_equal(pc.total, 703797812224);
+}
+
 /* The preset's shapes and what resolving mla-latent makes of them. */
 static void test_presets(void **st) {
   (void)st;
@@ -120,6 +215,10 @@ static void test_presets(void **st) {
   assert_int_equal(m.v_head_dim, 128);
   assert_int_equal(m.kv_lora_rank + m.qk_rope_head_dim, 576);
   assert_int_equal(m.layers, 61);
+  assert_int_equal(m.experts, 256); /* DeepSeek-V3's config.json */
+  assert_int_equal(m.top_k, 8);
+  assert_int_equal(m.moe_ffn, 2048);
+  assert_int_equal(m.shared_experts, 1);
   char err[256];
   m.attention = BS_ATTENTION_MLA_LATENT;
   assert_int_equal(bs_model_resolve_attention(&m, err, sizeof err), 0);
@@ -130,6 +229,10 @@ static void test_presets(void **st) {
   assert_int_equal(m.heads, 16);
   assert_int_equal(m.q_lora_rank, 0);
   assert_int_equal(m.layers, 27);
+  assert_int_equal(m.experts, 64); /* DeepSeek-V2-Lite's config.json */
+  assert_int_equal(m.top_k, 6);
+  assert_int_equal(m.moe_ffn, 1408);
+  assert_int_equal(m.shared_experts, 2);
   assert_int_equal(bs_model_preset("llama2-7b", &m), 0);
   assert_int_equal(m.attention, BS_ATTENTION_MHA);
   m.attention = BS_ATTENTION_MLA; /* no latent shapes */
@@ -145,8 +248,8 @@ static void refused(const bs_config *c, const char *want) {
   assert_non_null(strstr(err, want));
 }
 
-/* Methods that split the heads, li2021's explicit scores, tree's allreduce and the layer and model
- * scopes (MoE) are refused with the reason. */
+/* Methods that split the heads, li2021's explicit scores, tree's allreduce and mla-latent (the
+ * absorbed form) at layer and model scope are refused with the reason. */
 static void test_refused(void **st) {
   (void)st;
   const bs_method m[] = {BS_ULYSSES, BS_USP, BS_TP, BS_RING_LI2021};
@@ -159,11 +262,15 @@ static void test_refused(void **st) {
   }
   bs_config c = toy(BS_TREE, BS_ATTENTION_MLA_LATENT, BS_DECODE);
   refused(&c, "allreduce");
-  c = toy(BS_RING, BS_ATTENTION_MLA, BS_TRAIN);
+  c = toy(BS_RING, BS_ATTENTION_MLA_LATENT, BS_PREFILL);
   c.work.scope = BS_SCOPE_LAYER;
-  refused(&c, "mixture-of-experts");
+  refused(&c, "inference trick");
   c.work.scope = BS_SCOPE_MODEL;
-  refused(&c, "workload.scope");
+  refused(&c, "use model.attention = mla at scope model");
+  c = toy(BS_RING, BS_ATTENTION_MLA, BS_TRAIN); /* 256 experts over ep 4: 64 a rank */
+  c.work.scope = BS_SCOPE_LAYER;
+  c.par.ep = 4;
+  refused(&c, "parallel.ep: 4 leaves 64 experts on a rank; at most 16 a rank are modelled");
   /* a plain model with a narrower v runs on burst and ring alone too */
   bs_config_default(&c);
   c.model.v_head_dim = 64;
@@ -173,10 +280,8 @@ static void test_refused(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_toy_bytes),
-    cmocka_unit_test(test_toy_flops),
-    cmocka_unit_test(test_presets),
-    cmocka_unit_test(test_refused),
+    cmocka_unit_test(test_toy_bytes), cmocka_unit_test(test_toy_flops), cmocka_unit_test(test_presets),
+    cmocka_unit_test(test_refused),   cmocka_unit_test(test_layer_toy), cmocka_unit_test(test_model_params),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
