@@ -130,7 +130,8 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
   }
   if (w->kv_cache == BS_KV_DROP && w->phase != BS_PREFILL) /* layer and model scope refuse it */
     say_kv_drop(t, sizeof t, w, say, ctx);
-  if (!attn && m->attention == BS_ATTENTION_MHA && m->hidden > 0 && m->heads * m->head_dim != m->hidden) { /* MLA's are wider */
+  /* MLA's heads are wider than hidden by design (DeepSeek-V3: 128 x 192 over 7168) */
+  if (!attn && m->attention == BS_ATTENTION_MHA && m->hidden > 0 && m->heads * m->head_dim != m->hidden) {
     snprintf(t, sizeof t,
              "model.heads * model.head_dim = %lld * %lld = %lld, not model.hidden = %lld: accepted "
              "(the projections map hidden to heads * head_dim), but check the shape",
