@@ -75,17 +75,24 @@ INT_SETTER(set_experts, model.experts, 0, 1 << 16, 0)
 INT_SETTER(set_top_k, model.top_k, 1, 1 << 16, 0)
 INT_SETTER(set_moe_ffn, model.moe_ffn, 1, 1 << 22, 0)
 INT_SETTER(set_shared_experts, model.shared_experts, 0, 1 << 10, 0)
-/* A real in [lo, hi], or `none_word` for 0. */
-static int parse_real(const char *v, const char *none_word, double lo, double hi, double *out, char *why, size_t n) {
-  char cb[SHOWN + 4], *end = NULL;
-  if (!strcmp(v, none_word)) return *out = 0, 0;
+/* A finite real of v in [lo, hi] (the whole text a number): 0 with *out set, or -1 (the caller says why,
+ * in the words of its key). */
+static int real_in(const char *v, double lo, double hi, double *out) {
+  char *end = NULL;
   errno = 0;
   double x = strtod(v, &end);
-  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < lo || x > hi) {
+  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < lo || x > hi) return -1;
+  *out = x;
+  return 0;
+}
+/* A real in [lo, hi], or `none_word` for 0. */
+static int parse_real(const char *v, const char *none_word, double lo, double hi, double *out, char *why, size_t n) {
+  char cb[SHOWN + 4];
+  if (!strcmp(v, none_word)) return *out = 0, 0;
+  if (real_in(v, lo, hi, out)) {
     snprintf(why, n, "'%s' is not %s or a number in [%g, %g]", scn_clip(v, cb), none_word, lo, hi);
     return -1;
   }
-  *out = x;
   return 0;
 }
 static int set_capacity_factor(bs_config *c, const char *v, char *why, size_t n) {
@@ -120,14 +127,11 @@ static int set_fragmentation(bs_config *c, const char *v, char *why, size_t n) {
     c->work.fragmentation = BS_FRAGMENTATION_AUTO;
     return 0;
   }
-  char cb[SHOWN + 4], *end = NULL;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 0 || x > 0.9) {
+  char cb[SHOWN + 4];
+  if (real_in(v, 0, 0.9, &c->work.fragmentation)) {
     snprintf(why, n, "'%s' is not auto or a share of reserved memory in [0, 0.9]", scn_clip(v, cb));
     return -1;
   }
-  c->work.fragmentation = x;
   return 0;
 }
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
@@ -335,26 +339,20 @@ static int set_failed_nics(bs_config *c, const char *v, char *why, size_t n) {
 }
 INT_SETTER(set_nodes_per_leaf, cluster.nodes_per_leaf, 1, 1 << 20, 0)
 static int set_oversub(bs_config *c, const char *v, char *why, size_t n) {
-  char cb[SHOWN + 4], *end = NULL;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 1 || x > 1e6) {
+  char cb[SHOWN + 4];
+  if (real_in(v, 1, 1e6, &c->cluster.oversub)) {
     snprintf(why, n, "'%s' is not a ratio in [1, 1e6]", scn_clip(v, cb));
     return -1;
   }
-  c->cluster.oversub = x;
   return 0;
 }
 
 static int set_nic_gbps(bs_config *c, const char *v, char *why, size_t n) {
-  char cb[SHOWN + 4], *end = NULL;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (end == v || *end || errno == ERANGE || !isfinite(x) || x < 1 || x > 1e5) {
+  char cb[SHOWN + 4];
+  if (real_in(v, 1, 1e5, &c->cluster.nic_gbps)) {
     snprintf(why, n, "'%s' is not a line rate in Gb/s in [1, 1e5]", scn_clip(v, cb));
     return -1;
   }
-  c->cluster.nic_gbps = x;
   return 0;
 }
 
