@@ -23,39 +23,9 @@
 #include <cmocka.h>
 #include "tests/run_named.h"
 #include "plans/plan.h"
+#include "plan_toy.h"
 #include "plans/plan_impl.h"
 #include "plans/workload.h"
-
-/* The toy model of test_workload.c: hidden 64, vocab 256, 2 layers, 256 tokens on G ranks. */
-static bs_config toy(bs_method m, int G, bs_scope scope, bs_phase ph) {
-  bs_config c;
-  bs_config_default(&c);
-  c.model.preset[0] = 0;
-  c.model.hidden = 64;
-  c.model.heads = 4;
-  c.model.kv_heads = 4;
-  c.model.head_dim = 16;
-  c.model.ffn = 128;
-  c.model.vocab = 256;
-  c.model.layers = 2;
-  c.work.seq_len = 256;
-  c.work.phase = ph;
-  c.work.scope = scope;
-  c.par.method = m;
-  c.par.gpus = G;
-  c.par.double_ring = BS_OFF;
-  c.par.ranks_per_node = G;
-  return c;
-}
-
-static bs_plan *make(const bs_config *c) {
-  bs_plan *p = NULL;
-  char err[256] = "";
-  int rc = bs_plan_create(c, c->par.ranks_per_node, &p, err, sizeof err);
-  if (rc) print_error("plan: %s\n", err);
-  assert_int_equal(rc, 0);
-  return p;
-}
 
 typedef struct {
   int64_t max_live, at_bwd, at_end; /* bytes of the class live: most, when the backward begins, at the end */
@@ -108,10 +78,10 @@ static void test_logits(void **st) {
     {BS_CE_UNFUSED, BS_BF16, BS_PREFILL, T * v * 4, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    bs_config c = toy(BS_BURST, 4, BS_SCOPE_MODEL, cases[i].phase);
+    bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, cases[i].phase);
     c.work.cross_entropy = cases[i].xent;
     c.model.dtype = cases[i].dtype;
-    bs_plan *p = make(&c);
+    bs_plan *p = plan_toy_make(&c);
     for (int r = 0; r < 4; r++) {
       class_walk w;
       walk_class(p, r, BS_MEM_LOGITS, &w);
@@ -122,16 +92,16 @@ static void test_logits(void **st) {
     bs_plan_free(p);
   }
   /* tp 2 (method tp): every rank holds the vocab's half for all 256 tokens: 256 x 128 x 6 */
-  bs_config c = toy(BS_TP, 2, BS_SCOPE_MODEL, BS_TRAIN);
-  bs_plan *p = make(&c);
+  bs_config c = plan_toy(BS_TP, 2, BS_SCOPE_MODEL, BS_TRAIN);
+  bs_plan *p = plan_toy_make(&c);
   class_walk w;
   walk_class(p, 1, BS_MEM_LOGITS, &w);
   assert_int_equal(w.max_live, 256 * 128 * 6);
   assert_int_equal(w.at_bwd, 256 * 128 * 4);
   bs_plan_free(p);
   /* layer scope has no head: no logits */
-  c = toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
-  p = make(&c);
+  c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  p = plan_toy_make(&c);
   walk_class(p, 0, BS_MEM_LOGITS, &w);
   assert_int_equal(w.max_live, 0);
   bs_plan_free(p);
@@ -140,7 +110,7 @@ static void test_logits(void **st) {
 /* peak x f / (1 - f), rounded up: 850 B at 0.15 reserve 150 (850 is 85 % of 1000). */
 static void test_reserve(void **st) {
   (void)st;
-  bs_config c = toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
   assert_true(c.work.fragmentation < 0 && BS_FRAGMENTATION_DEFAULT == 0.15); /* auto: 0.15 in training */
   assert_int_equal(bs_reserve_bytes(&c, 850), 150);
   c.work.phase = BS_PREFILL; /* auto: 0 in inference (no published figure) */
@@ -173,32 +143,32 @@ static void test_reserve(void **st) {
  * 48 pieces (1048576 = 48 x 21845 + 16: 32 tokens). */
 static void test_padding(void **st) {
   (void)st;
-  bs_config c = toy(BS_RING, 24, BS_SCOPE_ATTENTION, BS_TRAIN);
+  bs_config c = plan_toy(BS_RING, 24, BS_SCOPE_ATTENTION, BS_TRAIN);
   c.work.seq_len = 1 << 20;
   assert_int_equal(bs_seq_divisor(&c), 24);
   assert_int_equal(bs_seq_pad(&c), 8);
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   assert_int_equal(p->N, (1 << 20) + 8);
   assert_int_equal(p->cfg.work.seq_len, (1 << 20) + 8);
   bs_plan_free(p);
   c.par.layout = BS_ZIGZAG;
   assert_int_equal(bs_seq_divisor(&c), 48);
   assert_int_equal(bs_seq_pad(&c), 32);
-  p = make(&c);
+  p = plan_toy_make(&c);
   assert_int_equal(p->N, (1 << 20) + 32);
   bs_plan_free(p);
   /* a sequence the ranks divide: no pad, the plan as before */
   c.work.seq_len = 48 * 1000;
   assert_int_equal(bs_seq_pad(&c), 0);
   /* ulysses and burst alike split over the G ranks */
-  c = toy(BS_ULYSSES, 4, BS_SCOPE_ATTENTION, BS_PREFILL);
+  c = plan_toy(BS_ULYSSES, 4, BS_SCOPE_ATTENTION, BS_PREFILL);
   c.work.seq_len = 1001;
   assert_int_equal(bs_seq_pad(&c), 3);
-  p = make(&c);
+  p = plan_toy_make(&c);
   assert_int_equal(p->N, 1004);
   bs_plan_free(p);
   /* method tp: v1 splits no sequence (nothing to pad), v3 over the gpus */
-  c = toy(BS_TP, 4, BS_SCOPE_ATTENTION, BS_TRAIN);
+  c = plan_toy(BS_TP, 4, BS_SCOPE_ATTENTION, BS_TRAIN);
   c.work.seq_len = 1001;
   c.par.tp_variant = 1;
   assert_int_equal(bs_seq_pad(&c), 0);
@@ -206,7 +176,7 @@ static void test_padding(void **st) {
   assert_int_equal(bs_seq_pad(&c), 3);
   /* composed cp 2 x tp 2 under sequence parallelism at layer scope: each rank's N / 2 tokens split
    * over tp again, a multiple of 4 (Megatron: tp x cp x 2 with zigzag, 8) */
-  c = toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
   c.par.tp = 2;
   c.par.tp_variant = 3;
   c.work.seq_len = 1001;
@@ -214,14 +184,14 @@ static void test_padding(void **st) {
   assert_int_equal(bs_seq_pad(&c), 3);
   c.par.layout = BS_ZIGZAG;
   assert_int_equal(bs_seq_divisor(&c), 4); /* lcm(2 x cp, cp x tp) = 4 */
-  p = make(&c);
+  p = plan_toy_make(&c);
   assert_int_equal(p->N, 1004);
   bs_plan_free(p);
   /* no padding where no fresh sequence is split: decode, a cached prefix */
-  c = toy(BS_RING, 4, BS_SCOPE_ATTENTION, BS_DECODE);
+  c = plan_toy(BS_RING, 4, BS_SCOPE_ATTENTION, BS_DECODE);
   c.work.seq_len = 1001;
   assert_int_equal(bs_seq_pad(&c), 0);
-  c = toy(BS_RING, 4, BS_SCOPE_ATTENTION, BS_PREFILL);
+  c = plan_toy(BS_RING, 4, BS_SCOPE_ATTENTION, BS_PREFILL);
   c.work.seq_len = 1001;
   c.work.cached_tokens = 500;
   assert_int_equal(bs_seq_pad(&c), 0);
@@ -248,15 +218,15 @@ static void flops_of(const bs_plan *p, int rank, double *gemm, double *attn) {
 static void test_cached_layer(void **st) {
   (void)st;
   for (int pass = BS_PASS_KV; pass <= BS_PASS_Q; pass++) {
-    bs_config c = toy(BS_RING, 4, BS_SCOPE_LAYER, BS_PREFILL);
+    bs_config c = plan_toy(BS_RING, 4, BS_SCOPE_LAYER, BS_PREFILL);
     c.work.cached_tokens = 128;
     c.par.cp_pass = (bs_cp_pass)pass;
-    bs_plan *p = make(&c);
+    bs_plan *p = plan_toy_make(&c);
     bs_config a = c;
     a.work.scope = BS_SCOPE_ATTENTION;
-    bs_plan *pa = make(&a);
+    bs_plan *pa = plan_toy_make(&a);
     c.work.scope = BS_SCOPE_MODEL;
-    bs_plan *pm = make(&c);
+    bs_plan *pm = plan_toy_make(&c);
     for (int r = 0; r < 4; r++) {
       double g, at, ga, aa, gm, am;
       flops_of(p, r, &g, &at);

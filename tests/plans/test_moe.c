@@ -19,42 +19,22 @@
 #include <cmocka.h>
 #include "tests/run_named.h"
 #include "plans/plan.h"
+#include "plan_toy.h"
 #include "plans/workload.h"
 
+/* The plans tests' toy model as one MoE layer: 4 experts of 32 (top 2), 64 tokens x 2 sequences on
+ * 4 ranks, dp 2 x ep 2. */
 static bs_config toy(void) {
-  bs_config c;
-  bs_config_default(&c);
-  c.model.preset[0] = 0;
-  c.model.hidden = 64;
-  c.model.heads = 4;
-  c.model.kv_heads = 4;
-  c.model.head_dim = 16;
-  c.model.ffn = 128;
-  c.model.vocab = 256;
+  bs_config c = plan_toy(BS_RING, 4, BS_SCOPE_LAYER, BS_TRAIN);
   c.model.layers = 1;
   c.model.experts = 4;
   c.model.top_k = 2;
   c.model.moe_ffn = 32;
   c.work.seq_len = 64;
   c.work.batch = 2;
-  c.work.scope = BS_SCOPE_LAYER;
-  c.work.phase = BS_TRAIN;
-  c.par.method = BS_RING;
-  c.par.gpus = 4;
   c.par.dp = 2;
   c.par.ep = 2;
-  c.par.double_ring = BS_OFF;
-  c.par.ranks_per_node = 4;
   return c;
-}
-
-static bs_plan *make(const bs_config *c) {
-  bs_plan *p = NULL;
-  char err[256] = "";
-  int rc = bs_plan_create(c, c->par.ranks_per_node, &p, err, sizeof err);
-  if (rc) print_error("plan: %s\n", err);
-  assert_int_equal(rc, 0);
-  return p;
 }
 
 typedef struct {
@@ -138,7 +118,7 @@ static void same_alltoalls(const moe_walk *a, const moe_walk *b) {
 static void test_moe_layer_toy(void **st) {
   (void)st;
   bs_config c = toy();
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   moe_walk w0, w1;
   walk(p, 0, &w0);
   walk(p, 1, &w1);
@@ -175,7 +155,7 @@ static void test_moe_memory_toy(void **st) {
   int64_t dense = 64 * (4 + 8) * 16 + 4 * 16 * 64 + 2 * 64 + 256; /* qkv, o, norms, router */
   assert_int_equal(pc.layer, dense);
   assert_int_equal(pc.total, dense + 12288);
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   moe_walk w;
   walk(p, 3, &w);
   assert_int_equal(w.weights, (dense + 12288) * 2);
@@ -205,7 +185,7 @@ static void test_moe_skew_capacity(void **st) {
   assert_int_equal(bs_moe_expert_rows(&c, 32, 0), 64);
   assert_int_equal(bs_moe_expert_rows(&c, 32, 1), 22);
   assert_int_equal(bs_moe_expert_rows(&c, 32, 3), 21);
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   moe_walk w0, w1;
   walk(p, 0, &w0); /* ep index 0: experts 0 and 1, 86 rows */
   walk(p, 1, &w1); /* ep index 1: experts 2 and 3, 42 rows */
@@ -216,7 +196,7 @@ static void test_moe_skew_capacity(void **st) {
   /* capacity 1.5: every expert takes ceil(1.5 x 32 x 2 / 4) = 24 rows from each rank, padded */
   c.model.capacity_factor = 1.5;
   assert_int_equal(bs_moe_dispatch_rows(&c, 32), 4 * 24);
-  p = make(&c);
+  p = plan_toy_make(&c);
   walk(p, 0, &w0);
   walk(p, 1, &w1);
   assert_int_equal(w0.a2a_bytes, 4 * 96 * 64 * 2);
@@ -234,7 +214,7 @@ static void test_moe_tp(void **st) {
   c.par.dp = 1;
   c.par.tp = 2;
   c.par.tp_variant = 3; /* cp = 2, ep = 2 over it */
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   moe_walk w;
   walk(p, 0, &w);
   /* T = 32, Tn = 16 per tp rank: 16 x 2 x 64 x 2 = 4096 per all-to-all */

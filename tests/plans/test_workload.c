@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include "tests/run_named.h"
 #include "plans/plan.h"
+#include "plan_toy.h"
 #include "plans/workload.h"
 
 typedef struct {
@@ -148,37 +149,6 @@ static void walk_rank(const bs_plan *p, int rank, rank_walk *w) {
   for (int h = 0; h < BS_WL_MAX_HANDLES; h++) assert_int_equal(hlive[h], 0);
 }
 
-/* A small explicit model whose shards divide evenly over 4 ranks. */
-static bs_config cfg_of(bs_method m, int G, bs_scope scope, bs_phase ph) {
-  bs_config c;
-  bs_config_default(&c);
-  c.model.preset[0] = 0;
-  c.model.hidden = 64;
-  c.model.heads = 4;
-  c.model.kv_heads = 4;
-  c.model.head_dim = 16;
-  c.model.ffn = 128;
-  c.model.vocab = 256;
-  c.model.layers = 2;
-  c.work.seq_len = 256;
-  c.work.phase = ph;
-  c.work.scope = scope;
-  c.par.method = m;
-  c.par.gpus = G;
-  c.par.double_ring = BS_OFF;
-  c.par.ranks_per_node = G;
-  return c;
-}
-
-static bs_plan *make(const bs_config *c) {
-  bs_plan *p = NULL;
-  char err[256] = "";
-  int rc = bs_plan_create(c, c->par.ranks_per_node, &p, err, sizeof err);
-  if (rc) print_error("plan: %s\n", err);
-  assert_int_equal(rc, 0);
-  return p;
-}
-
 /* GEMM FLOPs of one layer's forward for T tokens and tensor-parallel degree g. */
 static double layer_fwd_gemm(const bs_config *c, double T, double g) {
   double H = c->model.hidden, F = c->model.ffn, qkv = (c->model.heads + 2.0 * c->model.kv_heads) * c->model.head_dim;
@@ -191,9 +161,9 @@ static void test_layer_flops(void **st) {
   bs_method ms[] = {BS_BURST, BS_RING, BS_ULYSSES, BS_USP, BS_TP};
   for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
     for (int ph = BS_TRAIN; ph <= BS_PREFILL; ph++) {
-      bs_config c = cfg_of(ms[i], 4, BS_SCOPE_LAYER, (bs_phase)ph);
+      bs_config c = plan_toy(ms[i], 4, BS_SCOPE_LAYER, (bs_phase)ph);
       c.par.ulysses_degree = 2;
-      bs_plan *p = make(&c);
+      bs_plan *p = plan_toy_make(&c);
       rank_walk w;
       walk_rank(p, 1, &w);
       double T = ms[i] == BS_TP ? 256 : 64, g = ms[i] == BS_TP ? 4 : 1;
@@ -202,7 +172,7 @@ static void test_layer_flops(void **st) {
       /* the attention inside is the method's own plan, unchanged */
       bs_config ac = c;
       ac.work.scope = BS_SCOPE_ATTENTION;
-      bs_plan *pa = make(&ac);
+      bs_plan *pa = plan_toy_make(&ac);
       rank_walk wa;
       bs_plan_iter *it = bs_plan_iter_new(pa, 1);
       double af = 0;
@@ -221,9 +191,9 @@ static void test_layer_flops(void **st) {
 static void test_model_flops_recompute(void **st) {
   (void)st;
   for (int rc = 0; rc <= 1; rc++) {
-    bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+    bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
     c.work.recompute = rc;
-    bs_plan *p = make(&c);
+    bs_plan *p = plan_toy_make(&c);
     rank_walk w;
     walk_rank(p, 2, &w);
     double T = 64, head = 2 * T * c.model.hidden * c.model.vocab;
@@ -250,7 +220,7 @@ static void test_model_flops_recompute(void **st) {
  * recomputes the forward GEMMs. Under tp v3 every term is divided by t (s = N, heads a / t).
  */
 static void recompute_case(bs_method m, int G, int64_t s, int64_t t) {
-  bs_config c = cfg_of(m, G, BS_SCOPE_LAYER, BS_TRAIN);
+  bs_config c = plan_toy(m, G, BS_SCOPE_LAYER, BS_TRAIN);
   c.par.tp_variant = 3;
   int64_t h = c.model.hidden, F = c.model.ffn, a = c.model.heads, akv = c.model.kv_heads, d = c.model.head_dim;
   int64_t N = c.work.seq_len, es = 2;
@@ -261,7 +231,7 @@ static void recompute_case(bs_method m, int G, int64_t s, int64_t t) {
   int modes[3] = {BS_RECOMPUTE_OFF, BS_RECOMPUTE_SELECTIVE, BS_RECOMPUTE_FULL};
   for (int i = 0; i < 3; i++) {
     c.work.recompute = modes[i];
-    bs_plan *p = make(&c);
+    bs_plan *p = plan_toy_make(&c);
     walk_rank(p, 1, &w[i]);
     bs_plan_free(p);
     assert_true(w[i].seen_bwd);
@@ -295,9 +265,9 @@ static void test_tp_v1_v3(void **st) {
   for (int ph = BS_TRAIN; ph <= BS_PREFILL; ph++) {
     int64_t sent[4] = {0};
     for (int v = 1; v <= 3; v += 2) {
-      bs_config c = cfg_of(BS_TP, G, BS_SCOPE_LAYER, (bs_phase)ph);
+      bs_config c = plan_toy(BS_TP, G, BS_SCOPE_LAYER, (bs_phase)ph);
       c.par.tp_variant = v;
-      bs_plan *p = make(&c);
+      bs_plan *p = plan_toy_make(&c);
       rank_walk w;
       walk_rank(p, 0, &w);
       int64_t S = c.work.batch * c.work.seq_len * c.model.hidden * 2;
@@ -340,12 +310,12 @@ static void test_zero(void **st) {
   for (int mg = 0; mg < 3; mg++)
     for (int scope = BS_SCOPE_LAYER; scope <= BS_SCOPE_MODEL; scope++)
       for (int z = 0; z <= 3; z++) {
-        bs_config c = cfg_of(BS_BURST, (int)D, (bs_scope)scope, BS_TRAIN);
+        bs_config c = plan_toy(BS_BURST, (int)D, (bs_scope)scope, BS_TRAIN);
         c.par.zero = z;
         c.model.main_grads = mg == 1 ? BS_GRADS_BF16 : BS_GRADS_FP32;
         c.model.master_weights = mg == 2 ? BS_MASTER_NONE : BS_MASTER_FP32;
         int64_t g = mg == 1 ? 2 : 4, nopt = mg == 2 ? 2 : 3;
-        bs_plan *p = make(&c);
+        bs_plan *p = plan_toy_make(&c);
         bs_param_count pc;
         bs_param_count_of(&c, &pc);
         int64_t H = 64, psi_layer = H * 12 * 16 + 64 * 64 + 2 * H * 128 + 128 * H + 2 * H;
@@ -388,12 +358,12 @@ static int64_t layer_params(const bs_config *c, int64_t g) {
  */
 static void test_composed_groups(void **st) {
   (void)st;
-  bs_config c = cfg_of(BS_BURST, 8, BS_SCOPE_MODEL, BS_TRAIN);
+  bs_config c = plan_toy(BS_BURST, 8, BS_SCOPE_MODEL, BS_TRAIN);
   c.par.tp = 2;
   c.par.dp = 2;
   c.work.batch = 2;
   c.par.zero = 1;
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   int64_t H = 64, V = 256, L = 2, es = 2, N = 256, cp = 2, tp = 2, D = 4;
   int64_t psi = L * layer_params(&c, tp) + 2 * V * H / tp + H;
   bs_param_count pc;
@@ -422,10 +392,10 @@ static void test_composed_groups(void **st) {
  */
 static void test_pipeline_stages(void **st) {
   (void)st;
-  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+  bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
   c.par.pp = 2;
   c.work.batch = 4;
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   int64_t H = 64, V = 256, es = 2, m = 4, T = 256 / 2;
   int64_t layer = layer_params(&c, 1);
   for (int r = 0; r < 4; r++) {
@@ -458,13 +428,13 @@ static void test_pipeline_interleaved(void **st) {
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     int pp = cases[k][0], v = cases[k][1], m = cases[k][2];
     print_message("pp %d chunks %d microbatches %d\n", pp, v, m);
-    bs_config c = cfg_of(BS_BURST, pp, BS_SCOPE_MODEL, BS_TRAIN);
+    bs_config c = plan_toy(BS_BURST, pp, BS_SCOPE_MODEL, BS_TRAIN);
     c.model.layers = 16;
     c.par.pp = pp;
     c.par.pp_schedule = BS_PP_INTERLEAVED;
     c.par.pp_chunks = v;
     c.work.batch = m;
-    bs_plan *p = make(&c);
+    bs_plan *p = plan_toy_make(&c);
     int64_t layer = layer_params(&c, 1), msg = T * H * es;
     for (int r = 0; r < pp; r++) {
       bs_param_count pc;
@@ -497,12 +467,12 @@ static void test_pipeline_interleaved(void **st) {
    * of 4-7.
    */
   {
-    bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+    bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
     c.model.layers = 8;
     c.par.pp = 4;
     c.par.pp_schedule = BS_PP_INTERLEAVED;
     c.work.batch = 8;
-    bs_plan *p = make(&c);
+    bs_plan *p = plan_toy_make(&c);
     rank_walk w;
     walk_rank(p, 0, &w);
     const int32_t want[] = {0, 1,    2,    3,    1024, 1025, 4,    1026, 5,    1027, 6,    1024,
@@ -523,7 +493,7 @@ static void test_pipeline_interleaved(void **st) {
 
 /* Bad interleaved settings: an error naming the key. */
 static void interleaved_refused(int pp, int v, int64_t layers, int64_t batch, bs_phase ph, const char *want) {
-  bs_config c = cfg_of(BS_BURST, pp, BS_SCOPE_MODEL, ph);
+  bs_config c = plan_toy(BS_BURST, pp, BS_SCOPE_MODEL, ph);
   c.model.layers = layers;
   c.par.pp = pp;
   c.par.pp_schedule = BS_PP_INTERLEAVED;
@@ -554,9 +524,9 @@ static void test_fp8_gemms(void **st) {
   (void)st;
   for (int f = BS_FP8_OFF; f <= BS_FP8_ALL; f++)
     for (int ph = BS_TRAIN; ph <= BS_PREFILL; ph++) {
-      bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, (bs_phase)ph);
+      bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, (bs_phase)ph);
       c.model.fp8 = (bs_fp8)f;
-      bs_plan *p = make(&c);
+      bs_plan *p = plan_toy_make(&c);
       rank_walk w;
       walk_rank(p, 1, &w);
       double T = 256 / 4, H = 64, F = 128, L = 2, passes = ph == BS_TRAIN ? 3 : 1;
@@ -586,8 +556,8 @@ static void test_fp8_gemms(void **st) {
  */
 static void test_layer_kernels(void **st) {
   (void)st;
-  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
-  bs_plan *p = make(&c);
+  bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  bs_plan *p = plan_toy_make(&c);
   rank_walk w;
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[0], 172544 + 221696);
@@ -599,7 +569,7 @@ static void test_layer_kernels(void **st) {
   bs_plan_free(p);
   /* inference: the forward's kernels only, no optimizer */
   c.work.phase = BS_PREFILL;
-  p = make(&c);
+  p = plan_toy_make(&c);
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[0], 172544);
   assert_int_equal(w.ew_ops[0], 7);
@@ -617,10 +587,10 @@ static void test_layer_kernels(void **st) {
  * vocabularies isolates them: every vocabulary-sized term scales, the rest cancels.
  */
 static int64_t model_ew_bytes(int64_t vocab, bs_cross_entropy ce) {
-  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
+  bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
   c.model.vocab = vocab;
   c.work.cross_entropy = ce;
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   rank_walk w;
   walk_rank(p, 0, &w);
   bs_plan_free(p);
@@ -649,16 +619,16 @@ static void test_head_kernels(void **st) {
  */
 static void test_fp8_casts(void **st) {
   (void)st;
-  bs_config c = cfg_of(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
   c.model.fp8 = BS_FP8_FFN;
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   rank_walk w;
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[2], 229376);
   assert_int_equal(w.ew_ops[2], 6);
   bs_plan_free(p);
   c.work.phase = BS_PREFILL;
-  p = make(&c);
+  p = plan_toy_make(&c);
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[2], 36864);
   assert_int_equal(w.ew_ops[2], 2);
@@ -667,7 +637,7 @@ static void test_fp8_casts(void **st) {
    * 64 x 64) projections */
   c.work.phase = BS_TRAIN;
   c.model.fp8 = BS_FP8_ALL;
-  p = make(&c);
+  p = plan_toy_make(&c);
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[2], 229376 + 4 * (4096 + 12288 + 12288 + 4096 + 4096 + 4096));
   assert_int_equal(w.ew_ops[2], 12);
@@ -677,9 +647,9 @@ static void test_fp8_casts(void **st) {
 /* Inference: no gradients or optimizer; decode's GEMMs see only the new tokens. */
 static void test_inference(void **st) {
   (void)st;
-  bs_config c = cfg_of(BS_TREE, 4, BS_SCOPE_MODEL, BS_DECODE);
+  bs_config c = plan_toy(BS_TREE, 4, BS_SCOPE_MODEL, BS_DECODE);
   c.work.decode_tokens = 2;
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   rank_walk w;
   walk_rank(p, 0, &w);
   assert_int_equal(w.cls_allocated[BS_MEM_GRADS] + w.cls_allocated[BS_MEM_OPTIMIZER], 0);
@@ -691,7 +661,7 @@ static void test_inference(void **st) {
   assert_true(w.cls_allocated[BS_MEM_ACTIVATIONS] >= kv);
   bs_plan_free(p);
   /* recompute is a training option */
-  c = cfg_of(BS_BURST, 4, BS_SCOPE_MODEL, BS_PREFILL);
+  c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_PREFILL);
   c.work.recompute = 1;
   bs_plan *q = NULL;
   char err[256] = "";
@@ -710,10 +680,10 @@ static void test_inference(void **st) {
  * shows no difference, burst the one layer's K, V. Only prefill drops: elsewhere drop is an error.
  */
 static int64_t prefill_peak(bs_method m, int layers, bs_kv_cache kv) {
-  bs_config c = cfg_of(m, 4, BS_SCOPE_MODEL, BS_PREFILL);
+  bs_config c = plan_toy(m, 4, BS_SCOPE_MODEL, BS_PREFILL);
   c.model.layers = layers;
   c.work.kv_cache = kv;
-  bs_plan *p = make(&c);
+  bs_plan *p = plan_toy_make(&c);
   rank_walk w;
   walk_rank(p, 0, &w); /* also checks that every buffer is freed once */
   bs_plan_free(p);
@@ -734,7 +704,7 @@ static void test_kv_cache(void **st) {
   bs_config_default(&d);
   assert_int_equal(d.work.kv_cache, BS_KV_KEEP);
   for (int ph = BS_TRAIN; ph <= BS_DECODE; ph += BS_DECODE - BS_TRAIN) {
-    bs_config c = cfg_of(ph == BS_DECODE ? BS_TREE : BS_BURST, 4, BS_SCOPE_LAYER, (bs_phase)ph);
+    bs_config c = plan_toy(ph == BS_DECODE ? BS_TREE : BS_BURST, 4, BS_SCOPE_LAYER, (bs_phase)ph);
     c.work.kv_cache = BS_KV_DROP;
     bs_plan *q = NULL;
     char err[256] = "";
