@@ -17,10 +17,26 @@
  * layout (ring-flash-attention's zigzag and stripe rings); piece ui of its
  * group's shard is rank ui's sequence shard, and the all-to-all copies put the
  * pieces back in the shard's token order (token_order).
+ *
+ * KV-head replication (GQA with more ranks per group than KV heads, U = rep x kv_heads): the query
+ * heads of group rank ui, [ui hq, (ui + 1) hq), all read KV head ui / rep, so K and V are repeated
+ * rep times along the head axis before the sequence-to-head all-to-all (head h becomes heads
+ * h rep .. h rep + rep - 1) and rank ui receives its one KV head for the group's tokens: the
+ * all-to-all of K and of V carries U heads instead of kv_heads. That is verl's Ulysses
+ * (verl/models/transformers/monkey_patch.py, _ulysses_flash_attention_forward: repeat_kv by
+ * max(ulysses_sp_size // kv_heads, 1) before gather_seq_scatter_heads). Its backward is autograd's:
+ * the head-to-sequence all-to-all of dK, dV carries the U replicas back to the tokens' owner, which
+ * sums the rep replicas of each KV head (the gradient of the repeat): U fp32 adds of B x n x d
+ * elements on each of dK and dV (replicate, sum_replicas). usp's ring passes the one head between.
  */
 #include "plan_impl.h"
 
 static int deg(const bs_plan *p) { return p->cfg.par.method == BS_USP ? p->cfg.par.ulysses_degree : p->G; }
+
+/* Replicas of each of a tensor's Z heads in the all-to-all (U / Z when a group has more ranks than
+ * K,V heads, else 1), and the heads it then carries. Query-side tensors always have Z >= U. */
+static int64_t reps(const bs_plan *p, int64_t Z) { return Z < deg(p) ? deg(p) / Z : 1; }
+static int64_t sent_heads(const bs_plan *p, int64_t Z) { return Z * reps(p, Z); }
 
 static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
   const char *m = bs_method_name(p->cfg.par.method);
@@ -46,13 +62,20 @@ static int check_ulysses(const bs_plan *p, char *err, size_t errlen) {
   }
   const char *name = p->cfg.par.method == BS_USP ? "ulysses_degree" : "gpus";
   const char *key = p->cfg.par.method == BS_USP ? "parallel.ulysses_degree" : "parallel.gpus";
-  if (U > p->Zkv) {
-    snprintf(err, errlen, "%s: %s needs %s <= kv_heads: %d > %lld", key, m, name, U, (long long)p->Zkv);
+  if (U > p->Zq) { /* every rank of a group takes at least one query head */
+    snprintf(err, errlen, "%s: %s needs %s <= heads: %d > %lld", key, m, name, U, (long long)p->Zq);
     return -1;
   }
-  if (p->Zkv % U != 0 || p->Zq % U != 0) {
-    snprintf(err, errlen, "%s: %d does not divide heads %lld and kv_heads %lld", key, U, (long long)p->Zq,
-             (long long)p->Zkv);
+  if (p->Zq % U != 0) {
+    snprintf(err, errlen, "%s: %d does not divide heads %lld (%s scatters whole query heads)", key, U, (long long)p->Zq,
+             m);
+    return -1;
+  }
+  if (!plan_kv_split_ok(p->Zkv, U)) {
+    snprintf(err, errlen,
+             "%s: %d must divide kv_heads %lld, or be a multiple of it (then each KV head is replicated on %s / "
+             "kv_heads ranks)",
+             key, U, (long long)p->Zkv, name);
     return -1;
   }
   if (p->N % p->G != 0) {
@@ -141,11 +164,33 @@ static void regroup(bs_plan_iter *it, int32_t src, int32_t dst, int64_t bytes, i
   }
 }
 
-/* Sequence-sharded src [B][Z][n][w] -> head-sharded [B][Z/U][U*n][w]: post. */
+/*
+ * The all-to-all's send buffer [U][B][n][w] of a tensor with fewer heads Z than the U ranks: block
+ * ui is head ui / rep of src [B][Z][n][w] (repeat_kv, then the blocks of one head each). With more
+ * than one sequence the heads are first brought in front ([Z][B][n][w]), then copied whole.
+ */
+static int32_t replicate(bs_plan_iter *it, int32_t src, int64_t Z, int64_t w, int64_t eb) {
+  const bs_plan *p = it->p;
+  int U = deg(p);
+  int64_t n = p->N / p->G, X = p->B * n * w * eb, rep = reps(p, Z);
+  int32_t base = src, t = -1;
+  if (p->B > 1) {
+    t = plan_alloc(it, Z * X, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+    copy_op(it, src, t, Z * X, p->B, Z, n * w * eb);
+    base = t;
+  }
+  int32_t send = plan_alloc(it, U * X, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  for (int ui = 0; ui < U; ui++) copy_at(it, R(base, (ui / rep) * X), R(send, ui * X), X, 0, 0, 0);
+  if (t >= 0) plan_free(it, t);
+  return send;
+}
+
+/* Sequence-sharded src [B][Z][n][w] -> head-sharded [B][Z/U][U*n][w] (one replicated head when
+ * Z < U): post. */
 static void s2h_post(bs_plan_iter *it, a2a_xfer *x, int32_t src, int64_t Z, int64_t w, int64_t eb) {
   const bs_plan *p = it->p;
   int U = deg(p);
-  int64_t n = p->N / p->G, h = Z / U, bytes = p->B * Z * n * w * eb;
+  int64_t Zs = sent_heads(p, Z), n = p->N / p->G, h = Zs / U, bytes = p->B * Zs * n * w * eb;
   memset(x, 0, sizeof *x);
   x->src = src;
   x->Z = Z;
@@ -157,7 +202,9 @@ static void s2h_post(bs_plan_iter *it, a2a_xfer *x, int32_t src, int64_t Z, int6
   x->dst = src;
   if (U == 1) return;
   int32_t send = src;
-  if (p->B > 1) {
+  if (Zs > Z) {
+    x->pk = send = replicate(it, src, Z, w, eb);
+  } else if (p->B > 1) {
     x->pk = plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
     copy_op(it, src, x->pk, bytes, p->B, U, h * n * w * eb);
     send = x->pk;
@@ -171,18 +218,19 @@ static void s2h_finish(bs_plan_iter *it, a2a_xfer *x, bs_mem_class cls) {
   const bs_plan *p = it->p;
   int U = deg(p);
   if (U == 1) return;
-  int64_t n = p->N / p->G, h = x->Z / U, bytes = p->B * x->Z * n * x->w * x->eb;
+  int64_t Zs = sent_heads(p, x->Z), n = p->N / p->G, h = Zs / U, bytes = p->B * Zs * n * x->w * x->eb;
   plan_free(it, x->pk);
   x->dst = plan_alloc(it, bytes, cls, BS_ROLE_TMP, NULL, BS_ELEM_F32);
   regroup(it, x->rv, x->dst, bytes, p->B * h, n, x->w * x->eb, 1);
   plan_free(it, x->rv);
 }
 
-/* Head-sharded src -> sequence-sharded role buffer dst (U > 1 only): post. */
+/* Head-sharded src -> sequence-sharded role buffer dst (U > 1 only; the replicas of a KV head, when
+ * Z < U, come back to be summed in h2s_finish): post. */
 static void h2s_post(bs_plan_iter *it, a2a_xfer *x, int32_t src, int32_t dst, int64_t Z, int64_t w, int64_t eb) {
   const bs_plan *p = it->p;
   int U = deg(p);
-  int64_t n = p->N / p->G, h = Z / U, bytes = p->B * Z * n * w * eb;
+  int64_t Zs = sent_heads(p, Z), n = p->N / p->G, h = Zs / U, bytes = p->B * Zs * n * w * eb;
   memset(x, 0, sizeof *x);
   x->src = src;
   x->dst = dst;
@@ -191,9 +239,32 @@ static void h2s_post(bs_plan_iter *it, a2a_xfer *x, int32_t src, int32_t dst, in
   x->eb = eb;
   x->pk = plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
   regroup(it, src, x->pk, bytes, p->B * h, n, w * eb, 0);
-  x->rv = p->B > 1 ? plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32) : dst;
+  x->rv = p->B > 1 || Zs > Z ? plan_alloc(it, bytes, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32) : dst;
   x->h = plan_coll(it, BS_COLL_ALLTOALL, BS_RED_SUM, eb == 4 ? BS_ELEM_F32 : p->elem, ugroup(it), R(x->pk, 0),
                    R(x->rv, 0), bytes);
+}
+
+/*
+ * The received replicas rv [U][B][n][w] (block ui: the gradient of replica ui % rep of head ui / rep)
+ * summed into dst [B][Z][n][w]: rep fp32 adds per head into [Z][B][n][w], which is dst itself for
+ * one sequence (a role buffer, zero-filled) and otherwise a buffer brought back to [B][Z] order.
+ */
+static void sum_replicas(bs_plan_iter *it, const a2a_xfer *x) {
+  const bs_plan *p = it->p;
+  int U = deg(p);
+  int64_t n = p->N / p->G, X = p->B * n * x->w * x->eb, rep = reps(p, x->Z);
+  int32_t acc = p->B > 1 ? plan_alloc(it, x->Z * X, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32) : x->dst;
+  for (int ui = 0; ui < U; ui++) {
+    bs_compute *c = plan_compute(it, BS_K_ELEMWISE);
+    c->ew = BS_EW_ADD;
+    c->elems = X / 4;
+    c->in[0] = R(x->rv, ui * X);
+    c->out[0] = R(acc, (ui / rep) * X);
+  }
+  if (p->B > 1) {
+    copy_op(it, acc, x->dst, x->Z * X, x->Z, p->B, n * x->w * x->eb);
+    plan_free(it, acc);
+  }
 }
 
 static void h2s_finish(bs_plan_iter *it, a2a_xfer *x) {
@@ -201,7 +272,10 @@ static void h2s_finish(bs_plan_iter *it, a2a_xfer *x) {
   int U = deg(p);
   int64_t n = p->N / p->G, h = x->Z / U, bytes = p->B * x->Z * n * x->w * x->eb;
   plan_free(it, x->pk);
-  if (p->B > 1) {
+  if (reps(p, x->Z) > 1) {
+    sum_replicas(it, x);
+    plan_free(it, x->rv);
+  } else if (p->B > 1) {
     copy_op(it, x->rv, x->dst, bytes, U, p->B, h * n * x->w * x->eb);
     plan_free(it, x->rv);
   }
@@ -233,6 +307,7 @@ typedef struct {
   int U, R_, gi, ui, ring;         /* ring: usp with more than one group */
   int32_t ring_first, ring_stride; /* usp: the rank of ring position x is ring_first + ring_stride * x */
   int64_t n, hq, hkv, Ng;          /* tokens per rank, heads per rank after the all-to-all, tokens of a group */
+  int32_t kv0;                     /* the first K,V head of a rank after the all-to-all (replicated: ui / rep) */
   bs_shard qseq, kseq;             /* sequence-sharded role shards */
   bs_shard qh, kh;                 /* head-sharded shards */
 } uly_geo;
@@ -249,7 +324,8 @@ static uly_geo geometry(const bs_plan_iter *it) {
   g.ring_stride = ring_first(p) ? 1 : g.U;
   g.n = p->N / p->G;
   g.hq = p->Zq / g.U;
-  g.hkv = p->Zkv / g.U;
+  g.hkv = plan_kv_heads_per_rank(p->Zkv, g.U);
+  g.kv0 = (int32_t)(g.ui * g.hkv / reps(p, p->Zkv));
   g.Ng = g.n * g.U;
   bs_layout l = ring_layout(p);
   bs_layout seq_l = l;
@@ -264,7 +340,7 @@ static uly_geo geometry(const bs_plan_iter *it) {
   g.qseq = plan_shard(seq_l, part, p->G, p->N, 0, (int32_t)p->Zq);
   g.kseq = plan_shard(seq_l, part, p->G, p->N, 0, (int32_t)p->Zkv);
   g.qh = plan_shard(l, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hq), (int32_t)g.hq);
-  g.kh = plan_shard(l, g.gi, g.R_, p->N, (int32_t)(g.ui * g.hkv), (int32_t)g.hkv);
+  g.kh = plan_shard(l, g.gi, g.R_, p->N, g.kv0, (int32_t)g.hkv);
   return g;
 }
 
@@ -282,7 +358,7 @@ static void fwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   rf->hkv = g->hkv;
   rf->qs = g->qh;
   rf->qpos_off = 0;
-  rf->ks = plan_shard(ring_layout(p), 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
+  rf->ks = plan_shard(ring_layout(p), 0, g->R_, p->N, g->kv0, (int32_t)g->hkv);
   rf->q = s->qkvh[0];
   rf->o = s->oh;
   rf->lse = s->lse;
@@ -376,7 +452,7 @@ static void bwd_ring_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   rb->hkv = g->hkv;
   rb->kind = 1;
   rb->my = g->qh;
-  rb->tmpl = plan_shard(ring_layout(p), 0, g->R_, p->N, (int32_t)(g->ui * g->hkv), (int32_t)g->hkv);
+  rb->tmpl = plan_shard(ring_layout(p), 0, g->R_, p->N, g->kv0, (int32_t)g->hkv);
   rb->q = s->qkvh[0];
   rb->dout = s->doh;
   rb->lse = s->lse;

@@ -64,7 +64,7 @@ END {
   print "model: 51 GB of weights a GPU at TP 8, where bf16 would need 101 GB."
   print ""
   table("usp", "LLaMA-3-8B, 128K tokens, 16 GPUs: tensor parallel x Ulysses x ring (usp)")
-  printf "The fastest that fits is %s at %s; %d combinations pass the 80 GB and %d are refused (tp x ulysses must not exceed the 8 KV heads).\n", UBG, tm(UB), UOOM, REFUSED
+  printf "The fastest that fits is %s at %s; %d combinations pass the 80 GB and %d are refused (each row says why); above the 8 KV heads (tp x ulysses 16) each KV head is repeated on 2 ranks.\n", UBG, tm(UB), UOOM, REFUSED
   print ""
   print "![Llama 3.1 405B prefill](prefill.png)"
 }

@@ -27,7 +27,7 @@ done
 [ "$(wc -l <"$work/table")" -eq 5 ] || fail "the table has not a header and 4 rows"
 sed -n 2p "$work/table" | grep -q "^burst .* ms .*%$" || fail "point 1 shows no figures: $(sed -n 2p "$work/table")"
 sed -n 3p "$work/table" | grep -q "  failed: the simulation process died of signal" || fail "point 2 is not failed"
-sed -n 4p "$work/table" | grep -q "  refused: parallel.gpus: ulysses needs gpus <= kv_heads: 16 > 8" ||
+sed -n 4p "$work/table" | grep -q "  refused: parallel.gpus: ulysses needs gpus <= heads: 16 > 8" ||
   fail "point 3 is not refused with its reason"
 sed -n 5p "$work/table" | grep -q "  refused: parallel.layout: " || fail "point 4 is not refused with its reason"
 for n in 3 4 5; do
@@ -61,5 +61,5 @@ sweep --quiet >"$work/table" 2>"$work/err"
 rc=$?
 [ "$rc" -eq 0 ] || { cat "$work/err"; fail "exit code $rc with refused points only, expected 0"; }
 grep -q "point [0-9]*/4 " "$work/err" && { cat "$work/err"; fail "--quiet printed progress lines"; }
-grep -q "ulysses needs gpus <= kv_heads" "$work/err" || fail "--quiet silenced the reason of a refusal"
+grep -q "ulysses needs gpus <= heads" "$work/err" || fail "--quiet silenced the reason of a refusal"
 echo "results_contract: exit codes, table columns, statuses, null figures, progress lines as documented"

@@ -384,8 +384,8 @@ static void test_bad_input(void **state) {
   expect_error(c, "parallel.method:");
   c = small_cfg(BS_BURST, 2, 64, 0, (bs_layout)9, BS_TRAIN);
   expect_error(c, "parallel.layout:");
-  c = small_cfg(BS_ULYSSES, 4, 64, 0, BS_CONTIGUOUS, BS_TRAIN); /* 4 ranks > 2 kv heads */
-  expect_error(c, "parallel.gpus:");
+  c = small_cfg(BS_ULYSSES, 8, 64, 0, BS_CONTIGUOUS, BS_TRAIN); /* 8 ranks > 4 query heads */
+  expect_error(c, "parallel.gpus: ulysses needs gpus <= heads: 8 > 4");
   c = small_cfg(BS_USP, 4, 64, 0, BS_CONTIGUOUS, BS_TRAIN);
   c.par.ulysses_degree = 3;
   expect_error(c, "parallel.ulysses_degree:");

@@ -161,12 +161,14 @@ static int64_t anchors_bytes(const point *p) {
   if (!strcmp(p->method, "ulysses") || !strcmp(p->method, "usp")) {
     /* DeepSpeed-Ulysses: "all-to-all Q,K,V (scatter heads, gather sequence), local attention, all-to-all O",
      * backward its mirror (dO in; dQ, dK, dV out); an all-to-all of U ranks keeps 1/U of its buffer.
-     * O and the gradients travel in fp32. USP: the same within groups of U, a K,V ring across G/U. */
-    int64_t U = !strcmp(p->method, "usp") ? p->U : G;
-    int64_t fwd = B * Z * n * d * es + 2 * B * Zk * n * d * es + B * Z * n * d * 4;
-    int64_t bwd = B * Z * n * d * es + B * Z * n * d * 4 + 2 * B * Zk * n * d * 4;
+     * O and the gradients travel in fp32. USP: the same within groups of U, a K,V ring across G/U.
+     * Fewer KV heads than U: each is repeated U/Zk times before the all-to-all (verl's Ulysses, repeat_kv by
+     * sp_size // kv_heads), so K, V, dK, dV move as U heads, and the ring passes one head. */
+    int64_t U = !strcmp(p->method, "usp") ? p->U : G, Zs = Zk < U ? U : Zk;
+    int64_t fwd = B * Z * n * d * es + 2 * B * Zs * n * d * es + B * Z * n * d * 4;
+    int64_t bwd = B * Z * n * d * es + B * Z * n * d * 4 + 2 * B * Zs * n * d * 4;
     int64_t a2a = (U - 1) * ((fwd + (train ? bwd : 0)) / U);
-    int64_t R = G / U, kv = B * Zk * n * d; /* one ring block: Zk/U heads of U·n tokens */
+    int64_t R = G / U, kv = B * Zs * n * d; /* one ring block: Zs/U heads of U·n tokens */
     int64_t ring = R > 1 ? (R - 1) * 2 * kv * es + (train ? (R - 1) * 2 * kv * es + R * 2 * kv * 4 : 0) : 0;
     return a2a + ring;
   }

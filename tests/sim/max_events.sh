@@ -31,15 +31,15 @@ for m in ring ulysses; do
   # shellcheck disable=SC2086
   timeout 120 "$bs" sim "$ini" $pt --max-events 0 >/dev/null 2>"$work/err" || { cat "$work/err"; fail "$m: --max-events 0 refused"; }
 done
-# 6 points refused for one reason (ulysses beyond the KV heads), 1 for another: 2 reason lines and one
+# 6 points refused for one reason (ulysses beyond its query heads), 1 for another: 2 reason lines and one
 # count, 2 progress lines (the first of each reason), 7 rows
 timeout 120 "$bs" sim "$ini" --set parallel.method=ulysses --set model.heads=8 --set model.kv_heads=8 \
   --set parallel.gpus=16,32,64,128,256,512,3 --set workload.seq_len=1000 >"$work/table" 2>"$work/err"
 rc=$?
 [ "$rc" -eq 2 ] || { cat "$work/table" "$work/err"; fail "a sweep refused whole: exit $rc, expected 2"; }
-[ "$(grep -c "^burstsim sim: point .*ulysses needs gpus <= kv_heads" "$work/err")" -eq 1 ] ||
+[ "$(grep -c "^burstsim sim: point .*ulysses needs gpus <= heads" "$work/err")" -eq 1 ] ||
   { cat "$work/err"; fail "the repeated reason is said more than once"; }
-grep -q "^burstsim sim: 5 more point(s) refused as point 1 was (parallel.gpus: ulysses needs gpus <= kv_heads: N > N)$" \
+grep -q "^burstsim sim: 5 more point(s) refused as point 1 was (parallel.gpus: ulysses needs gpus <= heads: N > N)$" \
   "$work/err" || { cat "$work/err"; fail "no count line for the repeated reason"; }
 [ "$(grep -c "^burstsim sim: point [0-9]*/7 refused" "$work/err")" -eq 2 ] ||
   { cat "$work/err"; fail "not one progress line per reason"; }
