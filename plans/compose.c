@@ -24,7 +24,8 @@ void plan_map_of(const bs_plan *p, int rank, plan_rank_map *m) {
   if (a == BS_DIM_CP) { /* method tp splits the heads itself */
     int tp = g->size[BS_DIM_TP], t = bs_mesh_coord(g, rank, BS_DIM_TP);
     m->head_q0 = (int32_t)(t * (p->Zq / tp));
-    m->head_kv0 = (int32_t)(t * (p->Zkv / tp));
+    /* more tp ranks than KV heads: rank t holds the one its query heads share, replicated */
+    m->head_kv0 = (int32_t)(p->Zkv >= tp ? t * (p->Zkv / tp) : t / (tp / p->Zkv));
   }
   m->b0 = bs_mesh_coord(g, rank, BS_DIM_DP) * (p->B / g->size[BS_DIM_DP]);
 }

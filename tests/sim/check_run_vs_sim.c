@@ -112,9 +112,9 @@ static int read_point(cJSON *r, point *p) {
   if (tp < 1 || cp < 1 || dp < 1 || p->B % dp) return -1;
   p->B /= dp; /* the replica's sequences */
   if (strcmp(p->method, "tp")) {
-    if (p->Z % tp || p->Zk % tp) return -1;
-    p->Z /= tp; /* the rank's heads */
-    p->Zk /= tp;
+    if (p->Z % tp || (p->Zk >= tp ? p->Zk % tp : tp % p->Zk)) return -1;
+    p->Z /= tp;                           /* the rank's heads */
+    p->Zk = p->Zk >= tp ? p->Zk / tp : 1; /* more tp ranks than KV heads: one, replicated */
     p->G = cp;
   } else {
     p->G = tp;
