@@ -157,8 +157,9 @@ static void test_refused(void **st) {
   c.model.kv_heads = 4;
   c.work.seq_len = 48;
   assert_int_equal(bs_plan_create(&c, 6, &p, err, sizeof err), -1);
-  assert_string_equal(err, "parallel.gpus: 6 must divide kv_heads 4, or be a multiple of it (then each KV head is "
-                           "replicated on gpus / kv_heads ranks)");
+  assert_string_equal(err,
+                      "parallel.gpus: 6 must divide kv_heads 4, or be a multiple of it (then each KV head is "
+                      "replicated on gpus / kv_heads ranks)");
   c = toy(BS_USP, 12, 3, BS_TRAIN);
   c.model.heads = 12;
   c.work.seq_len = 48;
