@@ -14,6 +14,9 @@
  * A rank's head-sharded K is one head of 16 tokens: 16 x 4 x 2 B = 128 B (its dK 256 B fp32); the
  * replicas are made by 4 copies of one head's 4 tokens (32 B) each for K and V, and summed in the
  * backward by 4 fp32 adds of 4 x 4 = 16 elements each for dK and dV.
+ * Prefill's peak is the O all-to-all: inputs q 256 + k 64 + v 64 = 384 B; head-sharded q 256, k and
+ * v 128 each (the repeated head), o 2 heads x 16 x 4 x 4 B = 512: 1024 B of activations; lse 128 and
+ * the sequence-sharded o 512: 640 B of outputs; o's packed send 512 B: 2560 B.
  *
  * usp on G = 8 ranks, ulysses_degree 4 (two groups, rep 2), n = 2 tokens a rank. All-to-all, forward:
  * Q 128 B -> 96, K and V 4 x 2 x 4 x 2 B = 64 B -> 48 each, O 256 B -> 192: 384; backward dO 96,
@@ -76,6 +79,11 @@ static void test_ulysses_bytes(void **st) {
     assert_int_equal(w.coll_sent[r], 768);
     assert_int_equal(w.coll_bytes[r][BS_COLL_ALLTOALL], 256 + 128 + 128 + 512);
     assert_int_equal(w.sent[r], 0);
+    assert_int_equal(w.peak[r], 2560);
+    assert_int_equal(w.peak_cls[r][BS_MEM_INPUT], 384);
+    assert_int_equal(w.peak_cls[r][BS_MEM_ACTIVATIONS], 1024);
+    assert_int_equal(w.peak_cls[r][BS_MEM_OUTPUT], 640);
+    assert_int_equal(w.peak_cls[r][BS_MEM_COMM], 512);
   }
   c.work.phase = BS_TRAIN;
   walk(&c, &w);
