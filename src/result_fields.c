@@ -526,6 +526,7 @@ static const bs_field result_rows[] = {
   {.figure = 1, AT("memory.breakdown.optimizer", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OPTIMIZER])},
   {.figure = 1, AT("memory.breakdown.activations", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_ACTIVATIONS])},
   {.figure = 1, AT("memory.breakdown.logits", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_LOGITS])},
+  {.figure = 1, AT("memory.breakdown.kv_cache", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_KV_CACHE])},
   /* sim: beyond the classes, what the caching allocator reserves on top of the peak */
   {.figure = 1, CALC("memory.breakdown.reserve", "B", reserve_bytes), .present = is_sim, .digits = 17},
   {.figure = 1, CALC("memory.reserved_bytes", "B", reserved_bytes), .present = is_sim, .digits = 17},
@@ -575,7 +576,7 @@ static const bs_field result_rows[] = {
   /* every rank's figures */
   {.path = "ranks", .unit = "", .kind = BS_FIELD_RANKS, .present = has_ranks},
 };
-_Static_assert(BS_MEM_CLASS_COUNT == 10, "memory.breakdown has one row per memory class");
+_Static_assert(BS_MEM_CLASS_COUNT == 11, "memory.breakdown has one row per memory class");
 _Static_assert(BS_XK_COUNT == 6 && BS_XL_COUNT == 5, "explain has one row per kernel kind and link class");
 
 #define RANK(p, u, k, member) .path = p, .unit = u, .kind = k, .off = offsetof(bs_rank_result, member)
