@@ -456,8 +456,8 @@ void bs_output_memory_table(FILE *f, const bs_result *r, int n) {
     if (rows[k].head && !rows[k].figure && (!rows[k].vary || varies(&rows[k], r, n)) &&
         (!rows[k].shown || rows[k].shown(r, n)))
       col[ncol++] = -1 - k;
-  for (int p = 0; p < MPARTS; p++) { /* a term no point holds is left out; the totals always shown */
-    int some = p > BS_MEM_CLASS_COUNT;
+  for (int p = 0; p < MPARTS; p++) { /* a class no point holds is left out; the reserve and the totals always shown */
+    int some = p >= BS_MEM_CLASS_COUNT;
     for (int i = 0; i < n && !some; i++) some = bs_result_has_figures(&r[i]) && mpart(&r[i], p) != 0;
     if (some) col[ncol++] = p;
   }

@@ -345,6 +345,9 @@ static const bs_field result_rows[] = {
   {NAMED("cp_pass", cp_pass), CSV(71, "cp_pass"), VARY("cp_pass", cell_text)},
   {AT("cached_tokens", "tokens", BS_FIELD_I64, cfg.work.cached_tokens), CSV(72, "cached_tokens"),
    VARY("cached", cell_int)},
+  /* the KV cache's allocation: paged blocks, or a contiguous reservation (0: the tokens held) */
+  {AT("kv_block", "tokens", BS_FIELD_I64, cfg.work.kv_block), VARY("kv_block", cell_int)},
+  {AT("max_seq_len", "tokens", BS_FIELD_I64, cfg.work.max_seq_len), VARY("max_seq_len", cell_int)},
   /* padding to a multiple of the ranks' split (plans/pad.c): the table's column when a point pads */
   {CALC("padded_tokens", "tokens", padded_tokens), CSV(96, "padded_tokens"), .digits = 17, TABLE("pad", 6, cell_pad),
    .shown = some_pad},
