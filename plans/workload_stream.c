@@ -233,7 +233,7 @@ void wl_stream_drop_kv(bs_wl *w) {
  * What the KV cache's allocator holds beyond a kept K or V buffer's tokens (workload.kv_block,
  * workload.max_seq_len; Kwon et al., SOSP 2023, arXiv 2309.06180). Paged (vLLM): every sequence
  * holds ceil(n / block) blocks of `block` tokens, filled left to right, so the waste is its last
- * block's unused slots, under one block per sequence (the paper's section 4.3). Contiguous with a
+ * block's unused slots, under one block per sequence (the paper's section 4). Contiguous with a
  * maximum length (FasterTransformer, Orca: section 3.1; Fig. 2 measures 20.4 to 38.2 % of such a
  * cache holding tokens): every sequence reserves max_seq_len tokens, this rank its share of them
  * (its n of the n_total tokens times max_seq_len / n_total, rounded up). The buffer's bytes per
