@@ -89,8 +89,8 @@ int bs_mem_over(const bs_config *c, int64_t peak, int64_t capacity) {
 }
 
 const char *bs_mem_class_name(bs_mem_class c) {
-  static const char *n[] = {"input",   "output", "comm",      "scores",      "workspace",
-                            "weights", "grads",  "optimizer", "activations", "logits"};
+  static const char *n[] = {"input", "output",    "comm",        "scores", "workspace", "weights",
+                            "grads", "optimizer", "activations", "logits", "kv_cache"};
   return (c >= 0 && c < BS_MEM_CLASS_COUNT) ? n[c] : "?";
 }
 

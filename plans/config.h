@@ -127,6 +127,11 @@ typedef struct {
   int64_t cached_tokens;          /* prefill: tokens of seq_len already in the KV cache (0 = none) */
   bs_cross_entropy cross_entropy; /* model scope, training: Megatron's loss: unfused (fp32 logits) or fused */
   double fragmentation;           /* layer and model scope: the allocator's share reserved unallocated (< 0: auto) */
+  /* The KV cache's allocation (layer and model scope, prefill and decode): kv_block > 0 pages it in
+   * blocks of kv_block tokens per sequence (vLLM's PagedAttention); 0 allocates it contiguously,
+   * max_seq_len tokens per sequence when max_seq_len > 0 (the reservation of the systems before
+   * vLLM), else exactly the tokens it holds. */
+  int64_t kv_block, max_seq_len;
   /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
    * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a
    * document (the per-document mask of kernels/mask.h). 0: one document, no document mask.

@@ -289,8 +289,22 @@ static int check_composed(const bs_config *c, const bs_mesh *m, char *err, size_
   return bs_moe_check(c, m, err, errlen);
 }
 
+/* workload.kv_block and workload.max_seq_len (before any padding: the user's sequence). */
+static int check_kv_alloc(const bs_workload *w, char *err, size_t errlen) {
+  char m[256];
+  if (w->kv_block < 0) return fail(err, errlen, "workload.kv_block: must not be negative");
+  int64_t held = w->seq_len + (w->phase == BS_DECODE ? w->decode_tokens : 0);
+  if (w->max_seq_len > 0 && w->max_seq_len < held) {
+    snprintf(m, sizeof m, "workload.max_seq_len: %lld is below the %lld tokens a sequence holds (seq_len%s)",
+             (long long)w->max_seq_len, (long long)held, w->phase == BS_DECODE ? " + decode_tokens" : "");
+    return fail(err, errlen, m);
+  }
+  return 0;
+}
+
 int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char *err, size_t errlen) {
   *out = NULL;
+  if (check_kv_alloc(&cfg->work, err, errlen)) return -1;
   int64_t pad = bs_seq_pad(cfg);
   if (pad > 0 && cfg->work.seq_len <= INT64_MAX - pad) { /* the plan of the padded sequence (pad.c) */
     bs_config padded = *cfg;

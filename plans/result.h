@@ -21,7 +21,8 @@ typedef enum {
   BS_MEM_GRADS,
   BS_MEM_OPTIMIZER,
   BS_MEM_ACTIVATIONS,
-  BS_MEM_LOGITS, /* model scope: the LM head's logits and the cross-entropy's copies (workload.cross_entropy) */
+  BS_MEM_LOGITS,   /* model scope: the LM head's logits and the cross-entropy's copies (workload.cross_entropy) */
+  BS_MEM_KV_CACHE, /* layer and model scope, inference: the kept K, V and what the allocator reserves beside them */
   BS_MEM_CLASS_COUNT
 } bs_mem_class;
 

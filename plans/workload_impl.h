@@ -113,6 +113,7 @@ void w_sync_coll(bs_wl *w, bs_coll_kind kind, bs_group g, int64_t bytes);
 void wl_tp_reduce(bs_wl *w);
 int32_t wl_tp_gather(bs_wl *w);
 int64_t wl_saved_bytes(const bs_wl *w);
+int64_t wl_gemm_in_bytes(const bs_wl *w, int fp8);
 void wl_layer_pre(bs_wl *w);
 void wl_layer_qkv(bs_wl *w);
 void wl_layer_post(bs_wl *w);

@@ -132,13 +132,28 @@ int32_t wl_tp_gather(bs_wl *w) {
   return b;
 }
 
+/* Bytes per element of a GEMM's input kept for its backward. Transformer Engine's FP8 modules keep
+ * the FP8 cast of the input (1 byte: the transpose the weight-gradient GEMM reads, or the cast itself
+ * under sequence parallelism, gathered again), not the 16-bit tensor: _Linear.forward saves
+ * inputmat_t or inputmat after fp8_cast_transpose_fused, and `save_original_input` (default False)
+ * "always saves the original input tensor rather than the cast tensor" when set
+ * (github.com/NVIDIA/TransformerEngine, transformer_engine/pytorch/module/linear.py; LayerNormLinear
+ * and LayerNormMLP keep their norm output and the activation's output as the FP8 casts their GEMMs
+ * read, and the first MLP GEMM's output, which the activation's backward reads, in 16 bits). */
+int64_t wl_gemm_in_bytes(const bs_wl *w, int fp8) { return fp8 ? 1 : w->es; }
+
 /* Bytes of one layer's non-attention activations kept for the backward. */
 int64_t wl_saved_bytes(const bs_wl *w) {
   int64_t Tg = w->v3 ? w->Tn : w->T; /* v3 keeps the sharded norm outputs and gathers again */
-  /* layer input, norm1 output, residual after attention, norm2 output, gate and up, SwiGLU output
-   * (MoE: the block's own, workload_moe.c) */
-  int64_t mlp = w->moe ? wl_moe_saved_bytes(w) : w->T * 3 * (w->F / w->g) * w->es;
-  return (2 * w->Tn * w->H + 2 * Tg * w->H) * w->es + mlp + (w->mla ? wl_mla_saved_bytes(w) : 0);
+  int64_t eq = wl_gemm_in_bytes(w, wl_fp8_proj(w)), em = wl_gemm_in_bytes(w, wl_fp8_mlp(w));
+  int64_t e2 = w->moe ? w->es : em; /* MoE: norm2's output feeds the 16-bit router; the experts keep their FP8 input */
+  /* layer input and residual after attention (the norms' inputs), norm1 output (the QKV GEMM's
+   * input), norm2 output (gate and up's), gate and up (SwiGLU's input), SwiGLU output (down's) (MoE:
+   * the block's own, workload_moe.c); FP8 attention projections: the output projection's FP8 copy
+   * of the attention output O, beside the 16-bit O the attention keeps for its own backward */
+  int64_t mlp = w->moe ? wl_moe_saved_bytes(w) : w->T * (w->F / w->g) * (2 * w->es + em);
+  int64_t o8 = wl_fp8_proj(w) ? w->T * (w->pc.o / w->H) : 0;
+  return 2 * w->Tn * w->H * w->es + Tg * w->H * (eq + e2) + mlp + o8 + (w->mla ? wl_mla_saved_bytes(w) : 0);
 }
 
 /* Forward of the layer up to attention: norm, (gather), QKV projection comes at the hook. */

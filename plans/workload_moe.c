@@ -151,11 +151,13 @@ static int64_t all_local_rows(const bs_wl *w) {
 }
 
 /* Bytes of the MoE block's activations kept for the backward: the router's probabilities, the
- * experts' inputs, gate and up and SwiGLU outputs, and the shared experts' as a dense MLP's. */
+ * experts' inputs, gate and up and SwiGLU outputs, and the shared experts' as a dense MLP's (model.fp8:
+ * the GEMM inputs as their FP8 casts, wl_gemm_in_bytes). */
 int64_t wl_moe_saved_bytes(const bs_wl *w) {
   const bs_model *m = &w->p->cfg.model;
-  int64_t fe = m->moe_ffn / w->g, fs = m->shared_experts * m->moe_ffn / w->g;
-  return (w->Tn * m->experts + all_local_rows(w) * (w->H + 3 * fe) + w->T * 3 * fs) * w->es;
+  int64_t fe = m->moe_ffn / w->g, fs = m->shared_experts * m->moe_ffn / w->g, em = wl_gemm_in_bytes(w, wl_fp8_mlp(w));
+  return w->Tn * m->experts * w->es + all_local_rows(w) * (w->H * em + fe * (2 * w->es + em)) +
+         w->T * fs * (2 * w->es + em);
 }
 
 static int64_t dispatch_bytes(const bs_wl *w) { return bs_moe_dispatch_rows(&w->p->cfg, w->Tn) * w->H * w->es; }

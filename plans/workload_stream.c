@@ -17,11 +17,11 @@
 
 /* ---------- the attention stream ---------- */
 
-static bs_mem_class layer_class(const bs_op *a) {
+static bs_mem_class layer_class(const bs_wl *w, const bs_op *a) {
   switch (a->u.alloc.role) {
-  case BS_ROLE_Q:
   case BS_ROLE_K:
-  case BS_ROLE_V:
+  case BS_ROLE_V: return w->train || w->drop_kv ? BS_MEM_ACTIVATIONS : BS_MEM_KV_CACHE; /* inference keeps them */
+  case BS_ROLE_Q:
   case BS_ROLE_O:
   case BS_ROLE_LSE: return BS_MEM_ACTIVATIONS;
   case BS_ROLE_DOUT:
@@ -105,7 +105,7 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
   switch (src->kind) {
   case BS_OP_ALLOC:
     o->u.alloc.buf = buf;
-    o->u.alloc.cls = layer_class(src);
+    o->u.alloc.cls = layer_class(w, src);
     break;
   case BS_OP_FREE: o->u.free.buf = buf; break;
   case BS_OP_COMPUTE:
@@ -229,15 +229,38 @@ void wl_stream_drop_kv(bs_wl *w) {
   }
 }
 
-/* Frees every inner buffer still live (the role buffers at the end). */
+/*
+ * What the KV cache's allocator holds beyond a kept K or V buffer's tokens (workload.kv_block,
+ * workload.max_seq_len; Kwon et al., SOSP 2023, arXiv 2309.06180). Paged (vLLM): every sequence
+ * holds ceil(n / block) blocks of `block` tokens, filled left to right, so the waste is its last
+ * block's unused slots, under one block per sequence (the paper's section 4). Contiguous with a
+ * maximum length (FasterTransformer, Orca: section 3.1; Fig. 2 measures 20.4 to 38.2 % of such a
+ * cache holding tokens): every sequence reserves max_seq_len tokens, this rank its share of them
+ * (its n of the n_total tokens times max_seq_len / n_total, rounded up). The buffer's bytes per
+ * token cover its batch of sequences, each holding the same n tokens.
+ */
+static int64_t kv_slack(const bs_wl *w, const bs_op *a) {
+  const bs_workload *wk = &w->p->cfg.work;
+  int64_t n = bs_shard_tokens(&a->u.alloc.shard), total = a->u.alloc.shard.n_total, held;
+  if (n <= 0 || total <= 0 || a->u.alloc.bytes % n != 0) return 0;
+  if (wk->kv_block > 0) held = (n + wk->kv_block - 1) / wk->kv_block * wk->kv_block;
+  else if (wk->max_seq_len > total) held = (int64_t)(((__int128)wk->max_seq_len * n + total - 1) / total);
+  else return 0;
+  return (held - n) * (a->u.alloc.bytes / n);
+}
+
+/* Frees every inner buffer still live (the role buffers at the end); keep_kv: K and V stay as the
+ * layer's KV cache, with what its allocator holds beyond their tokens (kv_slack) in act[layer]. */
 void wl_stream_free_all(bs_wl *w, int keep_kv) {
   attn_stream *s = &w->as;
   int n = 0;
+  int64_t slack = 0;
   for (int b = 0; b < BS_PLAN_MAX_BUFS; b++) {
     if (s->bmap[b] < 0) continue;
     int r = (int)s->aop[b].u.alloc.role;
     if (keep_kv && (r == BS_ROLE_K || r == BS_ROLE_V) && n < SAVE_MAX) {
       w->saved[slot_layer(w) * SAVE_MAX + n++] = s->bmap[b]; /* the KV cache stays */
+      slack += kv_slack(w, &s->aop[b]);
       continue;
     }
     int32_t id = s->bmap[b];
@@ -245,4 +268,5 @@ void wl_stream_free_all(bs_wl *w, int keep_kv) {
     s->bmap[b] = -1;
   }
   if (keep_kv) w->nsaved[slot_layer(w)] = n;
+  if (slack > 0) w->act[slot_layer(w)] = w_alloc(w, slack, BS_MEM_KV_CACHE);
 }

@@ -47,6 +47,8 @@ static const field fields[] = {
   F("workload.recompute", work.recompute, K_INT),
   F("workload.cached_tokens", work.cached_tokens, K_I64),
   F("workload.kv_cache", work.kv_cache, K_INT),
+  F("workload.kv_block", work.kv_block, K_I64),
+  F("workload.max_seq_len", work.max_seq_len, K_I64),
   F("workload.seed", seed, K_U64),
   F("parallel.method", par.method, K_INT),
   F("parallel.gpus", par.gpus, K_INT),

@@ -43,6 +43,7 @@ typedef struct {
   double timeout;     /* under mpirun: 0 = no bound on other ranks' points, 120 s on start-up and gather */
   int quiet;          /* no progress lines on stderr */
   int explain;        /* a second table: where each point's step goes */
+  int memory;         /* a table of each point's memory at the peak, term by term */
   int engine;         /* 0 auto, 1 simgrid, 2 direct */
   double max_events;  /* --max-events: a point's events bound (0: none; -1: not given, the default) */
 } bs_sim_args;

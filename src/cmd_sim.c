@@ -32,7 +32,7 @@ static void sim_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim sim SCENARIO.ini [--set section.key=value]... [--profile P.json]\n"
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
-          "                    [--layers auto|off] [--explain] [--quiet]\n"
+          "                    [--layers auto|off] [--explain] [--memory] [--quiet]\n"
           "                    [--coll auto|steps|flow|analytic] [--nodes-per-leaf N] [--oversub X]\n"
           "                    [--engine auto|simgrid|direct] [--max-events N]\n"
           "\n"
@@ -70,6 +70,10 @@ static void sim_usage(FILE *f) {
           "                     kernel kind, kernel launches, exposed communication by link class\n"
           "                     and waiting for slower peers, in ms and %% of the step (the JSON's\n"
           "                     explain object has them always, with the mean over ranks)\n"
+          "  --memory           a table after the results: each point's memory at the peak of its\n"
+          "                     fullest rank, term by term (weights, grads, optimizer, activations,\n"
+          "                     kv_cache, logits, workspace, ...; memory.breakdown of the JSON), the\n"
+          "                     allocator's reserve, peak, reserved and capacity, in GiB per GPU\n"
           "  --quiet            no progress on stderr (errors and warnings still)\n"
           "\n"
           "Exit status: 0 every point ran or was refused by its method or platform (the reason is\n"
@@ -506,6 +510,7 @@ static int write_outputs(const sweep *w) {
   FILE *tf = bs_output_table_stream(outs, 2);
   bs_output_table(tf, w->res, n);
   if (w->A.explain) bs_output_explain_table(tf, w->res, n);
+  if (w->A.memory) bs_output_memory_table(tf, w->res, n);
   int rc = w->failed ? 1 : w->invalid == n ? 2 : 0;
   fflush(tf); /* the whole table before the line below, on one terminal or in one pipe */
   if (w->invalid && !w->failed)

@@ -415,3 +415,78 @@ void bs_output_explain_table(FILE *f, const bs_result *r, int n) {
   free(col);
   free(width);
 }
+
+/* The parts of the memory table in the order a framework's memory is told: what persists (weights,
+ * gradients, optimizer state), what a step keeps (activations, the KV cache, logits), transients,
+ * the attention scope's own buffers; then the allocator's reserve, the peak, the reserved total,
+ * the capacity. */
+static const int mem_order[BS_MEM_CLASS_COUNT] = {BS_MEM_WEIGHTS,  BS_MEM_GRADS,  BS_MEM_OPTIMIZER, BS_MEM_ACTIVATIONS,
+                                                  BS_MEM_KV_CACHE, BS_MEM_LOGITS, BS_MEM_WORKSPACE, BS_MEM_COMM,
+                                                  BS_MEM_INPUT,    BS_MEM_OUTPUT, BS_MEM_SCORES};
+#define MPARTS (BS_MEM_CLASS_COUNT + 4)
+static double mpart(const bs_result *x, int i) {
+  int64_t reserve = bs_reserve_bytes(&x->cfg, x->mem.peak_bytes_max);
+  if (i < BS_MEM_CLASS_COUNT) return (double)x->mem.breakdown[mem_order[i]];
+  if (i == BS_MEM_CLASS_COUNT) return (double)reserve;
+  if (i == BS_MEM_CLASS_COUNT + 1) return (double)x->mem.peak_bytes_max;
+  if (i == BS_MEM_CLASS_COUNT + 2) return (double)x->mem.peak_bytes_max + (double)reserve;
+  return (double)x->mem.capacity_bytes;
+}
+static const char *mpart_head(int i) {
+  static const char *const tail[4] = {"reserve", "peak", "reserved", "cap"};
+  return i < BS_MEM_CLASS_COUNT ? bs_mem_class_name((bs_mem_class)mem_order[i]) : tail[i - BS_MEM_CLASS_COUNT];
+}
+static void memory_cell(const bs_field *rows, int c, const bs_result *x, char *cell, size_t n) {
+  if (c < 0) table_cell(&rows[-1 - c], x, cell, n);
+  else if (!bs_result_has_figures(x)) snprintf(cell, n, "-");
+  else snprintf(cell, n, "%.2f", mpart(x, c) / 1073741824.0);
+}
+
+void bs_output_memory_table(FILE *f, const bs_result *r, int n) {
+  int nrows;
+  const bs_field *rows = bs_result_fields(&nrows);
+  int *col = calloc((size_t)nrows + MPARTS, sizeof *col), ncol = 0;
+  int *width = calloc((size_t)nrows + MPARTS, sizeof *width);
+  if (!col || !width) {
+    free(col);
+    free(width);
+    return;
+  }
+  for (int k = 0; k < nrows; k++)
+    if (rows[k].head && !rows[k].figure && (!rows[k].vary || varies(&rows[k], r, n)) &&
+        (!rows[k].shown || rows[k].shown(r, n)))
+      col[ncol++] = -1 - k;
+  for (int p = 0; p < MPARTS; p++) { /* a class no point holds is left out; the reserve and the totals always shown */
+    int some = p >= BS_MEM_CLASS_COUNT;
+    for (int i = 0; i < n && !some; i++) some = bs_result_has_figures(&r[i]) && mpart(&r[i], p) != 0;
+    if (some) col[ncol++] = p;
+  }
+  for (int j = 0; j < ncol; j++) {
+    int c = col[j];
+    const char *h = c < 0 ? rows[-1 - c].head : mpart_head(c);
+    int w = (int)strlen(h);
+    for (int i = 0; i < n; i++) {
+      char cell[64];
+      memory_cell(rows, c, &r[i], cell, sizeof cell);
+      if ((int)strlen(cell) > w) w = (int)strlen(cell);
+    }
+    width[j] = c < 0 && rows[-1 - c].width < 0 ? -w : w;
+  }
+  fprintf(f, "memory at the peak: the rank with the largest peak of each point, each term in GiB per GPU\n");
+  for (int j = 0; j < ncol; j++) {
+    int c = col[j];
+    fprintf(f, "%s%*s", j ? " " : "", width[j], c < 0 ? rows[-1 - c].head : mpart_head(c));
+  }
+  fprintf(f, "\n");
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < ncol; j++) {
+      char cell[64];
+      memory_cell(rows, col[j], &r[i], cell, sizeof cell);
+      fprintf(f, "%s%*s", j ? " " : "", width[j], cell);
+    }
+    if (!bs_result_has_figures(&r[i])) fprintf(f, "  %s", bs_result_status(&r[i]));
+    fprintf(f, "\n");
+  }
+  free(col);
+  free(width);
+}

@@ -32,6 +32,11 @@ FILE *bs_output_table_stream(const char *const *outs, int n);
  * kernel kind, launch, exposed communication by link class, waiting for peers) in ms and % of the
  * step; a part that no point has is left out. */
 void bs_output_explain_table(FILE *f, const bs_result *r, int n);
+/* The --memory table of `burstsim sim`: per point, its key columns and the settings that vary, and
+ * the memory at the peak of the rank with the largest one, each term (memory.breakdown's classes, a
+ * class no point holds left out), the allocator's reserve, the peak, the reserved total and the
+ * capacity, in GiB per GPU. */
+void bs_output_memory_table(FILE *f, const bs_result *r, int n);
 
 /* Checks a command's outputs before any work, creating nothing (bs_out_check_all): each
  * writable, none the same file as an input (the scenario file, the --profile file, every

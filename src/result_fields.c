@@ -345,6 +345,9 @@ static const bs_field result_rows[] = {
   {NAMED("cp_pass", cp_pass), CSV(71, "cp_pass"), VARY("cp_pass", cell_text)},
   {AT("cached_tokens", "tokens", BS_FIELD_I64, cfg.work.cached_tokens), CSV(72, "cached_tokens"),
    VARY("cached", cell_int)},
+  /* the KV cache's allocation: paged blocks, or a contiguous reservation (0: the tokens held) */
+  {AT("kv_block", "tokens", BS_FIELD_I64, cfg.work.kv_block), VARY("kv_block", cell_int)},
+  {AT("max_seq_len", "tokens", BS_FIELD_I64, cfg.work.max_seq_len), VARY("max_seq_len", cell_int)},
   /* padding to a multiple of the ranks' split (plans/pad.c): the table's column when a point pads */
   {CALC("padded_tokens", "tokens", padded_tokens), CSV(96, "padded_tokens"), .digits = 17, TABLE("pad", 6, cell_pad),
    .shown = some_pad},
@@ -526,6 +529,7 @@ static const bs_field result_rows[] = {
   {.figure = 1, AT("memory.breakdown.optimizer", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_OPTIMIZER])},
   {.figure = 1, AT("memory.breakdown.activations", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_ACTIVATIONS])},
   {.figure = 1, AT("memory.breakdown.logits", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_LOGITS])},
+  {.figure = 1, AT("memory.breakdown.kv_cache", "B", BS_FIELD_I64, mem.breakdown[BS_MEM_KV_CACHE])},
   /* sim: beyond the classes, what the caching allocator reserves on top of the peak */
   {.figure = 1, CALC("memory.breakdown.reserve", "B", reserve_bytes), .present = is_sim, .digits = 17},
   {.figure = 1, CALC("memory.reserved_bytes", "B", reserved_bytes), .present = is_sim, .digits = 17},
@@ -575,7 +579,7 @@ static const bs_field result_rows[] = {
   /* every rank's figures */
   {.path = "ranks", .unit = "", .kind = BS_FIELD_RANKS, .present = has_ranks},
 };
-_Static_assert(BS_MEM_CLASS_COUNT == 10, "memory.breakdown has one row per memory class");
+_Static_assert(BS_MEM_CLASS_COUNT == 11, "memory.breakdown has one row per memory class");
 _Static_assert(BS_XK_COUNT == 6 && BS_XL_COUNT == 5, "explain has one row per kernel kind and link class");
 
 #define RANK(p, u, k, member) .path = p, .unit = u, .kind = k, .off = offsetof(bs_rank_result, member)

@@ -122,6 +122,8 @@ static int set_recompute(bs_config *c, const char *v, char *why, size_t n) {
 ENUM_SETTER(set_kv_cache, work.kv_cache, bs_kv_cache, "keep", "drop")
 ENUM_SETTER(set_cross_entropy, work.cross_entropy, bs_cross_entropy, "unfused", "fused")
 INT_SETTER(set_cached_tokens, work.cached_tokens, 0, BIG, 1)
+INT_SETTER(set_kv_block, work.kv_block, 0, 1 << 20, 0)
+INT_SETTER(set_max_seq_len, work.max_seq_len, 0, BIG, 1)
 static int set_fragmentation(bs_config *c, const char *v, char *why, size_t n) {
   if (!strcmp(v, "auto")) {
     c->work.fragmentation = BS_FRAGMENTATION_AUTO;
@@ -403,6 +405,11 @@ const key_def scn_keys[] = {
   {"workload", "fragmentation", set_fragmentation,
    "auto | 0 .. 0.9: layer / model scope, the allocator's reserve as a share of reserved memory (auto: 0.15 in "
    "training, 0 else)"},
+  {"workload", "kv_block", set_kv_block,
+   "0 | tokens per block: layer / model scope, prefill and decode, the KV cache paged in blocks (vLLM: 16), 0 = "
+   "contiguous"},
+  {"workload", "max_seq_len", set_max_seq_len,
+   "0 | tokens: the contiguous KV cache's reservation per sequence (0 = the tokens it holds; K, M suffixes)"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
   {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},

@@ -75,6 +75,20 @@ void bs_config_warnings(const bs_config *c, void (*say)(const char *text, void *
              w->fragmentation);
     say(t, ctx);
   }
+  if ((w->kv_block > 0 || w->max_seq_len > 0) && (attn || train || w->kv_cache == BS_KV_DROP)) {
+    snprintf(t, sizeof t, "workload.%s: %lld has no effect %s (no KV cache is kept)",
+             w->kv_block > 0 ? "kv_block" : "max_seq_len", (long long)(w->kv_block > 0 ? w->kv_block : w->max_seq_len),
+             attn    ? "at attention scope"
+             : train ? "in training"
+                     : "with workload.kv_cache = drop");
+    say(t, ctx);
+  } else if (w->kv_block > 0 && w->max_seq_len > 0) {
+    snprintf(t, sizeof t,
+             "workload.max_seq_len: %lld has no effect with workload.kv_block = %lld (paged blocks hold the tokens, "
+             "no reservation)",
+             (long long)w->max_seq_len, (long long)w->kv_block);
+    say(t, ctx);
+  }
   if (c->par.zero > 0) {
     if (attn) {
       snprintf(t, sizeof t,

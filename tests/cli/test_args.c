@@ -147,6 +147,10 @@ static void test_sim(void **state) {
   assert_int_equal(opts.sim.explain, 1);
   expect_bad("sim s.ini --explain --explain", "--explain", "given twice");
   expect_bad("sim s.ini --explain=yes", "--explain", "takes no value");
+  assert_int_equal(opts.sim.memory, 0);
+  expect_ok("sim s.ini --memory");
+  assert_int_equal(opts.sim.memory, 1);
+  expect_bad("sim s.ini --memory --memory", "--memory", "given twice");
   expect_bad("sim s.ini --fold maybe", "--fold", "'maybe' is not one of auto, on, off");
   expect_bad("sim s.ini --coll ring", "--coll", "'ring'");
   expect_bad("sim s.ini --oversub 0.5", "--oversub", "'0.5'");

@@ -98,14 +98,14 @@ static void test_json_run_result(void **st) {
   r.nranks = 2;
   cJSON *root = bs_output_json_tree("run", &r, 1);
   cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 0);
-  const char *keys[] = {"method",      "gpus",          "seq_len",       "batch",           "phase",
-                        "scope",       "causal",        "window",        "recompute",       "layout",
-                        "double_ring", "lao",           "bwd_comm",      "ulysses_degree",  "ulysses_placement",
-                        "tp_variant",  "zero",          "decode_tokens", "kv_cache",        "cross_entropy",
-                        "cp_pass",     "cached_tokens", "padded_tokens", "pad_flops_share", "model",
-                        "topology",    "nics_per_node", "profile",       "coll_algo",       "whatif",
-                        "plan",        "parallel",      "status",        "time_s",          "comm_bytes",
-                        "memory",      "throughput",    "ranks"};
+  const char *keys[] = {"method",          "gpus",          "seq_len",       "batch",          "phase",
+                        "scope",           "causal",        "window",        "recompute",      "layout",
+                        "double_ring",     "lao",           "bwd_comm",      "ulysses_degree", "ulysses_placement",
+                        "tp_variant",      "zero",          "decode_tokens", "kv_cache",       "cross_entropy",
+                        "cp_pass",         "cached_tokens", "kv_block",      "max_seq_len",    "padded_tokens",
+                        "pad_flops_share", "model",         "topology",      "nics_per_node",  "profile",
+                        "coll_algo",       "whatif",        "plan",          "parallel",       "status",
+                        "time_s",          "comm_bytes",    "memory",        "throughput",     "ranks"};
   int i = 0;
   for (cJSON *k = a->child; k; k = k->next, i++) {
     assert_true(i < (int)(sizeof keys / sizeof keys[0]));

@@ -232,6 +232,8 @@ static const key_case key_cases[] = {
   {"workload.documents", "fixed:1K/x", "uniform:9/2"},
   {"workload.seed", "0x10", "-1"},
   {"workload.fragmentation", "much", "0.95"},
+  {"workload.kv_block", "16.5", "1048577"},
+  {"workload.max_seq_len", "long", "-1"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
   {"parallel.layout", "2", "spiral"},
