@@ -99,7 +99,7 @@ static void ag_bwd_begin(bs_plan_iter *it, ag_state *s) {
 /* Step `at`: the local queries against the block of rank (rank - at) mod G (own block first). */
 static void ag_step(bs_plan_iter *it, ag_state *s, int bwd) {
   const bs_plan *p = it->p;
-  int j = (it->rank - s->at % p->G + p->G) % p->G;
+  int j = (it->rank - s->at + p->G) % p->G;
   bs_shard qs = ag_shard(p, it->rank, p->Zq), ks = ag_shard(p, j, p->Zkv);
   it->step = s->at;
   if (!bwd) {
