@@ -10,7 +10,7 @@
 #include "result.h"
 
 const char *bs_method_name(bs_method m) {
-  static const char *n[] = {"burst", "ring", "ring-li2021", "ulysses", "usp", "tp", "tree"};
+  static const char *n[] = {"burst", "ring", "ring-li2021", "ulysses", "usp", "tp", "tree", "allgather"};
   return (m >= 0 && m < BS_METHOD_COUNT) ? n[m] : "?";
 }
 const char *bs_layout_name(bs_layout l) {

@@ -12,7 +12,17 @@
 typedef enum { BS_BF16 = 0, BS_FP16 = 1, BS_FP32 = 2 } bs_dtype;
 typedef enum { BS_TRAIN = 0, BS_PREFILL = 1, BS_DECODE = 2 } bs_phase;
 typedef enum { BS_SCOPE_ATTENTION = 0, BS_SCOPE_LAYER = 1, BS_SCOPE_MODEL = 2 } bs_scope;
-typedef enum { BS_BURST = 0, BS_RING, BS_RING_LI2021, BS_ULYSSES, BS_USP, BS_TP, BS_TREE, BS_METHOD_COUNT } bs_method;
+typedef enum {
+  BS_BURST = 0,
+  BS_RING,
+  BS_RING_LI2021,
+  BS_ULYSSES,
+  BS_USP,
+  BS_TP,
+  BS_TREE,
+  BS_ALLGATHER,
+  BS_METHOD_COUNT
+} bs_method;
 /* How the sequence is split over the ranks of a ring. doc-zigzag and greedy are the balance
  * strategies for packed documents (plans/balance.c): each document zigzagged over the ranks
  * (Transformer Engine's THD layout), or equal chunks dealt greedily by attention work. */

@@ -187,10 +187,11 @@ bs_compute *plan_compute(bs_plan_iter *it, bs_kernel k) {
 
 static int emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
                      int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2], int64_t o_at,
-                     int64_t lse_at) {
+                     int64_t lse_at, int64_t kv_before) {
   const bs_plan *p = it->p;
   blk qb[MAX_BLKS], kb[MAX_BLKS];
   int nqb = shard_blks(qs, qb), nkb = shard_blks(ks, kb), emitted = 0;
+  for (int y = 0; y < nkb; y++) kb[y].before += kv_before;
   for (int x = 0; x < nqb; x++)
     for (int y = 0; y < nkb; y++) {
       int64_t q0 = qb[x].pos0 + qpos_off, pairs;
@@ -253,12 +254,17 @@ static int emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t
 
 int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs,
                    int64_t qpos_off, const bs_shard *ks, const attn_bufs *b, int init[2]) {
-  return emit_attn(it, bwd, unfused, hq, hkv, qs, qpos_off, ks, b, init, 0, 0);
+  return emit_attn(it, bwd, unfused, hq, hkv, qs, qpos_off, ks, b, init, 0, 0, 0);
+}
+
+int plan_emit_attn_kv_at(bs_plan_iter *it, int bwd, int64_t hq, int64_t hkv, const bs_shard *qs, const bs_shard *ks,
+                         const attn_bufs *b, int init[2], int64_t kv_before) {
+  return emit_attn(it, bwd, 0, hq, hkv, qs, 0, ks, b, init, 0, 0, kv_before);
 }
 
 int plan_emit_attn_at(bs_plan_iter *it, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs, int64_t qpos_off,
                       const bs_shard *ks, const attn_bufs *b, int init[2], int64_t o_at, int64_t lse_at) {
-  return emit_attn(it, 0, unfused, hq, hkv, qs, qpos_off, ks, b, init, o_at, lse_at);
+  return emit_attn(it, 0, unfused, hq, hkv, qs, qpos_off, ks, b, init, o_at, lse_at, 0);
 }
 
 int64_t plan_shard_pairs(const bs_plan *p, const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, int chunk) {

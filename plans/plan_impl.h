@@ -227,7 +227,7 @@ const plan_method *plan_method_of(bs_method m);
 /* Shape checks of the sequence-sharded rings, shared by burst's and ring's rows (ring.c). */
 int plan_check_ring(const bs_plan *p, char *err, size_t errlen);
 extern const plan_method plan_method_burst, plan_method_ring, plan_method_li2021, plan_method_ulysses, plan_method_usp,
-  plan_method_tp, plan_method_tree;
+  plan_method_tp, plan_method_tree, plan_method_allgather;
 
 /* Copies an op's used bytes (bs_op_used_bytes) with a size known at compile time for each kind,
  * so that the copy is inlined moves, not a library call: the iterators copy every op. */
@@ -297,6 +297,10 @@ int plan_emit_attn(bs_plan_iter *it, int bwd, int unfused, int64_t hq, int64_t h
  * block of a buffer of partials: pass-Q). */
 int plan_emit_attn_at(bs_plan_iter *it, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs, int64_t qpos_off,
                       const bs_shard *ks, const attn_bufs *b, int init[2], int64_t o_at, int64_t lse_at);
+/* plan_emit_attn (fused) with the key shard's tokens stored kv_before tokens into b->k, b->v (and
+ * b->dk, b->dv): one shard of a buffer that holds every rank's shard one after another (allgather). */
+int plan_emit_attn_kv_at(bs_plan_iter *it, int bwd, int64_t hq, int64_t hkv, const bs_shard *qs, const bs_shard *ks,
+                         const attn_bufs *b, int init[2], int64_t kv_before);
 /* Visible (query, key) pairs of a query shard (its zigzag chunk `chunk`, or all of it for -1)
  * against a key shard (-1 past 2^63 - 1). */
 int64_t plan_shard_pairs(const bs_plan *p, const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, int chunk);

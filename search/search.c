@@ -88,7 +88,7 @@ static int divisors(int64_t n, int *out, int max) {
   return k;
 }
 
-static int takes_layouts(bs_method m) { return m == BS_BURST || m == BS_RING || m == BS_USP; }
+static int takes_layouts(bs_method m) { return m == BS_BURST || m == BS_RING || m == BS_USP || m == BS_ALLGATHER; }
 
 /*
  * The enumeration is an odometer over the searched keys, in this order (the last turns fastest).
@@ -197,7 +197,8 @@ static void set_ulysses(bs_config *c, kval v) { c->par.ulysses_degree = v.v; }
 static int values_layout(const space *sp, const bs_config *c, kval *v) {
   if (!sp->a->layout) return one(v, sp->base->par.layout);
   if (!takes_layouts(c->par.method) || cp_of(c) == 1) return one(v, BS_CONTIGUOUS);
-  int nl = c->work.docs > 0 && c->par.method != BS_USP ? 5 : 3; /* the balance strategies: packed documents */
+  /* the balance strategies: packed documents, on the K,V ring of burst and ring */
+  int nl = c->work.docs > 0 && (c->par.method == BS_BURST || c->par.method == BS_RING) ? 5 : 3;
   for (int l = 0; l < nl; l++) v[l] = (kval){l, 0};
   return nl;
 }

@@ -180,6 +180,14 @@ static int64_t anchors_bytes(const point *p) {
     int64_t one = 2 * (G - 1) * (full / G);
     return passes * one;
   }
+  if (!strcmp(p->method, "allgather")) {
+    /* Llama 3 (arXiv 2407.21783 §3.3.2): "all-gather the K and V tensors" of the CP group, then local
+     * attention; Transformer Engine's KV all-gather gathers them again in the backward and
+     * reduce-scatters dK, dV (fp32 here, as ring's): an all-gather of G blocks moves G−1 of them, a
+     * reduce-scatter (G−1)/G of its buffer. */
+    int64_t kv = B * Zk * n * (d + dv) * es, dkv = B * Zk * n * (d + dv) * 4;
+    return (G - 1) * kv + (train ? (G - 1) * kv + (G - 1) * dkv : 0);
+  }
   if (!strcmp(p->method, "tree") && decode) {
     /* Tree Attention: Allreduce(max lse), Allreduce(sum numerators), Allreduce(sum denominators):
      * 2(p−1)/p·(B·d + 2·B·n_h) elements per query token (d the model width), fp32. */
