@@ -42,7 +42,9 @@ enum { S_INIT = 0, S_TASK, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_TASK_
 typedef struct bs_wl {
   bs_plan_iter *it; /* the outer iterator (its queue receives the ops) */
   const bs_plan *p;
-  uint64_t bufs[BS_WL_MAX_BUFS / 64], hnds[BS_WL_MAX_HANDLES / 64];
+  uint64_t *bufs; /* the buffer ids in use: a bit each, nbufs of them (wl_buf_ids) */
+  int32_t nbufs;
+  uint64_t hnds[BS_WL_MAX_HANDLES / 64];
   int stage, sub, fsub;
   int64_t layer, L;
   int model, train, recompute, zero, v3, tp;
@@ -94,6 +96,10 @@ static inline int64_t slot_layer(const bs_wl *w) {
 
 /* Parameter sets besides the layers: the embedding, and the final norm with the LM head. */
 static inline int64_t head_set(const bs_wl *w) { return w->pc.head + w->pc.final_norm; }
+
+/* The buffer ids a layer or model plan p needs (workload.c): layers per chunk, chunk-microbatches
+ * a stage holds at once, ids. 0, or -1 when they pass INT32_MAX. */
+int wl_buf_ids(const bs_plan *p, int64_t *per, int64_t *inflight, int64_t *ids);
 
 /* workload_layer.c: ids and ops */
 int32_t wl_take(uint64_t *bits, int n, bs_plan_iter *it);

@@ -85,7 +85,7 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
           s->bmap[b] = s->saved[j]; /* kept from the forward: no new allocation */
           return;
         }
-    buf = s->bmap[b] = wl_take(w->bufs, BS_WL_MAX_BUFS, w->it);
+    buf = s->bmap[b] = wl_take(w->bufs, w->nbufs, w->it);
     break;
   }
   case BS_OP_FREE:

@@ -259,6 +259,7 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   c->host_speed = ps->topo.host_speed > 0 ? ps->topo.host_speed : 1e9;
   c->trace_first = 1;
   c->rs = calloc((size_t)c->A, sizeof *c->rs);
+  c->buf_ids = pt->plan ? bs_plan_buf_ids(pt->plan) : MAX_BUFS;
   if (!c->rs) {
     snprintf(err, errlen, "out of memory for %d ranks", c->A);
     return -1;
@@ -284,6 +285,7 @@ static void ctx_release(sim_ctx *c) {
     for (int s = 0; s < c->A; s++) {
       if (c->rs[s].it) c->src->iter_free(c->rs[s].it);
       free(c->rs[s].coll_arr);
+      free(c->rs[s].buf);
     }
   free(c->rs);
   free(c->hosts);

@@ -257,6 +257,7 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   c->src = &R->src;
   c->G = c->A = G;
   c->rpn = R->rpn;
+  c->buf_ids = bs_plan_buf_ids(plan);
   c->rs = malloc(sizeof *c->rs * (size_t)G);
   R->t = calloc((size_t)G, sizeof *R->t);
   R->compute = calloc((size_t)G, sizeof *R->compute);
@@ -287,6 +288,7 @@ static void replay_free(replay *R) {
     rank_state *rs = &R->c.rs[R->ranks[i]];
     if (rs->it) bs_plan_iter_free(rs->it);
     free(rs->coll_arr);
+    free(rs->buf);
   }
   free(R->c.rs);
   free(R->t);
