@@ -543,6 +543,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   int64_t per, inflight, ids;
   w->nbufs = wl_buf_ids(p, &per, &inflight, &ids) ? 0 : (int32_t)ids; /* refused at creation otherwise */
   w->bufs = calloc((size_t)w->nbufs / 64 + 1, sizeof *w->bufs);
+  w->rec.off = p->no_op_cache;
   if (!w->saved || !w->saved_seq || !w->nsaved || !w->act || !w->logits || !w->bufs) {
     plan_wl_free(w);
     return NULL;
@@ -597,6 +598,7 @@ static void plan_wl_free(void *v) {
   free(w->act);
   free(w->logits);
   free(w->bufs);
+  free(w->rec.op);
   free(w);
 }
 

@@ -24,6 +24,7 @@ typedef struct {
   const int32_t *saved; /* replay: the outer ids kept at forward end */
   const int *saved_seq; /* ... and the allocation numbers they had */
   int nsaved;
+  int64_t pos; /* ops of the attention plan taken so far (from the record, then from `in`) */
   int32_t hmap[BS_PLAN_MAX_HANDLES];
   int32_t bmap[BS_PLAN_MAX_BUFS]; /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
   int seqof[BS_PLAN_MAX_BUFS];    /* allocation number of each live id */
@@ -87,7 +88,16 @@ typedef struct bs_wl {
   int32_t ps_h[PP_SENDS], ps_b[PP_SENDS]; /* sends to a neighbour stage in flight and their buffers */
   int nps;                                /* of which in use: 2 (1F1B), or a ring of more (interleaved) */
   int64_t nsent;                          /* sends posted (interleaved: the ring's position) */
-  attn_stream as;                         /* last: its tables are large, the fields above read at every op */
+  /* The attention plan's ops for this rank, recorded as the first streams take them (a prefix of
+   * the one sequence every fresh iterator of p->attn at map.local yields): later layers and
+   * microbatches read them here instead of regenerating them (workload_stream.c). */
+  struct {
+    bs_op *op;
+    int64_t n, cap;
+    int done; /* op[0 .. n) is the whole sequence */
+    int off;  /* not recording (bs_plan_set_op_cache off, or past WL_OP_CACHE_MAX ops) */
+  } rec;
+  attn_stream as; /* last: its tables are large, the fields above read at every op */
 } bs_wl;
 /* Index of the current layer's saved buffers: [chunk][slot][layer], the slot of the microbatch. */
 static inline int64_t slot_layer(const bs_wl *w) {

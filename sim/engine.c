@@ -104,6 +104,7 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     pt->src = *given;
   } else {
     if (bs_plan_create(cfg, pt->ps.ranks_per_node, &pt->plan, err, errlen)) return -1;
+    bs_plan_set_op_cache(pt->plan, !opts->no_op_cache);
     plan_source(pt->plan, &pt->src);
   }
   int G = pt->src.ranks;
@@ -198,6 +199,7 @@ static int adopt_user_platform(sim_ctx *c, const bs_config *cfg, point *pt, void
     pt->plan = NULL;
     c->rpn = pt->ps.ranks_per_node = rpn;
     if (bs_plan_create(cfg, rpn, &pt->plan, err, errlen)) return -1;
+    bs_plan_set_op_cache(pt->plan, !c->opts->no_op_cache);
     plan_source(pt->plan, &pt->src);
   }
   if (sg_host_count() == 1) c->shared_host = 1;
