@@ -167,7 +167,7 @@ static void replay_end(bs_wl *w) {
  * appended, until it ends (the record is then the whole sequence and no iterator is made again).
  * NULL at the end of the sequence or when an iterator fails (the plan's error set).
  */
-#define WL_OP_CACHE_MAX 4096 /* ops recorded at most per rank (456 bytes each: below 2 MB a rank) */
+#define WL_OP_CACHE_MAX 2048 /* ops recorded at most per rank (456 bytes each: below 1 MB a rank) */
 static const bs_op *stream_next(bs_wl *w) {
   attn_stream *s = &w->as;
   if (s->pos < w->rec.n) return &w->rec.op[s->pos++];
