@@ -599,6 +599,7 @@ static void plan_wl_free(void *v) {
   free(w->logits);
   free(w->bufs);
   free(w->rec.op);
+  bs_plan_iter_free(w->rec.in);
   free(w);
 }
 

@@ -94,8 +94,9 @@ typedef struct bs_wl {
   struct {
     bs_op *op;
     int64_t n, cap;
-    int done; /* op[0 .. n) is the whole sequence */
-    int off;  /* not recording (bs_plan_set_op_cache off, or past WL_OP_CACHE_MAX ops) */
+    int done;         /* op[0 .. n) is the whole sequence */
+    int off;          /* not recording (bs_plan_set_op_cache off, or past WL_OP_CACHE_MAX ops) */
+    bs_plan_iter *in; /* the iterator that recorded op[0 .. n), standing at n (or NULL) */
   } rec;
   attn_stream as; /* last: its tables are large, the fields above read at every op */
 } bs_wl;

@@ -60,9 +60,15 @@ int wl_stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved
 }
 
 void wl_stream_stop(bs_wl *w) {
-  if (w->as.in && bs_plan_iter_error(w->as.in)) w->it->err = 1;
-  bs_plan_iter_free(w->as.in);
-  w->as.in = NULL;
+  attn_stream *s = &w->as;
+  if (s->in && bs_plan_iter_error(s->in)) w->it->err = 1;
+  else if (s->in && !w->rec.in && !w->rec.off && s->pos == w->rec.n) { /* the recorder, kept where it stands */
+    w->rec.in = s->in;
+    s->in = NULL;
+    return;
+  }
+  bs_plan_iter_free(s->in);
+  s->in = NULL;
 }
 
 static bs_ref map_ref(const attn_stream *s, bs_ref r) {
@@ -162,9 +168,11 @@ static void replay_end(bs_wl *w) {
 /*
  * The attention plan's next op for this stream. A plan iterator's ops are a function of its plan
  * and rank alone (no global state, no clock), so every stream of p->attn at map.local yields the
- * same sequence: the first op[0 .. n) of it are read from the record; past them a fresh iterator
- * is made, brought to position n (its first n ops are the record's), and what it yields is
- * appended, until it ends (the record is then the whole sequence and no iterator is made again).
+ * same sequence: the first op[0 .. n) of it are read from the record; past them the iterator that
+ * recorded them goes on (a stream stopped at the record's end leaves it there, wl_stream_stop), or
+ * a fresh one is made and brought to position n (its first n ops are the record's), and what it
+ * yields is appended, until it ends (the record is then the whole sequence and no iterator is made
+ * again).
  * NULL at the end of the sequence or when an iterator fails (the plan's error set).
  */
 #define WL_OP_CACHE_MAX 2048 /* ops recorded at most per rank (456 bytes each: below 1 MB a rank) */
@@ -172,6 +180,10 @@ static const bs_op *stream_next(bs_wl *w) {
   attn_stream *s = &w->as;
   if (s->pos < w->rec.n) return &w->rec.op[s->pos++];
   if (w->rec.done) return NULL;
+  if (!s->in && w->rec.in && !w->rec.off && s->pos == w->rec.n) { /* the recorder goes on from the record's end */
+    s->in = w->rec.in;
+    w->rec.in = NULL;
+  }
   if (!s->in) {
     if (!(s->in = bs_plan_iter_new(w->p->attn, w->map.local))) {
       w->it->err = 1;
