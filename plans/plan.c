@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "plan_impl.h"
+#include "workload_impl.h"
 
 /* ---------- names ---------- */
 
@@ -194,6 +195,17 @@ attn_params plan_attn_params(const bs_plan *p, int64_t hq, int64_t hkv, int64_t 
 int bs_plan_ranks(const bs_plan *p) { return p->G; }
 const bs_config *bs_plan_config(const bs_plan *p) { return &p->cfg; }
 const bs_mesh *bs_plan_mesh(const bs_plan *p) { return &p->mesh; }
+
+void bs_plan_set_op_cache(bs_plan *p, int on) { p->no_op_cache = !on; }
+
+/* Attention scope (composed or not) numbers the attention plan's ids; a workload whose count passes
+ * INT32_MAX is refused at creation (plan_check_workload). */
+int32_t bs_plan_buf_ids(const bs_plan *p) {
+  int64_t per, inflight, ids;
+  if (p->scope != &plan_scope_workload) return BS_PLAN_MAX_BUFS;
+  return wl_buf_ids(p, &per, &inflight, &ids) ? BS_WL_MAX_BUFS : (int32_t)ids;
+}
+
 int bs_plan_inner_ranks(const bs_plan *p) {
   if (p->composed) return bs_plan_inner_ranks(p->attn);
   return p->M > 1 ? p->P : 1;

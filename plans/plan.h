@@ -199,6 +199,15 @@ int bs_plan_ranks(const bs_plan *p);
 const bs_config *bs_plan_config(const bs_plan *p);
 /* The plan's rank grid (bs_mesh_of of its config, worked out once at its creation). */
 const bs_mesh *bs_plan_mesh(const bs_plan *p);
+/* The bound on p's buffer ids: every ALLOC's id is below it, so an executor keeps a table of this
+ * many entries. Attention scope: BS_PLAN_MAX_BUFS; layer and model scope: sized from the schedule
+ * (the layers and microbatches a pipeline stage holds at once), never below BS_WL_MAX_BUFS. */
+int32_t bs_plan_buf_ids(const bs_plan *p);
+/* Layer and model scope: each rank's iterator records its attention plan's ops the first time it
+ * streams them and reads every later layer's and microbatch's from that record (the ops of one
+ * plan and rank are always the same; workload_stream.c), unless turned off here (on: 1, the
+ * default). The ops an iterator yields are the same either way. */
+void bs_plan_set_op_cache(bs_plan *p, int on);
 
 bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank);
 /* Writes the next op of this rank's program; returns 1, or 0 at the end. */

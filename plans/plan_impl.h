@@ -55,6 +55,8 @@ struct bs_plan {
                                      collectives to the layer's projections */
   bs_mesh mesh;                   /* the rank grid (a plain method: one dimension of G ranks) */
   int composed;                   /* attention runs over a group of the ranks (p->attn), its ops mapped */
+  int no_op_cache;                /* layer / model scope: every layer regenerates its attention's ops
+                                     (bs_plan_set_op_cache; workload_stream.c) */
 };
 
 /*

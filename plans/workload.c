@@ -49,6 +49,7 @@
  * the pipeline schedule (workload_impl.h holds their shared state).
  */
 #include <stdlib.h>
+#include "base/checked.h"
 #include "workload_impl.h"
 
 /* ---------- parameter counts ---------- */
@@ -215,22 +216,52 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
              c->par.zero);
     return -1;
   }
-  /* a stage keeps its layers' activations for every microbatch in flight (1F1B: up to pp) */
-  int64_t inflight = c->work.phase == BS_TRAIN ? (p->mesh.microbatches < pp ? p->mesh.microbatches : pp) : 1;
-  int64_t per = m->layers / pp; /* layers whose activations one microbatch in flight holds */
-  if (c->par.pp_schedule == BS_PP_INTERLEAVED) {
-    if (pp_check_interleaved(p, err, errlen)) return -1;
-    int64_t v = c->par.pp_chunks, mv = p->mesh.microbatches * v, warm = 2 * (pp - 1) + (v - 1) * pp + 1;
-    per = m->layers / (pp * v);
-    inflight = c->work.phase == BS_TRAIN ? (mv < warm ? mv : warm) : 1; /* chunk-microbatches held by stage 0 */
-  }
-  if (per * inflight > (BS_WL_MAX_BUFS - 64) / 12) {
+  if (c->par.pp_schedule == BS_PP_INTERLEAVED && pp_check_interleaved(p, err, errlen)) return -1;
+  int64_t per, inflight, ids;
+  if (wl_buf_ids(p, &per, &inflight, &ids)) {
     snprintf(err, errlen,
-             "model.layers: %lld layers per stage with %lld microbatches in flight exceed the plan's buffer ids (at "
-             "most %d layers x microbatches)",
-             (long long)per, (long long)inflight, (BS_WL_MAX_BUFS - 64) / 12);
+             "model.layers: %lld layers per stage with %lld microbatches in flight need more buffer ids than a plan "
+             "numbers (%d)",
+             (long long)per, (long long)inflight, INT32_MAX);
     return -1;
   }
+  return 0;
+}
+
+/*
+ * The buffer ids a layer or model plan needs at once, from its schedule. A stage keeps, for every
+ * layer of a chunk and every chunk-microbatch in flight (1F1B: up to pp microbatches; interleaved:
+ * the warm-up of stage 0, 2 (pp - 1) + (v - 1) pp + 1, as Narayanan et al. 2021 schedule it), the
+ * attention's saved buffers (SAVE_MAX) and the layer's other activations (one), and per
+ * microbatch in flight at most one head's logits: (SAVE_MAX + 2) ids a layer-microbatch, with
+ * room to spare. Besides: the ids live inside one attention call (BS_PLAN_MAX_BUFS), the
+ * pipeline sends in flight (PP_SENDS) and WL_FIXED_IDS for the persistent and per-step buffers
+ * (weights, gradients, Adam states, gradient buckets, ZeRO-3 sets, temporaries, the expert
+ * buffers of a MoE block). Never fewer than BS_WL_MAX_BUFS (the bound every layer and model plan
+ * had before it was sized; executors' tables for those plans keep it). 0, or -1 when the count
+ * passes INT32_MAX (ids are int32_t).
+ */
+#define WL_FIXED_IDS 64
+int wl_buf_ids(const bs_plan *p, int64_t *per, int64_t *inflight, int64_t *ids) {
+  const bs_config *c = &p->cfg;
+  int64_t pp = p->mesh.size[BS_DIM_PP], mb = p->mesh.microbatches, train = c->work.phase == BS_TRAIN;
+  *inflight = train ? (mb < pp ? mb : pp) : 1;
+  *per = c->model.layers / pp; /* layers whose activations one microbatch in flight holds */
+  if (c->par.pp_schedule == BS_PP_INTERLEAVED && c->par.pp_chunks > 0) {
+    int64_t v = c->par.pp_chunks, mv, warm, f[2] = {mb, v};
+    if (bs_mul_checked(f, 2, INT32_MAX, &mv)) mv = INT32_MAX;
+    warm = 2 * (pp - 1) + (v - 1) * pp + 1;
+    *per = c->model.layers / (pp * v);
+    *inflight = train ? (mv < warm ? mv : warm) : 1; /* chunk-microbatches held by stage 0 */
+  }
+  int64_t f[3] = {SAVE_MAX + 2, *per, *inflight}, held;
+  if (bs_mul_checked(f, 3, INT32_MAX, &held) || held > INT32_MAX - 64 - BS_PLAN_MAX_BUFS - PP_SENDS - WL_FIXED_IDS) {
+    *ids = INT32_MAX;
+    return -1;
+  }
+  int64_t n = BS_PLAN_MAX_BUFS + PP_SENDS + WL_FIXED_IDS + held;
+  n = (n + 63) / 64 * 64; /* whole words of the id bit set */
+  *ids = n > BS_WL_MAX_BUFS ? n : BS_WL_MAX_BUFS;
   return 0;
 }
 
@@ -509,7 +540,11 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->nsaved = calloc((size_t)nl, sizeof *w->nsaved);
   w->act = malloc(sizeof *w->act * (size_t)nl);
   w->logits = malloc(sizeof *w->logits * (size_t)w->slots);
-  if (!w->saved || !w->saved_seq || !w->nsaved || !w->act || !w->logits) {
+  int64_t per, inflight, ids;
+  w->nbufs = wl_buf_ids(p, &per, &inflight, &ids) ? 0 : (int32_t)ids; /* refused at creation otherwise */
+  w->bufs = calloc((size_t)w->nbufs / 64 + 1, sizeof *w->bufs);
+  w->rec.off = p->no_op_cache;
+  if (!w->saved || !w->saved_seq || !w->nsaved || !w->act || !w->logits || !w->bufs) {
     plan_wl_free(w);
     return NULL;
   }
@@ -562,6 +597,9 @@ static void plan_wl_free(void *v) {
   free(w->nsaved);
   free(w->act);
   free(w->logits);
+  free(w->bufs);
+  free(w->rec.op);
+  bs_plan_iter_free(w->rec.in);
   free(w);
 }
 

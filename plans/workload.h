@@ -16,8 +16,10 @@
 #include "config.h"
 
 /* Layer and model plans hold more buffers and handles than one attention
- * call: their ids are below these bounds (attention scope keeps
- * BS_PLAN_MAX_BUFS / BS_PLAN_MAX_HANDLES). */
+ * call (attention scope keeps BS_PLAN_MAX_BUFS / BS_PLAN_MAX_HANDLES): their
+ * handle ids are below BS_WL_MAX_HANDLES, their buffer ids below
+ * bs_plan_buf_ids (plan.h), at least BS_WL_MAX_BUFS, more where a pipeline
+ * stage holds more layers x microbatches at once. */
 #define BS_WL_MAX_BUFS 2048
 #define BS_WL_MAX_HANDLES 256
 

@@ -24,6 +24,7 @@ typedef struct {
   const int32_t *saved; /* replay: the outer ids kept at forward end */
   const int *saved_seq; /* ... and the allocation numbers they had */
   int nsaved;
+  int64_t pos; /* ops of the attention plan taken so far (from the record, then from `in`) */
   int32_t hmap[BS_PLAN_MAX_HANDLES];
   int32_t bmap[BS_PLAN_MAX_BUFS]; /* inner id -> outer id; -1 none; -2 replayed, re-allocated at bwd */
   int seqof[BS_PLAN_MAX_BUFS];    /* allocation number of each live id */
@@ -42,7 +43,9 @@ enum { S_INIT = 0, S_TASK, S_EMBED, S_LFWD, S_HEAD, S_LBWD, S_EMBED_BWD, S_TASK_
 typedef struct bs_wl {
   bs_plan_iter *it; /* the outer iterator (its queue receives the ops) */
   const bs_plan *p;
-  uint64_t bufs[BS_WL_MAX_BUFS / 64], hnds[BS_WL_MAX_HANDLES / 64];
+  uint64_t *bufs; /* the buffer ids in use: a bit each, nbufs of them (wl_buf_ids) */
+  int32_t nbufs;
+  uint64_t hnds[BS_WL_MAX_HANDLES / 64];
   int stage, sub, fsub;
   int64_t layer, L;
   int model, train, recompute, zero, v3, tp;
@@ -85,7 +88,17 @@ typedef struct bs_wl {
   int32_t ps_h[PP_SENDS], ps_b[PP_SENDS]; /* sends to a neighbour stage in flight and their buffers */
   int nps;                                /* of which in use: 2 (1F1B), or a ring of more (interleaved) */
   int64_t nsent;                          /* sends posted (interleaved: the ring's position) */
-  attn_stream as;                         /* last: its tables are large, the fields above read at every op */
+  /* The attention plan's ops for this rank, recorded as the first streams take them (a prefix of
+   * the one sequence every fresh iterator of p->attn at map.local yields): later layers and
+   * microbatches read them here instead of regenerating them (workload_stream.c). */
+  struct {
+    bs_op *op;
+    int64_t n, cap;
+    int done;         /* op[0 .. n) is the whole sequence */
+    int off;          /* not recording (bs_plan_set_op_cache off, or past WL_OP_CACHE_MAX ops) */
+    bs_plan_iter *in; /* the iterator that recorded op[0 .. n), standing at n (or NULL) */
+  } rec;
+  attn_stream as; /* last: its tables are large, the fields above read at every op */
 } bs_wl;
 /* Index of the current layer's saved buffers: [chunk][slot][layer], the slot of the microbatch. */
 static inline int64_t slot_layer(const bs_wl *w) {
@@ -94,6 +107,10 @@ static inline int64_t slot_layer(const bs_wl *w) {
 
 /* Parameter sets besides the layers: the embedding, and the final norm with the LM head. */
 static inline int64_t head_set(const bs_wl *w) { return w->pc.head + w->pc.final_norm; }
+
+/* The buffer ids a layer or model plan p needs (workload.c): layers per chunk, chunk-microbatches
+ * a stage holds at once, ids. 0, or -1 when they pass INT32_MAX. */
+int wl_buf_ids(const bs_plan *p, int64_t *per, int64_t *inflight, int64_t *ids);
 
 /* workload_layer.c: ids and ops */
 int32_t wl_take(uint64_t *bits, int n, bs_plan_iter *it);

@@ -2,7 +2,7 @@
  * workload_layer.c — the ops a workload plan emits and the pieces of a layer
  * built from them (workload_impl.h).
  *
- * Ids: buffer and handle ids come from the plan's bit sets (BS_WL_MAX_BUFS,
+ * Ids: buffer and handle ids come from the plan's bit sets (bs_plan_buf_ids,
  * BS_WL_MAX_HANDLES); running out sets the iterator's error. Ops: ALLOC,
  * FREE, GEMM (a forward [m x k] x [k x n], or its two backward GEMMs),
  * ELEMWISE and COLL, pushed on the outer iterator's queue. The pieces of a
@@ -29,7 +29,7 @@ int32_t wl_take(uint64_t *bits, int n, bs_plan_iter *it) {
 void wl_give(uint64_t *bits, int32_t i) { bits[i / 64] &= ~((uint64_t)1 << (i % 64)); }
 
 int32_t w_alloc(bs_wl *w, int64_t bytes, bs_mem_class cls) {
-  int32_t id = wl_take(w->bufs, BS_WL_MAX_BUFS, w->it);
+  int32_t id = wl_take(w->bufs, w->nbufs, w->it);
   bs_op *op = plan_push(w->it, BS_OP_ALLOC);
   op->u.alloc.buf = id;
   op->u.alloc.bytes = bytes;

@@ -11,8 +11,12 @@
  * freed. The backward replays a fresh iterator's forward without emitting it
  * (only to learn its ids, mapping the saved buffers back, re-creating the
  * freed ones at the backward's start), or with selective recompute emits it
- * again around the kept buffers, and streams its backward.
+ * again around the kept buffers, and streams its backward. Each rank records
+ * the attention plan's ops as they are first generated and streams later
+ * layers and microbatches from the record (stream_next; bs_plan_set_op_cache).
  */
+#include <stdlib.h>
+#include <string.h>
 #include "workload_impl.h"
 
 /* ---------- the attention stream ---------- */
@@ -46,11 +50,7 @@ int wl_stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved
   memset(s, 0, offsetof(attn_stream, held)); /* held and aop are written before they are read */
   for (int i = 0; i < BS_PLAN_MAX_BUFS; i++) s->bmap[i] = -1;
   for (int i = 0; i < BS_PLAN_MAX_HANDLES; i++) s->hmap[i] = -1;
-  s->in = bs_plan_iter_new(w->p->attn, w->map.local);
-  if (!s->in) {
-    w->it->err = 1;
-    return -1;
-  }
+  s->in = NULL; /* made when the stream passes the record (stream_next) */
   s->replay = replay == 1;
   s->rerun = s->skip_hook = replay == 2;
   s->saved = saved;
@@ -60,9 +60,15 @@ int wl_stream_start(bs_wl *w, int replay, const int32_t *saved, const int *saved
 }
 
 void wl_stream_stop(bs_wl *w) {
-  if (w->as.in && bs_plan_iter_error(w->as.in)) w->it->err = 1;
-  bs_plan_iter_free(w->as.in);
-  w->as.in = NULL;
+  attn_stream *s = &w->as;
+  if (s->in && bs_plan_iter_error(s->in)) w->it->err = 1;
+  else if (s->in && !w->rec.in && !w->rec.off && s->pos == w->rec.n) { /* the recorder, kept where it stands */
+    w->rec.in = s->in;
+    s->in = NULL;
+    return;
+  }
+  bs_plan_iter_free(s->in);
+  s->in = NULL;
 }
 
 static bs_ref map_ref(const attn_stream *s, bs_ref r) {
@@ -85,7 +91,7 @@ static void emit_inner(bs_wl *w, const bs_op *src) {
           s->bmap[b] = s->saved[j]; /* kept from the forward: no new allocation */
           return;
         }
-    buf = s->bmap[b] = wl_take(w->bufs, BS_WL_MAX_BUFS, w->it);
+    buf = s->bmap[b] = wl_take(w->bufs, w->nbufs, w->it);
     break;
   }
   case BS_OP_FREE:
@@ -159,13 +165,63 @@ static void replay_end(bs_wl *w) {
   s->replay = 0;
 }
 
+/*
+ * The attention plan's next op for this stream. A plan iterator's ops are a function of its plan
+ * and rank alone (no global state, no clock), so every stream of p->attn at map.local yields the
+ * same sequence: the first op[0 .. n) of it are read from the record; past them the iterator that
+ * recorded them goes on (a stream stopped at the record's end leaves it there, wl_stream_stop), or
+ * a fresh one is made and brought to position n (its first n ops are the record's), and what it
+ * yields is appended, until it ends (the record is then the whole sequence and no iterator is made
+ * again).
+ * NULL at the end of the sequence or when an iterator fails (the plan's error set).
+ */
+#define WL_OP_CACHE_MAX 2048 /* ops recorded at most per rank (456 bytes each: below 1 MB a rank) */
+static const bs_op *stream_next(bs_wl *w) {
+  attn_stream *s = &w->as;
+  if (s->pos < w->rec.n) return &w->rec.op[s->pos++];
+  if (w->rec.done) return NULL;
+  if (!s->in && w->rec.in && !w->rec.off && s->pos == w->rec.n) { /* the recorder goes on from the record's end */
+    s->in = w->rec.in;
+    w->rec.in = NULL;
+  }
+  if (!s->in) {
+    if (!(s->in = bs_plan_iter_new(w->p->attn, w->map.local))) {
+      w->it->err = 1;
+      return NULL;
+    }
+    for (int64_t i = 0; i < s->pos; i++)
+      if (!plan_next_ref(s->in)) {
+        w->it->err = 1;
+        return NULL;
+      }
+  }
+  const bs_op *op = plan_next_ref(s->in);
+  if (!op) {
+    w->rec.done = !w->rec.off && !bs_plan_iter_error(s->in);
+    return NULL;
+  }
+  if (!w->rec.off && s->pos == w->rec.n) {
+    if (w->rec.n == w->rec.cap) {
+      int64_t cap = w->rec.cap ? 2 * w->rec.cap : 256;
+      bs_op *grown = cap <= WL_OP_CACHE_MAX ? realloc(w->rec.op, sizeof *grown * (size_t)cap) : NULL;
+      if (grown) {
+        w->rec.op = grown;
+        w->rec.cap = cap;
+      } else w->rec.off = 1; /* too long (or no memory): this rank regenerates past the record */
+    }
+    if (!w->rec.off) memcpy(&w->rec.op[w->rec.n++], op, bs_op_used_bytes(op->kind));
+  }
+  s->pos++;
+  return op;
+}
+
 /* Streams inner ops until one was emitted or an event happened. */
 int wl_stream_pull(bs_wl *w) {
   attn_stream *s = &w->as;
   for (;;) {
     const bs_op *op = &s->held;
     if (s->has_held) s->has_held = 0;
-    else if (!(op = plan_next_ref(s->in))) return EV_END;
+    else if (!(op = stream_next(w))) return EV_END;
     if (op->kind == BS_OP_PHASE) {
       if (op->u.phase.begin) {
         if (op->u.phase.fwd_bwd == 1 && s->replay) replay_end(w);

@@ -245,7 +245,8 @@ static int64_t staged_bytes(const bs_op *op) {
 int bs_dev_bytes_of(const bs_plan *p, int rank, bs_dev_bytes *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   bs_plan_iter *it = bs_plan_iter_new(p, rank);
-  int64_t *size = calloc(BS_WL_MAX_BUFS, sizeof *size), *held = calloc(BS_WL_MAX_HANDLES, sizeof *held);
+  int32_t nb = bs_plan_buf_ids(p);
+  int64_t *size = calloc((size_t)nb, sizeof *size), *held = calloc(BS_WL_MAX_HANDLES, sizeof *held);
   if (!it || !size || !held) {
     bs_plan_iter_free(it);
     free(size);
@@ -260,7 +261,7 @@ int bs_dev_bytes_of(const bs_plan *p, int rank, bs_dev_bytes *out, char *err, si
     switch (op.kind) {
     case BS_OP_ALLOC: {
       int b = op.u.alloc.buf;
-      if (b < 0 || b >= BS_WL_MAX_BUFS) break;
+      if (b < 0 || b >= nb) break;
       live += op.u.alloc.bytes; /* as the runtime counts: an id is FREEd before it is allocated again */
       size[b] = op.u.alloc.bytes;
       if (live > out->peak) out->peak = live;
@@ -268,7 +269,7 @@ int bs_dev_bytes_of(const bs_plan *p, int rank, bs_dev_bytes *out, char *err, si
       break;
     }
     case BS_OP_FREE:
-      if (op.u.free.buf >= 0 && op.u.free.buf < BS_WL_MAX_BUFS) {
+      if (op.u.free.buf >= 0 && op.u.free.buf < nb) {
         live -= size[op.u.free.buf];
         size[op.u.free.buf] = 0;
       }

@@ -342,6 +342,14 @@ int bs_runtime_run(const bs_config *cfg, MPI_Comm world, const bs_runtime_opts *
   int rpn = opts->ranks_per_node > 0 ? opts->ranks_per_node : cfg->par.ranks_per_node;
   bs_plan *plan = NULL;
   if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return BS_RUN_EINPUT;
+  if (bs_plan_buf_ids(plan) > RT_MAX_BUFS) { /* a stage holding more layers x microbatches than a real run's table */
+    snprintf(err, errlen,
+             "model.layers: the plan numbers %d buffer ids at once (its pipeline stages hold that many layers x "
+             "microbatches); burstsim run keeps %d (burstsim sim takes the plan)",
+             (int)bs_plan_buf_ids(plan), RT_MAX_BUFS);
+    bs_plan_free(plan);
+    return BS_RUN_EINPUT;
+  }
   if (!opts->device && host_fits(plan, world, rank, err, errlen)) {
     bs_plan_free(plan);
     return BS_RUN_EINPUT;

@@ -5,8 +5,9 @@
 # whole default space (--force: both are past the search's one-hour refusal). Each search runs under
 # a bound (TIMEOUT_S, default 600 s of wall time); one that passes it gets SIGTERM, which ends a
 # search with what it has (its counts marked partial). One line per search: CPU seconds (user +
-# sys, from /usr/bin/time -v), wall seconds, peak RSS, candidates, walked, simulated, pruned by
-# memory and by bound, and whether it finished.
+# sys, from /usr/bin/time -v), wall seconds, peak RSS, candidates, walked, refined (walked a second
+# time, over the corners), simulated, pruned by memory and by bound, the CPU target and whether it
+# was met (a partial search never meets it), and whether it finished.
 set -eu
 build=${1:?usage: bench-search.sh BUILD_DIR [TIMEOUT_S]}
 bound=${2:-600}
@@ -24,9 +25,13 @@ tfield() { # tfield LABEL FILE: a figure of /usr/bin/time -v
   sed -n "s/^[[:space:]]*$1:[[:space:]]*//p" "$2" | head -n 1
 }
 
-printf '%-26s %9s %9s %9s %10s %9s %9s %9s %9s %s\n' search "CPU s" "wall s" "RSS MiB" candidates walked simulated \
-  "memory" "bound" status
+printf '%-26s %9s %9s %9s %10s %9s %9s %9s %9s %9s %9s %s\n' search "CPU s" "wall s" "RSS MiB" candidates walked refined \
+  simulated "memory" "bound" target status
 for name in h100-256-70b-128k h100-2304-405b-8k; do
+  case $name in
+  h100-256-70b-128k) target=60 ;;
+  *) target=300 ;;
+  esac
   rc=0
   /usr/bin/time -v timeout -s TERM "$bound" "$bs" search "$here/experiments/search/$name.ini" --force --quiet \
     --out "$tmp/$name.json" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
@@ -38,15 +43,17 @@ for name in h100-256-70b-128k h100-2304-405b-8k; do
   wall_s=$(echo "${wall:-0}" | awk -F: '{s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.1f", s}')
   rss_m=$(echo "${rss:-0}" | awk '{printf "%.0f", $1 / 1024}')
   status=done
+  met=$(awk -v c="$cpu" -v t="$target" 'BEGIN { print (c <= t ? "met" : "missed") }')
   if [ -f "$tmp/$name.json" ]; then
     [ "$(sed -n 's/^[[:space:]]*"partial":[[:space:]]*\(true\|false\),*$/\1/p' "$tmp/$name.json")" = true ] &&
-      status="partial (stopped at ${bound} s)"
-    printf '%-26s %9s %9s %9s %10s %9s %9s %9s %9s %s\n' "$name" "$cpu" "$wall_s" "$rss_m" \
+      status="partial (stopped at ${bound} s)" met=missed
+    printf '%-26s %9s %9s %9s %10s %9s %9s %9s %9s %9s %9s %s\n' "$name" "$cpu" "$wall_s" "$rss_m" \
       "$(field candidates "$tmp/$name.json")" "$(field walked "$tmp/$name.json")" \
-      "$(field simulated "$tmp/$name.json")" "$(field pruned_memory "$tmp/$name.json")" \
-      "$(field pruned_bound "$tmp/$name.json")" "$status"
+      "$(field refined "$tmp/$name.json")" "$(field simulated "$tmp/$name.json")" \
+      "$(field pruned_memory "$tmp/$name.json")" "$(field pruned_bound "$tmp/$name.json")" \
+      "<=${target} s: $met" "$status"
   else
-    printf '%-26s %9s %9s %9s %10s %9s %9s %9s %9s %s\n' "$name" "$cpu" "$wall_s" "$rss_m" - - - - - \
-      "no result (exit $rc): $(tail -n 1 "$tmp/$name.err")"
+    printf '%-26s %9s %9s %9s %10s %9s %9s %9s %9s %9s %9s %s\n' "$name" "$cpu" "$wall_s" "$rss_m" - - - - - - \
+      "<=${target} s: missed" "no result (exit $rc): $(tail -n 1 "$tmp/$name.err")"
   fi
 done

@@ -104,6 +104,7 @@ static int point_prepare(const bs_config *cfg, const bs_sim_opts *opts, const bs
     pt->src = *given;
   } else {
     if (bs_plan_create(cfg, pt->ps.ranks_per_node, &pt->plan, err, errlen)) return -1;
+    bs_plan_set_op_cache(pt->plan, !opts->no_op_cache);
     plan_source(pt->plan, &pt->src);
   }
   int G = pt->src.ranks;
@@ -198,6 +199,7 @@ static int adopt_user_platform(sim_ctx *c, const bs_config *cfg, point *pt, void
     pt->plan = NULL;
     c->rpn = pt->ps.ranks_per_node = rpn;
     if (bs_plan_create(cfg, rpn, &pt->plan, err, errlen)) return -1;
+    bs_plan_set_op_cache(pt->plan, !c->opts->no_op_cache);
     plan_source(pt->plan, &pt->src);
   }
   if (sg_host_count() == 1) c->shared_host = 1;
@@ -259,6 +261,7 @@ static int ctx_setup(sim_ctx *c, const bs_config *cfg, const bs_sim_opts *opts, 
   c->host_speed = ps->topo.host_speed > 0 ? ps->topo.host_speed : 1e9;
   c->trace_first = 1;
   c->rs = calloc((size_t)c->A, sizeof *c->rs);
+  c->buf_ids = pt->plan ? bs_plan_buf_ids(pt->plan) : MAX_BUFS;
   if (!c->rs) {
     snprintf(err, errlen, "out of memory for %d ranks", c->A);
     return -1;
@@ -284,6 +287,7 @@ static void ctx_release(sim_ctx *c) {
     for (int s = 0; s < c->A; s++) {
       if (c->rs[s].it) c->src->iter_free(c->rs[s].it);
       free(c->rs[s].coll_arr);
+      free(c->rs[s].buf);
     }
   free(c->rs);
   free(c->hosts);

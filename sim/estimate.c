@@ -75,7 +75,7 @@ int sim_work_estimate(const bs_sim_source *src, int nsim, double max_events, sim
   w->sampled = started;
   w->per_rank = started ? sum / started : 0;
   w->events = w->per_rank * nsim;
-  w->state_bytes = (double)nsim * ((double)sizeof(rank_state) + iter_bytes);
+  w->state_bytes = (double)nsim * ((double)sizeof(rank_state) + MAX_BUFS * (double)sizeof(membuf) + iter_bytes);
   return 0;
 }
 

@@ -47,7 +47,7 @@
 #include "sim/sim.h"
 
 #define MAX_HANDLES 256
-#define MAX_BUFS 2048
+#define MAX_BUFS 2048 /* buffer ids of an op source without a plan (a plan says its own: bs_plan_buf_ids) */
 #define MAX_PEERS 64
 
 /* ------------------------------------------------------------------ */
@@ -133,7 +133,8 @@ typedef struct rank_state {
     int64_t bytes, count;
     int stride;
   } wtree[64];
-  membuf buf[MAX_BUFS];
+  membuf *buf; /* by buffer id: nbuf entries, grown as ALLOCs reach higher ids, up to c->buf_ids (rankops.c) */
+  int32_t nbuf;
 } rank_state;
 
 typedef struct sim_ctx {
@@ -153,6 +154,7 @@ typedef struct sim_ctx {
   double host_speed;
   double exec_bound; /* shared host: the most flop/s one rank's threads can use */
   rank_state *rs;
+  int32_t buf_ids; /* the buffer ids of the op source: bs_plan_buf_ids, or MAX_BUFS without a plan */
   /* each actor's SimGrid host (engine.c places them): the SimGrid transport and the direct engine's
    * routes resolve an actor (slot) through it, so that rank_state holds no SimGrid object */
   sg_host_t *hosts;

@@ -88,10 +88,28 @@ static void decode_msg(void *p, int *tag, int64_t *bytes_low) {
   *bytes_low = (int64_t)(v & 0x7fffffffull);
 }
 
+/* The rank's table of buffers grown to hold id b (doubling, at most the source's buf_ids): a plan's
+ * ids are handed out lowest first, so most ranks never touch the top of a large bound. 0 or -1. */
+static int grow_bufs(rank_state *rs, int b) {
+  int64_t n = rs->nbuf ? 2 * (int64_t)rs->nbuf : 64;
+  if (n <= b) n = (int64_t)b + 1;
+  if (n > rs->ctx->buf_ids) n = rs->ctx->buf_ids;
+  membuf *p = realloc(rs->buf, sizeof *p * (size_t)n);
+  if (!p) return -1;
+  memset(p + rs->nbuf, 0, sizeof *p * (size_t)(n - rs->nbuf));
+  rs->buf = p;
+  rs->nbuf = (int32_t)n;
+  return 0;
+}
+
 int sim_op_alloc(rank_state *rs, const bs_op *op) {
   sim_ctx *c = rs->ctx;
   int b = op->u.alloc.buf;
-  if (b < 0 || b >= MAX_BUFS || rs->buf[b].used || op->u.alloc.bytes < 0 || op->u.alloc.cls < 0 ||
+  if (b >= rs->nbuf && b < c->buf_ids && grow_bufs(rs, b)) {
+    sim_error(c, "rank %d: out of memory for a table of %d buffer ids", rs->rank, (int)b + 1);
+    return -1;
+  }
+  if (b < 0 || b >= rs->nbuf || rs->buf[b].used || op->u.alloc.bytes < 0 || op->u.alloc.cls < 0 ||
       op->u.alloc.cls >= BS_MEM_CLASS_COUNT) {
     sim_error(c,
               "rank %d op #%lld: ALLOC of buffer %d (%lld bytes, class %d) is invalid or the "
@@ -112,7 +130,7 @@ int sim_op_alloc(rank_state *rs, const bs_op *op) {
 
 int sim_op_free(rank_state *rs, const bs_op *op) {
   int b = op->u.free.buf;
-  if (b < 0 || b >= MAX_BUFS || !rs->buf[b].used) {
+  if (b < 0 || b >= rs->nbuf || !rs->buf[b].used) {
     sim_error(rs->ctx, "rank %d op #%lld: FREE of buffer %d that is not allocated", rs->rank, (long long)rs->op_index,
               b);
     return -1;

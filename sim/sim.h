@@ -79,6 +79,10 @@ typedef struct {
    * COMPUTEs, SENDs, collective steps) than this, estimated from a few ranks before the fold, or
    * after it on the simulated ranks where the plan proves its ranks alike (estimate.c); 0: no bound (the default; burstsim sim sets BS_SIM_MAX_EVENTS). */
   double max_events;
+  /* Layer and model scope: every layer regenerates its attention's ops instead of reading them from
+   * each rank's record of the first (bs_plan_set_op_cache; the same ops either way): the reference
+   * the search's tests compare with (search --no-cache). */
+  int no_op_cache;
 } bs_sim_opts;
 
 /* The bound burstsim sim puts on a point's events unless --max-events says otherwise: about an hour of

@@ -257,6 +257,7 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   c->src = &R->src;
   c->G = c->A = G;
   c->rpn = R->rpn;
+  c->buf_ids = bs_plan_buf_ids(plan);
   c->rs = malloc(sizeof *c->rs * (size_t)G);
   R->t = calloc((size_t)G, sizeof *R->t);
   R->compute = calloc((size_t)G, sizeof *R->compute);
@@ -287,6 +288,7 @@ static void replay_free(replay *R) {
     rank_state *rs = &R->c.rs[R->ranks[i]];
     if (rs->it) bs_plan_iter_free(rs->it);
     free(rs->coll_arr);
+    free(rs->buf);
   }
   free(R->c.rs);
   free(R->t);
@@ -298,11 +300,13 @@ static void replay_free(replay *R) {
   free(R->um);
 }
 
-static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, bs_coll_model model, const bs_profile *prof,
+static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_sim_opts *opts, const bs_profile *prof,
                      int corners, bs_walk *out, char *err, size_t errlen) {
   bs_plan *plan = NULL;
+  bs_coll_model model = opts->coll_model;
   int rpn = ps->ranks_per_node;
   if (bs_plan_create(cfg, rpn, &plan, err, errlen)) return -2;
+  bs_plan_set_op_cache(plan, !opts->no_op_cache);
   int G = bs_plan_ranks(plan), rc = 0;
   replay *R = calloc(1, sizeof *R);
   if (R) {
@@ -415,7 +419,7 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   out->capacity_bytes = bs_profile_capacity_bytes(prof);
   int rc;
   if (!bs_sim_layers_apply(cfg, &opts)) {
-    rc = walk_plan(cfg, &ps, opts.coll_model, prof, corners, out, err, errlen);
+    rc = walk_plan(cfg, &ps, &opts, prof, corners, out, err, errlen);
     out->oom = bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
     return rc;
   }
@@ -426,8 +430,8 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   bs_walk a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  if ((rc = walk_plan(&ca, &ps, opts.coll_model, prof, corners, &a, err, errlen)) ||
-      (rc = walk_plan(&cb, &ps, opts.coll_model, prof, corners, &b, err, errlen)))
+  if ((rc = walk_plan(&ca, &ps, &opts, prof, corners, &a, err, errlen)) ||
+      (rc = walk_plan(&cb, &ps, &opts, prof, corners, &b, err, errlen)))
     return rc;
   int64_t k = cfg->model.layers - 3;
   if (exti(a.peak_bytes, b.peak_bytes, k, &out->peak_bytes)) {

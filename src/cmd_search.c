@@ -38,7 +38,7 @@ static void search_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim search SCENARIO.ini [--set section.key=value]... [--top K] [--out F.json]\n"
           "                       [--csv F.csv] [--report DIR] [--profile P] [--quiet] [--dry-run]\n"
-          "                       [--top-only] [--force] [--timeout S]\n"
+          "                       [--top-only] [--force] [--no-cache] [--timeout S]\n"
           "\n"
           "Finds the fastest parallel configuration for the model, workload, cluster and gpus the\n"
           "scenario fixes. Parallel keys left out or set to auto are searched over every legal value\n"
@@ -62,6 +62,8 @@ static void search_usage(FILE *f) {
           "                 points' front, not necessarily the whole space's)\n"
           "  --force        search a space whose walk alone is estimated past an hour (refused\n"
           "                 otherwise, exit 2, with the estimate and the keys that multiply it)\n"
+          "  --no-cache     every layer regenerates its attention's ops instead of reading each rank's\n"
+          "                 record of the first (slower; the same results: the reference for tests)\n"
           "  --timeout S    under mpirun -np P: seconds MPI start-up, the check that every rank has the\n"
           "                 same inputs, and the gather may block (default 120), and the most rank 0\n"
           "                 waits for another rank to end its part (default: no bound)\n"
@@ -779,6 +781,7 @@ int cmd_search(int argc, char **argv) {
   bs_sim_opts opts;
   bs_sim_opts_default(&opts);
   opts.profile = A.profile;
+  opts.no_op_cache = A.no_cache;
   if (bs_sim_check_profile(&sc.points[0], &opts, err, sizeof err) ||
       bs_sim_check_topology(&sc.points[0], err, sizeof err)) {
     fprintf(stderr, "burstsim search: %s\n", err);

@@ -21,7 +21,9 @@
  *                         simulates, their bytes those of the step-by-step tree;
  *   stages_shortcut       the first pass's microbatch shortcut equals the walk of
  *                         every microbatch, below the corners' walk;
- *   brute_force_microbatches  search and brute force agree where it applies.
+ *   brute_force_microbatches  search and brute force agree where it applies;
+ *   op_cache_same         each rank's record of its attention ops changes no walk,
+ *                         step, top 10 or front (search --no-cache).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -228,6 +230,57 @@ static void test_brute_force(void **st) {
   c.par.pp = 1;
   c.model.layers = 8; /* pipelines of 2 and 4 stages also run interleaved over 2 or 4 chunks */
   brute_agrees(&c, &a);
+}
+
+/* Each rank's record of its attention ops (bs_sim_opts.no_op_cache, search --no-cache) changes
+ * nothing: on the space of brute_force, with pipelines, every candidate's status, walk and bound,
+ * every simulated step and peak, the top 10 and the front are the same with it and without it. */
+static void test_op_cache_same(void **st) {
+  (void)st;
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 8);
+  c.work.seq_len = 16 * 1024;
+  c.work.batch = 2;
+  c.par.pp = 1;
+  c.model.layers = 8;
+  bs_search_autos a = {.method = 1, .tp = 1, .dp = 1, .pp = 1, .layout = 1, .recompute = 1, .pp_schedule = 1};
+  bs_search s[2];
+  for (int k = 0; k < 2; k++) {
+    char err[512] = "";
+    assert_int_equal(bs_search_expand(&c, 1, &a, &s[k], err, sizeof err), 0);
+    bs_sim_opts o;
+    bs_sim_opts_default(&o);
+    o.no_op_cache = k;
+    bs_search_opts so = {.top_k = 10, .parts = 1, .opts = &o};
+    assert_int_equal(bs_search_run(&s[k], &so, err, sizeof err), 0);
+  }
+  assert_int_equal(s[0].n, s[1].n);
+  assert_true(s[0].simulated >= 10);
+  for (int i = 0; i < s[0].n; i++) {
+    const bs_cand *x = &s[0].c[i], *y = &s[1].c[i];
+    assert_int_equal(x->status, y->status);
+    assert_int_equal(x->walk.peak_bytes, y->walk.peak_bytes);
+    for (int j = 0; j < BS_MEM_CLASS_COUNT; j++) assert_int_equal(x->walk.breakdown[j], y->walk.breakdown[j]);
+    assert_true(x->walk.compute_s == y->walk.compute_s && x->walk.replay_s == y->walk.replay_s);
+    assert_true(x->bound == y->bound);
+    if (x->status == BS_CAND_SIMULATED) {
+      assert_true(x->res.time.step == y->res.time.step);
+      assert_int_equal(x->res.mem.peak_bytes_max, y->res.mem.peak_bytes_max);
+    }
+  }
+  int n0, n1, *r0 = bs_search_ranking(&s[0], &n0), *r1 = bs_search_ranking(&s[1], &n1);
+  assert_int_equal(n0, n1);
+  for (int i = 0; i < n0; i++) assert_int_equal(r0[i], r1[i]);
+  int f0, f1, *p0 = bs_search_front(&s[0], &f0), *p1 = bs_search_front(&s[1], &f1);
+  assert_int_equal(f0, f1);
+  for (int i = 0; i < f0; i++) assert_int_equal(p0[i], p1[i]);
+  print_message("%d candidates, %d simulated, %d pruned by bound: the same with and without the record\n", s[0].n,
+                s[0].simulated, s[0].bound);
+  free(r0);
+  free(r1);
+  free(p0);
+  free(p1);
+  bs_search_free(&s[0]);
+  bs_search_free(&s[1]);
 }
 
 /* The first pass's microbatch shortcut (walk.c: one rank, 2 and 3 microbatches extended) equals the
@@ -592,13 +645,13 @@ static void test_many_tree_groups(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_walk_peak_equals_sim),     cmocka_unit_test(test_brute_force),
-    cmocka_unit_test(test_brute_force_prefill),      cmocka_unit_test(test_brute_force_nodes),
-    cmocka_unit_test(test_brute_force_fp8),          cmocka_unit_test(test_fp8_pruned),
-    cmocka_unit_test(test_many_tree_groups),         cmocka_unit_test(test_brute_force_variants),
-    cmocka_unit_test(test_variants_spread),          cmocka_unit_test(test_same_plan_twins),
-    cmocka_unit_test(test_method_list_twins),        cmocka_unit_test(test_stages_shortcut),
-    cmocka_unit_test(test_brute_force_microbatches),
+    cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
+    cmocka_unit_test(test_brute_force_prefill),  cmocka_unit_test(test_brute_force_nodes),
+    cmocka_unit_test(test_brute_force_fp8),      cmocka_unit_test(test_fp8_pruned),
+    cmocka_unit_test(test_many_tree_groups),     cmocka_unit_test(test_brute_force_variants),
+    cmocka_unit_test(test_variants_spread),      cmocka_unit_test(test_same_plan_twins),
+    cmocka_unit_test(test_method_list_twins),    cmocka_unit_test(test_stages_shortcut),
+    cmocka_unit_test(test_op_cache_same),        cmocka_unit_test(test_brute_force_microbatches),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
