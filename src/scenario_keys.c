@@ -135,6 +135,7 @@ static int set_fragmentation(bs_config *c, const char *v, char *why, size_t n) {
   return 0;
 }
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
+ENUM_SETTER(set_framework, work.framework, bs_framework, "megatron", "torchtitan", "deepspeed")
 static int set_documents(bs_config *c, const char *v, char *why, size_t n) {
   if (scn_docs_check(v, why, n)) return -1;
   if (strlen(v) >= sizeof c->work.documents) {
@@ -403,6 +404,8 @@ const key_def scn_keys[] = {
   {"workload", "fragmentation", set_fragmentation,
    "auto | 0 .. 0.9: layer / model scope, the allocator's reserve as a share of reserved memory (auto: 0.15 in "
    "training, 0 else)"},
+  {"workload", "framework", set_framework,
+   "megatron | torchtitan | deepspeed: whose documented defaults apply to the keys not given (docs/frameworks.md)"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
   {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},
