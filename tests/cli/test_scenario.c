@@ -232,6 +232,7 @@ static const key_case key_cases[] = {
   {"workload.documents", "fixed:1K/x", "uniform:9/2"},
   {"workload.seed", "0x10", "-1"},
   {"workload.fragmentation", "much", "0.95"},
+  {"workload.framework", "1", "megatron-lm"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
   {"parallel.layout", "2", "spiral"},
@@ -310,6 +311,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "workload.kv_cache")          ? "drop"
                      : !strcmp(c->key, "workload.cross_entropy")     ? "fused"
                      : !strcmp(c->key, "workload.fragmentation")     ? "0.2"
+                     : !strcmp(c->key, "workload.framework")         ? "torchtitan"
                      : !strcmp(c->key, "cluster.straggler")          ? "3:1.5"
                      : !strcmp(c->key, "cluster.degrade")            ? "nic:0.5"
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
