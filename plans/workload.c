@@ -211,8 +211,11 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   if (pp > 1 && c->par.zero >= 2) {
     snprintf(err, errlen,
              "parallel.zero: stage %d with pipeline stages is not modelled (DeepSpeed's pipeline engine refuses ZeRO "
-             "2 and 3; Megatron's distributed optimizer is ZeRO-1)",
-             c->par.zero);
+             "2 and 3; Megatron's distributed optimizer is ZeRO-1)%s",
+             c->par.zero,
+             c->work.framework_applied & BS_FW_KEY_ZERO
+               ? "; workload.framework = torchtitan chose it for FSDP2: give parallel.zero (1: sharded optimizer only)"
+               : "");
     return -1;
   }
   /* a stage keeps its layers' activations for every microbatch in flight (1F1B: up to pp) */
