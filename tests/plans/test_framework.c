@@ -18,23 +18,23 @@
  * 2 x 64 x 128, down 128 x 64, two norms of 64. */
 #define TOY_LAYER (64 * 12 * 16 + 64 * 64 + 2 * 64 * 128 + 128 * 64 + 2 * 64)
 
-/* Rank 0's ops, into a caller's array (at most cap); the count. */
-static int ops_of(const bs_plan *p, bs_op *ops, int cap) {
-  bs_plan_iter *it = bs_plan_iter_new(p, 0);
+#define CAP 200000
+static bs_op ops[CAP];
+
+/* Rank r's ops, into ops; the count. */
+static int ops_of_rank(const bs_plan *p, int r) {
+  bs_plan_iter *it = bs_plan_iter_new(p, r);
   assert_non_null(it);
   int n = 0;
   bs_op op;
   while (bs_plan_next(it, &op)) {
-    assert_true(n < cap);
+    assert_true(n < CAP);
     ops[n++] = op;
   }
   assert_int_equal(bs_plan_iter_error(it), 0);
   bs_plan_iter_free(it);
   return n;
 }
-
-#define CAP 200000
-static bs_op ops[CAP];
 
 /* torchtitan in training: parallel.zero = 3 unless given (FSDP2), and each layer's weights gathered
  * over the 4 data-parallel ranks (cp here) before its forward and again before its backward: a
@@ -48,7 +48,7 @@ static void test_fsdp_gathers(void **st) {
   assert_int_equal(c.par.zero, 3);
   assert_true(c.work.framework_applied & BS_FW_KEY_ZERO);
   bs_plan *p = plan_toy_make(&c);
-  int n = ops_of(p, ops, CAP), layer_gathers = 0, before_gemm = 0, gemm_seen = 0;
+  int n = ops_of_rank(p, 0), layer_gathers = 0, before_gemm = 0, gemm_seen = 0;
   for (int i = 0; i < n; i++) {
     if (ops[i].kind == BS_OP_COMPUTE && ops[i].u.compute.kernel == BS_K_GEMM) gemm_seen = 1;
     if (ops[i].kind != BS_OP_COLL || ops[i].u.coll.kind != BS_COLL_ALLGATHER) continue;
@@ -88,7 +88,7 @@ static void amax_ops(bs_fp8 fp8, bs_framework f, bs_phase ph, int *count, int64_
   c.model.fp8 = fp8;
   c.work.framework = f;
   bs_plan *p = plan_toy_make(&c);
-  int n = ops_of(p, ops, CAP);
+  int n = ops_of_rank(p, 0);
   *count = 0;
   *bytes = 0;
   *first = 0;
@@ -130,6 +130,38 @@ static void test_fp8_amax(void **st) {
   assert_int_equal(k, 0);
 }
 
+/* Composed tp 2 x cp 2 x dp 2 x pp 2 (16 ranks, tp fastest) with fp8 = ffn: on every rank the amax
+ * all-reduce runs over the 8 ranks of its pipeline stage (tp x cp x dp: ranks 0-7 or 8-15), 4 bytes
+ * x 3 x the 2 MLP GEMMs of the stage's one layer = 24 bytes after each microbatch's forward, 16
+ * after its backward, 2 microbatches a replica. (The simulator runs such points to their end:
+ * tests/golden/composed.ini holds fp8 = ffn over tp x cp x dp x pp.) */
+static void test_amax_composed(void **st) {
+  (void)st;
+  bs_config c = plan_toy(BS_RING, 16, BS_SCOPE_MODEL, BS_TRAIN);
+  c.model.fp8 = BS_FP8_FFN;
+  c.par.tp = 2;
+  c.par.dp = 2;
+  c.par.pp = 2;
+  c.work.batch = 4;
+  c.par.micro_batch = 1;
+  bs_plan *p = plan_toy_make(&c);
+  for (int r = 0; r < 16; r++) {
+    int n = ops_of_rank(p, r), k = 0;
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++)
+      if (ops[i].kind == BS_OP_COLL && ops[i].u.coll.red == BS_RED_MAX) {
+        assert_int_equal(ops[i].u.coll.group.first, r / 8 * 8);
+        assert_int_equal(ops[i].u.coll.group.stride, 1);
+        assert_int_equal(ops[i].u.coll.group.size, 8);
+        sum += ops[i].u.coll.bytes;
+        k++;
+      }
+    assert_int_equal(k, 2 * 2);
+    assert_int_equal(sum, 2 * (24 + 16));
+  }
+  bs_plan_free(p);
+}
+
 /* Whether every layer's gradient reduction (TOY_LAYER x 4 bytes of fp32 main gradients, model
  * scope) is waited by the op right after it; how many there were through *count. */
 static int grads_waited_at_once(bs_framework f, int zero, int *count) {
@@ -137,7 +169,7 @@ static int grads_waited_at_once(bs_framework f, int zero, int *count) {
   c.work.framework = f;
   c.par.zero = zero;
   bs_plan *p = plan_toy_make(&c);
-  int n = ops_of(p, ops, CAP), all = 1;
+  int n = ops_of_rank(p, 0), all = 1;
   *count = 0;
   for (int i = 0; i < n; i++) {
     if (ops[i].kind != BS_OP_COLL || ops[i].u.coll.red != BS_RED_SUM) continue;
@@ -189,10 +221,8 @@ static void test_default_kernel(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_fsdp_gathers),
-    cmocka_unit_test(test_fp8_amax),
-    cmocka_unit_test(test_grad_overlap),
-    cmocka_unit_test(test_default_kernel),
+    cmocka_unit_test(test_fsdp_gathers), cmocka_unit_test(test_fp8_amax),       cmocka_unit_test(test_amax_composed),
+    cmocka_unit_test(test_grad_overlap), cmocka_unit_test(test_default_kernel),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
