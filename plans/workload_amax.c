@@ -14,7 +14,10 @@
  * megatron/core/parallel_state.py get_amax_reduction_group). Here: one all-reduce of 3 x 4 bytes x
  * the FP8 GEMMs of a chunk's forward after its last layer, one of 2 x 4 bytes x the same after its
  * first layer's backward, per microbatch, over the stage's tp x cp x dp ranks (the data-parallel
- * group when the order does not make those ranks one strided group).
+ * group when the order does not make those ranks one strided group). Training only: inference's FP8
+ * is a row-wise quantisation whose scales each rank takes from its own rows (model.fp8, as the
+ * serving stacks burstsim models run it: Meta's context-parallel inference, arXiv 2411.01783), no
+ * amax crosses ranks.
  */
 #include "workload_impl.h"
 
@@ -43,7 +46,7 @@ static int stage_group(const bs_plan *p, int rank, bs_group *g) {
 
 void wl_amax_init(bs_wl *w, int rank) {
   const bs_config *c = &w->p->cfg;
-  w->amax = c->model.fp8 != BS_FP8_OFF && bs_framework_amax_reduce(c->work.framework);
+  w->amax = c->model.fp8 != BS_FP8_OFF && c->work.phase == BS_TRAIN && bs_framework_amax_reduce(c->work.framework);
   if (w->amax && stage_group(w->p, rank, &w->amaxg)) w->amaxg = w->dpg;
   w->n8 = w->n8_fwd = 0;
 }
