@@ -99,6 +99,15 @@ typedef enum { BS_MASTER_FP32 = 0, BS_MASTER_NONE } bs_master_weights;
  * kv_lora_rank + qk_rope_head_dim shared by every head, V its first kv_lora_rank columns. */
 typedef enum { BS_ATTENTION_MHA = 0, BS_ATTENTION_MLA, BS_ATTENTION_MLA_LATENT } bs_attention;
 
+/* The training framework whose documented defaults the job takes (workload.framework;
+ * plans/framework.c, docs/frameworks.md): Megatron-LM with Transformer Engine, torchtitan (FSDP2 and
+ * PyTorch SDPA), or DeepSpeed. Keys the user gives win over a framework's defaults. */
+typedef enum { BS_FW_MEGATRON = 0, BS_FW_TORCHTITAN, BS_FW_DEEPSPEED, BS_FW_COUNT } bs_framework;
+/* The keys a framework may set when the user gives none (bs_framework_defaults): given by the user
+ * (its argument), or applied by the framework (bs_workload.framework_applied). */
+#define BS_FW_KEY_ZERO 1u   /* parallel.zero */
+#define BS_FW_KEY_KERNEL 2u /* model.attention_kernel = default, resolved */
+
 typedef struct {
   char preset[32]; /* "" when given explicitly */
   int64_t hidden, heads, kv_heads, head_dim, layers, ffn, vocab;
@@ -142,6 +151,8 @@ typedef struct {
    * max_seq_len tokens per sequence when max_seq_len > 0 (the reservation of the systems before
    * vLLM), else exactly the tokens it holds. */
   int64_t kv_block, max_seq_len;
+  bs_framework framework;     /* whose defaults apply (bs_framework_defaults) */
+  unsigned framework_applied; /* BS_FW_KEY_* the framework set (none the user gave) */
   /* Packed documents (workload.documents): every sequence holds `docs` documents back to back,
    * document i ending (exclusive) at doc_end[i], the last at seq_len; attention stays inside a
    * document (the per-document mask of kernels/mask.h). 0: one document, no document mask.
@@ -256,6 +267,19 @@ const char *bs_fp8_name(bs_fp8 f);
 const char *bs_attn_kernel_name(bs_attn_kernel k);
 const char *bs_main_grads_name(bs_main_grads g);
 const char *bs_master_weights_name(bs_master_weights m);
+const char *bs_framework_name(bs_framework f);
+
+/* workload.framework's defaults on c (plans/framework.c): for each BS_FW_KEY_* not in `given` (the
+ * keys the user set), the framework's documented choice; the keys it set go to
+ * c->work.framework_applied. megatron sets none. */
+void bs_framework_defaults(bs_config *c, unsigned given);
+/* The attention kernel model.attention_kernel = default means under framework f (DEFAULT: the
+ * profile's default, which megatron keeps). */
+bs_attn_kernel bs_framework_attn_kernel(bs_framework f);
+/* Whether f's FP8 recipe all-reduces the amaxes (Transformer Engine's delayed scaling, reduce_amax). */
+int bs_framework_amax_reduce(bs_framework f);
+/* Whether f overlaps the data-parallel gradient reduction with the backward at ZeRO stage `zero`. */
+int bs_framework_grad_overlap(bs_framework f, int zero);
 
 /* The rank grid of c (plans/mesh.c): 0, or -1 with "section.key: what is wrong" in err. */
 int bs_mesh_of(const bs_config *c, bs_mesh *m, char *err, size_t errlen);

@@ -212,8 +212,11 @@ static int plan_check_workload(const bs_plan *p, char *err, size_t errlen) {
   if (pp > 1 && c->par.zero >= 2) {
     snprintf(err, errlen,
              "parallel.zero: stage %d with pipeline stages is not modelled (DeepSpeed's pipeline engine refuses ZeRO "
-             "2 and 3; Megatron's distributed optimizer is ZeRO-1)",
-             c->par.zero);
+             "2 and 3; Megatron's distributed optimizer is ZeRO-1)%s",
+             c->par.zero,
+             c->work.framework_applied & BS_FW_KEY_ZERO
+               ? "; workload.framework = torchtitan chose it for FSDP2: give parallel.zero (1: sharded optimizer only)"
+               : "");
     return -1;
   }
   if (c->par.pp_schedule == BS_PP_INTERLEAVED && pp_check_interleaved(p, err, errlen)) return -1;
@@ -464,7 +467,10 @@ static void gen_step(bs_wl *w) {
   case S_LFWD:
     if (layer_fwd_step(w, 0)) {
       w->fsub = 0;
-      if (++w->layer == w->L) w->stage = w->t_head ? S_HEAD : S_TASK_END;
+      if (++w->layer == w->L) {
+        wl_amax_reduce(w, 0);
+        w->stage = w->t_head ? S_HEAD : S_TASK_END;
+      }
     }
     return;
   case S_HEAD:
@@ -474,7 +480,10 @@ static void gen_step(bs_wl *w) {
   case S_LBWD:
     if (layer_bwd_step(w)) {
       w->sub = 0;
-      if (w->layer-- == 0) w->stage = w->t_embed ? S_EMBED_BWD : S_TASK_END;
+      if (w->layer-- == 0) {
+        wl_amax_reduce(w, 1);
+        w->stage = w->t_embed ? S_EMBED_BWD : S_TASK_END;
+      }
     }
     return;
   case S_EMBED_BWD:
@@ -578,6 +587,8 @@ static void *plan_wl_new(bs_plan_iter *it) {
   w->moe = c->model.experts > 0;
   w->mla = c->model.attention == BS_ATTENTION_MLA;
   if (w->moe) wl_moe_groups(w, it->rank);
+  wl_amax_init(w, it->rank);
+  w->grad_sync = !bs_framework_grad_overlap(c->work.framework, w->zero);
   w->w_all = w->g_all = w->opt[0] = w->opt[1] = w->opt[2] = -1;
   for (int64_t i = 0; i < w->slots; i++) w->logits[i] = -1;
   w->tmp = w->dx = w->gh = w->gbuck = w->gnew = w->ehb = w->geh = -1;

@@ -72,9 +72,13 @@ typedef struct bs_wl {
   int32_t gnew, ehb;    /* buckets being filled: this layer's, embedding + head's */
   int32_t zb[2], zh[2]; /* ZeRO-3: gathered weight sets, current and prefetched */
   int zuse;             /* ZeRO-3: index of the next weight use */
-  plan_rank_map map;    /* where this rank's attention group sits (compose.c) */
-  int64_t mb, nmb;      /* the microbatch being run, microbatches per step */
-  int64_t mbs;          /* sequences per microbatch */
+  int grad_sync;        /* the framework waits each gradient reduction at once (bs_framework_grad_overlap) */
+  int amax;             /* FP8 amaxes all-reduced (workload_amax.c) over amaxg */
+  bs_group amaxg;
+  int64_t n8, n8_fwd; /* FP8 GEMMs of the forward being run, and of the last forward */
+  plan_rank_map map;  /* where this rank's attention group sits (compose.c) */
+  int64_t mb, nmb;    /* the microbatch being run, microbatches per step */
+  int64_t mbs;        /* sequences per microbatch */
   /* pipeline parallelism: this rank's stage of pp, its neighbours, the 1F1B schedule's position */
   int pp, pstage, has_embed, has_head;
   int v, chunk;                           /* model chunks on this rank (interleaved; 1 for 1F1B), the task's chunk */
@@ -181,6 +185,11 @@ void wl_zero3_release(bs_wl *w);
 void wl_grad_reduce(bs_wl *w, int64_t set, int32_t *bucket);
 void wl_grad_bucket(bs_wl *w, int64_t set, int32_t *bucket);
 void wl_stage_opt(bs_wl *w);
+
+/* workload_amax.c: Transformer Engine's FP8 amax reduction */
+void wl_amax_init(bs_wl *w, int rank);
+void wl_amax_gemm(bs_wl *w);
+void wl_amax_reduce(bs_wl *w, int bwd);
 
 /* workload.c: the head's backward (a pipeline task may start with it) */
 void wl_stage_head_bwd(bs_wl *w);

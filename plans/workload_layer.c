@@ -61,6 +61,7 @@ static bs_compute *w_gemm(bs_wl *w, int64_t m, int64_t n, int64_t k) {
 void w_linear8(bs_wl *w, int64_t m, int64_t n, int64_t k, int bwd, int fp8, const char *what) {
   bs_compute *c[2] = {NULL, NULL};
   if (fp8) wk_fp8_casts(w, m, n, k, bwd);
+  if (fp8 && !bwd) wl_amax_gemm(w);
   if (!bwd) {
     c[0] = w_gemm(w, m, n, k);
   } else {

@@ -66,6 +66,7 @@ void wl_grad_reduce(bs_wl *w, int64_t set, int32_t *bucket) {
   int64_t sh = bs_zero_shard(set, w->pc.dp);
   if (w->zero == 0) w->gh = w_coll(w, BS_COLL_ALLREDUCE, w->dpg, sh * w->pc.dp * w->gb);
   else w->gh = w_coll(w, BS_COLL_REDUCE_SCATTER, w->dpg, sh * w->pc.dp * w->gb);
+  if (w->grad_sync) w_wait(w, &w->gh); /* not overlapped with the backward (plans/framework.c) */
 }
 
 /* Stage 2 and 3 keep only the shard: each set's gradients live in a bucket until reduced. */

@@ -323,6 +323,9 @@ static int import_megatron(const char *text, const bs_import_args *A, bs_import_
   put(&im, "workload.phase", "train");
   put(&im, "workload.scope", "model");
   put(&im, "workload.causal", "true");
+  put(&im, "workload.framework", "megatron");
+  say(&im, "mapped", "%s -> workload.framework = megatron (Megatron-LM with Transformer Engine: docs/frameworks.md)",
+      nemo ? "NeMo" : "Megatron-LM");
   sort_flags(&im);
   map_table(&im);
   map_model(&im);

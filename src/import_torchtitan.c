@@ -345,6 +345,9 @@ int bs_import_torchtitan(const char *text, const bs_import_args *opt, bs_import_
   bs_import_put(out, "workload.phase", "train");
   bs_import_put(out, "workload.scope", "model");
   bs_import_put(out, "workload.causal", "true");
+  bs_import_put(out, "workload.framework", "torchtitan");
+  bs_import_say(out, "mapped",
+                "torchtitan -> workload.framework = torchtitan (FSDP2, PyTorch SDPA: docs/frameworks.md)");
   sort_settings(&c);
   map_model(&c);
   const bs_toml_kv *seq = get(&c, "training", "seq_len");

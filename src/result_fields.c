@@ -79,6 +79,17 @@ static const char *pp_schedule(const bs_result *r) {
 static int has_rss(const bs_result *r) { return r->mem.rss_bytes != 0; }
 /* Packed documents (workload.documents): the value given, and the imbalance they make. */
 static int has_docs(const bs_result *r) { return r->cfg.work.docs > 0; }
+/* workload.framework other than megatron (whose defaults are the plans' own): the framework and the
+ * keys its defaults set, in JSON and as table columns */
+static int has_framework(const bs_result *r) { return r->cfg.work.framework != BS_FW_MEGATRON; }
+static const char *framework(const bs_result *r) { return bs_framework_name(r->cfg.work.framework); }
+static const char *framework_defaults(const bs_result *r) {
+  unsigned a = r->cfg.work.framework_applied;
+  if (!a) return "none";
+  return a == (BS_FW_KEY_ZERO | BS_FW_KEY_KERNEL) ? "zero+attention_kernel"
+         : a == BS_FW_KEY_ZERO                    ? "zero"
+                                                  : "attention_kernel";
+}
 static int has_docs_plan(const bs_result *r) { return has_docs(r) && has_plan(r); }
 static int has_moe(const bs_result *r) { return r->cfg.model.experts > 0; }
 static void cell_ratio(const bs_result *r, bs_value v, char *dst, size_t n) {
@@ -341,6 +352,10 @@ static const bs_field result_rows[] = {
    VARY("decode_tokens", cell_int)},
   {NAMED("kv_cache", kv_cache), CSV(45, "kv_cache"), VARY("kv_cache", cell_text)},
   {NAMED("cross_entropy", cross_entropy), VARY("ce", cell_text)},
+  {NAMED("workload.framework", framework), .present = has_framework, TABLE("framework", -1, cell_text), .vary = 2,
+   .news = has_framework},
+  {NAMED("workload.framework_defaults", framework_defaults), .present = has_framework,
+   TABLE("fw_defaults", -1, cell_text), .vary = 2, .news = has_framework},
   /* pass-KV or pass-Q, prefill against a KV cache (JSON and the table; no CSV column yet) */
   {NAMED("cp_pass", cp_pass), CSV(71, "cp_pass"), VARY("cp_pass", cell_text)},
   {AT("cached_tokens", "tokens", BS_FIELD_I64, cfg.work.cached_tokens), CSV(72, "cached_tokens"),

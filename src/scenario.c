@@ -187,6 +187,8 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
         return -1;
       }
     }
+    int zk = scn_find_key("parallel", "zero"); /* given, or auto: the search's to choose */
+    bs_framework_defaults(c, st->have[zk] || st->autod[zk] ? BS_FW_KEY_ZERO : 0);
     topology_profile(st, c);
     char dw[512];
     if (bs_model_resolve_attention(&c->model, dw, sizeof dw)) {

@@ -33,7 +33,7 @@ typedef struct {
 } entry;
 
 /* The keys of the table (scenario_keys.c checks the count). */
-#define SCN_NKEYS 72
+#define SCN_NKEYS 73
 extern const key_def scn_keys[SCN_NKEYS];
 
 /* ---- parsing state ---------------------------------------------------- */

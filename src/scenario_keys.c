@@ -137,6 +137,7 @@ static int set_fragmentation(bs_config *c, const char *v, char *why, size_t n) {
   return 0;
 }
 ENUM_SETTER(set_cp_pass, par.cp_pass, bs_cp_pass, "kv", "q")
+ENUM_SETTER(set_framework, work.framework, bs_framework, "megatron", "torchtitan", "deepspeed")
 static int set_documents(bs_config *c, const char *v, char *why, size_t n) {
   if (scn_docs_check(v, why, n)) return -1;
   if (strlen(v) >= sizeof c->work.documents) {
@@ -410,6 +411,8 @@ const key_def scn_keys[] = {
    "contiguous"},
   {"workload", "max_seq_len", set_max_seq_len,
    "0 | tokens: the contiguous KV cache's reservation per sequence (0 = the tokens it holds; K, M suffixes)"},
+  {"workload", "framework", set_framework,
+   "megatron | torchtitan | deepspeed: whose documented defaults apply to the keys not given (docs/frameworks.md)"},
   {"parallel", "method", set_method, "a name of bs_method_name"},
   {"parallel", "gpus", set_gpus, "devices"},
   {"parallel", "layout", set_layout, "contiguous | zigzag | striped | doc-zigzag | greedy"},

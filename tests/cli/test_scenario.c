@@ -234,6 +234,7 @@ static const key_case key_cases[] = {
   {"workload.fragmentation", "much", "0.95"},
   {"workload.kv_block", "16.5", "1048577"},
   {"workload.max_seq_len", "long", "-1"},
+  {"workload.framework", "1", "megatron-lm"},
   {"parallel.method", "1", "flash"},
   {"parallel.gpus", "eight", "0"},
   {"parallel.layout", "2", "spiral"},
@@ -312,6 +313,7 @@ static void test_every_key(void **st) {
                      : !strcmp(c->key, "workload.kv_cache")          ? "drop"
                      : !strcmp(c->key, "workload.cross_entropy")     ? "fused"
                      : !strcmp(c->key, "workload.fragmentation")     ? "0.2"
+                     : !strcmp(c->key, "workload.framework")         ? "torchtitan"
                      : !strcmp(c->key, "cluster.straggler")          ? "3:1.5"
                      : !strcmp(c->key, "cluster.degrade")            ? "nic:0.5"
                      : !strcmp(c->key, "cluster.failed_nics")        ? "0:1"
