@@ -4,7 +4,7 @@
 A pipeline's stages lie whole blocks of nodes apart, so the node fold finds nothing, but the
 data-parallel replicas inside a stage run the same programs: the stage fold simulates m of every
 Ki nodes. Where it applies (one leaf, same-rail messages; several leaves with cross-rail
-messages, whole leaves kept) every figure of the result equals --fold off's to 1e-12 relative,
+messages, whole leaves kept: never fewer nodes than a leaf, whose uplinks move the result) every figure of the result equals --fold off's to 1e-12 relative,
 bytes and memory exactly, under both engines; where it must not (a straggler, the pipeline not
 outermost in parallel.order) it is refused. A 256-GPU point whose pre-pass can rule out every
 fold after one node's programs stops there, and its figures equal --fold off's as well.
@@ -101,6 +101,9 @@ check("leaves of 2 nodes, cross-rail", leaves, ["--nodes-per-leaf", "2"], "stage
 check("leaves of 2, cross-rail, simgrid", leaves, ["--nodes-per-leaf", "2", "--engine", "simgrid"], "stage")
 check("interleaved, leaves of 2", leaves + ["parallel.pp_schedule=interleaved", "parallel.pp_chunks=2"],
       ["--nodes-per-leaf", "2"], "stage")
+# Cross-rail gradient rings on leaves of 4 nodes, stage blocks of 8: no fold of fewer nodes than
+# whole leaves (2 here) is exact, since the leaves' uplinks move the full run's result.
+check("cross-rail, leaves of 4 (must not)", leaves, ["--nodes-per-leaf", "4"], "none")
 check("straggler (must not)", one_leaf + ["cluster.straggler=40:1.5"], [], "none")
 check("pipeline not outermost (must not)", one_leaf + ["parallel.order=tp-pp-dp-cp"], [], "none")
 check("256 GPUs, pre-pass stops", ["parallel.gpus=256", "parallel.tp=4", "parallel.dp=8", "parallel.pp=4",
