@@ -107,6 +107,8 @@ typedef enum { BS_FW_MEGATRON = 0, BS_FW_TORCHTITAN, BS_FW_DEEPSPEED, BS_FW_COUN
  * (its argument), or applied by the framework (bs_workload.framework_applied). */
 #define BS_FW_KEY_ZERO 1u   /* parallel.zero */
 #define BS_FW_KEY_KERNEL 2u /* model.attention_kernel = default, resolved */
+#define BS_FW_KEY_METHOD 4u /* parallel.method: torchtitan's all-gather context parallelism */
+#define BS_FW_KEY_LAYOUT 8u /* parallel.layout: torch's head-tail load balance (zigzag) */
 
 typedef struct {
   char preset[32]; /* "" when given explicitly */

@@ -78,8 +78,13 @@ int bs_framework_grad_overlap(bs_framework f, int zero) { return f != BS_FW_DEEP
  *   block's gather prefetched one ahead, gradients reduce-scattered per block (plans/workload_zero.c,
  *   stage 3).
  * - model.attention_kernel = default: the framework's kernel (bs_framework_attn_kernel).
- * torchtitan's context parallelism all-gathers K and V (torch.distributed.tensor.experimental.
- * context_parallel, rotate method allgather by default); parallel.method stays as the user set it.
+ * - torchtitan, training: parallel.method = allgather. torchtitan's context parallelism is torch's
+ *   context_parallel (torch.distributed.tensor.experimental), whose rotate method is allgather unless
+ *   parallelism.context_parallel_rotate_method says alltoall: K and V all-gathered over the group,
+ *   the local queries attended against them. Its load balancer (_cp_options.enable_load_balance,
+ *   on by default) cuts the sequence in 2 x cp chunks and gives rank r chunks r and 2 cp - 1 - r:
+ *   parallel.layout = zigzag where no layout is given. Not applied where allgather does not run
+ *   (MLA, packed documents, a balance layout given): the method stays the plans' default there.
  */
 void bs_framework_defaults(bs_config *c, unsigned given) {
   bs_framework f = c->work.framework;
@@ -87,6 +92,16 @@ void bs_framework_defaults(bs_config *c, unsigned given) {
   if (f == BS_FW_TORCHTITAN && !(given & BS_FW_KEY_ZERO) && c->work.phase == BS_TRAIN) {
     c->par.zero = 3;
     c->work.framework_applied |= BS_FW_KEY_ZERO;
+  }
+  int plain_layout = c->par.layout == BS_CONTIGUOUS || c->par.layout == BS_ZIGZAG || c->par.layout == BS_STRIPED;
+  if (f == BS_FW_TORCHTITAN && !(given & BS_FW_KEY_METHOD) && c->work.phase == BS_TRAIN &&
+      c->model.attention == BS_ATTENTION_MHA && c->work.docs == 0 && plain_layout) {
+    c->par.method = BS_ALLGATHER;
+    c->work.framework_applied |= BS_FW_KEY_METHOD;
+    if (!(given & BS_FW_KEY_LAYOUT)) {
+      c->par.layout = BS_ZIGZAG;
+      c->work.framework_applied |= BS_FW_KEY_LAYOUT;
+    }
   }
   bs_attn_kernel k = bs_framework_attn_kernel(f);
   if (c->model.attention_kernel == BS_ATTN_KERNEL_DEFAULT && k != BS_ATTN_KERNEL_DEFAULT) {

@@ -37,7 +37,7 @@ static void export_usage(FILE *f) {
           "torchtitan: the train config's settings that fix the step, as TOML ([model],\n"
           "[training], [parallelism], [activation_checkpoint]) to merge into a llama3 config;\n"
           "refused unless the point is a llama3 flavor (8B, 70B, 405B), FSDP or DDP (ZeRO 3 or\n"
-          "0) and, with cp > 1, method ring.\n"
+          "0) and, with cp > 1, method ring or allgather.\n"
           "megatron:\n"
           "Prints the Megatron-LM launch flags (pretrain_gpt.py) of a point of a result file\n"
           "(burstsim sim --out, search --out): WORLD_SIZE=G, then one flag per line, as burstsim\n"
@@ -104,13 +104,18 @@ static void export_cp(exporter *x) {
     if (is(x, "plan.double_ring", "true"))
       fprintf(stderr, "note: the point ran a double ring; Megatron's p2p is one ring\n");
   } else if (!strcmp(method, "ulysses")) emit(x, "--cp-comm-type a2a\n");
+  else if (!strcmp(method, "allgather")) emit(x, "--cp-comm-type all_gather\n");
   else if (!strcmp(method, "usp")) {
     long a2a = num(x, "ulysses_degree");
     if (a2a < 1 || cp % a2a) refuse(x, "usp with ulysses_degree %ld does not divide cp %ld", a2a, cp);
     else emit(x, "--cp-comm-type a2a+p2p\n--hierarchical-context-parallel-sizes %ld %ld\n", a2a, cp / a2a);
     if (!is(x, "ulysses_placement", "head-first"))
       fprintf(stderr, "note: Megatron's a2a+p2p groups the a2a ranks first (head-first placement)\n");
-  } else refuse(x, "method %s: Megatron has no --cp-comm-type for it (ring: p2p, ulysses: a2a, usp: a2a+p2p)", method);
+  } else
+    refuse(
+      x,
+      "method %s: Megatron has no --cp-comm-type for it (ring: p2p, ulysses: a2a, usp: a2a+p2p, allgather: all_gather)",
+      method);
 }
 
 /* A row of the table the importer maps by its own rule, read back. */
@@ -191,8 +196,11 @@ static void export_torchtitan(exporter *x) {
            "model.preset '%s': torchtitan's llama3 flavors are 8B, 70B and 405B (presets llama3.1-8b, "
            "llama3.1-70b, llama3.1-405b)",
            preset);
-  if (cp > 1 && strcmp(method, "ring"))
-    refuse(x, "method %s: torchtitan's context parallelism passes K, V round a ring (method ring)", method);
+  if (cp > 1 && strcmp(method, "ring") && strcmp(method, "allgather"))
+    refuse(x,
+           "method %s: torchtitan's context parallelism all-gathers K, V (method allgather) or passes them round a "
+           "ring (ring)",
+           method);
   if (zero == 1 || zero == 2) refuse(x, "parallel.zero = %ld: torchtitan runs FSDP (ZeRO 3) or DDP (ZeRO 0)", zero);
   if (zero == 0 && cp > 1) refuse(x, "parallel.zero = 0 with cp %ld: torchtitan shards over dp x cp (FSDP)", cp);
   if (dp < 1 || batch % dp) refuse(x, "workload.batch %ld: not a multiple of dp %ld", batch, dp);
@@ -216,7 +224,8 @@ static void export_torchtitan(exporter *x) {
          num(x, "model.layers") / (pp * num(x, "parallel.pp_chunks")));
   else if (pp > 1) emit(x, "pipeline_parallel_schedule = \"1F1B\"\n");
   if (pp > 1) emit(x, "pipeline_parallel_microbatch_size = %ld\n", mb);
-  if (cp > 1) emit(x, "context_parallel_rotate_method = \"alltoall\"\n");
+  if (cp > 1)
+    emit(x, "context_parallel_rotate_method = \"%s\"\n", is(x, "method", "allgather") ? "allgather" : "alltoall");
   const char *mode = !strcmp(recompute, "off") ? "none" : recompute;
   emit(x, "\n[activation_checkpoint]\nmode = \"%s\"\n", mode);
   if (!strcmp(mode, "selective")) emit(x, "selective_ac_option = \"op\"\n");

@@ -45,7 +45,7 @@ static void import_usage(FILE *f) {
           "arrays, backslash continuations, NAME=value lines and $NAME are read; comments and\n"
           "words that are no flag are skipped). Each flag mapped is printed on stderr (flag ->\n"
           "key = value), each flag ignored with why; a flag the simulator cannot model (MoE,\n"
-          "uneven pipeline stages, --cp-comm-type all_gather, ...) is refused: exit 2.\n"
+          "uneven pipeline stages, ...) is refused: exit 2.\n"
           "\n"
           "  --gpus N       the world size (else WORLD_SIZE=N in the file, else --nnodes x\n"
           "                --nproc-per-node)\n"
@@ -258,11 +258,11 @@ static void map_cp(importer *im) {
         "--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes %ld %ld -> parallel.method = usp, "
         "ulysses_degree = %ld, ulysses_placement = head-first",
         a2a, p2p, a2a);
-  } else if (!strcmp(type, "all_gather"))
-    refuse(im,
-           "--cp-comm-type all_gather: cannot be modelled: the simulator has no all-gather context parallelism "
-           "(K, V of the whole sequence gathered before attention); p2p, a2a and a2a+p2p are modelled");
-  else refuse(im, "--cp-comm-type '%s': one type for every layer, p2p, a2a or a2a+p2p", type);
+  } else if (!strcmp(type, "all_gather")) {
+    put(im, "parallel.method", "allgather");
+    put(im, "parallel.layout", "zigzag");
+    say(im, "mapped", "--cp-comm-type all_gather -> parallel.method = allgather, layout = zigzag");
+  } else refuse(im, "--cp-comm-type '%s': one type for every layer, p2p, a2a, a2a+p2p or all_gather", type);
 }
 
 /* The rank grid: dp from the world, the batch, the interleaved pipeline, context parallelism. */

@@ -225,30 +225,35 @@ static void map_pipeline(tt *c, long pp) {
                   "[parallelism] pipeline_parallel_schedule = %s: only 1F1B and Interleaved1F1B are modelled", sched);
 }
 
-/* Context parallelism: torch's ring over load-balanced (head-tail) shards. */
+/* Context parallelism: torch's context_parallel over load-balanced (head-tail) shards, K and V
+ * all-gathered (rotate method allgather, torch's default) or passed round a ring (alltoall). */
 static void map_cp(tt *c, long cp) {
-  bs_import_put(c->out, "parallel.method", "ring");
   if (cp <= 1) {
+    bs_import_put(c->out, "parallel.method", "ring");
     bs_import_say(c->out, "mapped", "(context_parallel_degree 1) -> parallel.method = ring (over groups of one rank)");
     return;
   }
-  bs_import_put(c->out, "parallel.layout", "zigzag");
-  bs_import_put(c->out, "parallel.double_ring", "off");
   const bs_toml_kv *rot = get(c, "parallelism", "context_parallel_rotate_method");
   const char *how = rot ? rot->val : "allgather";
-  if (!strcmp(how, "alltoall"))
+  if (!strcmp(how, "alltoall")) {
+    bs_import_put(c->out, "parallel.method", "ring");
+    bs_import_put(c->out, "parallel.layout", "zigzag");
+    bs_import_put(c->out, "parallel.double_ring", "off");
     bs_import_say(c->out, "mapped",
                   "[parallelism] context_parallel_degree = %ld, rotate_method = alltoall -> parallel.method = ring, "
                   "layout = zigzag (torch's load balancer), double_ring = off",
                   cp);
-  else if (!strcmp(how, "allgather"))
-    bs_import_say(c->out, "note",
+  } else if (!strcmp(how, "allgather")) {
+    bs_import_put(c->out, "parallel.method", "allgather");
+    bs_import_put(c->out, "parallel.layout", "zigzag");
+    bs_import_say(c->out, "mapped",
                   "[parallelism] context_parallel_degree = %ld, rotate_method = allgather%s -> parallel.method = "
-                  "ring, layout = zigzag: torch gathers K, V once per layer; the simulator passes them round a "
-                  "ring (the same bytes, overlapped with attention: the all-gather's exposed time is missed)",
+                  "allgather, layout = zigzag (torch's load balancer)",
                   cp, rot ? "" : " (the default)");
-  else
+  } else {
+    bs_import_put(c->out, "parallel.method", "ring");
     bs_import_say(c->out, "refused", "[parallelism] context_parallel_rotate_method = %s: allgather or alltoall", how);
+  }
 }
 
 /* The mesh: world, degrees, ZeRO stage, batch and micro-batch. */

@@ -84,11 +84,24 @@ static int has_docs(const bs_result *r) { return r->cfg.work.docs > 0; }
 static int has_framework(const bs_result *r) { return r->cfg.work.framework != BS_FW_MEGATRON; }
 static const char *framework(const bs_result *r) { return bs_framework_name(r->cfg.work.framework); }
 static const char *framework_defaults(const bs_result *r) {
-  unsigned a = r->cfg.work.framework_applied;
-  if (!a) return "none";
-  return a == (BS_FW_KEY_ZERO | BS_FW_KEY_KERNEL) ? "zero+attention_kernel"
-         : a == BS_FW_KEY_ZERO                    ? "zero"
-                                                  : "attention_kernel";
+  /* every subset of BS_FW_KEY_ZERO, _KERNEL, _METHOD, _LAYOUT, indexed by the bits */
+  static const char *const names[16] = {"none",
+                                        "zero",
+                                        "attention_kernel",
+                                        "zero+attention_kernel",
+                                        "method",
+                                        "zero+method",
+                                        "attention_kernel+method",
+                                        "zero+attention_kernel+method",
+                                        "layout",
+                                        "zero+layout",
+                                        "attention_kernel+layout",
+                                        "zero+attention_kernel+layout",
+                                        "method+layout",
+                                        "zero+method+layout",
+                                        "attention_kernel+method+layout",
+                                        "zero+attention_kernel+method+layout"};
+  return names[r->cfg.work.framework_applied & 15u];
 }
 static int has_docs_plan(const bs_result *r) { return has_docs(r) && has_plan(r); }
 static int has_moe(const bs_result *r) { return r->cfg.model.experts > 0; }

@@ -187,8 +187,12 @@ int bs_scenario_load(const char *path, char **sets, int nsets, bs_scenario *out,
         return -1;
       }
     }
-    int zk = scn_find_key("parallel", "zero"); /* given, or auto: the search's to choose */
-    bs_framework_defaults(c, st->have[zk] || st->autod[zk] ? BS_FW_KEY_ZERO : 0);
+    /* given, or auto: the search's to choose */
+    int zk = scn_find_key("parallel", "zero"), mk = scn_find_key("parallel", "method"),
+        lk = scn_find_key("parallel", "layout");
+    bs_framework_defaults(c, (st->have[zk] || st->autod[zk] ? BS_FW_KEY_ZERO : 0u) |
+                               (st->have[mk] || st->autod[mk] ? BS_FW_KEY_METHOD : 0u) |
+                               (st->have[lk] || st->autod[lk] ? BS_FW_KEY_LAYOUT : 0u));
     topology_profile(st, c);
     char dw[512];
     if (bs_model_resolve_attention(&c->model, dw, sizeof dw)) {

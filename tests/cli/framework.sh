@@ -35,6 +35,19 @@ run --set workload.framework=torchtitan --set model.attention_kernel=fa3 --out "
 check "$work/k.json" torchtitan zero 3 fa3 || exit 1
 run --set workload.framework=deepspeed --out "$work/d.json" >/dev/null 2>&1 || fail "deepspeed failed"
 check "$work/d.json" deepspeed attention_kernel 0 fa2 || exit 1
+# torchtitan's context parallelism where no method is given: allgather over head-tail (zigzag) shards
+grep -v '^method' "$src/experiments/frameworks.ini" > "$work/cp.ini"
+"$bs" sim "$work/cp.ini" --quiet --set model.layers=2 --set parallel.dp=4 --set workload.framework=torchtitan \
+  --out "$work/c.json" >"$work/c.txt" 2>&1 || { cat "$work/c.txt"; fail "torchtitan cp failed"; }
+python3 - "$work/c.json" <<'PY' || fail "torchtitan's all-gather context parallelism not applied"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+got = (r["workload"]["framework_defaults"], r["method"], r["layout"])
+want = ("zero+attention_kernel+method+layout", "allgather", "zigzag")
+if got != want:
+    print("framework: got %s, expected %s" % (got, want))
+    sys.exit(1)
+PY
 run --out "$work/m.json" >/dev/null 2>&1 || fail "megatron failed"
 check "$work/m.json" - - 0 default || exit 1
 echo "framework: ok"

@@ -83,8 +83,8 @@ case "$case" in
     key 'method = usp'; key 'ulysses_degree = 2'; said 'usp, ulysses_degree = 2'; sim
     imp --context-parallel-size 8 --cp-comm-type a2a+p2p; refused '--cp-comm-type a2a+p2p: needs --hierarchical-context-parallel-sizes' ;;
   cp_all_gather)
-    imp --context-parallel-size 4 --cp-comm-type all_gather
-    refused '--cp-comm-type all_gather: cannot be modelled: the simulator has no all-gather context parallelism' ;;
+    imp --context-parallel-size 4 --cp-comm-type all_gather; ok; key 'method = allgather'; key 'layout = zigzag'
+    said 'mapped   --cp-comm-type all_gather -> parallel.method = allgather, layout = zigzag'; sim ;;
   zero)
     imp --use-distributed-optimizer; ok; key 'zero = 1'; said 'mapped   --use-distributed-optimizer -> parallel.zero = 1'; sim
     imp; ok; key 'zero = 0' ;;

@@ -63,8 +63,8 @@ case "$case" in
     cfg '[parallelism]' 'pipeline_parallel_degree = 2' 'pipeline_parallel_schedule = "Interleaved1F1B"' 'pipeline_parallel_layers_per_stage = 5'
     imp 2; refused 'pipeline_parallel_layers_per_stage = 5: pp x 5 does not divide 32 layers' ;;
   cp)
-    cfg '[parallelism]' 'context_parallel_degree = 4'; imp 8; ok; key 'method = ring'; key 'layout = zigzag'; key 'zero = 3'
-    said '^note     \[parallelism\] context_parallel_degree = 4, rotate_method = allgather (the default)'; sim
+    cfg '[parallelism]' 'context_parallel_degree = 4'; imp 8; ok; key 'method = allgather'; key 'layout = zigzag'; key 'zero = 3'
+    said '^mapped   \[parallelism\] context_parallel_degree = 4, rotate_method = allgather (the default) -> parallel.method = allgather'; roundtrip
     cfg '[parallelism]' 'context_parallel_degree = 4' 'context_parallel_rotate_method = "ring"'; imp 8
     refused '\[parallelism\] context_parallel_rotate_method = ring: allgather or alltoall' ;;
   recompute)
@@ -85,7 +85,7 @@ case "$case" in
     cfg '[training]' 'seq_len 8192'; imp 8; [ "$rc" = 2 ] || fail "exit $rc"; said 'line 10: expected key = value'
     cfg '[parallelism]' 'frobnicate = 3'; imp 8; ok; said '^ignored  \[parallelism\] frobnicate = 3 (line 10): unknown to this importer' ;;
   export_refused)
-    cfg '[parallelism]' 'context_parallel_degree = 4'; imp 8; ok; sed -i 's/^method = ring/method = ulysses/; /^layout/d' "$tmp/s.ini"; sim
+    cfg '[parallelism]' 'context_parallel_degree = 4'; imp 8; ok; sed -i 's/^method = allgather/method = ulysses/; /^layout/d' "$tmp/s.ini"; sim
     "$bs" export torchtitan "$tmp/r.json" > /dev/null 2> "$tmp/elog"; erc=$?
     [ "$erc" = 2 ] || fail "export of ulysses exit $erc, not 2"; grep -q "method ulysses: torchtitan's context parallelism" "$tmp/elog" || fail "no reason: $(cat "$tmp/elog")"
     cfg; imp 8; ok; sed -i 's/^zero = 3/zero = 1/' "$tmp/s.ini"; sim

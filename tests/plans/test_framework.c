@@ -44,7 +44,7 @@ static void test_fsdp_gathers(void **st) {
   (void)st;
   bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
   c.work.framework = BS_FW_TORCHTITAN;
-  bs_framework_defaults(&c, 0);
+  bs_framework_defaults(&c, BS_FW_KEY_METHOD); /* burst given: the gathers of the weights only */
   assert_int_equal(c.par.zero, 3);
   assert_true(c.work.framework_applied & BS_FW_KEY_ZERO);
   bs_plan *p = plan_toy_make(&c);
@@ -218,10 +218,66 @@ static void test_default_kernel(void **st) {
   assert_string_equal(bs_framework_name(BS_FW_TORCHTITAN), "torchtitan");
 }
 
+/* torchtitan's context parallelism (torch's context_parallel, rotate method allgather, head-tail load
+ * balance) where the scenario gives no method: allgather over zigzag shards, in training only, and
+ * not where allgather does not run (packed documents, MLA) or a method or layout is given; the
+ * plan the default makes builds. */
+static void test_cp_rotation(void **st) {
+  (void)st;
+  bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  c.work.framework = BS_FW_TORCHTITAN;
+  bs_framework_defaults(&c, 0);
+  assert_int_equal(c.par.method, BS_ALLGATHER);
+  assert_int_equal(c.par.layout, BS_ZIGZAG);
+  assert_int_equal(c.work.framework_applied & (BS_FW_KEY_METHOD | BS_FW_KEY_LAYOUT),
+                   BS_FW_KEY_METHOD | BS_FW_KEY_LAYOUT);
+  bs_plan *p = plan_toy_make(&c);
+  assert_non_null(p);
+  bs_plan_free(p);
+
+  /* a layout given stays (striped is one allgather takes), a method given stays */
+  c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  c.work.framework = BS_FW_TORCHTITAN;
+  c.par.layout = BS_STRIPED;
+  bs_framework_defaults(&c, BS_FW_KEY_LAYOUT);
+  assert_int_equal(c.par.method, BS_ALLGATHER);
+  assert_int_equal(c.par.layout, BS_STRIPED);
+  assert_false(c.work.framework_applied & BS_FW_KEY_LAYOUT);
+  c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  c.work.framework = BS_FW_TORCHTITAN;
+  bs_framework_defaults(&c, BS_FW_KEY_METHOD);
+  assert_int_equal(c.par.method, BS_BURST);
+  assert_false(c.work.framework_applied & BS_FW_KEY_METHOD);
+
+  /* not in prefill, not with packed documents or MLA, not under another framework */
+  c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_PREFILL);
+  c.work.framework = BS_FW_TORCHTITAN;
+  bs_framework_defaults(&c, 0);
+  assert_int_equal(c.par.method, BS_BURST);
+  c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  c.work.framework = BS_FW_TORCHTITAN;
+  c.work.docs = 2;
+  bs_framework_defaults(&c, 0);
+  assert_int_equal(c.par.method, BS_BURST);
+  c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+  c.work.framework = BS_FW_TORCHTITAN;
+  c.model.attention = BS_ATTENTION_MLA;
+  bs_framework_defaults(&c, 0);
+  assert_int_equal(c.par.method, BS_BURST);
+  for (int f = 0; f < BS_FW_COUNT; f++) {
+    if (f == BS_FW_TORCHTITAN) continue;
+    c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
+    c.work.framework = (bs_framework)f;
+    bs_framework_defaults(&c, 0);
+    assert_int_equal(c.par.method, BS_BURST);
+    assert_int_equal(c.par.layout, plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN).par.layout);
+  }
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fsdp_gathers), cmocka_unit_test(test_fp8_amax),       cmocka_unit_test(test_amax_composed),
-    cmocka_unit_test(test_grad_overlap), cmocka_unit_test(test_default_kernel),
+    cmocka_unit_test(test_grad_overlap), cmocka_unit_test(test_default_kernel), cmocka_unit_test(test_cp_rotation),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
