@@ -178,7 +178,10 @@ static int64_t anchors_bytes(const point *p) {
     int64_t full = B * p->N * p->hidden * es, passes = train ? 2 : 1;
     /* V1 one all-reduce; V3 an all-gather of full/G per rank plus a reduce-scatter of full: the same volume. */
     int64_t one = 2 * (G - 1) * (full / G);
-    return passes * one;
+    /* more ranks than KV heads: each KV head on rep = G / Zk ranks, whose partial dK, dV (B·N·d fp32
+     * each, the rank's one head) are all-reduced over them in the backward: 2(rep−1)/rep of each. */
+    int64_t rep = p->Zk < G ? G / p->Zk : 1, dkv = B * p->N * d * 4;
+    return passes * one + (train && rep > 1 ? 2 * (2 * (rep - 1) * (dkv / rep)) : 0);
   }
   if (!strcmp(p->method, "allgather")) {
     /* Llama 3 (arXiv 2407.21783 §3.3.2): "all-gather the K and V tensors" of the CP group, then local
