@@ -204,11 +204,8 @@ static void test_refused(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_tp_method),
-    cmocka_unit_test(test_composed_layer),
-    cmocka_unit_test(test_train_attention),
-    cmocka_unit_test(test_train_layer),
-    cmocka_unit_test(test_refused),
+    cmocka_unit_test(test_tp_method),   cmocka_unit_test(test_composed_layer), cmocka_unit_test(test_train_attention),
+    cmocka_unit_test(test_train_layer), cmocka_unit_test(test_refused),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
