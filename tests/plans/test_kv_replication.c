@@ -180,8 +180,9 @@ static void test_train_layer(void **st) {
     assert_int_equal(r.first, rank - t * stride + t / 2 * 2 * stride);
   }
   bs_plan_free(p);
-  /* tp <= kv_heads: no replicas, no such all-reduce */
-  c = toy(BS_TP, 2, 1, BS_SCOPE_LAYER, BS_TRAIN);
+  /* tp 4 over 4 KV heads: no replicas, no all-reduce over 2 ranks */
+  c = toy(BS_TP, 4, 1, BS_SCOPE_LAYER, BS_TRAIN);
+  c.model.kv_heads = 4;
   assert_int_equal(replica_allreduces(&c, 0, 1).n, 0);
 }
 
