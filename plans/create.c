@@ -269,19 +269,6 @@ static int check_composed(const bs_config *c, const bs_mesh *m, char *err, size_
              tp, (long long)c->model.heads, (long long)c->model.kv_heads);
     return fail(err, errlen, msg);
   }
-  /* tp over more ranks than KV heads in training: method tp sums the replicas' dK, dV itself (tp.c) and
-   * at layer and model scope the projections' backward takes them (the replicated Wk, Wv gradients
-   * all-reduced, workload_zero.c); a context-parallel method's dK, dV at attention scope would need a
-   * sum over the tp replicas, which its plan does not make */
-  if (m->att_dim == BS_DIM_CP && tp > c->model.kv_heads && plan_kv_split_ok(c->model.kv_heads, tp) &&
-      c->work.phase == BS_TRAIN && c->work.scope == BS_SCOPE_ATTENTION) {
-    snprintf(msg, sizeof msg,
-             "parallel.tp: %d ranks over %lld KV heads replicate each KV head %lld times; in training at attention "
-             "scope a context-parallel method does not sum the replicas' dK, dV (set workload.scope = layer or "
-             "model, or parallel.method = tp)",
-             tp, (long long)c->model.kv_heads, (long long)(tp / c->model.kv_heads));
-    return fail(err, errlen, msg);
-  }
   if (c->work.scope == BS_SCOPE_ATTENTION && m->microbatches > 1) {
     snprintf(msg, sizeof msg,
              "parallel.micro_batch: %lld sequences make %lld microbatches per replica; attention scope runs one "

@@ -33,6 +33,7 @@ typedef struct {
   int64_t dv;     /* columns of v, o and dO (multi-head latent attention: fewer than d) */
   int64_t cached; /* prefill: tokens already in the KV cache */
   int64_t ranks;  /* every rank of the point (G: the attention group's) */
+  int64_t rep;    /* a context-parallel method under tp over fewer KV heads: each KV head's tp replicas */
 } point;
 
 static cJSON *load(const char *path) {
@@ -113,7 +114,8 @@ static int read_point(cJSON *r, point *p) {
   p->B /= dp; /* the replica's sequences */
   if (strcmp(p->method, "tp")) {
     if (p->Z % tp || (p->Zk >= tp ? p->Zk % tp : tp % p->Zk)) return -1;
-    p->Z /= tp;                           /* the rank's heads */
+    p->Z /= tp; /* the rank's heads */
+    p->rep = p->Zk < tp ? tp / p->Zk : 1;
     p->Zk = p->Zk >= tp ? p->Zk / tp : 1; /* more tp ranks than KV heads: one, replicated */
     p->G = cp;
   } else {
@@ -229,6 +231,13 @@ int main(int argc, char **argv) {
   /* the published volumes are attention's: checked at attention scope, where they are the whole */
   int attention = !strcmp(p.scope, "attention");
   int64_t want = attention ? anchors_bytes(&p) : -1;
+  /* tp over fewer KV heads, a context-parallel method, training: the rep tp replicas of the rank's KV
+   * head all-reduce their partial dK, dV (B·(N/G)·d and B·(N/G)·dv fp32) after the backward, a ring
+   * moving 2(rep−1)/rep of each */
+  if (want >= 0 && p.rep > 1 && !strcmp(p.phase, "train")) {
+    int64_t n = p.N / p.G, dk = p.B * n * p.d * 4, dv = p.B * n * p.dv * 4;
+    want += 2 * (p.rep - 1) * (dk / p.rep) + 2 * (p.rep - 1) * (dv / p.rep);
+  }
   if (attention && want < 0) {
     fprintf(stderr, "no published formula for %s %s here\n", p.method, p.phase);
     fails++;
