@@ -77,7 +77,40 @@ int plan_grad_group(const bs_plan *p, int rank, bs_group *out) {
 typedef struct {
   bs_plan_iter *in;
   plan_rank_map map;
+  int32_t dk, dv; /* the rank's dK, dV output buffers while allocated, else -1 */
+  int64_t dk_bytes, dv_bytes;
 } compose_state;
+
+/* More tp ranks than KV heads in training: the rank's KV head is replicated on rep = tp / kv_heads
+ * consecutive tp ranks (same cp rank), each holding after the method's backward the partial dK, dV
+ * of its own query heads over its tokens; the head's gradient is their sum, all-reduced (fp32) over
+ * the rep ranks before the backward ends (tp.c does the same for method tp). */
+static void kv_replicas_sum(bs_plan_iter *it, const compose_state *s) {
+  const bs_plan *p = it->p;
+  int tp = p->mesh.size[BS_DIM_TP];
+  if (!p->bwd || p->mesh.att_dim != BS_DIM_CP || tp <= p->Zkv || s->dk < 0 || s->dv < 0) return;
+  bs_group g = plan_mesh_group(p, it->rank, BS_DIM_TP);
+  int32_t rep = (int32_t)(tp / p->Zkv), t = bs_mesh_coord(&p->mesh, it->rank, BS_DIM_TP), h[2];
+  g.first += t / rep * rep * g.stride;
+  g.size = rep;
+  h[0] = plan_coll(it, BS_COLL_ALLREDUCE, BS_RED_SUM, BS_ELEM_F32, g, R(s->dk, 0), R(s->dk, 0), s->dk_bytes);
+  h[1] = plan_coll(it, BS_COLL_ALLREDUCE, BS_RED_SUM, BS_ELEM_F32, g, R(s->dv, 0), R(s->dv, 0), s->dv_bytes);
+  plan_wait(it, h, 2);
+}
+
+/* Tracks the dK, dV output buffers of the group's plan (op as mapped). */
+static void track_dkv(compose_state *s, const bs_op *op) {
+  if (op->kind == BS_OP_ALLOC && op->u.alloc.role == BS_ROLE_DK) {
+    s->dk = op->u.alloc.buf;
+    s->dk_bytes = op->u.alloc.bytes;
+  } else if (op->kind == BS_OP_ALLOC && op->u.alloc.role == BS_ROLE_DV) {
+    s->dv = op->u.alloc.buf;
+    s->dv_bytes = op->u.alloc.bytes;
+  } else if (op->kind == BS_OP_FREE) {
+    if (op->u.free.buf == s->dk) s->dk = -1;
+    if (op->u.free.buf == s->dv) s->dv = -1;
+  }
+}
 
 static void compose_close(void *v) {
   compose_state *s = v;
@@ -89,6 +122,7 @@ static void *compose_open(bs_plan_iter *it) {
   compose_state *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   plan_map_of(it->p, it->rank, &s->map);
+  s->dk = s->dv = -1;
   s->in = bs_plan_iter_new(it->p->attn, s->map.local);
   if (!s->in) {
     free(s);
@@ -109,7 +143,10 @@ static int compose_gen(bs_plan_iter *it) {
       }
       return n > 0;
     }
-    plan_map_op(&s->map, plan_push_copy(it, op));
+    if (op->kind == BS_OP_PHASE && op->u.phase.fwd_bwd == 1 && !op->u.phase.begin) kv_replicas_sum(it, s);
+    bs_op *c = plan_push_copy(it, op);
+    plan_map_op(&s->map, c);
+    track_dkv(s, c);
   }
   return 1;
 }

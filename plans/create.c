@@ -269,14 +269,6 @@ static int check_composed(const bs_config *c, const bs_mesh *m, char *err, size_
              tp, (long long)c->model.heads, (long long)c->model.kv_heads);
     return fail(err, errlen, msg);
   }
-  int g = m->att_dim == BS_DIM_TP ? m->size[BS_DIM_TP] : tp;
-  if (g > c->model.kv_heads && plan_kv_split_ok(c->model.kv_heads, g) && c->work.phase == BS_TRAIN) {
-    snprintf(msg, sizeof msg,
-             "parallel.tp: %d ranks over %lld KV heads replicate each KV head %lld times; that runs for prefill and "
-             "decode only (the reduction of the replicas' gradients in training is not modelled)",
-             g, (long long)c->model.kv_heads, (long long)(g / c->model.kv_heads));
-    return fail(err, errlen, msg);
-  }
   if (c->work.scope == BS_SCOPE_ATTENTION && m->microbatches > 1) {
     snprintf(msg, sizeof msg,
              "parallel.micro_batch: %lld sequences make %lld microbatches per replica; attention scope runs one "

@@ -7,6 +7,16 @@
  * paper baselines; Megatron-LM, arXiv 1909.08053). The activations those
  * collectives carry are the projections' inputs/outputs that attention scope
  * leaves out, so their buffers carry no checked values.
+ *
+ * More ranks than KV heads (GQA, g = rep x kv_heads): each KV head is replicated on the rep
+ * consecutive ranks whose query heads share it (vLLM's rule), every replica computing the same K, V.
+ * In the backward each replica holds the dK, dV of its own query heads only; the head's gradient is
+ * their sum (the gradient of a replicated tensor, as Megatron-LM all-reduces the tp-replicated
+ * sequence-parallel norm weights' gradients: megatron/core/distributed/finalize_model_grads.py,
+ * _allreduce_layernorm_grads). At attention scope dK, dV are the outputs, so the replicas all-reduce
+ * them (fp32) over their rep ranks. At layer scope the K, V projection's backward takes the partials:
+ * the tp collectives of the input gradient sum them, and the replicated Wk, Wv gradients are
+ * all-reduced once a step (workload_zero.c).
  */
 #include "plan_impl.h"
 
@@ -88,6 +98,19 @@ static void tp_fwd(bs_plan_iter *it, tp_state *s, int64_t hq, int64_t hkv, const
   plan_phase(it, 0, 0);
 }
 
+/* Attention scope, more ranks than KV heads: the rep replicas of the rank's KV head sum their
+ * partial dK, dV (an fp32 all-reduce of each over the rep consecutive ranks holding the head). */
+static void kv_replicas_sum(bs_plan_iter *it, const tp_state *s, int64_t hkv) {
+  const bs_plan *p = it->p;
+  if (p->in_layer || p->Zkv >= p->G) return;
+  int32_t rep = (int32_t)(p->G / p->Zkv), h[2];
+  bs_group g = {it->rank / rep * rep, 1, rep};
+  int64_t bytes = p->B * hkv * p->N * p->d * 4; /* dK and dV each (as allocated below) */
+  h[0] = plan_coll(it, BS_COLL_ALLREDUCE, BS_RED_SUM, BS_ELEM_F32, g, R(s->dk, 0), R(s->dk, 0), bytes);
+  h[1] = plan_coll(it, BS_COLL_ALLREDUCE, BS_RED_SUM, BS_ELEM_F32, g, R(s->dv, 0), R(s->dv, 0), bytes);
+  plan_wait(it, h, 2);
+}
+
 /* The backward: the same collectives, delta, local attention backward. */
 static void tp_bwd(bs_plan_iter *it, tp_state *s, int64_t hq, int64_t hkv, const bs_shard *qs, const bs_shard *ks) {
   const bs_plan *p = it->p;
@@ -111,6 +134,7 @@ static void tp_bwd(bs_plan_iter *it, tp_state *s, int64_t hq, int64_t hkv, const
   attn_bufs b = {s->q, s->k, s->v, -1, s->lse, s->dout, delta, s->dq, s->dk, s->dv, -1};
   plan_emit_attn(it, 1, 0, hq, hkv, qs, 0, ks, &b, init);
   plan_free(it, delta);
+  kv_replicas_sum(it, s, hkv);
   it->step = 1;
   block_comm(it, 0);
   it->step = -1;

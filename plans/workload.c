@@ -495,6 +495,7 @@ static void gen_step(bs_wl *w) {
     w_wait(w, &w->gh);
     w_wait(w, &w->geh);
     w_free(w, &w->gbuck);
+    wl_kv_replica_reduce(w); /* more tp ranks than KV heads: the replicated Wk, Wv gradients */
     plan_phase(w->it, 1, 0);
     wl_stage_opt(w); /* layer scope: the step of that layer's parameters */
     w->stage = S_FINI;

@@ -185,6 +185,7 @@ void wl_zero3_release(bs_wl *w);
 void wl_grad_reduce(bs_wl *w, int64_t set, int32_t *bucket);
 void wl_grad_bucket(bs_wl *w, int64_t set, int32_t *bucket);
 void wl_stage_opt(bs_wl *w);
+void wl_kv_replica_reduce(bs_wl *w);
 
 /* workload_amax.c: Transformer Engine's FP8 amax reduction */
 void wl_amax_init(bs_wl *w, int rank);

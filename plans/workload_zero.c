@@ -74,6 +74,23 @@ void wl_grad_bucket(bs_wl *w, int64_t set, int32_t *bucket) {
   if (w->zero >= 2 && w->pc.dp > 1) *bucket = w_alloc(w, bs_zero_shard(set, w->pc.dp) * w->pc.dp * w->gb, BS_MEM_GRADS);
 }
 
+/* tp over more ranks than KV heads (each KV head replicated on rep = g / kv_heads consecutive tp
+ * ranks, tp.c): the replicas' Wk, Wv weight gradients are partial sums (each from its own query
+ * heads' dK, dV) and the parameter's gradient is their sum. Once a step, after the data-parallel
+ * reduction, one coalesced all-reduce over the rep ranks of the rank's replicated K and V projections
+ * (2 x hidden x head_dim parameters a layer, the main gradient's bytes): Megatron-LM does the same for
+ * the tp-replicated sequence-parallel norm weights (megatron/core/distributed/finalize_model_grads.py,
+ * _allreduce_layernorm_grads, after finish_grad_sync). ZeRO 2 and 3 keep the dp shard only: its part. */
+void wl_kv_replica_reduce(bs_wl *w) {
+  const bs_plan *p = w->it->p;
+  if (!w->train || w->mla || p->Zkv >= w->g) return;
+  int32_t rep = (int32_t)(w->g / p->Zkv), t = (w->it->rank - w->tpg.first) / w->tpg.stride;
+  bs_group g = {w->tpg.first + t / rep * rep * w->tpg.stride, w->tpg.stride, rep};
+  int64_t n = (w->model ? w->L * w->v : 1) * 2 * w->H * p->d;
+  if (w->zero >= 2 && w->pc.dp > 1) n = bs_zero_shard(n, w->pc.dp);
+  w_sync_coll(w, BS_COLL_ALLREDUCE, g, n * w->gb);
+}
+
 /* ---------- the optimizer step ---------- */
 
 void wl_stage_opt(bs_wl *w) {

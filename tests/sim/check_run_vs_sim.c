@@ -33,6 +33,7 @@ typedef struct {
   int64_t dv;     /* columns of v, o and dO (multi-head latent attention: fewer than d) */
   int64_t cached; /* prefill: tokens already in the KV cache */
   int64_t ranks;  /* every rank of the point (G: the attention group's) */
+  int64_t rep;    /* a context-parallel method under tp over fewer KV heads: each KV head's tp replicas */
 } point;
 
 static cJSON *load(const char *path) {
@@ -113,7 +114,8 @@ static int read_point(cJSON *r, point *p) {
   p->B /= dp; /* the replica's sequences */
   if (strcmp(p->method, "tp")) {
     if (p->Z % tp || (p->Zk >= tp ? p->Zk % tp : tp % p->Zk)) return -1;
-    p->Z /= tp;                           /* the rank's heads */
+    p->Z /= tp; /* the rank's heads */
+    p->rep = p->Zk < tp ? tp / p->Zk : 1;
     p->Zk = p->Zk >= tp ? p->Zk / tp : 1; /* more tp ranks than KV heads: one, replicated */
     p->G = cp;
   } else {
@@ -178,7 +180,10 @@ static int64_t anchors_bytes(const point *p) {
     int64_t full = B * p->N * p->hidden * es, passes = train ? 2 : 1;
     /* V1 one all-reduce; V3 an all-gather of full/G per rank plus a reduce-scatter of full: the same volume. */
     int64_t one = 2 * (G - 1) * (full / G);
-    return passes * one;
+    /* more ranks than KV heads: each KV head on rep = G / Zk ranks, whose partial dK, dV (B·N·d fp32
+     * each, the rank's one head) are all-reduced over them in the backward: 2(rep−1)/rep of each. */
+    int64_t rep = p->Zk < G ? G / p->Zk : 1, dkv = B * p->N * d * 4;
+    return passes * one + (train && rep > 1 ? 2 * (2 * (rep - 1) * (dkv / rep)) : 0);
   }
   if (!strcmp(p->method, "allgather")) {
     /* Llama 3 (arXiv 2407.21783 §3.3.2): "all-gather the K and V tensors" of the CP group, then local
@@ -226,6 +231,13 @@ int main(int argc, char **argv) {
   /* the published volumes are attention's: checked at attention scope, where they are the whole */
   int attention = !strcmp(p.scope, "attention");
   int64_t want = attention ? anchors_bytes(&p) : -1;
+  /* tp over fewer KV heads, a context-parallel method, training: the rep tp replicas of the rank's KV
+   * head all-reduce their partial dK, dV (B·(N/G)·d and B·(N/G)·dv fp32) after the backward, a ring
+   * moving 2(rep−1)/rep of each */
+  if (want >= 0 && p.rep > 1 && !strcmp(p.phase, "train")) {
+    int64_t n = p.N / p.G, dk = p.B * n * p.d * 4, dv = p.B * n * p.dv * 4;
+    want += 2 * (p.rep - 1) * (dk / p.rep) + 2 * (p.rep - 1) * (dv / p.rep);
+  }
   if (attention && want < 0) {
     fprintf(stderr, "no published formula for %s %s here\n", p.method, p.phase);
     fails++;
