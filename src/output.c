@@ -361,21 +361,59 @@ static void explain_cell(const bs_field *rows, int c, const bs_result *x, char *
   }
 }
 
-void bs_output_explain_table(FILE *f, const bs_result *r, int n) {
-  int nrows;
-  const bs_field *rows = bs_result_fields(&nrows);
-  int *col = calloc((size_t)nrows + XPARTS + 2, sizeof *col), ncol = 0;
-  int *width = calloc((size_t)nrows + XPARTS + 2, sizeof *width);
-  if (!col || !width) {
-    free(col);
-    free(width);
-    return;
-  }
-  /* the point's identity as the sim table shows it: the key columns and the settings that vary */
+/* The two parts tables (--explain, --memory): one cell or head of column c, c < 0 a result field. */
+typedef void (*part_cell_fn)(const bs_field *rows, int c, const bs_result *x, char *cell, size_t n);
+typedef const char *(*part_head_fn)(const bs_field *rows, int c);
+
+/* The point's identity as the sim table shows it: the key columns and the settings that vary. */
+static int identity_columns(const bs_field *rows, int nrows, const bs_result *r, int n, int *col) {
+  int ncol = 0;
   for (int k = 0; k < nrows; k++)
     if (rows[k].head && !rows[k].figure && (!rows[k].vary || varies(&rows[k], r, n)) &&
         (!rows[k].shown || rows[k].shown(r, n)))
       col[ncol++] = -1 - k;
+  return ncol;
+}
+
+/* The title, the heads and one row per point, each column as wide as its widest cell. */
+static void print_parts_table(FILE *f, const char *title, const bs_field *rows, const int *col, int ncol,
+                              const bs_result *r, int n, part_head_fn head, part_cell_fn cell_of) {
+  int *width = calloc((size_t)ncol + 1, sizeof *width);
+  if (!width) return;
+  for (int j = 0; j < ncol; j++) {
+    int c = col[j], w = (int)strlen(head(rows, c));
+    for (int i = 0; i < n; i++) {
+      char cell[64];
+      cell_of(rows, c, &r[i], cell, sizeof cell);
+      if ((int)strlen(cell) > w) w = (int)strlen(cell);
+    }
+    width[j] = c < 0 && rows[-1 - c].width < 0 ? -w : w;
+  }
+  fprintf(f, "%s\n", title);
+  for (int j = 0; j < ncol; j++) fprintf(f, "%s%*s", j ? " " : "", width[j], head(rows, col[j]));
+  fprintf(f, "\n");
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < ncol; j++) {
+      char cell[64];
+      cell_of(rows, col[j], &r[i], cell, sizeof cell);
+      fprintf(f, "%s%*s", j ? " " : "", width[j], cell);
+    }
+    if (!bs_result_has_figures(&r[i])) fprintf(f, "  %s", bs_result_status(&r[i]));
+    fprintf(f, "\n");
+  }
+  free(width);
+}
+
+static const char *explain_head(const bs_field *rows, int c) {
+  return c < 0 ? rows[-1 - c].head : c == XPARTS ? "step ms" : c == XPARTS + 1 ? "rank" : xpart_head(c);
+}
+
+void bs_output_explain_table(FILE *f, const bs_result *r, int n) {
+  int nrows;
+  const bs_field *rows = bs_result_fields(&nrows);
+  int *col = calloc((size_t)nrows + XPARTS + 2, sizeof *col);
+  if (!col) return;
+  int ncol = identity_columns(rows, nrows, r, n, col);
   col[ncol++] = XPARTS + 1;
   col[ncol++] = XPARTS;
   for (int p = 0; p < XPARTS; p++) { /* a part no point has is left out */
@@ -383,37 +421,11 @@ void bs_output_explain_table(FILE *f, const bs_result *r, int n) {
     for (int i = 0; i < n && !some; i++) some = bs_result_has_figures(&r[i]) && xpart(&r[i].explain.critical, p) != 0;
     if (some) col[ncol++] = p;
   }
-  for (int j = 0; j < ncol; j++) {
-    int c = col[j];
-    const char *h = c < 0 ? rows[-1 - c].head : c == XPARTS ? "step ms" : c == XPARTS + 1 ? "rank" : xpart_head(c);
-    int w = (int)strlen(h);
-    for (int i = 0; i < n; i++) {
-      char cell[64];
-      explain_cell(rows, c, &r[i], cell, sizeof cell);
-      if ((int)strlen(cell) > w) w = (int)strlen(cell);
-    }
-    width[j] = c < 0 && rows[-1 - c].width < 0 ? -w : w;
-  }
-  fprintf(f,
-          "where the step goes: the critical rank of each point (the one that finished last), each part in ms "
-          "and %% of its step\n");
-  for (int j = 0; j < ncol; j++) {
-    int c = col[j];
-    const char *h = c < 0 ? rows[-1 - c].head : c == XPARTS ? "step ms" : c == XPARTS + 1 ? "rank" : xpart_head(c);
-    fprintf(f, "%s%*s", j ? " " : "", width[j], h);
-  }
-  fprintf(f, "\n");
-  for (int i = 0; i < n; i++) {
-    for (int j = 0; j < ncol; j++) {
-      char cell[64];
-      explain_cell(rows, col[j], &r[i], cell, sizeof cell);
-      fprintf(f, "%s%*s", j ? " " : "", width[j], cell);
-    }
-    if (!bs_result_has_figures(&r[i])) fprintf(f, "  %s", bs_result_status(&r[i]));
-    fprintf(f, "\n");
-  }
+  print_parts_table(f,
+                    "where the step goes: the critical rank of each point (the one that finished last), each part in "
+                    "ms and % of its step",
+                    rows, col, ncol, r, n, explain_head, explain_cell);
   free(col);
-  free(width);
 }
 
 /* The parts of the memory table in the order a framework's memory is told: what persists (weights,
@@ -442,51 +454,20 @@ static void memory_cell(const bs_field *rows, int c, const bs_result *x, char *c
   else snprintf(cell, n, "%.2f", mpart(x, c) / 1073741824.0);
 }
 
+static const char *memory_head(const bs_field *rows, int c) { return c < 0 ? rows[-1 - c].head : mpart_head(c); }
+
 void bs_output_memory_table(FILE *f, const bs_result *r, int n) {
   int nrows;
   const bs_field *rows = bs_result_fields(&nrows);
-  int *col = calloc((size_t)nrows + MPARTS, sizeof *col), ncol = 0;
-  int *width = calloc((size_t)nrows + MPARTS, sizeof *width);
-  if (!col || !width) {
-    free(col);
-    free(width);
-    return;
-  }
-  for (int k = 0; k < nrows; k++)
-    if (rows[k].head && !rows[k].figure && (!rows[k].vary || varies(&rows[k], r, n)) &&
-        (!rows[k].shown || rows[k].shown(r, n)))
-      col[ncol++] = -1 - k;
+  int *col = calloc((size_t)nrows + MPARTS, sizeof *col);
+  if (!col) return;
+  int ncol = identity_columns(rows, nrows, r, n, col);
   for (int p = 0; p < MPARTS; p++) { /* a class no point holds is left out; the reserve and the totals always shown */
     int some = p >= BS_MEM_CLASS_COUNT;
     for (int i = 0; i < n && !some; i++) some = bs_result_has_figures(&r[i]) && mpart(&r[i], p) != 0;
     if (some) col[ncol++] = p;
   }
-  for (int j = 0; j < ncol; j++) {
-    int c = col[j];
-    const char *h = c < 0 ? rows[-1 - c].head : mpart_head(c);
-    int w = (int)strlen(h);
-    for (int i = 0; i < n; i++) {
-      char cell[64];
-      memory_cell(rows, c, &r[i], cell, sizeof cell);
-      if ((int)strlen(cell) > w) w = (int)strlen(cell);
-    }
-    width[j] = c < 0 && rows[-1 - c].width < 0 ? -w : w;
-  }
-  fprintf(f, "memory at the peak: the rank with the largest peak of each point, each term in GiB per GPU\n");
-  for (int j = 0; j < ncol; j++) {
-    int c = col[j];
-    fprintf(f, "%s%*s", j ? " " : "", width[j], c < 0 ? rows[-1 - c].head : mpart_head(c));
-  }
-  fprintf(f, "\n");
-  for (int i = 0; i < n; i++) {
-    for (int j = 0; j < ncol; j++) {
-      char cell[64];
-      memory_cell(rows, col[j], &r[i], cell, sizeof cell);
-      fprintf(f, "%s%*s", j ? " " : "", width[j], cell);
-    }
-    if (!bs_result_has_figures(&r[i])) fprintf(f, "  %s", bs_result_status(&r[i]));
-    fprintf(f, "\n");
-  }
+  print_parts_table(f, "memory at the peak: the rank with the largest peak of each point, each term in GiB per GPU",
+                    rows, col, ncol, r, n, memory_head, memory_cell);
   free(col);
-  free(width);
 }
