@@ -83,14 +83,7 @@ static void ag_bwd_begin(bs_plan_iter *it, ag_state *s) {
   s->dq = plan_alloc(it, p->B * p->Zq * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DQ, &qs, BS_ELEM_F32);
   s->dk = plan_alloc(it, p->B * p->Zkv * n * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, &ks, BS_ELEM_F32);
   s->dv = plan_alloc(it, p->B * p->Zkv * n * p->dv * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &ks, BS_ELEM_F32);
-  s->delta = plan_alloc(it, p->B * p->Zq * n * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-  bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
-  c->a = plan_attn_params(p, p->Zq, p->Zkv, n, n);
-  c->elems = p->B * p->Zq * n * p->dv;
-  c->flops = 2.0 * (double)c->elems;
-  c->in[0] = R(s->o, 0);
-  c->in[1] = R(s->dout, 0);
-  c->out[0] = R(s->delta, 0);
+  s->delta = plan_emit_local_delta(it, s->o, s->dout);
   gather_kv(it, s);
   s->dkg = plan_alloc(it, p->B * p->Zkv * p->N * p->d * 4, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);
   s->dvg = plan_alloc(it, p->B * p->Zkv * p->N * p->dv * 4, BS_MEM_COMM, BS_ROLE_TMP, NULL, BS_ELEM_F32);

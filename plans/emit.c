@@ -3,7 +3,8 @@
  * buffer and handle ids, one emitter per op kind (ALLOC, FREE, SEND, RECV,
  * COLL, WAIT, PHASE, COMPUTE), the emission of one (query shard x key shard)
  * attention as chunk-pair kernels with fully masked pairs skipped and FLOPs
- * counted from the visible pairs, and the stop of an iterator with a message.
+ * counted from the visible pairs, the backward's delta = rowsum(dO * O), and
+ * the stop of an iterator with a message.
  * Every method file and the layer and model scope emit through these.
  */
 #include <stdarg.h>
@@ -265,6 +266,27 @@ int plan_emit_attn_kv_at(bs_plan_iter *it, int bwd, int64_t hq, int64_t hkv, con
 int plan_emit_attn_at(bs_plan_iter *it, int unfused, int64_t hq, int64_t hkv, const bs_shard *qs, int64_t qpos_off,
                       const bs_shard *ks, const attn_bufs *b, int init[2], int64_t o_at, int64_t lse_at) {
   return emit_attn(it, 0, unfused, hq, hkv, qs, qpos_off, ks, b, init, o_at, lse_at, 0);
+}
+
+/* ---------- the backward's delta ---------- */
+
+void plan_emit_delta(bs_plan_iter *it, int64_t hq, int64_t hkv, int64_t n, int32_t o, int32_t dout, int32_t delta) {
+  const bs_plan *p = it->p;
+  bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
+  c->a = plan_attn_params(p, hq, hkv, n, n);
+  c->elems = p->B * hq * n * p->dv;
+  c->flops = 2.0 * (double)c->elems;
+  c->in[0] = R(o, 0);
+  c->in[1] = R(dout, 0);
+  c->out[0] = R(delta, 0);
+}
+
+int32_t plan_emit_local_delta(bs_plan_iter *it, int32_t o, int32_t dout) {
+  const bs_plan *p = it->p;
+  int64_t n = p->N / p->G;
+  int32_t delta = plan_alloc(it, p->B * p->Zq * n * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
+  plan_emit_delta(it, p->Zq, p->Zkv, n, o, dout, delta);
+  return delta;
 }
 
 int64_t plan_shard_pairs(const bs_plan *p, const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, int chunk) {

@@ -303,6 +303,11 @@ int plan_emit_attn_at(bs_plan_iter *it, int unfused, int64_t hq, int64_t hkv, co
  * b->dk, b->dv): one shard of a buffer that holds every rank's shard one after another (allgather). */
 int plan_emit_attn_kv_at(bs_plan_iter *it, int bwd, int64_t hq, int64_t hkv, const bs_shard *qs, const bs_shard *ks,
                          const attn_bufs *b, int init[2], int64_t kv_before);
+/* The backward's delta = rowsum(dO * O) (the ATTN_DELTA kernel) of hq query heads (hkv K,V heads) of n
+ * queries, from the fp32 output o and dout into delta. */
+void plan_emit_delta(bs_plan_iter *it, int64_t hq, int64_t hkv, int64_t n, int32_t o, int32_t dout, int32_t delta);
+/* plan_emit_delta of this rank's N / G queries, every query head, into a new fp32 WORKSPACE buffer (returned). */
+int32_t plan_emit_local_delta(bs_plan_iter *it, int32_t o, int32_t dout);
 /* Visible (query, key) pairs of a query shard (its zigzag chunk `chunk`, or all of it for -1)
  * against a key shard (-1 past 2^63 - 1). */
 int64_t plan_shard_pairs(const bs_plan *p, const bs_shard *qs, int64_t qpos_off, const bs_shard *ks, int chunk);

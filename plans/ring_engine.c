@@ -154,7 +154,6 @@ static int32_t find_part(const ring_bwd *r, int msg, int s) {
 
 /* The step's compute on the packet from ring position `origin`, into this step's partials. */
 static void packet_compute(bs_plan_iter *it, ring_bwd *r, int s, int origin) {
-  const bs_plan *p = it->p;
   bs_shard ts = r->tmpl;
   ts.part = origin;
   attn_bufs b;
@@ -167,13 +166,7 @@ static void packet_compute(bs_plan_iter *it, ring_bwd *r, int s, int origin) {
     b.o = -1;
     if (r->plain) {
       int32_t ob = find_part(r, MSG_O, s);
-      bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
-      c->a = plan_attn_params(p, r->hq, r->hkv, bs_shard_tokens(&ts), bs_shard_tokens(&ts));
-      c->elems = p->B * r->hq * bs_shard_tokens(&ts) * p->dv;
-      c->flops = 2.0 * (double)c->elems;
-      c->in[0] = R(ob, 0);
-      c->in[1] = R(b.dout, 0);
-      c->out[0] = R(r->tmp_delta, 0);
+      plan_emit_delta(it, r->hq, r->hkv, bs_shard_tokens(&ts), ob, b.dout, r->tmp_delta);
       b.delta = r->tmp_delta;
     } else {
       b.delta = find_part(r, MSG_D, s);
@@ -217,6 +210,32 @@ static void ew_add(bs_plan_iter *it, int32_t dst, int32_t src, int64_t bytes) {
 
 static int ring_bwd_step_double(bs_plan_iter *it, ring_bwd *r, int s);
 
+/* Step s's traffic on a ring of L ranks where this rank sits at position t, posted into h_pre: the
+ * running sums of this packet, sent by the previous rank at the end of its step s - 1 (the tag
+ * carries that step), first, as they were sent; then the read-only parts of the next packet received
+ * into the free buffer and this packet's forwarded. Partials are reused every other step: the one
+ * about to be accumulated into is cleared. */
+static void post_ring(bs_plan_iter *it, ring_bwd *r, int s, int t, int L, int prev, int next) {
+  if (t > 0) {
+    it->step = s - 1;
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc)
+        r->h_pre[r->n_pre++] = plan_recv(it, prev, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
+    it->step = s;
+  }
+  if (t < L - 1) {
+    for (int j = 0; j < r->nparts; j++)
+      if (!r->part[j].acc)
+        r->h_pre[r->n_pre++] = plan_recv(it, prev, r->part[j].msg, R(r->part[j].rb[t % 2], 0), r->part[j].bytes);
+    for (int j = 0; j < r->nparts; j++)
+      if (!r->part[j].acc)
+        r->h_pre[r->n_pre++] = plan_send(it, next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
+  }
+  if (s >= 2)
+    for (int j = 0; j < r->nparts; j++)
+      if (r->part[j].acc) ew_zero(it, cur_buf(r, &r->part[j], s), r->part[j].bytes);
+}
+
 /* Rank at position x of the backward's flat ring (single ring: M = 1 or P = 1). */
 static int flat_rank(const ring_bwd *r, int x) { return r->first + r->stride * md(x, r->P * r->M); }
 
@@ -236,30 +255,7 @@ int ring_bwd_step(bs_plan_iter *it, ring_bwd *r, int s) {
   it->step = s;
   const int x = r->a * r->P + r->i, next = flat_rank(r, x + 1), prev = flat_rank(r, x - 1);
   r->n_pre = 0;
-  if (S > 1) {
-    /* The running sums of this packet, sent by the previous rank at the end of
-     * its step s - 1 (the tag carries that step); posted first, as they were sent. */
-    if (s > 0) {
-      it->step = s - 1;
-      for (int j = 0; j < r->nparts; j++)
-        if (r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_recv(it, prev, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
-      it->step = s;
-    }
-    if (s < S - 1) {
-      for (int j = 0; j < r->nparts; j++)
-        if (!r->part[j].acc)
-          r->h_pre[r->n_pre++] = plan_recv(it, prev, r->part[j].msg, R(r->part[j].rb[s % 2], 0), r->part[j].bytes);
-      for (int j = 0; j < r->nparts; j++)
-        if (!r->part[j].acc)
-          r->h_pre[r->n_pre++] =
-            plan_send(it, next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
-    }
-    /* Partials are reused every other step: clear the one about to be accumulated into. */
-    if (s >= 2)
-      for (int j = 0; j < r->nparts; j++)
-        if (r->part[j].acc) ew_zero(it, cur_buf(r, &r->part[j], s), r->part[j].bytes);
-  }
+  if (S > 1) post_ring(it, r, s, s, S, prev, next);
   packet_compute(it, r, s, md(x - s, S));
   if (S == 1) return 1;
   /* Join the received sums (and the read-only traffic), add them to the partials. */
@@ -348,25 +344,7 @@ static int ring_bwd_step_double(bs_plan_iter *it, ring_bwd *r, int s) {
       r->h_oro[r->n_oro++] = plan_send(it, out_next, pp->msg, R(src, 0), pp->bytes);
     }
   }
-  if (t > 0) {
-    it->step = s - 1;
-    for (int j = 0; j < r->nparts; j++)
-      if (r->part[j].acc)
-        r->h_pre[r->n_pre++] = plan_recv(it, in_prev, r->part[j].msg, R(r->part[j].rin, 0), r->part[j].bytes);
-    it->step = s;
-  }
-  if (t < P - 1) {
-    for (int j = 0; j < r->nparts; j++)
-      if (!r->part[j].acc)
-        r->h_pre[r->n_pre++] = plan_recv(it, in_prev, r->part[j].msg, R(r->part[j].rb[t % 2], 0), r->part[j].bytes);
-    for (int j = 0; j < r->nparts; j++)
-      if (!r->part[j].acc)
-        r->h_pre[r->n_pre++] =
-          plan_send(it, in_next, r->part[j].msg, R(cur_buf(r, &r->part[j], s), 0), r->part[j].bytes);
-  }
-  if (s >= 2)
-    for (int j = 0; j < r->nparts; j++)
-      if (r->part[j].acc) ew_zero(it, cur_buf(r, &r->part[j], s), r->part[j].bytes);
+  post_ring(it, r, s, t, P, in_prev, in_next);
   packet_compute(it, r, s, md(r->a - o, M) * P + md(r->i - t - f, P));
   plan_wait(it, r->h_pre, r->n_pre);
   r->n_pre = 0;
@@ -522,20 +500,6 @@ static void seq_bwd_roles(bs_plan_iter *it, ring_seq *s) {
   s->dv = plan_alloc(it, p->B * p->Zkv * n * p->dv * 4, BS_MEM_OUTPUT, BS_ROLE_DV, &ks, BS_ELEM_F32);
 }
 
-/* delta = rowsum(dO * O) of this rank's queries, into a new WORKSPACE buffer. */
-static void seq_local_delta(bs_plan_iter *it, ring_seq *s) {
-  const bs_plan *p = it->p;
-  int64_t n = p->N / p->G;
-  s->delta = plan_alloc(it, p->B * p->Zq * n * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-  bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
-  c->a = plan_attn_params(p, p->Zq, p->Zkv, n, n);
-  c->elems = p->B * p->Zq * n * p->dv;
-  c->flops = 2.0 * (double)c->elems;
-  c->in[0] = R(s->o, 0);
-  c->in[1] = R(s->dout, 0);
-  c->out[0] = R(s->delta, 0);
-}
-
 static void add_part(ring_bwd *rb, int msg, int32_t local, int64_t bytes, int acc, int32_t ret_buf, int ret_msg) {
   pkt_part *pp = &rb->part[rb->nparts++];
   memset(pp, 0, sizeof *pp);
@@ -608,7 +572,7 @@ int ring_seq_bwd(bs_plan_iter *it, ring_seq *s, int kind, int plain, int unfused
     plan_phase(it, 1, 1);
     seq_bwd_roles(it, s);
     s->delta = s->tdelta = -1;
-    if (kind == 1 || !plain) seq_local_delta(it, s);
+    if (kind == 1 || !plain) s->delta = plan_emit_local_delta(it, s->o, s->dout);
     if (kind == 0 && plain) {
       int64_t n = p->N / p->G;
       s->tdelta = plan_alloc(it, p->B * p->Zq * n * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);

@@ -77,7 +77,7 @@ static void test_many_in_flight(void **st) {
   c.par.pp = 2;
   c.work.batch = 4;
   c.par.micro_batch = 1;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   assert_true(bs_plan_buf_ids(p) > BS_WL_MAX_BUFS);
   double T = 256, H = 64, F = 128, V = 256, qkv = (4 + 2 * 4) * 16, o = 4 * 16, m = 4, es = 2;
   double layer = 2 * T * (H * qkv + o * H + 2 * H * F + F * H);
@@ -104,11 +104,11 @@ static void test_many_in_flight(void **st) {
 static void test_bounds_by_scope(void **st) {
   (void)st;
   bs_config c = plan_toy(BS_BURST, 2, BS_SCOPE_ATTENTION, BS_TRAIN);
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   assert_int_equal(bs_plan_buf_ids(p), BS_PLAN_MAX_BUFS);
   bs_plan_free(p);
   c.work.scope = BS_SCOPE_LAYER;
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   assert_int_equal(bs_plan_buf_ids(p), BS_WL_MAX_BUFS);
   bs_plan_free(p);
 }

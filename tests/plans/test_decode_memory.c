@@ -50,7 +50,7 @@ static void walk_class(const bs_plan *p, int rank, bs_mem_class want, int64_t *m
 
 /* The KV cache class just before the program's last FREEs: the most it held. */
 static int64_t kv_held(const bs_config *c, int rank) {
-  bs_plan *p = plan_toy_make(c);
+  bs_plan *p = toy_plan_make(c);
   int64_t most;
   walk_class(p, rank, BS_MEM_KV_CACHE, &most, NULL, NULL);
   bs_plan_free(p);
@@ -73,7 +73,7 @@ static void test_decode_batch(void **st) {
     int64_t B = batches[i];
     bs_config c = plan_toy(BS_TREE, 4, BS_SCOPE_LAYER, BS_DECODE);
     c.work.batch = B;
-    bs_plan *p = plan_toy_make(&c);
+    bs_plan *p = toy_plan_make(&c);
     for (int r = 0; r < 4; r++) {
       bs_plan_iter *it = bs_plan_iter_new(p, r);
       assert_non_null(it);
@@ -182,7 +182,7 @@ static void test_fp8_saved(void **st) {
     bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
     c.model.head_dim = 8;
     c.model.fp8 = (bs_fp8)f;
-    bs_plan *p = plan_toy_make(&c);
+    bs_plan *p = toy_plan_make(&c);
     walk_class(p, 0, BS_MEM_ACTIVATIONS, NULL, &held[f], NULL);
     bs_plan_free(p);
   }

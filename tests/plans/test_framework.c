@@ -47,7 +47,7 @@ static void test_fsdp_gathers(void **st) {
   bs_framework_defaults(&c, BS_FW_KEY_METHOD); /* burst given: the gathers of the weights only */
   assert_int_equal(c.par.zero, 3);
   assert_true(c.work.framework_applied & BS_FW_KEY_ZERO);
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   int n = ops_of_rank(p, 0), layer_gathers = 0, before_gemm = 0, gemm_seen = 0;
   for (int i = 0; i < n; i++) {
     if (ops[i].kind == BS_OP_COMPUTE && ops[i].u.compute.kernel == BS_K_GEMM) gemm_seen = 1;
@@ -87,7 +87,7 @@ static void amax_ops(bs_fp8 fp8, bs_framework f, bs_phase ph, int *count, int64_
   bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, ph);
   c.model.fp8 = fp8;
   c.work.framework = f;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   int n = ops_of_rank(p, 0);
   *count = 0;
   *bytes = 0;
@@ -143,7 +143,7 @@ static void test_amax_composed(void **st) {
   c.par.pp = 2;
   c.work.batch = 4;
   c.par.micro_batch = 1;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   for (int r = 0; r < 16; r++) {
     int n = ops_of_rank(p, r), k = 0;
     int64_t sum = 0;
@@ -167,7 +167,7 @@ static int grads_waited_at_once(bs_framework f, int zero, int *count) {
   bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
   c.work.framework = f;
   c.par.zero = zero;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   int n = ops_of_rank(p, 0), all = 1;
   *count = 0;
   for (int i = 0; i < n; i++) {
@@ -231,7 +231,7 @@ static void test_cp_rotation(void **st) {
   assert_int_equal(c.par.layout, BS_ZIGZAG);
   assert_int_equal(c.work.framework_applied & (BS_FW_KEY_METHOD | BS_FW_KEY_LAYOUT),
                    BS_FW_KEY_METHOD | BS_FW_KEY_LAYOUT);
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   assert_non_null(p);
   bs_plan_free(p);
 

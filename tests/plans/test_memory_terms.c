@@ -81,7 +81,7 @@ static void test_logits(void **st) {
     bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, cases[i].phase);
     c.work.cross_entropy = cases[i].xent;
     c.model.dtype = cases[i].dtype;
-    bs_plan *p = plan_toy_make(&c);
+    bs_plan *p = toy_plan_make(&c);
     for (int r = 0; r < 4; r++) {
       class_walk w;
       walk_class(p, r, BS_MEM_LOGITS, &w);
@@ -93,7 +93,7 @@ static void test_logits(void **st) {
   }
   /* tp 2 (method tp): every rank holds the vocab's half for all 256 tokens: 256 x 128 x 6 */
   bs_config c = plan_toy(BS_TP, 2, BS_SCOPE_MODEL, BS_TRAIN);
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   class_walk w;
   walk_class(p, 1, BS_MEM_LOGITS, &w);
   assert_int_equal(w.max_live, 256 * 128 * 6);
@@ -101,7 +101,7 @@ static void test_logits(void **st) {
   bs_plan_free(p);
   /* layer scope has no head: no logits */
   c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   walk_class(p, 0, BS_MEM_LOGITS, &w);
   assert_int_equal(w.max_live, 0);
   bs_plan_free(p);
@@ -147,14 +147,14 @@ static void test_padding(void **st) {
   c.work.seq_len = 1 << 20;
   assert_int_equal(bs_seq_divisor(&c), 24);
   assert_int_equal(bs_seq_pad(&c), 8);
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   assert_int_equal(p->N, (1 << 20) + 8);
   assert_int_equal(p->cfg.work.seq_len, (1 << 20) + 8);
   bs_plan_free(p);
   c.par.layout = BS_ZIGZAG;
   assert_int_equal(bs_seq_divisor(&c), 48);
   assert_int_equal(bs_seq_pad(&c), 32);
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   assert_int_equal(p->N, (1 << 20) + 32);
   bs_plan_free(p);
   /* a sequence the ranks divide: no pad, the plan as before */
@@ -164,7 +164,7 @@ static void test_padding(void **st) {
   c = plan_toy(BS_ULYSSES, 4, BS_SCOPE_ATTENTION, BS_PREFILL);
   c.work.seq_len = 1001;
   assert_int_equal(bs_seq_pad(&c), 3);
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   assert_int_equal(p->N, 1004);
   bs_plan_free(p);
   /* method tp: v1 splits no sequence (nothing to pad), v3 over the gpus */
@@ -184,7 +184,7 @@ static void test_padding(void **st) {
   assert_int_equal(bs_seq_pad(&c), 3);
   c.par.layout = BS_ZIGZAG;
   assert_int_equal(bs_seq_divisor(&c), 4); /* lcm(2 x cp, cp x tp) = 4 */
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   assert_int_equal(p->N, 1004);
   bs_plan_free(p);
   /* no padding where no fresh sequence is split: decode, a cached prefix */
@@ -221,12 +221,12 @@ static void test_cached_layer(void **st) {
     bs_config c = plan_toy(BS_RING, 4, BS_SCOPE_LAYER, BS_PREFILL);
     c.work.cached_tokens = 128;
     c.par.cp_pass = (bs_cp_pass)pass;
-    bs_plan *p = plan_toy_make(&c);
+    bs_plan *p = toy_plan_make(&c);
     bs_config a = c;
     a.work.scope = BS_SCOPE_ATTENTION;
-    bs_plan *pa = plan_toy_make(&a);
+    bs_plan *pa = toy_plan_make(&a);
     c.work.scope = BS_SCOPE_MODEL;
-    bs_plan *pm = plan_toy_make(&c);
+    bs_plan *pm = toy_plan_make(&c);
     for (int r = 0; r < 4; r++) {
       double g, at, ga, aa, gm, am;
       flops_of(p, r, &g, &at);

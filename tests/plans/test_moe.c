@@ -118,7 +118,7 @@ static void same_alltoalls(const moe_walk *a, const moe_walk *b) {
 static void test_moe_layer_toy(void **st) {
   (void)st;
   bs_config c = toy();
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   moe_walk w0, w1;
   walk(p, 0, &w0);
   walk(p, 1, &w1);
@@ -155,7 +155,7 @@ static void test_moe_memory_toy(void **st) {
   int64_t dense = 64 * (4 + 8) * 16 + 4 * 16 * 64 + 2 * 64 + 256; /* qkv, o, norms, router */
   assert_int_equal(pc.layer, dense);
   assert_int_equal(pc.total, dense + 12288);
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   moe_walk w;
   walk(p, 3, &w);
   assert_int_equal(w.weights, (dense + 12288) * 2);
@@ -185,7 +185,7 @@ static void test_moe_skew_capacity(void **st) {
   assert_int_equal(bs_moe_expert_rows(&c, 32, 0), 64);
   assert_int_equal(bs_moe_expert_rows(&c, 32, 1), 22);
   assert_int_equal(bs_moe_expert_rows(&c, 32, 3), 21);
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   moe_walk w0, w1;
   walk(p, 0, &w0); /* ep index 0: experts 0 and 1, 86 rows */
   walk(p, 1, &w1); /* ep index 1: experts 2 and 3, 42 rows */
@@ -196,7 +196,7 @@ static void test_moe_skew_capacity(void **st) {
   /* capacity 1.5: every expert takes ceil(1.5 x 32 x 2 / 4) = 24 rows from each rank, padded */
   c.model.capacity_factor = 1.5;
   assert_int_equal(bs_moe_dispatch_rows(&c, 32), 4 * 24);
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   walk(p, 0, &w0);
   walk(p, 1, &w1);
   assert_int_equal(w0.a2a_bytes, 4 * 96 * 64 * 2);
@@ -214,7 +214,7 @@ static void test_moe_tp(void **st) {
   c.par.dp = 1;
   c.par.tp = 2;
   c.par.tp_variant = 3; /* cp = 2, ep = 2 over it */
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   moe_walk w;
   walk(p, 0, &w);
   /* T = 32, Tn = 16 per tp rank: 16 x 2 x 64 x 2 = 4096 per all-to-all */

@@ -29,7 +29,7 @@ static int op_same(const bs_op *x, const bs_op *y) {
 
 /* Every rank of c: the ops with the record equal the ops without it; returns the ops compared. */
 static int64_t same_ops(const bs_config *c) {
-  bs_plan *on = plan_toy_make(c), *off = plan_toy_make(c);
+  bs_plan *on = toy_plan_make(c), *off = toy_plan_make(c);
   bs_plan_set_op_cache(off, 0);
   int64_t n = 0;
   for (int r = 0; r < bs_plan_ranks(on); r++) {

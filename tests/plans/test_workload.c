@@ -163,7 +163,7 @@ static void test_layer_flops(void **st) {
     for (int ph = BS_TRAIN; ph <= BS_PREFILL; ph++) {
       bs_config c = plan_toy(ms[i], 4, BS_SCOPE_LAYER, (bs_phase)ph);
       c.par.ulysses_degree = 2;
-      bs_plan *p = plan_toy_make(&c);
+      bs_plan *p = toy_plan_make(&c);
       rank_walk w;
       walk_rank(p, 1, &w);
       double T = ms[i] == BS_TP ? 256 : 64, g = ms[i] == BS_TP ? 4 : 1;
@@ -172,7 +172,7 @@ static void test_layer_flops(void **st) {
       /* the attention inside is the method's own plan, unchanged */
       bs_config ac = c;
       ac.work.scope = BS_SCOPE_ATTENTION;
-      bs_plan *pa = plan_toy_make(&ac);
+      bs_plan *pa = toy_plan_make(&ac);
       rank_walk wa;
       bs_plan_iter *it = bs_plan_iter_new(pa, 1);
       double af = 0;
@@ -193,7 +193,7 @@ static void test_model_flops_recompute(void **st) {
   for (int rc = 0; rc <= 1; rc++) {
     bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
     c.work.recompute = rc;
-    bs_plan *p = plan_toy_make(&c);
+    bs_plan *p = toy_plan_make(&c);
     rank_walk w;
     walk_rank(p, 2, &w);
     double T = 64, head = 2 * T * c.model.hidden * c.model.vocab;
@@ -231,7 +231,7 @@ static void recompute_case(bs_method m, int G, int64_t s, int64_t t) {
   int modes[3] = {BS_RECOMPUTE_OFF, BS_RECOMPUTE_SELECTIVE, BS_RECOMPUTE_FULL};
   for (int i = 0; i < 3; i++) {
     c.work.recompute = modes[i];
-    bs_plan *p = plan_toy_make(&c);
+    bs_plan *p = toy_plan_make(&c);
     walk_rank(p, 1, &w[i]);
     bs_plan_free(p);
     assert_true(w[i].seen_bwd);
@@ -267,7 +267,7 @@ static void test_tp_v1_v3(void **st) {
     for (int v = 1; v <= 3; v += 2) {
       bs_config c = plan_toy(BS_TP, G, BS_SCOPE_LAYER, (bs_phase)ph);
       c.par.tp_variant = v;
-      bs_plan *p = plan_toy_make(&c);
+      bs_plan *p = toy_plan_make(&c);
       rank_walk w;
       walk_rank(p, 0, &w);
       int64_t S = c.work.batch * c.work.seq_len * c.model.hidden * 2;
@@ -315,7 +315,7 @@ static void test_zero(void **st) {
         c.model.main_grads = mg == 1 ? BS_GRADS_BF16 : BS_GRADS_FP32;
         c.model.master_weights = mg == 2 ? BS_MASTER_NONE : BS_MASTER_FP32;
         int64_t g = mg == 1 ? 2 : 4, nopt = mg == 2 ? 2 : 3;
-        bs_plan *p = plan_toy_make(&c);
+        bs_plan *p = toy_plan_make(&c);
         bs_param_count pc;
         bs_param_count_of(&c, &pc);
         int64_t H = 64, psi_layer = H * 12 * 16 + 64 * 64 + 2 * H * 128 + 128 * H + 2 * H;
@@ -363,7 +363,7 @@ static void test_composed_groups(void **st) {
   c.par.dp = 2;
   c.work.batch = 2;
   c.par.zero = 1;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   int64_t H = 64, V = 256, L = 2, es = 2, N = 256, cp = 2, tp = 2, D = 4;
   int64_t psi = L * layer_params(&c, tp) + 2 * V * H / tp + H;
   bs_param_count pc;
@@ -395,7 +395,7 @@ static void test_pipeline_stages(void **st) {
   bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
   c.par.pp = 2;
   c.work.batch = 4;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   int64_t H = 64, V = 256, es = 2, m = 4, T = 256 / 2;
   int64_t layer = layer_params(&c, 1);
   for (int r = 0; r < 4; r++) {
@@ -434,7 +434,7 @@ static void test_pipeline_interleaved(void **st) {
     c.par.pp_schedule = BS_PP_INTERLEAVED;
     c.par.pp_chunks = v;
     c.work.batch = m;
-    bs_plan *p = plan_toy_make(&c);
+    bs_plan *p = toy_plan_make(&c);
     int64_t layer = layer_params(&c, 1), msg = T * H * es;
     for (int r = 0; r < pp; r++) {
       bs_param_count pc;
@@ -472,7 +472,7 @@ static void test_pipeline_interleaved(void **st) {
     c.par.pp = 4;
     c.par.pp_schedule = BS_PP_INTERLEAVED;
     c.work.batch = 8;
-    bs_plan *p = plan_toy_make(&c);
+    bs_plan *p = toy_plan_make(&c);
     rank_walk w;
     walk_rank(p, 0, &w);
     const int32_t want[] = {0, 1,    2,    3,    1024, 1025, 4,    1026, 5,    1027, 6,    1024,
@@ -526,7 +526,7 @@ static void test_fp8_gemms(void **st) {
     for (int ph = BS_TRAIN; ph <= BS_PREFILL; ph++) {
       bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, (bs_phase)ph);
       c.model.fp8 = (bs_fp8)f;
-      bs_plan *p = plan_toy_make(&c);
+      bs_plan *p = toy_plan_make(&c);
       rank_walk w;
       walk_rank(p, 1, &w);
       double T = 256 / 4, H = 64, F = 128, L = 2, passes = ph == BS_TRAIN ? 3 : 1;
@@ -557,7 +557,7 @@ static void test_fp8_gemms(void **st) {
 static void test_layer_kernels(void **st) {
   (void)st;
   bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   rank_walk w;
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[0], 172544 + 221696);
@@ -569,7 +569,7 @@ static void test_layer_kernels(void **st) {
   bs_plan_free(p);
   /* inference: the forward's kernels only, no optimizer */
   c.work.phase = BS_PREFILL;
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[0], 172544);
   assert_int_equal(w.ew_ops[0], 7);
@@ -590,7 +590,7 @@ static int64_t model_ew_bytes(int64_t vocab, bs_cross_entropy ce) {
   bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_MODEL, BS_TRAIN);
   c.model.vocab = vocab;
   c.work.cross_entropy = ce;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   rank_walk w;
   walk_rank(p, 0, &w);
   bs_plan_free(p);
@@ -621,14 +621,14 @@ static void test_fp8_casts(void **st) {
   (void)st;
   bs_config c = plan_toy(BS_BURST, 4, BS_SCOPE_LAYER, BS_TRAIN);
   c.model.fp8 = BS_FP8_FFN;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   rank_walk w;
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[2], 229376);
   assert_int_equal(w.ew_ops[2], 6);
   bs_plan_free(p);
   c.work.phase = BS_PREFILL;
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[2], 36864);
   assert_int_equal(w.ew_ops[2], 2);
@@ -637,7 +637,7 @@ static void test_fp8_casts(void **st) {
    * 64 x 64) projections */
   c.work.phase = BS_TRAIN;
   c.model.fp8 = BS_FP8_ALL;
-  p = plan_toy_make(&c);
+  p = toy_plan_make(&c);
   walk_rank(p, 1, &w);
   assert_int_equal(w.ew_bytes[2], 229376 + 4 * (4096 + 12288 + 12288 + 4096 + 4096 + 4096));
   assert_int_equal(w.ew_ops[2], 12);
@@ -649,7 +649,7 @@ static void test_inference(void **st) {
   (void)st;
   bs_config c = plan_toy(BS_TREE, 4, BS_SCOPE_MODEL, BS_DECODE);
   c.work.decode_tokens = 2;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   rank_walk w;
   walk_rank(p, 0, &w);
   assert_int_equal(w.cls_allocated[BS_MEM_GRADS] + w.cls_allocated[BS_MEM_OPTIMIZER], 0);
@@ -683,7 +683,7 @@ static int64_t prefill_peak(bs_method m, int layers, bs_kv_cache kv) {
   bs_config c = plan_toy(m, 4, BS_SCOPE_MODEL, BS_PREFILL);
   c.model.layers = layers;
   c.work.kv_cache = kv;
-  bs_plan *p = plan_toy_make(&c);
+  bs_plan *p = toy_plan_make(&c);
   rank_walk w;
   walk_rank(p, 0, &w); /* also checks that every buffer is freed once */
   bs_plan_free(p);

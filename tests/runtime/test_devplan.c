@@ -17,6 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "tests/run_named.h"
+#include "tests/toy_model.h"
 #include "plans/workload.h"
 #include "runtime/devplan.h"
 
@@ -207,15 +208,7 @@ static void test_groups(void **state) {
   check_groups(&c, 0);
   /* composed tp 2 x cp 2 x dp 2 at model scope: tp groups of 2 and dp x cp groups of 4 overlap */
   base_config(&c, BS_BURST, 8);
-  c.model.preset[0] = 0;
-  c.model.hidden = 64;
-  c.model.heads = 4;
-  c.model.kv_heads = 4;
-  c.model.head_dim = 16;
-  c.model.ffn = 128;
-  c.model.vocab = 256;
-  c.model.layers = 2;
-  c.work.seq_len = 256;
+  toy_model(&c);
   c.work.scope = BS_SCOPE_MODEL;
   c.work.batch = 2;
   c.par.tp = 2;

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <cmocka.h>
 #include "tests/run_named.h"
+#include "tests/toy_model.h"
 #include "runtime/compute.h"
 #include "runtime/scratch.h"
 #include "plans/workload.h"
@@ -147,16 +148,9 @@ static void test_generic_elemwise(void **state) {
 static bs_config layer_cfg(bs_scope scope) {
   bs_config c;
   bs_config_default(&c);
-  c.model.preset[0] = 0;
-  c.model.hidden = 64;
-  c.model.heads = 4;
-  c.model.kv_heads = 4;
-  c.model.head_dim = 16;
-  c.model.ffn = 128;
-  c.model.vocab = 256;
+  toy_model(&c);
   c.model.layers = 1;
   c.model.dtype = BS_FP32;
-  c.work.seq_len = 256;
   c.work.batch = 1;
   c.work.phase = BS_TRAIN;
   c.work.scope = scope;
@@ -165,15 +159,6 @@ static bs_config layer_cfg(bs_scope scope) {
   c.par.double_ring = BS_OFF;
   c.par.ranks_per_node = 2;
   return c;
-}
-
-static bs_plan *make(const bs_config *c) {
-  bs_plan *p = NULL;
-  char err[256] = "";
-  int rc = bs_plan_create(c, c->par.ranks_per_node, &p, err, sizeof err);
-  if (rc) print_error("plan: %s\n", err);
-  assert_int_equal(rc, 0);
-  return p;
 }
 
 /*
@@ -188,7 +173,7 @@ static bs_plan *make(const bs_config *c) {
 static void test_layer_sizes(void **state) {
   (void)state;
   bs_config c = layer_cfg(BS_SCOPE_LAYER);
-  bs_plan *p = make(&c);
+  bs_plan *p = toy_plan_make(&c);
   const int64_t T = 128, H = 64, F = 128, Q = (4 + 2 * 4) * 16;
   const int64_t P = H * Q + 4 * 16 * H + 2 * H * F + F * H + 2 * H;
   for (int rank = 0; rank < 2; rank++) {
@@ -223,7 +208,7 @@ static void test_layer_sizes(void **state) {
 static void test_attention_none(void **state) {
   (void)state;
   bs_config c = layer_cfg(BS_SCOPE_ATTENTION);
-  bs_plan *p = make(&c);
+  bs_plan *p = toy_plan_make(&c);
   bs_scratch s;
   char err[256] = "";
   assert_int_equal(bs_scratch_create(&s, p, 1, err, sizeof err), 0);
