@@ -124,13 +124,7 @@ static void tp_bwd(bs_plan_iter *it, tp_state *s, int64_t hq, int64_t hkv, const
   s->dk = plan_alloc(it, p->B * hkv * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DK, ks, BS_ELEM_F32);
   s->dv = plan_alloc(it, p->B * hkv * N * p->d * 4, BS_MEM_OUTPUT, BS_ROLE_DV, ks, BS_ELEM_F32);
   int32_t delta = plan_alloc(it, p->B * hq * N * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-  bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
-  c->a = plan_attn_params(p, hq, hkv, N, N);
-  c->elems = p->B * hq * N * p->d;
-  c->flops = 2.0 * (double)c->elems;
-  c->in[0] = R(s->o, 0);
-  c->in[1] = R(s->dout, 0);
-  c->out[0] = R(delta, 0);
+  plan_emit_delta(it, hq, hkv, N, s->o, s->dout, delta); /* d = dv: create.c refuses tp otherwise */
   attn_bufs b = {s->q, s->k, s->v, -1, s->lse, s->dout, delta, s->dq, s->dk, s->dv, -1};
   plan_emit_attn(it, 1, 0, hq, hkv, qs, 0, ks, &b, init);
   plan_free(it, delta);

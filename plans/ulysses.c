@@ -500,13 +500,7 @@ static int bwd_begin(bs_plan_iter *it, uly_state *s, const uly_geo *g) {
   s2h_finish(it, &s->xf[0], BS_MEM_ACTIVATIONS);
   s->doh = s->xf[0].dst;
   s->delh = plan_alloc(it, p->B * g->hq * g->Ng * 4, BS_MEM_WORKSPACE, BS_ROLE_TMP, NULL, BS_ELEM_F32);
-  bs_compute *c = plan_compute(it, BS_K_ATTN_DELTA);
-  c->a = plan_attn_params(p, g->hq, g->hkv, g->Ng, g->Ng);
-  c->elems = p->B * g->hq * g->Ng * p->d;
-  c->flops = 2.0 * (double)c->elems;
-  c->in[0] = R(s->oh, 0);
-  c->in[1] = R(s->doh, 0);
-  c->out[0] = R(s->delh, 0);
+  plan_emit_delta(it, g->hq, g->hkv, g->Ng, s->oh, s->doh, s->delh); /* d = dv: create.c refuses ulysses otherwise */
   bwd_grads(it, s, g);
   if (!g->ring) {
     it->step = 1;
