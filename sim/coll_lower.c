@@ -201,8 +201,8 @@ static void lower_alltoall(lower *w) {
   int n = s->n, me = s->me;
   if (s->model == BS_COLL_ANALYTIC) {
     sg_host_t hb = host_of(w->c, sim_member(g, (me + 1) % n));
-    double lat = sg_host_get_route_latency(w->c->hosts[w->rs->slot], hb),
-           bw = sg_host_get_route_bandwidth(w->c->hosts[w->rs->slot], hb);
+    double lat, bw;
+    sim_route_figures(w->c, w->c->hosts[w->rs->slot], hb, &lat, &bw);
     for (int k = 1; k < n; k++) op_account(w, sim_member(g, (me + k) % n), s->chunk);
     emit(w, CL_EVENT);
     op_time(w, CL_SLEEP, lat + (double)s->chunk * (n - 1) / bw);

@@ -26,16 +26,11 @@ static int volume(bs_coll_kind kind, int64_t bytes, int n, int *steps, int64_t *
 }
 
 /* Route latency and bandwidth inside a node and between nodes, from the group's first pair of each. */
-static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
+static void group_links(sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
   int p[4];
   sim_group_pairs(g, node, p);
-  sg_host_t a = host_of(c, sim_member(g, p[0])), b = host_of(c, sim_member(g, p[1]));
-  l->lat_intra = sg_host_get_route_latency(a, b);
-  l->bw_intra = sg_host_get_route_bandwidth(a, b);
-  a = host_of(c, sim_member(g, p[2]));
-  b = host_of(c, sim_member(g, p[3]));
-  l->lat_inter = sg_host_get_route_latency(a, b);
-  l->bw_inter = sg_host_get_route_bandwidth(a, b);
+  sim_route_figures(c, host_of(c, sim_member(g, p[0])), host_of(c, sim_member(g, p[1])), &l->lat_intra, &l->bw_intra);
+  sim_route_figures(c, host_of(c, sim_member(g, p[2])), host_of(c, sim_member(g, p[3])), &l->lat_inter, &l->bw_inter);
 }
 
 /*
