@@ -61,7 +61,7 @@ static int pick_algo(sim_ctx *c, bs_coll_kind kind, const bs_group *g, int64_t b
   return 0;
 }
 
-/* 0 to run the part, 1 nothing to run (a group of one), -1 failed; s->node to free. */
+/* 0 to run the part, 1 nothing to run (a group of one), -1 failed; sim_coll_setup_free after. */
 int sim_coll_prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes,
                      sim_coll_setup *s) {
   s->n = g->size;
@@ -79,7 +79,7 @@ int sim_coll_prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const 
     sim_error(c, "rank %d: unknown collective %d", rs->rank, (int)kind);
     return -1;
   }
-  s->node = malloc(sizeof *s->node * (size_t)s->n);
+  s->node = s->n <= SIM_COLL_NODE_INLINE ? s->node_in : malloc(sizeof *s->node * (size_t)s->n);
   if (!s->node) {
     sim_error(c, "out of memory");
     return -1;
@@ -95,4 +95,9 @@ int sim_coll_prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const 
   s->model = c->opts->coll_model;
   if (s->model == BS_COLL_MODEL_AUTO) s->model = s->multi ? BS_COLL_FLOW : BS_COLL_STEPS;
   return 0;
+}
+
+void sim_coll_setup_free(sim_coll_setup *s) {
+  if (s->node != s->node_in) free(s->node);
+  s->node = NULL;
 }
