@@ -157,7 +157,7 @@ static void coll_main(int argc, char **argv) {
   (void)argv;
   coll_job *job = sg_actor_self_get_data();
   rank_state *rs = job->rs;
-  cl_prog p;
+  cl_prog p = {0};
   if (cl_lower(rs->ctx, rs, job->kind, &job->group, job->bytes, job->seq, &p) == 0) {
     coll_thread self = {rs, &p, 0, NULL};
     run_thread(&self);

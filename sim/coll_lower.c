@@ -201,8 +201,8 @@ static void lower_alltoall(lower *w) {
   int n = s->n, me = s->me;
   if (s->model == BS_COLL_ANALYTIC) {
     sg_host_t hb = host_of(w->c, sim_member(g, (me + 1) % n));
-    double lat = sg_host_get_route_latency(w->c->hosts[w->rs->slot], hb),
-           bw = sg_host_get_route_bandwidth(w->c->hosts[w->rs->slot], hb);
+    double lat, bw;
+    sim_route_figures(w->c, w->c->hosts[w->rs->slot], hb, &lat, &bw);
     for (int k = 1; k < n; k++) op_account(w, sim_member(g, (me + k) % n), s->chunk);
     emit(w, CL_EVENT);
     op_time(w, CL_SLEEP, lat + (double)s->chunk * (n - 1) / bw);
@@ -285,12 +285,16 @@ static void lower_binomial(lower *w) {
 /* ------------------------------------------------------------------ */
 
 int cl_lower(sim_ctx *c, rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes, int seq, cl_prog *p) {
+  cl_op *keep = p->op; /* the caller's buffer to reuse (cl_lower's contract) */
+  int cap = p->cap;
   memset(p, 0, sizeof *p);
+  p->op = keep;
+  p->cap = cap;
   p->seq = seq;
   sim_coll_setup s;
   int rc = sim_coll_prepare(c, rs, kind, g, bytes, &s);
   if (rc) {
-    free(s.node);
+    sim_coll_setup_free(&s);
     return rc;
   }
   lower w = {.c = c, .rs = rs, .g = g, .bytes = bytes, .kind = kind, .s = &s, .p = p};
@@ -303,7 +307,7 @@ int cl_lower(sim_ctx *c, rank_state *rs, bs_coll_kind kind, const bs_group *g, i
   else if (s.steps < 0) lower_alltoall(&w);
   else lower_ring(&w);
   if (!rc && p->nth == 0) thread_end(&w);
-  free(s.node);
+  sim_coll_setup_free(&s);
   if (!rc && w.oom) {
     sim_error(c, "out of memory");
     rc = -1;

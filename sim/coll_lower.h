@@ -75,7 +75,9 @@ typedef struct {
 } cl_prog;
 
 /* Lowers rank rs's part of the collective (kind, g, bytes), its seq-th: 0 with *p to run (free it
- * with cl_prog_free), 1 nothing to run (a group of one), -1 failed (c->error). */
+ * with cl_prog_free), 1 nothing to run (a group of one), -1 failed (c->error). p->op and p->cap come
+ * in set: NULL and 0, or the steps buffer of a program done with, which the new one reuses (the
+ * direct engine lowers a program at every call of every member); the rest of *p is written. */
 int cl_lower(sim_ctx *c, rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes, int seq, cl_prog *p);
 void cl_prog_free(cl_prog *p);
 

@@ -26,16 +26,11 @@ static int volume(bs_coll_kind kind, int64_t bytes, int n, int *steps, int64_t *
 }
 
 /* Route latency and bandwidth inside a node and between nodes, from the group's first pair of each. */
-static void group_links(const sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
+static void group_links(sim_ctx *c, const bs_group *g, const int *node, bs_coll_links *l) {
   int p[4];
   sim_group_pairs(g, node, p);
-  sg_host_t a = host_of(c, sim_member(g, p[0])), b = host_of(c, sim_member(g, p[1]));
-  l->lat_intra = sg_host_get_route_latency(a, b);
-  l->bw_intra = sg_host_get_route_bandwidth(a, b);
-  a = host_of(c, sim_member(g, p[2]));
-  b = host_of(c, sim_member(g, p[3]));
-  l->lat_inter = sg_host_get_route_latency(a, b);
-  l->bw_inter = sg_host_get_route_bandwidth(a, b);
+  sim_route_figures(c, host_of(c, sim_member(g, p[0])), host_of(c, sim_member(g, p[1])), &l->lat_intra, &l->bw_intra);
+  sim_route_figures(c, host_of(c, sim_member(g, p[2])), host_of(c, sim_member(g, p[3])), &l->lat_inter, &l->bw_inter);
 }
 
 /*
@@ -66,7 +61,7 @@ static int pick_algo(sim_ctx *c, bs_coll_kind kind, const bs_group *g, int64_t b
   return 0;
 }
 
-/* 0 to run the part, 1 nothing to run (a group of one), -1 failed; s->node to free. */
+/* 0 to run the part, 1 nothing to run (a group of one), -1 failed; sim_coll_setup_free after. */
 int sim_coll_prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const bs_group *g, int64_t bytes,
                      sim_coll_setup *s) {
   s->n = g->size;
@@ -84,7 +79,7 @@ int sim_coll_prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const 
     sim_error(c, "rank %d: unknown collective %d", rs->rank, (int)kind);
     return -1;
   }
-  s->node = malloc(sizeof *s->node * (size_t)s->n);
+  s->node = s->n <= SIM_COLL_NODE_INLINE ? s->node_in : malloc(sizeof *s->node * (size_t)s->n);
   if (!s->node) {
     sim_error(c, "out of memory");
     return -1;
@@ -100,4 +95,9 @@ int sim_coll_prepare(sim_ctx *c, const rank_state *rs, bs_coll_kind kind, const 
   s->model = c->opts->coll_model;
   if (s->model == BS_COLL_MODEL_AUTO) s->model = s->multi ? BS_COLL_FLOW : BS_COLL_STEPS;
   return 0;
+}
+
+void sim_coll_setup_free(sim_coll_setup *s) {
+  if (s->node != s->node_in) free(s->node);
+  s->node = NULL;
 }

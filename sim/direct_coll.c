@@ -197,8 +197,19 @@ static int pool_take(void **items, size_t elem, size_t *n, size_t *cap, int *fre
   return (int)(*n)++;
 }
 
+/* A free part slot; a slot used before keeps its program's steps buffer (prog.op, prog.cap) for the
+ * next program, a new one has none. */
 static int part_new(dcoll *dc) {
-  return pool_take((void **)&dc->p, sizeof *dc->p, &dc->np, &dc->capp, &dc->free_p, offsetof(dpart, next_free));
+  size_t n0 = dc->np;
+  int pi = pool_take((void **)&dc->p, sizeof *dc->p, &dc->np, &dc->capp, &dc->free_p, offsetof(dpart, next_free));
+  if (pi >= 0 && dc->np > n0) dc->p[pi].prog = (cl_prog){0};
+  return pi;
+}
+
+/* Part slot pi back to the free list, its steps buffer kept for the next part. */
+static void part_release(dcoll *dc, int pi) {
+  dc->p[pi].next_free = dc->free_p;
+  dc->free_p = pi;
 }
 
 static int post_new(dcoll *dc) {
@@ -254,9 +265,7 @@ static int post(dcoll *dc, int type, int ch, int from, int to, int get, int pi, 
 static int part_end(dcoll *dc, int pi) {
   dpart *p = &dc->p[pi];
   int slot = p->slot, hd = p->hd;
-  cl_prog_free(&p->prog);
-  p->next_free = dc->free_p;
-  dc->free_p = pi;
+  part_release(dc, pi);
   return dc->done(dc->engine, slot, hd);
 }
 
@@ -367,13 +376,14 @@ static int advance(dcoll *dc, int pi, int k, double now) {
 int dcoll_start(dcoll *dc, rank_state *rs, const bs_op *op, double now) {
   sim_ctx *c = dc->c;
   int hd = op->handle;
-  cl_prog prog;
-  int rc = cl_lower(c, rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes, rs->h[hd].coll_seq, &prog);
-  if (rc) return rc < 0 ? -1 : dc->done(dc->engine, rs->slot, hd);
   int pi = part_new(dc);
-  if (pi < 0) {
-    cl_prog_free(&prog);
-    return oom(dc);
+  if (pi < 0) return oom(dc);
+  cl_prog prog = {.op = dc->p[pi].prog.op, .cap = dc->p[pi].prog.cap};
+  int rc = cl_lower(c, rs, op->u.coll.kind, &op->u.coll.group, op->u.coll.bytes, rs->h[hd].coll_seq, &prog);
+  if (rc) {
+    dc->p[pi].prog = prog; /* its buffer, for the next part */
+    part_release(dc, pi);
+    return rc < 0 ? -1 : dc->done(dc->engine, rs->slot, hd);
   }
   dpart *p = &dc->p[pi];
   memset(p, 0, sizeof *p);

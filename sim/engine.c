@@ -293,6 +293,7 @@ static void ctx_release(sim_ctx *c) {
   free(c->hosts);
   free(c->sg);
   free(c->links);
+  sim_route_memo_free(c);
   memset(c, 0, sizeof *c);
 }
 

@@ -26,6 +26,7 @@
  *   explain.c  where a rank's time goes (explain.h, no SimGrid call); link_class.c the class of a
  *              waited handle's route
  *   ctx.c      the first error, byte counters, the wall clock
+ *   route_memo.c SimGrid's route latency and bandwidth between two hosts, asked once per pair
  *
  * Beside them, opts.c holds the options' defaults (and whether the layer
  * shortcut applies) and blas_threads.c the re-execution without an OpenBLAS
@@ -169,6 +170,7 @@ typedef struct sim_ctx {
   /* per-link statistics */
   bs_link_stat *links;
   int nlinks;
+  struct sim_route_memo *route_memo; /* route_memo.c: SimGrid's route figures per pair of hosts */
 } sim_ctx;
 
 /* The actor that executes a real rank's timeline (itself, or its fold image). */
@@ -208,6 +210,16 @@ void sim_add_bytes(rank_state *rs, int64_t *acc, int64_t b, const char *what);
 void sim_account_sent(rank_state *rs, int peer_rank, int64_t bytes);
 /* Seconds on a monotonic clock (wall time of a point, liveness lines). */
 double sim_wall_now(void);
+
+/* ------------------------------------------------------------------ */
+/* route_memo.c                                                        */
+/* ------------------------------------------------------------------ */
+
+/* The latency and bandwidth of the route from host a to host b, as sg_host_get_route_latency and
+ * sg_host_get_route_bandwidth give them, asked once per pair (remembered in c). */
+void sim_route_figures(sim_ctx *c, sg_host_t a, sg_host_t b, double *lat, double *bw);
+/* What sim_route_figures remembered, released. */
+void sim_route_memo_free(sim_ctx *c);
 
 /* ------------------------------------------------------------------ */
 /* trace.c                                                             */

@@ -374,6 +374,17 @@ static void test_coll_trees(void **state) {
   }
 }
 
+/* Tree decode over 136 ranks: a collective group larger than the members' nodes a setup keeps
+ * inline (SIM_COLL_NODE_INLINE, sim/coll_setup.h), as rings, flows and the tree timed whole. */
+static void test_large_group(void **state) {
+  (void)state;
+  bs_config c = point(BS_TREE, 136, 136 * 512);
+  c.work.phase = BS_DECODE;
+  check_coll(&c, BS_OFF, BS_COLL_MODEL_AUTO);
+  check_coll(&c, BS_OFF, BS_COLL_STEPS);
+  check_coll(&c, BS_OFF, BS_COLL_ANALYTIC);
+}
+
 /* A toy program on both engines: 0 and the same figures, or the same error message. */
 static void toy_both(toy_plan *p, const toy_files *t, int want_rc) {
   bs_config c;
@@ -519,7 +530,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_whatifs),      cmocka_unit_test(test_contention),  cmocka_unit_test(test_profiles),
     cmocka_unit_test(test_usp),          cmocka_unit_test(test_tp),          cmocka_unit_test(test_scopes),
     cmocka_unit_test(test_coll_whatifs), cmocka_unit_test(test_coll_trees),  cmocka_unit_test(test_coll_midway),
-    cmocka_unit_test(test_errors),       cmocka_unit_test(test_toy_sharing),
+    cmocka_unit_test(test_errors),       cmocka_unit_test(test_toy_sharing), cmocka_unit_test(test_large_group),
   };
   return bs_run_named("direct", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
 }
