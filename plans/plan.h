@@ -275,6 +275,12 @@ int64_t bs_shard_index(const bs_shard *s, int64_t B, int64_t b, int64_t h, int64
  * (rank = a x *P + i, 0 <= a < *M, 0 <= i < *P) and its COMPUTEs equal but for mask positions,
  * buffer offsets and accumulate (plans/uniform.c says where and why); 0 when not proven. */
 int bs_plan_ring_uniform(const bs_plan *p, int *P, int *M);
+/* 1 when every rank's program is that of the rank with the same mesh coordinates but dp 0 with
+ * every peer's dp coordinate, and every collective group's members', shifted by the rank's (mod
+ * *size; a group written with its lowest member first, its stride and size kept) and every
+ * other field equal (plans/uniform.c says where and why); *stride, *size: the dp dimension's
+ * stride and size. 0 when not proven. */
+int bs_plan_replicas_uniform(const bs_plan *p, int *stride, int *size);
 /* Ranks of the double ring's inner group (1 = no double ring), for reports. */
 int bs_plan_inner_ranks(const bs_plan *p);
 /* What a plan for cfg on nodes of ranks_per_node ranks (<= 0: one node)

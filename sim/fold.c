@@ -9,6 +9,9 @@
  * allreduces over every rank (timed as a whole) by their size; a dgx fabric
  * whose uplinks cannot limit a flow folds as a single leaf.
  * tests/sim checks the folded figures against the straightforward run.
+ * Where the plan proves ranks alike (a ring's torus, bs_plan_ring_uniform; data-parallel replicas,
+ * bs_plan_replicas_uniform) the pre-pass reads one program per class and derives the others'
+ * signatures (uniform_signatures, replica_class), reading a few more as a check.
  */
 #include "sim/point.h"
 #include "sim/coll_algo.h"
@@ -45,17 +48,40 @@ typedef struct {
 } rank_info;
 
 /*
- * A signature being hashed, as three streams: h, the ops but for their peers (with how many
- * peers each names); hp, the peers as (node offset mod K, index offset); hq, the same peers as
- * (stage offset, node offset in the stage's block mod Ki, index offset) for the stage fold.
- * sig = (h, hp) and sig2 = (h, hq) hashed: equal streams read the same as equal op streams with
- * their peers in place, at one mix per field.
+ * A signature being hashed, as three streams: h, the ops but for their peers; hp, what each op
+ * naming peers (a SEND or RECV's peer, a collective's group) adds as written from the rank (a
+ * peer as (node offset mod K, index offset)); hq, the same with peers as (stage offset, node
+ * offset in the stage's block mod Ki, index offset) for the stage fold. sig = (h, hp) and sig2 =
+ * (h, hq) hashed: equal streams read the same as equal op streams with their peers in place, at
+ * one mix per field.
  */
 typedef struct {
   uint64_t h, hp, hq;
-  int K, rpn, Ki, mynode, myidx;
-  rank_info *ri;
 } sig_acc;
+
+#define SEED_H 0xcbf29ce484222325ull
+#define SEED_P 0x84222325cbf29ce4ull
+
+/* Where a rank sits: what its peers are written relative to. */
+typedef struct {
+  int rank, G, K, rpn, Ki, mynode, myidx;
+} sig_frame;
+
+static sig_frame frame_of(int rank, int G, int rpn, int Ki) {
+  return (sig_frame){rank, G, G / rpn, rpn, Ki, rank / rpn, rank % rpn};
+}
+
+/*
+ * What one op naming peers adds to a rank's signature, written from the rank: a value for each
+ * peer stream and the offsets it talks over. A function of the rank and of the op's peer fields
+ * alone (the peer; the collective's kind, group and bytes), so that a rank whose program is
+ * another's with its peers renamed (bs_plan_replicas_uniform) has the other's op stream with
+ * these parts in place of its parts (replica_signatures).
+ */
+typedef struct {
+  uint64_t vp, vq;
+  int node_off, idx_off, in_off, cross, general;
+} peer_part;
 
 static inline void put(sig_acc *s, uint64_t v) { s->h = mix(s->h, v); }
 
@@ -71,22 +97,40 @@ static inline int circ0(int d, int n) { return d > n - d ? n - d : d; }
 
 static int circ(int d, int n) { return circ0(((d % n) + n) % n, n); }
 
-/* A peer (a rank of the plan, 0 <= peer < G) into the peer streams, and the largest offsets seen. */
-static inline void put_peer(sig_acc *s, int peer) {
-  rank_info *ri = s->ri;
-  int K = s->K, rpn = s->rpn, pn = peer / rpn;
-  int dn = wrap(pn - s->mynode, K), di = wrap(peer - pn * rpn - s->myidx, rpn);
-  s->hp = mix(s->hp, (uint64_t)dn * (uint64_t)rpn + (uint64_t)di);
+/* A peer (a rank of the plan, 0 <= peer < G) as f writes it in each peer stream (*cp, *cq), and
+ * the largest offsets seen, into pp. */
+static inline void peer_code(const sig_frame *f, int peer, peer_part *pp, uint64_t *cp, uint64_t *cq) {
+  int K = f->K, rpn = f->rpn, pn = peer / rpn;
+  int dn = wrap(pn - f->mynode, K), di = wrap(peer - pn * rpn - f->myidx, rpn);
+  *cp = (uint64_t)dn * (uint64_t)rpn + (uint64_t)di;
+  *cq = 0;
   int cn = circ0(dn, K);
-  if (cn > ri->max_node_off) ri->max_node_off = cn;
-  if (dn && di) ri->cross_rail = 1;
-  if (!dn && circ0(di, rpn) > ri->max_idx_off) ri->max_idx_off = circ0(di, rpn);
-  if (s->Ki) {
-    int Ki = s->Ki, Ko = K / Ki, po = pn / Ki, mo = s->mynode / Ki;
-    int dout = wrap(po - mo, Ko), din = wrap((pn - po * Ki) - (s->mynode - mo * Ki), Ki);
-    s->hq = mix(s->hq, ((uint64_t)dout * (uint64_t)Ki + (uint64_t)din) * (uint64_t)rpn + (uint64_t)di);
-    if (circ0(din, Ki) > ri->max_in_off) ri->max_in_off = circ0(din, Ki);
+  if (cn > pp->node_off) pp->node_off = cn;
+  if (dn && di) pp->cross = 1;
+  if (!dn && circ0(di, rpn) > pp->idx_off) pp->idx_off = circ0(di, rpn);
+  if (f->Ki) {
+    int Ki = f->Ki, Ko = K / Ki, po = pn / Ki, mo = f->mynode / Ki;
+    int dout = wrap(po - mo, Ko), din = wrap((pn - po * Ki) - (f->mynode - mo * Ki), Ki);
+    *cq = ((uint64_t)dout * (uint64_t)Ki + (uint64_t)din) * (uint64_t)rpn + (uint64_t)di;
+    if (circ0(din, Ki) > pp->in_off) pp->in_off = circ0(din, Ki);
   }
+}
+
+/* A SEND or RECV's peer (0 <= peer < G): its codes are its part. */
+static inline void p2p_part(const sig_frame *f, int peer, peer_part *pp) {
+  memset(pp, 0, sizeof *pp);
+  peer_code(f, peer, pp, &pp->vp, &pp->vq);
+}
+
+/* A part into the peer streams, its offsets into ri. */
+static inline void add_part(sig_acc *s, rank_info *ri, const peer_part *pp) {
+  s->hp = mix(s->hp, pp->vp);
+  s->hq = mix(s->hq, pp->vq);
+  if (pp->node_off > ri->max_node_off) ri->max_node_off = pp->node_off;
+  if (pp->idx_off > ri->max_idx_off) ri->max_idx_off = pp->idx_off;
+  if (pp->in_off > ri->max_in_off) ri->max_in_off = pp->in_off;
+  ri->cross_rail |= pp->cross;
+  ri->coll_general |= pp->general;
 }
 
 /*
@@ -166,10 +210,11 @@ static int prepass_algo(fold_env *env, bs_coll_algo algo, const bs_group *g, int
  * collectives span every rank (or, composed, every rank of a tensor-parallel
  * index: a strided group), fold like their rings (peers taken modulo the
  * fold, as for point-to-point). All-to-alls and trees keep the whole-group
- * rule. Returns 1 when it applied.
+ * rule. Returns 1 when it applied (the part in *pp).
  */
 static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, const bs_group *g, int64_t bytes,
-                          int rank, int rpn, int G, sig_acc *s) {
+                          const sig_frame *f, peer_part *pp) {
+  int rank = f->rank, rpn = f->rpn, G = f->G;
   if (kind == BS_COLL_ALLTOALL || g->stride < 1 || g->size < 2 || (rank - g->first) % g->stride != 0) return 0;
   int me = (rank - g->first) / g->stride, K = G / rpn;
   if (kind == BS_COLL_ALLREDUCE) {
@@ -177,30 +222,122 @@ static int coll_ring_only(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, c
     /* A tree over every rank (of one residue, its first member on node 0, which a fold keeps)
      * timed as a whole (coll.c) is the same on every member. */
     if (a == BS_COLL_ALGO_TREE && sim_whole_tree(G, g) && g->stride <= rpn && env->model != BS_COLL_STEPS &&
-        (env->model != BS_COLL_MODEL_AUTO || K >= 2))
+        (env->model != BS_COLL_MODEL_AUTO || K >= 2)) {
+      pp->vp = pp->vq = mix(SEED_P, 2);
       return 1;
+    }
     /* Any other tree talks to tree neighbours, not ring ones. */
     if (a != BS_COLL_ALGO_RING) return 0;
   }
   if (me < 0 || me >= g->size) return 0;
   int C = sim_ring_channels(env->rails, rpn, g);
-  put(s, (uint64_t)C); /* 2 C peers follow */
+  pp->vp = pp->vq = mix(mix(SEED_P, 1), (uint64_t)C); /* 2 C peers follow */
   for (int ch = 0; ch < C; ch++) {
     int nb[2] = {sim_member(g, sim_ring_peer(C, rpn, g->size, ch, me, +1)),
                  sim_member(g, sim_ring_peer(C, rpn, g->size, ch, me, -1))};
-    for (int j = 0; j < 2; j++)
-      if (nb[j] >= 0 && nb[j] < G) put_peer(s, nb[j]);
-      else put(s, (uint64_t)(uint32_t)nb[j] | (uint64_t)1 << 40); /* the simulation proper reports it */
+    for (int j = 0; j < 2; j++) {
+      uint64_t cp, cq;
+      if (nb[j] >= 0 && nb[j] < G) peer_code(f, nb[j], pp, &cp, &cq);
+      else cp = cq = (uint64_t)(uint32_t)nb[j] | (uint64_t)1 << 40; /* the simulation proper reports it */
+      pp->vp = mix(pp->vp, cp);
+      pp->vq = mix(pp->vq, cq);
+    }
   }
   return 1;
 }
 
+/* A collective's part: its ring neighbours', or the whole group's (where it starts from the rank,
+ * and every member's node offset counted). */
+static void coll_part(fold_env *env, bs_coll_kind kind, bs_coll_algo algo, const bs_group *g, int64_t bytes,
+                      const sig_frame *f, peer_part *pp) {
+  memset(pp, 0, sizeof *pp);
+  if (coll_ring_only(env, kind, algo, g, bytes, f, pp)) return;
+  pp->general = 1;
+  pp->vp = pp->vq = mix(mix(SEED_P, 3), (uint64_t)(uint32_t)(g->first - f->rank));
+  for (int i = 0; i < g->size; i++) {
+    int m = g->first + g->stride * i;
+    int dn = circ(m / f->rpn - f->mynode, f->K);
+    if (dn > pp->node_off) pp->node_off = dn;
+  }
+}
+
+/*
+ * The ops naming peers of one program, as replica_signatures reads them: the distinct ones
+ * (items: a SEND or RECV's peer, a collective's kind, group and bytes) and the order they come
+ * in (seq), with the rest of the stream's hash (h). bad: a peer outside the plan (the
+ * simulation reports it), or more distinct ones than a record holds.
+ */
+#define REC_ITEMS 1024
+#define REC_SLOTS 4096
+typedef struct {
+  int kind; /* 0: a peer, 1: a collective */
+  int peer;
+  bs_coll_kind ck;
+  bs_group g;
+  int64_t bytes;
+} sig_item;
+
+typedef struct {
+  sig_item item[REC_ITEMS];
+  int nitem;
+  int16_t slot[REC_SLOTS]; /* item + 1, 0: empty */
+  uint16_t *seq;
+  size_t nseq, cap;
+  uint64_t h;
+  int has_coll, bad;
+} sig_rec;
+
+static void rec_reset(sig_rec *r) {
+  r->nitem = 0;
+  memset(r->slot, 0, sizeof r->slot);
+  r->nseq = 0;
+  r->h = 0;
+  r->has_coll = r->bad = 0;
+}
+
+static int same_item(const sig_item *a, const sig_item *b) {
+  return a->kind == b->kind && (a->kind == 0 ? a->peer == b->peer
+                                             : a->ck == b->ck && a->bytes == b->bytes && a->g.first == b->g.first &&
+                                                 a->g.stride == b->g.stride && a->g.size == b->g.size);
+}
+
+static void rec_add(sig_rec *r, const sig_item *it) {
+  if (r->bad) return;
+  uint64_t k = it->kind ? mix(mix(mix(mix((uint64_t)it->ck, (uint64_t)it->bytes), (uint64_t)(uint32_t)it->g.first),
+                                  (uint64_t)(uint32_t)it->g.stride),
+                              (uint64_t)(uint32_t)it->g.size)
+                        : mix(7, (uint64_t)(uint32_t)it->peer);
+  unsigned h = (unsigned)(k >> 20) % REC_SLOTS;
+  while (r->slot[h] && !same_item(&r->item[r->slot[h] - 1], it)) h = (h + 1) % REC_SLOTS;
+  if (!r->slot[h]) {
+    if (r->nitem == REC_ITEMS) {
+      r->bad = 1;
+      return;
+    }
+    r->item[r->nitem++] = *it;
+    r->slot[h] = (int16_t)r->nitem;
+  }
+  if (r->nseq == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 4096;
+    uint16_t *q = realloc(r->seq, cap * sizeof *q);
+    if (!q) {
+      r->bad = 1;
+      return;
+    }
+    r->seq = q;
+    r->cap = cap;
+  }
+  r->seq[r->nseq++] = (uint16_t)(r->slot[h] - 1);
+}
+
 /*
  * The op stream of `rank` with peers written relative to it and COMPUTE by its
- * modelled duration, hashed; and the offsets it talks over.
+ * modelled duration, hashed; and the offsets it talks over. rec (not NULL):
+ * the ops naming peers recorded as well, for replica_signatures.
  */
 static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const bs_profile *prof, bs_coll_algo algo,
-                          fold_env *env, int rank, int G, int rpn, int Ki, rank_info *ri, char *err, size_t errlen) {
+                          fold_env *env, int rank, int G, int rpn, int Ki, rank_info *ri, sig_rec *rec, char *err,
+                          size_t errlen) {
   bs_dtype dt = cfg->model.dtype;
   double slow = sim_compute_factor(cfg, rank); /* a straggler's program differs from its image's */
   void *it = src->iter_new(src->ctx, rank);
@@ -209,8 +346,9 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
     return -1;
   }
   memset(ri, 0, sizeof *ri);
-  int K = G / rpn, mynode = rank / rpn;
-  sig_acc s = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x84222325cbf29ce4ull, K, rpn, Ki, mynode, rank % rpn, ri};
+  sig_frame f = frame_of(rank, G, rpn, Ki);
+  sig_acc s = {SEED_H, SEED_P, SEED_P};
+  peer_part pp;
   bs_op op;
   while (src->next(it, &op)) {
     put(&s, (uint64_t)op.kind);
@@ -237,9 +375,12 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
       int p = op.u.p2p.peer;
       if (p < 0 || p >= G) { /* the simulation proper reports it */
         put(&s, (uint64_t)(uint32_t)p | (uint64_t)1 << 40);
+        if (rec) rec->bad = 1;
         break;
       }
-      put_peer(&s, p);
+      p2p_part(&f, p, &pp);
+      add_part(&s, ri, &pp);
+      if (rec) rec_add(rec, &(sig_item){0, p, 0, {0, 0, 0}, 0});
       put(&s, (uint64_t)(uint32_t)op.u.p2p.tag);
       put(&s, (uint64_t)op.u.p2p.bytes);
       break;
@@ -251,14 +392,9 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
       put(&s, (uint64_t)g->size);
       put(&s, (uint64_t)op.u.coll.kind);
       put(&s, (uint64_t)op.u.coll.bytes);
-      if (coll_ring_only(env, op.u.coll.kind, algo, g, op.u.coll.bytes, rank, rpn, G, &s)) break;
-      ri->coll_general = 1;
-      put(&s, (uint64_t)(uint32_t)(g->first - rank));
-      for (int i = 0; i < g->size; i++) {
-        int m = g->first + g->stride * i;
-        int dn = circ(m / rpn - mynode, K);
-        if (dn > ri->max_node_off) ri->max_node_off = dn;
-      }
+      coll_part(env, op.u.coll.kind, algo, g, op.u.coll.bytes, &f, &pp);
+      add_part(&s, ri, &pp);
+      if (rec) rec_add(rec, &(sig_item){1, 0, op.u.coll.kind, *g, op.u.coll.bytes});
       break;
     }
     case BS_OP_WAIT:
@@ -277,6 +413,10 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
   src->iter_free(it);
   ri->sig = mix(s.h, s.hp);
   ri->sig2 = mix(s.h, s.hq);
+  if (rec) {
+    rec->h = s.h;
+    rec->has_coll = ri->has_coll;
+  }
   return 0;
 }
 
@@ -305,7 +445,7 @@ static void *sig_worker(void *arg) {
   sig_job *j = arg;
   for (int r = j->lo + j->t; r < j->hi && !j->rc; r += j->nt)
     j->rc = rank_signature(j->cfg, j->src, j->prof, j->cfg->cluster.coll_algo, &j->env, r, j->G, j->P, j->Ki, &j->ri[r],
-                           j->err, sizeof j->err);
+                           NULL, j->err, sizeof j->err);
   return NULL;
 }
 
@@ -471,7 +611,7 @@ static int stage_images(const rank_info *ri, int G, int P, int Ki, int m) {
  * The pre-pass's shortcut for rings whose ranks all run one program shifted on a torus of ring
  * positions (bs_plan_ring_uniform, plans/uniform.c): a 16,384-GPU layer is 16,384 programs of
  * 16,384 steps, and reading them all was the whole cost of the point. Such a rank's signature
- * depends on it only through what put_peer makes of its peers (their node and index offsets from
+ * depends on it only through what peer_code makes of its peers (their node and index offsets from
  * it, in both streams) and its compute factor (a straggler): rank 0's program names its peers as
  * torus offsets (da, di), which every rank shifts to its own position. Ranks with the same offsets
  * written the same way and the same factor form a class and share one signature, read from the
@@ -552,7 +692,7 @@ static int uniform_signatures(const bs_plan *plan, sig_job *job, int Ki, rank_in
   for (int c = 0; c < nc && rc == 1; c++) {
     int f = first[c], mid = -1;
     if (rank_signature(job->cfg, job->src, job->prof, job->cfg->cluster.coll_algo, &job->env, f, G, rpn, Ki, &ri[f],
-                       err, errlen))
+                       NULL, err, errlen))
       rc = -1;
     for (int r = f, seen = 0; r < G && rc == 1 && mid < 0; r++)
       if (cls[r] == c && seen++ == count[c] / 2) mid = r;
@@ -561,7 +701,7 @@ static int uniform_signatures(const bs_plan *plan, sig_job *job, int Ki, rank_in
       rank_info x;
       if (check[j] == f) continue;
       if (rank_signature(job->cfg, job->src, job->prof, job->cfg->cluster.coll_algo, &job->env, check[j], G, rpn, Ki,
-                         &x, err, errlen))
+                         &x, NULL, err, errlen))
         rc = -1;
       else if (!same_info(&x, &ri[f])) rc = 0; /* not what the rule says: read every program */
     }
@@ -569,6 +709,251 @@ static int uniform_signatures(const bs_plan *plan, sig_job *job, int Ki, rank_in
   if (rc == 1)
     for (int r = 0; r < G; r++) ri[r] = ri[first[cls[r]]];
   free(cls);
+  return rc;
+}
+
+/*
+ * The pre-pass's shortcut for composed plans whose data-parallel replicas run alike
+ * (bs_plan_replicas_uniform, plans/uniform.c): a rank with dp coordinate d runs the program of
+ * its image with dp 0 (its representative) with every peer's dp coordinate, and every
+ * collective group's members', shifted by d. A whole-model step on 2,048 GPUs is 2,048
+ * programs of every micro-batch, and reading them all was half of the point's cost. A rank's
+ * signature depends on its program's peers only through the parts of the ops naming them
+ * (peer_part: a function of the rank and the op's peer fields), so the representative's program
+ * is read once, recording its distinct ops naming peers (items) and their order; for each other
+ * rank of its replica class the items are shifted and their parts written from that rank, and
+ * ranks whose parts are all equal share one signature, the representative's stream with those
+ * parts in place (the order walked once per such class). A rank whose compute factor differs
+ * from its representative's (a straggler) is read whole. The middle and last replicas'
+ * programs are read too, and any difference (a plan the rule was wrong about) reads every
+ * program from the start. Representatives are taken as the rounds of prepass reach their
+ * classes, so a pass that stops early reads little more than it would have.
+ */
+typedef struct {
+  const bs_config *cfg;
+  const bs_profile *prof;
+  const bs_sim_source *src;
+  fold_env env; /* each thread its own memo */
+  int G, P, Ki, st, DP, t, nt, ntodo, rc;
+  const int *todo; /* the representatives to read: todo[t], todo[t + nt], ... */
+  rank_info *ri, *cls;
+  sig_rec *rec;
+  peer_part *parts; /* per class, then the rank's: nitem each */
+  size_t nparts;
+  char err[400];
+} rep_job;
+
+/* Rank q with its dp coordinate shifted by d (mod DP). */
+static inline int dp_shift(int q, int st, int DP, int d) {
+  int c = q / st % DP;
+  return q + (wrap(c + d, DP) - c) * st;
+}
+
+/* The group of g's members shifted by d, written as plans write groups (its lowest member first,
+ * g's stride and size); -1 when they are not such a group or leave the plan. */
+static int shift_group(const bs_group *g, int st, int DP, int d, int G, bs_group *out) {
+  if (g->stride < 1 || g->size < 1) return -1;
+  int lo = G;
+  for (int i = 0; i < g->size; i++) {
+    int q = g->first + g->stride * i;
+    if (q < 0 || q >= G) return -1;
+    q = dp_shift(q, st, DP, d);
+    if (q < lo) lo = q;
+  }
+  for (int i = 0; i < g->size; i++) {
+    int off = dp_shift(g->first + g->stride * i, st, DP, d) - lo;
+    if (off % g->stride || off / g->stride >= g->size) return -1;
+  }
+  *out = (bs_group){lo, g->stride, g->size};
+  return 0;
+}
+
+static int same_part(const peer_part *a, const peer_part *b) {
+  return a->vp == b->vp && a->vq == b->vq && a->node_off == b->node_off && a->idx_off == b->idx_off &&
+         a->in_off == b->in_off && a->cross == b->cross && a->general == b->general;
+}
+
+/* The representative rep's class: its signature read (recording its items), every other replica's
+ * derived. 1, 0 when the rule does not hold here (read everything), -1 on error. */
+static int replica_class(rep_job *j, int rep) {
+  sig_rec *rec = j->rec;
+  int G = j->G, st = j->st, DP = j->DP;
+  bs_coll_algo algo = j->cfg->cluster.coll_algo;
+  rec_reset(rec);
+  if (rank_signature(j->cfg, j->src, j->prof, algo, &j->env, rep, G, j->P, j->Ki, &j->ri[rep], rec, j->err,
+                     sizeof j->err))
+    return -1;
+  if (rec->bad) return 0;
+  int n = rec->nitem, ncls = 0;
+  size_t need = (size_t)(DP + 1) * (size_t)(n ? n : 1);
+  if (need > j->nparts) {
+    peer_part *q = realloc(j->parts, need * sizeof *q);
+    if (!q) {
+      snprintf(j->err, sizeof j->err, "out of memory");
+      return -1;
+    }
+    j->parts = q;
+    j->nparts = need;
+  }
+  double slow = sim_compute_factor(j->cfg, rep);
+  peer_part *mine = j->parts + (size_t)DP * (size_t)n;
+  for (int d = 1; d < DP; d++) {
+    int r = rep + d * st;
+    if (sim_compute_factor(j->cfg, r) != slow) { /* a straggler: its own program */
+      if (rank_signature(j->cfg, j->src, j->prof, algo, &j->env, r, G, j->P, j->Ki, &j->ri[r], NULL, j->err,
+                         sizeof j->err))
+        return -1;
+      continue;
+    }
+    sig_frame f = frame_of(r, G, j->P, j->Ki);
+    for (int k = 0; k < n; k++) {
+      const sig_item *it = &rec->item[k];
+      bs_group g;
+      if (it->kind == 0) p2p_part(&f, dp_shift(it->peer, st, DP, d), &mine[k]);
+      else if (shift_group(&it->g, st, DP, d, G, &g)) return 0;
+      else coll_part(&j->env, it->ck, algo, &g, it->bytes, &f, &mine[k]);
+    }
+    int c = 0;
+    for (; c < ncls; c++) {
+      const peer_part *cp = j->parts + (size_t)c * (size_t)n;
+      int k = 0;
+      while (k < n && same_part(&cp[k], &mine[k])) k++;
+      if (k == n) break;
+    }
+    if (c == ncls) { /* a new class: the representative's stream with these parts */
+      peer_part *cp = j->parts + (size_t)c * (size_t)n;
+      memcpy(cp, mine, (size_t)n * sizeof *cp);
+      rank_info x;
+      memset(&x, 0, sizeof x);
+      sig_acc s = {rec->h, SEED_P, SEED_P};
+      for (size_t i = 0; i < rec->nseq; i++) {
+        s.hp = mix(s.hp, cp[rec->seq[i]].vp);
+        s.hq = mix(s.hq, cp[rec->seq[i]].vq);
+      }
+      for (int k = 0; k < n; k++) { /* every item occurs: its offsets counted */
+        sig_acc dummy = {0, 0, 0};
+        add_part(&dummy, &x, &cp[k]);
+      }
+      x.has_coll = rec->has_coll;
+      x.sig = mix(s.h, s.hp);
+      x.sig2 = mix(s.h, s.hq);
+      j->cls[c] = x;
+      ncls++;
+    }
+    j->ri[r] = j->cls[c];
+  }
+  /* the check: the middle and last replicas' programs read */
+  int check[2] = {DP / 2, DP - 1};
+  for (int k = 0; k < 2; k++) {
+    int r = rep + check[k] * st;
+    rank_info y;
+    if (sim_compute_factor(j->cfg, r) != slow) continue; /* read above */
+    if (rank_signature(j->cfg, j->src, j->prof, algo, &j->env, r, G, j->P, j->Ki, &y, NULL, j->err, sizeof j->err))
+      return -1;
+    if (!same_info(&y, &j->ri[r])) return 0;
+  }
+  return 1;
+}
+
+static void *replica_worker(void *arg) {
+  rep_job *j = arg;
+  for (int i = j->t; i < j->ntodo && j->rc == 1; i += j->nt) j->rc = replica_class(j, j->todo[i]);
+  return NULL;
+}
+
+/* The shortcut's state over the rounds of prepass: the threads' jobs and which representatives
+ * are read. */
+typedef struct {
+  rep_job job[8];
+  int nt, st, DP;
+  char *done; /* per rank: the representative's class is read */
+  int *todo;
+} rep_pass;
+
+static void replicas_free(rep_pass *rp) {
+  for (int t = 0; t < rp->nt; t++) {
+    if (rp->job[t].rec) free(rp->job[t].rec->seq);
+    free(rp->job[t].rec);
+    free(rp->job[t].parts);
+    free(rp->job[t].cls);
+  }
+  free(rp->done);
+  free(rp->todo);
+  memset(rp, 0, sizeof *rp);
+}
+
+/* 1 when the plan proves its replicas alike and enough of them make the shortcut read fewer
+ * programs (four or more: each class reads three), 0 when not, -1 out of memory. */
+static int replicas_begin(const bs_plan *plan, const sig_job *sj, int nt, rep_pass *rp) {
+  memset(rp, 0, sizeof *rp);
+  int st, DP, G = sj->G;
+  if (!plan || !bs_plan_replicas_uniform(plan, &st, &DP) || DP < 4 || st < 1 || (int64_t)st * DP > G) return 0;
+  rp->nt = nt;
+  rp->st = st;
+  rp->DP = DP;
+  rp->done = calloc((size_t)G, 1);
+  rp->todo = malloc(sizeof *rp->todo * (size_t)G);
+  int ok = rp->done && rp->todo;
+  for (int t = 0; t < nt; t++) {
+    rep_job *j = &rp->job[t];
+    memset(j, 0, sizeof *j);
+    j->cfg = sj->cfg;
+    j->prof = sj->prof;
+    j->src = sj->src;
+    j->env = sj->env;
+    j->G = G;
+    j->P = sj->P;
+    j->Ki = sj->Ki;
+    j->ri = sj->ri;
+    j->st = st;
+    j->DP = DP;
+    j->t = t;
+    j->nt = nt;
+    j->rc = 1;
+    j->rec = calloc(1, sizeof *j->rec);
+    j->cls = malloc(sizeof *j->cls * (size_t)DP);
+    ok &= j->rec && j->cls;
+  }
+  if (!ok) {
+    replicas_free(rp);
+    return -1;
+  }
+  return 1;
+}
+
+/* Every rank of [lo, hi) given its signature: the classes of their representatives read (shared
+ * among the threads). 1, 0 when the rule did not hold (read everything instead), -1 on error. */
+static int replicas_cover(rep_pass *rp, int lo, int hi, char *err, size_t errlen) {
+  int n = 0;
+  for (int r = lo; r < hi; r++) {
+    int rep = r - r / rp->st % rp->DP * rp->st;
+    if (!rp->done[rep]) {
+      rp->done[rep] = 1;
+      rp->todo[n++] = rep;
+    }
+  }
+  if (!n) return 1;
+  int nt = rp->nt < n ? rp->nt : n, started = 1;
+  pthread_t th[8];
+  for (int t = 0; t < rp->nt; t++) {
+    rp->job[t].todo = rp->todo;
+    rp->job[t].ntodo = n;
+    rp->job[t].nt = nt;
+    rp->job[t].rc = 1;
+  }
+  for (int t = 1; t < nt; t++) {
+    if (pthread_create(&th[t], NULL, replica_worker, &rp->job[t])) break;
+    started = t + 1;
+  }
+  replica_worker(&rp->job[0]);
+  for (int t = started; t < nt; t++) replica_worker(&rp->job[t]);
+  for (int t = 1; t < started; t++) pthread_join(th[t], NULL);
+  int rc = 1;
+  for (int t = 0; t < nt; t++)
+    if (rp->job[t].rc < 0) {
+      snprintf(err, errlen, "%s", rp->job[t].err);
+      return -1;
+    } else if (rp->job[t].rc == 0) rc = 0;
   return rc;
 }
 
@@ -594,23 +979,47 @@ static int prepass(const bs_config *cfg, const bs_profile *prof, const bs_platfo
    * decide, as they would have, where a pass that reads the programs stops */
   int have = uniform_signatures(plan, &job[0], Ki, ri, err, errlen);
   if (have < 0) return -1;
-  int lo = 0, round = G >= 256 ? P : G;
-  while (lo < G) {
-    int hi = G - lo < round ? G : lo + round;
-    if (!have && signatures(job, nt, lo, hi, err, errlen)) return -1;
-    need_add(need, ri, lo, hi);
-    lo = hi;
-    round *= 2;
-    int cand[64][3], M, Ml;
-    fold_need one = *need;
-    one.D = one.D > 1 ? one.D : 1;
-    if (lo < G && !stage_fold(cfg, ps, need, Ki) &&
-        !any_fold(cand, fold_candidates(cfg, ps, need, cand, &M, &Ml), K, P) &&
-        !any_fold(cand, fold_candidates(cfg, ps, &one, cand, &M, &Ml), K, P))
-      break;
+  /* or, replicas alike, the classes of the ranks each round reaches */
+  rep_pass rp;
+  int reps = have ? 0 : replicas_begin(plan, &job[0], nt, &rp);
+  if (reps < 0) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
   }
-  *seen = lo;
-  return 0;
+  for (;;) {
+    int lo = 0, round = G >= 256 ? P : G, again = 0;
+    memset(need, 0, sizeof *need);
+    while (lo < G) {
+      int hi = G - lo < round ? G : lo + round;
+      if (reps) {
+        int rc = replicas_cover(&rp, lo, hi, err, errlen);
+        if (rc < 0) {
+          replicas_free(&rp);
+          return -1;
+        }
+        if (!rc) { /* not what the rule says: read every program */
+          again = 1;
+          break;
+        }
+      } else if (!have && signatures(job, nt, lo, hi, err, errlen)) return -1;
+      need_add(need, ri, lo, hi);
+      lo = hi;
+      round *= 2;
+      int cand[64][3], M, Ml;
+      fold_need one = *need;
+      one.D = one.D > 1 ? one.D : 1;
+      if (lo < G && !stage_fold(cfg, ps, need, Ki) &&
+          !any_fold(cand, fold_candidates(cfg, ps, need, cand, &M, &Ml), K, P) &&
+          !any_fold(cand, fold_candidates(cfg, ps, &one, cand, &M, &Ml), K, P))
+        break;
+    }
+    if (reps) replicas_free(&rp);
+    if (!again) {
+      *seen = lo;
+      return 0;
+    }
+    reps = 0;
+  }
 }
 
 /*

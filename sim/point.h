@@ -303,7 +303,7 @@ typedef struct {
 
 /*
  * The fold whose actors stand for all ranks (plan: the plan behind src, NULL for another source;
- * it may prove the ranks alike, bs_plan_ring_uniform). Returns 0 (maybe M = Ki = K and Pf = P: no fold)
+ * it may prove the ranks alike, bs_plan_ring_uniform, or its replicas, bs_plan_replicas_uniform). Returns 0 (maybe M = Ki = K and Pf = P: no fold)
  * or -1 on error. why: a sentence for the result.
  */
 int sim_choose_fold(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, const bs_platform_spec *ps,
