@@ -569,9 +569,7 @@ static int keep_result(bs_search *s, bs_cand *c, bs_result *r) {
   return 0;
 }
 
-const bs_result *bs_search_result(const bs_search *s, int i) {
-  return s->c[i].res >= 0 ? s->res[s->c[i].res] : NULL;
-}
+const bs_result *bs_search_result(const bs_search *s, int i) { return s->c[i].res >= 0 ? s->res[s->c[i].res] : NULL; }
 
 const char *bs_search_why(const bs_search *s, int i) { return s->c[i].why >= 0 ? s->whys[s->c[i].why] : ""; }
 

@@ -177,10 +177,10 @@ static void run_split(const bs_config *base, const bs_search_autos *a, bs_search
   assert_int_equal(s->n, other.n);
   for (int i = 0; i < s->n; i++)
     if (s->c[i].status == BS_CAND_REMOTE)
-      assert_int_equal(bs_search_settle(s, i, (bs_cand_status)other.c[i].status,
-                                        (other.c[i].flags & BS_CAND_SIM_OOM) != 0, bs_search_why(&other, i),
-                                        bs_search_result(&other, i)),
-                       0);
+      assert_int_equal(
+        bs_search_settle(s, i, (bs_cand_status)other.c[i].status, (other.c[i].flags & BS_CAND_SIM_OOM) != 0,
+                         bs_search_why(&other, i), bs_search_result(&other, i)),
+        0);
   bs_search_recount(s);
   bs_search_free(&other);
 }
@@ -691,12 +691,11 @@ static void test_many_tree_groups(void **st) {
 
 /* The searched keys' values of a configuration, hashed (FNV-1a): what tells two candidates apart. */
 static uint64_t searched_hash(const bs_config *c) {
-  const int64_t v[] = {c->par.method,       c->par.tp,          c->par.dp,
-                       c->par.pp,           c->par.layout,      c->par.ulysses_degree,
-                       c->par.zero,         c->par.micro_batch, c->work.recompute,
-                       c->par.pp_schedule,  c->par.pp_chunks,   c->par.cp_pass,
-                       c->model.fp8,        c->par.double_ring, c->par.ulysses_placement,
-                       c->par.tp_variant,   c->par.ep};
+  const int64_t v[] = {
+    c->par.method,         c->par.tp,      c->par.dp,          c->par.pp,          c->par.layout,
+    c->par.ulysses_degree, c->par.zero,    c->par.micro_batch, c->work.recompute,  c->par.pp_schedule,
+    c->par.pp_chunks,      c->par.cp_pass, c->model.fp8,       c->par.double_ring, c->par.ulysses_placement,
+    c->par.tp_variant,     c->par.ep};
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     for (int b = 0; b < 8; b++) h = (h ^ (uint64_t)((v[i] >> (8 * b)) & 0xff)) * 1099511628211ull;
@@ -744,7 +743,7 @@ static void test_lean_record(void **st) {
   assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
   assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
   print_message("%d candidates, peak RSS %.1f MiB after the expansion\n", s.n, ru.ru_maxrss / 1024.0);
-  assert_true(s.n > 1000000); /* the space is the large one, or the test proves nothing */
+  assert_true(s.n > 1000000);             /* the space is the large one, or the test proves nothing */
   assert_true(ru.ru_maxrss < 512 * 1024); /* KiB: under half a GiB */
   uint64_t *h = malloc(sizeof *h * (size_t)s.n);
   assert_non_null(h);
