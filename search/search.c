@@ -1021,6 +1021,17 @@ int bs_search_settle(bs_search *s, int i, bs_cand_status status, int sim_oom, co
   bs_result *r = malloc(sizeof *r);
   if (!r) return -1;
   *r = *res;
+  if (res->ranks && res->nranks > 0) { /* its own copy of the per-rank figures */
+    r->ranks = malloc(sizeof *r->ranks * (size_t)res->nranks);
+    if (!r->ranks) {
+      free(r);
+      return -1;
+    }
+    memcpy(r->ranks, res->ranks, sizeof *r->ranks * (size_t)res->nranks);
+  } else {
+    r->ranks = NULL;
+    r->nranks = 0;
+  }
   return keep_result(s, c, r);
 }
 

@@ -176,7 +176,7 @@ const bs_result *bs_search_result(const bs_search *s, int i);
 const char *bs_search_why(const bs_search *s, int i);
 
 /* Under mpirun: what the rank that owned candidate i decided about it (its status, flags and why;
- * res is copied when status is BS_CAND_SIMULATED). 0, or -1 out of memory. */
+ * res is copied, its per-rank figures too, when status is BS_CAND_SIMULATED). 0, or -1 out of memory. */
 int bs_search_settle(bs_search *s, int i, bs_cand_status status, int sim_oom, const char *why, const bs_result *res);
 
 void bs_search_free(bs_search *s);
