@@ -67,9 +67,11 @@ typedef struct {
   int cap;
 } builder;
 
-static int push(builder *b, const bs_config *c) {
+/* A candidate: its base point, the index of its value of each searched key, the keys spread. */
+static int push(builder *b, int base, const int *at, int spread) {
+  if (b->s->n == INT32_MAX) return -1;
   if (b->s->n == b->cap) {
-    int nc = b->cap ? 2 * b->cap : 256;
+    int nc = b->cap ? (b->cap > INT32_MAX / 2 ? INT32_MAX : 2 * b->cap) : 256;
     bs_cand *p = realloc(b->s->c, sizeof *p * (size_t)nc);
     if (!p) return -1;
     b->s->c = p;
@@ -77,14 +79,26 @@ static int push(builder *b, const bs_config *c) {
   }
   bs_cand *x = &b->s->c[b->s->n++];
   memset(x, 0, sizeof *x);
-  x->cfg = *c;
+  x->res = x->why = -1;
+  x->base = base;
+  for (int k = 0; k < BS_SEARCH_NKEYS; k++) x->at[k] = (uint8_t)at[k];
+  x->spread = (uint8_t)spread;
   return 0;
 }
 
+/* The divisors of n in ascending order, the first max of them: those up to sqrt(n), then their
+ * cofactors (every candidate's configuration is rebuilt through these lists: search.c's odometer). */
 static int divisors(int64_t n, int *out, int max) {
+  int64_t lo[64], hi[64];
+  int nl = 0, nh = 0;
+  for (int64_t d = 1; d * d <= n && nl < 64; d++)
+    if (n % d == 0) {
+      lo[nl++] = d;
+      if (d * d != n) hi[nh++] = n / d;
+    }
   int k = 0;
-  for (int64_t d = 1; d <= n && k < max; d++)
-    if (n % d == 0) out[k++] = (int)d;
+  for (int i = 0; i < nl && k < max; i++) out[k++] = (int)lo[i];
+  for (int i = nh - 1; i >= 0 && k < max; i--) out[k++] = (int)hi[i];
   return k;
 }
 
@@ -342,9 +356,13 @@ static const struct {
   {values_ep, set_ep, 0},
 };
 #define NKEYS ((int)(sizeof searched / sizeof searched[0]))
+_Static_assert(sizeof searched / sizeof searched[0] == BS_SEARCH_NKEYS, "bs_cand.at holds one index per key");
+_Static_assert(MAXV <= 256, "bs_cand.at holds an index below 256");
 
-/* The auto keys of one base point, spread over their values. */
-static int expand_one(builder *b, const bs_config *base, const bs_search_autos *a) {
+/* The auto keys of one base point, spread over their values. Each key's values depend only on the
+ * base point and the keys before it (values_*), so a candidate is its base point and its indices:
+ * bs_search_config replays them. */
+static int expand_one(builder *b, int ibase, const bs_config *base, const bs_search_autos *a) {
   space sp = {base, a, a->method ? BS_BURST : base->par.method};
   kval v[NKEYS][MAXV];
   int n[NKEYS], at[NKEYS], d = 0;
@@ -358,9 +376,10 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
     }
     searched[d].set(&c, v[d][at[d]]);
     if (d == NKEYS - 1) {
-      if (push(b, &c)) return -1;
+      int spread = 0;
       for (int k = 0; k < NKEYS; k++)
-        if (n[k] > 1) b->s->c[b->s->n - 1].spread |= searched[k].spread;
+        if (n[k] > 1) spread |= searched[k].spread;
+      if (push(b, ibase, at, spread)) return -1;
       at[d]++;
       continue;
     }
@@ -371,18 +390,39 @@ static int expand_one(builder *b, const bs_config *base, const bs_search_autos *
   return 0;
 }
 
+void bs_search_config(const bs_search *s, int i, bs_config *out) {
+  const bs_cand *x = &s->c[i];
+  const bs_config *base = &s->base[x->base];
+  space sp = {base, &s->autos, s->autos.method ? BS_BURST : base->par.method};
+  kval v[MAXV];
+  *out = *base;
+  for (int d = 0; d < NKEYS; d++) {
+    int n = searched[d].values(&sp, out, v);
+    if (x->at[d] < n) searched[d].set(out, v[x->at[d]]); /* always: the same lists as the enumeration's */
+  }
+}
+
 int bs_search_expand(const bs_config *base, int nbase, const bs_search_autos *a, bs_search *s, char *err,
                      size_t errlen) {
   memset(s, 0, sizeof *s);
   builder b = {s, 0};
+  s->base = malloc(sizeof *s->base * (size_t)(nbase > 0 ? nbase : 1));
+  if (!s->base) {
+    snprintf(err, errlen, "out of memory for %d base points", nbase);
+    return -1;
+  }
+  if (nbase > 0) memcpy(s->base, base, sizeof *base * (size_t)nbase);
+  s->nbase = nbase;
+  s->autos = *a;
   for (int i = 0; i < nbase; i++)
-    if (expand_one(&b, &base[i], a)) {
+    if (expand_one(&b, i, &base[i], a)) {
       snprintf(err, errlen, "out of memory for %d candidates", s->n);
       bs_search_free(s);
       return -1;
     }
   if (s->n == 0) {
     snprintf(err, errlen, "the search space is empty (no factorisation of parallel.gpus fits the keys given)");
+    bs_search_free(s);
     return -1;
   }
   return 0;
@@ -459,17 +499,122 @@ static const bs_profile *profile_for(prof_slot *ps, int *np, const bs_config *c,
   return p;
 }
 
+/* ---- what a candidate keeps apart: its reason, its result ------------------ */
+
+static uint64_t hash_bytes(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t k = 0; k < n; k++) h = (h ^ b[k]) * 1099511628211ull;
+  return h;
+}
+
+/* Where why sits in the reasons' hash table, or the empty slot where it goes. */
+static int why_slot(const bs_search *s, const char *why) {
+  int m = s->capwhyhash - 1, k = (int)(hash_bytes(why, strlen(why)) & (uint64_t)m);
+  while (s->whyhash[k] && strcmp(s->whys[s->whyhash[k] - 1], why)) k = (k + 1) & m;
+  return k;
+}
+
+/* The reasons are few (a plan's message per class of numbers) against the candidates: each distinct
+ * one is kept once. Its index, or -1 out of memory. */
+static int why_index(bs_search *s, const char *why) {
+  if (2 * (s->nwhys + 1) > s->capwhyhash) { /* the table at most half full */
+    int cap = s->capwhyhash ? 2 * s->capwhyhash : 64, *h = calloc((size_t)cap, sizeof *h), *old = s->whyhash;
+    if (!h) return -1;
+    s->whyhash = h;
+    s->capwhyhash = cap;
+    for (int i = 0; i < s->nwhys; i++) s->whyhash[why_slot(s, s->whys[i])] = i + 1;
+    free(old);
+  }
+  int k = why_slot(s, why);
+  if (s->whyhash[k]) return s->whyhash[k] - 1;
+  if (s->nwhys == s->capwhys) {
+    int cap = s->capwhys ? 2 * s->capwhys : 64;
+    char **w = realloc(s->whys, sizeof *w * (size_t)cap);
+    if (!w) return -1;
+    s->whys = w;
+    s->capwhys = cap;
+  }
+  size_t len = strlen(why);
+  char *d = malloc(len + 1);
+  if (!d) return -1;
+  memcpy(d, why, len + 1);
+  s->whys[s->nwhys] = d;
+  s->whyhash[k] = s->nwhys + 1;
+  return s->nwhys++;
+}
+
+static int set_why(bs_search *s, bs_cand *c, const char *why) {
+  int k = why_index(s, why);
+  if (k < 0) return -1;
+  c->why = k;
+  return 0;
+}
+
+/* c's result from now on (taken: the search frees it). 0, or -1 out of memory (r freed). */
+static int keep_result(bs_search *s, bs_cand *c, bs_result *r) {
+  if (s->nres == s->capres) {
+    int cap = s->capres ? 2 * s->capres : 64;
+    bs_result **p = realloc(s->res, sizeof *p * (size_t)cap);
+    if (!p) {
+      bs_result_free(r);
+      free(r);
+      return -1;
+    }
+    s->res = p;
+    s->capres = cap;
+  }
+  s->res[s->nres] = r;
+  c->res = s->nres++;
+  return 0;
+}
+
+const bs_result *bs_search_result(const bs_search *s, int i) { return s->c[i].res >= 0 ? s->res[s->c[i].res] : NULL; }
+
+const char *bs_search_why(const bs_search *s, int i) { return s->c[i].why >= 0 ? s->whys[s->c[i].why] : ""; }
+
+/* What a walk leaves on its candidate: the peak, whether it came back with a capacity; the first
+ * candidate's capacity is the search's (the report's). */
+static void keep_walk(bs_search *s, int i, const bs_walk *w) {
+  bs_cand *c = &s->c[i];
+  c->peak_bytes = w->peak_bytes;
+  c->flags = (uint8_t)(w->capacity_bytes > 0 ? c->flags | BS_CAND_WALKED : c->flags & ~BS_CAND_WALKED);
+  if (i == 0) s->capacity_bytes = w->capacity_bytes;
+}
+
+/* ---- twins: candidates that run a plan another one runs ----------------- */
+
+#define TWINS 13 /* the configurations of the candidates walked last: a twin lies at most 12 before */
+
+typedef struct {
+  int i, method;
+  uint64_t hash; /* of the configuration with its method cleared */
+} cp1_point;
+
+typedef struct {
+  bs_config cfg[TWINS]; /* candidate i's configuration at cfg[i % TWINS] */
+  cp1_point *cp1;       /* the legal candidates at cp = 1 outside method tp, in enumeration order */
+  int ncp1, capcp1;
+} walk_state;
+
+static uint64_t hash_without_method(const bs_config *c) {
+  bs_config y = *c;
+  y.par.method = (bs_method)0;
+  return hash_bytes(&y, sizeof y);
+}
+
 /* The legal candidate before i that differs from it in `field` alone (its twin), when i was spread over
  * that key: the last three keys turn fastest, so a twin lies at most 12 before. -1 if none. */
-static int twin_before(const bs_search *s, int i, int spread, size_t field, size_t size) {
+static int twin_before(const bs_search *s, const walk_state *ws, int i, int spread, size_t field, size_t size) {
   const bs_cand *c = &s->c[i];
+  const bs_config *ci = &ws->cfg[i % TWINS];
   if (!(c->spread & spread)) return -1;
   for (int j = i - 1; j >= 0 && j >= i - 12; j--) {
     const bs_cand *x = &s->c[j];
     if (x->status == BS_CAND_ILLEGAL || x->status == BS_CAND_SKIPPED || !(x->spread & spread)) continue;
-    bs_config y = x->cfg;
-    memcpy((char *)&y + field, (const char *)&c->cfg + field, size);
-    if (!memcmp(&y, &c->cfg, sizeof y)) return j;
+    bs_config y = ws->cfg[j % TWINS];
+    memcpy((char *)&y + field, (const char *)ci + field, size);
+    if (!memcmp(&y, ci, sizeof y)) return j;
   }
   return -1;
 }
@@ -481,43 +626,57 @@ static const char *tristate_name(bs_tristate t) { return t == BS_ON ? "on" : t =
  * ulysses_placement: every rank sits on one node of a generated DGX platform, whose GPUs each have
  * their own links to the node's NVSwitch, and no rank is slower (cluster.straggler_*), so the two
  * placements are a renumbering of the same node's GPUs (a PCIe tree is not uniform: kept there). */
-static int same_as_twin(const bs_search *s, int i, char *why, size_t n) {
-  const bs_cand *c = &s->c[i];
-  int rpn = c->walk.ranks_per_node;
-  int j = twin_before(s, i, BS_SPREAD_DOUBLE_RING, offsetof(bs_config, par.double_ring), sizeof c->cfg.par.double_ring);
+static int same_as_twin(const bs_search *s, const walk_state *ws, int i, int rpn, char *why, size_t n) {
+  const bs_config *c = &ws->cfg[i % TWINS];
+  int j = twin_before(s, ws, i, BS_SPREAD_DOUBLE_RING, offsetof(bs_config, par.double_ring), sizeof c->par.double_ring);
   bs_decision d, t;
-  if (j >= 0 && !bs_plan_decide(&c->cfg, rpn, &d) && !bs_plan_decide(&s->c[j].cfg, rpn, &t) &&
+  if (j >= 0 && !bs_plan_decide(c, rpn, &d) && !bs_plan_decide(&ws->cfg[j % TWINS], rpn, &t) &&
       t.double_ring == d.double_ring && t.ring_inner == d.ring_inner && t.ring_outer == d.ring_outer) {
     snprintf(why, n, "parallel.double_ring: %s takes the decision %s takes (a ring of %d x %d ranks): the same plan",
-             tristate_name(c->cfg.par.double_ring), tristate_name(s->c[j].cfg.par.double_ring), d.ring_inner,
+             tristate_name(c->par.double_ring), tristate_name(ws->cfg[j % TWINS].par.double_ring), d.ring_inner,
              d.ring_outer);
     return 1;
   }
   /* cp = 1 across base points (a method list is one base point per method): no method splits the
    * sequence, so the first legal one stands for the others */
-  if (cp_of(&c->cfg) == 1 && c->cfg.par.method != BS_TP)
-    for (j = 0; j < i; j++) {
-      const bs_cand *x = &s->c[j];
-      if (x->status == BS_CAND_ILLEGAL || x->status == BS_CAND_SKIPPED || x->cfg.par.method == BS_TP ||
-          x->cfg.par.method == c->cfg.par.method || cp_of(&x->cfg) != 1)
-        continue;
-      bs_config y = x->cfg;
-      y.par.method = c->cfg.par.method;
-      if (memcmp(&y, &c->cfg, sizeof y)) continue;
+  if (cp_of(c) == 1 && c->par.method != BS_TP) {
+    uint64_t h = hash_without_method(c);
+    for (int k = 0; k < ws->ncp1; k++) {
+      const cp1_point *x = &ws->cp1[k];
+      if (x->method == (int)c->par.method || x->hash != h) continue;
+      bs_config y;
+      bs_search_config(s, x->i, &y);
+      y.par.method = c->par.method;
+      if (memcmp(&y, c, sizeof y)) continue;
       snprintf(why, n, "parallel.method: %s at cp = 1 runs the plan %s runs (no method splits the sequence)",
-               bs_method_name(c->cfg.par.method), bs_method_name(x->cfg.par.method));
+               bs_method_name(c->par.method), bs_method_name((bs_method)x->method));
       return 1;
     }
-  j = twin_before(s, i, BS_SPREAD_PLACEMENT, offsetof(bs_config, par.ulysses_placement),
-                  sizeof c->cfg.par.ulysses_placement);
-  if (j >= 0 && rpn > 0 && c->cfg.par.gpus <= rpn && c->cfg.cluster.straggler_factor <= 0 &&
-      bs_topo_has_rails(c->cfg.cluster.topology)) {
+  }
+  j = twin_before(s, ws, i, BS_SPREAD_PLACEMENT, offsetof(bs_config, par.ulysses_placement),
+                  sizeof c->par.ulysses_placement);
+  if (j >= 0 && rpn > 0 && c->par.gpus <= rpn && c->cluster.straggler_factor <= 0 &&
+      bs_topo_has_rails(c->cluster.topology)) {
     snprintf(why, n,
              "parallel.ulysses_placement: %s renumbers the GPUs of one node of %d (%d ranks) as %s does: the same step",
-             bs_placement_name(c->cfg.par.ulysses_placement), rpn, c->cfg.par.gpus,
-             bs_placement_name(s->c[j].cfg.par.ulysses_placement));
+             bs_placement_name(c->par.ulysses_placement), rpn, c->par.gpus,
+             bs_placement_name(ws->cfg[j % TWINS].par.ulysses_placement));
     return 1;
   }
+  return 0;
+}
+
+/* A legal candidate at cp = 1 outside method tp: one the candidates after it may be twins of. 0 or -1. */
+static int cp1_add(walk_state *ws, int i, const bs_config *c) {
+  if (cp_of(c) != 1 || c->par.method == BS_TP) return 0;
+  if (ws->ncp1 == ws->capcp1) {
+    int cap = ws->capcp1 ? 2 * ws->capcp1 : 64;
+    cp1_point *p = realloc(ws->cp1, sizeof *p * (size_t)cap);
+    if (!p) return -1;
+    ws->cp1 = p;
+    ws->capcp1 = cap;
+  }
+  ws->cp1[ws->ncp1++] = (cp1_point){i, (int)c->par.method, hash_without_method(c)};
   return 0;
 }
 
@@ -529,16 +688,21 @@ static int first_walk(const bs_search_opts *o) {
   return o->dry_run || o->brute_force ? BS_WALK_CORNERS : BS_WALK_STAGES;
 }
 
-static double bound_of(const bs_cand *c, const bs_search_opts *o) {
-  double slack = bs_sim_layers_apply(&c->cfg, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
-  return (c->walk.replay_s > c->walk.compute_s ? c->walk.replay_s : c->walk.compute_s) * (1 - slack);
+static double bound_of(const bs_config *c, const bs_walk *w, const bs_search_opts *o) {
+  double slack = bs_sim_layers_apply(c, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
+  return (w->replay_s > w->compute_s ? w->replay_s : w->compute_s) * (1 - slack);
 }
 
 /* Legality and memory of every candidate; the bounds of those that fit. 0 or -1. */
 static int walk_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int *np, double t0, char *err,
                     size_t errlen) {
-  int rc = 0;
-  for (int i = 0; i < s->n && !rc; i++) {
+  walk_state *ws = calloc(1, sizeof *ws);
+  if (!ws) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  int rc = 0, nomem = 0;
+  for (int i = 0; i < s->n && !rc && !nomem; i++) {
     bs_cand *c = &s->c[i];
     if (o->stop && *o->stop) {
       c->status = BS_CAND_SKIPPED;
@@ -547,35 +711,42 @@ static int walk_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int
       continue;
     }
     if (o->progress && i && i % 64 == 0) o->progress(o->progress_ctx, s, i, s->n, NAN, bs_now_s() - t0);
-    const bs_profile *prof = profile_for(profs, np, &c->cfg, o->opts, err, errlen);
+    bs_config *cfg = &ws->cfg[i % TWINS];
+    bs_search_config(s, i, cfg);
+    const bs_profile *prof = profile_for(profs, np, cfg, o->opts, err, errlen);
     if (!prof) {
       rc = -1;
       break;
     }
     char why[256];
-    int w = bs_sim_walk(&c->cfg, o->opts, prof, first_walk(o), &c->walk, why, sizeof why);
-    c->refined = first_walk(o) != BS_WALK_STAGES;
+    bs_walk w;
+    memset(&w, 0, sizeof w);
+    int wr = bs_sim_walk(cfg, o->opts, prof, first_walk(o), &w, why, sizeof why);
+    keep_walk(s, i, &w);
+    if (first_walk(o) != BS_WALK_STAGES) c->flags |= BS_CAND_REFINED;
     s->walked++;
-    if (w == -2 || w == -1) { /* -1: a plan that breaks its own invariants is not a candidate either */
+    if (wr == -2 || wr == -1 || same_as_twin(s, ws, i, w.ranks_per_node, why, sizeof why)) {
+      /* wr -1: a plan that breaks its own invariants is not a candidate either */
       c->status = BS_CAND_ILLEGAL;
-      snprintf(c->why, sizeof c->why, "%s", why);
-      add_reason(s, why);
-      continue;
-    }
-    if (same_as_twin(s, i, why, sizeof why)) {
-      c->status = BS_CAND_ILLEGAL;
-      snprintf(c->why, sizeof c->why, "%s", why);
+      nomem |= set_why(s, c, why) != 0;
       add_reason(s, why);
       continue;
     }
     s->legal++;
-    if (c->walk.oom) {
+    nomem |= cp1_add(ws, i, cfg) != 0;
+    if (w.oom) {
       c->status = BS_CAND_MEMORY;
       s->memory++;
       continue;
     }
-    c->bound = bound_of(c, o);
+    c->bound = bound_of(cfg, &w, o);
   }
+  if (nomem) {
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  }
+  free(ws->cp1);
+  free(ws);
   return rc;
 }
 
@@ -587,9 +758,10 @@ static int by_bound(const void *x, const void *y) {
   if (a->bound != b->bound) return a->bound < b->bound ? -1 : 1;
   return *(const int *)x - *(const int *)y;
 }
+static double step_of(const bs_search *s, int i) { return s->res[s->c[i].res]->time.step; }
 static int by_step(const void *x, const void *y) {
-  const bs_cand *a = &sort_s->c[*(const int *)x], *b = &sort_s->c[*(const int *)y];
-  if (a->res.time.step != b->res.time.step) return a->res.time.step < b->res.time.step ? -1 : 1;
+  double a = step_of(sort_s, *(const int *)x), b = step_of(sort_s, *(const int *)y);
+  if (a != b) return a < b ? -1 : 1;
   return *(const int *)x - *(const int *)y;
 }
 
@@ -609,8 +781,8 @@ static void top_insert(double *top, int *nt, int K, double step) {
 /* A simulated candidate at least as fast as bound and using at most peak bytes? */
 static int dominated(const bs_search *s, const int *sim, int nsim, double bound, int64_t peak) {
   for (int i = 0; i < nsim; i++) {
-    const bs_cand *x = &s->c[sim[i]];
-    if (x->res.time.step <= bound && x->res.mem.peak_bytes_max <= peak) return 1;
+    const bs_result *x = s->res[s->c[sim[i]].res];
+    if (x->time.step <= bound && x->mem.peak_bytes_max <= peak) return 1;
   }
   return 0;
 }
@@ -646,38 +818,42 @@ static int heap_pop(const bs_search *s, int *h, int *n) {
   return top;
 }
 
-/* A candidate reached with its first walk of one rank per stage: walked over the grid's corners.
- * 1 when it stays in the race (its bound raised to the corners' where higher: both are lower
- * bounds), 0 when it is now settled (past memory, or the walk failed). */
-static int refine(bs_search *s, bs_cand *c, const bs_search_opts *o, const bs_profile *prof) {
+/* Candidate i (configuration cfg) reached with its first walk of one rank per stage: walked over the
+ * grid's corners. 1 when it stays in the race (its bound raised to the corners' where higher: both
+ * are lower bounds), 0 when it is now settled (past memory, or the walk failed), -1 out of memory. */
+static int refine(bs_search *s, int i, const bs_config *cfg, const bs_search_opts *o, const bs_profile *prof) {
+  bs_cand *c = &s->c[i];
   char why[256];
   bs_walk w;
   s->refined++;
-  c->refined = 1;
-  if (bs_sim_walk(&c->cfg, o->opts, prof, BS_WALK_CORNERS, &w, why, sizeof why)) {
+  c->flags |= BS_CAND_REFINED;
+  if (bs_sim_walk(cfg, o->opts, prof, BS_WALK_CORNERS, &w, why, sizeof why)) {
     c->status = BS_CAND_FAILED;
-    snprintf(c->why, sizeof c->why, "%s", why);
     s->failed++;
-    return 0;
+    return set_why(s, c, why);
   }
-  c->walk = w;
+  keep_walk(s, i, &w);
   if (w.oom) {
     c->status = BS_CAND_MEMORY;
     s->memory++;
     return 0;
   }
-  double b = bound_of(c, o);
+  double b = bound_of(cfg, &w, o);
   if (b > c->bound) c->bound = b;
   return 1;
 }
 
-/* Simulates c; 1 when it joins the simulated, 0 when not (failed, out of memory, interrupted). */
-static int simulate(bs_search *s, bs_cand *c, const bs_search_opts *o) {
+/* Simulates candidate i (configuration cfg); 1 when it joins the simulated, 0 when not (failed, out of
+ * memory, interrupted), -1 out of memory. Only the simulated keep their result. */
+static int simulate(bs_search *s, int i, const bs_config *cfg, const bs_search_opts *o) {
+  bs_cand *c = &s->c[i];
   char why[512] = "";
-  int rc = bs_sim_run(&c->cfg, o->opts, &c->res, why, sizeof why);
+  bs_result *r = calloc(1, sizeof *r);
+  if (!r) return -1;
+  int rc = bs_sim_run(cfg, o->opts, r, why, sizeof why);
   if (o->stop && *o->stop) { /* the signal killed this simulation: not a failure */
-    bs_result_free(&c->res);
-    memset(&c->res, 0, sizeof c->res);
+    bs_result_free(r);
+    free(r);
     s->interrupted = 1;
     c->status = BS_CAND_SKIPPED;
     s->skipped++;
@@ -685,24 +861,29 @@ static int simulate(bs_search *s, bs_cand *c, const bs_search_opts *o) {
   }
   if (rc) {
     c->status = BS_CAND_FAILED;
-    const char *reason = why[0] ? why : c->res.error;
-    size_t len = strnlen(reason, sizeof c->why - 1); /* kept to the first 255 characters */
-    memcpy(c->why, reason, len);
-    c->why[len] = '\0';
+    char kept[256];
+    const char *reason = why[0] ? why : r->error;
+    size_t len = strnlen(reason, sizeof kept - 1); /* kept to the first 255 characters */
+    memcpy(kept, reason, len);
+    kept[len] = '\0';
+    bs_result_free(r);
+    free(r);
     s->failed++;
-    return 0;
+    return set_why(s, c, kept);
   }
   s->simulated++;
-  if (c->res.mem.oom) { /* past the capacity on a rank the corner walk did not see */
+  if (r->mem.oom) { /* past the capacity on a rank the corner walk did not see */
     c->status = BS_CAND_MEMORY;
-    c->sim_oom = 1;
+    c->flags |= BS_CAND_SIM_OOM;
     s->memory++;
     s->memory_by_sim++;
+    bs_result_free(r);
+    free(r);
     return 0;
   }
   c->status = BS_CAND_SIMULATED;
-  if (c->res.time.step < c->bound) s->bound_violations++;
-  return 1;
+  if (r->time.step < c->bound) s->bound_violations++;
+  return keep_result(s, c, r) ? -1 : 1;
 }
 
 int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errlen) {
@@ -715,27 +896,28 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
     return -1;
   }
   s->walk_s = bs_now_s() - t0;
-  int *order = malloc(sizeof *order * (size_t)(s->n + 1)), *sim = malloc(sizeof *sim * (size_t)(s->n + 1));
-  int *heap = malloc(sizeof *heap * (size_t)(s->n + 1));
+  /* the heap starts as the pending candidates sorted by bound (a sorted array is a heap) */
+  int *heap = malloc(sizeof *heap * (size_t)(s->n + 1)), *sim = malloc(sizeof *sim * (size_t)(s->n + 1));
   double *top = malloc(sizeof *top * (size_t)K);
+  bs_config *cfg = malloc(sizeof *cfg);
   int rc = 0;
-  if (!order || !sim || !heap || !top) {
+  if (!heap || !sim || !top || !cfg) {
     snprintf(err, errlen, "out of memory");
     rc = -1;
   }
   int n = 0, nsim = 0, nt = 0, nh = 0, done = 0;
   for (int i = 0; !rc && i < s->n; i++)
-    if (s->c[i].status == BS_CAND_PENDING) order[n++] = i;
+    if (s->c[i].status == BS_CAND_PENDING) heap[n++] = i;
   sort_s = s;
-  if (!rc) qsort(order, (size_t)n, sizeof *order, by_bound);
+  if (!rc) qsort(heap, (size_t)n, sizeof *heap, by_bound);
   /* under mpirun each rank takes the j-th cheapest first bound when j % parts == part */
   for (int j = 0; !rc && j < n; j++) {
-    if (o->parts > 1 && j % o->parts != o->part) s->c[order[j]].status = BS_CAND_REMOTE;
-    else if (!o->dry_run) heap_push(s, heap, &nh, order[j]);
+    if (o->parts > 1 && j % o->parts != o->part) s->c[heap[j]].status = BS_CAND_REMOTE;
+    else if (!o->dry_run) heap[nh++] = heap[j];
   }
   int todo = nh;
   double best = NAN;
-  while (nh > 0) {
+  while (!rc && nh > 0) {
     int i = heap_pop(s, heap, &nh);
     bs_cand *c = &s->c[i];
     if (o->stop && *o->stop) {
@@ -745,34 +927,39 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
       continue;
     }
     if (!o->brute_force && nt == K && c->bound > top[K - 1] &&
-        (o->top_only || dominated(s, sim, nsim, c->bound, c->walk.peak_bytes))) {
+        (o->top_only || dominated(s, sim, nsim, c->bound, c->peak_bytes))) {
       c->status = BS_CAND_BOUND; /* the first walk's bound and peak are lower bounds too */
       s->bound++;
       done++;
       continue;
     }
-    if (!c->refined) {
-      const bs_profile *prof = profile_for(profs, &np, &c->cfg, o->opts, err, errlen);
-      if (!prof) {
-        rc = -1;
-        break;
-      }
-      if (refine(s, c, o, prof)) heap_push(s, heap, &nh, i);
+    bs_search_config(s, i, cfg);
+    if (!(c->flags & BS_CAND_REFINED)) {
+      const bs_profile *prof = profile_for(profs, &np, cfg, o->opts, err, errlen);
+      int r = prof ? refine(s, i, cfg, o, prof) : -1;
+      if (r > 0) heap_push(s, heap, &nh, i);
       else done++;
+      if (r < 0 && prof) snprintf(err, errlen, "out of memory");
+      rc = r < 0 ? -1 : 0;
       continue;
     }
     done++;
-    if (!simulate(s, c, o)) continue;
+    int r = simulate(s, i, cfg, o);
+    if (r < 0) {
+      snprintf(err, errlen, "out of memory");
+      rc = -1;
+    }
+    if (r <= 0) continue;
     sim[nsim++] = i;
-    top_insert(top, &nt, K, c->res.time.step);
+    top_insert(top, &nt, K, step_of(s, i));
     best = top[0];
     if (o->progress) o->progress(o->progress_ctx, s, done, todo, best, bs_now_s() - t0);
   }
   for (int i = 0; i < np; i++) free(profs[i].prof);
-  free(order);
-  free(sim);
   free(heap);
+  free(sim);
   free(top);
+  free(cfg);
   s->wall_s = bs_now_s() - t0;
   return rc;
 }
@@ -794,7 +981,7 @@ int *bs_search_front(const bs_search *s, int *n) {
   if (!r) return NULL;
   int64_t least = INT64_MAX;
   for (int i = 0; i < nr; i++) {
-    int64_t m = s->c[r[i]].res.mem.peak_bytes_max;
+    int64_t m = s->res[s->c[r[i]].res]->mem.peak_bytes_max;
     if (m < least) {
       least = m;
       r[(*n)++] = r[i];
@@ -807,18 +994,58 @@ void bs_search_recount(bs_search *s) {
   s->legal = s->memory = s->bound = s->simulated = s->failed = s->skipped = s->memory_by_sim = 0;
   for (int i = 0; i < s->n; i++) {
     const bs_cand *c = &s->c[i];
-    s->legal += c->status != BS_CAND_ILLEGAL && !(c->status == BS_CAND_SKIPPED && c->walk.capacity_bytes == 0);
+    int sim_oom = (c->flags & BS_CAND_SIM_OOM) != 0;
+    s->legal += c->status != BS_CAND_ILLEGAL && !(c->status == BS_CAND_SKIPPED && !(c->flags & BS_CAND_WALKED));
     s->memory += c->status == BS_CAND_MEMORY;
-    s->memory_by_sim += c->sim_oom;
-    s->simulated += c->status == BS_CAND_SIMULATED || c->sim_oom;
+    s->memory_by_sim += sim_oom;
+    s->simulated += c->status == BS_CAND_SIMULATED || sim_oom;
     s->bound += c->status == BS_CAND_BOUND;
     s->failed += c->status == BS_CAND_FAILED;
     s->skipped += c->status == BS_CAND_SKIPPED;
   }
 }
 
+int bs_search_settle(bs_search *s, int i, bs_cand_status status, int sim_oom, const char *why, const bs_result *res) {
+  bs_cand *c = &s->c[i];
+  c->status = (uint8_t)status;
+  c->flags = (uint8_t)(sim_oom ? c->flags | BS_CAND_SIM_OOM : c->flags & ~BS_CAND_SIM_OOM);
+  c->why = -1;
+  if (why && why[0] && set_why(s, c, why)) return -1;
+  if (c->res >= 0) { /* a result of its own: replaced by the owner's */
+    bs_result_free(s->res[c->res]);
+    free(s->res[c->res]);
+    s->res[c->res] = NULL;
+    c->res = -1;
+  }
+  if (status != BS_CAND_SIMULATED || !res) return 0;
+  bs_result *r = malloc(sizeof *r);
+  if (!r) return -1;
+  *r = *res;
+  if (res->ranks && res->nranks > 0) { /* its own copy of the per-rank figures */
+    r->ranks = malloc(sizeof *r->ranks * (size_t)res->nranks);
+    if (!r->ranks) {
+      free(r);
+      return -1;
+    }
+    memcpy(r->ranks, res->ranks, sizeof *r->ranks * (size_t)res->nranks);
+  } else {
+    r->ranks = NULL;
+    r->nranks = 0;
+  }
+  return keep_result(s, c, r);
+}
+
 void bs_search_free(bs_search *s) {
-  for (int i = 0; i < s->n; i++) bs_result_free(&s->c[i].res);
+  for (int i = 0; i < s->nres; i++)
+    if (s->res[i]) {
+      bs_result_free(s->res[i]);
+      free(s->res[i]);
+    }
+  for (int i = 0; i < s->nwhys; i++) free(s->whys[i]);
+  free(s->res);
+  free(s->whys);
+  free(s->whyhash);
+  free(s->base);
   free(s->c);
   memset(s, 0, sizeof *s);
 }

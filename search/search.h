@@ -14,6 +14,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "plans/config.h"
 #include "plans/result.h"
 #include "sim/sim.h"
@@ -51,16 +52,32 @@ typedef enum {
   BS_CAND_REMOTE     /* under mpirun: another rank's (bs_search_opts.part) */
 } bs_cand_status;
 
+/* The keys an enumeration spreads (search.c's odometer): a candidate holds the index of its value of each. */
+#define BS_SEARCH_NKEYS 16
+
+/* bs_cand.flags */
+enum {
+  BS_CAND_REFINED = 1, /* walked over the grid's corners (else one rank per stage: search.c) */
+  BS_CAND_SIM_OOM = 2, /* simulated, and found past the capacity by the simulation */
+  BS_CAND_WALKED = 4   /* its walk came back with a capacity (not skipped before it was walked) */
+};
+
+/*
+ * One candidate, lean (a search holds millions): what identifies it in the space, its base point and
+ * the index of its value of each searched key (bs_search_config rebuilds its configuration from
+ * them), and the figures the walk and the branch and bound keep. Its result (bs_search_result) is
+ * held apart, only for the simulated, and its reason (bs_search_why) in a pool of distinct strings.
+ */
 typedef struct {
-  bs_config cfg;
-  bs_cand_status status;
-  char why[256];
-  bs_walk walk;
-  double bound; /* seconds: the step is at least this */
-  int refined;  /* walk holds the grid's corners (else one rank per stage: search.c) */
-  int sim_oom;  /* simulated, and found past the capacity by the simulation */
-  int spread;   /* BS_SPREAD_*: the keys spread over more than one value for this candidate */
-  bs_result res;
+  double bound;       /* seconds: the step is at least this */
+  int64_t peak_bytes; /* the latest walk's peak (the first pass's, or the corners' once refined) */
+  int32_t res;        /* index in bs_search.res, or -1 */
+  int32_t why;        /* index in bs_search.whys, or -1 */
+  int32_t base;       /* which base point */
+  uint8_t at[BS_SEARCH_NKEYS];
+  uint8_t status; /* bs_cand_status */
+  uint8_t flags;  /* BS_CAND_* */
+  uint8_t spread; /* BS_SPREAD_*: the keys spread over more than one value for this candidate */
 } bs_cand;
 
 #define BS_SEARCH_MAX_REASONS 32
@@ -74,6 +91,14 @@ typedef struct {
 typedef struct {
   bs_cand *c;
   int n;
+  bs_config *base; /* the base points the candidates are rebuilt from */
+  int nbase;
+  bs_search_autos autos;
+  bs_result **res; /* the simulated candidates' results */
+  int nres, capres;
+  char **whys; /* distinct reasons, and their hash table (index + 1, 0 empty) */
+  int nwhys, capwhys, *whyhash, capwhyhash;
+  int64_t capacity_bytes; /* the first candidate's walk: the profile's capacity less its reserve */
   int legal, memory, bound, simulated, failed, skipped;
   int refined;          /* candidates walked a second time, over the grid's corners */
   int memory_by_sim;    /* of memory: found out of memory by their simulation (counted in simulated too) */
@@ -140,6 +165,19 @@ int bs_search_spread(const bs_search *s, bs_search_key_spread *out, int max);
  * search walks every candidate itself). 0, or -1 with a message. */
 int bs_search_estimate(const bs_search *s, const bs_sim_opts *opts, int sample, int walk_mode, double *walk_each_s,
                        int *sampled, char *err, size_t errlen);
+
+/* Candidate i's configuration, rebuilt from its base point and its values of the searched keys. */
+void bs_search_config(const bs_search *s, int i, bs_config *out);
+
+/* Candidate i's result (BS_CAND_SIMULATED), or NULL. */
+const bs_result *bs_search_result(const bs_search *s, int i);
+
+/* Why candidate i is illegal or failed, or "". */
+const char *bs_search_why(const bs_search *s, int i);
+
+/* Under mpirun: what the rank that owned candidate i decided about it (its status, flags and why;
+ * res is copied, its per-rank figures too, when status is BS_CAND_SIMULATED). 0, or -1 out of memory. */
+int bs_search_settle(bs_search *s, int i, bs_cand_status status, int sim_oom, const char *why, const bs_result *res);
 
 void bs_search_free(bs_search *s);
 

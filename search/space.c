@@ -81,23 +81,38 @@ static int by_cut(const void *x, const void *y) {
   return strcmp(a->key, b->key);
 }
 
+typedef struct {
+  int val[MAXVALS], cnt[MAXVALS], nv, over;
+} key_count;
+
 int bs_search_spread(const bs_search *s, bs_search_key_spread *out, int max) {
-  int n = 0;
-  for (int k = 0; k < NGET && n < max; k++) {
-    int val[MAXVALS], cnt[MAXVALS], nv = 0, over = 0;
-    for (int i = 0; i < s->n; i++) {
-      int v = keys[k].get(&s->c[i].cfg), j = 0;
-      while (j < nv && val[j] != v) j++;
-      if (j == nv) {
-        if (nv == MAXVALS) {
-          over++;
+  key_count *kc = calloc(NGET, sizeof *kc);
+  bs_config *c = malloc(sizeof *c);
+  if (!kc || !c) {
+    free(kc);
+    free(c);
+    return 0;
+  }
+  for (int i = 0; i < s->n; i++) { /* each configuration rebuilt once, every key counted */
+    bs_search_config(s, i, c);
+    for (int k = 0; k < NGET; k++) {
+      key_count *q = &kc[k];
+      int v = keys[k].get(c), j = 0;
+      while (j < q->nv && q->val[j] != v) j++;
+      if (j == q->nv) {
+        if (q->nv == MAXVALS) {
+          q->over++;
           continue;
         }
-        val[nv] = v;
-        cnt[nv++] = 0;
+        q->val[q->nv] = v;
+        q->cnt[q->nv++] = 0;
       }
-      cnt[j]++;
+      q->cnt[j]++;
     }
+  }
+  int n = 0;
+  for (int k = 0; k < NGET && n < max; k++) {
+    const int *val = kc[k].val, *cnt = kc[k].cnt, nv = kc[k].nv, over = kc[k].over;
     if (nv + (over > 0) < 2) continue;
     int common = 0;
     for (int j = 1; j < nv; j++)
@@ -108,6 +123,8 @@ int bs_search_spread(const bs_search *s, bs_search_key_spread *out, int max) {
     keys[k].name(val[common], o->common, sizeof o->common);
     o->cut = (double)s->n / cnt[common];
   }
+  free(kc);
+  free(c);
   qsort(out, (size_t)n, sizeof *out, by_cut);
   return n;
 }
@@ -123,28 +140,37 @@ int bs_search_estimate(const bs_search *s, const bs_sim_opts *opts, int sample, 
                        int *sampled, char *err, size_t errlen) {
   if (sample < 1) sample = 1;
   if (sample > s->n) sample = s->n;
-  const char *name = opts && opts->profile ? opts->profile : s->c[0].cfg.cluster.profile;
+  bs_config *cfg = malloc(sizeof *cfg);
+  if (!cfg) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  bs_search_config(s, 0, cfg);
+  const char *name = opts && opts->profile ? opts->profile : cfg->cluster.profile;
   bs_profile *prof = calloc(1, sizeof *prof);
   char why[512];
   if (!prof) {
     snprintf(err, errlen, "out of memory");
+    free(cfg);
     return -1;
   }
   if (bs_profile_load(name, prof, why, sizeof why)) {
     snprintf(err, errlen, "%s: %s", opts && opts->profile ? "--profile" : "cluster.profile", why);
     free(prof);
+    free(cfg);
     return -1;
   }
   double t0 = cpu_s();
   int j = 0;
   for (; j < sample && (j == 0 || cpu_s() - t0 < ESTIMATE_MAX_S); j++) {
     /* spread evenly: the odometer puts the cheap and the dear prefixes (pp, dp, tp) far apart */
-    const bs_cand *c = &s->c[(int)((double)j * s->n / sample)];
+    bs_search_config(s, (int)((double)j * s->n / sample), cfg);
     bs_walk w;
-    bs_sim_walk(&c->cfg, opts, prof, walk_mode, &w, why, sizeof why);
+    bs_sim_walk(cfg, opts, prof, walk_mode, &w, why, sizeof why);
   }
   *walk_each_s = (cpu_s() - t0) / j;
   *sampled = j;
   free(prof);
+  free(cfg);
   return 0;
 }

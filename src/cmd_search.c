@@ -132,9 +132,12 @@ static void progress(void *ctx, const bs_search *s, int done, int todo, double b
 
 static double tiny0(double x) { return fabs(x) < 1e-9 ? 0 : x; }
 
-/* The configuration of a candidate; double_ring, placement and tp_variant where they were spread. */
-static void cfg_label(const bs_cand *x, char *b, size_t n) {
-  const bs_config *c = &x->cfg;
+/* The configuration of candidate i; double_ring, placement and tp_variant where they were spread. */
+static void cfg_label(const bs_search *s, int i, char *b, size_t n) {
+  const bs_cand *x = &s->c[i];
+  bs_config cfg;
+  bs_search_config(s, i, &cfg);
+  const bs_config *c = &cfg;
   int size[BS_DIM_COUNT];
   bs_mesh_sizes(&c->par, size);
   int l = snprintf(b, n, "%s tp=%d cp=%d dp=%d pp=%d layout=%s zero=%d recompute=%s micro_batch=",
@@ -165,15 +168,19 @@ static void cfg_label(const bs_cand *x, char *b, size_t n) {
 
 static double gib(int64_t b) { return (double)b / (1024.0 * 1024 * 1024); }
 
-/* Why a candidate lost to the best: the parts of its step that grew, and its memory. */
-static void why_lost(const bs_cand *x, const bs_cand *best, char *b, size_t n) {
-  const bs_times *t = &x->res.time, *t0 = &best->res.time;
+/* The result of a simulated candidate. */
+static const bs_result *res_of(const bs_search *s, int i) { return bs_search_result(s, i); }
+
+/* Why candidate i lost to the best: the parts of its step that grew, and its memory. */
+static void why_lost(const bs_search *s, int i, int ibest, char *b, size_t n) {
+  const bs_result *x = res_of(s, i), *best = res_of(s, ibest);
+  const bs_times *t = &x->time, *t0 = &best->time;
   double idle = t->step - t->compute - t->comm_exposed, idle0 = t0->step - t0->compute - t0->comm_exposed;
   snprintf(b, n,
            "+%.1f %% step: compute %+.3g s, exposed communication %+.3g s, bubble and idle %+.3g s; peak memory "
            "%.1f GiB (best %.1f GiB)",
            100 * (t->step / t0->step - 1), tiny0(t->compute - t0->compute), tiny0(t->comm_exposed - t0->comm_exposed),
-           tiny0(idle - idle0), gib(x->res.mem.peak_bytes_max), gib(best->res.mem.peak_bytes_max));
+           tiny0(idle - idle0), gib(x->mem.peak_bytes_max), gib(best->mem.peak_bytes_max));
 }
 
 static int illegal_count(const bs_search *s) {
@@ -206,7 +213,7 @@ static void human_s(double t, char *b, size_t n) {
  * profile that does not load (said). */
 static int announce(const bs_search *s, const bs_sim_opts *opts, const bs_search_args *A) {
   bs_search_key_spread sp[16];
-  int nk = bs_search_spread(s, sp, 16), sample = 16;
+  int sample = 16;
   double each = 0;
   char err[1024], t[32];
   if (bs_search_estimate(s, opts, sample, A->dry_run ? BS_WALK_CORNERS : BS_WALK_STAGES, &each, &sample, err,
@@ -217,6 +224,7 @@ static int announce(const bs_search *s, const bs_sim_opts *opts, const bs_search
   double walk = each * s->n;
   int refuse = walk > REFUSE_S && !A->force;
   if (A->quiet && !refuse) return 0;
+  int nk = bs_search_spread(s, sp, 16); /* said only: --quiet skips rebuilding every configuration */
   human_s(walk, t, sizeof t);
   fprintf(stderr, "burstsim search: %d candidates", s->n);
   for (int i = 0; i < nk; i++) {
@@ -239,24 +247,24 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   int k = nr < K ? nr : K;
   for (int i = 0; i < k; i++) {
     char l[256];
-    cfg_label(&s->c[rank[i]], l, sizeof l);
+    cfg_label(s, rank[i], l, sizeof l);
     fprintf(f, "#%d  %s\n", i + 1, l);
   }
   if (nr > K) {
     fprintf(f, "\nwhy the next ones lost (against #1):\n");
     for (int i = K; i < nr && i < K + LOSERS; i++) {
       char l[256], w[320];
-      cfg_label(&s->c[rank[i]], l, sizeof l);
-      why_lost(&s->c[rank[i]], &s->c[rank[0]], w, sizeof w);
+      cfg_label(s, rank[i], l, sizeof l);
+      why_lost(s, rank[i], rank[0], w, sizeof w);
       fprintf(f, "#%d  %s\n     %s\n", i + 1, l, w);
     }
   }
   fprintf(f, "\nPareto front (step time against peak memory):\n");
   for (int i = 0; i < nf; i++) {
     char l[256];
-    cfg_label(&s->c[front[i]], l, sizeof l);
-    fprintf(f, "  %10.4g s  %7.2f GiB  %s\n", s->c[front[i]].res.time.step, gib(s->c[front[i]].res.mem.peak_bytes_max),
-            l);
+    cfg_label(s, front[i], l, sizeof l);
+    fprintf(f, "  %10.4g s  %7.2f GiB  %s\n", res_of(s, front[i])->time.step,
+            gib(res_of(s, front[i])->mem.peak_bytes_max), l);
   }
   fprintf(f,
           "\ncandidates %d: illegal %d, legal %d (pruned by memory %d, pruned by bound %d, simulated %d, failed %d%s)"
@@ -272,8 +280,8 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   for (int i = 0, shown = 0; i < s->n && shown < 5; i++)
     if (s->c[i].status == BS_CAND_FAILED) {
       char l[256];
-      cfg_label(&s->c[i], l, sizeof l);
-      fprintf(f, "  failed: %s: %s\n", l, s->c[i].why);
+      cfg_label(s, i, l, sizeof l);
+      fprintf(f, "  failed: %s: %s\n", l, bs_search_why(s, i));
       shown++;
     }
   if (s->bound_violations)
@@ -293,21 +301,21 @@ static void dry_run_report(const bs_search *s) {
     const bs_cand *c = &s->c[i];
     if (c->status != BS_CAND_PENDING) continue;
     char l[256];
-    cfg_label(c, l, sizeof l);
-    printf("%14.4g  %22.2f  %s\n", c->bound, gib(c->walk.peak_bytes), l);
+    cfg_label(s, i, l, sizeof l);
+    printf("%14.4g  %22.2f  %s\n", c->bound, gib(c->peak_bytes), l);
   }
 }
 
 /* ---- files --------------------------------------------------------------- */
 
-static cJSON *cand_json(const bs_cand *c) {
+static cJSON *cand_json(const bs_search *s, int i) {
   cJSON *o = cJSON_CreateObject();
   char l[256];
-  cfg_label(c, l, sizeof l);
+  cfg_label(s, i, l, sizeof l);
   cJSON_AddStringToObject(o, "config", l);
-  cJSON_AddNumberToObject(o, "step_s", c->res.time.step);
-  cJSON_AddNumberToObject(o, "peak_bytes", (double)c->res.mem.peak_bytes_max);
-  cJSON_AddNumberToObject(o, "bound_s", c->bound);
+  cJSON_AddNumberToObject(o, "step_s", res_of(s, i)->time.step);
+  cJSON_AddNumberToObject(o, "peak_bytes", (double)res_of(s, i)->mem.peak_bytes_max);
+  cJSON_AddNumberToObject(o, "bound_s", s->c[i].bound);
   return o;
 }
 
@@ -345,30 +353,32 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
   }
   cJSON *l = cJSON_AddArrayToObject(o, "losers");
   for (int i = K; i < nr && i < K + LOSERS; i++) {
-    cJSON *x = cand_json(&s->c[rank[i]]);
+    cJSON *x = cand_json(s, rank[i]);
     char w[320];
-    why_lost(&s->c[rank[i]], &s->c[rank[0]], w, sizeof w);
+    why_lost(s, rank[i], rank[0], w, sizeof w);
     cJSON_AddStringToObject(x, "why", w);
-    cJSON_AddNumberToObject(x, "compute_s", s->c[rank[i]].res.time.compute);
-    cJSON_AddNumberToObject(x, "comm_exposed_s", s->c[rank[i]].res.time.comm_exposed);
+    cJSON_AddNumberToObject(x, "compute_s", res_of(s, rank[i])->time.compute);
+    cJSON_AddNumberToObject(x, "comm_exposed_s", res_of(s, rank[i])->time.comm_exposed);
     cJSON_AddItemToArray(l, x);
   }
   cJSON *fr = cJSON_AddArrayToObject(o, "front");
-  for (int i = 0; i < nf; i++) cJSON_AddItemToArray(fr, cand_json(&s->c[front[i]]));
+  for (int i = 0; i < nf; i++) cJSON_AddItemToArray(fr, cand_json(s, front[i]));
   int rc = bs_output_json_write(path, root, err, n);
   cJSON_Delete(root);
   return rc;
 }
 
 /* A point of the plot: peak GiB, step, and a short label (method, tp, cp, pp, recompute). */
-static void dat_row(FILE *f, const bs_cand *c) {
+static void dat_row(FILE *f, const bs_search *s, int i) {
   int size[BS_DIM_COUNT];
-  bs_mesh_sizes(&c->cfg.par, size);
-  fprintf(f, "%.4f %.6g \"%s tp%d cp%d pp%d%s\"\n", gib(c->res.mem.peak_bytes_max), c->res.time.step,
-          bs_method_name(c->cfg.par.method), size[BS_DIM_TP], size[BS_DIM_CP], size[BS_DIM_PP],
-          c->cfg.work.recompute == BS_RECOMPUTE_FULL ? " rc"
-          : c->cfg.work.recompute                    ? " sel"
-                                                     : "");
+  bs_config c;
+  bs_search_config(s, i, &c);
+  bs_mesh_sizes(&c.par, size);
+  fprintf(f, "%.4f %.6g \"%s tp%d cp%d pp%d%s\"\n", gib(res_of(s, i)->mem.peak_bytes_max), res_of(s, i)->time.step,
+          bs_method_name(c.par.method), size[BS_DIM_TP], size[BS_DIM_CP], size[BS_DIM_PP],
+          c.work.recompute == BS_RECOMPUTE_FULL ? " rc"
+          : c.work.recompute                    ? " sel"
+                                                : "");
 }
 
 /* The files --report writes into its directory, each checked as an output before any work. */
@@ -416,7 +426,7 @@ static int write_plot(const char *dir, const bs_search *s, int nf, char *err, si
   bs_outfile *o = report_open(dir, "front.gp", err, n);
   if (!o) return -1;
   FILE *f = bs_out_stream(o);
-  double cap = s->n ? gib(s->c[0].walk.capacity_bytes) : 0;
+  double cap = s->n ? gib(s->capacity_bytes) : 0;
   fprintf(f,
           "# The Pareto front of step time against peak memory (burstsim search). gnuplot front.gp\n"
           "set terminal pngcairo size 900,560 noenhanced\n"
@@ -453,16 +463,18 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   if (!o) return -1;
   FILE *f = bs_out_stream(o);
   fprintf(f, "# peak_GiB step_s label (the Pareto front); then every simulated point\n");
-  for (int i = 0; i < nf; i++) dat_row(f, &s->c[front[i]]);
+  for (int i = 0; i < nf; i++) dat_row(f, s, front[i]);
   fprintf(f, "\n\n");
-  for (int i = 0; i < nr; i++) dat_row(f, &s->c[rank[i]]);
+  for (int i = 0; i < nr; i++) dat_row(f, s, rank[i]);
   if (report_commit(o, err, n)) return -1;
   int plotted = write_plot(dir, s, nf, err, n);
   if (plotted < 0) return -1;
-  double cap = s->n ? gib(s->c[0].walk.capacity_bytes) : 0;
+  double cap = s->n ? gib(s->capacity_bytes) : 0;
   if (!(o = report_open(dir, "report.md", err, n))) return -1;
   f = bs_out_stream(o);
-  const bs_config *c0 = &s->c[0].cfg;
+  bs_config cfg0;
+  bs_search_config(s, 0, &cfg0);
+  const bs_config *c0 = &cfg0;
   fprintf(f, "# burstsim search: %s\n\n", scenario);
   fprintf(f, "%s %s, %lld tokens x %lld, %s scope, %d GPUs of %s (profile %s).\n\n", c0->model.preset,
           bs_phase_name(c0->work.phase), (long long)c0->work.seq_len, (long long)c0->work.batch,
@@ -475,18 +487,18 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   fprintf(f, "## Top %d\n\n| # | configuration | step (s) | compute (s) | exposed comm (s) | peak (GiB) |\n", K);
   fprintf(f, "|---|---|---|---|---|---|\n");
   for (int i = 0; i < nr && i < K; i++) {
-    const bs_cand *x = &s->c[rank[i]];
+    const bs_result *x = res_of(s, rank[i]);
     char l[256];
-    cfg_label(x, l, sizeof l);
-    fprintf(f, "| %d | %s | %.4g | %.4g | %.4g | %.2f |\n", i + 1, l, x->res.time.step, x->res.time.compute,
-            x->res.time.comm_exposed, gib(x->res.mem.peak_bytes_max));
+    cfg_label(s, rank[i], l, sizeof l);
+    fprintf(f, "| %d | %s | %.4g | %.4g | %.4g | %.2f |\n", i + 1, l, x->time.step, x->time.compute,
+            x->time.comm_exposed, gib(x->mem.peak_bytes_max));
   }
   if (nr > K) {
     fprintf(f, "\n## Why the next ones lost (against #1)\n\n");
     for (int i = K; i < nr && i < K + LOSERS; i++) {
       char l[256], w[320];
-      cfg_label(&s->c[rank[i]], l, sizeof l);
-      why_lost(&s->c[rank[i]], &s->c[rank[0]], w, sizeof w);
+      cfg_label(s, rank[i], l, sizeof l);
+      why_lost(s, rank[i], rank[0], w, sizeof w);
       fprintf(f, "- #%d %s: %s\n", i + 1, l, w);
     }
   }
@@ -497,8 +509,9 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
   fprintf(f, "| step (s) | peak (GiB) | configuration |\n|---|---|---|\n");
   for (int i = 0; i < nf; i++) {
     char l[256];
-    cfg_label(&s->c[front[i]], l, sizeof l);
-    fprintf(f, "| %.4g | %.2f | %s |\n", s->c[front[i]].res.time.step, gib(s->c[front[i]].res.mem.peak_bytes_max), l);
+    cfg_label(s, front[i], l, sizeof l);
+    fprintf(f, "| %.4g | %.2f | %s |\n", res_of(s, front[i])->time.step, gib(res_of(s, front[i])->mem.peak_bytes_max),
+            l);
   }
   fprintf(f,
           "\n## Counts\n\n%d candidates: %d illegal, %d legal; %d pruned by memory (capacity %.2f GiB), %d "
@@ -538,33 +551,35 @@ typedef struct {
   bs_result res; /* without its per-rank figures */
 } part_rec;
 
+/* Has this rank decided candidate c (its own, walked and reached), so that rank 0 must hear of it? */
+static int decided(const bs_cand *c) {
+  return c->status == BS_CAND_SIMULATED || c->status == BS_CAND_BOUND || c->status == BS_CAND_FAILED ||
+         (c->flags & BS_CAND_SIM_OOM) || (c->status == BS_CAND_SKIPPED && (c->flags & BS_CAND_WALKED));
+}
+
 /* Under mpirun: rank 0 takes in what every other rank decided about its candidates. 0 or -1. */
 static int merge_parts(bs_search *s, int rank, int size) {
   if (rank != 0) {
     int n = 0;
-    for (int i = 0; i < s->n; i++) {
-      bs_cand_status st = s->c[i].status;
-      n += st == BS_CAND_SIMULATED || st == BS_CAND_BOUND || st == BS_CAND_FAILED || s->c[i].sim_oom ||
-           (st == BS_CAND_SKIPPED && s->c[i].walk.capacity_bytes > 0);
-    }
+    for (int i = 0; i < s->n; i++) n += decided(&s->c[i]);
     if (MPI_Send(&n, 1, MPI_INT, 0, 1, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+    part_rec *r = calloc(1, sizeof *r);
+    if (!r) return -1;
     for (int i = 0; i < s->n; i++) {
-      bs_cand *c = &s->c[i];
-      if (!(c->status == BS_CAND_SIMULATED || c->status == BS_CAND_BOUND || c->status == BS_CAND_FAILED || c->sim_oom ||
-            (c->status == BS_CAND_SKIPPED && c->walk.capacity_bytes > 0)))
-        continue;
-      part_rec r;
-      memset(&r, 0, sizeof r);
-      r.idx = i;
-      r.status = (int)c->status;
-      r.sim_oom = c->sim_oom;
-      memcpy(r.why, c->why, sizeof r.why);
-      r.res = c->res;
-      r.res.ranks = NULL;
-      r.res.nranks = 0;
-      r.res.mode = NULL;
-      if (MPI_Send(&r, (int)sizeof r, MPI_BYTE, 0, 2, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+      const bs_cand *c = &s->c[i];
+      if (!decided(c)) continue;
+      memset(r, 0, sizeof *r);
+      r->idx = i;
+      r->status = (int)c->status;
+      r->sim_oom = (c->flags & BS_CAND_SIM_OOM) != 0;
+      snprintf(r->why, sizeof r->why, "%s", bs_search_why(s, i));
+      if (bs_search_result(s, i)) r->res = *bs_search_result(s, i);
+      r->res.ranks = NULL;
+      r->res.nranks = 0;
+      r->res.mode = NULL;
+      if (MPI_Send(r, (int)sizeof *r, MPI_BYTE, 0, 2, MPI_COMM_WORLD) != MPI_SUCCESS) return free(r), -1;
     }
+    free(r);
     return 0;
   }
   part_rec *r = malloc(sizeof *r);
@@ -576,12 +591,9 @@ static int merge_parts(bs_search *s, int rank, int size) {
       if (MPI_Recv(r, (int)sizeof *r, MPI_BYTE, src, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
           r->idx < 0 || r->idx >= s->n)
         return free(r), -1;
-      bs_cand *c = &s->c[r->idx];
-      c->status = (bs_cand_status)r->status;
-      c->sim_oom = r->sim_oom;
-      memcpy(c->why, r->why, sizeof c->why);
-      c->res = r->res;
-      c->res.mode = "sim";
+      r->why[sizeof r->why - 1] = '\0';
+      r->res.mode = "sim";
+      if (bs_search_settle(s, r->idx, (bs_cand_status)r->status, r->sim_oom, r->why, &r->res)) return free(r), -1;
     }
   }
   free(r);
@@ -856,7 +868,7 @@ int cmd_search(int argc, char **argv) {
   int nr = 0, nf = 0, *rank = bs_search_ranking(&s, &nr), *front = bs_search_front(&s, &nf);
   int k = nr < A.top ? nr : A.top;
   bs_result *top = calloc((size_t)k + 1, sizeof *top);
-  for (int i = 0; top && i < k; i++) top[i] = s.c[rank[i]].res; /* shallow: s owns them */
+  for (int i = 0; top && i < k; i++) top[i] = *bs_search_result(&s, rank[i]); /* shallow: s owns them */
   const char *touts[] = {A.out, A.csv, A.report};
   FILE *tf = bs_output_table_stream(touts, 3);
   if (top && k) bs_output_table(tf, top, k);

@@ -23,10 +23,15 @@
  *                         every microbatch, below the corners' walk;
  *   brute_force_microbatches  search and brute force agree where it applies;
  *   op_cache_same         each rank's record of its attention ops changes no walk,
- *                         step, top 10 or front (search --no-cache).
+ *                         step, top 10 or front (search --no-cache);
+ *   lean_record           a candidate's record is a few dozen bytes: the 405B
+ *                         space of issue 27 (millions) expands in under half a
+ *                         GiB, each configuration rebuilt distinct.
  */
 #include <math.h>
 #include <setjmp.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -137,6 +142,15 @@ static void test_walk_peak_equals_sim(void **st) {
   }
 }
 
+/* Candidate i's configuration, rebuilt from its record. */
+static bs_config cfg_of(const bs_search *s, int i) {
+  bs_config c;
+  bs_search_config(s, i, &c);
+  return c;
+}
+
+static double step_of(const bs_search *s, int i) { return bs_search_result(s, i)->time.step; }
+
 static void run_search_part(const bs_config *base, const bs_search_autos *a, int brute, int part, int parts,
                             bs_search *s) {
   char err[512] = "";
@@ -162,11 +176,11 @@ static void run_split(const bs_config *base, const bs_search_autos *a, bs_search
   run_search_part(base, a, 0, 1, 2, &other);
   assert_int_equal(s->n, other.n);
   for (int i = 0; i < s->n; i++)
-    if (s->c[i].status == BS_CAND_REMOTE) {
-      bs_result_free(&s->c[i].res);
-      s->c[i] = other.c[i];
-      memset(&other.c[i].res, 0, sizeof other.c[i].res); /* moved */
-    }
+    if (s->c[i].status == BS_CAND_REMOTE)
+      assert_int_equal(
+        bs_search_settle(s, i, (bs_cand_status)other.c[i].status, (other.c[i].flags & BS_CAND_SIM_OOM) != 0,
+                         bs_search_why(&other, i), bs_search_result(&other, i)),
+        0);
   bs_search_recount(s);
   bs_search_free(&other);
 }
@@ -185,7 +199,7 @@ static void brute_agrees(const bs_config *c, const bs_search_autos *a) {
   assert_true(nb >= 10);
   for (int i = 0; i < 10; i++) {
     assert_int_equal(rf[i], rb[i]); /* the same candidate (both enumerate in the same order) */
-    assert_true(fast.c[rf[i]].res.time.step == brute.c[rb[i]].res.time.step);
+    assert_true(step_of(&fast, rf[i]) == step_of(&brute, rb[i]));
   }
   int ff, fb, *pf = bs_search_front(&fast, &ff), *pb = bs_search_front(&brute, &fb);
   assert_int_equal(ff, fb);
@@ -255,18 +269,38 @@ static void test_op_cache_same(void **st) {
   }
   assert_int_equal(s[0].n, s[1].n);
   assert_true(s[0].simulated >= 10);
+  /* a candidate keeps its walk's peak and bound: the walk's classes and times are walked again here,
+   * with the record and without, as the search walked them (the corners once refined) */
+  bs_profile *prof = calloc(1, sizeof *prof);
+  char perr[512] = "";
+  assert_non_null(prof);
+  assert_int_equal(bs_profile_load(c.cluster.profile, prof, perr, sizeof perr), 0);
   for (int i = 0; i < s[0].n; i++) {
     const bs_cand *x = &s[0].c[i], *y = &s[1].c[i];
     assert_int_equal(x->status, y->status);
-    assert_int_equal(x->walk.peak_bytes, y->walk.peak_bytes);
-    for (int j = 0; j < BS_MEM_CLASS_COUNT; j++) assert_int_equal(x->walk.breakdown[j], y->walk.breakdown[j]);
-    assert_true(x->walk.compute_s == y->walk.compute_s && x->walk.replay_s == y->walk.replay_s);
+    assert_int_equal(x->flags, y->flags);
+    assert_int_equal(x->peak_bytes, y->peak_bytes);
     assert_true(x->bound == y->bound);
     if (x->status == BS_CAND_SIMULATED) {
-      assert_true(x->res.time.step == y->res.time.step);
-      assert_int_equal(x->res.mem.peak_bytes_max, y->res.mem.peak_bytes_max);
+      const bs_result *rx = bs_search_result(&s[0], i), *ry = bs_search_result(&s[1], i);
+      assert_true(rx->time.step == ry->time.step);
+      assert_int_equal(rx->mem.peak_bytes_max, ry->mem.peak_bytes_max);
     }
+    if (x->status == BS_CAND_ILLEGAL || x->status == BS_CAND_FAILED) continue;
+    bs_config cx = cfg_of(&s[0], i);
+    bs_walk w[2];
+    for (int k = 0; k < 2; k++) {
+      bs_sim_opts o;
+      bs_sim_opts_default(&o);
+      o.no_op_cache = k;
+      int mode = x->flags & BS_CAND_REFINED ? BS_WALK_CORNERS : BS_WALK_STAGES;
+      assert_int_equal(bs_sim_walk(&cx, &o, prof, mode, &w[k], perr, sizeof perr), 0);
+    }
+    assert_int_equal(w[0].peak_bytes, x->peak_bytes);
+    for (int j = 0; j < BS_MEM_CLASS_COUNT; j++) assert_int_equal(w[0].breakdown[j], w[1].breakdown[j]);
+    assert_true(w[0].compute_s == w[1].compute_s && w[0].replay_s == w[1].replay_s);
   }
+  free(prof);
   int n0, n1, *r0 = bs_search_ranking(&s[0], &n0), *r1 = bs_search_ranking(&s[1], &n1);
   assert_int_equal(n0, n1);
   for (int i = 0; i < n0; i++) assert_int_equal(r0[i], r1[i]);
@@ -356,8 +390,9 @@ static void test_brute_force_prefill(void **st) {
   assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
   int passq = 0;
   for (int i = 0; i < s.n; i++) {
-    bs_method m = s.c[i].cfg.par.method;
-    if (s.c[i].cfg.par.cp_pass == BS_PASS_Q) {
+    bs_config ci = cfg_of(&s, i);
+    bs_method m = ci.par.method;
+    if (ci.par.cp_pass == BS_PASS_Q) {
       assert_true(m == BS_BURST || m == BS_RING); /* the only methods with a pass-Q plan */
       passq++;
     }
@@ -391,7 +426,7 @@ static void test_brute_force_fp8(void **st) {
   char err[256];
   assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
   int per[3] = {0, 0, 0};
-  for (int i = 0; i < s.n; i++) per[s.c[i].cfg.model.fp8]++;
+  for (int i = 0; i < s.n; i++) per[cfg_of(&s, i).model.fp8]++;
   assert_true(per[BS_FP8_OFF] > 0 && per[BS_FP8_OFF] == per[BS_FP8_FFN] && per[BS_FP8_FFN] == per[BS_FP8_ALL]);
   bs_search_free(&s);
   brute_agrees(&c, &a);
@@ -434,7 +469,8 @@ static void test_variants_spread(void **st) {
   assert_int_equal(bs_search_expand(&c, 1, &a, &s0, err, sizeof err), 0);
   int want = 0;
   for (int i = 0; i < s0.n; i++) {
-    const bs_parallel *p = &s0.c[i].cfg.par;
+    bs_config ci = cfg_of(&s0, i);
+    const bs_parallel *p = &ci.par;
     int tp = p->method == BS_TP ? p->gpus : p->tp, cp = p->method == BS_TP ? 1 : p->gpus / p->tp;
     int dr = (p->method == BS_BURST || p->method == BS_RING) && cp > 1 ? 2 : 1;
     want += dr * (p->method == BS_USP ? 2 : 1) * (tp > 1 ? 2 : 1);
@@ -445,11 +481,14 @@ static void test_variants_spread(void **st) {
   assert_int_equal(s.n, want);
   int labelled[3] = {0, 0, 0};
   for (int i = 0; i < s.n; i++) { /* each is a point of the space without them, with values they take */
-    bs_config y = without_variants(&s.c[i].cfg, &c);
+    bs_config ci = cfg_of(&s, i), y = without_variants(&ci, &c);
     int found = 0;
-    for (int j = 0; j < s0.n && !found; j++) found = !memcmp(&y, &s0.c[j].cfg, sizeof y);
+    for (int j = 0; j < s0.n && !found; j++) {
+      bs_config cj = cfg_of(&s0, j);
+      found = !memcmp(&y, &cj, sizeof y);
+    }
     assert_true(found);
-    const bs_parallel *p = &s.c[i].cfg.par;
+    const bs_parallel *p = &ci.par;
     if (s.c[i].spread & BS_SPREAD_DOUBLE_RING) {
       assert_true(p->double_ring == BS_OFF || p->double_ring == BS_ON);
       labelled[0]++;
@@ -468,7 +507,8 @@ static void test_variants_spread(void **st) {
   assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
   assert_int_equal(s.n, s0.n);
   for (int i = 0; i < s.n; i++) {
-    const bs_parallel *p = &s.c[i].cfg.par;
+    bs_config ci = cfg_of(&s, i);
+    const bs_parallel *p = &ci.par;
     if (p->method == BS_USP) assert_int_equal(p->ulysses_placement, BS_RING_FIRST);
     int tp = p->method == BS_TP ? p->gpus : p->tp;
     assert_int_equal(p->tp_variant, tp > 1 ? 3 : 1);
@@ -486,10 +526,11 @@ static void twin_same_step(const bs_search *s, int i, int j, const bs_sim_opts *
   bs_result ri, rj;
   memset(&ri, 0, sizeof ri);
   memset(&rj, 0, sizeof rj);
-  assert_int_equal(bs_sim_run(&s->c[i].cfg, o, &ri, err, sizeof err), 0);
-  assert_int_equal(bs_sim_run(&s->c[j].cfg, o, &rj, err, sizeof err), 0);
+  bs_config ci = cfg_of(s, i), cj = cfg_of(s, j);
+  assert_int_equal(bs_sim_run(&ci, o, &ri, err, sizeof err), 0);
+  assert_int_equal(bs_sim_run(&cj, o, &rj, err, sizeof err), 0);
   if (ri.time.step != rj.time.step)
-    print_error("%s: %.9g s, its twin %.9g s\n", s->c[i].why, ri.time.step, rj.time.step);
+    print_error("%s: %.9g s, its twin %.9g s\n", bs_search_why(s, i), ri.time.step, rj.time.step);
   assert_true(ri.time.step == rj.time.step);
   assert_int_equal(ri.mem.peak_bytes_max, rj.mem.peak_bytes_max);
   bs_result_free(&ri);
@@ -510,13 +551,17 @@ static void test_same_plan_twins(void **st) {
   assert_int_equal(bs_search_run(&s, &so, err, sizeof err), 0);
   int twins[2] = {0, 0};
   for (int i = 0; i < s.n; i++) {
-    int ring = strstr(s.c[i].why, "parallel.double_ring:") != NULL;
-    if (s.c[i].status != BS_CAND_ILLEGAL || (!ring && !strstr(s.c[i].why, "parallel.ulysses_placement:"))) continue;
+    int ring = strstr(bs_search_why(&s, i), "parallel.double_ring:") != NULL;
+    if (s.c[i].status != BS_CAND_ILLEGAL || (!ring && !strstr(bs_search_why(&s, i), "parallel.ulysses_placement:")))
+      continue;
+    bs_config ci = cfg_of(&s, i);
     int j = i - 1;
-    while (j >= 0 &&
-           !(s.c[j].cfg.par.method == s.c[i].cfg.par.method &&
-             s.c[j].cfg.par.ulysses_degree == s.c[i].cfg.par.ulysses_degree && s.c[j].status != BS_CAND_ILLEGAL))
-      j--;
+    for (; j >= 0; j--) {
+      bs_config cj = cfg_of(&s, j);
+      if (cj.par.method == ci.par.method && cj.par.ulysses_degree == ci.par.ulysses_degree &&
+          s.c[j].status != BS_CAND_ILLEGAL)
+        break;
+    }
     assert_true(j >= 0);
     twin_same_step(&s, i, j, &o);
     twins[ring]++;
@@ -545,16 +590,17 @@ static void test_method_list_twins(void **st) {
   assert_int_equal(bs_search_run(&s, &so, err, sizeof err), 0);
   int twins = 0;
   for (int i = 0; i < s.n; i++) {
-    if (s.c[i].status != BS_CAND_ILLEGAL || !strstr(s.c[i].why, "parallel.method:")) continue;
+    if (s.c[i].status != BS_CAND_ILLEGAL || !strstr(bs_search_why(&s, i), "parallel.method:")) continue;
+    bs_config ci = cfg_of(&s, i);
     int j = 0;
     for (; j < i; j++) {
-      bs_config y = s.c[j].cfg;
-      y.par.method = s.c[i].cfg.par.method;
-      if (s.c[j].status != BS_CAND_ILLEGAL && s.c[j].cfg.par.method == BS_BURST && !memcmp(&y, &s.c[i].cfg, sizeof y))
-        break;
+      bs_config y = cfg_of(&s, j);
+      bs_method mj = y.par.method;
+      y.par.method = ci.par.method;
+      if (s.c[j].status != BS_CAND_ILLEGAL && mj == BS_BURST && !memcmp(&y, &ci, sizeof y)) break;
     }
     assert_true(j < i); /* the twin is the first method's candidate */
-    assert_int_equal(s.c[i].cfg.par.tp, 8);
+    assert_int_equal(ci.par.tp, 8);
     twin_same_step(&s, i, j, &o);
     twins++;
   }
@@ -572,12 +618,12 @@ static void test_fp8_pruned(void **st) {
   char err[256];
   assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
   int n_off = s.n;
-  for (int i = 0; i < s.n; i++) assert_int_equal(s.c[i].cfg.model.fp8, BS_FP8_OFF);
+  for (int i = 0; i < s.n; i++) assert_int_equal(cfg_of(&s, i).model.fp8, BS_FP8_OFF);
   bs_search_free(&s);
   a.fp8 = 1;
   bs_config att = base_cfg(BS_SCOPE_ATTENTION, 8);
   assert_int_equal(bs_search_expand(&att, 1, &a, &s, err, sizeof err), 0);
-  for (int i = 0; i < s.n; i++) assert_int_equal(s.c[i].cfg.model.fp8, BS_FP8_OFF); /* no GEMMs to run in FP8 */
+  for (int i = 0; i < s.n; i++) assert_int_equal(cfg_of(&s, i).model.fp8, BS_FP8_OFF); /* no GEMMs to run in FP8 */
   bs_search_free(&s);
   assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
   assert_int_equal(s.n, 3 * n_off);
@@ -587,15 +633,15 @@ static void test_fp8_pruned(void **st) {
   assert_int_equal(bs_search_run(&s, &so, err, sizeof err), 0);
   int by_fp8 = 0, legal_off = 0;
   for (int i = 0; i < s.n; i++) {
-    int f = (int)s.c[i].cfg.model.fp8; /* fp8 turns fastest: the point without it is f before */
+    int f = (int)cfg_of(&s, i).model.fp8; /* fp8 turns fastest: the point without it is f before */
     if (f == BS_FP8_OFF) {
       legal_off += s.c[i].status != BS_CAND_ILLEGAL;
       continue;
     }
     assert_int_equal(s.c[i].status, BS_CAND_ILLEGAL);
-    assert_int_equal(s.c[i - f].cfg.model.fp8, BS_FP8_OFF);
+    assert_int_equal(cfg_of(&s, i - f).model.fp8, BS_FP8_OFF);
     if (s.c[i - f].status != BS_CAND_ILLEGAL) { /* legal but for FP8 */
-      assert_non_null(strstr(s.c[i].why, "model.fp8"));
+      assert_non_null(strstr(bs_search_why(&s, i), "model.fp8"));
       by_fp8++;
     }
   }
@@ -643,6 +689,77 @@ static void test_many_tree_groups(void **st) {
   bs_result_free(&steps);
 }
 
+/* The searched keys' values of a configuration, hashed (FNV-1a): what tells two candidates apart. */
+static uint64_t searched_hash(const bs_config *c) {
+  const int64_t v[] = {
+    c->par.method,         c->par.tp,      c->par.dp,          c->par.pp,          c->par.layout,
+    c->par.ulysses_degree, c->par.zero,    c->par.micro_batch, c->work.recompute,  c->par.pp_schedule,
+    c->par.pp_chunks,      c->par.cp_pass, c->model.fp8,       c->par.double_ring, c->par.ulysses_placement,
+    c->par.tp_variant,     c->par.ep};
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    for (int b = 0; b < 8; b++) h = (h ^ (uint64_t)((v[i] >> (8 * b)) & 0xff)) * 1099511628211ull;
+  return h;
+}
+
+static int by_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Issue 27: the whole default space of Llama 3.1 405B trained at 8K on 2304 H100 GPUs holds millions
+ * of candidates. Each record is lean (its base point and the index of each key's value, from which
+ * bs_search_config rebuilds its configuration; its result only once simulated): the space expanded
+ * stays far below a GiB of memory (12 KB a candidate before, 25 GB for this space). Every rebuilt
+ * configuration is a factorisation of the GPUs and no two are the same, as the enumeration makes
+ * them (a record that lost a key's index would rebuild two candidates alike). */
+static void test_lean_record(void **st) {
+  (void)st;
+  print_message("bs_cand: %zu bytes\n", sizeof(bs_cand));
+  assert_true(sizeof(bs_cand) <= 64);
+  bs_config c = base_cfg(BS_SCOPE_MODEL, 2304);
+  assert_int_equal(bs_model_preset("llama3.1-405b", &c.model), 0);
+  snprintf(c.cluster.topology, sizeof c.cluster.topology, "dgx-h100");
+  snprintf(c.cluster.profile, sizeof c.cluster.profile, "h100-sxm");
+  c.work.seq_len = 8 * 1024;
+  c.work.batch = 64;
+  bs_search_autos a = {.method = 1,
+                       .tp = 1,
+                       .dp = 1,
+                       .pp = 1,
+                       .layout = 1,
+                       .zero = 1,
+                       .micro_batch = 1,
+                       .recompute = 1,
+                       .ulysses_degree = 1,
+                       .pp_schedule = 1,
+                       .cp_pass = 1,
+                       .placement = BS_SEARCH_EVERY,
+                       .tp_variant = BS_SEARCH_EVERY,
+                       .ep = 1};
+  struct rusage ru;
+  bs_search s;
+  char err[256];
+  assert_int_equal(bs_search_expand(&c, 1, &a, &s, err, sizeof err), 0);
+  assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+  print_message("%d candidates, peak RSS %.1f MiB after the expansion\n", s.n, ru.ru_maxrss / 1024.0);
+  assert_true(s.n > 1000000);             /* the space is the large one, or the test proves nothing */
+  assert_true(ru.ru_maxrss < 512 * 1024); /* KiB: under half a GiB */
+  uint64_t *h = malloc(sizeof *h * (size_t)s.n);
+  assert_non_null(h);
+  for (int i = 0; i < s.n; i++) {
+    bs_config ci = cfg_of(&s, i);
+    int size[BS_DIM_COUNT];
+    bs_mesh_sizes(&ci.par, size);
+    assert_int_equal(size[BS_DIM_TP] * size[BS_DIM_CP] * size[BS_DIM_DP] * size[BS_DIM_PP], ci.par.gpus);
+    h[i] = searched_hash(&ci);
+  }
+  qsort(h, (size_t)s.n, sizeof *h, by_u64);
+  for (int i = 1; i < s.n; i++) assert_true(h[i] != h[i - 1]);
+  free(h);
+  bs_search_free(&s);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
     cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
@@ -652,6 +769,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_variants_spread),      cmocka_unit_test(test_same_plan_twins),
     cmocka_unit_test(test_method_list_twins),    cmocka_unit_test(test_stages_shortcut),
     cmocka_unit_test(test_op_cache_same),        cmocka_unit_test(test_brute_force_microbatches),
+    cmocka_unit_test(test_lean_record),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
