@@ -19,17 +19,20 @@
  *   Mb and, extended, at M; memory only when every rank's peak and the
  *   breakdown are the same at Ma and Mb (the schedule holds as many
  *   micro-batches' activations at once whatever M).
- * Anything else (another critical rank, memory still moving, an extended time
- * out of its range) simulates all M micro-batches, and sim.network says why.
- *
- * Ma: where every figure is on its line, measured over M on the points of
- * tests/sim/test_micro.c (1F1B and interleaved, CP, ZeRO 1 and 3, recompute):
- * 1F1B's memory settles at pp micro-batches (the first stage holds pp in
- * flight), so Ma = pp + 1; the interleaved schedule's waits are off the line
- * at pp and on it from 2 pp (its warm-up spans more than one group), so
- * Ma = 2 pp. Whether it applies (bs_sim_micro_apply) is an option's rule, in
- * opts.c. The two reduced steps run through bs_sim_run, each with its own
- * fold (and the layer shortcut, were it to apply to pipeline stages).
+ * Where the pattern starts: 1F1B's memory settles at pp micro-batches (the
+ * first stage holds pp in flight) and its times are on their lines from there
+ * on the points measured; the interleaved schedule's waits are off the line at
+ * pp and on it from 2 pp (its warm-up spans more than one group), but the
+ * pipeline messages a stage holds unreceived can still grow up to 4 pp (the
+ * toy of tests/sim/test_micro.c: 8, 12, 16 micro-batches hold 320, 512,
+ * 528 MiB). So the shortcut starts at Ma = pp (1F1B) or 2 pp (interleaved) and
+ * adds a group at a time until two steps agree (same critical rank, memory
+ * settled), as long as Ma + Mb < M; else, or when another rank would finish
+ * last at M, or an extended time leaves its range, it simulates all M
+ * micro-batches, and sim.network says why. Whether it applies
+ * (bs_sim_micro_apply) is an option's rule, in opts.c. The reduced steps run
+ * through bs_sim_run, each with its own fold (and the layer shortcut, were it
+ * to apply to pipeline stages).
  */
 #include <stdio.h>
 #include <string.h>
@@ -56,7 +59,7 @@ int bs_sim_micro_plan(const bs_config *cfg, int64_t *ma, int64_t *g) {
     *ma = 2 * pp;
   } else {
     *g = 1;
-    *ma = pp + 1;
+    *ma = pp;
   }
   return 0;
 }
@@ -165,16 +168,19 @@ static int extension_sound(const bs_result *r) {
   return 1;
 }
 
-/* Extends a (Ma) and out (Mb) by k groups into out. NULL, or why the line does not hold (*over: a
- * count passed int64, the message in err). */
+/* NULL when the pattern has settled between a (Ma) and b (Mb): per-rank results to extend, the
+ * same rank finishing last, memory settled; else why not. */
+static const char *settled(const bs_result *a, const bs_result *b) {
+  if (!a->ranks || !b->ranks || a->nranks != b->nranks || b->nranks < 1) return "no per-rank results to extend";
+  if (a->explain.critical_rank != b->explain.critical_rank) return "another rank finishes last at each count";
+  return memory_settled(a, b);
+}
+
+/* Extends a (Ma) and out (Mb, settled) by k groups into out. NULL, or why the line does not hold
+ * (*over: a count passed int64, the message in err). */
 static const char *extend(int64_t M, const bs_result *a, bs_result *out, int64_t k, int *over, char *err,
                           size_t errlen) {
   *over = 0;
-  if (!a->ranks || !out->ranks || a->nranks != out->nranks || out->nranks < 1)
-    return "no per-rank results to extend";
-  if (a->explain.critical_rank != out->explain.critical_rank) return "another rank finishes last at each count";
-  const char *why = memory_settled(a, out);
-  if (why) return why;
   const char *field = NULL;
   if (exti(a->comm.total, out->comm.total, k, &out->comm.total) ||
       exti(a->comm.intra_node, out->comm.intra_node, k, &out->comm.intra_node) ||
@@ -194,46 +200,67 @@ static const char *extend(int64_t M, const bs_result *a, bs_result *out, int64_t
   return extension_sound(out) ? NULL : "the extension left a time's range";
 }
 
+/* One reduced step of mb micro-batches into r, traced (labelled) when the point is; the costs it
+ * took added to *wall, *events, *rss. */
+static int run_reduced(const bs_config *cfg, const bs_mesh *m, int64_t mb, const bs_sim_opts *opts, bs_result *r,
+                       double *wall, int64_t *events, int64_t *rss, char *err, size_t errlen) {
+  bs_sim_opts o = *opts;
+  o.micro_batches = BS_OFF;
+  char note[200];
+  snprintf(note, sizeof note,
+           "micro-batch shortcut: %lld of %lld micro-batches simulated; the result extends them to %lld "
+           "(--micro-batches off traces all)",
+           (long long)mb, (long long)m->microbatches, (long long)m->microbatches);
+  o.trace_note = note;
+  bs_config c = with_microbatches(cfg, m, mb);
+  memset(r, 0, sizeof *r);
+  int rc = bs_sim_run(&c, &o, r, err, errlen);
+  *wall += r->sim_wall_s;
+  *events += r->sim_events;
+  if (r->sim_rss_bytes > *rss) *rss = r->sim_rss_bytes;
+  if (rc) r->cfg = *cfg;
+  return rc;
+}
+
 int bs_sim_run_micro(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen) {
   bs_mesh m;
   int64_t ma, g;
   if (bs_mesh_of(cfg, &m, err, errlen) || bs_sim_micro_plan(cfg, &ma, &g))
     return run_every_microbatch(cfg, opts, "no pipeline schedule to extend", out, err, errlen);
-  int64_t mb = ma + g, M = m.microbatches;
-  bs_sim_opts o = *opts;
-  o.micro_batches = BS_OFF;
-  o.trace_path = NULL; /* the trace is the Mb run's, labelled so */
-  char note[200];
-  snprintf(note, sizeof note,
-           "micro-batch shortcut: %lld of %lld micro-batches simulated; the result extends them to %lld "
-           "(--micro-batches off traces all)",
-           (long long)mb, (long long)M, (long long)M);
-  bs_config ca = with_microbatches(cfg, &m, ma), cb = with_microbatches(cfg, &m, mb);
+  int64_t M = m.microbatches, events = 0, rss = 0;
+  double wall = 0;
   bs_result a, b;
-  memset(&a, 0, sizeof a);
-  memset(&b, 0, sizeof b);
-  int rc = bs_sim_run(&ca, &o, &a, err, errlen);
+  int rc = run_reduced(cfg, &m, ma, opts, &a, &wall, &events, &rss, err, errlen);
   if (rc) {
     *out = a;
-    out->cfg = *cfg;
     return rc;
   }
-  o.trace_path = opts->trace_path;
-  o.trace_note = note;
-  rc = bs_sim_run(&cb, &o, &b, err, errlen);
-  if (rc) {
+  /* until the pattern repeats: one group more at a time, while the two steps still save work */
+  for (;;) {
+    rc = run_reduced(cfg, &m, ma + g, opts, &b, &wall, &events, &rss, err, errlen);
+    if (rc) {
+      bs_result_free(&a);
+      *out = b;
+      return rc;
+    }
+    const char *why = settled(&a, &b);
+    if (!why) break;
     bs_result_free(&a);
-    *out = b;
-    out->cfg = *cfg;
-    return rc;
+    a = b;
+    ma += g;
+    if (2 * ma + g >= M) {
+      *out = a;
+      return run_every_microbatch(cfg, opts, why, out, err, errlen);
+    }
   }
+  int64_t mb = ma + g;
   *out = b;
   out->cfg = *cfg;
   out->decision.microbatches = M;
   int over;
   const char *why = extend(M, &a, out, (M - ma) / g, &over, err, errlen);
+  bs_result_free(&a);
   if (over) {
-    bs_result_free(&a);
     bs_result_free(out);
     memset(out, 0, sizeof *out);
     out->cfg = *cfg;
@@ -242,13 +269,12 @@ int bs_sim_run_micro(const bs_config *cfg, const bs_sim_opts *opts, bs_result *o
     return -1;
   }
   out->mem.oom = bs_mem_over(cfg, out->mem.peak_bytes_max, out->mem.capacity_bytes); /* as sim_fill_result */
-  out->sim_wall_s = a.sim_wall_s + b.sim_wall_s;
-  out->sim_events = a.sim_events + b.sim_events;
-  if (a.sim_rss_bytes > out->sim_rss_bytes) out->sim_rss_bytes = a.sim_rss_bytes;
-  bs_result_free(&a);
+  out->sim_wall_s = wall;
+  out->sim_events = events;
+  out->sim_rss_bytes = rss;
   if (why) return run_every_microbatch(cfg, opts, why, out, err, errlen);
   size_t n = strlen(out->sim_network);
-  snprintf(out->sim_network + n, sizeof out->sim_network - n, "; micro-batches: %lld and %lld simulated, extended to %lld",
-           (long long)ma, (long long)mb, (long long)M);
+  snprintf(out->sim_network + n, sizeof out->sim_network - n,
+           "; micro-batches: %lld and %lld simulated, extended to %lld", (long long)ma, (long long)mb, (long long)M);
   return 0;
 }

@@ -64,7 +64,7 @@ typedef struct {
   bs_tristate layers;    /* model scope: simulate 3 and 4 layers and extend to L (AUTO, OFF) (layers.c) */
   /* pipeline steps: simulate Ma and Ma + g micro-batches and extend to M (AUTO, OFF) (micro.c) */
   bs_tristate micro_batches;
-  const char *label;     /* "point 3/8": names the point in the lines that say a long simulation is
+  const char *label; /* "point 3/8": names the point in the lines that say a long simulation is
                                still running (stderr not a terminal; NULL: none) */
   /* Said in the trace (otherData.note, an instant event): what it shows when it is not the whole
    * point (the layer shortcut's layers); NULL: the whole point. */

@@ -358,11 +358,11 @@ static int trace_said(const sweep *w) {
             r->trace_error);
     return 1;
   } else if (!w->A.quiet)
-    fprintf(
-      stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,
-      bs_sim_layers_apply(&w->sc.points[0], &w->opts)   ? " (the layer shortcut's simulated layers, labelled so)"
-      : bs_sim_micro_apply(&w->sc.points[0], &w->opts) ? " (the micro-batch shortcut's simulated micro-batches, labelled so)"
-                                                         : "");
+    fprintf(stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,
+            bs_sim_layers_apply(&w->sc.points[0], &w->opts) ? " (the layer shortcut's simulated layers, labelled so)"
+            : bs_sim_micro_apply(&w->sc.points[0], &w->opts)
+              ? " (the micro-batch shortcut's simulated micro-batches, labelled so)"
+              : "");
   return 0;
 }
 
@@ -394,7 +394,8 @@ static int mpi_start(sweep *w) {
   same.max_events = w->A.max_events;
   if (bs_points_same(MPI_COMM_WORLD, w->sc.points, w->sc.npoints, err, sizeof err) ||
       bs_bytes_same(MPI_COMM_WORLD, &same, sizeof same,
-                    "set of sim options (--profile, --fold, --layers, --micro-batches, --coll, --nodes-per-leaf, --oversub, --engine, "
+                    "set of sim options (--profile, --fold, --layers, --micro-batches, --coll, --nodes-per-leaf, "
+                    "--oversub, --engine, "
                     "--max-events)",
                     err, sizeof err)) {
     if (w->mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", w->A.scenario, err);
