@@ -200,12 +200,14 @@ static const char *extend(int64_t M, const bs_result *a, bs_result *out, int64_t
   return extension_sound(out) ? NULL : "the extension left a time's range";
 }
 
-/* One reduced step of mb micro-batches into r, traced (labelled) when the point is; the costs it
- * took added to *wall, *events, *rss. */
-static int run_reduced(const bs_config *cfg, const bs_mesh *m, int64_t mb, const bs_sim_opts *opts, bs_result *r,
-                       double *wall, int64_t *events, int64_t *rss, char *err, size_t errlen) {
+/* One reduced step of mb micro-batches into r, traced (labelled) when the point is and `traced`
+ * (every step but the first, which the result never keeps); the costs it took added to *wall,
+ * *events, *rss. */
+static int run_reduced(const bs_config *cfg, const bs_mesh *m, int traced, int64_t mb, const bs_sim_opts *opts,
+                       bs_result *r, double *wall, int64_t *events, int64_t *rss, char *err, size_t errlen) {
   bs_sim_opts o = *opts;
   o.micro_batches = BS_OFF;
+  if (!traced) o.trace_path = NULL;
   char note[200];
   snprintf(note, sizeof note,
            "micro-batch shortcut: %lld of %lld micro-batches simulated; the result extends them to %lld "
@@ -230,14 +232,14 @@ int bs_sim_run_micro(const bs_config *cfg, const bs_sim_opts *opts, bs_result *o
   int64_t M = m.microbatches, events = 0, rss = 0;
   double wall = 0;
   bs_result a, b;
-  int rc = run_reduced(cfg, &m, ma, opts, &a, &wall, &events, &rss, err, errlen);
+  int rc = run_reduced(cfg, &m, 0, ma, opts, &a, &wall, &events, &rss, err, errlen);
   if (rc) {
     *out = a;
     return rc;
   }
   /* until the pattern repeats: one group more at a time, while the two steps still save work */
   for (;;) {
-    rc = run_reduced(cfg, &m, ma + g, opts, &b, &wall, &events, &rss, err, errlen);
+    rc = run_reduced(cfg, &m, 1, ma + g, opts, &b, &wall, &events, &rss, err, errlen);
     if (rc) {
       bs_result_free(&a);
       *out = b;
