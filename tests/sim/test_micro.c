@@ -180,6 +180,33 @@ static void test_micro_cp(void **st) {
   check_applies(&c, "simulated, extended to 40");
 }
 
+/* The premise, on the full simulation of the 1F1B toy with ZeRO 1 over 2 replicas: past the
+ * warm-up, the data-parallel gradient bytes and every rank's memory peak do not depend on the
+ * micro-batches, and each micro-batch adds the same time to the step (to 1e-9 relative) and the
+ * same pipeline bytes. */
+static void test_micro_constant_in_m(void **st) {
+  (void)st;
+  bs_result r[3];
+  for (int i = 0; i < 3; i++) {
+    bs_config c = pp_model(8, 4, 2, 8, 6 + 3 * i);
+    c.par.zero = 1;
+    run(&c, BS_OFF, &r[i]);
+  }
+  for (int i = 1; i < 3; i++) {
+    assert_int_equal(r[i].comm.by_group[BS_DIM_DP], r[0].comm.by_group[BS_DIM_DP]);
+    assert_int_equal(r[i].mem.peak_bytes_max, r[0].mem.peak_bytes_max);
+    for (int k = 0; k < r[0].nranks; k++) assert_int_equal(r[i].ranks[k].peak_bytes, r[0].ranks[k].peak_bytes);
+  }
+  assert_true(r[0].comm.by_group[BS_DIM_DP] > 0);
+  assert_int_equal(r[2].comm.by_group[BS_DIM_PP] - r[1].comm.by_group[BS_DIM_PP],
+                   r[1].comm.by_group[BS_DIM_PP] - r[0].comm.by_group[BS_DIM_PP]);
+  double d1 = r[1].time.step - r[0].time.step, d2 = r[2].time.step - r[1].time.step;
+  print_message("step %.12f, %.12f, %.12f s: +%.12f, +%.12f s per 3 micro-batches\n", r[0].time.step, r[1].time.step,
+                r[2].time.step, d1, d2);
+  assert_true(d1 > 0 && fabs(d2 - d1) <= 1e-9 * r[2].time.step);
+  for (int i = 0; i < 3; i++) bs_result_free(&r[i]);
+}
+
 /* Where it must not apply: the two reduced steps would simulate as many micro-batches as the step
  * (1F1B over 4 stages: 4 + 5 >= 9; interleaved: 8 + 12 >= 20), no pipeline, the switch off. */
 static void test_micro_not_applied(void **st) {
@@ -213,9 +240,8 @@ static void test_micro_not_applied(void **st) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
-    cmocka_unit_test(test_micro_1f1b),
-    cmocka_unit_test(test_micro_interleaved),
-    cmocka_unit_test(test_micro_cp),
+    cmocka_unit_test(test_micro_1f1b),        cmocka_unit_test(test_micro_interleaved),
+    cmocka_unit_test(test_micro_cp),          cmocka_unit_test(test_micro_constant_in_m),
     cmocka_unit_test(test_micro_not_applied),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
