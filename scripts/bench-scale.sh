@@ -2,7 +2,7 @@
 # bench-scale.sh BUILD_DIR [--quick] [--only TEXT] [--timeout S] — the simulator's own cost at the scale users plan
 # at (issue 27): one row per point with the CPU seconds (user + sys of the command and its forked
 # point, from /usr/bin/time), wall seconds, peak RSS, the engine that ran, the shortcuts it used
-# (sim.network: the fold and its kind, the layer shortcut) and the target. Every point runs under a
+# (sim.network: the fold and its kind, the layer and micro-batch shortcuts) and the target. Every point runs under a
 # timeout (default 900 s, --timeout S), so the script always ends: a row that does not finish says
 # "timeout". --quick runs only the small rows (a 64-GPU model step, a 1024-GPU attention layer);
 # --only TEXT the rows whose label contains TEXT (e.g. --only "attention layer").
@@ -71,8 +71,10 @@ row() {
   fold=$(echo "$net" | sed -n 's/.*fold: \([^;]*\).*/\1/p' | sed 's/ ranks simulated.*(stage fold.*/ ranks, stage fold/;
     s/ ranks simulated.*/ ranks, node fold/; s/^no: .*/no fold/')
   layers=$(echo "$net" | sed -n 's/.*layers: \([0-9]* and [0-9]*\) simulated.*/, layers \1 extended/p')
+  micro=$(echo "$net" | sed -n 's/.*micro-batches: \([0-9]* and [0-9]*\) simulated.*/, micro-b. \1 extended/p;
+    s/.*micro-batches: all simulated.*/, micro-b. all/p')
   printf '| %-44s | %8s | %8s | %9s | %-7s | %-60s | %s |\n' "$label" "$cpu" "$wall" "$rss" "$engine" \
-    "fold: $fold$layers" "$target"
+    "fold: $fold$layers$micro" "$target"
 }
 
 row "Llama 3.1 70B step, 64 GPUs (TP4 PP4 CP2 DP2)" "<= 1 s" 70b-64.ini

@@ -1,8 +1,9 @@
 /*
- * run.c — the front of the simulator (sim.h): bs_sim_run puts the layer
- * shortcut (layers.c) on top of the point simulation (isolate.c, engine.c)
- * when it applies, and runs the point as it is otherwise; and the platform
- * XML the simulator would use.
+ * run.c — the front of the simulator (sim.h): bs_sim_run puts the
+ * micro-batch shortcut (micro.c) or the layer shortcut (layers.c) on top of
+ * the point simulation (isolate.c, engine.c) when it applies (the first runs
+ * its reduced steps through bs_sim_run again, so the two compose), and runs
+ * the point as it is otherwise; and the platform XML the simulator would use.
  */
 #include "sim/point.h"
 
@@ -15,8 +16,9 @@ int bs_sim_run(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, ch
     bs_sim_opts_default(&d);
     opts = &d;
   }
-  if (bs_sim_layers_apply(cfg, opts)) {
-    int rc = bs_sim_run_layers(cfg, opts, out, err, errlen);
+  int micro = bs_sim_micro_apply(cfg, opts);
+  if (micro || bs_sim_layers_apply(cfg, opts)) {
+    int rc = micro ? bs_sim_run_micro(cfg, opts, out, err, errlen) : bs_sim_run_layers(cfg, opts, out, err, errlen);
     if (rc == 0 && sim_check_times(out, err, errlen)) {
       bs_result_free(out);
       snprintf(out->error, sizeof out->error, "%s", err);

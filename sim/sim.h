@@ -62,7 +62,9 @@ typedef struct {
   double oversub;        /* dgx topologies: 0 = generator default (1) */
   int in_process;        /* 1: run SimGrid in this process (once per process); 0: fork */
   bs_tristate layers;    /* model scope: simulate 3 and 4 layers and extend to L (AUTO, OFF) (layers.c) */
-  const char *label;     /* "point 3/8": names the point in the lines that say a long simulation is
+  /* pipeline steps: simulate Ma and Ma + g micro-batches and extend to M (AUTO, OFF) (micro.c) */
+  bs_tristate micro_batches;
+  const char *label; /* "point 3/8": names the point in the lines that say a long simulation is
                                still running (stderr not a terminal; NULL: none) */
   /* Said in the trace (otherData.note, an instant event): what it shows when it is not the whole
    * point (the layer shortcut's layers); NULL: the whole point. */
@@ -128,6 +130,14 @@ int bs_sim_run_source(const bs_config *cfg, const bs_sim_opts *opts, const bs_si
  * bs_sim_run through it. bs_sim_run uses it by itself when it applies. */
 int bs_sim_layers_apply(const bs_config *cfg, const bs_sim_opts *opts);
 int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen);
+
+/* The micro-batch shortcut (micro.c): whether it applies to cfg under opts (opts.c: a pipeline step
+ * whose micro-batches outnumber the two reduced steps'), the reduced counts it simulates (Ma and
+ * Ma + g; 0, or -1 for no pipeline schedule it extends), and bs_sim_run through it. bs_sim_run uses it by
+ * itself when it applies. */
+int bs_sim_micro_apply(const bs_config *cfg, const bs_sim_opts *opts);
+int bs_sim_micro_plan(const bs_config *cfg, int64_t *ma, int64_t *g);
+int bs_sim_run_micro(const bs_config *cfg, const bs_sim_opts *opts, bs_result *out, char *err, size_t errlen);
 
 /*
  * The forked simulation (the default) dies with its parent (PR_SET_PDEATHSIG);

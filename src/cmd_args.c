@@ -134,6 +134,7 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
     else if (FLAG("--trace", BS_ARG_VALUE)) CHECK(bs_args_path(&a, &o->trace));
     else if (FLAG("--fold", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, fold, &o->fold));
     else if (FLAG("--layers", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, layers, &o->layers));
+    else if (FLAG("--micro-batches", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, layers, &o->micro_batches));
     else if (FLAG("--coll", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, coll, &o->coll));
     else if (FLAG("--engine", BS_ARG_VALUE)) CHECK(bs_args_enum(&a, engine, &o->engine));
     else if (FLAG("--nodes-per-leaf", BS_ARG_VALUE)) CHECK(bs_args_int(&a, 1, 1 << 20, &o->nodes_per_leaf));

@@ -37,6 +37,7 @@ typedef struct {
   int nsets;
   int fold;           /* 0 auto, 1 on, 2 off */
   int layers;         /* 0 auto, 1 off */
+  int micro_batches;  /* 0 auto, 1 off */
   int coll;           /* 0 auto, 1 steps, 2 flow, 3 analytic */
   int nodes_per_leaf; /* 0 = default */
   double oversub;     /* 0 = default */

@@ -32,7 +32,7 @@ static void sim_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim sim SCENARIO.ini [--set section.key=value]... [--profile P.json]\n"
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
-          "                    [--layers auto|off] [--explain] [--memory] [--quiet]\n"
+          "                    [--layers auto|off] [--micro-batches auto|off] [--explain] [--memory] [--quiet]\n"
           "                    [--coll auto|steps|flow|analytic] [--nodes-per-leaf N] [--oversub X]\n"
           "                    [--engine auto|simgrid|direct] [--max-events N]\n"
           "\n"
@@ -49,6 +49,8 @@ static void sim_usage(FILE *f) {
           "                     so (output.trace = on without --trace: SCENARIO.trace.json here)\n"
           "  --fold MODE        symmetric-plan shortcut: auto (when proven exact), on, off\n"
           "  --layers MODE      model scope: auto (simulate 3 and 4 layers, extend to L), off\n"
+          "  --micro-batches MODE pipeline steps: auto (simulate two counts of micro-batches\n"
+          "                     after the warm-up, extend to the step's), off\n"
           "  --coll MODEL       how collectives (cluster.coll_algo = ring | tree | auto) run:\n"
           "                     steps (a message per step), flow (a ring's volume per hop as\n"
           "                     one message), analytic (alpha-beta, no link sharing), or auto\n"
@@ -312,6 +314,7 @@ static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
   bs_sim_opts_default(opts);
   opts->fold = folds[A->fold];
   opts->layers = A->layers ? BS_OFF : BS_AUTO;
+  opts->micro_batches = A->micro_batches ? BS_OFF : BS_AUTO;
   opts->coll_model = colls[A->coll];
   opts->engine = (bs_engine)A->engine;
   if (A->nodes_per_leaf) opts->nodes_per_leaf = A->nodes_per_leaf;
@@ -355,9 +358,11 @@ static int trace_said(const sweep *w) {
             r->trace_error);
     return 1;
   } else if (!w->A.quiet)
-    fprintf(
-      stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,
-      bs_sim_layers_apply(&w->sc.points[0], &w->opts) ? " (the layer shortcut's simulated layers, labelled so)" : "");
+    fprintf(stderr, "burstsim sim: trace of point 1 written to %s%s\n", w->A.trace,
+            bs_sim_layers_apply(&w->sc.points[0], &w->opts) ? " (the layer shortcut's simulated layers, labelled so)"
+            : bs_sim_micro_apply(&w->sc.points[0], &w->opts)
+              ? " (the micro-batch shortcut's simulated micro-batches, labelled so)"
+              : "");
   return 0;
 }
 
@@ -378,17 +383,19 @@ static int mpi_start(sweep *w) {
   /* the options that change a point's figures: ranks given different ones would mix results */
   struct {
     char profile[512];
-    int fold, layers, coll, nodes_per_leaf, engine;
+    int fold, layers, micro_batches, coll, nodes_per_leaf, engine;
     double oversub, max_events;
   } same;
   memset(&same, 0, sizeof same);
   snprintf(same.profile, sizeof same.profile, "%s", w->A.profile ? w->A.profile : "");
   same.fold = w->A.fold, same.layers = w->A.layers, same.coll = w->A.coll;
+  same.micro_batches = w->A.micro_batches;
   same.nodes_per_leaf = w->A.nodes_per_leaf, same.engine = w->A.engine, same.oversub = w->A.oversub;
   same.max_events = w->A.max_events;
   if (bs_points_same(MPI_COMM_WORLD, w->sc.points, w->sc.npoints, err, sizeof err) ||
       bs_bytes_same(MPI_COMM_WORLD, &same, sizeof same,
-                    "set of sim options (--profile, --fold, --layers, --coll, --nodes-per-leaf, --oversub, --engine, "
+                    "set of sim options (--profile, --fold, --layers, --micro-batches, --coll, --nodes-per-leaf, "
+                    "--oversub, --engine, "
                     "--max-events)",
                     err, sizeof err)) {
     if (w->mpi_rank == 0) fprintf(stderr, "burstsim sim: %s: %s\n", w->A.scenario, err);

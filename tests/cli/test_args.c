@@ -152,6 +152,10 @@ static void test_sim(void **state) {
   assert_int_equal(opts.sim.memory, 1);
   expect_bad("sim s.ini --memory --memory", "--memory", "given twice");
   expect_bad("sim s.ini --fold maybe", "--fold", "'maybe' is not one of auto, on, off");
+  assert_int_equal(opts.sim.micro_batches, 0);
+  expect_ok("sim s.ini --micro-batches off");
+  assert_int_equal(opts.sim.micro_batches, 1);
+  expect_bad("sim s.ini --micro-batches on", "--micro-batches", "'on' is not one of auto, off");
   expect_bad("sim s.ini --coll ring", "--coll", "'ring'");
   expect_bad("sim s.ini --oversub 0.5", "--oversub", "'0.5'");
   expect_bad("sim s.ini --oversub inf", "--oversub", "'inf'");
