@@ -44,6 +44,8 @@ static const char *ext_counts(const bs_result *a, bs_result *out, int64_t k) {
       exti(a->comm.intra_node, out->comm.intra_node, k, &out->comm.intra_node) ||
       exti(a->comm.inter_node, out->comm.inter_node, k, &out->comm.inter_node))
     return "comm_bytes.total";
+  for (int d = 0; d < BS_DIM_COUNT; d++)
+    if (exti(a->comm.by_group[d], out->comm.by_group[d], k, &out->comm.by_group[d])) return "comm_bytes.by_group";
   if (exti(a->mem.peak_bytes_max, out->mem.peak_bytes_max, k, &out->mem.peak_bytes_max)) return "memory.peak_bytes";
   for (int c = 0; c < BS_MEM_CLASS_COUNT; c++)
     if (exti(a->mem.breakdown[c], out->mem.breakdown[c], k, &out->mem.breakdown[c])) return "memory.breakdown";
@@ -52,6 +54,8 @@ static const char *ext_counts(const bs_result *a, bs_result *out, int64_t k) {
     const bs_rank_result *y = &a->ranks[r];
     if (exti(y->bytes_sent, x->bytes_sent, k, &x->bytes_sent) || exti(y->bytes_recv, x->bytes_recv, k, &x->bytes_recv))
       return "comm_bytes.per_rank";
+    for (int d = 0; d < BS_DIM_COUNT; d++)
+      if (exti(y->by_group[d], x->by_group[d], k, &x->by_group[d])) return "comm_bytes.by_group";
     if (exti(y->peak_bytes, x->peak_bytes, k, &x->peak_bytes)) return "memory.peak_bytes";
   }
   return NULL;

@@ -45,6 +45,10 @@ static void compare(const bs_result *s, const bs_result *f) {
   assert_int_equal(s->comm.inter_node, f->comm.inter_node);
   assert_int_equal(s->mem.peak_bytes_max, f->mem.peak_bytes_max);
   for (int c = 0; c < BS_MEM_CLASS_COUNT; c++) assert_int_equal(s->mem.breakdown[c], f->mem.breakdown[c]);
+  /* the bytes by group kind, the point's and every rank's (the layer shortcut once left them at 4 layers) */
+  for (int d = 0; d < BS_DIM_COUNT; d++) assert_int_equal(s->comm.by_group[d], f->comm.by_group[d]);
+  for (int r = 0; s->ranks && f->ranks && s->nranks == f->nranks && r < s->nranks; r++)
+    for (int d = 0; d < BS_DIM_COUNT; d++) assert_int_equal(s->ranks[r].by_group[d], f->ranks[r].by_group[d]);
 }
 
 static void run(const bs_config *c, bs_tristate layers, bs_tristate fold, bs_result *r) {
