@@ -35,7 +35,8 @@ typedef struct {
 #define WALK_FLOORS 64
 
 /* The pipeline sends a rank of the interleaved schedule keeps in flight, each holding its buffer
- * until it is joined (PP_SENDS, plans/workload_impl.h): its memory grows until they are posted. */
+ * until it is joined (PP_SENDS, plans/workload_impl.h): its memory grows until that many are
+ * posted (pipeline_shortcut counts them). */
 #define PIPE_SENDS 32
 
 /* The zero-time transport: every rank of the plan has the interpreter's state (slot = rank, no
@@ -62,6 +63,8 @@ typedef struct {
    * outside the replay; pp_stride, pp_size: the mesh's pipeline dimension */
   int64_t relax_lo, relax_hi;
   int pp_stride, pp_size;
+  int64_t *sends; /* under the relaxation, per rank: [2 r] its sends to other stages, [2 r + 1] those posted
+                     before its first message of microbatch relax_hi (the tail's first: -1 before it) */
   unmatched *um;
   int num, cap;
 } replay;
@@ -95,12 +98,18 @@ static int w_p2p(replay *R, rank_state *rs, int hd, int ps, int is_send) {
   if (R->idx_of[ps] < 0 || relaxed(R, rs->slot, ps, h->step)) {
     /* a rank outside the replay, or a message the pipeline shortcut relaxes: taken as ready (a
      * relaxation: still a lower bound) */
+    if (R->sends && stage_of(R, rs->slot) != stage_of(R, ps)) R->sends[2 * (size_t)rs->slot] += is_send;
     *done_of(R, rs, hd) = t;
     h->rx = is_send ? NULL : sim_msg_encode(h->tag, h->bytes);
     return 0;
   }
   int src = is_send ? rs->slot : ps, dst = is_send ? ps : rs->slot;
   int free_send = R->relax_lo < R->relax_hi && stage_of(R, src) != stage_of(R, dst);
+  if (free_send && R->sends) {
+    int64_t *n = &R->sends[2 * (size_t)rs->slot];
+    if (h->step >= R->relax_hi && n[1] < 0) n[1] = n[0];
+    n[0] += is_send;
+  }
   if (is_send && free_send) *done_of(R, rs, hd) = t;
   for (int k = 0; k < R->num; k++) {
     unmatched *u = &R->um[k];
@@ -328,12 +337,13 @@ static void replay_free(replay *R) {
   free(R->ranks);
   free(R->idx_of);
   free(R->um);
+  free(R->sends);
 }
 
 /* relax[0 .. 2): the microbatches whose messages between stages take no time (pipeline_shortcut;
  * {0, 0}: none). */
 static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_sim_opts *opts, const bs_profile *prof,
-                     int corners, const int64_t relax[2], bs_walk *out, char *err, size_t errlen) {
+                     int corners, const int64_t relax[2], int64_t *sends, bs_walk *out, char *err, size_t errlen) {
   bs_plan *plan = NULL;
   bs_coll_model model = opts->coll_model;
   int rpn = ps->ranks_per_node;
@@ -352,7 +362,14 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
     R->routes = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->topo.name) &&
                 cfg->cluster.degrade_factor == 0 && cfg->cluster.failed_nics == 0;
   }
-  if (!R || replay_setup(R, plan, G, corners)) {
+  if (R && sends) {
+    R->sends = malloc(sizeof *R->sends * 2 * (size_t)G);
+    for (int r = 0; R->sends && r < G; r++) {
+      R->sends[2 * r] = 0;
+      R->sends[2 * r + 1] = -1;
+    }
+  }
+  if (!R || (sends && !R->sends) || replay_setup(R, plan, G, corners)) {
     snprintf(err, errlen, "out of memory");
     rc = -1;
   }
@@ -387,6 +404,10 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
     }
     if (R->compute[r] > out->compute_s) out->compute_s = R->compute[r];
     if (R->t[r] > out->replay_s) out->replay_s = R->t[r];
+    if (sends) {
+      sends[2 * i] = R->sends[2 * r];
+      sends[2 * i + 1] = R->sends[2 * r + 1] < 0 ? R->sends[2 * r] : R->sends[2 * r + 1];
+    }
   }
   if (R) replay_free(R);
   free(R);
@@ -441,9 +462,9 @@ static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, co
 /*
  * The pipeline shortcut (parallel.pp > 1, the first pass and the corners): the step's M microbatches
  * are walked as Ma and Mb = Ma + g of them and extended: 1F1B pp + 3 and pp + 4 (g = 1), the
- * interleaved schedule of v chunks the least multiple of pp from 3 pp + 32 / v on, and pp more
- * (g = pp: its microbatches per replica are a multiple of pp, and its task order repeats every group
- * of pp microbatches); when Ma + Mb < M. Exact for the memory, a lower bound for the time:
+ * interleaved schedule 3 pp and 4 pp, or more groups of pp where its ring of sends needs them (g =
+ * pp: its microbatches per replica are a multiple of pp, and its task order repeats every group of
+ * pp microbatches); when Ma + Mb < M. Exact for the memory, a lower bound for the time:
  *
  * Memory. A rank's peak depends only on the order of its ALLOCs and FREEs. Stage s of 1F1B runs
  * w = pp - s - 1 forwards, then pairs (forward of microbatch i + w, backward of i), then w
@@ -452,8 +473,9 @@ static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, co
  * frees the same bytes (the forward of i + w holds what the backward of i frees), so each starts
  * with the same bytes held, and one more of them repeats the same trajectory (interleaved: the same
  * for each group of pp microbatches, whose pairs run the chunks in the same order, once its ring of
- * PIPE_SENDS sends in flight is full: every pair posts at least one send, so it is full from pair
- * PIPE_SENDS on, and Ma leaves a whole period of pairs in the middle past it). Past Ma the peak and
+ * PIPE_SENDS sends in flight is full: the walks count each rank's sends to other stages, and Ma
+ * grows by groups until every rank has posted PIPE_SENDS of them a whole period, the sends of
+ * Mb's walk less Ma's, before its tail below). Past Ma the peak and
  * its breakdown are therefore those of Mb; the two walks must agree (else the full walk runs).
  *
  * Time. Both walks relax the messages between stages (relaxed, w_p2p): those of the middle
@@ -493,33 +515,61 @@ static int pipeline_shortcut(const bs_config *cfg, const bs_sim_opts *opts, cons
       m.size[BS_DIM_PP] <= 1)
     return 0;
   int64_t p = m.size[BS_DIM_PP], M = m.microbatches, g = 1, Ma = p + 3; /* 1F1B: n_0 = M - 2 - (p - 1) */
-  if (cfg->par.pp_schedule == BS_PP_INTERLEAVED && cfg->par.pp_chunks > 1) {
-    /* a period of p v pairs in the middle after the first PIPE_SENDS (stage 0, the longest warm-up):
-     * (M / p - 1) p v + p - 1 - W_0 - 1 >= PIPE_SENDS + p v, W_0 = 2 (p - 1) + (v - 1) p */
-    int64_t v = cfg->par.pp_chunks;
+  int ring = cfg->par.pp_schedule == BS_PP_INTERLEAVED && cfg->par.pp_chunks > 1;
+  if (ring) {
     g = p;
-    Ma = 3 * p + (PIPE_SENDS + v - 1) / v;
-    Ma = (Ma + p - 1) / p * p;
+    Ma = 3 * p; /* n_0 = M v - 3 p v + p (stage 0's W_0 = 2 (p - 1) + (v - 1) p): p >= 2 */
+    /* a first guess of where stage 0's ring is full a period before its tail (its backwards of
+     * chunk 0 send nothing: 2 v - 1 sends in 2 v tasks); the walks count them (below) */
+    int64_t v = cfg->par.pp_chunks, W0 = 2 * (p - 1) + (v - 1) * p;
+    while (Ma < M && (2 * ((Ma / p - 1) * p * v + p - 1) - W0) * (2 * v - 1) / (2 * v) - (2 * v - 1) * p < PIPE_SENDS)
+      Ma += p;
   }
-  int64_t Mb = Ma + g;
-  if (Ma + Mb >= M || M % g != 0 || Mb >= 1024) return 0; /* not worth it (or a tag's microbatch bits) */
-  bs_plan *plan = NULL;                                   /* legality is the point's own, not the shorter steps' */
+  if (2 * Ma + g >= M || M % g != 0) return 0; /* not worth it */
+  bs_plan *plan = NULL;                        /* legality is the point's own, not the shorter steps' */
   bs_platform_spec ps;
   if (bs_platform_resolve(cfg, opts, prof, &ps, err, errlen) ||
       bs_plan_create(cfg, ps.ranks_per_node, &plan, err, errlen)) {
     *rc = -2;
     return 1;
   }
+  int G = bs_plan_ranks(plan);
   bs_plan_free(plan);
+  /* interleaved: each replayed rank's sends to other stages in both walks ([0, 2 G): Ma's, then Mb's) */
+  int64_t *sends = ring ? malloc(sizeof *sends * 4 * (size_t)G) : NULL;
+  if (ring && !sends) return 0;
   bs_walk w[2];
-  for (int i = 0; i < 2; i++) {
-    int64_t Mx = i ? Mb : Ma, relax[2] = {1, Mx - 1};
-    bs_config c = *cfg;
-    c.par.micro_batch = (int)m.micro_batch;
-    c.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * Mx;
-    memset(&w[i], 0, sizeof w[i]);
-    if (walk_plan(&c, &ps, opts, prof, corners, relax, &w[i], err, errlen)) return 0; /* the full walk says why */
+  for (int tries = 0;; tries++) {
+    int64_t Mb = Ma + g, more = 0;
+    if (Ma + Mb >= M || Mb >= 1024 || tries == 2) { /* not worth it (or a tag's microbatch bits) */
+      free(sends);
+      return 0;
+    }
+    for (int i = 0; i < 2; i++) {
+      int64_t Mx = i ? Mb : Ma, relax[2] = {1, Mx - 1};
+      bs_config c = *cfg;
+      c.par.micro_batch = (int)m.micro_batch;
+      c.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * Mx;
+      memset(&w[i], 0, sizeof w[i]);
+      for (int j = 0; sends && j < 2 * G; j++) sends[2 * (size_t)G * (size_t)i + (size_t)j] = -1;
+      if (walk_plan(&c, &ps, opts, prof, corners, relax, sends ? sends + 2 * (size_t)G * (size_t)i : NULL, &w[i], err,
+                    errlen)) {
+        free(sends);
+        return 0; /* the full walk says why */
+      }
+    }
+    /* the ring full a period before the tail: tail's sends - a period's >= PIPE_SENDS on each rank,
+     * else as many periods more (each adds a period's sends before the tail) */
+    for (int j = 0; sends && j < G && sends[2 * j] >= 0; j++) {
+      int64_t per = sends[2 * (size_t)G + 2 * (size_t)j] - sends[2 * j], need = PIPE_SENDS + per - sends[2 * j + 1];
+      if (per <= 0) more = M; /* no sends to count on: not applied */
+      else if (need > 0 && (need + per - 1) / per > more) more = (need + per - 1) / per;
+    }
+    if (!more) break;
+    Ma += more * g;
   }
+  free(sends);
+  int64_t Mb = Ma + g;
   if (w[0].peak_bytes != w[1].peak_bytes || memcmp(w[0].breakdown, w[1].breakdown, sizeof w[0].breakdown)) return 0;
   double k = (double)(M - Mb) / (double)(Mb - Ma);
   *out = w[1];
@@ -552,7 +602,7 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   out->capacity_bytes = bs_profile_capacity_bytes(prof);
   int rc;
   if (!bs_sim_layers_apply(cfg, &opts)) {
-    rc = walk_plan(cfg, &ps, &opts, prof, corners, none, out, err, errlen);
+    rc = walk_plan(cfg, &ps, &opts, prof, corners, none, NULL, out, err, errlen);
     out->oom = bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
     return rc;
   }
@@ -563,8 +613,8 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   bs_walk a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  if ((rc = walk_plan(&ca, &ps, &opts, prof, corners, none, &a, err, errlen)) ||
-      (rc = walk_plan(&cb, &ps, &opts, prof, corners, none, &b, err, errlen)))
+  if ((rc = walk_plan(&ca, &ps, &opts, prof, corners, none, NULL, &a, err, errlen)) ||
+      (rc = walk_plan(&cb, &ps, &opts, prof, corners, none, NULL, &b, err, errlen)))
     return rc;
   int64_t k = cfg->model.layers - 3;
   if (exti(a.peak_bytes, b.peak_bytes, k, &out->peak_bytes)) {
