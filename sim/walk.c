@@ -470,8 +470,8 @@ static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, co
  * w = pp - s - 1 forwards, then pairs (forward of microbatch i + w, backward of i), then w
  * backwards (workload_pipe.c). Microbatches differ only in the first (an FP8 weight cast) and the
  * last (the gradient reduction, MoE's expert gradients): every pair between them allocates and
- * frees the same bytes (the forward of i + w holds what the backward of i frees), so each starts
- * with the same bytes held, and one more of them repeats the same trajectory (interleaved: the same
+ * frees the same bytes (the forward of i + w holds what the backward of i frees; its sends hold at
+ * most two buffers from the second on, workload_pipe.c), so each starts with the same bytes held, and one more of them repeats the same trajectory (interleaved: the same
  * for each group of pp microbatches, whose pairs run the chunks in the same order, once its ring of
  * PIPE_SENDS sends in flight is full: the walks count each rank's sends to other stages, and Ma
  * grows by groups until every rank has posted PIPE_SENDS of them a whole period, the sends of
@@ -501,7 +501,7 @@ static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, co
  * pair adds the same time as the pair of its place in the pattern a period earlier, and g more
  * microbatches lengthen a stage's run of pairs by one period (1 pair in 1F1B, p v interleaved), by
  * that stage's constant: every path's length is affine in M, and T', their maximum, is convex (n_s >= 2 on every
- * stage: Ma is the least M that gives it). The secant through (Ma, T'(Ma)), (Mb, T'(Mb)) extended
+ * stage: from Ma on). The secant through (Ma, T'(Ma)), (Mb, T'(Mb)) extended
  * beyond Mb is then at most T'(M) <= T(M): the bound stays a lower bound. The busiest rank's
  * compute is a maximum of per-rank sums affine in M: its secant is at most it (equal when the
  * busiest rank is the same). search.pipeline_shortcut checks the peak equal and the bounds at most
