@@ -34,6 +34,11 @@ typedef struct {
 
 #define WALK_FLOORS 64
 
+/* The pipeline sends a rank of the interleaved schedule keeps in flight, each holding its buffer
+ * until it is joined (PP_SENDS, plans/workload_impl.h): its memory grows until that many are
+ * posted (pipeline_shortcut counts them). */
+#define PIPE_SENDS 32
+
 /* The zero-time transport: every rank of the plan has the interpreter's state (slot = rank, no
  * fold, no SimGrid), the replayed ones an iterator and a clock of their own. */
 typedef struct {
@@ -53,6 +58,13 @@ typedef struct {
   uint8_t *in_wait;
   int *ranks, n; /* the replayed ranks, in rank order */
   int *idx_of;   /* real rank -> index in ranks, or -1 */
+  /* the pipeline shortcut's relaxation (pipeline_shortcut): a message between two pipeline stages
+   * of a microbatch in [relax_lo, relax_hi) takes no time on either side, as if its peer were
+   * outside the replay; pp_stride, pp_size: the mesh's pipeline dimension */
+  int64_t relax_lo, relax_hi;
+  int pp_stride, pp_size;
+  int64_t *sends; /* under the relaxation, per rank: [2 r] its sends to other stages, [2 r + 1] those posted
+                     before its first message of microbatch relax_hi (the tail's first: -1 before it) */
   unmatched *um;
   int num, cap;
 } replay;
@@ -63,26 +75,50 @@ static double *done_of(replay *R, const rank_state *rs, int hd) {
 
 static double w_now(void *eng, const rank_state *rs) { return ((replay *)eng)->t[rs->slot]; }
 
+/* The stage of rank r (the mesh's pipeline coordinate). */
+static int stage_of(const replay *R, int r) { return r / R->pp_stride % R->pp_size; }
+
+/* Under the pipeline shortcut's relaxation (relax_lo < relax_hi, pipeline_shortcut): a message
+ * between stages of a microbatch in [relax_lo, relax_hi) takes no time on either side, as a peer
+ * outside the replay; every other message between stages completes at its send's post for the
+ * sender (free: the sender never waits for its receiver) and when both have posted for the receiver.
+ * Both sides see the same stages and the same step (the plan's step of a pipeline message is its
+ * microbatch, workload_pipe.c). */
+static int relaxed(const replay *R, int a, int b, int64_t mb) {
+  return mb >= R->relax_lo && mb < R->relax_hi && stage_of(R, a) != stage_of(R, b);
+}
+
 /* A send (or receive) of rs to (from) the actor ps: matched in order with the peer's, both complete
- * when the later side posts (a receive's payload is its send's tag and size). */
+ * when the later side posts (a receive's payload is its send's tag and size), a free send (above)
+ * when it posts. */
 static int w_p2p(replay *R, rank_state *rs, int hd, int ps, int is_send) {
   handle *h = &rs->h[hd];
   double t = R->t[rs->slot];
   *done_of(R, rs, hd) = -1;
-  if (R->idx_of[ps] < 0) { /* a rank outside the replay: taken as ready (a relaxation: still a lower bound) */
+  if (R->idx_of[ps] < 0 || relaxed(R, rs->slot, ps, h->step)) {
+    /* a rank outside the replay, or a message the pipeline shortcut relaxes: taken as ready (a
+     * relaxation: still a lower bound) */
+    if (R->sends && stage_of(R, rs->slot) != stage_of(R, ps)) R->sends[2 * (size_t)rs->slot] += is_send;
     *done_of(R, rs, hd) = t;
     h->rx = is_send ? NULL : sim_msg_encode(h->tag, h->bytes);
     return 0;
   }
   int src = is_send ? rs->slot : ps, dst = is_send ? ps : rs->slot;
+  int free_send = R->relax_lo < R->relax_hi && stage_of(R, src) != stage_of(R, dst);
+  if (free_send && R->sends) {
+    int64_t *n = &R->sends[2 * (size_t)rs->slot];
+    if (h->step >= R->relax_hi && n[1] < 0) n[1] = n[0];
+    n[0] += is_send;
+  }
+  if (is_send && free_send) *done_of(R, rs, hd) = t;
   for (int k = 0; k < R->num; k++) {
     unmatched *u = &R->um[k];
     if (u->src == src && u->dst == dst && u->is_send != is_send) {
       rank_state *o = &R->c.rs[u->owner];
       handle *oh = &o->h[u->handle];
       double done = oh->t_post > t ? oh->t_post : t;
-      *done_of(R, o, u->handle) = done;
-      *done_of(R, rs, hd) = done;
+      if (is_send || !free_send) *done_of(R, o, u->handle) = done;
+      if (!is_send || !free_send) *done_of(R, rs, hd) = done;
       if (is_send) oh->rx = sim_msg_encode(h->tag, h->bytes);
       else h->rx = sim_msg_encode(oh->tag, oh->bytes);
       memmove(u, u + 1, sizeof *u * (size_t)(R->num - k - 1)); /* keep the order of the rest */
@@ -267,7 +303,10 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   R->idx_of = malloc(sizeof *R->idx_of * (size_t)G);
   if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of) return -1;
   for (int r = 0; r < G; r++) R->idx_of[r] = -1;
-  R->n = replay_ranks(bs_plan_mesh(plan), corners, G, R->ranks);
+  const bs_mesh *mesh = bs_plan_mesh(plan);
+  R->n = replay_ranks(mesh, corners, G, R->ranks);
+  R->pp_stride = mesh->stride[BS_DIM_PP] > 0 ? mesh->stride[BS_DIM_PP] : 1;
+  R->pp_size = mesh->size[BS_DIM_PP] > 0 ? mesh->size[BS_DIM_PP] : 1;
   for (int i = 0; i < R->n; i++) R->idx_of[R->ranks[i]] = i;
   for (int r = 0; r < G; r++) {
     /* a rank outside the replay is only ever a peer: the interpreter reads its scalars and its side
@@ -298,10 +337,13 @@ static void replay_free(replay *R) {
   free(R->ranks);
   free(R->idx_of);
   free(R->um);
+  free(R->sends);
 }
 
+/* relax[0 .. 2): the microbatches whose messages between stages take no time (pipeline_shortcut;
+ * {0, 0}: none). */
 static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_sim_opts *opts, const bs_profile *prof,
-                     int corners, bs_walk *out, char *err, size_t errlen) {
+                     int corners, const int64_t relax[2], int64_t *sends, bs_walk *out, char *err, size_t errlen) {
   bs_plan *plan = NULL;
   bs_coll_model model = opts->coll_model;
   int rpn = ps->ranks_per_node;
@@ -315,10 +357,19 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
     R->ps = ps;
     R->model = model;
     R->rpn = rpn;
+    R->relax_lo = relax[0];
+    R->relax_hi = relax[1];
     R->routes = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->topo.name) &&
                 cfg->cluster.degrade_factor == 0 && cfg->cluster.failed_nics == 0;
   }
-  if (!R || replay_setup(R, plan, G, corners)) {
+  if (R && sends) {
+    R->sends = malloc(sizeof *R->sends * 2 * (size_t)G);
+    for (int r = 0; R->sends && r < G; r++) {
+      R->sends[2 * r] = 0;
+      R->sends[2 * r + 1] = -1;
+    }
+  }
+  if (!R || (sends && !R->sends) || replay_setup(R, plan, G, corners)) {
     snprintf(err, errlen, "out of memory");
     rc = -1;
   }
@@ -353,6 +404,10 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
     }
     if (R->compute[r] > out->compute_s) out->compute_s = R->compute[r];
     if (R->t[r] > out->replay_s) out->replay_s = R->t[r];
+    if (sends) {
+      sends[2 * i] = R->sends[2 * r];
+      sends[2 * i + 1] = R->sends[2 * r + 1] < 0 ? R->sends[2 * r] : R->sends[2 * r + 1];
+    }
   }
   if (R) replay_free(R);
   free(R);
@@ -404,6 +459,129 @@ static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, co
   return 1;
 }
 
+/*
+ * The pipeline shortcut (parallel.pp > 1, the first pass and the corners): the step's M microbatches
+ * are walked as Ma and Mb = Ma + g of them and extended: 1F1B pp + 3 and pp + 4 (g = 1), the
+ * interleaved schedule 3 pp and 4 pp, or more groups of pp where its ring of sends needs them (g =
+ * pp: its microbatches per replica are a multiple of pp, and its task order repeats every group of
+ * pp microbatches); when Ma + Mb < M. Exact for the memory, a lower bound for the time:
+ *
+ * Memory. A rank's peak depends only on the order of its ALLOCs and FREEs. Stage s of 1F1B runs
+ * w = pp - s - 1 forwards, then pairs (forward of microbatch i + w, backward of i), then w
+ * backwards (workload_pipe.c). Microbatches differ only in the first (an FP8 weight cast) and the
+ * last (the gradient reduction, MoE's expert gradients): every pair between them allocates and
+ * frees the same bytes (the forward of i + w holds what the backward of i frees; its sends hold at
+ * most two buffers from the second on, workload_pipe.c), so each starts with the same bytes held, and one more of them repeats the same trajectory (interleaved: the same
+ * for each group of pp microbatches, whose pairs run the chunks in the same order, once its ring of
+ * PIPE_SENDS sends in flight is full: the walks count each rank's sends to other stages, and Ma
+ * grows by groups until every rank has posted PIPE_SENDS of them a whole period, the sends of
+ * Mb's walk less Ma's, before its tail below). Past Ma the peak and
+ * its breakdown are therefore those of Mb; the two walks must agree (else the full walk runs).
+ *
+ * Time. Both walks relax the messages between stages (relaxed, w_p2p): those of the middle
+ * microbatches [1, M - 1) take no time on either side, as a peer outside the replay; those of the
+ * first and the last complete for the receiver when both sides have posted and for the sender at its
+ * post (the sender never waits for its receiver). Dropping constraints only lets ranks end earlier,
+ * so the relaxed walk's end T'(M) is at most T(M), the walk's of every microbatch. T' is convex in M
+ * (M = Ma + j g). Each stage's program is a head (up to its last op of microbatch 0, relaxed
+ * forwards of later ones among them, as many for every M), then n_s(M) relaxed pairs (a forward and
+ * a backward of middle microbatches), then a tail (from its first op of microbatch M - 1 to the
+ * step's end). 1F1B: n_s = M - 2 - w. Interleaved (v chunks; chunk-microbatch k is microbatch
+ * k / (p v) p + k % p, its task order repeats every p v of them, p microbatches): the head ends at
+ * the backward k = (v - 1) p, the tail starts at the forward k = (M / p - 1) p v + p - 1, so n_s =
+ * M v - 2 p v + 2 p - 2 - W_s, W_s = 2 (p - s - 1) + (v - 1) p the stage's warm-up tasks. The head
+ * and the tail are the same ops for every M. The only edges between stages
+ * left run from a send's post to its receive's completion of a head's or a tail's microbatch, from
+ * head to head or tail to tail, so a path of the DAG whose longest path the replay takes runs
+ * through heads, along at most one stage's relaxed pairs (from the first to the last: they are
+ * entered and left along that stage's program), then through tails. Relaxed pairs have no peer across
+ * stages and repeat the same ops (each COMPUTE its duration, each collective its floor after its
+ * post, each WAIT on what the same or the previous pair posted; the corners' ring messages inside a
+ * stage keep their rendezvous, between ranks that run the same pairs), so from the second on each
+ * pair adds the same time as the pair of its place in the pattern a period earlier, and g more
+ * microbatches lengthen a stage's run of pairs by one period (1 pair in 1F1B, p v interleaved), by
+ * that stage's constant: every path's length is affine in M, and T', their maximum, is convex (n_s >= 2 on every
+ * stage: from Ma on). The secant through (Ma, T'(Ma)), (Mb, T'(Mb)) extended
+ * beyond Mb is then at most T'(M) <= T(M): the bound stays a lower bound. The busiest rank's
+ * compute is a maximum of per-rank sums affine in M: its secant is at most it (equal when the
+ * busiest rank is the same). search.pipeline_shortcut checks the peak equal and the bounds at most
+ * the walk of every microbatch on points of 2 to 8 stages, and prints how close they come.
+ * 1 when it applied (out set, or rc in *rc), 0 when not (the full walk runs).
+ */
+static int pipeline_shortcut(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int corners,
+                             bs_walk *out, int *rc, char *err, size_t errlen) {
+  bs_mesh m;
+  if (cfg->work.scope != BS_SCOPE_MODEL || bs_sim_layers_apply(cfg, opts) || bs_mesh_of(cfg, &m, err, errlen) ||
+      m.size[BS_DIM_PP] <= 1)
+    return 0;
+  int64_t p = m.size[BS_DIM_PP], M = m.microbatches, g = 1, Ma = p + 3; /* 1F1B: n_0 = M - 2 - (p - 1) */
+  int ring = cfg->par.pp_schedule == BS_PP_INTERLEAVED && cfg->par.pp_chunks > 1;
+  if (ring) {
+    g = p;
+    Ma = 3 * p; /* n_0 = M v - 3 p v + p (stage 0's W_0 = 2 (p - 1) + (v - 1) p): p >= 2 */
+    /* a first guess of where stage 0's ring is full a period before its tail (its backwards of
+     * chunk 0 send nothing: 2 v - 1 sends in 2 v tasks); the walks count them (below) */
+    int64_t v = cfg->par.pp_chunks, W0 = 2 * (p - 1) + (v - 1) * p;
+    while (Ma < M && (2 * ((Ma / p - 1) * p * v + p - 1) - W0) * (2 * v - 1) / (2 * v) - (2 * v - 1) * p < PIPE_SENDS)
+      Ma += p;
+  }
+  if (2 * Ma + g >= M || M % g != 0) return 0; /* not worth it */
+  bs_plan *plan = NULL;                        /* legality is the point's own, not the shorter steps' */
+  bs_platform_spec ps;
+  if (bs_platform_resolve(cfg, opts, prof, &ps, err, errlen) ||
+      bs_plan_create(cfg, ps.ranks_per_node, &plan, err, errlen)) {
+    *rc = -2;
+    return 1;
+  }
+  int G = bs_plan_ranks(plan);
+  bs_plan_free(plan);
+  /* interleaved: each replayed rank's sends to other stages in both walks ([0, 2 G): Ma's, then Mb's) */
+  int64_t *sends = ring ? malloc(sizeof *sends * 4 * (size_t)G) : NULL;
+  if (ring && !sends) return 0;
+  bs_walk w[2];
+  for (int tries = 0;; tries++) {
+    int64_t Mb = Ma + g, more = 0;
+    if (Ma + Mb >= M || Mb >= 1024 || tries == 2) { /* not worth it (or a tag's microbatch bits) */
+      free(sends);
+      return 0;
+    }
+    for (int i = 0; i < 2; i++) {
+      int64_t Mx = i ? Mb : Ma, relax[2] = {1, Mx - 1};
+      bs_config c = *cfg;
+      c.par.micro_batch = (int)m.micro_batch;
+      c.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * Mx;
+      memset(&w[i], 0, sizeof w[i]);
+      for (int j = 0; sends && j < 2 * G; j++) sends[2 * (size_t)G * (size_t)i + (size_t)j] = -1;
+      if (walk_plan(&c, &ps, opts, prof, corners, relax, sends ? sends + 2 * (size_t)G * (size_t)i : NULL, &w[i], err,
+                    errlen)) {
+        free(sends);
+        return 0; /* the full walk says why */
+      }
+    }
+    /* the ring full a period before the tail: tail's sends - a period's >= PIPE_SENDS on each rank,
+     * else as many periods more (each adds a period's sends before the tail) */
+    for (int j = 0; sends && j < G && sends[2 * j] >= 0; j++) {
+      int64_t per = sends[2 * (size_t)G + 2 * (size_t)j] - sends[2 * j], need = PIPE_SENDS + per - sends[2 * j + 1];
+      if (per <= 0) more = M; /* no sends to count on: not applied */
+      else if (need > 0 && (need + per - 1) / per > more) more = (need + per - 1) / per;
+    }
+    if (!more) break;
+    Ma += more * g;
+  }
+  free(sends);
+  int64_t Mb = Ma + g;
+  if (w[0].peak_bytes != w[1].peak_bytes || memcmp(w[0].breakdown, w[1].breakdown, sizeof w[0].breakdown)) return 0;
+  double k = (double)(M - Mb) / (double)(Mb - Ma);
+  *out = w[1];
+  out->replay_s = w[1].replay_s + k * (w[1].replay_s - w[0].replay_s);
+  out->compute_s = w[1].compute_s + k * (w[1].compute_s - w[0].compute_s);
+  out->ranks_per_node = ps.ranks_per_node;
+  out->capacity_bytes = bs_profile_capacity_bytes(prof);
+  out->oom = bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
+  *rc = 0;
+  return 1;
+}
+
 int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int corners, bs_walk *out,
                 char *err, size_t errlen) {
   bs_sim_opts opts;
@@ -412,14 +590,19 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   memset(out, 0, sizeof *out);
   int mrc = 0;
   if (corners == BS_WALK_STAGES && microbatch_shortcut(cfg, &opts, prof, out, &mrc, err, errlen)) return mrc;
+  if ((corners == BS_WALK_STAGES || corners == BS_WALK_CORNERS) &&
+      pipeline_shortcut(cfg, &opts, prof, corners, out, &mrc, err, errlen))
+    return mrc;
   if (corners == BS_WALK_STAGES_EVERY) corners = BS_WALK_STAGES;
+  if (corners == BS_WALK_CORNERS_EVERY) corners = BS_WALK_CORNERS;
+  const int64_t none[2] = {0, 0};
   bs_platform_spec ps;
   if (bs_platform_resolve(cfg, &opts, prof, &ps, err, errlen)) return -2;
   out->ranks_per_node = ps.ranks_per_node;
   out->capacity_bytes = bs_profile_capacity_bytes(prof);
   int rc;
   if (!bs_sim_layers_apply(cfg, &opts)) {
-    rc = walk_plan(cfg, &ps, &opts, prof, corners, out, err, errlen);
+    rc = walk_plan(cfg, &ps, &opts, prof, corners, none, NULL, out, err, errlen);
     out->oom = bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
     return rc;
   }
@@ -430,8 +613,8 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   bs_walk a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  if ((rc = walk_plan(&ca, &ps, &opts, prof, corners, &a, err, errlen)) ||
-      (rc = walk_plan(&cb, &ps, &opts, prof, corners, &b, err, errlen)))
+  if ((rc = walk_plan(&ca, &ps, &opts, prof, corners, none, NULL, &a, err, errlen)) ||
+      (rc = walk_plan(&cb, &ps, &opts, prof, corners, none, NULL, &b, err, errlen)))
     return rc;
   int64_t k = cfg->model.layers - 3;
   if (exti(a.peak_bytes, b.peak_bytes, k, &out->peak_bytes)) {

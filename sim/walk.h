@@ -49,10 +49,14 @@ typedef struct {
  * walks every candidate so first and walks the corners of those it reaches (search.c). Without
  * pipeline stages and with 4 microbatches or more it walks 2 and 3 of them and extends (walk.c,
  * microbatch_shortcut); BS_WALK_STAGES_EVERY walks every microbatch (the tests' reference).
+ * With pipeline stages, both the first pass and the corners walk fewer microbatches (pp + 3, pp + 4
+ * for 1F1B; multiples of pp for interleaved) with the messages between stages of the middle ones
+ * taking no time, and extend: the same peak, a time bound at most the full walk's (walk.c,
+ * pipeline_shortcut); BS_WALK_STAGES_EVERY and BS_WALK_CORNERS_EVERY walk every microbatch.
  * Returns 0; -2 when the point is not valid (bs_plan_create's
  * error, or the platform's: the message names the key); -1 on a broken plan.
  */
-enum { BS_WALK_ALL = 0, BS_WALK_CORNERS = 1, BS_WALK_STAGES = 2, BS_WALK_STAGES_EVERY = 3 };
+enum { BS_WALK_ALL = 0, BS_WALK_CORNERS = 1, BS_WALK_STAGES = 2, BS_WALK_STAGES_EVERY = 3, BS_WALK_CORNERS_EVERY = 4 };
 
 int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int corners, bs_walk *out,
                 char *err, size_t errlen);

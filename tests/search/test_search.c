@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 #include "tests/run_named.h"
 #include "search/search.h"
@@ -362,6 +363,86 @@ static void test_stages_shortcut(void **st) {
     assert_true(s.peak_bytes <= k.peak_bytes);
     assert_true(s.replay_s <= k.replay_s * (1 + 1e-12) && s.compute_s <= k.compute_s * (1 + 1e-12));
   }
+  free(prof);
+}
+
+/* The pipeline shortcut (walk.c: fewer microbatches, the middle ones' messages between stages
+ * relaxed, extended): on 1F1B and interleaved points of 2 to 8 stages, with cp, tp, ZeRO-1,
+ * recompute and several microbatch counts, its peak and breakdown equal the walk of every
+ * microbatch, its bound and compute are at most that walk's, on the first pass and on the corners;
+ * and it walks 256 microbatches in less than half the CPU time. */
+static void test_pipeline_shortcut(void **st) {
+  (void)st;
+  const struct {
+    bs_method m;
+    int G, pp, chunks, tp, dp, zero, recompute, micro, layers;
+    int64_t batch;
+  } pts[] = {
+    {BS_BURST, 8, 2, 0, 2, 1, 0, 0, 1, 8, 12},   {BS_BURST, 8, 2, 0, 1, 2, 1, 1, 1, 8, 48},
+    {BS_RING, 8, 4, 0, 1, 1, 0, 0, 1, 8, 16},    {BS_BURST, 8, 4, 0, 2, 1, 1, 2, 1, 8, 32},
+    {BS_USP, 16, 4, 0, 1, 1, 0, 1, 2, 8, 64},    {BS_BURST, 8, 8, 0, 1, 1, 0, 0, 1, 8, 24},
+    {BS_BURST, 16, 8, 0, 1, 2, 1, 1, 1, 16, 64}, {BS_BURST, 8, 2, 2, 2, 1, 0, 0, 1, 8, 48},
+    {BS_RING, 8, 2, 4, 1, 2, 1, 1, 1, 8, 64},    {BS_BURST, 8, 4, 2, 1, 1, 0, 2, 1, 8, 64},
+    {BS_BURST, 8, 4, 4, 2, 1, 1, 1, 1, 16, 48},  {BS_BURST, 8, 8, 4, 1, 1, 0, 0, 1, 32, 96},
+    {BS_BURST, 8, 2, 0, 2, 1, 0, 0, 1, 8, 256}, /* 11 microbatches walked for 256: the CPU time below */
+  };
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_profile *prof = calloc(1, sizeof *prof);
+  char err[512] = "";
+  assert_non_null(prof);
+  assert_int_equal(bs_profile_load("a100-sxm4-80gb", prof, err, sizeof err), 0);
+  double cpu_short = 0, cpu_every = 0, worst = 1;
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    bs_config c = base_cfg(BS_SCOPE_MODEL, pts[i].G);
+    c.work.seq_len = 8 * 1024;
+    c.model.layers = pts[i].layers;
+    c.work.batch = pts[i].batch;
+    c.par.method = pts[i].m;
+    c.par.pp = pts[i].pp;
+    c.par.tp = pts[i].tp;
+    c.par.dp = pts[i].dp;
+    c.par.zero = pts[i].zero;
+    c.par.micro_batch = pts[i].micro;
+    c.par.layout = BS_ZIGZAG;
+    c.par.ulysses_degree = 2;
+    if (pts[i].chunks) {
+      c.par.pp_schedule = BS_PP_INTERLEAVED;
+      c.par.pp_chunks = pts[i].chunks;
+    }
+    c.work.recompute = pts[i].recompute;
+    for (int corners = 0; corners < 2; corners++) {
+      int mode = corners ? BS_WALK_CORNERS : BS_WALK_STAGES,
+          every = corners ? BS_WALK_CORNERS_EVERY : BS_WALK_STAGES_EVERY;
+      bs_walk s, e;
+      clock_t t0 = clock();
+      int rc = bs_sim_walk(&c, &o, prof, mode, &s, err, sizeof err);
+      clock_t t1 = clock();
+      if (rc) print_error("point %zu: %s\n", i, err);
+      assert_int_equal(rc, 0);
+      assert_int_equal(bs_sim_walk(&c, &o, prof, every, &e, err, sizeof err), 0);
+      clock_t t2 = clock();
+      if (pts[i].batch == 256) { /* the CPU time of walking 11 microbatches against 256 */
+        cpu_short += (double)(t1 - t0);
+        cpu_every += (double)(t2 - t1);
+      }
+      print_message(
+        "point %zu %s: shortcut %lld B %.9g s %.9g s, every microbatch %lld B %.9g s %.9g s: bound "
+        "ratio %.6f\n",
+        i, corners ? "corners" : "stages", (long long)s.peak_bytes, s.compute_s, s.replay_s, (long long)e.peak_bytes,
+        e.compute_s, e.replay_s, s.replay_s / e.replay_s);
+      assert_int_equal(s.peak_bytes, e.peak_bytes);
+      for (int j = 0; j < BS_MEM_CLASS_COUNT; j++) assert_int_equal(s.breakdown[j], e.breakdown[j]);
+      assert_int_equal(s.oom, e.oom);
+      assert_true(s.replay_s <= e.replay_s * (1 + 1e-12));
+      assert_true(s.compute_s <= e.compute_s * (1 + 1e-12));
+      assert_true(s.replay_s > 0);
+      if (s.replay_s / e.replay_s < worst) worst = s.replay_s / e.replay_s;
+    }
+  }
+  print_message("worst bound ratio %.6f; CPU of the 256-microbatch point: shortcut %.3g s, every microbatch %.3g s\n",
+                worst, cpu_short / CLOCKS_PER_SEC, cpu_every / CLOCKS_PER_SEC);
+  assert_true(cpu_short < 0.5 * cpu_every);
   free(prof);
 }
 
@@ -769,7 +850,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_variants_spread),      cmocka_unit_test(test_same_plan_twins),
     cmocka_unit_test(test_method_list_twins),    cmocka_unit_test(test_stages_shortcut),
     cmocka_unit_test(test_op_cache_same),        cmocka_unit_test(test_brute_force_microbatches),
-    cmocka_unit_test(test_lean_record),
+    cmocka_unit_test(test_lean_record),          cmocka_unit_test(test_pipeline_shortcut),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
