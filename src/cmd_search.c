@@ -9,6 +9,8 @@
  * markdown report with a gnuplot plot of the front.
  */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
@@ -750,6 +752,22 @@ static void lists_to_search(bs_scenario *sc, bs_search_autos *au) {
   }
 }
 
+/*
+ * Each walk allocates a candidate's replay state and frees it (on the 405B space of 2304 GPUs, every
+ * rank's tables: blocks of tens of megabytes). glibc serves such blocks with mmap: fresh pages the
+ * kernel clears at first touch and unmaps at free, so every walk paid page faults again (60 s of that
+ * search: 6.2 M minor faults, 17 of 47 CPU seconds in the kernel, 573 candidates walked). Taking every
+ * block from the heap and keeping freed memory there (mallopt(3): no mmap, no trimming) lets the next
+ * walk reuse the same pages (35 K faults, 0.1 s in the kernel, 3,692 walked). Peak RSS stays the
+ * largest walk's.
+ */
+static void keep_heap(void) {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+}
+
 int cmd_search(int argc, char **argv) {
   bs_search_args A;
   char err[1024];
@@ -763,6 +781,7 @@ int cmd_search(int argc, char **argv) {
     return 0;
   }
   bs_sim_single_blas_thread();
+  keep_heap();
   bs_scenario sc;
   const char *auto_keys[NSEARCHED + 1];
   char worded[NSEARCHED][64];
