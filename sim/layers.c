@@ -23,6 +23,7 @@
 #include <string.h>
 #include "sim.h"
 #include "sim/explain.h"
+#include "sim/extend.h"
 
 #define LA 3
 #define LB 4
@@ -30,7 +31,7 @@
 static double ext(double a, double b, int64_t k) { return a + (double)k * (b - a); }
 
 /* *x = a + k (b - a) for a byte count; -1 when it passes int64 (never a wrapped count). */
-static int exti(int64_t a, int64_t b, int64_t k, int64_t *x) {
+int sim_extend_count(int64_t a, int64_t b, int64_t k, int64_t *x) {
   int64_t d, kd;
   return __builtin_sub_overflow(b, a, &d) || __builtin_mul_overflow(k, d, &kd) || __builtin_add_overflow(a, kd, x) ? -1
                                                                                                                    : 0;
@@ -38,25 +39,29 @@ static int exti(int64_t a, int64_t b, int64_t k, int64_t *x) {
 
 /* The byte counts of a result extended from a (LA layers) and b (LB layers, in *out) to k more. */
 static const char *ext_counts(const bs_result *a, bs_result *out, int64_t k) {
-  if (exti(a->comm.per_rank_max_sent, out->comm.per_rank_max_sent, k, &out->comm.per_rank_max_sent))
+  if (sim_extend_count(a->comm.per_rank_max_sent, out->comm.per_rank_max_sent, k, &out->comm.per_rank_max_sent))
     return "comm_bytes.per_rank_max_sent";
-  if (exti(a->comm.total, out->comm.total, k, &out->comm.total) ||
-      exti(a->comm.intra_node, out->comm.intra_node, k, &out->comm.intra_node) ||
-      exti(a->comm.inter_node, out->comm.inter_node, k, &out->comm.inter_node))
+  if (sim_extend_count(a->comm.total, out->comm.total, k, &out->comm.total) ||
+      sim_extend_count(a->comm.intra_node, out->comm.intra_node, k, &out->comm.intra_node) ||
+      sim_extend_count(a->comm.inter_node, out->comm.inter_node, k, &out->comm.inter_node))
     return "comm_bytes.total";
   for (int d = 0; d < BS_DIM_COUNT; d++)
-    if (exti(a->comm.by_group[d], out->comm.by_group[d], k, &out->comm.by_group[d])) return "comm_bytes.by_group";
-  if (exti(a->mem.peak_bytes_max, out->mem.peak_bytes_max, k, &out->mem.peak_bytes_max)) return "memory.peak_bytes";
+    if (sim_extend_count(a->comm.by_group[d], out->comm.by_group[d], k, &out->comm.by_group[d]))
+      return "comm_bytes.by_group";
+  if (sim_extend_count(a->mem.peak_bytes_max, out->mem.peak_bytes_max, k, &out->mem.peak_bytes_max))
+    return "memory.peak_bytes";
   for (int c = 0; c < BS_MEM_CLASS_COUNT; c++)
-    if (exti(a->mem.breakdown[c], out->mem.breakdown[c], k, &out->mem.breakdown[c])) return "memory.breakdown";
+    if (sim_extend_count(a->mem.breakdown[c], out->mem.breakdown[c], k, &out->mem.breakdown[c]))
+      return "memory.breakdown";
   for (int r = 0; r < out->nranks && a->ranks && r < a->nranks; r++) {
     bs_rank_result *x = &out->ranks[r];
     const bs_rank_result *y = &a->ranks[r];
-    if (exti(y->bytes_sent, x->bytes_sent, k, &x->bytes_sent) || exti(y->bytes_recv, x->bytes_recv, k, &x->bytes_recv))
+    if (sim_extend_count(y->bytes_sent, x->bytes_sent, k, &x->bytes_sent) ||
+        sim_extend_count(y->bytes_recv, x->bytes_recv, k, &x->bytes_recv))
       return "comm_bytes.per_rank";
     for (int d = 0; d < BS_DIM_COUNT; d++)
-      if (exti(y->by_group[d], x->by_group[d], k, &x->by_group[d])) return "comm_bytes.by_group";
-    if (exti(y->peak_bytes, x->peak_bytes, k, &x->peak_bytes)) return "memory.peak_bytes";
+      if (sim_extend_count(y->by_group[d], x->by_group[d], k, &x->by_group[d])) return "comm_bytes.by_group";
+    if (sim_extend_count(y->peak_bytes, x->peak_bytes, k, &x->peak_bytes)) return "memory.peak_bytes";
   }
   return NULL;
 }
@@ -73,7 +78,7 @@ static int extended_time_ok(double wait_for_peers, double exposed, double tol) {
  * exactly (sim_check_times refuses a negative one), a rank's and explain's parts within rounding
  * (1e-9 of the step).
  */
-static int extension_sound(const bs_result *r) {
+int sim_extension_sound(const bs_result *r) {
   const bs_times *t = &r->time;
   double tol = 1e-9 * t->step;
   if (!(t->step >= 0 && t->fwd >= 0 && t->bwd >= 0 && t->compute >= 0 && t->wait_for_peers >= 0) ||
@@ -178,5 +183,5 @@ int bs_sim_run_layers(const bs_config *cfg, const bs_sim_opts *opts, bs_result *
   snprintf(out->sim_network + n, sizeof out->sim_network - n, "; layers: %d and %d simulated, extended to %lld", LA, LB,
            (long long)cfg->model.layers);
   bs_result_free(&a);
-  return extension_sound(out) ? 0 : run_every_layer(cfg, opts, out, err, errlen);
+  return sim_extension_sound(out) ? 0 : run_every_layer(cfg, opts, out, err, errlen);
 }

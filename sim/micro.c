@@ -38,15 +38,9 @@
 #include <string.h>
 #include "sim.h"
 #include "sim/explain.h"
+#include "sim/extend.h"
 
 static double ext(double a, double b, int64_t k) { return a + (double)k * (b - a); }
-
-/* *x = a + k (b - a) for a byte count; -1 when it passes int64 (never a wrapped count). */
-static int exti(int64_t a, int64_t b, int64_t k, int64_t *x) {
-  int64_t d, kd;
-  return __builtin_sub_overflow(b, a, &d) || __builtin_mul_overflow(k, d, &kd) || __builtin_add_overflow(a, kd, x) ? -1
-                                                                                                                   : 0;
-}
 
 int bs_sim_micro_plan(const bs_config *cfg, int64_t *ma, int64_t *g) {
   bs_mesh m;
@@ -87,10 +81,11 @@ static bs_config with_microbatches(const bs_config *cfg, const bs_mesh *m, int64
 
 /* A rank's figures extended in place (x holds the Mb run's). NULL or the field that passed int64. */
 static const char *ext_rank(const bs_rank_result *y, bs_rank_result *x, int64_t k) {
-  if (exti(y->bytes_sent, x->bytes_sent, k, &x->bytes_sent) || exti(y->bytes_recv, x->bytes_recv, k, &x->bytes_recv))
+  if (sim_extend_count(y->bytes_sent, x->bytes_sent, k, &x->bytes_sent) ||
+      sim_extend_count(y->bytes_recv, x->bytes_recv, k, &x->bytes_recv))
     return "comm_bytes.per_rank";
   for (int d = 0; d < BS_DIM_COUNT; d++)
-    if (exti(y->by_group[d], x->by_group[d], k, &x->by_group[d])) return "comm_bytes.by_group";
+    if (sim_extend_count(y->by_group[d], x->by_group[d], k, &x->by_group[d])) return "comm_bytes.by_group";
   x->step = ext(y->step, x->step, k);
   x->fwd = ext(y->fwd, x->fwd, k);
   x->bwd = ext(y->bwd, x->bwd, k);
@@ -139,35 +134,6 @@ static const char *memory_settled(const bs_result *a, const bs_result *b) {
   return NULL;
 }
 
-/* A time the shortcut extended is a time: >= -tol, waiting for peers within the exposed time. */
-static int extended_time_ok(double wait_for_peers, double exposed, double tol) {
-  return wait_for_peers >= -tol && exposed >= -tol && wait_for_peers <= exposed + tol;
-}
-
-/* 1 when every extended time is in range (as layers.c's extension_sound). */
-static int extension_sound(const bs_result *r) {
-  const bs_times *t = &r->time;
-  double tol = 1e-9 * t->step;
-  if (!(t->step >= 0 && t->fwd >= 0 && t->bwd >= 0 && t->compute >= 0 && t->wait_for_peers >= 0) ||
-      !extended_time_ok(t->wait_for_peers, t->comm_exposed, tol))
-    return 0;
-  for (int i = 0; i < r->nranks; i++) {
-    const bs_rank_result *x = &r->ranks[i];
-    if (!(x->step >= -tol && x->fwd >= -tol && x->bwd >= -tol && x->compute >= -tol) ||
-        !extended_time_ok(x->wait_for_peers, x->comm_exposed, tol))
-      return 0;
-  }
-  const bs_explain_parts *p[] = {&r->explain.critical, &r->explain.mean};
-  for (int j = 0; j < 2; j++) {
-    if (!(p[j]->wait_for_peers >= -tol && p[j]->launch >= -tol)) return 0;
-    for (int k = 0; k < BS_XK_COUNT; k++)
-      if (!(p[j]->compute[k] >= -tol)) return 0;
-    for (int l = 0; l < BS_XL_COUNT; l++)
-      if (!(p[j]->exposed[l] >= -tol)) return 0;
-  }
-  return 1;
-}
-
 /* NULL when the pattern has settled between a (Ma) and b (Mb): per-rank results to extend, the
  * same rank finishing last, memory settled; else why not. */
 static const char *settled(const bs_result *a, const bs_result *b) {
@@ -182,9 +148,9 @@ static const char *extend(int64_t M, const bs_result *a, bs_result *out, int64_t
                           size_t errlen) {
   *over = 0;
   const char *field = NULL;
-  if (exti(a->comm.total, out->comm.total, k, &out->comm.total) ||
-      exti(a->comm.intra_node, out->comm.intra_node, k, &out->comm.intra_node) ||
-      exti(a->comm.inter_node, out->comm.inter_node, k, &out->comm.inter_node))
+  if (sim_extend_count(a->comm.total, out->comm.total, k, &out->comm.total) ||
+      sim_extend_count(a->comm.intra_node, out->comm.intra_node, k, &out->comm.intra_node) ||
+      sim_extend_count(a->comm.inter_node, out->comm.inter_node, k, &out->comm.inter_node))
     field = "comm_bytes.total";
   for (int r = 0; !field && r < out->nranks; r++) field = ext_rank(&a->ranks[r], &out->ranks[r], k);
   if (field) {
@@ -197,7 +163,7 @@ static const char *extend(int64_t M, const bs_result *a, bs_result *out, int64_t
   if (last_rank(out) != out->explain.critical_rank) return "another rank finishes last when extended";
   bs_explain_extend(&a->explain, &out->explain, k);
   out->explain.step = out->time.step;
-  return extension_sound(out) ? NULL : "the extension left a time's range";
+  return sim_extension_sound(out) ? NULL : "the extension left a time's range";
 }
 
 /* One reduced step of mb micro-batches into r, traced (labelled) when the point is and `traced`

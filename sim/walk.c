@@ -18,6 +18,7 @@
 #include <string.h>
 #include "sim/coll_algo.h"
 #include "sim/platform.h"
+#include "sim/extend.h"
 
 /* A send or receive posted and not yet matched by its peer's: slots (= real ranks) and handle. */
 typedef struct {
@@ -415,13 +416,6 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
   return rc;
 }
 
-/* a + k (b - a), as layers.c extends a byte count; -1 past int64. */
-static int exti(int64_t a, int64_t b, int64_t k, int64_t *x) {
-  int64_t d, kd;
-  return __builtin_sub_overflow(b, a, &d) || __builtin_mul_overflow(k, d, &kd) || __builtin_add_overflow(a, kd, x) ? -1
-                                                                                                                   : 0;
-}
-
 /*
  * The microbatch shortcut of the first pass (BS_WALK_STAGES, one pipeline stage: one rank replayed,
  * its peers always ready): the rank's program is its microbatches one after another, then the
@@ -617,12 +611,12 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
       (rc = walk_plan(&cb, &ps, &opts, prof, corners, none, NULL, &b, err, errlen)))
     return rc;
   int64_t k = cfg->model.layers - 3;
-  if (exti(a.peak_bytes, b.peak_bytes, k, &out->peak_bytes)) {
+  if (sim_extend_count(a.peak_bytes, b.peak_bytes, k, &out->peak_bytes)) {
     snprintf(err, errlen, "memory.peak_bytes: the bytes of %lld layers pass 2^63 - 1", (long long)cfg->model.layers);
     return -1;
   }
   for (int c = 0; c < BS_MEM_CLASS_COUNT; c++)
-    if (exti(a.breakdown[c], b.breakdown[c], k, &out->breakdown[c])) {
+    if (sim_extend_count(a.breakdown[c], b.breakdown[c], k, &out->breakdown[c])) {
       snprintf(err, errlen, "memory.breakdown: the bytes of %lld layers pass 2^63 - 1", (long long)cfg->model.layers);
       return -1;
     }
