@@ -208,10 +208,12 @@ struct bs_plan_iter {
   int rank;
   int qh, qn; /* the queue's head and length: on the line bs_plan_next reads first */
   int done;
+  /* an internal invariant broke (queue or ids exhausted), or errmsg: read with qn at every op, so on
+   * its line, not past the queue (a second cache miss per op of a rank out of the caches) */
+  int err;
   bs_op q[QCAP];                    /* not zeroed (bs_plan_iter_new): every slot is written before it is read */
   uint64_t bufs_used, handles_used; /* the first field after the queue */
   int32_t step;                     /* step stamped on emitted ops */
-  int err;                          /* an internal invariant broke (queue or ids exhausted), or errmsg */
   char errmsg[192];                 /* why the plan cannot go on (a point too large), when set */
   void *state;                      /* the method's generator state (plan_method.state_size bytes, zeroed) */
   bs_op sink;                       /* target of pushes past a full queue (then err is set) */
