@@ -133,6 +133,19 @@ static void test_same_ops(void **st) {
   }
 }
 
+/* An attention sequence longer than a shared record holds (2,048 ops: a ring of 256 ranks): nothing
+ * shared, each rank records its own prefix and generates past it, the same ops as none. */
+static void test_long_sequence(void **st) {
+  (void)st;
+  bs_config c = plan_toy(BS_RING, 256, BS_SCOPE_MODEL, BS_TRAIN);
+  c.model.layers = 2;
+  c.work.batch = 1;
+  int64_t shared, n = same_ops_mode(&c, 1, &shared);
+  print_message("%lld ops the same, %lld bytes shared\n", (long long)n, (long long)shared);
+  assert_true(n > 0);
+  assert_int_equal(shared, 0);
+}
+
 /* Threads reading one plan at once (as the fold's pre-pass does): each walks every rank, in its own
  * order, against the plan without records; the shared records are made by whichever thread comes
  * first, and one that finds a record being made keeps its own. */
@@ -191,6 +204,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_same_ops),
     cmocka_unit_test(test_threads),
+    cmocka_unit_test(test_long_sequence),
   };
   return BS_RUN_NAMED(tests, argc, argv, NULL, NULL);
 }
