@@ -340,6 +340,7 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
     p->M = p->attn->M;
     if (ps) p->attn->in_layer = 1;
     p->scope = ps ? ps : &plan_scope_compose;
+    if (ps) p->share = plan_op_share_new(p->attn->G);
     *out = p;
     return 0;
   }
@@ -362,6 +363,7 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
     }
     p->attn->in_layer = 1;
     p->scope = ps;
+    p->share = plan_op_share_new(p->attn->G);
   }
   *out = p;
   return 0;
@@ -369,6 +371,7 @@ int bs_plan_create(const bs_config *cfg, int ranks_per_node, bs_plan **out, char
 
 void bs_plan_free(bs_plan *p) {
   if (p) {
+    plan_op_share_free(p->share);
     bs_plan_free(p->attn);
     plan_runs_free(p->runs);
   }

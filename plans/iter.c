@@ -84,6 +84,12 @@ const bs_op *plan_next_ref(bs_plan_iter *it) {
  * empty queue fills again from its first slot, so that the memory a rank's ops pass through is
  * its longest segment, not the whole ring: with a thousand ranks interleaved, that is what keeps
  * their queues in cache. */
+const bs_op *bs_plan_next_ref(bs_plan_iter *it) {
+  const bs_op *q = plan_next_ref(it);
+  if (q && it->qn) __builtin_prefetch(&it->q[it->qh]);
+  return q;
+}
+
 int bs_plan_next(bs_plan_iter *it, bs_op *op) {
   const bs_op *q = plan_next_ref(it);
   if (!q) return 0;

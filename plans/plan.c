@@ -196,7 +196,10 @@ int bs_plan_ranks(const bs_plan *p) { return p->G; }
 const bs_config *bs_plan_config(const bs_plan *p) { return &p->cfg; }
 const bs_mesh *bs_plan_mesh(const bs_plan *p) { return &p->mesh; }
 
-void bs_plan_set_op_cache(bs_plan *p, int on) { p->no_op_cache = !on; }
+void bs_plan_set_op_cache(bs_plan *p, int on) {
+  p->no_op_cache = !on;
+  p->no_op_share = on != 1;
+}
 
 /* Attention scope (composed or not) numbers the attention plan's ids; a workload whose count passes
  * INT32_MAX is refused at creation (plan_check_workload). */

@@ -206,12 +206,21 @@ int32_t bs_plan_buf_ids(const bs_plan *p);
 /* Layer and model scope: each rank's iterator records its attention plan's ops the first time it
  * streams them and reads every later layer's and microbatch's from that record (the ops of one
  * plan and rank are always the same; workload_stream.c), unless turned off here (on: 1, the
- * default). The ops an iterator yields are the same either way. */
+ * default). With on = 1 the iterators whose ranks sit at the same place in their attention groups
+ * share one record of the plan (op_share.c; within a budget, past which each keeps its own);
+ * BS_OP_CACHE_OWN: each iterator its own record only (the path before the shared records, for
+ * tests). The ops an iterator yields are the same every way. */
+#define BS_OP_CACHE_OWN 2
 void bs_plan_set_op_cache(bs_plan *p, int on);
+/* Bytes the plan's shared records of attention ops hold (0: none recorded). */
+int64_t bs_plan_op_share_bytes(const bs_plan *p);
 
 bs_plan_iter *bs_plan_iter_new(const bs_plan *p, int rank);
 /* Writes the next op of this rank's program; returns 1, or 0 at the end. */
 int bs_plan_next(bs_plan_iter *it, bs_op *op);
+/* The same op read in place, not copied: valid until the iterator's next call; NULL at the end.
+ * Only its kind's used bytes are defined (bs_op_used_bytes), as in an op bs_plan_next writes. */
+const bs_op *bs_plan_next_ref(bs_plan_iter *it);
 void bs_plan_iter_free(bs_plan_iter *it);
 
 const char *bs_op_kind_name(bs_op_kind k);

@@ -57,7 +57,20 @@ struct bs_plan {
   int composed;                   /* attention runs over a group of the ranks (p->attn), its ops mapped */
   int no_op_cache;                /* layer / model scope: every layer regenerates its attention's ops
                                      (bs_plan_set_op_cache; workload_stream.c) */
+  struct plan_op_share *share;    /* layer / model scope: the attention's ops per attention rank,
+                                     recorded once for every iterator (op_share.c) */
+  int no_op_share;                /* not shared: each iterator records its own (BS_OP_CACHE_OWN), or none */
 };
+
+/* The records of the attention plan's ops shared by a layer or model plan's iterators
+ * (op_share.c): made for an attention plan of `ranks` ranks (NULL: out of memory, then nothing is
+ * shared), freed with the plan. plan_op_share_get: the whole sequence of a fresh iterator of
+ * p->attn at attention rank `local` (*n ops), recorded on the first call; NULL when it is not
+ * shared (too long, past the plan's budget, being recorded by another thread, an iterator error). */
+typedef struct plan_op_share plan_op_share;
+plan_op_share *plan_op_share_new(int ranks);
+void plan_op_share_free(plan_op_share *s);
+const bs_op *plan_op_share_get(const bs_plan *p, int local, int64_t *n);
 
 /*
  * Where a rank's attention group sits (compose.c): the attention plan's rank
@@ -195,10 +208,12 @@ struct bs_plan_iter {
   int rank;
   int qh, qn; /* the queue's head and length: on the line bs_plan_next reads first */
   int done;
+  /* an internal invariant broke (queue or ids exhausted), or errmsg: read with qn at every op, so on
+   * its line, not past the queue (a second cache miss per op of a rank out of the caches) */
+  int err;
   bs_op q[QCAP];                    /* not zeroed (bs_plan_iter_new): every slot is written before it is read */
   uint64_t bufs_used, handles_used; /* the first field after the queue */
   int32_t step;                     /* step stamped on emitted ops */
-  int err;                          /* an internal invariant broke (queue or ids exhausted), or errmsg */
   char errmsg[192];                 /* why the plan cannot go on (a point too large), when set */
   void *state;                      /* the method's generator state (plan_method.state_size bytes, zeroed) */
   bs_op sink;                       /* target of pushes past a full queue (then err is set) */

@@ -568,6 +568,7 @@ static void *plan_wl_new(bs_plan_iter *it) {
   param_count(c, &p->mesh, w->pstage, &w->pc);
   w->g = w->pc.tp;
   plan_map_of(p, it->rank, &w->map);
+  if (!p->no_op_share) w->shop = plan_op_share_get(p, w->map.local, &w->shn);
   w->mbs = p->mesh.micro_batch;
   w->es = p->es;
   w->gb = c->model.main_grads == BS_GRADS_FP32 ? 4 : 2;

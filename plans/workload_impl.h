@@ -102,6 +102,10 @@ typedef struct bs_wl {
     int off;          /* not recording (bs_plan_set_op_cache off, or past WL_OP_CACHE_MAX ops) */
     bs_plan_iter *in; /* the iterator that recorded op[0 .. n), standing at n (or NULL) */
   } rec;
+  /* The same sequence whole, recorded once for every iterator of the plan (op_share.c; NULL: not
+   * shared, rec above instead): shn ops. */
+  const bs_op *shop;
+  int64_t shn;
   attn_stream as; /* last: its tables are large, the fields above read at every op */
 } bs_wl;
 /* Index of the current layer's saved buffers: [chunk][slot][layer], the slot of the microbatch. */

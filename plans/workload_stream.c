@@ -11,9 +11,11 @@
  * freed. The backward replays a fresh iterator's forward without emitting it
  * (only to learn its ids, mapping the saved buffers back, re-creating the
  * freed ones at the backward's start), or with selective recompute emits it
- * again around the kept buffers, and streams its backward. Each rank records
- * the attention plan's ops as they are first generated and streams later
- * layers and microbatches from the record (stream_next; bs_plan_set_op_cache).
+ * again around the kept buffers, and streams its backward. The attention plan's
+ * ops are recorded once per attention rank for every iterator of the plan
+ * (op_share.c), or where that record is not kept each rank records them as they
+ * are first generated; later layers and microbatches stream from the record
+ * (stream_next; bs_plan_set_op_cache).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +180,7 @@ static void replay_end(bs_wl *w) {
 #define WL_OP_CACHE_MAX 2048 /* ops recorded at most per rank (456 bytes each: below 1 MB a rank) */
 static const bs_op *stream_next(bs_wl *w) {
   attn_stream *s = &w->as;
+  if (w->shop) return s->pos < w->shn ? &w->shop[s->pos++] : NULL; /* the plan's record (op_share.c) */
   if (s->pos < w->rec.n) return &w->rec.op[s->pos++];
   if (w->rec.done) return NULL;
   if (!s->in && w->rec.in && !w->rec.off && s->pos == w->rec.n) { /* the recorder goes on from the record's end */

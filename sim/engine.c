@@ -51,6 +51,7 @@ typedef struct {
 /* The real op source: a plan from plans/. */
 static void *plan_iter_new_cb(void *ctx, int rank) { return bs_plan_iter_new(ctx, rank); }
 static int plan_next_cb(void *it, bs_op *op) { return bs_plan_next(it, op); }
+static const bs_op *plan_next_ref_cb(void *it) { return bs_plan_next_ref(it); }
 static void plan_iter_free_cb(void *it) { bs_plan_iter_free(it); }
 static const char *plan_iter_error_cb(void *it) { return bs_plan_iter_errmsg(it); }
 
@@ -61,6 +62,7 @@ static void plan_source(bs_plan *plan, bs_sim_source *src) {
   src->next = plan_next_cb;
   src->iter_free = plan_iter_free_cb;
   src->iter_error = plan_iter_error_cb;
+  src->next_ref = plan_next_ref_cb;
 }
 
 static int write_temp(const char *text, char *path, size_t pathlen, char *err, size_t errlen) {

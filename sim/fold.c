@@ -349,30 +349,31 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
   sig_frame f = frame_of(rank, G, rpn, Ki);
   sig_acc s = {SEED_H, SEED_P, SEED_P};
   peer_part pp;
-  bs_op op;
-  while (src->next(it, &op)) {
-    put(&s, (uint64_t)op.kind);
-    put(&s, (uint64_t)(uint32_t)op.handle);
-    switch (op.kind) {
+  bs_op buf;
+  const bs_op *op = &buf; /* in place when the source offers it (bs_sim_source.next_ref), else copied */
+  while (src->next_ref ? (op = src->next_ref(it)) != NULL : src->next(it, &buf)) {
+    put(&s, (uint64_t)op->kind);
+    put(&s, (uint64_t)(uint32_t)op->handle);
+    switch (op->kind) {
     case BS_OP_ALLOC:
-      put(&s, (uint64_t)op.u.alloc.buf);
-      put(&s, (uint64_t)op.u.alloc.bytes);
-      put(&s, (uint64_t)op.u.alloc.cls);
+      put(&s, (uint64_t)op->u.alloc.buf);
+      put(&s, (uint64_t)op->u.alloc.bytes);
+      put(&s, (uint64_t)op->u.alloc.cls);
       break;
-    case BS_OP_FREE: put(&s, (uint64_t)op.u.free.buf); break;
+    case BS_OP_FREE: put(&s, (uint64_t)op->u.free.buf); break;
     case BS_OP_COMPUTE: {
-      double d = kernel_time(env, prof, &op.u.compute, dt, err, errlen);
+      double d = kernel_time(env, prof, &op->u.compute, dt, err, errlen);
       if (d < 0) {
         src->iter_free(it);
         return -1;
       }
-      put(&s, (uint64_t)op.u.compute.kernel);
+      put(&s, (uint64_t)op->u.compute.kernel);
       put(&s, dbits(d * slow));
       break;
     }
     case BS_OP_SEND:
     case BS_OP_RECV: {
-      int p = op.u.p2p.peer;
+      int p = op->u.p2p.peer;
       if (p < 0 || p >= G) { /* the simulation proper reports it */
         put(&s, (uint64_t)(uint32_t)p | (uint64_t)1 << 40);
         if (rec) rec->bad = 1;
@@ -381,27 +382,27 @@ static int rank_signature(const bs_config *cfg, const bs_sim_source *src, const 
       p2p_part(&f, p, &pp);
       add_part(&s, ri, &pp);
       if (rec) rec_add(rec, &(sig_item){0, p, 0, {0, 0, 0}, 0});
-      put(&s, (uint64_t)(uint32_t)op.u.p2p.tag);
-      put(&s, (uint64_t)op.u.p2p.bytes);
+      put(&s, (uint64_t)(uint32_t)op->u.p2p.tag);
+      put(&s, (uint64_t)op->u.p2p.bytes);
       break;
     }
     case BS_OP_COLL: {
-      const bs_group *g = &op.u.coll.group;
+      const bs_group *g = &op->u.coll.group;
       ri->has_coll = 1;
       put(&s, (uint64_t)g->stride);
       put(&s, (uint64_t)g->size);
-      put(&s, (uint64_t)op.u.coll.kind);
-      put(&s, (uint64_t)op.u.coll.bytes);
-      coll_part(env, op.u.coll.kind, algo, g, op.u.coll.bytes, &f, &pp);
+      put(&s, (uint64_t)op->u.coll.kind);
+      put(&s, (uint64_t)op->u.coll.bytes);
+      coll_part(env, op->u.coll.kind, algo, g, op->u.coll.bytes, &f, &pp);
       add_part(&s, ri, &pp);
-      if (rec) rec_add(rec, &(sig_item){1, 0, op.u.coll.kind, *g, op.u.coll.bytes});
+      if (rec) rec_add(rec, &(sig_item){1, 0, op->u.coll.kind, *g, op->u.coll.bytes});
       break;
     }
     case BS_OP_WAIT:
-      put(&s, (uint64_t)op.u.wait.n);
-      for (int i = 0; i < op.u.wait.n && i < BS_MAX_WAIT; i++) put(&s, (uint64_t)(uint32_t)op.u.wait.handles[i]);
+      put(&s, (uint64_t)op->u.wait.n);
+      for (int i = 0; i < op->u.wait.n && i < BS_MAX_WAIT; i++) put(&s, (uint64_t)(uint32_t)op->u.wait.handles[i]);
       break;
-    case BS_OP_PHASE: put(&s, (uint64_t)op.u.phase.fwd_bwd * 2 + (uint64_t)op.u.phase.begin); break;
+    case BS_OP_PHASE: put(&s, (uint64_t)op->u.phase.fwd_bwd * 2 + (uint64_t)op->u.phase.begin); break;
     }
   }
   const char *why = src->iter_error ? src->iter_error(it) : NULL;

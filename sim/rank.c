@@ -208,11 +208,12 @@ static int do_op(rank_state *rs, const sim_transport *tp, void *eng, const bs_op
 
 int sim_rank_run(rank_state *rs, const sim_transport *tp, void *eng) {
   sim_ctx *c = rs->ctx;
-  bs_op op;
+  bs_op buf;
   for (;;) {
     if (c->error[0]) return -1;
-    if (!c->src->next(rs->it, &op)) break;
-    int rc = do_op(rs, tp, eng, &op);
+    const bs_op *op = &buf; /* the source's op in place when it offers it (not copied) */
+    if (c->src->next_ref ? !(op = c->src->next_ref(rs->it)) : !c->src->next(rs->it, &buf)) break;
+    int rc = do_op(rs, tp, eng, op);
     if (rc == SIM_SUSPENDED) {
       rs->op_index++;
       return 0;

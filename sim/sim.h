@@ -117,6 +117,9 @@ typedef struct {
   int (*next)(void *it, bs_op *op); /* 1 and the op, or 0 at the end */
   void (*iter_free)(void *it);
   const char *(*iter_error)(void *it); /* optional: why next() ended early, or NULL */
+  /* optional: the next op in place (valid until the iterator's next call; NULL at the end), read
+   * instead of next() so that the simulation does not copy every op (bs_plan_next_ref) */
+  const bs_op *(*next_ref)(void *it);
 } bs_sim_source;
 
 /*

@@ -150,6 +150,9 @@ int bs_sim_args_parse(int argc, char **argv, bs_sim_args *o, char *err, size_t e
     } else if (FLAG("--memory", BS_ARG_SWITCH)) {
       CHECK(0);
       o->memory = 1;
+    } else if (FLAG("--no-cache", BS_ARG_SWITCH)) {
+      CHECK(0);
+      o->no_cache = 1;
     } else if (m < 0) return -1;
     else if (bs_args_positional(&a)) {
       if (one_positional(&a, &o->scenario, "scenario file")) return -1;

@@ -47,6 +47,7 @@ typedef struct {
   int memory;         /* a table of each point's memory at the peak, term by term */
   int engine;         /* 0 auto, 1 simgrid, 2 direct */
   double max_events;  /* --max-events: a point's events bound (0: none; -1: not given, the default) */
+  int no_cache;       /* --no-cache: every layer regenerates its attention's ops (bs_sim_opts.no_op_cache) */
 } bs_sim_args;
 
 typedef struct {

@@ -34,7 +34,7 @@ static void sim_usage(FILE *f) {
           "                    [--out F.json] [--csv F.csv] [--trace F.json] [--fold auto|on|off]\n"
           "                    [--layers auto|off] [--micro-batches auto|off] [--explain] [--memory] [--quiet]\n"
           "                    [--coll auto|steps|flow|analytic] [--nodes-per-leaf N] [--oversub X]\n"
-          "                    [--engine auto|simgrid|direct] [--max-events N]\n"
+          "                    [--engine auto|simgrid|direct] [--max-events N] [--no-cache]\n"
           "\n"
           "Simulates every point of the scenario (lists in keys sweep the cross product)\n"
           "in SimGrid: one actor per GPU runs the method's plan; compute times come from\n"
@@ -77,6 +77,8 @@ static void sim_usage(FILE *f) {
           "                     kv_cache, logits, workspace, ...; memory.breakdown of the JSON), the\n"
           "                     allocator's reserve, peak, reserved and capacity, in GiB per GPU\n"
           "  --quiet            no progress on stderr (errors and warnings still)\n"
+          "  --no-cache         every layer regenerates its attention's ops instead of reading the\n"
+          "                     plan's record of them (the reference: the same figures, slower)\n"
           "\n"
           "Exit status: 0 every point ran or was refused by its method or platform (the reason is\n"
           "in its row); 1 a point failed (the others are written) or an output could not be\n"
@@ -317,6 +319,7 @@ static void opts_from_args(const bs_sim_args *A, bs_sim_opts *opts) {
   opts->micro_batches = A->micro_batches ? BS_OFF : BS_AUTO;
   opts->coll_model = colls[A->coll];
   opts->engine = (bs_engine)A->engine;
+  opts->no_op_cache = A->no_cache;
   if (A->nodes_per_leaf) opts->nodes_per_leaf = A->nodes_per_leaf;
   if (A->oversub) opts->oversub = A->oversub;
   opts->profile = A->profile;

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
   }
   bs_sim_opts o;
   bs_sim_opts_default(&o);
-  bs_sim_source s = {&p, gpus, iter_new, iter_next, iter_free, NULL};
+  bs_sim_source s = {&p, gpus, iter_new, iter_next, iter_free, NULL, NULL};
   bs_result r;
   char err[1024] = "";
   if (bs_sim_run_source(&c, &o, &s, &r, NULL, NULL, err, sizeof err)) {

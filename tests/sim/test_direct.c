@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/profile.h"
+#include "sim/platform.h"
 #include "sim/sim.h"
 #include "topologies/topo.h"
 #include "toy.h"
@@ -327,6 +329,56 @@ static void test_scopes(void **state) {
   check_coll(&c, BS_OFF, BS_COLL_FLOW);
 }
 
+/* A source that hands out copies of a plan's ops (bs_plan_next) and not the ops in place
+ * (bs_sim_source.next_ref, as the plan source does): the path before the simulation read ops in
+ * place, and what a source without next_ref still takes. */
+static void *copy_new(void *ctx, int rank) { return bs_plan_iter_new(ctx, rank); }
+static int copy_next(void *it, bs_op *op) { return bs_plan_next(it, op); }
+static void copy_free(void *it) { bs_plan_iter_free(it); }
+static const char *copy_error(void *it) { return bs_plan_iter_errmsg(it); }
+
+/* The ops read in place and copied: the same figures, bit for bit, on either engine, folded or not
+ * (the pre-pass reads them in place too), with the records of attention ops and without. */
+static void test_op_ref(void **state) {
+  (void)state;
+  bs_config c = point(BS_BURST, 128, 65536); /* 16 nodes: a cp ring of 16 over 4 replicas folds */
+  c.par.tp = 2;
+  c.par.dp = 4;
+  c.work.batch = 4;
+  c.work.causal = 1;
+  c.par.layout = BS_ZIGZAG;
+  c.work.scope = BS_SCOPE_MODEL;
+  c.model.layers = 2;
+  c.par.tp_variant = 3;
+  for (int k = 0; k < 8; k++) {
+    bs_sim_opts o;
+    bs_sim_opts_default(&o);
+    o.engine = k & 1 ? BS_ENGINE_DIRECT : BS_ENGINE_SIMGRID;
+    o.fold = k & 2 ? BS_OFF : BS_AUTO;
+    o.no_op_cache = (k & 4) != 0;
+    bs_platform_spec ps;
+    static bs_profile prof;
+    char err[512] = "";
+    if (bs_profile_load(c.cluster.profile, &prof, err, sizeof err) ||
+        bs_platform_resolve(&c, &o, &prof, &ps, err, sizeof err))
+      fail_msg("%s", err);
+    bs_plan *plan;
+    if (bs_plan_create(&c, ps.ranks_per_node, &plan, err, sizeof err)) fail_msg("%s", err);
+    bs_plan_set_op_cache(plan, !o.no_op_cache);
+    bs_sim_source copies = {plan, bs_plan_ranks(plan), copy_new, copy_next, copy_free, copy_error, NULL};
+    bs_result r[2];
+    for (int i = 0; i < 2; i++)
+      if (bs_sim_run_source(&c, &o, i ? &copies : NULL, &r[i], NULL, NULL, err, sizeof err)) fail_msg("%s", err);
+    assert_true(r[0].time.step > 0);
+    if (r[0].time.step != r[1].time.step || r[0].time.fwd != r[1].time.fwd || r[0].time.bwd != r[1].time.bwd)
+      fail_msg("case %d: step %.17g in place, %.17g copied", k, r[0].time.step, r[1].time.step);
+    same_result(&r[0], &r[1]);
+    bs_result_free(&r[0]);
+    bs_result_free(&r[1]);
+    bs_plan_free(plan);
+  }
+}
+
 /* A straggler and half-rate NICs on a point with collectives. */
 static void test_coll_whatifs(void **state) {
   (void)state;
@@ -531,6 +583,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_usp),          cmocka_unit_test(test_tp),          cmocka_unit_test(test_scopes),
     cmocka_unit_test(test_coll_whatifs), cmocka_unit_test(test_coll_trees),  cmocka_unit_test(test_coll_midway),
     cmocka_unit_test(test_errors),       cmocka_unit_test(test_toy_sharing), cmocka_unit_test(test_large_group),
+    cmocka_unit_test(test_op_ref),
   };
   return bs_run_named("direct", tests, sizeof tests / sizeof tests[0], argc, argv, NULL, NULL);
 }

@@ -202,7 +202,8 @@ static void fold_reads(const bs_config *c, int nodes_per_leaf, int reads[2]) {
   if (bs_platform_resolve(c, &o, &prof, &ps, err, sizeof err)) fail_msg("platform: %s", err);
   counted cnt = {NULL, 0};
   if (bs_plan_create(c, ps.ranks_per_node, &cnt.plan, err, sizeof err)) fail_msg("plan: %s", err);
-  bs_sim_source src = {&cnt, bs_plan_ranks(cnt.plan), count_iter_new, count_next, count_iter_free, count_iter_error};
+  bs_sim_source src = {&cnt, bs_plan_ranks(cnt.plan), count_iter_new, count_next, count_iter_free, count_iter_error,
+                       NULL};
   sim_fold f[2];
   for (int k = 0; k < 2; k++) {
     o.prepass_full = k;

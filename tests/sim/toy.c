@@ -41,7 +41,7 @@ static int toy_next(void *v, bs_op *op) {
 static void toy_free(void *v) { free(v); }
 
 bs_sim_source toy_source(toy_plan *p) {
-  bs_sim_source s = {p, p->ranks, toy_new, toy_next, toy_free, NULL};
+  bs_sim_source s = {p, p->ranks, toy_new, toy_next, toy_free, NULL, NULL};
   return s;
 }
 
