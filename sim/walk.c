@@ -62,9 +62,18 @@ static int stop_proven(const walk_stop *st, int64_t h) {
  * posted (pipeline_shortcut counts them). */
 #define PIPE_SENDS 32
 
+struct replay;
+
+/* A replayed rank's source of ops (rank_state.it): its plan iterator, and the replay whose peers'
+ * states it prepares (w_next). */
+typedef struct {
+  bs_plan_iter *it;
+  struct replay *R;
+} walk_it;
+
 /* The zero-time transport: every rank of the plan has the interpreter's state (slot = rank, no
  * fold, no SimGrid), the replayed ones an iterator and a clock of their own. */
-typedef struct {
+typedef struct replay {
   const bs_config *cfg;
   const bs_profile *prof;
   const bs_platform_spec *ps;
@@ -79,8 +88,10 @@ typedef struct {
   double *compute; /* per rank: its COMPUTE seconds */
   double *done;    /* per (rank, handle): when it completes (< 0: not yet known) */
   uint8_t *in_wait;
-  int *ranks, n; /* the replayed ranks, in rank order */
-  int *idx_of;   /* real rank -> index in ranks, or -1 */
+  int *ranks, n;  /* the replayed ranks, in rank order */
+  int *idx_of;    /* real rank -> index in ranks, or -1 */
+  walk_it *its;   /* the replayed ranks' sources, by index in ranks */
+  uint8_t *ready; /* per rank: its state prepared (replayed, or a peer met: w_next) */
   /* the pipeline shortcut's relaxation (pipeline_shortcut): a message between two pipeline stages
    * of a microbatch in [relax_lo, relax_hi) takes no time on either side, as if its peer were
    * outside the replay; pp_stride, pp_size: the mesh's pipeline dimension */
@@ -313,8 +324,32 @@ static int replay_ranks(const bs_mesh *mesh, int corners, int G, int *ranks) {
  * most as long as the simulation takes it only makes a rank end earlier than in the simulation,
  * so the latest end is a lower bound of the step.
  */
-static int w_next(void *it, bs_op *op) { return bs_plan_next(it, op); }
-static const char *w_iter_error(void *it) { return bs_plan_iter_errmsg(it); }
+
+/* A rank outside the replay is only ever a peer: the interpreter reads its collective count
+ * (coll_seq: every rank's is set to 0 up front) and, when a replayed rank posts a message to or from
+ * it, its side of the pair (rank_state up to h: sim_note_match). That part is cleared when the
+ * first such op is read (w_next), not for every rank up front: a walk meets a handful of peers, and
+ * clearing all of them cost as much as the rest of a short walk (1.4 MB per walk of 256 ranks, 13
+ * MB of 2304). */
+static void prepare_peer(replay *R, int r) {
+  rank_state *rs = &R->c.rs[r];
+  memset(rs, 0, offsetof(rank_state, h));
+  rs->ctx = &R->c;
+  rs->slot = rs->rank = r;
+  rs->node = r / R->rpn;
+  R->ready[r] = 1;
+}
+
+static int w_next(void *x, bs_op *op) {
+  walk_it *w = x;
+  if (!bs_plan_next(w->it, op)) return 0;
+  if (op->kind == BS_OP_SEND || op->kind == BS_OP_RECV) {
+    int p = op->u.p2p.peer; /* one out of range is the interpreter's error (sim_op_post_p2p) */
+    if (p >= 0 && p < w->R->c.G && !w->R->ready[p]) prepare_peer(w->R, p);
+  }
+  return 1;
+}
+static const char *w_iter_error(void *x) { return bs_plan_iter_errmsg(((walk_it *)x)->it); }
 
 /* The point the interpreter runs the replayed ranks in: every rank's state, the replayed ones'
  * iterators; 0 or -1 when out of memory. */
@@ -336,34 +371,42 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   R->in_wait = calloc((size_t)G, 1);
   R->ranks = malloc(sizeof *R->ranks * (size_t)G);
   R->idx_of = malloc(sizeof *R->idx_of * (size_t)G);
-  if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of) return -1;
+  R->ready = calloc((size_t)G, 1);
+  if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of || !R->ready) return -1;
   for (int r = 0; r < G; r++) R->idx_of[r] = -1;
   const bs_mesh *mesh = bs_plan_mesh(plan);
   R->n = replay_ranks(mesh, corners, G, R->ranks);
   R->pp_stride = mesh->stride[BS_DIM_PP] > 0 ? mesh->stride[BS_DIM_PP] : 1;
   R->pp_size = mesh->size[BS_DIM_PP] > 0 ? mesh->size[BS_DIM_PP] : 1;
   for (int i = 0; i < R->n; i++) R->idx_of[R->ranks[i]] = i;
-  for (int r = 0; r < G; r++) {
-    /* a rank outside the replay is only ever a peer: the interpreter reads its scalars and its side
-     * of the pairs (rank_state up to h), so only those are cleared (a whole state is 83 KB) */
+  for (int r = 0; r < G; r++) c->rs[r].coll_seq = 0; /* the rest of a peer's state: prepare_peer */
+  R->its = calloc((size_t)R->n, sizeof *R->its);
+  if (!R->its) return -1;
+  for (int i = 0; i < R->n; i++) {
+    int r = R->ranks[i];
     rank_state *rs = &c->rs[r];
-    memset(rs, 0, R->idx_of[r] >= 0 ? sizeof *rs : offsetof(rank_state, h));
+    memset(rs, 0, sizeof *rs);
     rs->ctx = c;
     rs->slot = rs->rank = r;
     rs->node = r / R->rpn;
+    R->ready[r] = 1;
+    R->its[i].R = R;
+    rs->it = &R->its[i];
   }
   for (int i = 0; i < R->n; i++)
-    if (!(c->rs[R->ranks[i]].it = bs_plan_iter_new(plan, R->ranks[i]))) return -1;
+    if (!(R->its[i].it = bs_plan_iter_new(plan, R->ranks[i]))) return -1;
   return 0;
 }
 
 static void replay_free(replay *R) {
-  for (int i = 0; R->c.rs && i < R->n; i++) {
+  for (int i = 0; R->c.rs && R->its && i < R->n; i++) {
     rank_state *rs = &R->c.rs[R->ranks[i]];
-    if (rs->it) bs_plan_iter_free(rs->it);
+    if (R->its[i].it) bs_plan_iter_free(R->its[i].it);
     free(rs->coll_arr);
     free(rs->buf);
   }
+  free(R->its);
+  free(R->ready);
   free(R->c.rs);
   free(R->t);
   free(R->compute);
