@@ -69,6 +69,8 @@ struct replay;
 typedef struct {
   bs_plan_iter *it;
   struct replay *R;
+  const uint8_t *ready; /* R's (below), and its ranks: read on every message op */
+  int G;
 } walk_it;
 
 /* The zero-time transport: every rank of the plan has the interpreter's state (slot = rank, no
@@ -345,7 +347,7 @@ static int w_next(void *x, bs_op *op) {
   if (!bs_plan_next(w->it, op)) return 0;
   if (op->kind == BS_OP_SEND || op->kind == BS_OP_RECV) {
     int p = op->u.p2p.peer; /* one out of range is the interpreter's error (sim_op_post_p2p) */
-    if (p >= 0 && p < w->R->c.G && !w->R->ready[p]) prepare_peer(w->R, p);
+    if (p >= 0 && p < w->G && !w->ready[p]) prepare_peer(w->R, p);
   }
   return 1;
 }
@@ -390,7 +392,7 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
     rs->slot = rs->rank = r;
     rs->node = r / R->rpn;
     R->ready[r] = 1;
-    R->its[i].R = R;
+    R->its[i] = (walk_it){NULL, R, R->ready, G};
     rs->it = &R->its[i];
   }
   for (int i = 0; i < R->n; i++)
