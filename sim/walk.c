@@ -700,6 +700,10 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   memset(out, 0, sizeof *out);
   int mrc = 0, stop = corners & BS_WALK_STOP_OOM, pstopped = 0;
   corners &= ~BS_WALK_STOP_OOM;
+  /* FP8 GEMMs on a profile without them: the whole walk is refused at the first (bs_profile_kernel_time),
+   * which may come after the held bytes pass the capacity: no early stop, the refusal stays the answer */
+  if (cfg->model.fp8 != BS_FP8_OFF && !(prof->peak_flops_fp8 > 0 && prof->kernel[BS_K_GEMM].kind == BS_KM_TILED))
+    stop = 0;
   if (corners == BS_WALK_STAGES && microbatch_shortcut(cfg, &opts, prof, stop, out, &mrc, err, errlen)) return mrc;
   if ((corners == BS_WALK_STAGES || corners == BS_WALK_CORNERS) &&
       pipeline_shortcut(cfg, &opts, prof, corners, stop, &pstopped, out, &mrc, err, errlen))

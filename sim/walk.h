@@ -58,7 +58,10 @@ typedef struct {
  * pipeline_shortcut); BS_WALK_STAGES_EVERY and BS_WALK_CORNERS_EVERY walk every microbatch.
  * BS_WALK_STOP_OOM or'd into corners stops the walk as soon as a replayed rank's held bytes prove the
  * point out of memory (walk.c, walk_stop): peak_partial is then set. Its oom is the whole walk's exactly
- * (tests/search: search.walk_stop), and a point that fits walks as without it, byte for byte.
+ * (tests/search: search.walk_stop), and a point that fits walks as without it, byte for byte. What
+ * it never reads past the stop cannot refuse the point: FP8 on a profile without FP8 GEMMs walks
+ * whole (refused as without the stop); a plan that would break its own invariants past the stop
+ * (a bug, -1) is out of memory there.
  * Returns 0; -2 when the point is not valid (bs_plan_create's
  * error, or the platform's: the message names the key); -1 on a broken plan.
  */

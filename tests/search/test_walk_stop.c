@@ -10,7 +10,8 @@
  *              varying the model, tp, recompute, ZeRO and the sequence. Capacities: exactly the
  *              peak plus its reserve (fits: a stop claiming out of memory there fails), one byte
  *              less (out of memory by one byte), and half the peak (every point must stop early
- *              there: else the stop does nothing).
+ *              there: else the stop does nothing). And FP8 on a profile without FP8 GEMMs stays
+ *              refused, as by the whole walk, under a capacity the weights alone pass.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -148,6 +149,26 @@ static void test_walk_stop(void **st) {
     }
   }
   print_message("%d of %d checks stopped early\n", stopped, checked);
+  /* FP8 GEMMs on A100 (none): refused whatever the capacity, with the stop too, even where the
+   * weights alone pass the capacity before the first GEMM */
+  bs_config c = point_cfg(&pts[0]);
+  c.model.fp8 = BS_FP8_ALL;
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  for (int corners = 0; corners < 2; corners++) {
+    int mode = corners ? BS_WALK_CORNERS : BS_WALK_STAGES;
+    set_capacity(prof, 1 << 20);
+    bs_walk w, e;
+    char err2[512] = "";
+    int rw = bs_sim_walk(&c, &o, prof, mode, &w, err, sizeof err);
+    int re = bs_sim_walk(&c, &o, prof, mode | BS_WALK_STOP_OOM, &e, err2, sizeof err2);
+    print_message("fp8 on A100 %s: whole walk %d (%s), stopping walk %d (%s)\n", corners ? "corners" : "stages", rw,
+                  err, re, err2);
+    assert_int_not_equal(rw, 0);
+    assert_int_equal(re, rw);
+    assert_string_equal(err2, err);
+    assert_non_null(strstr(err, "model.fp8"));
+  }
   free(prof);
 }
 
