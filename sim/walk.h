@@ -61,7 +61,7 @@ typedef struct {
  * (tests/search: search.walk_stop), and a point that fits walks as without it, byte for byte. What
  * it never reads past the stop cannot refuse the point: FP8 on a profile without FP8 GEMMs walks
  * whole (refused as without the stop); a plan that would break its own invariants past the stop
- * (a bug, -1) is out of memory there.
+ * (a bug, -1), or a point whose counts would pass 2^63 - 1 past it (too large), is out of memory there.
  * Returns 0; -2 when the point is not valid (bs_plan_create's
  * error, or the platform's: the message names the key); -1 on a broken plan.
  */
