@@ -69,7 +69,7 @@ struct replay;
 typedef struct {
   bs_plan_iter *it;
   struct replay *R;
-  const uint8_t *ready; /* R's (below), and its ranks: read on every message op */
+  uint8_t *ready; /* R's (below), and its ranks: read on every message and collective op */
   int G;
 } walk_it;
 
@@ -93,7 +93,8 @@ typedef struct replay {
   int *ranks, n;  /* the replayed ranks, in rank order */
   int *idx_of;    /* real rank -> index in ranks, or -1 */
   walk_it *its;   /* the replayed ranks' sources, by index in ranks */
-  uint8_t *ready; /* per rank: its state prepared (replayed, or a peer met: w_next) */
+  uint8_t *ready; /* per rank: 1 its state prepared (replayed, or a peer met), 2 its collective count
+                     alone (a member of a collective met): w_next */
   /* the pipeline shortcut's relaxation (pipeline_shortcut): a message between two pipeline stages
    * of a microbatch in [relax_lo, relax_hi) takes no time on either side, as if its peer were
    * outside the replay; pp_stride, pp_size: the mesh's pipeline dimension */
@@ -327,12 +328,12 @@ static int replay_ranks(const bs_mesh *mesh, int corners, int G, int *ranks) {
  * so the latest end is a lower bound of the step.
  */
 
-/* A rank outside the replay is only ever a peer: the interpreter reads its collective count
- * (coll_seq: every rank's is set to 0 up front) and, when a replayed rank posts a message to or from
- * it, its side of the pair (rank_state up to h: sim_note_match). That part is cleared when the
- * first such op is read (w_next), not for every rank up front: a walk meets a handful of peers, and
- * clearing all of them cost as much as the rest of a short walk (1.4 MB per walk of 256 ranks, 13
- * MB of 2304). */
+/* A rank outside the replay is only ever a peer: the interpreter reads its collective count when a
+ * replayed rank waits on a collective it is a member of (coll_seq, coll_last_arrival) and, when a
+ * replayed rank posts a message to or from it, its side of the pair (rank_state up to h:
+ * sim_note_match). Each is cleared when the first such op is read (w_next), not for every rank up
+ * front: a walk meets a handful of peers, and clearing all of them cost as much as the rest of a
+ * short walk (1.4 MB per walk of 256 ranks, 13 MB of 2304). */
 static void prepare_peer(replay *R, int r) {
   rank_state *rs = &R->c.rs[r];
   memset(rs, 0, offsetof(rank_state, h));
@@ -347,7 +348,16 @@ static int w_next(void *x, bs_op *op) {
   if (!bs_plan_next(w->it, op)) return 0;
   if (op->kind == BS_OP_SEND || op->kind == BS_OP_RECV) {
     int p = op->u.p2p.peer; /* one out of range is the interpreter's error (sim_op_post_p2p) */
-    if (p >= 0 && p < w->G && !w->ready[p]) prepare_peer(w->R, p);
+    if (p >= 0 && p < w->G && w->ready[p] != 1) prepare_peer(w->R, p);
+  } else if (op->kind == BS_OP_COLL) {
+    const bs_group *g = &op->u.coll.group;
+    for (int i = 0; i < g->size; i++) {
+      int m = sim_member(g, i);
+      if (m >= 0 && m < w->G && !w->ready[m]) { /* out of range: the interpreter's error (check_coll) */
+        w->R->c.rs[m].coll_seq = 0;
+        w->ready[m] = 2;
+      }
+    }
   }
   return 1;
 }
@@ -381,7 +391,6 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   R->pp_stride = mesh->stride[BS_DIM_PP] > 0 ? mesh->stride[BS_DIM_PP] : 1;
   R->pp_size = mesh->size[BS_DIM_PP] > 0 ? mesh->size[BS_DIM_PP] : 1;
   for (int i = 0; i < R->n; i++) R->idx_of[R->ranks[i]] = i;
-  for (int r = 0; r < G; r++) c->rs[r].coll_seq = 0; /* the rest of a peer's state: prepare_peer */
   R->its = calloc((size_t)R->n, sizeof *R->its);
   if (!R->its) return -1;
   for (int i = 0; i < R->n; i++) {
