@@ -721,7 +721,7 @@ static int walk_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int
     char why[256];
     bs_walk w;
     memset(&w, 0, sizeof w);
-    int wr = bs_sim_walk(cfg, o->opts, prof, first_walk(o), &w, why, sizeof why);
+    int wr = bs_sim_walk(cfg, o->opts, prof, first_walk(o) | BS_WALK_STOP_OOM, &w, why, sizeof why);
     keep_walk(s, i, &w);
     if (first_walk(o) != BS_WALK_STAGES) c->flags |= BS_CAND_REFINED;
     s->walked++;
@@ -827,7 +827,7 @@ static int refine(bs_search *s, int i, const bs_config *cfg, const bs_search_opt
   bs_walk w;
   s->refined++;
   c->flags |= BS_CAND_REFINED;
-  if (bs_sim_walk(cfg, o->opts, prof, BS_WALK_CORNERS, &w, why, sizeof why)) {
+  if (bs_sim_walk(cfg, o->opts, prof, BS_WALK_CORNERS | BS_WALK_STOP_OOM, &w, why, sizeof why)) {
     c->status = BS_CAND_FAILED;
     s->failed++;
     return set_why(s, c, why);

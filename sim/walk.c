@@ -35,14 +35,47 @@ typedef struct {
 
 #define WALK_FLOORS 64
 
+/*
+ * The early stop (BS_WALK_STOP_OOM): a rank's held bytes at any point of its program are at most
+ * its peak, so once a replayed rank holds h bytes, the walk's peak is at least h. The point's peak
+ * is a + k (peak - a) of this walk's (a = 0, k = 1 for a walk of the point itself; for the 4-layer
+ * walk of the layer shortcut, a the 3-layer walk's whole peak and k = L - 3 >= 1: increasing in the
+ * 4-layer peak), and bs_mem_over is increasing in the peak (the reserve grows with it), so once
+ * a + k (h - a) is over the capacity the point is out of memory whatever the rest of the walk does:
+ * the walk stops there. need_cap: only with a capacity (the layer shortcut's oom reads it so).
+ * An extension that passes 2^63 - 1 never stops it (the whole walk says why).
+ */
+typedef struct {
+  const bs_config *cfg; /* the point's (its reserve) */
+  int64_t a, k, cap;
+  int need_cap;
+} walk_stop;
+
+static int stop_proven(const walk_stop *st, int64_t h) {
+  int64_t x;
+  if (st->need_cap && st->cap <= 0) return 0;
+  return !sim_extend_count(st->a, h, st->k, &x) && bs_mem_over(st->cfg, x, st->cap);
+}
+
 /* The pipeline sends a rank of the interleaved schedule keeps in flight, each holding its buffer
  * until it is joined (PP_SENDS, plans/workload_impl.h): its memory grows until that many are
  * posted (pipeline_shortcut counts them). */
 #define PIPE_SENDS 32
 
+struct replay;
+
+/* A replayed rank's source of ops (rank_state.it): its plan iterator, and the replay whose peers'
+ * states it prepares (w_next). */
+typedef struct {
+  bs_plan_iter *it;
+  struct replay *R;
+  uint8_t *ready; /* R's (below), and its ranks: read on every message and collective op */
+  int G;
+} walk_it;
+
 /* The zero-time transport: every rank of the plan has the interpreter's state (slot = rank, no
  * fold, no SimGrid), the replayed ones an iterator and a clock of their own. */
-typedef struct {
+typedef struct replay {
   const bs_config *cfg;
   const bs_profile *prof;
   const bs_platform_spec *ps;
@@ -57,8 +90,11 @@ typedef struct {
   double *compute; /* per rank: its COMPUTE seconds */
   double *done;    /* per (rank, handle): when it completes (< 0: not yet known) */
   uint8_t *in_wait;
-  int *ranks, n; /* the replayed ranks, in rank order */
-  int *idx_of;   /* real rank -> index in ranks, or -1 */
+  int *ranks, n;  /* the replayed ranks, in rank order */
+  int *idx_of;    /* real rank -> index in ranks, or -1 */
+  walk_it *its;   /* the replayed ranks' sources, by index in ranks */
+  uint8_t *ready; /* per rank: 1 its state prepared (replayed, or a peer met), 2 its collective count
+                     alone (a member of a collective met): w_next */
   /* the pipeline shortcut's relaxation (pipeline_shortcut): a message between two pipeline stages
    * of a microbatch in [relax_lo, relax_hi) takes no time on either side, as if its peer were
    * outside the replay; pp_stride, pp_size: the mesh's pipeline dimension */
@@ -68,6 +104,9 @@ typedef struct {
                      before its first message of microbatch relax_hi (the tail's first: -1 before it) */
   unmatched *um;
   int num, cap;
+  const walk_stop *stop; /* the early stop, or NULL */
+  int64_t stop_seen;     /* the highest peak of a replayed rank checked so far */
+  int stopped;           /* the stop proved the point out of memory: the replay ends */
 } replay;
 
 static double *done_of(replay *R, const rank_state *rs, int hd) {
@@ -204,8 +243,17 @@ static int w_coll(void *eng, rank_state *rs, const bs_op *op) {
   return 0;
 }
 
+/* Every COMPUTE checks the early stop (walk_stop) on a rank's new peak: the rank is left suspended
+ * and the replay ends (walk_plan). */
 static int w_compute(void *eng, rank_state *rs, double d) {
   replay *R = eng;
+  if (R->stop && rs->mem_peak > R->stop_seen) {
+    R->stop_seen = rs->mem_peak;
+    if (stop_proven(R->stop, rs->mem_peak)) {
+      R->stopped = 1;
+      return SIM_SUSPENDED;
+    }
+  }
   R->t[rs->slot] += d;
   R->compute[rs->slot] += d;
   return 0;
@@ -279,8 +327,41 @@ static int replay_ranks(const bs_mesh *mesh, int corners, int G, int *ranks) {
  * most as long as the simulation takes it only makes a rank end earlier than in the simulation,
  * so the latest end is a lower bound of the step.
  */
-static int w_next(void *it, bs_op *op) { return bs_plan_next(it, op); }
-static const char *w_iter_error(void *it) { return bs_plan_iter_errmsg(it); }
+
+/* A rank outside the replay is only ever a peer: the interpreter reads its collective count when a
+ * replayed rank waits on a collective it is a member of (coll_seq, coll_last_arrival) and, when a
+ * replayed rank posts a message to or from it, its side of the pair (rank_state up to h:
+ * sim_note_match). Each is cleared when the first such op is read (w_next), not for every rank up
+ * front: a walk meets a handful of peers, and clearing all of them cost as much as the rest of a
+ * short walk (1.4 MB per walk of 256 ranks, 13 MB of 2304). */
+static void prepare_peer(replay *R, int r) {
+  rank_state *rs = &R->c.rs[r];
+  memset(rs, 0, offsetof(rank_state, h));
+  rs->ctx = &R->c;
+  rs->slot = rs->rank = r;
+  rs->node = r / R->rpn;
+  R->ready[r] = 1;
+}
+
+static int w_next(void *x, bs_op *op) {
+  walk_it *w = x;
+  if (!bs_plan_next(w->it, op)) return 0;
+  if (op->kind == BS_OP_SEND || op->kind == BS_OP_RECV) {
+    int p = op->u.p2p.peer; /* one out of range is the interpreter's error (sim_op_post_p2p) */
+    if (p >= 0 && p < w->G && w->ready[p] != 1) prepare_peer(w->R, p);
+  } else if (op->kind == BS_OP_COLL) {
+    const bs_group *g = &op->u.coll.group;
+    for (int i = 0; i < g->size; i++) {
+      int m = sim_member(g, i);
+      if (m >= 0 && m < w->G && !w->ready[m]) { /* out of range: the interpreter's error (check_coll) */
+        w->R->c.rs[m].coll_seq = 0;
+        w->ready[m] = 2;
+      }
+    }
+  }
+  return 1;
+}
+static const char *w_iter_error(void *x) { return bs_plan_iter_errmsg(((walk_it *)x)->it); }
 
 /* The point the interpreter runs the replayed ranks in: every rank's state, the replayed ones'
  * iterators; 0 or -1 when out of memory. */
@@ -302,34 +383,41 @@ static int replay_setup(replay *R, bs_plan *plan, int G, int corners) {
   R->in_wait = calloc((size_t)G, 1);
   R->ranks = malloc(sizeof *R->ranks * (size_t)G);
   R->idx_of = malloc(sizeof *R->idx_of * (size_t)G);
-  if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of) return -1;
+  R->ready = calloc((size_t)G, 1);
+  if (!c->rs || !R->t || !R->compute || !R->done || !R->in_wait || !R->ranks || !R->idx_of || !R->ready) return -1;
   for (int r = 0; r < G; r++) R->idx_of[r] = -1;
   const bs_mesh *mesh = bs_plan_mesh(plan);
   R->n = replay_ranks(mesh, corners, G, R->ranks);
   R->pp_stride = mesh->stride[BS_DIM_PP] > 0 ? mesh->stride[BS_DIM_PP] : 1;
   R->pp_size = mesh->size[BS_DIM_PP] > 0 ? mesh->size[BS_DIM_PP] : 1;
   for (int i = 0; i < R->n; i++) R->idx_of[R->ranks[i]] = i;
-  for (int r = 0; r < G; r++) {
-    /* a rank outside the replay is only ever a peer: the interpreter reads its scalars and its side
-     * of the pairs (rank_state up to h), so only those are cleared (a whole state is 83 KB) */
+  R->its = calloc((size_t)R->n, sizeof *R->its);
+  if (!R->its) return -1;
+  for (int i = 0; i < R->n; i++) {
+    int r = R->ranks[i];
     rank_state *rs = &c->rs[r];
-    memset(rs, 0, R->idx_of[r] >= 0 ? sizeof *rs : offsetof(rank_state, h));
+    memset(rs, 0, sizeof *rs);
     rs->ctx = c;
     rs->slot = rs->rank = r;
     rs->node = r / R->rpn;
+    R->ready[r] = 1;
+    R->its[i] = (walk_it){NULL, R, R->ready, G};
+    rs->it = &R->its[i];
   }
   for (int i = 0; i < R->n; i++)
-    if (!(c->rs[R->ranks[i]].it = bs_plan_iter_new(plan, R->ranks[i]))) return -1;
+    if (!(R->its[i].it = bs_plan_iter_new(plan, R->ranks[i]))) return -1;
   return 0;
 }
 
 static void replay_free(replay *R) {
-  for (int i = 0; R->c.rs && i < R->n; i++) {
+  for (int i = 0; R->c.rs && R->its && i < R->n; i++) {
     rank_state *rs = &R->c.rs[R->ranks[i]];
-    if (rs->it) bs_plan_iter_free(rs->it);
+    if (R->its[i].it) bs_plan_iter_free(R->its[i].it);
     free(rs->coll_arr);
     free(rs->buf);
   }
+  free(R->its);
+  free(R->ready);
   free(R->c.rs);
   free(R->t);
   free(R->compute);
@@ -342,9 +430,11 @@ static void replay_free(replay *R) {
 }
 
 /* relax[0 .. 2): the microbatches whose messages between stages take no time (pipeline_shortcut;
- * {0, 0}: none). */
+ * {0, 0}: none). stop: the early stop (NULL: none); when it ends the replay, out->peak_partial is set,
+ * its peak and classes those held then, compute_s and replay_s 0. */
 static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_sim_opts *opts, const bs_profile *prof,
-                     int corners, const int64_t relax[2], int64_t *sends, bs_walk *out, char *err, size_t errlen) {
+                     int corners, const int64_t relax[2], int64_t *sends, const walk_stop *stop, bs_walk *out,
+                     char *err, size_t errlen) {
   bs_plan *plan = NULL;
   bs_coll_model model = opts->coll_model;
   int rpn = ps->ranks_per_node;
@@ -360,6 +450,7 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
     R->rpn = rpn;
     R->relax_lo = relax[0];
     R->relax_hi = relax[1];
+    R->stop = stop;
     R->routes = ps->generated && !ps->shared_host && bs_topo_has_rails(ps->topo.name) &&
                 cfg->cluster.degrade_factor == 0 && cfg->cluster.failed_nics == 0;
   }
@@ -386,8 +477,9 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
         rc = -1;
       }
       moved |= x > 0;
+      if (R->stopped) break;
     }
-    if (!alive) break;
+    if (!alive || R->stopped) break;
     if (!rc && !moved) {
       snprintf(err, errlen, "the replay of the plan without message times deadlocked");
       rc = -1;
@@ -396,6 +488,7 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
   memset(out->breakdown, 0, sizeof out->breakdown);
   out->peak_bytes = 0;
   out->compute_s = out->replay_s = 0;
+  out->peak_partial = !rc && R->stopped;
   for (int i = 0; !rc && i < R->n; i++) {
     int r = R->ranks[i];
     const rank_state *rs = &R->c.rs[r];
@@ -403,6 +496,7 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
       out->peak_bytes = rs->mem_peak;
       memcpy(out->breakdown, rs->cls_at_peak, sizeof out->breakdown);
     }
+    if (out->peak_partial) continue;
     if (R->compute[r] > out->compute_s) out->compute_s = R->compute[r];
     if (R->t[r] > out->replay_s) out->replay_s = R->t[r];
     if (sends) {
@@ -410,6 +504,7 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
       sends[2 * i + 1] = R->sends[2 * r + 1] < 0 ? R->sends[2 * r] : R->sends[2 * r + 1];
     }
   }
+  if (out->peak_partial) memset(out->breakdown, 0, sizeof out->breakdown);
   if (R) replay_free(R);
   free(R);
   bs_plan_free(plan);
@@ -425,9 +520,12 @@ static int walk_plan(const bs_config *cfg, const bs_platform_spec *ps, const bs_
  * the peak is the 3-microbatch walk's (each middle microbatch frees what it takes, so more of them
  * repeat the same peak): a lower bound of the corners' (tests/search: search.stages_shortcut checks
  * both against the walk of every microbatch). 1 when it applied (out set, or rc in *rc), 0 when not.
+ * With the early stop, the 3-microbatch walk, whose peak is the point's, goes first and stops early:
+ * an out-of-memory point is settled without the 2-microbatch walk (whose error, where both fail,
+ * is still the one returned).
  */
-static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, bs_walk *out,
-                               int *rc, char *err, size_t errlen) {
+static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int stop,
+                               bs_walk *out, int *rc, char *err, size_t errlen) {
   bs_mesh m;
   if (bs_mesh_of(cfg, &m, err, errlen) || m.size[BS_DIM_PP] > 1 || m.microbatches < 4) return 0;
   bs_plan *plan = NULL; /* legality is the point's own, not the shorter steps' */
@@ -443,8 +541,21 @@ static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, co
   c2.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * 2;
   c3.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * 3;
   bs_walk a, b;
-  if ((*rc = bs_sim_walk(&c2, opts, prof, BS_WALK_STAGES, &a, err, errlen)) ||
-      (*rc = bs_sim_walk(&c3, opts, prof, BS_WALK_STAGES, &b, err, errlen)))
+  if (stop) {
+    char e3[512] = "";
+    int r3 = bs_sim_walk(&c3, opts, prof, BS_WALK_STAGES | BS_WALK_STOP_OOM, &b, e3, sizeof e3);
+    if (!r3 && b.peak_partial) {
+      *out = b;
+      *rc = 0;
+      return 1;
+    }
+    if ((*rc = bs_sim_walk(&c2, opts, prof, BS_WALK_STAGES, &a, err, errlen))) return 1;
+    if ((*rc = r3)) {
+      snprintf(err, errlen, "%s", e3);
+      return 1;
+    }
+  } else if ((*rc = bs_sim_walk(&c2, opts, prof, BS_WALK_STAGES, &a, err, errlen)) ||
+             (*rc = bs_sim_walk(&c3, opts, prof, BS_WALK_STAGES, &b, err, errlen)))
     return 1;
   double k = (double)(m.microbatches - 2);
   *out = b;
@@ -501,9 +612,17 @@ static int microbatch_shortcut(const bs_config *cfg, const bs_sim_opts *opts, co
  * busiest rank is the same). search.pipeline_shortcut checks the peak equal and the bounds at most
  * the walk of every microbatch on points of 2 to 8 stages, and prints how close they come.
  * 1 when it applied (out set, or rc in *rc), 0 when not (the full walk runs).
+ *
+ * The early stop (stop): where one of its walks stops (its peak past the capacity), *stopped is set
+ * and it does not apply; the caller walks every microbatch with the early stop. If that stops too,
+ * the step's peak is past the capacity, and so is the shortcut's where it applies: it is the peak of
+ * both walks (the check above), and one of them, with 1F1B's single pair of walks, is the walk that
+ * stopped (interleaved points may add periods to Ma: there, the shortcut's peak is that of the step,
+ * as argued above and tested). If it does not stop, the step fits and the caller runs this
+ * without the early stop: the result is the one without it, whatever the shortcut decides.
  */
 static int pipeline_shortcut(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int corners,
-                             bs_walk *out, int *rc, char *err, size_t errlen) {
+                             int stop, int *stopped, bs_walk *out, int *rc, char *err, size_t errlen) {
   bs_mesh m;
   if (cfg->work.scope != BS_SCOPE_MODEL || bs_sim_layers_apply(cfg, opts) || bs_mesh_of(cfg, &m, err, errlen) ||
       m.size[BS_DIM_PP] <= 1)
@@ -533,6 +652,7 @@ static int pipeline_shortcut(const bs_config *cfg, const bs_sim_opts *opts, cons
   int64_t *sends = ring ? malloc(sizeof *sends * 4 * (size_t)G) : NULL;
   if (ring && !sends) return 0;
   bs_walk w[2];
+  walk_stop st = {cfg, 0, 1, bs_profile_capacity_bytes(prof), 0};
   for (int tries = 0;; tries++) {
     int64_t Mb = Ma + g, more = 0;
     if (Ma + Mb >= M || Mb >= 1024 || tries == 2) { /* not worth it (or a tag's microbatch bits) */
@@ -546,10 +666,15 @@ static int pipeline_shortcut(const bs_config *cfg, const bs_sim_opts *opts, cons
       c.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * Mx;
       memset(&w[i], 0, sizeof w[i]);
       for (int j = 0; sends && j < 2 * G; j++) sends[2 * (size_t)G * (size_t)i + (size_t)j] = -1;
-      if (walk_plan(&c, &ps, opts, prof, corners, relax, sends ? sends + 2 * (size_t)G * (size_t)i : NULL, &w[i], err,
-                    errlen)) {
+      if (walk_plan(&c, &ps, opts, prof, corners, relax, sends ? sends + 2 * (size_t)G * (size_t)i : NULL,
+                    stop ? &st : NULL, &w[i], err, errlen)) {
         free(sends);
         return 0; /* the full walk says why */
+      }
+      if (w[i].peak_partial) { /* past the capacity: the full walk, with the early stop, settles it */
+        *stopped = 1;
+        free(sends);
+        return 0;
       }
     }
     /* the ring full a period before the tail: tail's sends - a period's >= PIPE_SENDS on each rank,
@@ -582,10 +707,15 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   if (opts_in) opts = *opts_in;
   else bs_sim_opts_default(&opts);
   memset(out, 0, sizeof *out);
-  int mrc = 0;
-  if (corners == BS_WALK_STAGES && microbatch_shortcut(cfg, &opts, prof, out, &mrc, err, errlen)) return mrc;
+  int mrc = 0, stop = corners & BS_WALK_STOP_OOM, pstopped = 0;
+  corners &= ~BS_WALK_STOP_OOM;
+  /* FP8 GEMMs on a profile without them: the whole walk is refused at the first (bs_profile_kernel_time),
+   * which may come after the held bytes pass the capacity: no early stop, the refusal stays the answer */
+  if (cfg->model.fp8 != BS_FP8_OFF && !(prof->peak_flops_fp8 > 0 && prof->kernel[BS_K_GEMM].kind == BS_KM_TILED))
+    stop = 0;
+  if (corners == BS_WALK_STAGES && microbatch_shortcut(cfg, &opts, prof, stop, out, &mrc, err, errlen)) return mrc;
   if ((corners == BS_WALK_STAGES || corners == BS_WALK_CORNERS) &&
-      pipeline_shortcut(cfg, &opts, prof, corners, out, &mrc, err, errlen))
+      pipeline_shortcut(cfg, &opts, prof, corners, stop, &pstopped, out, &mrc, err, errlen))
     return mrc;
   if (corners == BS_WALK_STAGES_EVERY) corners = BS_WALK_STAGES;
   if (corners == BS_WALK_CORNERS_EVERY) corners = BS_WALK_CORNERS;
@@ -595,9 +725,18 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   out->ranks_per_node = ps.ranks_per_node;
   out->capacity_bytes = bs_profile_capacity_bytes(prof);
   int rc;
+  walk_stop st = {cfg, 0, 1, out->capacity_bytes, 0};
   if (!bs_sim_layers_apply(cfg, &opts)) {
-    rc = walk_plan(cfg, &ps, &opts, prof, corners, none, NULL, out, err, errlen);
+    rc = walk_plan(cfg, &ps, &opts, prof, corners, none, NULL, stop ? &st : NULL, out, err, errlen);
     out->oom = bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
+    if (!rc && pstopped && !out->peak_partial) { /* the step fits: the walk without the early stop */
+      bs_walk w;
+      memset(&w, 0, sizeof w);
+      if (pipeline_shortcut(cfg, &opts, prof, corners, 0, &pstopped, &w, &mrc, err, errlen)) {
+        *out = w;
+        return mrc;
+      }
+    }
     return rc;
   }
   /* The layer shortcut: 3 and 4 layers, extended to L as layers.c extends the simulated figures. */
@@ -607,15 +746,16 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   bs_walk a, b;
   memset(&a, 0, sizeof a);
   memset(&b, 0, sizeof b);
-  if ((rc = walk_plan(&ca, &ps, &opts, prof, corners, none, NULL, &a, err, errlen)) ||
-      (rc = walk_plan(&cb, &ps, &opts, prof, corners, none, NULL, &b, err, errlen)))
-    return rc;
   int64_t k = cfg->model.layers - 3;
+  if ((rc = walk_plan(&ca, &ps, &opts, prof, corners, none, NULL, NULL, &a, err, errlen))) return rc;
+  /* the early stop in the 4-layer walk, on the extended figure (walk_stop): the 3-layer walk is whole */
+  st = (walk_stop){cfg, a.peak_bytes, k, out->capacity_bytes, 1};
+  if ((rc = walk_plan(&cb, &ps, &opts, prof, corners, none, NULL, stop ? &st : NULL, &b, err, errlen))) return rc;
   if (sim_extend_count(a.peak_bytes, b.peak_bytes, k, &out->peak_bytes)) {
     snprintf(err, errlen, "memory.peak_bytes: the bytes of %lld layers pass 2^63 - 1", (long long)cfg->model.layers);
     return -1;
   }
-  for (int c = 0; c < BS_MEM_CLASS_COUNT; c++)
+  for (int c = 0; !b.peak_partial && c < BS_MEM_CLASS_COUNT; c++)
     if (sim_extend_count(a.breakdown[c], b.breakdown[c], k, &out->breakdown[c])) {
       snprintf(err, errlen, "memory.breakdown: the bytes of %lld layers pass 2^63 - 1", (long long)cfg->model.layers);
       return -1;
@@ -623,5 +763,9 @@ int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profi
   out->compute_s = a.compute_s + (double)k * (b.compute_s - a.compute_s);
   out->replay_s = a.replay_s + (double)k * (b.replay_s - a.replay_s);
   out->oom = out->capacity_bytes > 0 && bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
+  if ((out->peak_partial = b.peak_partial)) { /* a lower bound past the capacity: no classes, no times */
+    memset(out->breakdown, 0, sizeof out->breakdown);
+    out->compute_s = out->replay_s = 0;
+  }
   return 0;
 }

@@ -29,6 +29,9 @@ typedef struct {
   double replay_s;    /* the latest end with every message taking no time and every collective its floor
                          (walk.c): a lower bound of the step */
   int ranks_per_node; /* what the plan was built with (the platform's) */
+  int peak_partial;   /* BS_WALK_STOP_OOM: the walk stopped once a rank's held bytes proved the point out of
+                         memory (oom = 1): peak_bytes is then a lower bound of the peak, already past the
+                         capacity, breakdown is zero, compute_s and replay_s are 0 (not bounds) */
 } bs_walk;
 
 /*
@@ -53,10 +56,17 @@ typedef struct {
  * for 1F1B; multiples of pp for interleaved) with the messages between stages of the middle ones
  * taking no time, and extend: the same peak, a time bound at most the full walk's (walk.c,
  * pipeline_shortcut); BS_WALK_STAGES_EVERY and BS_WALK_CORNERS_EVERY walk every microbatch.
+ * BS_WALK_STOP_OOM or'd into corners stops the walk as soon as a replayed rank's held bytes prove the
+ * point out of memory (walk.c, walk_stop): peak_partial is then set. Its oom is the whole walk's exactly
+ * (tests/search: search.walk_stop), and a point that fits walks as without it, byte for byte. What
+ * it never reads past the stop cannot refuse the point: FP8 on a profile without FP8 GEMMs walks
+ * whole (refused as without the stop); a plan that would break its own invariants past the stop
+ * (a bug, -1), or a point whose counts would pass 2^63 - 1 past it (too large), is out of memory there.
  * Returns 0; -2 when the point is not valid (bs_plan_create's
  * error, or the platform's: the message names the key); -1 on a broken plan.
  */
 enum { BS_WALK_ALL = 0, BS_WALK_CORNERS = 1, BS_WALK_STAGES = 2, BS_WALK_STAGES_EVERY = 3, BS_WALK_CORNERS_EVERY = 4 };
+enum { BS_WALK_STOP_OOM = 8 }; /* or'd into the mode: stop once the point is proven out of memory */
 
 int bs_sim_walk(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int corners, bs_walk *out,
                 char *err, size_t errlen);

@@ -218,8 +218,8 @@ static int announce(const bs_search *s, const bs_sim_opts *opts, const bs_search
   int sample = 16;
   double each = 0;
   char err[1024], t[32];
-  if (bs_search_estimate(s, opts, sample, A->dry_run ? BS_WALK_CORNERS : BS_WALK_STAGES, &each, &sample, err,
-                         sizeof err)) {
+  int mode = (A->dry_run ? BS_WALK_CORNERS : BS_WALK_STAGES) | BS_WALK_STOP_OOM; /* as the search walks */
+  if (bs_search_estimate(s, opts, sample, mode, &each, &sample, err, sizeof err)) {
     fprintf(stderr, "burstsim search: %s\n", err);
     return -1;
   }
