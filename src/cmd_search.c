@@ -40,7 +40,7 @@ static void search_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim search SCENARIO.ini [--set section.key=value]... [--top K] [--out F.json]\n"
           "                       [--csv F.csv] [--report DIR] [--profile P] [--quiet] [--dry-run]\n"
-          "                       [--top-only] [--force] [--no-cache] [--timeout S]\n"
+          "                       [--top-only] [--force] [--no-cache] [--walk-all] [--timeout S]\n"
           "\n"
           "Finds the fastest parallel configuration for the model, workload, cluster and gpus the\n"
           "scenario fixes. Parallel keys left out or set to auto are searched over every legal value\n"
@@ -66,6 +66,9 @@ static void search_usage(FILE *f) {
           "                 otherwise, exit 2, with the estimate and the keys that multiply it)\n"
           "  --no-cache     every layer regenerates its attention's ops instead of reading each rank's\n"
           "                 record of the first (slower; the same results: the reference for tests)\n"
+          "  --walk-all     walk every candidate before simulating (the reference for tests): by default\n"
+          "                 each is probed (its plan's first ops: legality, a lower bound of its peak and\n"
+          "                 of its compute) and walked only when the search reaches it\n"
           "  --timeout S    under mpirun -np P: seconds MPI start-up, the check that every rank has the\n"
           "                 same inputs, and the gather may block (default 120), and the most rank 0\n"
           "                 waits for another rank to end its part (default: no bound)\n"
@@ -342,6 +345,9 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
   cJSON_AddBoolToObject(o, "partial", s->interrupted); /* the best of those examined, not of the space */
   cJSON_AddNumberToObject(o, "walked", s->walked);
   cJSON_AddNumberToObject(o, "refined", s->refined); /* walked a second time, over the grid's corners */
+  cJSON_AddNumberToObject(o, "not_walked", s->not_walked);
+  cJSON_AddNumberToObject(o, "memory_found_by_probe", s->memory_by_probe);
+  cJSON_AddNumberToObject(o, "probe_violations", s->probe_violations);
   cJSON_AddNumberToObject(o, "brute_force_simulations", s->legal - s->memory + s->memory_by_sim);
   cJSON_AddNumberToObject(o, "wall_s", s->wall_s);
   cJSON_AddNumberToObject(o, "walk_s", s->walk_s);
@@ -628,17 +634,18 @@ static int mpi_start(const bs_search_args *A, const bs_scenario *sc, const bs_se
   bs_watchdog_arm("burstsim search", *rank, "start-up (comparing the inputs of the ranks)", A->timeout);
   struct {
     char profile[512];
-    int top, dry_run, top_only, force;
+    int top, dry_run, top_only, force, walk_all;
     bs_search_autos au;
   } same;
   memset(&same, 0, sizeof same);
   snprintf(same.profile, sizeof same.profile, "%s", A->profile ? A->profile : "");
   same.top = A->top, same.dry_run = A->dry_run, same.top_only = A->top_only, same.force = A->force;
+  same.walk_all = A->walk_all;
   same.au = *au;
   if (bs_points_same(MPI_COMM_WORLD, sc->points, sc->npoints, err, sizeof err) ||
       bs_bytes_same(MPI_COMM_WORLD, &same, sizeof same,
                     "set of search options (--profile, --top, --top-only, "
-                    "--dry-run, --force, or the keys searched)",
+                    "--dry-run, --force, --walk-all, or the keys searched)",
                     err, sizeof err)) {
     if (*rank == 0) fprintf(stderr, "burstsim search: %s: %s\n", A->scenario, err);
     search_finalize(*rank, A->timeout);
@@ -854,7 +861,7 @@ int cmd_search(int argc, char **argv) {
   progress_ctx pc = {isatty(2), every, every};
   int show = !A.quiet && mpi_rank == 0;
   bs_search_opts so = {A.top, mpi_rank, mpi_size,  &opts,      &stop_flag, show ? progress : NULL,
-                       &pc,   0,        A.dry_run, A.top_only, 0};
+                       &pc,   0,        A.dry_run, A.top_only, 0,          A.walk_all};
   int rc = bs_search_run(&s, &so, err, sizeof err);
   if (!rc && mpi_size > 1) gather_parts(&s, &A, mpi_rank, mpi_size);
   if (mpi_size > 1) search_finalize(mpi_rank, A.timeout);

@@ -1,0 +1,131 @@
+/*
+ * probe.c — a candidate's cheap lower bounds (probe.h): the platform and the plan built as the walk
+ * builds them first (so a refusal is the walk's, word for word), then the first ops of one rank per
+ * pipeline stage, counted as the simulator counts them.
+ *
+ * Memory. A simulated rank's bytes in use change only at its ALLOC (+ bs_sim_alloc_held, memory.c)
+ * and FREE (- what the ALLOC held) ops (rankops.c), in its program's order, whatever the timing;
+ * its peak is the most it holds after any op. The bytes held after the k-th op of a rank's program
+ * are therefore at most that rank's peak, so their maximum over a prefix (peak_bytes) is at most
+ * the simulated peak (the maximum over the ranks; a fold simulates one rank per class of ranks with
+ * the same program). The probed ranks are those the walk's first pass replays (BS_WALK_STAGES:
+ * every pipeline stage's rank at the last coordinate of the attention's ring, the first of the
+ * others): a walk over every op of those ranks finds at least as much. Where the simulator extends
+ * from shorter programs (the layer shortcut: 3 and 4 layers; the pipeline micro-batch shortcut,
+ * micro.c), the prefix is of the full program: the model state a rank allocates first grows with
+ * the layers exactly as the shortcut extends it (weights, gradients and Adam states are one buffer
+ * each, linear in the layers: memory.h), and what a prefix holds besides it (the first layers'
+ * activations of the first micro-batch) is held by the shorter programs too, which run the same
+ * first ops. search.probe_below_walk checks the bound against the walk on every candidate of its
+ * spaces, and the search counts every walked candidate whose walk finds less (probe_violations,
+ * which must stay 0).
+ *
+ * Time. A rank's step is at least the sum of its COMPUTE durations (the proof at the top of
+ * search.c), each the profile's bs_profile_kernel_time (times a straggler's factor of at least 1),
+ * so at least the sum over any prefix of its program: compute_s, the largest over the probed ranks.
+ * With the layer shortcut the simulated step is the extension of 3 and 4 layers, which matches the
+ * full program within 0.1 %: the search takes it with the slack it takes the walk's bound with.
+ */
+#include "search/probe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "plans/plan.h"
+#include "sim/memory.h"
+#include "sim/platform.h"
+
+/* The rank the walk's first pass replays for pipeline stage s (walk.c, replay_ranks with
+ * BS_WALK_STAGES): the last coordinate of the dimension attention runs over, the first of the others. */
+static int stage_rank(const bs_mesh *m, int s) {
+  int att = m->att_dim, r = 0;
+  if (att >= 0 && att < 3 && m->size[att] > 1) r = (m->size[att] - 1) * m->stride[att];
+  return r + s * m->stride[BS_DIM_PP];
+}
+
+/* The first max_ops ops of rank r: the most bytes held after any of them, and their compute. 0, or
+ * -1 (an op the simulator would refuse, or out of memory: nothing is known). */
+static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype dt, int max_ops, int64_t *held_by,
+                  int32_t nids, int64_t *peak, double *compute) {
+  bs_plan_iter *it = bs_plan_iter_new(plan, r);
+  if (!it) return -1;
+  int64_t held = 0;
+  int rc = 0;
+  bs_op op;
+  char err[256];
+  memset(held_by, 0, sizeof *held_by * (size_t)nids);
+  for (int k = 0; k < max_ops && bs_plan_next(it, &op); k++) {
+    if (op.kind == BS_OP_ALLOC) {
+      int32_t b = op.u.alloc.buf;
+      if (b < 0 || b >= nids || held_by[b] || op.u.alloc.bytes < 0) {
+        rc = -1;
+        break;
+      }
+      held_by[b] = bs_sim_alloc_held(prof, &op);
+      held += held_by[b];
+      if (held > *peak) *peak = held;
+    } else if (op.kind == BS_OP_FREE) {
+      int32_t b = op.u.free.buf;
+      if (b < 0 || b >= nids) {
+        rc = -1;
+        break;
+      }
+      held -= held_by[b];
+      held_by[b] = 0;
+    } else if (op.kind == BS_OP_COMPUTE) {
+      double d = bs_profile_kernel_time(prof, &op.u.compute, dt, err, sizeof err);
+      if (d < 0) {
+        rc = -1;
+        break;
+      }
+      *compute += d;
+    }
+  }
+  bs_plan_iter_free(it);
+  return rc;
+}
+
+int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int max_ops, bs_probe *out,
+                    char *err, size_t errlen) {
+  bs_sim_opts opts;
+  if (opts_in) opts = *opts_in;
+  else bs_sim_opts_default(&opts);
+  memset(out, 0, sizeof *out);
+  bs_platform_spec ps;
+  if (bs_platform_resolve(cfg, &opts, prof, &ps, err, errlen)) return -2; /* every walk resolves it first */
+  out->ranks_per_node = ps.ranks_per_node;
+  out->capacity_bytes = bs_profile_capacity_bytes(prof);
+  bs_plan *plan = NULL;
+  if (bs_sim_layers_apply(cfg, &opts)) {
+    /* the walk builds the 3-layer plan first: its refusal is the walk's; the full plan's is not */
+    bs_config c3 = *cfg;
+    c3.model.layers = 3;
+    if (bs_plan_create(&c3, ps.ranks_per_node, &plan, err, errlen)) return -2;
+    bs_plan_free(plan);
+    char why[256];
+    if (bs_plan_create(cfg, ps.ranks_per_node, &plan, why, sizeof why)) return 1;
+  } else if (bs_plan_create(cfg, ps.ranks_per_node, &plan, err, errlen)) {
+    return -2; /* the walk's first plan (the micro-batch and pipeline shortcuts build it first too) */
+  }
+  bs_plan_set_op_cache(plan, !opts.no_op_cache);
+  const bs_mesh *m = bs_plan_mesh(plan);
+  int32_t nids = bs_plan_buf_ids(plan);
+  int64_t *held_by = malloc(sizeof *held_by * (size_t)(nids > 0 ? nids : 1));
+  int rc = held_by ? 0 : 1, stages = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1;
+  for (int s = 0; !rc && s < stages; s++) {
+    int64_t peak = 0;
+    double compute = 0;
+    if (prefix(plan, stage_rank(m, s), prof, cfg->model.dtype, max_ops, held_by, nids, &peak, &compute)) rc = 1;
+    if (peak > out->peak_bytes) out->peak_bytes = peak;
+    if (compute > out->compute_s) out->compute_s = compute;
+  }
+  free(held_by);
+  bs_plan_free(plan);
+  if (rc) {
+    out->peak_bytes = 0;
+    out->compute_s = 0;
+    return 1;
+  }
+  out->oom = out->capacity_bytes > 0 && bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
+  return 0;
+}
