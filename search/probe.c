@@ -85,8 +85,8 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
   return rc;
 }
 
-int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int max_ops, bs_probe *out,
-                    char *err, size_t errlen) {
+int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int max_ops,
+                    bs_probe *out, char *err, size_t errlen) {
   bs_sim_opts opts;
   if (opts_in) opts = *opts_in;
   else bs_sim_opts_default(&opts);

@@ -1035,9 +1035,7 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
     if (!(c->flags & BS_CAND_REFINED)) {
       const bs_profile *prof = profile_for(profs, &np, cfg, o->opts, err, errlen);
       double tw = bs_now_s();
-      int r = !prof                          ? -1
-              : c->flags & BS_CAND_PROBED ? first_walk_of(s, i, cfg, o, prof)
-                                             : refine(s, i, cfg, o, prof);
+      int r = !prof ? -1 : c->flags & BS_CAND_PROBED ? first_walk_of(s, i, cfg, o, prof) : refine(s, i, cfg, o, prof);
       if (lazy) s->walk_s += bs_now_s() - tw;
       if (r > 0) heap_push(s, heap, &nh, i);
       else done++;
