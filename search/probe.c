@@ -43,18 +43,32 @@ static int stage_rank(const bs_mesh *m, int s) {
   return r + s * m->stride[BS_DIM_PP];
 }
 
-/* The first max_ops ops of rank r: the most bytes held after any of them, and their compute. 0, or
- * -1 (an op the simulator would refuse, or out of memory: nothing is known). */
+/* What a prefix of one rank's program shows: the most bytes held after any op, the compute, and
+ * the compute of its first layer's forward (from its first ACTIVATIONS to the next of the same
+ * bytes, the second layer's kept input; -1 when not seen). */
+#define PREFIX_ACTS 4 /* the peak through the first three layers' forwards */
+
+typedef struct {
+  int64_t peak;
+  double compute, layer_fwd;
+} seen;
+
+/* The first max_ops ops of rank r, up to its PREFIX_ACTS-th ACTIVATIONS (that layer's forward begins).
+ * 0, or -1 (an op the simulator would refuse, or out of memory: nothing is known). */
 static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype dt, int max_ops, int64_t *held_by,
-                  int32_t nids, int64_t *peak, double *compute) {
+                  int32_t nids, seen *out) {
   bs_plan_iter *it = bs_plan_iter_new(plan, r);
   if (!it) return -1;
   int64_t held = 0;
-  int rc = 0;
+  int rc = 0, acts = 0;
+  double at_act = 0;
+  int64_t act_bytes = -1;
   bs_op op;
   char err[256];
   memset(held_by, 0, sizeof *held_by * (size_t)nids);
-  for (int k = 0; k < max_ops && bs_plan_next(it, &op); k++) {
+  memset(out, 0, sizeof *out);
+  out->layer_fwd = -1;
+  for (int k = 0; k < max_ops && acts < PREFIX_ACTS && bs_plan_next(it, &op); k++) {
     if (op.kind == BS_OP_ALLOC) {
       int32_t b = op.u.alloc.buf;
       if (b < 0 || b >= nids || held_by[b] || op.u.alloc.bytes < 0) {
@@ -63,7 +77,14 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
       }
       held_by[b] = bs_sim_alloc_held(prof, &op);
       held += held_by[b];
-      if (held > *peak) *peak = held;
+      if (held > out->peak) out->peak = held;
+      /* a layer's forward begins with its kept input (workload.c, layer_fwd_step), the same bytes in
+       * every layer; the attention's saved buffers between are ACTIVATIONS of other sizes */
+      if (op.u.alloc.cls == BS_MEM_ACTIVATIONS && (!acts || op.u.alloc.bytes == act_bytes)) {
+        if (++acts == 2) out->layer_fwd = out->compute - at_act;
+        at_act = out->compute;
+        act_bytes = op.u.alloc.bytes;
+      }
     } else if (op.kind == BS_OP_FREE) {
       int32_t b = op.u.free.buf;
       if (b < 0 || b >= nids) {
@@ -78,11 +99,30 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
         rc = -1;
         break;
       }
-      *compute += d;
+      out->compute += d;
     }
   }
   bs_plan_iter_free(it);
   return rc;
+}
+
+/*
+ * The forwards a rank's program runs that are each at least its first layer's forward: every layer
+ * of its stage in every micro-batch (M x layers / pp), where the layers of a stage and the
+ * micro-batches run the same COMPUTE ops (model scope, training: the layers are identical, and a
+ * micro-batch is the same shapes): 0 (no such count) where they do not. Not alike: FP8 (the first
+ * micro-batch casts the weights, wk_fp8_casts), mixture of experts (routed tokens), packed documents
+ * (each micro-batch's own lengths), a chunk of one layer (its second ACTIVATIONS is another
+ * micro-batch's or the backward's).
+ */
+static double alike_forwards(const bs_config *cfg, const bs_mesh *m) {
+  int64_t pp = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1, L = cfg->model.layers;
+  int64_t chunks = cfg->par.pp_schedule == BS_PP_INTERLEAVED && cfg->par.pp_chunks > 1 ? cfg->par.pp_chunks : 1;
+  if (cfg->work.scope != BS_SCOPE_MODEL || cfg->work.phase != BS_TRAIN || cfg->model.fp8 != BS_FP8_OFF ||
+      cfg->model.experts > 0 || cfg->work.docs > 0 || cfg->work.documents[0] || L % (pp * chunks) ||
+      L / (pp * chunks) < 2 || m->microbatches < 1)
+    return 0;
+  return (double)m->microbatches * (double)(L / pp);
 }
 
 int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int max_ops,
@@ -112,11 +152,12 @@ int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_p
   int32_t nids = bs_plan_buf_ids(plan);
   int64_t *held_by = malloc(sizeof *held_by * (size_t)(nids > 0 ? nids : 1));
   int rc = held_by ? 0 : 1, stages = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1;
+  double fwds = alike_forwards(cfg, m);
   for (int s = 0; !rc && s < stages; s++) {
-    int64_t peak = 0;
-    double compute = 0;
-    if (prefix(plan, stage_rank(m, s), prof, cfg->model.dtype, max_ops, held_by, nids, &peak, &compute)) rc = 1;
-    if (peak > out->peak_bytes) out->peak_bytes = peak;
+    seen x = {0, 0, -1};
+    if (prefix(plan, stage_rank(m, s), prof, cfg->model.dtype, max_ops, held_by, nids, &x)) rc = 1;
+    double compute = fwds > 0 && x.layer_fwd > 0 && fwds * x.layer_fwd > x.compute ? fwds * x.layer_fwd : x.compute;
+    if (x.peak > out->peak_bytes) out->peak_bytes = x.peak;
     if (compute > out->compute_s) out->compute_s = compute;
   }
   free(held_by);

@@ -22,7 +22,7 @@ typedef struct {
 } bs_probe;
 
 /* The ops of each probed rank's program read at most (the prefix). */
-#define BS_PROBE_OPS 256
+#define BS_PROBE_OPS 8192
 
 /*
  * Probes cfg: the platform and the plan the walk builds first (bs_sim_walk), then the first max_ops
