@@ -22,9 +22,15 @@
  *
  * Time. A rank's step is at least the sum of its COMPUTE durations (the proof at the top of
  * search.c), each the profile's bs_profile_kernel_time (times a straggler's factor of at least 1),
- * so at least the sum over any prefix of its program: compute_s, the largest over the probed ranks.
- * With the layer shortcut the simulated step is the extension of 3 and 4 layers, which matches the
- * full program within 0.1 %: the search takes it with the slack it takes the walk's bound with.
+ * so at least the sum over any sub-multiset of its COMPUTE ops. Two such sums: the prefix's; and,
+ * where a rank's layers and micro-batches run the same COMPUTE ops (alike_forwards), its first
+ * layer's forward f (the ops from its kept input to the next layer's, workload.c: layer_fwd_step)
+ * times the M x L / pp layer forwards its program runs (each a copy of f's ops: the same shapes, the
+ * same kernels, the attention's ops read from one record, workload_stream.c), all of them disjoint
+ * and beside the backward's, the embedding's and the head's. compute_s is the larger, the largest
+ * over the probed ranks. With the layer shortcut the simulated step is the extension of 3 and 4
+ * layers, which matches the full program within 0.1 %: the search takes it with the slack it takes
+ * the walk's bound with.
  */
 #include "search/probe.h"
 
