@@ -16,7 +16,10 @@
  * the layers exactly as the shortcut extends it (weights, gradients and Adam states are one buffer
  * each, linear in the layers: memory.h), and what a prefix holds besides it (the first layers'
  * activations of the first micro-batch) is held by the shorter programs too, which run the same
- * first ops. search.probe_below_walk checks the bound against the walk on every candidate of its
+ * first ops. Beyond the prefix: where a chunk's layers are alike (alike_layers), its layers' forwards
+ * in the first micro-batch run the second layer's ALLOCs and FREEs one after another, each keeping
+ * what the second kept, so the held bytes it reaches grow by that much a layer (layers_peak: a point
+ * of the program, so at most its peak). search.probe_below_walk checks the bound against the walk on every candidate of its
  * spaces, and the search counts every walked candidate whose walk finds less (probe_violations,
  * which must stay 0).
  *
@@ -57,6 +60,9 @@ static int stage_rank(const bs_mesh *m, int s) {
 typedef struct {
   int64_t peak;
   double compute, layer_fwd;
+  /* the second layer's forward (from its kept input to the third layer's): the most held in it, and
+   * what it keeps (held at the third's start less held at its own; -1 when not seen) */
+  int64_t layer_peak, layer_keeps;
 } seen;
 
 /* The first max_ops ops of rank r, up to its PREFIX_ACTS-th ACTIVATIONS (that layer's forward begins).
@@ -68,12 +74,13 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
   int64_t held = 0;
   int rc = 0, acts = 0;
   double at_act = 0;
-  int64_t act_bytes = -1;
+  int64_t act_bytes = -1, at_layer = 0;
   bs_op op;
   char err[256];
   memset(held_by, 0, sizeof *held_by * (size_t)nids);
   memset(out, 0, sizeof *out);
   out->layer_fwd = -1;
+  out->layer_keeps = -1;
   for (int k = 0; k < max_ops && acts < PREFIX_ACTS && bs_plan_next(it, &op); k++) {
     if (op.kind == BS_OP_ALLOC) {
       int32_t b = op.u.alloc.buf;
@@ -82,15 +89,19 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
         break;
       }
       held_by[b] = bs_sim_alloc_held(prof, &op);
-      held += held_by[b];
-      if (held > out->peak) out->peak = held;
       /* a layer's forward begins with its kept input (workload.c, layer_fwd_step), the same bytes in
        * every layer; the attention's saved buffers between are ACTIVATIONS of other sizes */
       if (op.u.alloc.cls == BS_MEM_ACTIVATIONS && (!acts || op.u.alloc.bytes == act_bytes)) {
-        if (++acts == 2) out->layer_fwd = out->compute - at_act;
+        if (++acts == 2) {
+          out->layer_fwd = out->compute - at_act;
+          at_layer = held;
+        } else if (acts == 3) out->layer_keeps = held - at_layer;
         at_act = out->compute;
         act_bytes = op.u.alloc.bytes;
       }
+      held += held_by[b];
+      if (held > out->peak) out->peak = held;
+      if (acts == 2 && held > out->layer_peak) out->layer_peak = held;
     } else if (op.kind == BS_OP_FREE) {
       int32_t b = op.u.free.buf;
       if (b < 0 || b >= nids) {
@@ -113,22 +124,47 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
 }
 
 /*
- * The forwards a rank's program runs that are each at least its first layer's forward: every layer
- * of its stage in every micro-batch (M x layers / pp), where the layers of a stage and the
- * micro-batches run the same COMPUTE ops (model scope, training: the layers are identical, and a
- * micro-batch is the same shapes): 0 (no such count) where they do not. Not alike: FP8 (the first
- * micro-batch casts the weights, wk_fp8_casts), mixture of experts (routed tokens), packed documents
- * (each micro-batch's own lengths), a chunk of one layer (its second ACTIVATIONS is another
- * micro-batch's or the backward's).
+ * The layers of a rank's chunk (its stage's layers, or a chunk's of the interleaved schedule) where
+ * they run the same ops, one forward after another (model scope, training: the layers are
+ * identical), else 0. Not alike: FP8 (the first micro-batch casts each layer's weights,
+ * wk_fp8_casts), mixture of experts (routed tokens).
  */
-static double alike_forwards(const bs_config *cfg, const bs_mesh *m) {
+static int64_t alike_layers(const bs_config *cfg, const bs_mesh *m) {
   int64_t pp = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1, L = cfg->model.layers;
   int64_t chunks = cfg->par.pp_schedule == BS_PP_INTERLEAVED && cfg->par.pp_chunks > 1 ? cfg->par.pp_chunks : 1;
   if (cfg->work.scope != BS_SCOPE_MODEL || cfg->work.phase != BS_TRAIN || cfg->model.fp8 != BS_FP8_OFF ||
-      cfg->model.experts > 0 || cfg->work.docs > 0 || cfg->work.documents[0] || L % (pp * chunks) ||
-      L / (pp * chunks) < 2 || m->microbatches < 1)
+      cfg->model.experts > 0 || L % (pp * chunks))
     return 0;
-  return (double)m->microbatches * (double)(L / pp);
+  return L / (pp * chunks);
+}
+
+/*
+ * The forwards a rank's program runs that are each at least its first layer's forward: every layer
+ * of its stage in every micro-batch (M x layers / pp), where its layers are alike and so are its
+ * micro-batches (the same shapes): 0 (no such count) where they are not. Besides alike_layers: not
+ * with packed documents (each micro-batch's own lengths), nor a chunk of one layer (its second kept
+ * input is another micro-batch's or the backward's).
+ */
+static double alike_forwards(const bs_config *cfg, const bs_mesh *m) {
+  int64_t pp = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1, per = alike_layers(cfg, m);
+  if (per < 2 || cfg->work.docs > 0 || cfg->work.documents[0] || m->microbatches < 1) return 0;
+  return (double)m->microbatches * (double)(cfg->model.layers / pp);
+}
+
+/*
+ * The most a rank holds in the forward of its first micro-batch's chunk, from its second layer's: the
+ * layers j = 1 .. per - 2 of a chunk of alike layers run the second layer's ops one after another, so
+ * layer j starts holding (j - 1) x keeps more than the second did, and peaks (j - 1) x keeps above its
+ * peak (the window of a layer ends at the next layer's kept input: layer per - 1's ends elsewhere, on
+ * the head's or the next chunk's ops, and is left out). 0 when not known.
+ */
+static int64_t layers_peak(const bs_config *cfg, const bs_mesh *m, const seen *x) {
+  int64_t per = alike_layers(cfg, m), more;
+  if (per < 3 || x->layer_keeps < 0) return 0;
+  if (x->layer_keeps == 0) return x->layer_peak;
+  if (__builtin_mul_overflow(per - 3, x->layer_keeps, &more) || __builtin_add_overflow(x->layer_peak, more, &more))
+    return 0;
+  return more;
 }
 
 int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int max_ops,
@@ -160,10 +196,12 @@ int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_p
   int rc = held_by ? 0 : 1, stages = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1;
   double fwds = alike_forwards(cfg, m);
   for (int s = 0; !rc && s < stages; s++) {
-    seen x = {0, 0, -1};
+    seen x = {0, 0, -1, 0, -1};
     if (prefix(plan, stage_rank(m, s), prof, cfg->model.dtype, max_ops, held_by, nids, &x)) rc = 1;
     double compute = fwds > 0 && x.layer_fwd > 0 && fwds * x.layer_fwd > x.compute ? fwds * x.layer_fwd : x.compute;
-    if (x.peak > out->peak_bytes) out->peak_bytes = x.peak;
+    int64_t peak = layers_peak(cfg, m, &x);
+    if (x.peak > peak) peak = x.peak;
+    if (peak > out->peak_bytes) out->peak_bytes = peak;
     if (compute > out->compute_s) out->compute_s = compute;
   }
   free(held_by);
