@@ -19,15 +19,19 @@
  * first ops. Beyond the prefix: where a chunk's layers are alike (alike_layers), its layers' forwards
  * in the first micro-batch run the second layer's ALLOCs and FREEs one after another, each keeping
  * what the second kept, so the held bytes it reaches grow by that much a layer (layers_peak: a point
- * of the program, so at most its peak). search.probe_below_walk checks the bound against the walk on every candidate of its
- * spaces, and the search counts every walked candidate whose walk finds less (probe_violations,
- * which must stay 0).
+ * of the program, so at most its peak). Under the layer shortcut the simulated peak is extended from
+ * 3 and 4 layers: that it carries what each further layer's forward keeps is the shortcut's premise
+ * (the peak settles where it stays for deeper models, layers.c), not proved here.
+ * search.probe_below_walk checks the bound against the walk on every candidate of its spaces (one
+ * runs the layer shortcut), and the search counts every walked candidate whose walk finds less
+ * (probe_violations, which must stay 0).
  *
  * Time. A rank's step is at least the sum of its COMPUTE durations (the proof at the top of
  * search.c), each the profile's bs_profile_kernel_time (times a straggler's factor of at least 1),
  * so at least the sum over any sub-multiset of its COMPUTE ops. Two such sums: the prefix's; and,
  * where a rank's layers and micro-batches run the same COMPUTE ops (alike_forwards), its first
- * layer's forward f (the ops from its kept input to the next layer's, workload.c: layer_fwd_step)
+ * layer's forward f (the ops from its kept input to the next layer's, workload.c: layer_fwd_step,
+ * found as the period of its ops: period())
  * times the M x L / pp layer forwards its program runs (each a copy of f's ops: the same shapes, the
  * same kernels, the attention's ops read from one record, workload_stream.c), all of them disjoint
  * and beside the backward's, the embedding's and the head's. compute_s is the larger, the largest
@@ -52,36 +56,58 @@ static int stage_rank(const bs_mesh *m, int s) {
   return r + s * m->stride[BS_DIM_PP];
 }
 
-/* What a prefix of one rank's program shows: the most bytes held after any op, the compute, and
- * the compute of its first layer's forward (from its first ACTIVATIONS to the next of the same
- * bytes, the second layer's kept input; -1 when not seen). */
-#define PREFIX_ACTS 4 /* the peak through the first three layers' forwards */
-
+/* What a prefix of one rank's program shows: the most bytes held after any op, the compute, and its
+ * first layer's forward where found (layer_fwd >= 0, period): the compute of that forward, the most
+ * held during the second layer's, and what a layer's forward keeps (held at its end less at its start). */
 typedef struct {
   int64_t peak;
   double compute, layer_fwd;
-  /* the second layer's forward (from its kept input to the third layer's): the most held in it, and
-   * what it keeps (held at the third's start less held at its own; -1 when not seen) */
   int64_t layer_peak, layer_keeps;
 } seen;
 
-/* The first max_ops ops of rank r, up to its PREFIX_ACTS-th ACTIVATIONS (that layer's forward begins).
- * 0, or -1 (an op the simulator would refuse, or out of memory: nothing is known). */
+/* One op of a prefix, as what the walk sees of it: its kind, the bytes it takes or gives back (an
+ * ALLOC's held, a FREE's, a message's or a collective's), its COMPUTE time; and the held bytes after it. */
+typedef struct {
+  int kind;
+  int64_t bytes, held;
+  double d;
+} sig;
+
+static int sig_same(const sig *a, const sig *b) { return a->kind == b->kind && a->bytes == b->bytes && a->d == b->d; }
+
+/*
+ * A layer's forward begins with the ALLOC of its kept input (workload.c, layer_fwd_step: the first
+ * ACTIVATIONS of the forward), and the forwards of a chunk's layers run the same ops one after
+ * another. The period: the least P such that the P ops from the first ACTIVATIONS, s, are those of
+ * [s + P, s + 2 P) (each op the same kind, bytes and time), the second window starting with an ALLOC
+ * like the first's; 0 while none. A shorter repetition inside a layer (a ring's steps) does not start
+ * with the kept input's ALLOC followed by the same ops.
+ */
+static int period(const sig *x, int s, int n) {
+  if ((n - s) % 2 || n - s < 2) return 0; /* does a second window of P = (n - s) / 2 end at x[n - 1]? */
+  int P = (n - s) / 2;
+  if (!sig_same(&x[s], &x[s + P])) return 0;
+  for (int k = 1; k < P; k++)
+    if (!sig_same(&x[s + k], &x[s + P + k])) return 0;
+  return P;
+}
+
+/* The first max_ops ops of rank r, up to the end of its second layer's forward where the period is
+ * found. 0, or -1 (an op the simulator would refuse, or out of memory: nothing is known). */
 static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype dt, int max_ops, int64_t *held_by,
-                  int32_t nids, seen *out) {
+                  int32_t nids, sig *x, seen *out) {
   bs_plan_iter *it = bs_plan_iter_new(plan, r);
   if (!it) return -1;
   int64_t held = 0;
-  int rc = 0, acts = 0;
-  double at_act = 0;
-  int64_t act_bytes = -1, at_layer = 0;
+  int rc = 0, s = -1, n = 0, P = 0;
   bs_op op;
   char err[256];
   memset(held_by, 0, sizeof *held_by * (size_t)nids);
   memset(out, 0, sizeof *out);
   out->layer_fwd = -1;
   out->layer_keeps = -1;
-  for (int k = 0; k < max_ops && acts < PREFIX_ACTS && bs_plan_next(it, &op); k++) {
+  for (int k = 0; k < max_ops && !P && bs_plan_next(it, &op); k++) {
+    sig g = {(int)op.kind, 0, 0, 0};
     if (op.kind == BS_OP_ALLOC) {
       int32_t b = op.u.alloc.buf;
       if (b < 0 || b >= nids || held_by[b] || op.u.alloc.bytes < 0) {
@@ -89,19 +115,10 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
         break;
       }
       held_by[b] = bs_sim_alloc_held(prof, &op);
-      /* a layer's forward begins with its kept input (workload.c, layer_fwd_step), the same bytes in
-       * every layer; the attention's saved buffers between are ACTIVATIONS of other sizes */
-      if (op.u.alloc.cls == BS_MEM_ACTIVATIONS && (!acts || op.u.alloc.bytes == act_bytes)) {
-        if (++acts == 2) {
-          out->layer_fwd = out->compute - at_act;
-          at_layer = held;
-        } else if (acts == 3) out->layer_keeps = held - at_layer;
-        at_act = out->compute;
-        act_bytes = op.u.alloc.bytes;
-      }
+      if (s < 0 && op.u.alloc.cls == BS_MEM_ACTIVATIONS) s = n; /* the first layer's kept input */
       held += held_by[b];
+      g.bytes = held_by[b];
       if (held > out->peak) out->peak = held;
-      if (acts == 2 && held > out->layer_peak) out->layer_peak = held;
     } else if (op.kind == BS_OP_FREE) {
       int32_t b = op.u.free.buf;
       if (b < 0 || b >= nids) {
@@ -109,6 +126,7 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
         break;
       }
       held -= held_by[b];
+      g.bytes = -held_by[b];
       held_by[b] = 0;
     } else if (op.kind == BS_OP_COMPUTE) {
       double d = bs_profile_kernel_time(prof, &op.u.compute, dt, err, sizeof err);
@@ -117,10 +135,30 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
         break;
       }
       out->compute += d;
+      g.d = d;
+    } else if (op.kind == BS_OP_SEND || op.kind == BS_OP_RECV) {
+      g.bytes = op.u.p2p.bytes;
+    } else if (op.kind == BS_OP_COLL) {
+      g.bytes = op.u.coll.bytes;
+    } else if (op.kind == BS_OP_WAIT) {
+      g.bytes = op.u.wait.n;
     }
+    if (s < 0) continue; /* before the layers: only the peak and the compute */
+    g.held = held;
+    x[n++] = g;
+    P = period(x, s, n);
   }
   bs_plan_iter_free(it);
-  return rc;
+  if (rc || !P) return rc;
+  /* the first layer's forward is x[s, s + P), the second's x[s + P, s + 2 P) */
+  double f = 0;
+  for (int k = s; k < s + P; k++) f += x[k].d;
+  int64_t start = x[s + P - 1].held; /* held when the second layer's forward begins */
+  out->layer_fwd = f;
+  out->layer_keeps = x[s + 2 * P - 1].held - start;
+  for (int k = s + P; k < s + 2 * P; k++)
+    if (x[k].held > out->layer_peak) out->layer_peak = x[k].held;
+  return 0;
 }
 
 /*
@@ -193,18 +231,21 @@ int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_p
   const bs_mesh *m = bs_plan_mesh(plan);
   int32_t nids = bs_plan_buf_ids(plan);
   int64_t *held_by = malloc(sizeof *held_by * (size_t)(nids > 0 ? nids : 1));
-  int rc = held_by ? 0 : 1, stages = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1;
+  sig *x = malloc(sizeof *x * (size_t)(max_ops > 0 ? max_ops : 1));
+  int rc = held_by && x ? 0 : 1, stages = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1;
   double fwds = alike_forwards(cfg, m);
   for (int s = 0; !rc && s < stages; s++) {
-    seen x = {0, 0, -1, 0, -1};
-    if (prefix(plan, stage_rank(m, s), prof, cfg->model.dtype, max_ops, held_by, nids, &x)) rc = 1;
-    double compute = fwds > 0 && x.layer_fwd > 0 && fwds * x.layer_fwd > x.compute ? fwds * x.layer_fwd : x.compute;
-    int64_t peak = layers_peak(cfg, m, &x);
-    if (x.peak > peak) peak = x.peak;
+    seen sn = {0, 0, -1, 0, -1};
+    if (prefix(plan, stage_rank(m, s), prof, cfg->model.dtype, max_ops, held_by, nids, x, &sn)) rc = 1;
+    double compute =
+      fwds > 0 && sn.layer_fwd > 0 && fwds * sn.layer_fwd > sn.compute ? fwds * sn.layer_fwd : sn.compute;
+    int64_t peak = layers_peak(cfg, m, &sn);
+    if (sn.peak > peak) peak = sn.peak;
     if (peak > out->peak_bytes) out->peak_bytes = peak;
     if (compute > out->compute_s) out->compute_s = compute;
   }
   free(held_by);
+  free(x);
   bs_plan_free(plan);
   if (rc) {
     out->peak_bytes = 0;
