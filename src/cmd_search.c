@@ -279,6 +279,14 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   if (s->memory_by_sim)
     fprintf(f, "%d of the simulated passed the capacity on a rank the walk of the grid's corners did not see\n",
             s->memory_by_sim);
+  if (s->not_walked)
+    fprintf(f,
+            "walked %d; %d of the legal never walked, settled by their probe (%d past memory; the others by bound, "
+            "neither known to fit nor not)\n",
+            s->walked, s->not_walked, s->memory_by_probe);
+  if (s->probe_violations)
+    fprintf(f, "warning: %d walks found less than their probe's lower bounds (a bug: please report)\n",
+            s->probe_violations);
   if (s->interrupted) interrupted_line(f, s);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "  illegal x%d: %s\n", s->reasons[i].count, s->reasons[i].example);
   if (s->other_reasons) fprintf(f, "  illegal x%d: other reasons\n", s->other_reasons);
