@@ -32,7 +32,8 @@
  * where a rank's layers and micro-batches run the same COMPUTE ops (alike_forwards), its first
  * layer's forward f (the ops from its kept input to the next layer's, workload.c: layer_fwd_step,
  * found as the period of its ops: period())
- * times the M x L / pp layer forwards its program runs (each a copy of f's ops: the same shapes, the
+ * times the M x L / pp layer forwards its program runs (twice that with full recompute, whose
+ * backward runs each layer's forward again) (each a copy of f's ops: the same shapes, the
  * same kernels, the attention's ops read from one record, workload_stream.c), all of them disjoint
  * and beside the backward's, the embedding's and the head's. compute_s is the larger, the largest
  * over the probed ranks. With the layer shortcut the simulated step is the extension of 3 and 4
@@ -178,7 +179,7 @@ static int64_t alike_layers(const bs_config *cfg, const bs_mesh *m) {
 
 /*
  * The forwards a rank's program runs that are each at least its first layer's forward: every layer
- * of its stage in every micro-batch (M x layers / pp), where its layers are alike and so are its
+ * of its stage in every micro-batch (M x layers / pp, twice with full recompute), where its layers are alike and so are its
  * micro-batches (the same shapes): 0 (no such count) where they are not. Besides alike_layers: not
  * with packed documents (each micro-batch's own lengths), nor a chunk of one layer (its second kept
  * input is another micro-batch's or the backward's).
@@ -186,7 +187,11 @@ static int64_t alike_layers(const bs_config *cfg, const bs_mesh *m) {
 static double alike_forwards(const bs_config *cfg, const bs_mesh *m) {
   int64_t pp = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1, per = alike_layers(cfg, m);
   if (per < 2 || cfg->work.docs > 0 || cfg->work.documents[0] || m->microbatches < 1) return 0;
-  return (double)m->microbatches * (double)(cfg->model.layers / pp);
+  /* full recompute runs each layer's forward again in its backward (workload.c, layer_bwd_step: the
+   * kept input gives way, layer_fwd_step again: the same pre-attention, attention forward, QKV and
+   * post-attention ops) */
+  double again = cfg->work.recompute == BS_RECOMPUTE_FULL ? 2 : 1;
+  return again * (double)m->microbatches * (double)(cfg->model.layers / pp);
 }
 
 /*
