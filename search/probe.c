@@ -36,7 +36,9 @@
  * backward runs each layer's forward again) (each a copy of f's ops: the same shapes, the
  * same kernels, the attention's ops read from one record, workload_stream.c), all of them disjoint
  * and beside the backward's, the embedding's and the head's. compute_s is the larger, the largest
- * over the probed ranks. With the layer shortcut the simulated step is the extension of 3 and 4
+ * over the probed ranks. Where the point fits by its probe, a third (deep_compute): a layer's
+ * forward and backward f + b, read off the whole program of a short point of a few layers and one
+ * micro-batch (the same layer ops), times the M x L / pp layer-micro-batches. With the layer shortcut the simulated step is the extension of 3 and 4
  * layers, which matches the full program within 0.1 %: the search takes it with the slack it takes
  * the walk's bound with.
  */
@@ -210,7 +212,125 @@ static int64_t layers_peak(const bs_config *cfg, const bs_mesh *m, const seen *x
   return more;
 }
 
-int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int max_ops,
+/* ---- a layer's backward: the whole program of a short point ---------------------------------- */
+
+#define DEEP_LAYERS 4      /* a chunk's layers in the short point: its layers 1 and 2 are middle ones */
+#define DEEP_OPS (1 << 15) /* the most ops of one rank's short program read */
+
+/* The index of the first FREE of buffer id after index from, or -1. */
+static int freed_at(const sig *x, const int32_t *buf, int n, int from, int32_t id) {
+  for (int k = from; k < n; k++)
+    if (x[k].kind == BS_OP_FREE && buf[k] == id) return k;
+  return -1;
+}
+
+/*
+ * The compute of one layer's forward and backward, f + b, from the whole program of rank r of the
+ * short point (DEEP_LAYERS layers a chunk, one micro-batch): f is the period of the forward (as
+ * prefix: the least P whose window from the first kept input repeats); the backward runs the layers
+ * in reverse, each freeing its kept input at the same place of its ops (workload.c, layer_bwd_step),
+ * so the ops from the FREE of layer 2's kept input to that of layer 1's are one layer's backward
+ * (the end of layer 2's and the start of layer 1's, alike), checked equal to those from layer 3's
+ * to layer 2's. 0 (*fb set), or -1 (not found: no bound).
+ */
+static int layer_fwd_bwd(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype dt, sig *x, int32_t *buf,
+                         double *fb) {
+  bs_plan_iter *it = bs_plan_iter_new(plan, r);
+  if (!it) return -1;
+  int n = 0, s = -1, rc = 0;
+  bs_op op;
+  char err[256];
+  while (bs_plan_next(it, &op)) {
+    if (n == DEEP_OPS) {
+      rc = -1;
+      break;
+    }
+    sig g = {(int)op.kind, 0, 0, 0};
+    buf[n] = -1;
+    if (op.kind == BS_OP_ALLOC) {
+      g.bytes = bs_sim_alloc_held(prof, &op);
+      buf[n] = op.u.alloc.buf;
+      if (s < 0 && op.u.alloc.cls == BS_MEM_ACTIVATIONS) s = n;
+    } else if (op.kind == BS_OP_FREE) {
+      buf[n] = op.u.free.buf;
+    } else if (op.kind == BS_OP_COMPUTE) {
+      g.d = bs_profile_kernel_time(prof, &op.u.compute, dt, err, sizeof err);
+      if (g.d < 0) {
+        rc = -1;
+        break;
+      }
+    } else if (op.kind == BS_OP_SEND || op.kind == BS_OP_RECV) {
+      g.bytes = op.u.p2p.bytes;
+    } else if (op.kind == BS_OP_COLL) {
+      g.bytes = op.u.coll.bytes;
+    } else if (op.kind == BS_OP_WAIT) {
+      g.bytes = op.u.wait.n;
+    }
+    x[n++] = g;
+  }
+  bs_plan_iter_free(it);
+  if (rc || s < 0) return -1;
+  int P = 0;
+  for (int q = 1; !P && s + 2 * q <= n; q++) /* the forward's period */
+    if (period(x, s, s + 2 * q)) P = q;
+  if (!P || s + DEEP_LAYERS * P > n) return -1;
+  int32_t id[DEEP_LAYERS];
+  int at[DEEP_LAYERS];
+  for (int k = 0; k < DEEP_LAYERS; k++) { /* each layer's kept input, held to its backward */
+    if (!sig_same(&x[s + k * P], &x[s])) return -1;
+    id[k] = buf[s + k * P];
+  }
+  for (int k = 0; k < DEEP_LAYERS; k++)
+    if ((at[k] = freed_at(x, buf, n, s + DEEP_LAYERS * P, id[k])) < 0) return -1;
+  int w = at[1] - at[2];
+  if (at[3] >= at[2] || w <= 0 || at[2] - at[3] != w) return -1;
+  for (int k = 0; k < w; k++) /* layer 2's backward window as layer 3's */
+    if (!sig_same(&x[at[3] + k], &x[at[2] + k])) return -1;
+  double f = 0, b = 0;
+  for (int k = s; k < s + P; k++) f += x[k].d;
+  for (int k = at[2]; k < at[1]; k++) b += x[k].d;
+  *fb = f + b;
+  return 0;
+}
+
+/*
+ * A lower bound of the busiest probed rank's compute from each layer's forward and backward: the
+ * short point (cfg with DEEP_LAYERS layers a chunk and one micro-batch, 1F1B) runs the same layer
+ * ops as cfg (a layer's shapes do not depend on the layers or the micro-batches), and where cfg's
+ * layers and micro-batches are alike (alike_forwards) each of its M x L / pp layer-micro-batches
+ * runs them: M x L / pp x (f + b), all disjoint (with full recompute b holds the forward run again).
+ * 0 when unknown.
+ */
+static double deep_compute(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int rpn) {
+  bs_mesh m;
+  char err[256];
+  if (bs_mesh_of(cfg, &m, err, sizeof err) || alike_forwards(cfg, &m) <= 0 ||
+      (cfg->par.pp_schedule == BS_PP_INTERLEAVED && cfg->par.pp_chunks > 1))
+    return 0;
+  int64_t pp = m.size[BS_DIM_PP] > 0 ? m.size[BS_DIM_PP] : 1;
+  bs_config c = *cfg;
+  c.model.layers = (int)(DEEP_LAYERS * pp);
+  c.par.micro_batch = (int)m.micro_batch;
+  c.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch;
+  bs_plan *plan = NULL;
+  if (bs_plan_create(&c, rpn, &plan, err, sizeof err)) return 0;
+  bs_plan_set_op_cache(plan, !opts->no_op_cache);
+  const bs_mesh *ms = bs_plan_mesh(plan);
+  sig *x = malloc(sizeof *x * DEEP_OPS);
+  int32_t *buf = malloc(sizeof *buf * DEEP_OPS);
+  double best = 0, per = (double)m.microbatches * (double)(cfg->model.layers / pp);
+  for (int s = 0; x && buf && s < pp; s++) {
+    double fb;
+    if (!layer_fwd_bwd(plan, stage_rank(ms, s), prof, cfg->model.dtype, x, buf, &fb) && per * fb > best)
+      best = per * fb;
+  }
+  free(x);
+  free(buf);
+  bs_plan_free(plan);
+  return best;
+}
+
+int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_profile *prof, int max_ops, int deep,
                     bs_probe *out, char *err, size_t errlen) {
   bs_sim_opts opts;
   if (opts_in) opts = *opts_in;
@@ -258,5 +378,9 @@ int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_p
     return 1;
   }
   out->oom = out->capacity_bytes > 0 && bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
+  if (!out->oom && deep) {
+    double d = deep_compute(cfg, &opts, prof, ps.ranks_per_node);
+    if (d > out->compute_s) out->compute_s = d;
+  }
   return 0;
 }

@@ -29,8 +29,10 @@ typedef struct {
  * ops of one rank per pipeline stage (those the walk's first pass replays). Returns 0 (out set),
  * -2 when the walk would refuse the point the same way (the platform's or the plan's message in
  * err), 1 when nothing is known but the platform (out's bounds 0: the walk decides).
+ * deep: where the point fits by the probe, its compute bound also from a layer's forward and
+ * backward, read off the whole program of a short point (a few layers, one micro-batch; probe.c).
  */
-int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int max_ops, bs_probe *out,
-                    char *err, size_t errlen);
+int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int max_ops, int deep,
+                    bs_probe *out, char *err, size_t errlen);
 
 #endif

@@ -780,7 +780,7 @@ static int probe_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, in
     }
     char why[256];
     bs_probe p;
-    int pr = bs_search_probe(cfg, o->opts, prof, BS_PROBE_OPS, &p, why, sizeof why);
+    int pr = bs_search_probe(cfg, o->opts, prof, BS_PROBE_OPS, 1, &p, why, sizeof why);
     if (i == 0) s->capacity_bytes = p.capacity_bytes;
     if (pr == -2 || same_as_twin(s, ws, i, p.ranks_per_node, why, sizeof why)) {
       c->status = BS_CAND_ILLEGAL;

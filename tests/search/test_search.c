@@ -919,7 +919,7 @@ static void test_probe_below_walk(void **st) {
       const bs_profile *p = prof[k == 2];
       bs_probe pr;
       bs_walk w;
-      int rp = bs_search_probe(&c, &o, p, BS_PROBE_OPS, &pr, err, sizeof err);
+      int rp = bs_search_probe(&c, &o, p, BS_PROBE_OPS, 1, &pr, err, sizeof err);
       int rw = bs_sim_walk(&c, &o, p, BS_WALK_STAGES, &w, werr, sizeof werr);
       if (rp == -2) { /* the walk's own refusal, word for word */
         assert_int_equal(rw, -2);
