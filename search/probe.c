@@ -146,7 +146,7 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
     } else if (op.kind == BS_OP_WAIT) {
       g.bytes = op.u.wait.n;
     }
-    if (s < 0) continue; /* before the layers: only the peak and the compute */
+    if (s < 0 || !x) continue; /* before the layers (or no period asked): only the peak and the compute */
     g.held = held;
     x[n++] = g;
     P = period(x, s, n);
@@ -210,6 +210,31 @@ static int64_t layers_peak(const bs_config *cfg, const bs_mesh *m, const seen *x
   if (__builtin_mul_overflow(per - 3, x->layer_keeps, &more) || __builtin_add_overflow(x->layer_peak, more, &more))
     return 0;
   return more;
+}
+
+/*
+ * A pipeline's first stage holds its warm-up's micro-batches (1F1B: up to pp; interleaved: up to
+ * 2 (pp - 1) + (v - 1) pp + 1 chunk-micro-batches, workload_pipe.c) before its first backward: the
+ * first LONG_OPS ops of its rank's program, read whole (a prefix: at most the peak, as above). 0 (*peak
+ * set) or -1.
+ */
+#define LONG_OPS (1 << 14)
+static int long_peak(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int rpn, int64_t *peak) {
+  bs_plan *plan = NULL;
+  char err[256];
+  if (bs_plan_create(cfg, rpn, &plan, err, sizeof err)) return -1;
+  bs_plan_set_op_cache(plan, !opts->no_op_cache);
+  int32_t nids = bs_plan_buf_ids(plan);
+  int64_t *held_by = malloc(sizeof *held_by * (size_t)(nids > 0 ? nids : 1));
+  seen sn = {0, 0, -1, 0, -1};
+  int rc = !held_by || prefix(plan, stage_rank(bs_plan_mesh(plan), 0), prof, cfg->model.dtype, LONG_OPS, held_by, nids,
+                              NULL, &sn)
+             ? -1
+             : 0;
+  *peak = sn.peak;
+  free(held_by);
+  bs_plan_free(plan);
+  return rc;
 }
 
 /* ---- a layer's backward: the whole program of a short point ---------------------------------- */
@@ -341,6 +366,7 @@ int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_p
   out->ranks_per_node = ps.ranks_per_node;
   out->capacity_bytes = bs_profile_capacity_bytes(prof);
   bs_plan *plan = NULL;
+  int64_t sn_peak = 0;
   if (bs_sim_layers_apply(cfg, &opts)) {
     /* the walk builds the 3-layer plan first: its refusal is the walk's; the full plan's is not */
     bs_config c3 = *cfg;
@@ -378,6 +404,11 @@ int bs_search_probe(const bs_config *cfg, const bs_sim_opts *opts_in, const bs_p
     return 1;
   }
   out->oom = out->capacity_bytes > 0 && bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
+  if (!out->oom && deep && stages > 1 && !long_peak(cfg, &opts, prof, ps.ranks_per_node, &sn_peak) &&
+      sn_peak > out->peak_bytes) {
+    out->peak_bytes = sn_peak;
+    out->oom = out->capacity_bytes > 0 && bs_mem_over(cfg, out->peak_bytes, out->capacity_bytes);
+  }
   if (!out->oom && deep) {
     double d = deep_compute(cfg, &opts, prof, ps.ranks_per_node);
     if (d > out->compute_s) out->compute_s = d;
