@@ -821,7 +821,7 @@ static int first_walk_of(bs_search *s, int i, const bs_config *cfg, const bs_sea
   memset(&w, 0, sizeof w);
   int wr = bs_sim_walk(cfg, o->opts, prof, BS_WALK_STAGES, &w, why, sizeof why);
   s->walked++;
-  c->flags &= (uint8_t)~BS_CAND_PROBED;
+  c->flags = (uint8_t)((c->flags & ~BS_CAND_PROBED) | BS_CAND_REACHED);
   if (wr == -2 || wr == -1) { /* a refusal past the plan the probe built (a shorter step's) */
     c->status = BS_CAND_ILLEGAL;
     s->legal--;
@@ -917,7 +917,7 @@ static int refine(bs_search *s, int i, const bs_config *cfg, const bs_search_opt
   char why[256];
   bs_walk w;
   s->refined++;
-  c->flags |= BS_CAND_REFINED;
+  c->flags |= BS_CAND_REFINED | BS_CAND_REACHED;
   if (bs_sim_walk(cfg, o->opts, prof, BS_WALK_CORNERS, &w, why, sizeof why)) {
     c->status = BS_CAND_FAILED;
     s->failed++;
@@ -1111,6 +1111,8 @@ int bs_search_settle(bs_search *s, int i, bs_cand_status status, int sim_oom, co
   bs_cand *c = &s->c[i];
   c->status = (uint8_t)status;
   c->flags = (uint8_t)(sim_oom ? c->flags | BS_CAND_SIM_OOM : c->flags & ~BS_CAND_SIM_OOM);
+  /* its owner walked it unless it pruned it by bound (from its probe's figures, or a walk's: not told) */
+  if (status != BS_CAND_BOUND) c->flags &= (uint8_t)~BS_CAND_PROBED;
   c->why = -1;
   if (why && why[0] && set_why(s, c, why)) return -1;
   if (c->res >= 0) { /* a result of its own: replaced by the owner's */

@@ -60,7 +60,8 @@ enum {
   BS_CAND_REFINED = 1, /* walked over the grid's corners (else one rank per stage: search.c) */
   BS_CAND_SIM_OOM = 2, /* simulated, and found past the capacity by the simulation */
   BS_CAND_WALKED = 4,  /* its walk (or its probe) came back with a capacity (not skipped before it was examined) */
-  BS_CAND_PROBED = 8   /* its bound and peak are its probe's (search/probe.h): it was never walked */
+  BS_CAND_PROBED = 8,  /* its bound and peak are its probe's (search/probe.h): it was never walked */
+  BS_CAND_REACHED = 16 /* walked or refined by this search's branch and bound (under mpirun: this rank's) */
 };
 
 /*
@@ -111,7 +112,8 @@ typedef struct {
   /* lazy walks (the default): every candidate is probed (search/probe.h) and walked only when the
    * branch and bound reaches it */
   int memory_by_probe;  /* of memory: past the capacity by their probe alone, never walked */
-  int not_walked;       /* of legal: never walked (their probe settled them: memory or bound) */
+  int not_walked;       /* of legal: never walked (their probe settled them: memory or bound; under mpirun,
+                           those another rank pruned by bound count here) */
   int probe_violations; /* walked candidates whose walk found less than their probe (must stay 0) */
   double wall_s;
   double walk_s; /* of wall_s: the walks (legality, memory, bounds); the rest simulates */

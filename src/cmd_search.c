@@ -125,7 +125,7 @@ static void progress(void *ctx, const bs_search *s, int done, int todo, double b
   }
   const char *pre = p->tty ? "\r\033[K" : "burstsim search: ", *post = p->tty ? "" : "\n";
   if (isnan(best))
-    fprintf(stderr, "%swalked %d of %d candidates (%.0f %%), %.1f s elapsed%s", pre, done, todo,
+    fprintf(stderr, "%sexamined %d of %d candidates (%.0f %%), %.1f s elapsed%s", pre, done, todo,
             100.0 * done / (todo ? todo : 1), el, post);
   else
     fprintf(stderr, "%s[%d/%d] simulated %d, pruned by bound %d, best step %.4g s, %.1f s elapsed%s", pre, done, todo,
@@ -201,9 +201,10 @@ static const char *signal_name(int sig) {
 /* What an interrupted search examined and what it did not. */
 static void interrupted_line(FILE *f, const bs_search *s) {
   fprintf(f,
-          "interrupted by %s: %d of %d candidates walked (%d illegal, %d past memory), %d simulated, %d pruned by "
-          "bound; %d never examined: what is shown is the best of those examined, not of the space\n",
-          signal_name(stop_signal), s->walked, s->n, illegal_count(s), s->memory, s->simulated, s->bound, s->skipped);
+          "interrupted by %s: %d of %d candidates examined (%d walked, %d illegal, %d past memory), %d simulated, "
+          "%d pruned by bound; %d never examined: what is shown is the best of those examined, not of the space\n",
+          signal_name(stop_signal), s->n - s->skipped, s->n, s->walked, illegal_count(s), s->memory, s->simulated,
+          s->bound, s->skipped);
 }
 
 static void human_s(double t, char *b, size_t n) {
@@ -497,9 +498,9 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
           bs_scope_name(c0->work.scope), c0->par.gpus, c0->cluster.topology, c0->cluster.profile);
   if (s->interrupted)
     fprintf(f,
-            "**Partial: interrupted by %s.** %d of %d candidates walked, %d simulated, %d pruned by bound; %d "
-            "were never examined: what follows is the best of those that were, not of the space.\n\n",
-            signal_name(stop_signal), s->walked, s->n, s->simulated, s->bound, s->skipped);
+            "**Partial: interrupted by %s.** %d of %d candidates examined (%d walked), %d simulated, %d pruned by "
+            "bound; %d were never examined: what follows is the best of those that were, not of the space.\n\n",
+            signal_name(stop_signal), s->n - s->skipped, s->n, s->walked, s->simulated, s->bound, s->skipped);
   fprintf(f, "## Top %d\n\n| # | configuration | step (s) | compute (s) | exposed comm (s) | peak (GiB) |\n", K);
   fprintf(f, "|---|---|---|---|---|---|\n");
   for (int i = 0; i < nr && i < K; i++) {
@@ -567,10 +568,13 @@ typedef struct {
   bs_result res; /* without its per-rank figures */
 } part_rec;
 
-/* Has this rank decided candidate c (its own, walked and reached), so that rank 0 must hear of it? */
+/* Has this rank decided candidate c (its own, walked and reached), so that rank 0 must hear of it? Its
+ * branch and bound's walks may find one past memory or refused (those every rank walks or probes
+ * alike are decided alike everywhere). */
 static int decided(const bs_cand *c) {
   return c->status == BS_CAND_SIMULATED || c->status == BS_CAND_BOUND || c->status == BS_CAND_FAILED ||
-         (c->flags & BS_CAND_SIM_OOM) || (c->status == BS_CAND_SKIPPED && (c->flags & BS_CAND_WALKED));
+         (c->flags & BS_CAND_SIM_OOM) || (c->status == BS_CAND_SKIPPED && (c->flags & BS_CAND_WALKED)) ||
+         ((c->status == BS_CAND_MEMORY || c->status == BS_CAND_ILLEGAL) && (c->flags & BS_CAND_REACHED));
 }
 
 /* Under mpirun: rank 0 takes in what every other rank decided about its candidates. 0 or -1. */
