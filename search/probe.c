@@ -184,7 +184,9 @@ static int64_t alike_layers(const bs_config *cfg, const bs_mesh *m) {
  * of its stage in every micro-batch (M x layers / pp, twice with full recompute), where its layers are alike and so are its
  * micro-batches (the same shapes): 0 (no such count) where they are not. Besides alike_layers: not
  * with packed documents (each micro-batch's own lengths), nor a chunk of one layer (its second kept
- * input is another micro-batch's or the backward's).
+ * input is another micro-batch's or the backward's). What a workload plan does by micro-batch (w->mb
+ * in plans/) is FP8's weight cast, MoE's expert gradients, the packed documents' sequences (all
+ * refused here) and the gradient reduction of the last one (a collective: no COMPUTE).
  */
 static double alike_forwards(const bs_config *cfg, const bs_mesh *m) {
   int64_t pp = m->size[BS_DIM_PP] > 0 ? m->size[BS_DIM_PP] : 1, per = alike_layers(cfg, m);
