@@ -242,14 +242,7 @@ static int long_peak(const bs_config *cfg, const bs_sim_opts *opts, const bs_pro
 /* ---- a layer's backward: the whole program of a short point ---------------------------------- */
 
 #define DEEP_LAYERS 4      /* a chunk's layers in the short point: its layers 1 and 2 are middle ones */
-#define DEEP_OPS (1 << 15) /* the most ops of one rank's short program read */
-
-/* The index of the first FREE of buffer id after index from, or -1. */
-static int freed_at(const sig *x, const int32_t *buf, int n, int from, int32_t id) {
-  for (int k = from; k < n; k++)
-    if (x[k].kind == BS_OP_FREE && buf[k] == id) return k;
-  return -1;
-}
+#define DEEP_OPS (1 << 17) /* the most ops of one rank's short program read */
 
 /*
  * The compute of one layer's forward and backward, f + b, from the whole program of rank r of the
@@ -258,16 +251,18 @@ static int freed_at(const sig *x, const int32_t *buf, int n, int from, int32_t i
  * in reverse, each freeing its kept input at the same place of its ops (workload.c, layer_bwd_step),
  * so the ops from the FREE of layer 2's kept input to that of layer 1's are one layer's backward
  * (the end of layer 2's and the start of layer 1's, alike), checked equal to those from layer 3's
- * to layer 2's. 0 (*fb set), or -1 (not found: no bound).
+ * to layer 2's or from layer 1's to layer 0's. 0 (*fb set), or -1 (not found: no bound).
  */
 static int layer_fwd_bwd(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype dt, sig *x, int32_t *buf,
                          double *fb) {
   bs_plan_iter *it = bs_plan_iter_new(plan, r);
   if (!it) return -1;
-  int n = 0, s = -1, rc = 0;
+  int n = 0, s = -1, rc = 0, P = 0, at[DEEP_LAYERS];
+  int32_t id[DEEP_LAYERS];
   bs_op op;
   char err[256];
-  while (bs_plan_next(it, &op)) {
+  for (int k = 0; k < DEEP_LAYERS; k++) at[k] = id[k] = -1;
+  while (at[0] < 0 && bs_plan_next(it, &op)) { /* to the FREE of the first layer's kept input */
     if (n == DEEP_OPS) {
       rc = -1;
       break;
@@ -294,25 +289,35 @@ static int layer_fwd_bwd(const bs_plan *plan, int r, const bs_profile *prof, bs_
       g.bytes = op.u.wait.n;
     }
     x[n++] = g;
+    if (s < 0) continue;
+    if (!P) { /* the forward's period, once its second window is read */
+      P = period(x, s, n);
+      if (P) id[0] = buf[s], id[1] = buf[s + P];
+      continue;
+    }
+    int last = n - 1;
+    for (int k = 2; k < DEEP_LAYERS; k++) /* each layer's kept input, held to its backward */
+      if (last == s + k * P) {
+        if (!sig_same(&x[last], &x[s])) rc = -1;
+        id[k] = buf[last];
+      }
+    if (rc) break;
+    if (op.kind == BS_OP_FREE && last >= s + DEEP_LAYERS * P)
+      for (int k = 0; k < DEEP_LAYERS; k++)
+        if (at[k] < 0 && id[k] >= 0 && buf[last] == id[k]) at[k] = last;
   }
   bs_plan_iter_free(it);
-  if (rc || s < 0) return -1;
-  int P = 0;
-  for (int q = 1; !P && s + 2 * q <= n; q++) /* the forward's period */
-    if (period(x, s, s + 2 * q)) P = q;
-  if (!P || s + DEEP_LAYERS * P > n) return -1;
-  int32_t id[DEEP_LAYERS];
-  int at[DEEP_LAYERS];
-  for (int k = 0; k < DEEP_LAYERS; k++) { /* each layer's kept input, held to its backward */
-    if (!sig_same(&x[s + k * P], &x[s])) return -1;
-    id[k] = buf[s + k * P];
-  }
-  for (int k = 0; k < DEEP_LAYERS; k++)
-    if ((at[k] = freed_at(x, buf, n, s + DEEP_LAYERS * P, id[k])) < 0) return -1;
+  if (rc || at[0] < 0) return -1;
   int w = at[1] - at[2];
-  if (at[3] >= at[2] || w <= 0 || at[2] - at[3] != w) return -1;
-  for (int k = 0; k < w; k++) /* layer 2's backward window as layer 3's */
-    if (!sig_same(&x[at[3] + k], &x[at[2] + k])) return -1;
+  if (at[3] < 0 || at[2] < 0 || at[3] >= at[2] || w <= 0 || at[0] <= at[1]) return -1;
+  /* layer 2's backward window as layer 3's, or as layer 1's (the first backward of a task may wait
+   * on one op more) */
+  int as3 = at[2] - at[3] == w, as1 = at[0] - at[1] == w;
+  for (int k = 0; k < w && (as3 || as1); k++) {
+    as3 = as3 && sig_same(&x[at[3] + k], &x[at[2] + k]);
+    as1 = as1 && sig_same(&x[at[1] + k], &x[at[2] + k]);
+  }
+  if (!as3 && !as1) return -1;
   double f = 0, b = 0;
   for (int k = s; k < s + P; k++) f += x[k].d;
   for (int k = at[2]; k < at[1]; k++) b += x[k].d;
@@ -322,7 +327,7 @@ static int layer_fwd_bwd(const bs_plan *plan, int r, const bs_profile *prof, bs_
 
 /*
  * A lower bound of the busiest probed rank's compute from each layer's forward and backward: the
- * short point (cfg with DEEP_LAYERS layers a chunk and one micro-batch, 1F1B) runs the same layer
+ * short point (cfg with DEEP_LAYERS layers a chunk and one micro-batch, pp of them interleaved) runs the same layer
  * ops as cfg (a layer's shapes do not depend on the layers or the micro-batches), and where cfg's
  * layers and micro-batches are alike (alike_forwards) each of its M x L / pp layer-micro-batches
  * runs them: M x L / pp x (f + b), all disjoint (with full recompute b holds the forward run again).
@@ -331,14 +336,16 @@ static int layer_fwd_bwd(const bs_plan *plan, int r, const bs_profile *prof, bs_
 static double deep_compute(const bs_config *cfg, const bs_sim_opts *opts, const bs_profile *prof, int rpn) {
   bs_mesh m;
   char err[256];
-  if (bs_mesh_of(cfg, &m, err, sizeof err) || alike_forwards(cfg, &m) <= 0 ||
-      (cfg->par.pp_schedule == BS_PP_INTERLEAVED && cfg->par.pp_chunks > 1))
-    return 0;
+  if (bs_mesh_of(cfg, &m, err, sizeof err) || alike_forwards(cfg, &m) <= 0) return 0;
   int64_t pp = m.size[BS_DIM_PP] > 0 ? m.size[BS_DIM_PP] : 1;
+  int ring = cfg->par.pp_schedule == BS_PP_INTERLEAVED && cfg->par.pp_chunks > 1;
+  int64_t chunks = ring ? cfg->par.pp_chunks : 1;
   bs_config c = *cfg;
-  c.model.layers = (int)(DEEP_LAYERS * pp);
+  c.model.layers = (int)(DEEP_LAYERS * pp * chunks);
   c.par.micro_batch = (int)m.micro_batch;
-  c.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch;
+  /* one micro-batch; the interleaved schedule needs a multiple of pp: pp of them, whose first's
+   * chunk 0 runs its layers' forwards, and later their backwards, one after another */
+  c.work.batch = (int64_t)m.size[BS_DIM_DP] * m.micro_batch * (ring ? pp : 1);
   bs_plan *plan = NULL;
   if (bs_plan_create(&c, rpn, &plan, err, sizeof err)) return 0;
   bs_plan_set_op_cache(plan, !opts->no_op_cache);
