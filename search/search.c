@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/clock.h"
+#include "search/probe.h"
 
 #define LAYERS_SLACK 2e-3 /* twice the layer shortcut's tested agreement */
 #define ROUND_SLACK 1e-9  /* a sum in another order than SimGrid's clock */
@@ -750,6 +751,97 @@ static int walk_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int
   return rc;
 }
 
+/* Lazy walks: every candidate probed (probe.h), in enumeration order (the twins' rule reads the
+ * legal ones before it): legality as the walk's first plan decides it, the twins, and those whose
+ * probe alone passes the capacity; the others wait in the heap with the probe's bounds. 0 or -1. */
+static int probe_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int *np, double t0, char *err,
+                     size_t errlen) {
+  walk_state *ws = calloc(1, sizeof *ws);
+  if (!ws) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  int rc = 0, nomem = 0;
+  for (int i = 0; i < s->n && !rc && !nomem; i++) {
+    bs_cand *c = &s->c[i];
+    if (o->stop && *o->stop) {
+      c->status = BS_CAND_SKIPPED;
+      s->skipped++;
+      s->interrupted = 1;
+      continue;
+    }
+    if (o->progress && i && i % 4096 == 0) o->progress(o->progress_ctx, s, i, s->n, NAN, bs_now_s() - t0);
+    bs_config *cfg = &ws->cfg[i % TWINS];
+    bs_search_config(s, i, cfg);
+    const bs_profile *prof = profile_for(profs, np, cfg, o->opts, err, errlen);
+    if (!prof) {
+      rc = -1;
+      break;
+    }
+    char why[256];
+    bs_probe p;
+    int pr = bs_search_probe(cfg, o->opts, prof, BS_PROBE_OPS, 1, &p, why, sizeof why);
+    if (i == 0) s->capacity_bytes = p.capacity_bytes;
+    if (pr == -2 || same_as_twin(s, ws, i, p.ranks_per_node, why, sizeof why)) {
+      c->status = BS_CAND_ILLEGAL;
+      nomem |= set_why(s, c, why) != 0;
+      add_reason(s, why);
+      continue;
+    }
+    s->legal++;
+    nomem |= cp1_add(ws, i, cfg) != 0;
+    c->flags |= BS_CAND_PROBED | (p.capacity_bytes > 0 ? BS_CAND_WALKED : 0);
+    c->peak_bytes = p.peak_bytes;
+    if (p.oom) {
+      c->status = BS_CAND_MEMORY;
+      s->memory++;
+      s->memory_by_probe++;
+      continue;
+    }
+    double slack = bs_sim_layers_apply(cfg, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
+    c->bound = p.compute_s * (1 - slack);
+  }
+  if (nomem) {
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  }
+  free(ws->cp1);
+  free(ws);
+  return rc;
+}
+
+/* Candidate i (configuration cfg), reached with its probe's bounds: walked as walk_all walks it. 1
+ * when it stays in the race (its bound raised to the walk's where higher: both are lower bounds, and
+ * its peak the walk's), 0 when it is now settled (illegal to the walk, or past memory), -1 out of
+ * memory. */
+static int first_walk_of(bs_search *s, int i, const bs_config *cfg, const bs_search_opts *o, const bs_profile *prof) {
+  bs_cand *c = &s->c[i];
+  char why[256];
+  bs_walk w;
+  memset(&w, 0, sizeof w);
+  int wr = bs_sim_walk(cfg, o->opts, prof, BS_WALK_STAGES | BS_WALK_STOP_OOM, &w, why, sizeof why);
+  s->walked++;
+  c->flags = (uint8_t)((c->flags & ~BS_CAND_PROBED) | BS_CAND_REACHED);
+  if (wr == -2 || wr == -1) { /* a refusal past the plan the probe built (a shorter step's) */
+    c->status = BS_CAND_ILLEGAL;
+    s->legal--;
+    add_reason(s, why);
+    return set_why(s, c, why);
+  }
+  double b = bound_of(cfg, &w, o);
+  /* the probe's figures are at most the walk's (probe.c): a margin of rounding for the sums; a walk
+   * stopped at the capacity (peak_partial) saw part of the program, its peak already past the probe's */
+  if (c->peak_bytes > w.peak_bytes || (!w.peak_partial && c->bound > b * (1 + 1e-9) + 1e-15)) s->probe_violations++;
+  keep_walk(s, i, &w);
+  if (w.oom) {
+    c->status = BS_CAND_MEMORY;
+    s->memory++;
+    return 0;
+  }
+  if (b > c->bound) c->bound = b;
+  return 1;
+}
+
 /* ---- branch and bound -------------------------------------------------- */
 
 static const bs_search *sort_s;
@@ -826,7 +918,7 @@ static int refine(bs_search *s, int i, const bs_config *cfg, const bs_search_opt
   char why[256];
   bs_walk w;
   s->refined++;
-  c->flags |= BS_CAND_REFINED;
+  c->flags |= BS_CAND_REFINED | BS_CAND_REACHED;
   if (bs_sim_walk(cfg, o->opts, prof, BS_WALK_CORNERS | BS_WALK_STOP_OOM, &w, why, sizeof why)) {
     c->status = BS_CAND_FAILED;
     s->failed++;
@@ -886,12 +978,19 @@ static int simulate(bs_search *s, int i, const bs_config *cfg, const bs_search_o
   return keep_result(s, c, r) ? -1 : 1;
 }
 
+/* The legal candidates settled with their probe's figures alone (never walked). */
+static int not_walked(const bs_search *s) {
+  int n = 0;
+  for (int i = 0; i < s->n; i++) n += (s->c[i].flags & BS_CAND_PROBED) && s->c[i].status != BS_CAND_ILLEGAL;
+  return n;
+}
+
 int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errlen) {
   double t0 = bs_now_s();
   int K = o->top_k > 0 ? o->top_k : 10;
   prof_slot profs[MAX_PROFILES];
-  int np = 0;
-  if (walk_all(s, o, profs, &np, t0, err, errlen)) {
+  int np = 0, lazy = !o->walk_all && !o->dry_run && !o->brute_force && !o->all_ranks;
+  if (lazy ? probe_all(s, o, profs, &np, t0, err, errlen) : walk_all(s, o, profs, &np, t0, err, errlen)) {
     for (int i = 0; i < np; i++) free(profs[i].prof);
     return -1;
   }
@@ -936,7 +1035,9 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
     bs_search_config(s, i, cfg);
     if (!(c->flags & BS_CAND_REFINED)) {
       const bs_profile *prof = profile_for(profs, &np, cfg, o->opts, err, errlen);
-      int r = prof ? refine(s, i, cfg, o, prof) : -1;
+      double tw = bs_now_s();
+      int r = !prof ? -1 : c->flags & BS_CAND_PROBED ? first_walk_of(s, i, cfg, o, prof) : refine(s, i, cfg, o, prof);
+      if (lazy) s->walk_s += bs_now_s() - tw;
       if (r > 0) heap_push(s, heap, &nh, i);
       else done++;
       if (r < 0 && prof) snprintf(err, errlen, "out of memory");
@@ -960,6 +1061,7 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
   free(sim);
   free(top);
   free(cfg);
+  s->not_walked = not_walked(s);
   s->wall_s = bs_now_s() - t0;
   return rc;
 }
@@ -1003,12 +1105,15 @@ void bs_search_recount(bs_search *s) {
     s->failed += c->status == BS_CAND_FAILED;
     s->skipped += c->status == BS_CAND_SKIPPED;
   }
+  s->not_walked = not_walked(s);
 }
 
 int bs_search_settle(bs_search *s, int i, bs_cand_status status, int sim_oom, const char *why, const bs_result *res) {
   bs_cand *c = &s->c[i];
   c->status = (uint8_t)status;
   c->flags = (uint8_t)(sim_oom ? c->flags | BS_CAND_SIM_OOM : c->flags & ~BS_CAND_SIM_OOM);
+  /* its owner walked it unless it pruned it by bound (from its probe's figures, or a walk's: not told) */
+  if (status != BS_CAND_BOUND) c->flags &= (uint8_t)~BS_CAND_PROBED;
   c->why = -1;
   if (why && why[0] && set_why(s, c, why)) return -1;
   if (c->res >= 0) { /* a result of its own: replaced by the owner's */

@@ -59,7 +59,9 @@ typedef enum {
 enum {
   BS_CAND_REFINED = 1, /* walked over the grid's corners (else one rank per stage: search.c) */
   BS_CAND_SIM_OOM = 2, /* simulated, and found past the capacity by the simulation */
-  BS_CAND_WALKED = 4   /* its walk came back with a capacity (not skipped before it was walked) */
+  BS_CAND_WALKED = 4,  /* its walk (or its probe) came back with a capacity (not skipped before it was examined) */
+  BS_CAND_PROBED = 8,  /* its bound and peak are its probe's (search/probe.h): it was never walked */
+  BS_CAND_REACHED = 16 /* walked or refined by this search's branch and bound (under mpirun: this rank's) */
 };
 
 /*
@@ -106,7 +108,13 @@ typedef struct {
   bs_search_reason reasons[BS_SEARCH_MAX_REASONS];
   int nreasons, other_reasons;
   int interrupted;
-  int walked; /* candidates whose walk was done (all but those an interruption left) */
+  int walked; /* walks done (first passes: with --walk-all every candidate an interruption left not) */
+  /* lazy walks (the default): every candidate is probed (search/probe.h) and walked only when the
+   * branch and bound reaches it */
+  int memory_by_probe;  /* of memory: past the capacity by their probe alone, never walked */
+  int not_walked;       /* of legal: never walked (their probe settled them: memory or bound; under mpirun,
+                           those another rank pruned by bound count here) */
+  int probe_violations; /* walked candidates whose walk found less than their probe (must stay 0) */
   double wall_s;
   double walk_s; /* of wall_s: the walks (legality, memory, bounds); the rest simulates */
 } bs_search;
@@ -127,6 +135,8 @@ typedef struct {
   int dry_run;     /* walk only: legality, memory and bounds, nothing simulated */
   int top_only;    /* skip by the top K alone: the front is then that of the simulated points */
   int all_ranks;   /* walk every rank, not the grid's corners (walk.h) */
+  int walk_all;    /* walk every candidate before the branch and bound (else each is probed, and walked
+                      when reached: search.c) */
 } bs_search_opts;
 
 /* The candidates of the base points (a scenario's cross product) with the auto keys spread over

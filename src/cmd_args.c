@@ -346,6 +346,7 @@ int bs_search_args_parse(int argc, char **argv, bs_search_args *o, char *err, si
     else if (FLAG("--top-only", sw)) on = &o->top_only;
     else if (FLAG("--force", sw)) on = &o->force;
     else if (FLAG("--no-cache", sw)) on = &o->no_cache;
+    else if (FLAG("--walk-all", sw)) on = &o->walk_all;
     else if (FLAG("--out", val)) path = &o->out;
     else if (FLAG("--csv", val)) path = &o->csv;
     else if (FLAG("--report", val)) path = &o->report;

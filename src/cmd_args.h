@@ -95,6 +95,7 @@ typedef struct {
   int nsets;
   int top; /* K (default 10) */
   int quiet, dry_run, top_only;
+  int walk_all;   /* walk every candidate first (bs_search_opts.walk_all): the reference of the lazy walks */
   int force;      /* search a space whose walk is estimated past BS_SEARCH_REFUSE_S */
   int no_cache;   /* every layer's attention ops regenerated (bs_sim_opts.no_op_cache) */
   double timeout; /* under mpirun: 0 = 120 s on start-up and the gather, no bound on other ranks' parts */

@@ -40,7 +40,7 @@ static void search_usage(FILE *f) {
   fprintf(f,
           "usage: burstsim search SCENARIO.ini [--set section.key=value]... [--top K] [--out F.json]\n"
           "                       [--csv F.csv] [--report DIR] [--profile P] [--quiet] [--dry-run]\n"
-          "                       [--top-only] [--force] [--no-cache] [--timeout S]\n"
+          "                       [--top-only] [--force] [--no-cache] [--walk-all] [--timeout S]\n"
           "\n"
           "Finds the fastest parallel configuration for the model, workload, cluster and gpus the\n"
           "scenario fixes. Parallel keys left out or set to auto are searched over every legal value\n"
@@ -66,6 +66,9 @@ static void search_usage(FILE *f) {
           "                 otherwise, exit 2, with the estimate and the keys that multiply it)\n"
           "  --no-cache     every layer regenerates its attention's ops instead of reading each rank's\n"
           "                 record of the first (slower; the same results: the reference for tests)\n"
+          "  --walk-all     walk every candidate before simulating (the reference for tests): by default\n"
+          "                 each is probed (its plan's first ops: legality, a lower bound of its peak and\n"
+          "                 of its compute) and walked only when the search reaches it\n"
           "  --timeout S    under mpirun -np P: seconds MPI start-up, the check that every rank has the\n"
           "                 same inputs, and the gather may block (default 120), and the most rank 0\n"
           "                 waits for another rank to end its part (default: no bound)\n"
@@ -122,7 +125,7 @@ static void progress(void *ctx, const bs_search *s, int done, int todo, double b
   }
   const char *pre = p->tty ? "\r\033[K" : "burstsim search: ", *post = p->tty ? "" : "\n";
   if (isnan(best))
-    fprintf(stderr, "%swalked %d of %d candidates (%.0f %%), %.1f s elapsed%s", pre, done, todo,
+    fprintf(stderr, "%sexamined %d of %d candidates (%.0f %%), %.1f s elapsed%s", pre, done, todo,
             100.0 * done / (todo ? todo : 1), el, post);
   else
     fprintf(stderr, "%s[%d/%d] simulated %d, pruned by bound %d, best step %.4g s, %.1f s elapsed%s", pre, done, todo,
@@ -198,9 +201,10 @@ static const char *signal_name(int sig) {
 /* What an interrupted search examined and what it did not. */
 static void interrupted_line(FILE *f, const bs_search *s) {
   fprintf(f,
-          "interrupted by %s: %d of %d candidates walked (%d illegal, %d past memory), %d simulated, %d pruned by "
-          "bound; %d never examined: what is shown is the best of those examined, not of the space\n",
-          signal_name(stop_signal), s->walked, s->n, illegal_count(s), s->memory, s->simulated, s->bound, s->skipped);
+          "interrupted by %s: %d of %d candidates examined (%d walked, %d illegal, %d past memory), %d simulated, "
+          "%d pruned by bound; %d never examined: what is shown is the best of those examined, not of the space\n",
+          signal_name(stop_signal), s->n - s->skipped, s->n, s->walked, illegal_count(s), s->memory, s->simulated,
+          s->bound, s->skipped);
 }
 
 static void human_s(double t, char *b, size_t n) {
@@ -276,6 +280,14 @@ static void print_summary(FILE *f, const bs_search *s, const int *rank, int nr, 
   if (s->memory_by_sim)
     fprintf(f, "%d of the simulated passed the capacity on a rank the walk of the grid's corners did not see\n",
             s->memory_by_sim);
+  if (s->not_walked)
+    fprintf(f,
+            "walked %d; %d of the legal never walked, settled by their probe (%d past memory; the others by bound, "
+            "neither known to fit nor not)\n",
+            s->walked, s->not_walked, s->memory_by_probe);
+  if (s->probe_violations)
+    fprintf(f, "warning: %d walks found less than their probe's lower bounds (a bug: please report)\n",
+            s->probe_violations);
   if (s->interrupted) interrupted_line(f, s);
   for (int i = 0; i < s->nreasons; i++) fprintf(f, "  illegal x%d: %s\n", s->reasons[i].count, s->reasons[i].example);
   if (s->other_reasons) fprintf(f, "  illegal x%d: other reasons\n", s->other_reasons);
@@ -342,6 +354,9 @@ static int write_json(const char *path, const bs_search *s, const bs_result *top
   cJSON_AddBoolToObject(o, "partial", s->interrupted); /* the best of those examined, not of the space */
   cJSON_AddNumberToObject(o, "walked", s->walked);
   cJSON_AddNumberToObject(o, "refined", s->refined); /* walked a second time, over the grid's corners */
+  cJSON_AddNumberToObject(o, "not_walked", s->not_walked);
+  cJSON_AddNumberToObject(o, "memory_found_by_probe", s->memory_by_probe);
+  cJSON_AddNumberToObject(o, "probe_violations", s->probe_violations);
   cJSON_AddNumberToObject(o, "brute_force_simulations", s->legal - s->memory + s->memory_by_sim);
   cJSON_AddNumberToObject(o, "wall_s", s->wall_s);
   cJSON_AddNumberToObject(o, "walk_s", s->walk_s);
@@ -483,9 +498,9 @@ static int write_report(const char *dir, const char *scenario, const bs_search *
           bs_scope_name(c0->work.scope), c0->par.gpus, c0->cluster.topology, c0->cluster.profile);
   if (s->interrupted)
     fprintf(f,
-            "**Partial: interrupted by %s.** %d of %d candidates walked, %d simulated, %d pruned by bound; %d "
-            "were never examined: what follows is the best of those that were, not of the space.\n\n",
-            signal_name(stop_signal), s->walked, s->n, s->simulated, s->bound, s->skipped);
+            "**Partial: interrupted by %s.** %d of %d candidates examined (%d walked), %d simulated, %d pruned by "
+            "bound; %d were never examined: what follows is the best of those that were, not of the space.\n\n",
+            signal_name(stop_signal), s->n - s->skipped, s->n, s->walked, s->simulated, s->bound, s->skipped);
   fprintf(f, "## Top %d\n\n| # | configuration | step (s) | compute (s) | exposed comm (s) | peak (GiB) |\n", K);
   fprintf(f, "|---|---|---|---|---|---|\n");
   for (int i = 0; i < nr && i < K; i++) {
@@ -553,10 +568,13 @@ typedef struct {
   bs_result res; /* without its per-rank figures */
 } part_rec;
 
-/* Has this rank decided candidate c (its own, walked and reached), so that rank 0 must hear of it? */
+/* Has this rank decided candidate c (its own, walked and reached), so that rank 0 must hear of it? Its
+ * branch and bound's walks may find one past memory or refused (those every rank walks or probes
+ * alike are decided alike everywhere). */
 static int decided(const bs_cand *c) {
   return c->status == BS_CAND_SIMULATED || c->status == BS_CAND_BOUND || c->status == BS_CAND_FAILED ||
-         (c->flags & BS_CAND_SIM_OOM) || (c->status == BS_CAND_SKIPPED && (c->flags & BS_CAND_WALKED));
+         (c->flags & BS_CAND_SIM_OOM) || (c->status == BS_CAND_SKIPPED && (c->flags & BS_CAND_WALKED)) ||
+         ((c->status == BS_CAND_MEMORY || c->status == BS_CAND_ILLEGAL) && (c->flags & BS_CAND_REACHED));
 }
 
 /* Under mpirun: rank 0 takes in what every other rank decided about its candidates. 0 or -1. */
@@ -628,17 +646,18 @@ static int mpi_start(const bs_search_args *A, const bs_scenario *sc, const bs_se
   bs_watchdog_arm("burstsim search", *rank, "start-up (comparing the inputs of the ranks)", A->timeout);
   struct {
     char profile[512];
-    int top, dry_run, top_only, force;
+    int top, dry_run, top_only, force, walk_all;
     bs_search_autos au;
   } same;
   memset(&same, 0, sizeof same);
   snprintf(same.profile, sizeof same.profile, "%s", A->profile ? A->profile : "");
   same.top = A->top, same.dry_run = A->dry_run, same.top_only = A->top_only, same.force = A->force;
+  same.walk_all = A->walk_all;
   same.au = *au;
   if (bs_points_same(MPI_COMM_WORLD, sc->points, sc->npoints, err, sizeof err) ||
       bs_bytes_same(MPI_COMM_WORLD, &same, sizeof same,
                     "set of search options (--profile, --top, --top-only, "
-                    "--dry-run, --force, or the keys searched)",
+                    "--dry-run, --force, --walk-all, or the keys searched)",
                     err, sizeof err)) {
     if (*rank == 0) fprintf(stderr, "burstsim search: %s: %s\n", A->scenario, err);
     search_finalize(*rank, A->timeout);
@@ -854,7 +873,7 @@ int cmd_search(int argc, char **argv) {
   progress_ctx pc = {isatty(2), every, every};
   int show = !A.quiet && mpi_rank == 0;
   bs_search_opts so = {A.top, mpi_rank, mpi_size,  &opts,      &stop_flag, show ? progress : NULL,
-                       &pc,   0,        A.dry_run, A.top_only, 0};
+                       &pc,   0,        A.dry_run, A.top_only, 0,          A.walk_all};
   int rc = bs_search_run(&s, &so, err, sizeof err);
   if (!rc && mpi_size > 1) gather_parts(&s, &A, mpi_rank, mpi_size);
   if (mpi_size > 1) search_finalize(mpi_rank, A.timeout);

@@ -249,6 +249,9 @@ static void test_search(void **state) {
   assert_int_equal(opts.search.top, 3);
   assert_string_equal(opts.search.report, "dir");
   assert_true(opts.search.quiet && opts.search.dry_run && opts.search.top_only);
+  assert_false(opts.search.walk_all);
+  expect_ok("search s.ini --walk-all");
+  assert_true(opts.search.walk_all && !opts.search.dry_run);
   expect_ok("search s.ini --set a.b=1 --set c.d=2 --top 2 --top 5 --out=b.json");
   assert_int_equal(opts.search.nsets, 2);
   assert_int_equal(opts.search.top, 5);

@@ -8,14 +8,14 @@ BURSTSIM_PROGRESS_S=0 "$bin" search "$scen" --force --top-only --out "$dir/s.jso
   >"$dir/out" 2>"$dir/err" &
 pid=$!
 i=0
-while [ $i -lt 600 ] && ! grep -q "walked" "$dir/err"; do sleep 0.1; i=$((i + 1)); done
+while [ $i -lt 600 ] && ! grep -q "examined" "$dir/err"; do sleep 0.1; i=$((i + 1)); done
 kill -TERM $pid
 wait $pid
 rc=$?
 cat "$dir/out" "$dir/err"
 fail() { echo "sigterm.sh: $1"; exit 1; }
 [ "$rc" -eq 1 ] || fail "exit $rc, expected 1"
-grep -q "interrupted by SIGTERM: [0-9]* of 383733 candidates walked" "$dir/err" || fail "no line on what was examined"
+grep -q "interrupted by SIGTERM: [0-9]* of 383733 candidates examined" "$dir/err" || fail "no line on what was examined"
 grep -q "no configuration fits" "$dir/err" && fail "says no configuration fits"
 grep -q '"partial":[[:space:]]*true' "$dir/s.json" || fail "--out is not marked partial"
 grep -q "Partial: interrupted by SIGTERM" "$dir/rep/report.md" || fail "report.md does not say it was interrupted"

@@ -26,7 +26,15 @@
  *                         step, top 10 or front (search --no-cache);
  *   lean_record           a candidate's record is a few dozen bytes: the 405B
  *                         space of issue 27 (millions) expands in under half a
- *                         GiB, each configuration rebuilt distinct.
+ *                         GiB, each configuration rebuilt distinct;
+ *   probe_below_walk      every candidate's probe (search/probe.h) refuses what
+ *                         the walk refuses, with its message, and its peak and
+ *                         bound are at most the walk's, on spaces with pipelines,
+ *                         ZeRO, recompute, micro-batches and memory pruning;
+ *   lazy_same             the lazy walks (the default) give the top 10 and the
+ *                         front of walking every candidate first (--walk-all),
+ *                         the same candidates with the same steps, fewer walks,
+ *                         and counts that add up.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -43,6 +51,7 @@
 #include "search/search.h"
 #include "sim/sim.h"
 #include "sim/walk.h"
+#include "search/probe.h"
 
 static bs_config base_cfg(bs_scope scope, int G) {
   bs_config c;
@@ -163,6 +172,7 @@ static void run_search_part(const bs_config *base, const bs_search_autos *a, int
   if (rc) print_error("search: %s\n", err);
   assert_int_equal(rc, 0);
   assert_int_equal(s->bound_violations, 0);
+  assert_int_equal(s->probe_violations, 0);
   assert_int_equal(s->failed, 0);
 }
 
@@ -287,7 +297,8 @@ static void test_op_cache_same(void **st) {
       assert_true(rx->time.step == ry->time.step);
       assert_int_equal(rx->mem.peak_bytes_max, ry->mem.peak_bytes_max);
     }
-    if (x->status == BS_CAND_ILLEGAL || x->status == BS_CAND_FAILED) continue;
+    /* a candidate never walked keeps its probe's figures (equal above, with the record and without) */
+    if (x->status == BS_CAND_ILLEGAL || x->status == BS_CAND_FAILED || (x->flags & BS_CAND_PROBED)) continue;
     bs_config cx = cfg_of(&s[0], i);
     bs_walk w[2];
     for (int k = 0; k < 2; k++) {
@@ -841,6 +852,175 @@ static void test_lean_record(void **st) {
   bs_search_free(&s);
 }
 
+/* The spaces of probe_below_walk and lazy_same: pipelines and their schedules, ZeRO and recompute
+ * (the brute_force space); micro-batches under the layer shortcut; and 128K tokens on 8 H100s,
+ * where memory prunes. */
+static int lazy_space(int k, bs_config *c, bs_search_autos *a) {
+  memset(a, 0, sizeof *a);
+  *c = base_cfg(BS_SCOPE_MODEL, 8);
+  c->work.seq_len = 16 * 1024;
+  c->par.pp = 1;
+  switch (k) {
+  case 0:
+    c->work.batch = 2;
+    c->model.layers = 8;
+    *a = (bs_search_autos){.method = 1,
+                           .tp = 1,
+                           .dp = 1,
+                           .pp = 1,
+                           .layout = 1,
+                           .zero = 1,
+                           .recompute = 1,
+                           .ulysses_degree = 1,
+                           .pp_schedule = 1};
+    return 1;
+  case 1:
+    c->work.batch = 8;
+    c->par.layout = BS_ZIGZAG;
+    *a = (bs_search_autos){
+      .method = 1, .tp = 1, .dp = 1, .zero = 1, .recompute = 1, .micro_batch = 1, .ulysses_degree = 1};
+    return 1;
+  case 2:
+    snprintf(c->cluster.topology, sizeof c->cluster.topology, "dgx-h100");
+    snprintf(c->cluster.profile, sizeof c->cluster.profile, "h100-sxm");
+    c->work.seq_len = 128 * 1024;
+    c->work.batch = 4;
+    c->model.layers = 8;
+    c->par.layout = BS_ZIGZAG;
+    *a = (bs_search_autos){.method = 1, .tp = 1, .dp = 1, .pp = 1, .zero = 1, .recompute = 1, .micro_batch = 1};
+    return 1;
+  default: return 0;
+  }
+}
+
+/* Every candidate's probe against its first walk (BS_WALK_STAGES, as the search walks it): the same
+ * refusal with the same message, a peak and a bound (the search's slack applied to both) at most the
+ * walk's; the probe's out of memory only where the walk's is. The bounds must not be all zero (or the
+ * test proves nothing), and the layer-forward bound must pass the prefix's compute somewhere. */
+static void test_probe_below_walk(void **st) {
+  (void)st;
+  bs_sim_opts o;
+  bs_sim_opts_default(&o);
+  bs_profile *prof[2] = {calloc(1, sizeof(bs_profile)), calloc(1, sizeof(bs_profile))};
+  char err[512] = "", werr[512] = "";
+  assert_non_null(prof[0]);
+  assert_non_null(prof[1]);
+  assert_int_equal(bs_profile_load("a100-sxm4-80gb", prof[0], err, sizeof err), 0);
+  assert_int_equal(bs_profile_load("h100-sxm", prof[1], err, sizeof err), 0);
+  bs_config base;
+  bs_search_autos a;
+  int probed = 0, refused = 0, oom = 0, tight = 0;
+  double closest = 0;
+  for (int k = 0; lazy_space(k, &base, &a); k++) {
+    bs_search s;
+    assert_int_equal(bs_search_expand(&base, 1, &a, &s, err, sizeof err), 0);
+    for (int i = 0; i < s.n; i++) {
+      bs_config c = cfg_of(&s, i);
+      const bs_profile *p = prof[k == 2];
+      bs_probe pr;
+      bs_walk w;
+      int rp = bs_search_probe(&c, &o, p, BS_PROBE_OPS, 1, &pr, err, sizeof err);
+      int rw = bs_sim_walk(&c, &o, p, BS_WALK_STAGES, &w, werr, sizeof werr);
+      if (rp == -2) { /* the walk's own refusal, word for word */
+        assert_int_equal(rw, -2);
+        assert_string_equal(err, werr);
+        refused++;
+        continue;
+      }
+      if (rw) continue; /* a refusal past the probe's plan: the search walks it when reached */
+      double slack = bs_sim_layers_apply(&c, &o) ? 2e-3 : 1e-9;
+      double wb = (w.replay_s > w.compute_s ? w.replay_s : w.compute_s) * (1 - slack);
+      double pb = pr.compute_s * (1 - slack);
+      if (pr.peak_bytes > w.peak_bytes || pb > wb * (1 + 1e-9))
+        print_error("space %d candidate %d: probe %lld B %.9g s past the walk's %lld B %.9g s\n", k, i,
+                    (long long)pr.peak_bytes, pb, (long long)w.peak_bytes, wb);
+      assert_true(pr.peak_bytes <= w.peak_bytes);
+      assert_true(pb <= wb * (1 + 1e-9));
+      assert_true(!pr.oom || w.oom);
+      probed += rp == 0 && pr.compute_s > 0 && pr.peak_bytes > 0;
+      oom += pr.oom;
+      if (rp == 0 && wb > 0 && pb / wb > closest) closest = pb / wb;
+      tight += rp == 0 && pb > 0.25 * wb;
+    }
+    bs_search_free(&s);
+  }
+  print_message(
+    "probes: %d with bounds, %d refused as the walk refuses, %d out of memory; %d within a quarter of the "
+    "walk's bound, the closest %.3g of it\n",
+    probed, refused, oom, tight, closest);
+  assert_true(probed > 0 && refused > 0 && oom > 0 && tight > 0);
+  free(prof[0]);
+  free(prof[1]);
+}
+
+/* The lazy walks against walking every candidate first: the same top 10 (the same candidates, the
+ * same steps) and front; fewer walks; counts that add up. */
+static void test_lazy_same(void **st) {
+  (void)st;
+  bs_config base;
+  bs_search_autos a;
+  int saved = 0, by_probe = 0;
+  for (int k = 0; lazy_space(k, &base, &a); k++) {
+    bs_search lazy, all;
+    char err[512] = "";
+    bs_sim_opts o;
+    bs_sim_opts_default(&o);
+    for (int j = 0; j < 2; j++) {
+      bs_search *s = j ? &all : &lazy;
+      assert_int_equal(bs_search_expand(&base, 1, &a, s, err, sizeof err), 0);
+      bs_search_opts so = {.top_k = 10, .opts = &o, .walk_all = j};
+      int rc = bs_search_run(s, &so, err, sizeof err);
+      if (rc) print_error("search: %s\n", err);
+      assert_int_equal(rc, 0);
+      assert_int_equal(s->bound_violations, 0);
+      assert_int_equal(s->probe_violations, 0);
+      assert_int_equal(s->failed, 0);
+      int illegal = 0, probed = 0;
+      for (int i = 0; i < s->n; i++) {
+        illegal += s->c[i].status == BS_CAND_ILLEGAL;
+        probed += (s->c[i].flags & BS_CAND_PROBED) != 0 && s->c[i].status != BS_CAND_ILLEGAL;
+      }
+      /* every candidate is illegal, or legal and settled one way */
+      assert_int_equal(illegal + s->legal, s->n);
+      assert_int_equal(s->legal, s->memory + s->bound + s->simulated - s->memory_by_sim + s->failed);
+      assert_int_equal(s->not_walked, probed);
+      assert_true(s->memory_by_probe <= s->memory);
+      if (j) {
+        assert_int_equal(s->not_walked, 0);
+        assert_int_equal(s->walked, s->n);
+      } else assert_true(s->walked + s->not_walked >= s->legal); /* a legal one is walked, or settled unwalked */
+    }
+    assert_int_equal(lazy.legal, all.legal);
+    int nl, na, *rl = bs_search_ranking(&lazy, &nl), *ra = bs_search_ranking(&all, &na);
+    assert_true(na >= 10 && nl >= 10);
+    for (int i = 0; i < 10; i++) {
+      assert_int_equal(rl[i], ra[i]);
+      assert_true(step_of(&lazy, rl[i]) == step_of(&all, ra[i]));
+    }
+    int fl, fa, *pl = bs_search_front(&lazy, &fl), *pa = bs_search_front(&all, &fa);
+    assert_int_equal(fl, fa);
+    for (int i = 0; i < fl; i++) {
+      assert_int_equal(pl[i], pa[i]);
+      assert_true(step_of(&lazy, pl[i]) == step_of(&all, pa[i]));
+    }
+    print_message(
+      "space %d: %d candidates, %d legal; lazy %d walks (%d never walked, %d past memory by their probe), "
+      "%d simulated; walk-all %d walks, %d simulated\n",
+      k, lazy.n, lazy.legal, lazy.walked, lazy.not_walked, lazy.memory_by_probe, lazy.simulated, all.walked,
+      all.simulated);
+    assert_true(lazy.walked <= all.walked);
+    saved += all.walked - lazy.walked;
+    by_probe += lazy.memory_by_probe;
+    free(rl);
+    free(ra);
+    free(pl);
+    free(pa);
+    bs_search_free(&lazy);
+    bs_search_free(&all);
+  }
+  assert_true(saved > 0 && by_probe > 0); /* the lazy walks saved walks, or the test proves nothing */
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest all[] = {
     cmocka_unit_test(test_walk_peak_equals_sim), cmocka_unit_test(test_brute_force),
@@ -851,6 +1031,7 @@ int main(int argc, char **argv) {
     cmocka_unit_test(test_method_list_twins),    cmocka_unit_test(test_stages_shortcut),
     cmocka_unit_test(test_op_cache_same),        cmocka_unit_test(test_brute_force_microbatches),
     cmocka_unit_test(test_lean_record),          cmocka_unit_test(test_pipeline_shortcut),
+    cmocka_unit_test(test_probe_below_walk),     cmocka_unit_test(test_lazy_same),
   };
   return BS_RUN_NAMED(all, argc, argv, NULL, NULL);
 }
