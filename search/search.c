@@ -283,7 +283,7 @@ static void set_fp8(bs_config *c, kval v) { c->model.fp8 = (bs_fp8)v.v; }
 
 /* A double ring (inner rings within nodes, an outer ring over them) forms on burst and ring with a
  * ring (cp > 1), outside decode and pass-Q (plans/create.c); off and on, or the list's values. Where
- * both still take the same decision (a ring within one node) the walk keeps the first (walk_all). */
+ * both still take the same decision (a ring within one node) the walk keeps the first (first_pass). */
 static int values_double_ring(const space *sp, const bs_config *c, kval *v) {
   bs_method m = c->par.method;
   if (!sp->a->double_ring || (m != BS_BURST && m != BS_RING) || c->work.phase == BS_DECODE ||
@@ -689,20 +689,31 @@ static int first_walk(const bs_search_opts *o) {
   return o->dry_run || o->brute_force ? BS_WALK_CORNERS : BS_WALK_STAGES;
 }
 
-static double bound_of(const bs_config *c, const bs_walk *w, const bs_search_opts *o) {
+/* A lower bound of the step taken with the layer shortcut's slack where it applies (search.c's top). */
+static double with_slack(const bs_config *c, const bs_search_opts *o, double lb) {
   double slack = bs_sim_layers_apply(c, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
-  return (w->replay_s > w->compute_s ? w->replay_s : w->compute_s) * (1 - slack);
+  return lb * (1 - slack);
 }
 
-/* Legality and memory of every candidate; the bounds of those that fit. 0 or -1. */
-static int walk_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int *np, double t0, char *err,
-                    size_t errlen) {
+static double bound_of(const bs_config *c, const bs_walk *w, const bs_search_opts *o) {
+  return with_slack(c, o, w->replay_s > w->compute_s ? w->replay_s : w->compute_s);
+}
+
+/*
+ * The first pass over every candidate, in enumeration order (the twins' rule reads the legal ones
+ * before it). Walking (lazy = 0): legality and memory of every candidate, the bounds of those that
+ * fit. Lazy: every candidate probed (probe.h): legality as the walk's first plan decides it, the
+ * twins, and those whose probe alone passes the capacity; the others wait in the heap with the
+ * probe's bounds. 0 or -1.
+ */
+static int first_pass(bs_search *s, const bs_search_opts *o, int lazy, prof_slot *profs, int *np, double t0, char *err,
+                      size_t errlen) {
   walk_state *ws = calloc(1, sizeof *ws);
   if (!ws) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  int rc = 0, nomem = 0;
+  int rc = 0, nomem = 0, every = lazy ? 4096 : 64;
   for (int i = 0; i < s->n && !rc && !nomem; i++) {
     bs_cand *c = &s->c[i];
     if (o->stop && *o->stop) {
@@ -711,7 +722,7 @@ static int walk_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int
       s->interrupted = 1;
       continue;
     }
-    if (o->progress && i && i % 64 == 0) o->progress(o->progress_ctx, s, i, s->n, NAN, bs_now_s() - t0);
+    if (o->progress && i && i % every == 0) o->progress(o->progress_ctx, s, i, s->n, NAN, bs_now_s() - t0);
     bs_config *cfg = &ws->cfg[i % TWINS];
     bs_search_config(s, i, cfg);
     const bs_profile *prof = profile_for(profs, np, cfg, o->opts, err, errlen);
@@ -721,68 +732,24 @@ static int walk_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int
     }
     char why[256];
     bs_walk w;
-    memset(&w, 0, sizeof w);
-    int wr = bs_sim_walk(cfg, o->opts, prof, first_walk(o) | BS_WALK_STOP_OOM, &w, why, sizeof why);
-    keep_walk(s, i, &w);
-    if (first_walk(o) != BS_WALK_STAGES) c->flags |= BS_CAND_REFINED;
-    s->walked++;
-    if (wr == -2 || wr == -1 || same_as_twin(s, ws, i, w.ranks_per_node, why, sizeof why)) {
-      /* wr -1: a plan that breaks its own invariants is not a candidate either */
-      c->status = BS_CAND_ILLEGAL;
-      nomem |= set_why(s, c, why) != 0;
-      add_reason(s, why);
-      continue;
-    }
-    s->legal++;
-    nomem |= cp1_add(ws, i, cfg) != 0;
-    if (w.oom) {
-      c->status = BS_CAND_MEMORY;
-      s->memory++;
-      continue;
-    }
-    c->bound = bound_of(cfg, &w, o);
-  }
-  if (nomem) {
-    snprintf(err, errlen, "out of memory");
-    rc = -1;
-  }
-  free(ws->cp1);
-  free(ws);
-  return rc;
-}
-
-/* Lazy walks: every candidate probed (probe.h), in enumeration order (the twins' rule reads the
- * legal ones before it): legality as the walk's first plan decides it, the twins, and those whose
- * probe alone passes the capacity; the others wait in the heap with the probe's bounds. 0 or -1. */
-static int probe_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, int *np, double t0, char *err,
-                     size_t errlen) {
-  walk_state *ws = calloc(1, sizeof *ws);
-  if (!ws) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  int rc = 0, nomem = 0;
-  for (int i = 0; i < s->n && !rc && !nomem; i++) {
-    bs_cand *c = &s->c[i];
-    if (o->stop && *o->stop) {
-      c->status = BS_CAND_SKIPPED;
-      s->skipped++;
-      s->interrupted = 1;
-      continue;
-    }
-    if (o->progress && i && i % 4096 == 0) o->progress(o->progress_ctx, s, i, s->n, NAN, bs_now_s() - t0);
-    bs_config *cfg = &ws->cfg[i % TWINS];
-    bs_search_config(s, i, cfg);
-    const bs_profile *prof = profile_for(profs, np, cfg, o->opts, err, errlen);
-    if (!prof) {
-      rc = -1;
-      break;
-    }
-    char why[256];
     bs_probe p;
-    int pr = bs_search_probe(cfg, o->opts, prof, BS_PROBE_OPS, 1, &p, why, sizeof why);
-    if (i == 0) s->capacity_bytes = p.capacity_bytes;
-    if (pr == -2 || same_as_twin(s, ws, i, p.ranks_per_node, why, sizeof why)) {
+    int refused, rpn, oom;
+    if (lazy) {
+      refused = bs_search_probe(cfg, o->opts, prof, BS_PROBE_OPS, 1, &p, why, sizeof why) == -2;
+      if (i == 0) s->capacity_bytes = p.capacity_bytes;
+      rpn = p.ranks_per_node;
+      oom = p.oom;
+    } else {
+      memset(&w, 0, sizeof w);
+      int wr = bs_sim_walk(cfg, o->opts, prof, first_walk(o) | BS_WALK_STOP_OOM, &w, why, sizeof why);
+      keep_walk(s, i, &w);
+      if (first_walk(o) != BS_WALK_STAGES) c->flags |= BS_CAND_REFINED;
+      s->walked++;
+      refused = wr == -2 || wr == -1; /* -1: a plan that breaks its own invariants is not a candidate either */
+      rpn = w.ranks_per_node;
+      oom = w.oom;
+    }
+    if (refused || same_as_twin(s, ws, i, rpn, why, sizeof why)) {
       c->status = BS_CAND_ILLEGAL;
       nomem |= set_why(s, c, why) != 0;
       add_reason(s, why);
@@ -790,16 +757,17 @@ static int probe_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, in
     }
     s->legal++;
     nomem |= cp1_add(ws, i, cfg) != 0;
-    c->flags |= BS_CAND_PROBED | (p.capacity_bytes > 0 ? BS_CAND_WALKED : 0);
-    c->peak_bytes = p.peak_bytes;
-    if (p.oom) {
+    if (lazy) {
+      c->flags |= BS_CAND_PROBED | (p.capacity_bytes > 0 ? BS_CAND_WALKED : 0);
+      c->peak_bytes = p.peak_bytes;
+    }
+    if (oom) {
       c->status = BS_CAND_MEMORY;
       s->memory++;
-      s->memory_by_probe++;
+      s->memory_by_probe += lazy;
       continue;
     }
-    double slack = bs_sim_layers_apply(cfg, o->opts) ? LAYERS_SLACK : ROUND_SLACK;
-    c->bound = p.compute_s * (1 - slack);
+    c->bound = lazy ? with_slack(cfg, o, p.compute_s) : bound_of(cfg, &w, o);
   }
   if (nomem) {
     snprintf(err, errlen, "out of memory");
@@ -810,7 +778,7 @@ static int probe_all(bs_search *s, const bs_search_opts *o, prof_slot *profs, in
   return rc;
 }
 
-/* Candidate i (configuration cfg), reached with its probe's bounds: walked as walk_all walks it. 1
+/* Candidate i (configuration cfg), reached with its probe's bounds: walked as first_pass walks it. 1
  * when it stays in the race (its bound raised to the walk's where higher: both are lower bounds, and
  * its peak the walk's), 0 when it is now settled (illegal to the walk, or past memory), -1 out of
  * memory. */
@@ -990,7 +958,7 @@ int bs_search_run(bs_search *s, const bs_search_opts *o, char *err, size_t errle
   int K = o->top_k > 0 ? o->top_k : 10;
   prof_slot profs[MAX_PROFILES];
   int np = 0, lazy = !o->walk_all && !o->dry_run && !o->brute_force && !o->all_ranks;
-  if (lazy ? probe_all(s, o, profs, &np, t0, err, errlen) : walk_all(s, o, profs, &np, t0, err, errlen)) {
+  if (first_pass(s, o, lazy, profs, &np, t0, err, errlen)) {
     for (int i = 0; i < np; i++) free(profs[i].prof);
     return -1;
   }
