@@ -76,6 +76,14 @@ typedef struct {
   double d;
 } sig;
 
+/* What a SEND, RECV or COLL moves (a WAIT: how many handles it waits on), as a sig's bytes; 0 else. */
+static int64_t moved(const bs_op *op) {
+  if (op->kind == BS_OP_SEND || op->kind == BS_OP_RECV) return op->u.p2p.bytes;
+  if (op->kind == BS_OP_COLL) return op->u.coll.bytes;
+  if (op->kind == BS_OP_WAIT) return op->u.wait.n;
+  return 0;
+}
+
 static int sig_same(const sig *a, const sig *b) { return a->kind == b->kind && a->bytes == b->bytes && a->d == b->d; }
 
 /*
@@ -139,13 +147,7 @@ static int prefix(const bs_plan *plan, int r, const bs_profile *prof, bs_dtype d
       }
       out->compute += d;
       g.d = d;
-    } else if (op.kind == BS_OP_SEND || op.kind == BS_OP_RECV) {
-      g.bytes = op.u.p2p.bytes;
-    } else if (op.kind == BS_OP_COLL) {
-      g.bytes = op.u.coll.bytes;
-    } else if (op.kind == BS_OP_WAIT) {
-      g.bytes = op.u.wait.n;
-    }
+    } else g.bytes = moved(&op);
     if (s < 0 || !x) continue; /* before the layers (or no period asked): only the peak and the compute */
     g.held = held;
     x[n++] = g;
@@ -281,13 +283,7 @@ static int layer_fwd_bwd(const bs_plan *plan, int r, const bs_profile *prof, bs_
         rc = -1;
         break;
       }
-    } else if (op.kind == BS_OP_SEND || op.kind == BS_OP_RECV) {
-      g.bytes = op.u.p2p.bytes;
-    } else if (op.kind == BS_OP_COLL) {
-      g.bytes = op.u.coll.bytes;
-    } else if (op.kind == BS_OP_WAIT) {
-      g.bytes = op.u.wait.n;
-    }
+    } else g.bytes = moved(&op);
     x[n++] = g;
     if (s < 0) continue;
     if (!P) { /* the forward's period, once its second window is read */
